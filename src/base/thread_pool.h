@@ -1,0 +1,55 @@
+// One persistent pool of worker threads per model (contract: no thread creation in the token loop).
+//
+// A forward pass dispatches a few parallel loops per layer; with thousands of dispatches per token a
+// futex wake-up (~5-50 us) would dominate, so idle workers spin on an atomic generation counter for
+// a short while before parking on a condition variable. The calling thread does share 0 of each job,
+// so a pool of n threads starts n-1 workers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "base/function_ref.h"
+
+namespace grove {
+
+class ThreadPool {
+ public:
+  // n_threads <= 0 selects the number of hardware threads.
+  explicit ThreadPool(int n_threads);
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  ~ThreadPool();
+
+  int size() const { return n_threads_; }
+
+  // Calls fn(thread_index, n_threads) once on every thread and returns when all have finished.
+  void Run(FunctionRef<void(int, int)> fn);
+
+  // Splits [0, n) into size() contiguous ranges, one per thread: fn(begin, end). Which thread computes
+  // which index never changes the result, since each index is computed by exactly one call.
+  void ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn);
+
+  // Number of Run/ParallelFor dispatches since construction (each one ends in a barrier).
+  uint64_t dispatch_count() const { return dispatch_count_; }
+
+ private:
+  void WorkerLoop(int index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  FunctionRef<void(int, int)>* job_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::atomic<int> parked_{0};
+  uint64_t dispatch_count_ = 0;
+};
+
+}  // namespace grove

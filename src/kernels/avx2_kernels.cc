@@ -1,0 +1,239 @@
+// AVX2 + FMA + F16C kernels (Haswell and later, Zen 1 and later).
+//
+// Compiled with -mavx2 -mfma -mf16c -ffp-contract=off (CMakeLists.txt). Everything here lives in an
+// anonymous namespace and uses intrinsics only, so no inline function of a shared header is compiled
+// with these flags (the linker could otherwise keep that copy for callers on any CPU).
+//
+// Batch invariance: a tile of R activation rows runs, for every row, exactly the instruction sequence
+// a tile of one row runs; accumulators are per row, the lane assignment and the final horizontal sum
+// depend only on n_in. Hence any split of a batch into tiles gives bit-identical outputs.
+// GCC 12 warns that the _mm*_undefined_*() values inside its own intrinsics may be used
+// uninitialized (GCC bug 105593, fixed in 13); the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_tables.h"
+#include "quant/blocks.h"
+
+namespace grove {
+namespace {
+
+// AVX2 has 16 vector registers: 4 rows x 2 accumulators plus the decoded weights and temporaries fit.
+constexpr int kTile = 4;
+
+// Fixed reduction tree (8 -> 4 -> 2 -> 1); every output goes through exactly this sequence.
+float Hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+const uint8_t* RowPtr(const void* x, int64_t stride, int i) {
+  return static_cast<const uint8_t*>(x) + i * stride;
+}
+
+// Splits n_x rows into tiles of kTile and a remainder: tile(R, first_row) with R a constant.
+template <int R>
+struct Rows {
+  static constexpr int kR = R;
+};
+
+template <typename TileFn>
+void ForEachTile(int n_x, TileFn&& tile) {
+  int i = 0;
+  for (; i + kTile <= n_x; i += kTile) tile(Rows<kTile>{}, i);
+  switch (n_x - i) {
+    case 3: tile(Rows<3>{}, i); break;
+    case 2: tile(Rows<2>{}, i); break;
+    case 1: tile(Rows<1>{}, i); break;
+    default: break;
+  }
+}
+
+// ---- Float weights (f32, f16, bf16) times float activations --------------------------------------
+
+struct F32Weights {
+  using T = float;
+  static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
+};
+struct F16Weights {
+  using T = uint16_t;
+  static __m256 Load(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+};
+struct Bf16Weights {
+  using T = uint16_t;
+  static __m256 Load(const uint16_t* p) {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));  // bf16 is the top half of an f32
+  }
+};
+
+// Two accumulators per row (even and odd groups of 8 elements) hide the 4-cycle FMA latency when a
+// tile has a single row (decode). The < 8 element tail is copied into zero-padded buffers.
+template <typename W, int R>
+void FloatTile(const typename W::T* w, int64_t n, const void* x, int64_t x_stride, float* y,
+               int64_t y_stride) {
+  const float* xr[R];
+  for (int i = 0; i < R; ++i) xr[i] = reinterpret_cast<const float*>(RowPtr(x, x_stride, i));
+  __m256 acc0[R], acc1[R];
+  for (int i = 0; i < R; ++i) acc0[i] = acc1[i] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const __m256 w0 = W::Load(w + k);
+    const __m256 w1 = W::Load(w + k + 8);
+    for (int i = 0; i < R; ++i) {
+      acc0[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr[i] + k), acc0[i]);
+      acc1[i] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xr[i] + k + 8), acc1[i]);
+    }
+  }
+  if (k + 8 <= n) {
+    const __m256 w0 = W::Load(w + k);
+    for (int i = 0; i < R; ++i) acc0[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xr[i] + k), acc0[i]);
+    k += 8;
+  }
+  if (k < n) {
+    const int64_t rest = n - k;
+    typename W::T w_tail[8] = {};
+    std::memcpy(w_tail, w + k, rest * sizeof(typename W::T));
+    const __m256 w0 = W::Load(w_tail);
+    for (int i = 0; i < R; ++i) {
+      float x_tail[8] = {};
+      std::memcpy(x_tail, xr[i] + k, rest * sizeof(float));
+      acc1[i] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(x_tail), acc1[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(_mm256_add_ps(acc0[i], acc1[i]));
+}
+
+template <typename W>
+void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+              int64_t y_stride) {
+  const auto* w = static_cast<const typename W::T*>(w_row);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    FloatTile<W, decltype(rows)::kR>(w, n_in, RowPtr(x, x_stride, i), x_stride, y + i * y_stride,
+                                     y_stride);
+  });
+}
+
+// ---- Q8_0 / Q4_0 weights times ActQ8 activations (signed bytes, one float scale per block) --------
+
+struct Q8_0Weights {
+  using Block = BlockQ8_0;
+  static __m256i Load(const BlockQ8_0& b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+  }
+};
+struct Q4_0Weights {
+  using Block = BlockQ4_0;
+  static __m256i Load(const BlockQ4_0& b) {
+    // Low nibbles are elements 0..15, high nibbles 16..31: put the shifted copy in the upper half.
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+    const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
+    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+  }
+};
+
+// One block of 32 per step: maddubs multiplies unsigned by signed bytes, so the weight's sign moves
+// onto the activation (|w| <= 128, |x| <= 127: a pair sum stays below the int16 limit, 32512).
+// Then per row and block one float multiply-add of the exact int32 sum with d_w * d_x.
+template <typename W, int R>
+void QuantTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offset, const void* x,
+               int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const __m256i wq = W::Load(w[b]);
+    const __m256i w_abs = _mm256_abs_epi8(wq);
+    const __m256 wd = _mm256_set1_ps(_cvtsh_ss(w[b].d));
+    for (int i = 0; i < R; ++i) {
+      const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+      const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
+      const __m256i prod32 = _mm256_madd_epi16(prod16, ones);
+      const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+template <typename W>
+void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+              int64_t y_stride) {
+  const auto* w = static_cast<const typename W::Block*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    QuantTile<W, decltype(rows)::kR>(w, n_in / kQBlock, scale_offset, RowPtr(x, x_stride, i),
+                                     x_stride, y + i * y_stride, y_stride);
+  });
+}
+
+// round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
+// the scalar one bit for bit: truncate, then step away from zero if the dropped part is >= 0.5.
+__m256 RoundHalfAway(__m256 v) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  const __m256 truncated = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 dropped = _mm256_andnot_ps(sign_mask, _mm256_sub_ps(v, truncated));  // exact
+  const __m256 step = _mm256_or_ps(_mm256_and_ps(v, sign_mask), _mm256_set1_ps(1.0f));
+  const __m256 away = _mm256_cmp_ps(dropped, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  return _mm256_add_ps(truncated, _mm256_and_ps(away, step));
+}
+
+void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
+  auto* qs = static_cast<uint8_t*>(act_row);
+  auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < n_in / kQBlock; ++b) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; ++j) {
+      v[j] = _mm256_loadu_ps(x + b * kQBlock + 8 * j);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
+    }
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    const float d = _mm_cvtss_f32(m) / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    scales[b] = d;
+    const __m256 vid = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) {
+      q[j] = _mm256_cvttps_epi32(RoundHalfAway(_mm256_mul_ps(v[j], vid)));
+    }
+    // packs works within 128-bit lanes; the permute restores element order.
+    const __m256i q16a = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i q16b = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
+                                                   _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q8);
+  }
+}
+
+}  // namespace
+
+extern const KernelSet kAvx2Kernels = {
+    .level = KernelLevel::kAvx2,
+    .name = "avx2",
+    .act_q8_unsigned = false,
+    .quantize_act = &QuantizeAct,
+    .dot_f32 = &DotFloat<F32Weights>,
+    .dot_f16 = &DotFloat<F16Weights>,
+    .dot_bf16 = &DotFloat<Bf16Weights>,
+    .dot_q8_0 = &DotQuant<Q8_0Weights>,
+    .dot_q4_0 = &DotQuant<Q4_0Weights>,
+};
+
+}  // namespace grove

@@ -1,0 +1,100 @@
+#include "kernels/kernel_set.h"
+
+#include <cstdlib>
+#include <string_view>
+
+#include "base/log.h"
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_tables.h"
+
+namespace grove {
+namespace {
+
+bool CpuRuns(KernelLevel level) {
+  const CpuFeatures& f = HostCpuFeatures();
+  switch (level) {
+    case KernelLevel::kScalar:
+      return true;
+    case KernelLevel::kAvx2:
+      return f.avx2 && f.fma && f.f16c;
+    case KernelLevel::kAvx512:
+      // VNNI is required: without vpdpbusd the integer dot falls back to vpmaddubsw + vpmaddwd,
+      // which is what the AVX2 level does already.
+      return CpuRuns(KernelLevel::kAvx2) && f.avx512f && f.avx512bw && f.avx512vl &&
+             f.avx512_vnni;
+  }
+  return false;
+}
+
+KernelLevel ChooseLevel() {
+  KernelLevel level = BestKernelLevel();
+  const char* env = std::getenv("GROVE_KERNELS");
+  if (env == nullptr || *env == '\0') return level;
+  const std::string_view cap(env);
+  KernelLevel requested;
+  if (cap == "scalar") {
+    requested = KernelLevel::kScalar;
+  } else if (cap == "avx2") {
+    requested = KernelLevel::kAvx2;
+  } else if (cap == "avx512") {
+    requested = KernelLevel::kAvx512;
+  } else {
+    Log(LogLevel::kWarn, "kernels: ignoring GROVE_KERNELS='", cap,
+        "' (expected scalar, avx2 or avx512); using ", KernelLevelName(level));
+    return level;
+  }
+  if (requested > level) {
+    Log(LogLevel::kWarn, "kernels: GROVE_KERNELS=", cap, " is not supported by this CPU; using ",
+        KernelLevelName(level));
+    return level;
+  }
+  return requested;
+}
+
+}  // namespace
+
+int64_t ActQ8ScaleOffset(int64_t n_in) { return (n_in + 63) / 64 * 64; }
+
+int64_t ActQ8RowBytes(int64_t n_in) {
+  const int64_t n_blocks = n_in / 32;
+  return ActQ8ScaleOffset(n_in) + (n_blocks + 1) / 2 * 64;
+}
+
+KernelLevel BestKernelLevel() {
+  for (KernelLevel level : {KernelLevel::kAvx512, KernelLevel::kAvx2}) {
+    if (CpuRuns(level)) return level;
+  }
+  return KernelLevel::kScalar;
+}
+
+const KernelSet* KernelsForLevel(KernelLevel level) {
+  if (!CpuRuns(level)) return nullptr;
+  switch (level) {
+    case KernelLevel::kScalar:
+      return &kScalarKernels;
+    case KernelLevel::kAvx2:
+      return &kAvx2Kernels;
+    case KernelLevel::kAvx512:
+      return &kAvx512Kernels;
+  }
+  return nullptr;
+}
+
+const KernelSet& ActiveKernels() {
+  static const KernelSet* const active = KernelsForLevel(ChooseLevel());
+  return *active;
+}
+
+const char* KernelLevelName(KernelLevel level) {
+  switch (level) {
+    case KernelLevel::kScalar:
+      return "scalar";
+    case KernelLevel::kAvx2:
+      return "avx2";
+    case KernelLevel::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+}  // namespace grove

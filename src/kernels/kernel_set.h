@@ -1,0 +1,73 @@
+// The compute kernels of one instruction-set level, chosen once per process.
+//
+// Every level implements the same operations: a scalar reference (always present), AVX2+FMA+F16C and
+// AVX-512 (F/BW/VL + VNNI). The best level the CPU supports is chosen on first use; the environment
+// variable GROVE_KERNELS=scalar|avx2|avx512 caps it (for tests and comparisons), it never raises it.
+// Results of different levels may differ by rounding; within one process the level never changes,
+// and every kernel's accumulation order for one output depends only on the reduction length, not on
+// how many rows are computed together (the batch-invariance contract, see ops/matmul.h).
+//
+// This header holds declarations only; it is included by the SIMD files (see CMakeLists.txt).
+#pragma once
+
+#include <cstdint>
+
+namespace grove {
+
+enum class KernelLevel : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+// Most activation rows a row kernel takes in one call. Eight rows reuse each weight block decoded in
+// registers eight times, enough to turn the batched matmul from memory-bound to compute-bound, and
+// they fit in the 32 AVX-512 registers with their accumulators.
+inline constexpr int kMaxTileRows = 8;
+
+// Activations quantized for integer dot products with Q8_0/Q4_0 weights (llama.cpp's vec_dot_type):
+// blocks of 32 int8 values with one float scale each (a float, not fp16: it is internal, and the
+// extra precision is free). One row occupies ActQ8RowBytes(n_in) bytes, 64-byte aligned:
+//   [0, ActQ8ScaleOffset(n_in))   the quants, byte i for element i (stored as q + 128 by levels
+//                                 whose dot instruction takes unsigned bytes, see KernelSet)
+//   [ActQ8ScaleOffset(n_in), ...) the scales, in a level-specific arrangement
+// n_in must be a multiple of 32.
+// Defined out of line on purpose: the SIMD files call them, and an inline function compiled there
+// could become the program's only copy (see CMakeLists.txt).
+int64_t ActQ8ScaleOffset(int64_t n_in);
+// Room for 16 floats per pair of blocks: the AVX-512 level stores each scale broadcast over the 8
+// lanes its block occupies in a register, the other levels one float per block.
+int64_t ActQ8RowBytes(int64_t n_in);
+
+// y[i * y_stride] = dot(weight row, activation row i) for i in [0, n_x), 1 <= n_x <= kMaxTileRows.
+// w_row: one weight row of n_in elements in the kernel's type. x: activation row 0; row i starts
+// x_stride bytes after row i - 1 (float rows for f32/f16/bf16 weights, ActQ8 rows for q8_0/q4_0).
+using RowKernelFn = void (*)(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
+                             int n_x, float* y, int64_t y_stride);
+
+// Quantizes one float row of n_in elements (a multiple of 32) into an ActQ8 row.
+using QuantizeActFn = void (*)(const float* x, int64_t n_in, void* act_row);
+
+struct KernelSet {
+  KernelLevel level;
+  const char* name;  // "scalar", "avx2", "avx512_vnni"
+  // True if quantize_act stores q + 128 (unsigned bytes for vpdpbusd) instead of q.
+  bool act_q8_unsigned;
+  QuantizeActFn quantize_act;
+  RowKernelFn dot_f32;
+  RowKernelFn dot_f16;
+  RowKernelFn dot_bf16;
+  RowKernelFn dot_q8_0;  // weights BlockQ8_0, activations ActQ8
+  RowKernelFn dot_q4_0;  // weights BlockQ4_0, activations ActQ8
+};
+
+// The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen on
+// the first call (thread-safe) and fixed from then on. An unknown GROVE_KERNELS value is ignored
+// with a warning through the log callback.
+const KernelSet& ActiveKernels();
+
+// The kernels of one level, or nullptr if this CPU cannot run them (tests compare levels with it).
+const KernelSet* KernelsForLevel(KernelLevel level);
+
+// The best level this CPU supports, ignoring GROVE_KERNELS.
+KernelLevel BestKernelLevel();
+
+const char* KernelLevelName(KernelLevel level);  // "scalar", "avx2", "avx512"
+
+}  // namespace grove

@@ -1,0 +1,51 @@
+#include "model/kv_cache.h"
+
+#include <cstring>
+
+#include "base/error.h"
+
+namespace grove {
+
+KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
+    : n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
+  std::size_t n = static_cast<std::size_t>(n_layer) * n_ctx * kv_dim;
+  k_.Resize(n);
+  v_.Resize(n);
+  positions_.Resize(n_ctx);
+}
+
+void KvCache::Truncate(int32_t n) {
+  if (n < 0 || n > length_) Fail("kv cache: cannot truncate ", length_, " slots to ", n);
+  length_ = n;
+}
+
+void KvCache::Append(int32_t n) {
+  GROVE_CHECK(n >= 0 && length_ + n <= n_ctx_, "kv cache overflow");
+  length_ += n;
+}
+
+void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
+  if (prefix < 0 || prefix > length_) Fail("kv cache: compact prefix ", prefix, " outside 0..", length_);
+  int32_t previous = prefix - 1;
+  for (int32_t slot : kept_slots) {
+    if (slot <= previous || slot >= length_) {
+      Fail("kv cache: compact slots must increase and lie in [", prefix, ", ", length_, "); got ", slot);
+    }
+    previous = slot;
+  }
+  const std::size_t row_bytes = sizeof(float) * kv_dim_;
+  int32_t dst = prefix;
+  for (int32_t src : kept_slots) {
+    if (src != dst) {
+      for (int32_t layer = 0; layer < n_layer_; ++layer) {
+        std::memcpy(key(layer, dst), key(layer, src), row_bytes);
+        std::memcpy(value(layer, dst), value(layer, src), row_bytes);
+      }
+      positions_[dst] = positions_[src];
+    }
+    ++dst;
+  }
+  length_ = dst;
+}
+
+}  // namespace grove

@@ -1,0 +1,55 @@
+// Per-sequence key/value cache (contract 3): preallocated for the whole context at load, positional,
+// and edited in place. A verified tree leaves its accepted path scattered among rejected nodes;
+// Compact moves just those slots down, so its cost is O(kept), and nothing is ever reallocated.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "base/aligned_buffer.h"
+
+namespace grove {
+
+class KvCache {
+ public:
+  KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
+
+  int32_t n_ctx() const { return n_ctx_; }
+  int32_t kv_dim() const { return kv_dim_; }
+  // Slots in use: [0, length()).
+  int32_t length() const { return length_; }
+  // Position (for RoPE) of the token held in a slot.
+  int32_t position(int32_t slot) const { return positions_[slot]; }
+
+  // Row of keys / values of one slot in one layer: (kv_dim) floats.
+  float* key(int32_t layer, int32_t slot) { return k_.data() + Offset(layer, slot); }
+  float* value(int32_t layer, int32_t slot) { return v_.data() + Offset(layer, slot); }
+  const float* key(int32_t layer, int32_t slot) const { return k_.data() + Offset(layer, slot); }
+  const float* value(int32_t layer, int32_t slot) const { return v_.data() + Offset(layer, slot); }
+
+  // Drops every slot from n on.
+  void Truncate(int32_t n);
+  // Keeps slots [0, prefix) and then the given slots (strictly increasing, each >= prefix), moved down
+  // to prefix, prefix + 1, ... Used after tree verification to keep the accepted path.
+  void Compact(int32_t prefix, std::span<const int32_t> kept_slots);
+  void Clear() { Truncate(0); }
+
+  // Used by the forward pass: claims slots [length, length + n) for positions given later.
+  void Append(int32_t n);
+  void SetPosition(int32_t slot, int32_t position) { positions_[slot] = position; }
+
+ private:
+  std::size_t Offset(int32_t layer, int32_t slot) const {
+    return (static_cast<std::size_t>(layer) * n_ctx_ + slot) * kv_dim_;
+  }
+
+  int32_t n_layer_;
+  int32_t n_ctx_;
+  int32_t kv_dim_;
+  int32_t length_ = 0;
+  AlignedBuffer<float> k_;  // (n_layer, n_ctx, kv_dim)
+  AlignedBuffer<float> v_;  // (n_layer, n_ctx, kv_dim)
+  AlignedBuffer<int32_t> positions_;  // (n_ctx)
+};
+
+}  // namespace grove

@@ -1,0 +1,238 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "io/gguf.h"
+#include "model/tokenizer.h"
+#include "ops/activation.h"
+#include "ops/attention.h"
+#include "ops/norm.h"
+#include "quant/quant.h"
+
+namespace grove {
+namespace {
+
+uint64_t MatrixBytes(const WeightView& w) { return static_cast<uint64_t>(w.row_bytes) * w.n_out; }
+
+}  // namespace
+
+std::unique_ptr<Model> Model::Load(const std::string& path, const ModelOptions& options) {
+  return FromGguf(GgufFile::Open(path), options);
+}
+
+std::unique_ptr<Model> Model::FromGguf(std::unique_ptr<GgufFile> gguf, const ModelOptions& options) {
+  return std::unique_ptr<Model>(new Model(std::move(gguf), options));
+}
+
+Model::~Model() = default;
+
+Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
+    : gguf_(std::move(gguf)),
+      config_(ConfigFromGguf(*gguf_)),
+      weights_(BindWeights(*gguf_, config_)),
+      n_ctx_(options.n_ctx > 0 ? options.n_ctx : std::min(config_.n_ctx_train, 4096)),
+      max_batch_(options.max_batch),
+      pool_(options.n_threads) {
+  if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
+  if (options.n_seq < 1 || options.n_seq > 1024) Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
+  if (max_batch_ < 1 || max_batch_ > 8192) Fail("model: max_batch ", max_batch_, " out of range 1..8192");
+  if (gguf_->Has("tokenizer.ggml.model")) {
+    tokenizer_ = Tokenizer::FromGguf(*gguf_);
+    if (tokenizer_->n_vocab() != config_.n_vocab) {
+      Fail("model: tokenizer has ", tokenizer_->n_vocab(), " tokens but 'token_embd.weight' has ",
+           config_.n_vocab, " rows");
+    }
+  }
+  const ModelConfig& c = config_;
+  rope_ = RopeParams{c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale,
+                     weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
+
+  weight_bytes_ = MatrixBytes(weights_.output);
+  for (const LayerWeights& l : weights_.layers) {
+    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      weight_bytes_ += MatrixBytes(*w);
+    }
+  }
+
+  caches_.reserve(options.n_seq);
+  for (int32_t s = 0; s < options.n_seq; ++s) caches_.emplace_back(c.n_layer, n_ctx_, c.kv_dim());
+
+  const std::size_t b = max_batch_;
+  matmul_scratch_ = MatMulScratch(max_batch_, std::max<int64_t>({c.n_embd, c.n_ff, c.q_dim()}));
+  x_.Resize(b * c.n_embd);
+  xb_.Resize(b * c.n_embd);
+  q_.Resize(b * c.q_dim());
+  k_.Resize(b * c.kv_dim());
+  v_.Resize(b * c.kv_dim());
+  att_.Resize(b * c.q_dim());
+  gate_.Resize(b * c.n_ff);
+  up_.Resize(b * c.n_ff);
+  proj_.Resize(b * c.n_embd);
+  rope_cs_.Resize(b * c.n_rot);
+  scores_.Resize(static_cast<std::size_t>(pool_.size()) * n_ctx_);
+  logits_.Resize(b * c.n_vocab);
+  slot_.Resize(b);
+  prefix_len_.Resize(b);
+  visible_begin_.Resize(b + 1);
+  visible_.Resize(b * (b + 1) / 2);
+  out_rows_.Resize(b);
+  seq_count_.Resize(caches_.size());
+}
+
+void Model::Validate(const Batch& batch) {
+  const int32_t n = batch.size();
+  if (n == 0) Fail("forward: empty batch");
+  if (n > max_batch_) Fail("forward: batch of ", n, " tokens exceeds max_batch ", max_batch_);
+  if (batch.positions.size() != batch.tokens.size() || batch.seq_ids.size() != batch.tokens.size() ||
+      batch.parents.size() != batch.tokens.size() || batch.logits.size() != batch.tokens.size()) {
+    Fail("forward: batch arrays differ in length");
+  }
+  std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
+  for (int32_t i = 0; i < n; ++i) {
+    if (batch.tokens[i] < 0 || batch.tokens[i] >= config_.n_vocab) {
+      Fail("forward: token ", batch.tokens[i], " at batch index ", i, " is outside the vocabulary (",
+           config_.n_vocab, ")");
+    }
+    const int32_t seq = batch.seq_ids[i];
+    if (seq < 0 || seq >= n_seq()) Fail("forward: sequence id ", seq, " outside 0..", n_seq() - 1);
+    const int32_t parent = batch.parents[i];
+    if (parent >= i || parent < -1) Fail("forward: token ", i, " has parent ", parent, " (must be earlier)");
+    if (parent >= 0 && batch.seq_ids[parent] != seq) {
+      Fail("forward: token ", i, " and its parent ", parent, " belong to different sequences");
+    }
+    if (batch.positions[i] < 0) Fail("forward: token ", i, " has negative position");
+    ++seq_count_[seq];
+  }
+  for (int32_t s = 0; s < n_seq(); ++s) {
+    if (caches_[s].length() + seq_count_[s] > n_ctx_) {
+      Fail("forward: context full: sequence ", s, " holds ", caches_[s].length(), " tokens and the batch adds ",
+           seq_count_[s], ", but the context is ", n_ctx_, " tokens");
+    }
+  }
+}
+
+void Model::PrepareBatch(const Batch& batch) {
+  const int32_t n = batch.size();
+  // Slots: a sequence's batch tokens take the next free slots of its cache in batch order.
+  std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t seq = batch.seq_ids[i];
+    prefix_len_[i] = caches_[seq].length();
+    slot_[i] = prefix_len_[i] + seq_count_[seq]++;
+  }
+  // Visible batch slots of each token: its ancestors (root first) and itself, in increasing slot order.
+  int32_t offset = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    visible_begin_[i] = offset;
+    int32_t depth = 0;
+    for (int32_t j = i; j >= 0; j = batch.parents[j]) ++depth;
+    int32_t k = offset + depth;
+    for (int32_t j = i; j >= 0; j = batch.parents[j]) visible_[--k] = slot_[j];
+    offset += depth;
+  }
+  visible_begin_[n] = offset;
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t seq = batch.seq_ids[i];
+    RopeAngles(rope_, batch.positions[i], rope_cs_.data() + static_cast<std::size_t>(i) * config_.n_rot);
+    caches_[seq].SetPosition(slot_[i], batch.positions[i]);
+  }
+}
+
+std::span<const float> Model::Forward(const Batch& batch) {
+  Validate(batch);
+  PrepareBatch(batch);
+  const ModelConfig& c = config_;
+  const int32_t n = batch.size();
+  for (int32_t s = 0; s < n_seq(); ++s) caches_[s].Append(seq_count_[s]);
+
+  for (int32_t i = 0; i < n; ++i) {
+    const auto* row = static_cast<const uint8_t*>(weights_.token_embd.data) +
+                      static_cast<std::size_t>(batch.tokens[i]) * weights_.token_embd.row_bytes;
+    DequantizeRow(weights_.token_embd.type, row, x_.data() + static_cast<std::size_t>(i) * c.n_embd, c.n_embd);
+  }
+  for (int32_t layer = 0; layer < c.n_layer; ++layer) Layer(batch, layer);
+
+  // Final norm and logits only for the rows that asked: a prefill of 512 tokens computes one row.
+  int32_t n_out = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (!batch.logits[i]) continue;
+    RmsNorm(x_.data() + static_cast<std::size_t>(i) * c.n_embd, weights_.output_norm.data(),
+            xb_.data() + static_cast<std::size_t>(n_out) * c.n_embd, c.n_embd, c.rms_eps);
+    out_rows_[n_out++] = i;
+  }
+  if (n_out == 0) return {};
+  MatMul(weights_.output, xb_.data(), n_out, logits_.data(), matmul_scratch_, pool_);
+  return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
+}
+
+void Model::Layer(const Batch& batch, int32_t layer) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int32_t n = batch.size();
+  const std::size_t d = c.n_embd;
+
+  // Attention block.
+  pool_.ParallelFor(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) RmsNorm(x_.data() + i * d, w.attn_norm.data(), xb_.data() + i * d, d, c.rms_eps);
+  });
+  MatMul(w.wq, xb_.data(), n, q_.data(), matmul_scratch_, pool_);
+  MatMul(w.wk, xb_.data(), n, k_.data(), matmul_scratch_, pool_);
+  MatMul(w.wv, xb_.data(), n, v_.data(), matmul_scratch_, pool_);
+  const int32_t q_dim = c.q_dim();
+  const int32_t kv_dim = c.kv_dim();
+  for (int32_t i = 0; i < n; ++i) {
+    const float* cs = rope_cs_.data() + static_cast<std::size_t>(i) * c.n_rot;
+    RopeApply(rope_, cs, q_.data() + static_cast<std::size_t>(i) * q_dim, c.n_head);
+    RopeApply(rope_, cs, k_.data() + static_cast<std::size_t>(i) * kv_dim, c.n_head_kv);
+    KvCache& cache = caches_[batch.seq_ids[i]];
+    std::memcpy(cache.key(layer, slot_[i]), k_.data() + static_cast<std::size_t>(i) * kv_dim, sizeof(float) * kv_dim);
+    std::memcpy(cache.value(layer, slot_[i]), v_.data() + static_cast<std::size_t>(i) * kv_dim, sizeof(float) * kv_dim);
+  }
+  const int32_t group = c.n_head / c.n_head_kv;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const int64_t n_tasks = static_cast<int64_t>(n) * c.n_head;
+  pool_.Run([&](int thread, int n_threads) {
+    float* scores = scores_.data() + static_cast<std::size_t>(thread) * n_ctx_;
+    const int64_t begin = n_tasks * thread / n_threads;
+    const int64_t end = n_tasks * (thread + 1) / n_threads;
+    for (int64_t task = begin; task < end; ++task) {
+      const int32_t i = static_cast<int32_t>(task / c.n_head);
+      const int32_t h = static_cast<int32_t>(task % c.n_head);
+      const int32_t g = h / group;
+      const KvCache& cache = caches_[batch.seq_ids[i]];
+      AttentionInput in{
+          .q = q_.data() + static_cast<std::size_t>(i) * q_dim + static_cast<std::size_t>(h) * c.head_dim,
+          .keys = cache.key(layer, 0) + static_cast<std::size_t>(g) * c.head_dim,
+          .values = cache.value(layer, 0) + static_cast<std::size_t>(g) * c.head_dim,
+          .row_stride = kv_dim,
+          .n_prefix = prefix_len_[i],
+          .extra_slots = {visible_.data() + visible_begin_[i],
+                          static_cast<std::size_t>(visible_begin_[i + 1] - visible_begin_[i])},
+          .head_dim = c.head_dim,
+          .scale = scale,
+      };
+      AttendHead(in, scores, att_.data() + static_cast<std::size_t>(i) * q_dim + static_cast<std::size_t>(h) * c.head_dim);
+    }
+  });
+  MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, pool_);
+  for (std::size_t j = 0; j < static_cast<std::size_t>(n) * d; ++j) x_[j] += proj_[j];
+
+  // Feed-forward block (SwiGLU).
+  pool_.ParallelFor(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) RmsNorm(x_.data() + i * d, w.ffn_norm.data(), xb_.data() + i * d, d, c.rms_eps);
+  });
+  MatMul(w.w_gate, xb_.data(), n, gate_.data(), matmul_scratch_, pool_);
+  MatMul(w.w_up, xb_.data(), n, up_.data(), matmul_scratch_, pool_);
+  pool_.ParallelFor(n, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      SwiGlu(gate_.data() + i * c.n_ff, up_.data() + i * c.n_ff, gate_.data() + i * c.n_ff, c.n_ff);
+    }
+  });
+  MatMul(w.w_down, gate_.data(), n, proj_.data(), matmul_scratch_, pool_);
+  for (std::size_t j = 0; j < static_cast<std::size_t>(n) * d; ++j) x_[j] += proj_[j];
+}
+
+}  // namespace grove

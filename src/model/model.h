@@ -1,0 +1,99 @@
+// A loaded Llama-family model: config, weights used in place from the GGUF map, the tokenizer, one KV
+// cache per sequence, and the preallocated state of the forward pass.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "base/thread_pool.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+#include "ops/matmul.h"
+#include "ops/rope.h"
+
+namespace grove {
+
+class GgufFile;
+class Tokenizer;
+
+struct ModelOptions {
+  int n_threads = 0;        // 0: all hardware threads
+  int32_t n_ctx = 0;        // 0: the training context, at most 4096
+  int32_t n_seq = 1;        // sequences (KV caches) held at once
+  int32_t max_batch = 512;  // most tokens in one Forward; longer prompts are split by the caller
+};
+
+class Model {
+ public:
+  // Opens, validates and binds a GGUF model. Throws grove::Error naming the problem.
+  static std::unique_ptr<Model> Load(const std::string& path, const ModelOptions& options = {});
+  static std::unique_ptr<Model> FromGguf(std::unique_ptr<GgufFile> gguf, const ModelOptions& options);
+  ~Model();
+
+  const ModelConfig& config() const { return config_; }
+  const GgufFile& gguf() const { return *gguf_; }
+  // Null when the file carries no vocabulary.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  int32_t n_ctx() const { return n_ctx_; }
+  int32_t n_seq() const { return static_cast<int32_t>(caches_.size()); }
+  int32_t max_batch() const { return max_batch_; }
+  ThreadPool& pool() { return pool_; }
+
+  KvCache& cache(int32_t seq) { return caches_.at(seq); }
+  const KvCache& cache(int32_t seq) const { return caches_.at(seq); }
+
+  // Runs the batch (see batch.h), appends its tokens to their sequences' caches in batch order, and
+  // returns the logits of the rows that asked for them, in batch order: (n_rows, n_vocab) floats, valid
+  // until the next call. Throws grove::Error, changing nothing, on a malformed batch or a full cache.
+  std::span<const float> Forward(const Batch& batch);
+
+  // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options);
+  // Checks the batch and counts its tokens per sequence into seq_count_.
+  void Validate(const Batch& batch);
+  void PrepareBatch(const Batch& batch);
+  void Layer(const Batch& batch, int32_t layer);
+
+  std::unique_ptr<GgufFile> gguf_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  int32_t n_ctx_;
+  int32_t max_batch_;
+  ThreadPool pool_;
+  std::vector<KvCache> caches_;
+  RopeParams rope_;
+  uint64_t weight_bytes_ = 0;
+
+  // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
+  MatMulScratch matmul_scratch_;
+  AlignedBuffer<float> x_;        // (max_batch, n_embd) residual stream
+  AlignedBuffer<float> xb_;       // (max_batch, n_embd) normalised input of a sub-layer
+  AlignedBuffer<float> q_;        // (max_batch, q_dim)
+  AlignedBuffer<float> k_;        // (max_batch, kv_dim)
+  AlignedBuffer<float> v_;        // (max_batch, kv_dim)
+  AlignedBuffer<float> att_;      // (max_batch, q_dim) attention output
+  AlignedBuffer<float> gate_;     // (max_batch, n_ff)
+  AlignedBuffer<float> up_;       // (max_batch, n_ff)
+  AlignedBuffer<float> proj_;     // (max_batch, n_embd) output of wo / w_down
+  AlignedBuffer<float> rope_cs_;  // (max_batch, n_rot) cos/sin pairs per token
+  AlignedBuffer<float> scores_;   // (n_threads, n_ctx) attention scores per thread
+  AlignedBuffer<float> logits_;   // (max_batch, n_vocab)
+  AlignedBuffer<int32_t> slot_;           // (max_batch) cache slot of each token
+  AlignedBuffer<int32_t> prefix_len_;     // (max_batch) committed cache length of each token's sequence
+  AlignedBuffer<int32_t> visible_begin_;  // (max_batch + 1) offsets into visible_
+  AlignedBuffer<int32_t> visible_;        // slots of ancestors then self, per token, increasing
+  AlignedBuffer<int32_t> out_rows_;       // (max_batch) batch index of each logits row
+  AlignedBuffer<int32_t> seq_count_;      // (n_seq) tokens of each sequence in this batch
+};
+
+}  // namespace grove

@@ -1,0 +1,38 @@
+// Weights bound in place from a GGUF file: matrices stay in the memory map (no copy); the small norm
+// vectors are converted to f32 once, since they are read for every token.
+#pragma once
+
+#include <vector>
+
+#include "model/config.h"
+#include "ops/matmul.h"
+
+namespace grove {
+
+class GgufFile;
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // (n_embd)
+  WeightView wq;                 // (q_dim rows, n_embd)
+  WeightView wk;                 // (kv_dim rows, n_embd)
+  WeightView wv;                 // (kv_dim rows, n_embd)
+  WeightView wo;                 // (n_embd rows, q_dim)
+  std::vector<float> ffn_norm;   // (n_embd)
+  WeightView w_gate;             // (n_ff rows, n_embd)
+  WeightView w_up;               // (n_ff rows, n_embd)
+  WeightView w_down;             // (n_embd rows, n_ff)
+};
+
+struct ModelWeights {
+  WeightView token_embd;           // (n_vocab rows, n_embd)
+  std::vector<float> output_norm;  // (n_embd)
+  WeightView output;               // (n_vocab rows, n_embd); token_embd when tied
+  std::vector<float> rope_freq_factors;  // (n_rot / 2) or empty: per-frequency divisors (Llama 3.1)
+  std::vector<LayerWeights> layers;
+};
+
+// Binds and validates every tensor: presence, shape against the config, a type grove can compute
+// with. Errors name the tensor: "model: tensor 'blk.3.attn_q.weight': expected 2048x2048, got ...".
+ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& config);
+
+}  // namespace grove

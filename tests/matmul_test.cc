@@ -1,0 +1,376 @@
+// MatMul against a double-precision reference with explicit error bounds, the batch-invariance
+// contract (a row's output is bit-identical alone, in any batch, on any thread count), and every
+// SIMD level against the scalar reference kernels.
+#include "ops/matmul.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_set.h"
+#include "quant/quant.h"
+
+// Counting allocator: MatMul must not allocate (the token loop does not). Only counts while armed.
+namespace {
+std::atomic<bool> g_count_allocations{false};
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace grove {
+namespace {
+
+constexpr double kUnit = 0x1p-24;  // float unit roundoff
+
+constexpr GgmlType kAllTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
+                                  GgmlType::kQ4_0};
+
+bool IsQuantized(GgmlType type) { return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0; }
+
+std::vector<const KernelSet*> AvailableLevels() {
+  std::vector<const KernelSet*> levels;
+  for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    if (const KernelSet* k = KernelsForLevel(level)) levels.push_back(k);
+  }
+  return levels;
+}
+
+// A weight matrix in one type, with its exact float values (dequantized) for the reference.
+struct TestWeights {
+  GgmlType type;
+  int64_t n_in = 0, n_out = 0, row_bytes = 0;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;  // n_out x n_in, what the stored weights mean
+
+  WeightView View() const { return {type, bytes.data(), n_in, n_out, row_bytes}; }
+};
+
+TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t seed) {
+  TestWeights w;
+  w.type = type;
+  w.n_in = n_in;
+  w.n_out = n_out;
+  w.row_bytes = GgmlRowBytes(type, n_in);
+  w.bytes.resize(w.row_bytes * n_out + 64);
+  w.values.resize(n_in * n_out);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> row(n_in);
+  for (int64_t o = 0; o < n_out; ++o) {
+    const float scale = 0.02f * static_cast<float>(1 + o % 5);
+    for (float& v : row) v = normal(rng) * scale;
+    if (o % 7 == 3) row[0] = 1.5f;  // an outlier: blocks with one dominant value
+    QuantizeRow(type, row.data(), w.bytes.data() + o * w.row_bytes, n_in);
+    DequantizeRow(type, w.bytes.data() + o * w.row_bytes, w.values.data() + o * n_in, n_in);
+  }
+  return w;
+}
+
+std::vector<float> MakeActivations(int n_rows, int64_t n_in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n_rows * n_in);
+  for (int r = 0; r < n_rows; ++r) {
+    for (int64_t k = 0; k < n_in; ++k) {
+      float v = normal(rng) * static_cast<float>(1 + r % 3);
+      if ((k + r) % 97 == 0) v *= 20.0f;  // activation outliers, as in real hidden states
+      if (r % 11 == 5 && k < 32) v = 0.0f;  // an all-zero block (scale 0)
+      x[r * n_in + k] = v;
+    }
+  }
+  return x;
+}
+
+// The exact product in double, and for each output an upper bound on |kernel - exact|:
+// - float weights: any order of n_in float multiply-adds is within gamma_(n_in+2) * sum |w x|.
+// - q8_0/q4_0 weights: activation quantization moves x_k by at most d_b (0.5 + 3e-5) with
+//   d_b = amax_b / 127 of its block; the float work (scale product, conversion, an accumulation at
+//   most n_blocks + 6 deep) adds gamma_(n_blocks+6) * sum |w| (|x| + d_b).
+struct Reference {
+  std::vector<double> y;
+  std::vector<double> bound;        // total bound against y
+  std::vector<double> float_bound;  // the float arithmetic part only (levels differ only there)
+};
+
+Reference ComputeReference(const TestWeights& w, const std::vector<float>& x, int n_rows) {
+  const int64_t n_in = w.n_in, n_out = w.n_out;
+  Reference ref;
+  ref.y.resize(n_rows * n_out);
+  ref.bound.resize(n_rows * n_out);
+  ref.float_bound.resize(n_rows * n_out);
+  std::vector<double> block_d(n_in / 32 + 1);
+  for (int r = 0; r < n_rows; ++r) {
+    const float* xr = x.data() + r * n_in;
+    if (IsQuantized(w.type)) {
+      for (int64_t b = 0; b < n_in / 32; ++b) {
+        double amax = 0;
+        for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(double{xr[b * 32 + j]}));
+        block_d[b] = amax / 127;
+      }
+    }
+    for (int64_t o = 0; o < n_out; ++o) {
+      const float* wo = w.values.data() + o * n_in;
+      double sum = 0, abs_sum = 0, quant_err = 0, quant_abs = 0;
+      for (int64_t k = 0; k < n_in; ++k) {
+        const double wk = wo[k], xk = xr[k];
+        sum += wk * xk;
+        abs_sum += std::fabs(wk * xk);
+        if (IsQuantized(w.type)) {
+          quant_err += std::fabs(wk) * block_d[k / 32] * (0.5 + 3e-5);
+          quant_abs += std::fabs(wk) * (std::fabs(xk) + block_d[k / 32]);
+        }
+      }
+      const int64_t i = r * n_out + o;
+      ref.y[i] = sum;
+      if (IsQuantized(w.type)) {
+        const double depth = static_cast<double>(n_in / 32 + 6);
+        ref.float_bound[i] = 1.01 * depth * kUnit * quant_abs + 1e-30;
+        ref.bound[i] = quant_err + ref.float_bound[i];
+      } else {
+        ref.float_bound[i] = 1.01 * static_cast<double>(n_in + 2) * kUnit * abs_sum + 1e-30;
+        ref.bound[i] = ref.float_bound[i];
+      }
+    }
+  }
+  return ref;
+}
+
+std::string Describe(const KernelSet& k, const TestWeights& w, int n_rows) {
+  return StrCat(k.name, " ", GgmlTypeName(w.type), " n_in=", w.n_in, " n_out=", w.n_out,
+                " n_rows=", n_rows);
+}
+
+// Runs MatMul and checks that it wrote exactly n_rows x n_out outputs (guards past the end).
+std::vector<float> Run(const KernelSet& kernels, const TestWeights& w, const float* x, int n_rows,
+                       MatMulScratch& scratch, ThreadPool& pool) {
+  constexpr float kGuard = -12345.0f;
+  std::vector<float> y(n_rows * w.n_out + 16, kGuard);
+  MatMulWithKernels(kernels, w.View(), x, n_rows, y.data(), scratch, pool);
+  for (size_t i = n_rows * w.n_out; i < y.size(); ++i) EXPECT_EQ(y[i], kGuard) << "wrote past end";
+  y.resize(n_rows * w.n_out);
+  return y;
+}
+
+bool BitEqual(const float* a, const float* b, size_t n) {
+  return std::memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+TEST(MatMulTest, AllShapesWithinBoundAndPrefixOfBatchIsBitIdentical) {
+  const int kRowCounts[] = {1, 2, 3, 5, 8, 13, 16, 31, 64};
+  const int64_t kNOut[] = {1, 3, 17, 64, 257};
+  ThreadPool pool(2);
+  MatMulScratch scratch(64, 4096);
+  const auto levels = AvailableLevels();
+  uint32_t seed = 1;
+  for (GgmlType type : kAllTypes) {
+    std::vector<int64_t> n_ins = {32, 64, 96, 160, 4096};
+    if (!IsQuantized(type)) n_ins.insert(n_ins.end(), {1, 7, 17, 33, 100});  // SIMD tails
+    for (int64_t n_in : n_ins) {
+      for (int64_t n_out : kNOut) {
+        const TestWeights w = MakeWeights(type, n_in, n_out, ++seed);
+        const std::vector<float> x = MakeActivations(64, n_in, ++seed);
+        const Reference ref = ComputeReference(w, x, 64);
+        for (const KernelSet* k : levels) {
+          const std::vector<float> full = Run(*k, w, x.data(), 64, scratch, pool);
+          for (size_t i = 0; i < full.size(); ++i) {
+            ASSERT_LE(std::fabs(full[i] - ref.y[i]), ref.bound[i])
+                << Describe(*k, w, 64) << " output " << i << ": got " << full[i] << ", exact "
+                << ref.y[i];
+          }
+          for (int n_rows : kRowCounts) {
+            const std::vector<float> part = Run(*k, w, x.data(), n_rows, scratch, pool);
+            ASSERT_TRUE(BitEqual(part.data(), full.data(), part.size())) << Describe(*k, w, n_rows);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Contract 2 of the architecture: each row alone == that row inside a batch of 64, bit for bit,
+// with 1, 2 or 3 threads, and in a batch whose rows are in another order.
+TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
+  ThreadPool pool1(1), pool2(2), pool3(3);
+  MatMulScratch scratch(64, 4096);
+  constexpr int kRows = 64;
+  uint32_t seed = 1000;
+  for (const KernelSet* k : AvailableLevels()) {
+    for (GgmlType type : kAllTypes) {
+      for (int64_t n_in : {160, 4096}) {
+        const TestWeights w = MakeWeights(type, n_in, 67, ++seed);
+        const std::vector<float> x = MakeActivations(kRows, n_in, ++seed);
+        const std::vector<float> batch = Run(*k, w, x.data(), kRows, scratch, pool2);
+        EXPECT_TRUE(BitEqual(batch.data(), Run(*k, w, x.data(), kRows, scratch, pool1).data(),
+                             batch.size())) << Describe(*k, w, kRows) << " 1 vs 2 threads";
+        EXPECT_TRUE(BitEqual(batch.data(), Run(*k, w, x.data(), kRows, scratch, pool3).data(),
+                             batch.size())) << Describe(*k, w, kRows) << " 3 vs 2 threads";
+        for (int r = 0; r < kRows; ++r) {
+          const std::vector<float> alone = Run(*k, w, x.data() + r * n_in, 1, scratch, pool1);
+          ASSERT_TRUE(BitEqual(alone.data(), batch.data() + r * w.n_out, w.n_out))
+              << Describe(*k, w, kRows) << " row " << r << " alone";
+        }
+        // Reversed batch of 37 rows: row r sits at position 36 - r, in another tile.
+        std::vector<float> reversed(37 * n_in);
+        for (int r = 0; r < 37; ++r) {
+          std::copy_n(x.data() + r * n_in, n_in, reversed.data() + (36 - r) * n_in);
+        }
+        const std::vector<float> y_rev = Run(*k, w, reversed.data(), 37, scratch, pool2);
+        for (int r = 0; r < 37; ++r) {
+          ASSERT_TRUE(BitEqual(y_rev.data() + (36 - r) * w.n_out, batch.data() + r * w.n_out,
+                               w.n_out)) << Describe(*k, w, 37) << " reversed row " << r;
+        }
+      }
+    }
+  }
+}
+
+// Levels differ only in float rounding: activation quantization is bit-identical across levels, so
+// two levels can be at most twice the float-arithmetic bound apart.
+TEST(MatMulTest, SimdLevelsMatchScalarWithinBound) {
+  const auto levels = AvailableLevels();
+  if (levels.size() < 2) GTEST_SKIP() << "only the scalar kernels run on this CPU";
+  ThreadPool pool(2);
+  MatMulScratch scratch(16, 4096);
+  uint32_t seed = 2000;
+  for (GgmlType type : kAllTypes) {
+    for (int64_t n_in : {32, 96, 4096}) {
+      const TestWeights w = MakeWeights(type, n_in, 33, ++seed);
+      const std::vector<float> x = MakeActivations(16, n_in, ++seed);
+      const Reference ref = ComputeReference(w, x, 16);
+      const std::vector<float> scalar = Run(*levels[0], w, x.data(), 16, scratch, pool);
+      for (size_t l = 1; l < levels.size(); ++l) {
+        const std::vector<float> simd = Run(*levels[l], w, x.data(), 16, scratch, pool);
+        for (size_t i = 0; i < simd.size(); ++i) {
+          ASSERT_LE(std::fabs(double{simd[i]} - scalar[i]), 2 * ref.float_bound[i])
+              << Describe(*levels[l], w, 16) << " output " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
+  const auto levels = AvailableLevels();
+  for (int64_t n_in : {32, 64, 96, 160, 4096}) {
+    const std::vector<float> x = MakeActivations(4, n_in, static_cast<uint32_t>(n_in));
+    const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+    for (int r = 0; r < 4; ++r) {
+      std::vector<uint8_t> want(ActQ8RowBytes(n_in));
+      levels[0]->quantize_act(x.data() + r * n_in, n_in, want.data());
+      const auto* want_scales = reinterpret_cast<const float*>(want.data() + scale_offset);
+      for (size_t l = 1; l < levels.size(); ++l) {
+        const KernelSet& k = *levels[l];
+        std::vector<uint8_t> got(ActQ8RowBytes(n_in));
+        k.quantize_act(x.data() + r * n_in, n_in, got.data());
+        for (int64_t i = 0; i < n_in; ++i) {
+          ASSERT_EQ(got[i] ^ (k.act_q8_unsigned ? 0x80 : 0), want[i]) << k.name << " element " << i;
+        }
+        const auto* got_scales = reinterpret_cast<const float*>(got.data() + scale_offset);
+        for (int64_t b = 0; b < n_in / 32; ++b) {
+          // AVX-512 keeps each scale broadcast over the 8 lanes of its block, in pairs of blocks.
+          const bool spread = k.level == KernelLevel::kAvx512;
+          for (int lane = 0; lane < (spread ? 8 : 1); ++lane) {
+            const float got_d = spread ? got_scales[b / 2 * 16 + b % 2 * 8 + lane] : got_scales[b];
+            ASSERT_EQ(got_d, want_scales[b]) << k.name << " block " << b;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Prompt processing: more rows than one pass over the weights takes (several row blocks).
+TEST(MatMulTest, LargeBatchOf512Rows) {
+  ThreadPool pool(2);
+  MatMulScratch scratch(512, 256);
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kF16}) {
+    const TestWeights w = MakeWeights(type, 256, 40, 77);
+    const std::vector<float> x = MakeActivations(512, 256, 78);
+    const Reference ref = ComputeReference(w, x, 512);
+    for (const KernelSet* k : AvailableLevels()) {
+      const std::vector<float> y = Run(*k, w, x.data(), 512, scratch, pool);
+      for (size_t i = 0; i < y.size(); ++i) {
+        ASSERT_LE(std::fabs(y[i] - ref.y[i]), ref.bound[i]) << Describe(*k, w, 512) << " " << i;
+      }
+      for (int r : {0, 63, 64, 300, 511}) {
+        const std::vector<float> alone = Run(*k, w, x.data() + r * 256, 1, scratch, pool);
+        ASSERT_TRUE(BitEqual(alone.data(), y.data() + r * w.n_out, w.n_out)) << r;
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, DoesNotAllocate) {
+  ThreadPool pool(2);
+  MatMulScratch scratch(16, 512);
+  for (GgmlType type : kAllTypes) {
+    const TestWeights w = MakeWeights(type, 512, 100, 5);
+    const std::vector<float> x = MakeActivations(16, 512, 6);
+    std::vector<float> y(16 * 100);
+    for (const KernelSet* k : AvailableLevels()) {
+      MatMulWithKernels(*k, w.View(), x.data(), 16, y.data(), scratch, pool);  // warm up
+      g_allocations = 0;
+      g_count_allocations = true;
+      for (int n_rows : {1, 5, 16}) {
+        MatMulWithKernels(*k, w.View(), x.data(), n_rows, y.data(), scratch, pool);
+      }
+      MatMul(w.View(), x.data(), 16, y.data(), scratch, pool);
+      g_count_allocations = false;
+      EXPECT_EQ(g_allocations.load(), 0) << k->name << " " << GgmlTypeName(type);
+    }
+  }
+}
+
+TEST(MatMulTest, ScratchLimitsAreChecked) {
+  ThreadPool pool(1);
+  MatMulScratch scratch(4, 64);
+  const TestWeights w = MakeWeights(GgmlType::kQ8_0, 64, 8, 9);
+  const std::vector<float> x = MakeActivations(5, 64, 10);
+  std::vector<float> y(5 * 8);
+  EXPECT_THROW(MatMul(w.View(), x.data(), 5, y.data(), scratch, pool), Error);
+  EXPECT_NO_THROW(MatMul(w.View(), x.data(), 4, y.data(), scratch, pool));
+  const TestWeights wide = MakeWeights(GgmlType::kQ8_0, 96, 8, 11);
+  const std::vector<float> x96 = MakeActivations(1, 96, 12);
+  EXPECT_THROW(MatMul(wide.View(), x96.data(), 1, y.data(), scratch, pool), Error);
+  WeightView q4k = w.View();
+  q4k.type = GgmlType::kQ4_K;
+  EXPECT_THROW(MatMul(q4k, x.data(), 1, y.data(), scratch, pool), Error);
+}
+
+TEST(KernelSetTest, ActiveLevelFollowsCpuAndEnvironment) {
+  const KernelSet& active = ActiveKernels();
+  EXPECT_NE(KernelsForLevel(active.level), nullptr);
+  EXPECT_EQ(&ActiveKernels(), &active);  // chosen once
+  ASSERT_NE(KernelsForLevel(KernelLevel::kScalar), nullptr);
+  KernelLevel expected = BestKernelLevel();
+  if (const char* env = std::getenv("GROVE_KERNELS")) {
+    const std::string cap = env;
+    for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+      if (cap == KernelLevelName(level)) expected = std::min(expected, level);
+    }
+  }
+  EXPECT_EQ(active.level, expected);
+  EXPECT_FALSE(CpuFeatureString(HostCpuFeatures()).empty());
+  std::printf("kernels: %s (cpu: %s)\n", active.name, CpuFeatureString(HostCpuFeatures()).c_str());
+}
+
+}  // namespace
+}  // namespace grove

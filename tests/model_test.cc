@@ -1,0 +1,448 @@
+// The forward pass against a naive reference written here, contract 2 (a row's logits do not depend
+// on the batch), KV cache compaction, the real stories260K model, and malformed model files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "base/error.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "quant/quant.h"
+#include "sample/sampler.h"
+#include "test_support.h"
+
+namespace grove {
+namespace {
+
+using testing::MakeRandomModel;
+using testing::TinySpec;
+
+// Textbook Llama forward in double precision over a causal sequence, straight from the GGUF tensors
+// (dequantized). It shares no code with the engine but DequantizeRow. Returns (n, n_vocab) logits.
+class ReferenceLlama {
+ public:
+  explicit ReferenceLlama(const Model& model) : c_(model.config()), gguf_(model.gguf()) {}
+
+  std::vector<double> Forward(const std::vector<int32_t>& tokens) {
+    const int n = static_cast<int>(tokens.size());
+    const int d = c_.n_embd, hd = c_.head_dim, kvd = c_.kv_dim();
+    std::vector<std::vector<double>> x(n);
+    auto embd = Matrix("token_embd.weight");
+    for (int i = 0; i < n; ++i) x[i].assign(embd.begin() + tokens[i] * d, embd.begin() + (tokens[i] + 1) * d);
+    for (int l = 0; l < c_.n_layer; ++l) {
+      const std::string p = "blk." + std::to_string(l) + ".";
+      auto wq = Matrix(p + "attn_q.weight"), wk = Matrix(p + "attn_k.weight"), wv = Matrix(p + "attn_v.weight");
+      auto wo = Matrix(p + "attn_output.weight");
+      std::vector<std::vector<double>> q(n), k(n), v(n);
+      for (int i = 0; i < n; ++i) {
+        auto h = Norm(x[i], Matrix(p + "attn_norm.weight"));
+        q[i] = MatVec(wq, h, c_.q_dim());
+        k[i] = MatVec(wk, h, kvd);
+        v[i] = MatVec(wv, h, kvd);
+        Rope(q[i], i, c_.n_head);
+        Rope(k[i], i, c_.n_head_kv);
+      }
+      for (int i = 0; i < n; ++i) {
+        std::vector<double> att(c_.q_dim(), 0.0);
+        for (int h = 0; h < c_.n_head; ++h) {
+          const int g = h / (c_.n_head / c_.n_head_kv);
+          std::vector<double> s(i + 1);
+          double max = -1e300;
+          for (int j = 0; j <= i; ++j) {
+            double dot = 0;
+            for (int e = 0; e < hd; ++e) dot += q[i][h * hd + e] * k[j][g * hd + e];
+            s[j] = dot / std::sqrt(static_cast<double>(hd));
+            max = std::max(max, s[j]);
+          }
+          double sum = 0;
+          for (double& e : s) sum += (e = std::exp(e - max));
+          for (int j = 0; j <= i; ++j) {
+            for (int e = 0; e < hd; ++e) att[h * hd + e] += s[j] / sum * v[j][g * hd + e];
+          }
+        }
+        auto o = MatVec(wo, att, d);
+        for (int e = 0; e < d; ++e) x[i][e] += o[e];
+      }
+      auto wg = Matrix(p + "ffn_gate.weight"), wu = Matrix(p + "ffn_up.weight"), wd = Matrix(p + "ffn_down.weight");
+      for (int i = 0; i < n; ++i) {
+        auto h = Norm(x[i], Matrix(p + "ffn_norm.weight"));
+        auto gate = MatVec(wg, h, c_.n_ff), up = MatVec(wu, h, c_.n_ff);
+        for (int e = 0; e < c_.n_ff; ++e) gate[e] = gate[e] / (1 + std::exp(-gate[e])) * up[e];
+        auto o = MatVec(wd, gate, d);
+        for (int e = 0; e < d; ++e) x[i][e] += o[e];
+      }
+    }
+    auto out = Matrix(gguf_.FindTensor("output.weight") ? "output.weight" : "token_embd.weight");
+    std::vector<double> logits;
+    for (int i = 0; i < n; ++i) {
+      auto h = Norm(x[i], Matrix("output_norm.weight"));
+      auto row = MatVec(out, h, c_.n_vocab);
+      logits.insert(logits.end(), row.begin(), row.end());
+    }
+    return logits;
+  }
+
+ private:
+  std::vector<double> Matrix(const std::string& name) {
+    const GgufTensor& t = gguf_.GetTensor(name);
+    const int64_t n_in = t.shape[0], n_out = t.n_elements() / n_in;
+    std::vector<float> row(n_in);
+    std::vector<double> m;
+    for (int64_t r = 0; r < n_out; ++r) {
+      DequantizeRow(t.type, t.data + r * GgmlRowBytes(t.type, n_in), row.data(), n_in);
+      m.insert(m.end(), row.begin(), row.end());
+    }
+    return m;
+  }
+  static std::vector<double> MatVec(const std::vector<double>& m, const std::vector<double>& x, int n_out) {
+    const std::size_t n_in = x.size();
+    std::vector<double> y(n_out, 0.0);
+    for (int o = 0; o < n_out; ++o) {
+      for (std::size_t k = 0; k < n_in; ++k) y[o] += m[o * n_in + k] * x[k];
+    }
+    return y;
+  }
+  std::vector<double> Norm(const std::vector<double>& x, const std::vector<double>& w) const {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double scale = 1.0 / std::sqrt(ss / x.size() + c_.rms_eps);
+    std::vector<double> y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * scale * w[i];
+    return y;
+  }
+  void Rope(std::vector<double>& x, int pos, int n_heads) const {
+    for (int h = 0; h < n_heads; ++h) {
+      for (int i = 0; i < c_.n_rot / 2; ++i) {
+        const double theta = pos * c_.rope_freq_scale * std::pow(c_.rope_freq_base, -2.0 * i / c_.n_rot);
+        double& a = x[h * c_.head_dim + 2 * i];
+        double& b = x[h * c_.head_dim + 2 * i + 1];
+        const double a0 = a, b0 = b;
+        a = a0 * std::cos(theta) - b0 * std::sin(theta);
+        b = a0 * std::sin(theta) + b0 * std::cos(theta);
+      }
+    }
+  }
+
+  const ModelConfig& c_;
+  const GgufFile& gguf_;
+};
+
+std::vector<int32_t> SomeTokens(int n, int32_t n_vocab, int salt = 0) {
+  std::vector<int32_t> t(n);
+  for (int i = 0; i < n; ++i) t[i] = (i * 37 + 11 + salt * 101) % n_vocab;
+  return t;
+}
+
+// Max |a - b| relative to the largest |b|.
+double RelativeError(std::span<const float> a, const std::vector<double>& b) {
+  double max_diff = 0, max_ref = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(a[i] - b[i]));
+    max_ref = std::max(max_ref, std::abs(b[i]));
+  }
+  return max_diff / max_ref;
+}
+
+struct TypeBound {
+  GgmlType type;
+  double bound;  // relative error of logits vs the double-precision reference
+};
+
+class ForwardVsReference : public ::testing::TestWithParam<TypeBound> {};
+
+TEST_P(ForwardVsReference, PrefillAndDecodeMatchReference) {
+  auto model = MakeRandomModel(TinySpec(GetParam().type), {.n_threads = 2});
+  const std::vector<int32_t> tokens = SomeTokens(12, model->config().n_vocab);
+  const std::vector<double> ref = ReferenceLlama(*model).Forward(tokens);
+  const int32_t nv = model->config().n_vocab;
+
+  // Prefill all at once, logits for every row.
+  Batch batch;
+  batch.AddChain(tokens, 0, 0, /*all_logits=*/true);
+  std::span<const float> logits = model->Forward(batch);
+  ASSERT_EQ(logits.size(), tokens.size() * nv);
+  EXPECT_LT(RelativeError(logits, ref), GetParam().bound);
+
+  // Token-by-token decode gives the same rows.
+  model->cache(0).Clear();
+  std::vector<float> stepwise;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    batch.Clear();
+    batch.Add(tokens[i], static_cast<int32_t>(i), 0, -1, true);
+    auto row = model->Forward(batch);
+    stepwise.insert(stepwise.end(), row.begin(), row.end());
+  }
+  EXPECT_LT(RelativeError(stepwise, ref), GetParam().bound);
+}
+
+// Quantized weights are exact in the reference (it dequantizes them too); what remains is f32
+// accumulation and, for q8_0/q4_0, the activations quantized to 8 bits.
+INSTANTIATE_TEST_SUITE_P(Types, ForwardVsReference,
+                         ::testing::Values(TypeBound{GgmlType::kF32, 1e-4}, TypeBound{GgmlType::kF16, 1e-4},
+                                           TypeBound{GgmlType::kBF16, 1e-4}, TypeBound{GgmlType::kQ8_0, 3e-2},
+                                           TypeBound{GgmlType::kQ4_0, 3e-2}),
+                         [](const auto& info) { return std::string(GgmlTypeName(info.param.type)); });
+
+// A 64-node tree: node i > 0 hangs under node (i - 1) / 3 (a ternary tree in BFS order), above a
+// committed prefix. Returns the batch.
+Batch TernaryTree(int n, int32_t prefix_len, int32_t n_vocab) {
+  Batch b;
+  std::vector<int32_t> depth(n, 0);
+  for (int i = 0; i < n; ++i) {
+    const int32_t parent = i == 0 ? -1 : (i - 1) / 3;
+    depth[i] = parent < 0 ? 0 : depth[parent] + 1;
+    b.Add((i * 53 + 7) % n_vocab, prefix_len + depth[i], 0, parent, true);
+  }
+  return b;
+}
+
+class Contract2 : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(Contract2, TreeBatchRowsEqualEachPathRunAlone) {
+  auto model = MakeRandomModel(TinySpec(GetParam()), {.n_threads = 2});
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> prefix = SomeTokens(9, nv, 3);
+  Batch batch;
+  batch.AddChain(prefix, 0, 0);
+  model->Forward(batch);
+  const int32_t prefix_len = model->cache(0).length();
+
+  const int n = 64;
+  Batch tree = TernaryTree(n, prefix_len, nv);
+  std::span<const float> tree_logits_view = model->Forward(tree);
+  const std::vector<float> tree_logits(tree_logits_view.begin(), tree_logits_view.end());
+  EXPECT_EQ(model->cache(0).length(), prefix_len + n);
+
+  for (int node = 0; node < n; ++node) {
+    // Root-to-node path, run alone as a causal chain after the same prefix.
+    std::vector<int32_t> path;
+    for (int j = node; j >= 0; j = tree.parents[j]) path.insert(path.begin(), tree.tokens[j]);
+    model->cache(0).Truncate(prefix_len);
+    Batch chain;
+    chain.AddChain(path, prefix_len, 0);
+    std::span<const float> alone = model->Forward(chain);
+    ASSERT_EQ(alone.size(), static_cast<std::size_t>(nv));
+    EXPECT_EQ(0, std::memcmp(alone.data(), tree_logits.data() + static_cast<std::size_t>(node) * nv, nv * sizeof(float)))
+        << "node " << node << " differs between the tree batch and its path alone";
+  }
+}
+
+TEST_P(Contract2, TokenAloneEqualsTokenInsideBatch) {
+  auto model = MakeRandomModel(TinySpec(GetParam()), {.n_threads = 2});
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> tokens = SomeTokens(64, nv, 5);
+  Batch batch;
+  batch.AddChain(tokens, 0, 0, true);
+  std::span<const float> view = model->Forward(batch);
+  const std::vector<float> all(view.begin(), view.end());
+  // Each token decoded alone after its prefix gives bit-identical logits.
+  for (int i : {0, 1, 31, 63}) {
+    model->cache(0).Truncate(0);
+    if (i > 0) {
+      Batch prefix;
+      prefix.AddChain(std::span<const int32_t>(tokens).first(i), 0, 0);
+      model->Forward(prefix);
+    }
+    Batch one;
+    one.Add(tokens[i], i, 0, -1, true);
+    std::span<const float> alone = model->Forward(one);
+    EXPECT_EQ(0, std::memcmp(alone.data(), all.data() + static_cast<std::size_t>(i) * nv, nv * sizeof(float)))
+        << "token " << i;
+  }
+}
+
+TEST_P(Contract2, ThreadCountDoesNotChangeLogits) {
+  auto one = MakeRandomModel(TinySpec(GetParam()), {.n_threads = 1});
+  auto two = MakeRandomModel(TinySpec(GetParam()), {.n_threads = 2});
+  Batch batch;
+  batch.AddChain(SomeTokens(20, one->config().n_vocab), 0, 0, true);
+  std::span<const float> a = one->Forward(batch);
+  std::span<const float> b = two->Forward(batch);
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size_bytes()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, Contract2,
+                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0),
+                         [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
+
+TEST(KvCache, CompactThenContinueEqualsRecompute) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 2});
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> prefix = SomeTokens(7, nv, 1);
+  Batch batch;
+  batch.AddChain(prefix, 0, 0);
+  model->Forward(batch);
+  const int32_t p = model->cache(0).length();
+  Batch tree = TernaryTree(13, p, nv);
+  model->Forward(tree);
+  // Accept the path 0 -> 2 -> 8 (depths 0, 1, 2), drop the rest.
+  const std::vector<int32_t> kept_nodes = {0, 2, 8};
+  std::vector<int32_t> kept_slots;
+  for (int32_t node : kept_nodes) kept_slots.push_back(p + node);
+  model->cache(0).Compact(p, kept_slots);
+  ASSERT_EQ(model->cache(0).length(), p + 3);
+  const int32_t next = 99 % nv;
+  batch.Clear();
+  batch.Add(next, p + 3, 0, -1, true);
+  std::span<const float> view = model->Forward(batch);
+  const std::vector<float> continued(view.begin(), view.end());
+
+  std::vector<int32_t> full = prefix;
+  for (int32_t node : kept_nodes) full.push_back(tree.tokens[node]);
+  full.push_back(next);
+  model->cache(0).Clear();
+  batch.Clear();
+  batch.AddChain(full, 0, 0);
+  std::span<const float> fresh = model->Forward(batch);
+  EXPECT_EQ(0, std::memcmp(continued.data(), fresh.data(), fresh.size_bytes()));
+}
+
+TEST(KvCache, RejectsBadCompaction) {
+  KvCache cache(1, 8, 4);
+  cache.Append(6);
+  const std::vector<int32_t> decreasing = {4, 3};
+  EXPECT_THROW(cache.Compact(2, decreasing), Error);
+  const std::vector<int32_t> out_of_range = {7};
+  EXPECT_THROW(cache.Compact(2, out_of_range), Error);
+  const std::vector<int32_t> in_prefix = {1};
+  EXPECT_THROW(cache.Compact(2, in_prefix), Error);
+  EXPECT_THROW(cache.Truncate(7), Error);
+}
+
+TEST(Model, MultipleSequencesInOneBatchAreIndependent) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 2, .n_seq = 2});
+  const int32_t nv = model->config().n_vocab;
+  const auto a = SomeTokens(5, nv, 1), b = SomeTokens(6, nv, 2);
+  Batch both;
+  both.AddChain(a, 0, 0);
+  both.AddChain(b, 0, 1);
+  std::span<const float> view = model->Forward(both);
+  const std::vector<float> together(view.begin(), view.end());
+  for (int s = 0; s < 2; ++s) model->cache(s).Clear();
+  Batch only_b;
+  only_b.AddChain(b, 0, 1);
+  std::span<const float> alone = model->Forward(only_b);
+  EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + nv, nv * sizeof(float)));
+}
+
+TEST(Model, RejectsMalformedBatches) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 1, .n_ctx = 16, .max_batch = 8});
+  Batch b;
+  EXPECT_THROW(model->Forward(b), Error);  // empty
+  b.Add(100000, 0, 0, -1, true);
+  EXPECT_THROW(model->Forward(b), Error);  // token out of vocabulary
+  b.Clear();
+  b.Add(1, 0, 3, -1, true);
+  EXPECT_THROW(model->Forward(b), Error);  // no such sequence
+  b.Clear();
+  b.Add(1, 0, 0, 0, true);
+  EXPECT_THROW(model->Forward(b), Error);  // parent not earlier
+  b.Clear();
+  b.AddChain(SomeTokens(9, 300), 0, 0);
+  EXPECT_THROW(model->Forward(b), Error);  // over max_batch
+  EXPECT_EQ(model->cache(0).length(), 0) << "a rejected batch must change nothing";
+  for (int i = 0; i < 2; ++i) {
+    b.Clear();
+    b.AddChain(SomeTokens(8, 300, i), i * 8, 0);
+    model->Forward(b);
+  }
+  b.Clear();
+  b.Add(1, 16, 0, -1, true);
+  try {
+    model->Forward(b);
+    FAIL() << "expected context full";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("context full"), std::string::npos) << e.what();
+  }
+}
+
+// Writes a model whose file is valid GGUF but wrong as a llama model, and checks the error.
+void ExpectModelError(const std::function<void(GgufWriter&)>& edit, const RandomModelSpec& spec,
+                      const std::string& needle) {
+  const std::string path = testing::TempPath("bad_model.gguf");
+  GgufWriter w = RandomModelWriter(spec);
+  edit(w);
+  w.WriteFile(path);
+  try {
+    Model::Load(path);
+    FAIL() << "expected an error containing '" << needle << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+TEST(ModelMalformed, UnknownArchitecture) {
+  ExpectModelError([](GgufWriter& w) { w.SetString("general.architecture", "mamba"); }, TinySpec(),
+                   "unsupported architecture 'mamba'");
+}
+
+TEST(ModelMalformed, ShapeMismatchNamesTensor) {
+  // Claim a wider FFN than the tensors have.
+  ExpectModelError([](GgufWriter& w) { w.SetUint32("llama.feed_forward_length", 128); }, TinySpec(),
+                   "tensor 'blk.0.ffn_gate.weight': expected 64x128, got 64x96");
+}
+
+TEST(ModelMalformed, MissingTensorAndBadHyperParameters) {
+  RandomModelSpec spec = TinySpec();
+  ExpectModelError([](GgufWriter& w) { w.SetUint32("llama.block_count", 3); }, spec,
+                   "missing tensor 'blk.2.attn_norm.weight'");
+  ExpectModelError([](GgufWriter& w) { w.SetUint32("llama.attention.head_count_kv", 3); }, spec,
+                   "not a multiple of head_count_kv");
+  ExpectModelError([](GgufWriter& w) { w.SetUint32("llama.attention.head_count", 0); }, spec,
+                   "'llama.attention.head_count' = 0 is out of range");
+  ExpectModelError([](GgufWriter& w) { w.SetString("llama.embedding_length", "wide"); }, spec,
+                   "'llama.embedding_length' is string");
+}
+
+TEST(ModelMalformed, UnsupportedWeightTypeNamesTensor) {
+  // Copy a good model, storing one matrix as q4_1 (a type grove does not compute with).
+  const std::string good_path = testing::TempPath("good.gguf");
+  RandomModelWriter(TinySpec()).WriteFile(good_path);
+  auto good = GgufFile::Open(good_path);
+  ExpectModelError(
+      [&](GgufWriter& w) {
+        w = GgufWriter();
+        for (const auto& [key, value] : good->metadata()) w.SetValue(key, value);
+        for (const GgufTensor& t : good->tensors()) {
+          if (t.name == "blk.1.attn_q.weight") {
+            w.AddTensor(t.name, t.shape, GgmlType::kQ4_1,
+                        std::vector<uint8_t>(GgmlRowBytes(GgmlType::kQ4_1, t.shape[0]) * t.shape[1]));
+          } else {
+            w.AddTensor(t.name, t.shape, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+          }
+        }
+      },
+      TinySpec(), "tensor 'blk.1.attn_q.weight' has type q4_1");
+  std::remove(good_path.c_str());
+}
+
+// The real model: greedy decoding from BOS reproduces llama2.c's known output.
+TEST(Stories260K, GreedyFromBosMatchesKnownText) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  GROVE_SKIP_IF_MISSING(path);
+  auto model = Model::Load(path, {.n_threads = 2});
+  ASSERT_NE(model->tokenizer(), nullptr);
+  const Tokenizer& tok = *model->tokenizer();
+  std::vector<int32_t> tokens = {tok.bos()};
+  Batch batch;
+  batch.AddChain(tokens, 0, 0);
+  std::span<const float> logits = model->Forward(batch);
+  for (int step = 0; step < 40; ++step) {
+    const int32_t next = Sampler::Argmax(logits);
+    tokens.push_back(next);
+    batch.Clear();
+    batch.Add(next, static_cast<int32_t>(tokens.size()) - 1, 0, -1, true);
+    logits = model->Forward(batch);
+  }
+  const std::string text = tok.Decode(tokens);
+  EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0), 0u)
+      << "got: " << text;
+}
+
+}  // namespace
+}  // namespace grove

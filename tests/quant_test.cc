@@ -1,0 +1,407 @@
+// Weight formats: fp16/bf16 conversion bit patterns, GGUF block layouts, quantizers against ggml's
+// reference algorithm, and round-trip error bounds per type.
+#include <immintrin.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "kernels/cpu_features.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+#include "quant/quant.h"
+
+namespace grove {
+namespace {
+
+float FromBits(uint32_t bits) { return std::bit_cast<float>(bits); }
+uint32_t ToBits(float f) { return std::bit_cast<uint32_t>(f); }
+
+// ---- fp16 -------------------------------------------------------------------------------------------
+
+TEST(HalfTest, Fp16KnownValues) {
+  EXPECT_EQ(Fp32ToFp16(0.0f), 0x0000);
+  EXPECT_EQ(Fp32ToFp16(-0.0f), 0x8000);
+  EXPECT_EQ(Fp32ToFp16(1.0f), 0x3c00);
+  EXPECT_EQ(Fp32ToFp16(-2.0f), 0xc000);
+  EXPECT_EQ(Fp32ToFp16(0.1f), 0x2e66);
+  EXPECT_EQ(Fp32ToFp16(65504.0f), 0x7bff);  // largest finite half
+  EXPECT_EQ(Fp32ToFp16(65519.99f), 0x7bff);
+  EXPECT_EQ(Fp32ToFp16(65520.0f), 0x7c00);  // tie between 65504 (odd) and 2^16: up, to inf
+  EXPECT_EQ(Fp32ToFp16(1e10f), 0x7c00);
+  EXPECT_EQ(Fp32ToFp16(-1e10f), 0xfc00);
+  EXPECT_EQ(Fp32ToFp16(std::numeric_limits<float>::infinity()), 0x7c00);
+  EXPECT_EQ(Fp32ToFp16(-std::numeric_limits<float>::infinity()), 0xfc00);
+}
+
+TEST(HalfTest, Fp16RoundsTiesToEven) {
+  EXPECT_EQ(Fp32ToFp16(1.0f + 0x1p-11f), 0x3c00);         // halfway 1 .. 1+2^-10: even is 1
+  EXPECT_EQ(Fp32ToFp16(1.0f + 3 * 0x1p-11f), 0x3c02);     // halfway 1+2^-10 .. 1+2^-9: even up
+  EXPECT_EQ(Fp32ToFp16(FromBits(ToBits(1.0f + 0x1p-11f) + 1)), 0x3c01);  // just above the tie
+  EXPECT_EQ(Fp32ToFp16(FromBits(ToBits(1.0f + 0x1p-11f) - 1)), 0x3c00);  // just below
+  EXPECT_EQ(Fp32ToFp16(2047.0f + 0.5f), 0x6800);           // 2047.5 -> 2048 (carry into exponent)
+}
+
+TEST(HalfTest, Fp16Subnormals) {
+  EXPECT_EQ(Fp32ToFp16(0x1p-24f), 0x0001);                 // smallest subnormal
+  EXPECT_EQ(Fp32ToFp16(0x1p-25f), 0x0000);                 // tie with zero: even
+  EXPECT_EQ(Fp32ToFp16(FromBits(ToBits(0x1p-25f) + 1)), 0x0001);
+  EXPECT_EQ(Fp32ToFp16(-0x1p-26f), 0x8000);
+  EXPECT_EQ(Fp32ToFp16(3 * 0x1p-25f), 0x0002);             // 1.5 ulp: tie, even is 2
+  EXPECT_EQ(Fp32ToFp16(5 * 0x1p-25f), 0x0002);             // 2.5 ulp: tie, even is 2
+  EXPECT_EQ(Fp32ToFp16(1023 * 0x1p-24f), 0x03ff);          // largest subnormal
+  EXPECT_EQ(Fp32ToFp16(1023.5f * 0x1p-24f), 0x0400);       // tie, rounds up into the min normal
+  EXPECT_EQ(Fp32ToFp16(0x1p-14f), 0x0400);                 // smallest normal
+  EXPECT_EQ(Fp32ToFp16(1e-30f), 0x0000);
+  EXPECT_EQ(Fp16ToFp32(0x0001), 0x1p-24f);
+  EXPECT_EQ(Fp16ToFp32(0x83ff), -1023 * 0x1p-24f);
+  EXPECT_EQ(Fp16ToFp32(0x0400), 0x1p-14f);
+}
+
+TEST(HalfTest, Fp16NanStaysQuietNan) {
+  const uint16_t h = Fp32ToFp16(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(h & 0x7c00, 0x7c00);
+  EXPECT_NE(h & 0x03ff, 0);
+  EXPECT_EQ(Fp32ToFp16(FromBits(0x7f800001)), 0x7e00);     // signalling NaN: quiet bit forced
+  EXPECT_EQ(Fp32ToFp16(FromBits(0xffc00000)), 0xfe00);
+  EXPECT_TRUE(std::isnan(Fp16ToFp32(0x7e00)));
+  EXPECT_TRUE(std::isnan(Fp16ToFp32(0x7c01)));
+  EXPECT_EQ(Fp16ToFp32(0x7c00), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(Fp16ToFp32(0xfc00), -std::numeric_limits<float>::infinity());
+}
+
+TEST(HalfTest, Fp16RoundTripsEveryHalf) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = Fp16ToFp32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      // Payload kept, quiet bit set.
+      EXPECT_EQ(Fp32ToFp16(f), h | 0x0200) << h;
+    } else {
+      EXPECT_EQ(Fp32ToFp16(f), h) << h;
+    }
+  }
+}
+
+// The F16C instructions round to nearest even too: agreement on many bit patterns (every half's
+// float value and its neighbours, plus random floats) checks the portable code against hardware.
+__attribute__((target("f16c"))) uint16_t HardwareFp32ToFp16(float f) {
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+}
+__attribute__((target("f16c"))) float HardwareFp16ToFp32(uint16_t h) { return _cvtsh_ss(h); }
+
+TEST(HalfTest, Fp16MatchesF16cHardware) {
+  if (!HostCpuFeatures().f16c) GTEST_SKIP() << "no F16C on this CPU";
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = Fp16ToFp32(static_cast<uint16_t>(h));
+    const float hw = HardwareFp16ToFp32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(hw));
+      continue;
+    }
+    ASSERT_EQ(ToBits(f), ToBits(hw)) << h;
+    // The value, its float neighbours, and the midpoints to the next half.
+    for (int32_t delta : {-2, -1, 0, 1, 2}) {
+      const float g = FromBits(ToBits(f) + delta);
+      ASSERT_EQ(Fp32ToFp16(g), HardwareFp32ToFp16(g)) << std::hexfloat << g;
+    }
+    const float next = Fp16ToFp32(static_cast<uint16_t>(h + 1));
+    if ((h & 0x7fff) < 0x7bff && !std::isnan(next)) {
+      const float mid = f + (next - f) / 2;  // exact: a half midpoint has at most 12 bits
+      for (int32_t delta : {-1, 0, 1}) {
+        const float g = FromBits(ToBits(mid) + delta);
+        ASSERT_EQ(Fp32ToFp16(g), HardwareFp32ToFp16(g)) << std::hexfloat << g;
+      }
+    }
+  }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2'000'000; ++i) {
+    const float g = FromBits(static_cast<uint32_t>(rng()));
+    ASSERT_EQ(Fp32ToFp16(g), HardwareFp32ToFp16(g)) << std::hexfloat << g;
+  }
+}
+
+// ---- bf16 -------------------------------------------------------------------------------------------
+
+TEST(HalfTest, Bf16KnownValues) {
+  EXPECT_EQ(Fp32ToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(Fp32ToBf16(-1.0f), 0xbf80);
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x3f808000)), 0x3f80);  // tie, even down
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x3f818000)), 0x3f82);  // tie, even up
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x3f808001)), 0x3f81);  // above the tie
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x3f807fff)), 0x3f80);  // below the tie
+  EXPECT_EQ(Fp32ToBf16(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_EQ(Fp32ToBf16(-std::numeric_limits<float>::infinity()), 0xff80);
+  EXPECT_EQ(Fp32ToBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x7f800001)), 0x7fc0);  // signalling NaN made quiet
+  EXPECT_EQ(Fp32ToBf16(FromBits(0xffc00000)), 0xffc0);
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x7fff0000)), 0x7fff);  // NaN payload kept
+  // Subnormals are rounded, not flushed (as ggml does since it dropped the flush).
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x00000001)), 0x0000);
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x00008000)), 0x0000);  // tie, even
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x00018000)), 0x0002);  // tie, even
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x00010001)), 0x0001);
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x80010000)), 0x8001);
+  EXPECT_EQ(ToBits(Bf16ToFp32(0x3f81)), 0x3f810000u);
+  EXPECT_EQ(ToBits(Bf16ToFp32(0x8001)), 0x80010000u);
+  EXPECT_TRUE(std::isnan(Bf16ToFp32(0x7fc0)));
+}
+
+TEST(HalfTest, Bf16RoundTripsEveryBf16) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const float f = Bf16ToFp32(static_cast<uint16_t>(h));
+    EXPECT_EQ(Fp32ToBf16(f), std::isnan(f) ? (h | 0x40) : h) << h;
+  }
+}
+
+// ---- Block layouts ----------------------------------------------------------------------------------
+
+TEST(BlockTest, Q4_0NibbleLayout) {
+  BlockQ4_0 block;
+  block.d = 0x3c00;  // 1.0
+  for (int j = 0; j < 16; ++j) block.qs[j] = static_cast<uint8_t>(j | ((15 - j) << 4));
+  float out[32];
+  DequantizeRow(GgmlType::kQ4_0, &block, out, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(out[j], j - 8) << j;            // low nibble of qs[j]: element j
+    EXPECT_EQ(out[j + 16], 7 - j) << j;       // high nibble of qs[j]: element j + 16
+  }
+}
+
+TEST(BlockTest, Q8_0Layout) {
+  uint8_t bytes[2 * sizeof(BlockQ8_0)];
+  for (int b = 0; b < 2; ++b) {
+    uint8_t* p = bytes + b * 34;
+    const uint16_t d = b == 0 ? 0x3800 : 0xc000;  // 0.5, -2
+    std::memcpy(p, &d, 2);                        // little-endian fp16 first, then 32 int8
+    for (int j = 0; j < 32; ++j) p[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(j - 16));
+  }
+  float out[64];
+  DequantizeRow(GgmlType::kQ8_0, bytes, out, 64);
+  for (int j = 0; j < 32; ++j) {
+    EXPECT_EQ(out[j], 0.5f * (j - 16));
+    EXPECT_EQ(out[32 + j], -2.0f * (j - 16));
+  }
+}
+
+// ---- Quantizers against ggml's reference algorithm --------------------------------------------------
+
+// ggml's quantize_row_q8_0_ref, transcribed.
+std::vector<BlockQ8_0> ReferenceQ8_0(const std::vector<float>& x) {
+  std::vector<BlockQ8_0> out(x.size() / 32);
+  for (size_t i = 0; i < out.size(); ++i) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const float v = fabsf(x[i * 32 + j]);
+      amax = amax > v ? amax : v;  // MAX(amax, fabsf(v))
+    }
+    const float d = amax / ((1 << 7) - 1);
+    const float id = d ? 1.0f / d : 0.0f;
+    out[i].d = Fp32ToFp16(d);
+    for (int j = 0; j < 32; ++j) out[i].qs[j] = static_cast<int8_t>(roundf(x[i * 32 + j] * id));
+  }
+  return out;
+}
+
+// ggml's quantize_row_q4_0_ref, transcribed.
+std::vector<BlockQ4_0> ReferenceQ4_0(const std::vector<float>& x) {
+  std::vector<BlockQ4_0> out(x.size() / 32);
+  for (size_t i = 0; i < out.size(); ++i) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[i * 32 + j];
+      if (amax < fabsf(v)) {
+        amax = fabsf(v);
+        max = v;
+      }
+    }
+    const float d = max / -8;
+    const float id = d ? 1.0f / d : 0.0f;
+    out[i].d = Fp32ToFp16(d);
+    for (int j = 0; j < 16; ++j) {
+      const float x0 = x[i * 32 + j] * id;
+      const float x1 = x[i * 32 + 16 + j] * id;
+      const uint8_t xi0 = std::min<int8_t>(15, static_cast<int8_t>(x0 + 8.5f));
+      const uint8_t xi1 = std::min<int8_t>(15, static_cast<int8_t>(x1 + 8.5f));
+      out[i].qs[j] = static_cast<uint8_t>(xi0 | (xi1 << 4));
+    }
+  }
+  return out;
+}
+
+// Values with the awkward cases a quantizer meets: mixed scales, an all-zero block, exact ties
+// (x / d = k + 0.5), a block whose largest value is negative and one where it is positive.
+std::vector<float> AwkwardValues(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = normal(rng) * (1.0f + static_cast<float>(i % 7));
+  if (n >= 64) std::fill(x.begin() + 32, x.begin() + 64, 0.0f);
+  if (n >= 96) {
+    for (int j = 0; j < 32; ++j) x[64 + j] = static_cast<float>(j - 16) * 0.5f + 0.25f;
+  }
+  if (n >= 160) {
+    x[100] = -50.0f;
+    x[140] = 50.0f;
+  }
+  return x;
+}
+
+constexpr int64_t kSizes[] = {32, 64, 96, 160, 4096, 4128};
+
+TEST(QuantizeTest, Q8_0MatchesGgmlReference) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = AwkwardValues(n, static_cast<uint32_t>(n));
+    std::vector<BlockQ8_0> got(n / 32);
+    QuantizeRow(GgmlType::kQ8_0, x.data(), got.data(), n);
+    const std::vector<BlockQ8_0> want = ReferenceQ8_0(x);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(BlockQ8_0)), 0) << n;
+  }
+}
+
+TEST(QuantizeTest, Q4_0MatchesGgmlReference) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = AwkwardValues(n, static_cast<uint32_t>(n) + 1);
+    std::vector<BlockQ4_0> got(n / 32);
+    QuantizeRow(GgmlType::kQ4_0, x.data(), got.data(), n);
+    const std::vector<BlockQ4_0> want = ReferenceQ4_0(x);
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(BlockQ4_0)), 0) << n;
+  }
+}
+
+TEST(QuantizeTest, KnownBlocks) {
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
+  // Q4_0: the largest magnitude is -16, so d = -16 / -8 = 2 and q = trunc(x / 2 + 8.5), capped at 15.
+  BlockQ4_0 q4;
+  QuantizeRow(GgmlType::kQ4_0, x.data(), &q4, 32);
+  EXPECT_EQ(q4.d, 0x4000);
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (j + 1) / 2;                       // element j:      trunc(j/2 + 0.5)
+    const int hi = std::min(15, (j + 16 + 1) / 2);    // element j + 16
+    EXPECT_EQ(q4.qs[j], lo | (hi << 4)) << j;
+  }
+  // Q8_0: d = 16 / 127, q = round(x * 127 / 16), ties away from zero.
+  BlockQ8_0 q8;
+  QuantizeRow(GgmlType::kQ8_0, x.data(), &q8, 32);
+  EXPECT_EQ(q8.d, Fp32ToFp16(16.0f / 127.0f));
+  EXPECT_EQ(q8.qs[0], -127);
+  EXPECT_EQ(q8.qs[16], 0);
+  EXPECT_EQ(q8.qs[31], static_cast<int8_t>(std::round(15.0f * (1.0f / (16.0f / 127.0f)))));
+  // All zeros: d = 0 and every quant 0 (no division by zero).
+  std::vector<float> zeros(32, 0.0f);
+  QuantizeRow(GgmlType::kQ8_0, zeros.data(), &q8, 32);
+  EXPECT_EQ(q8.d, 0);
+  for (int8_t q : q8.qs) EXPECT_EQ(q, 0);
+  QuantizeRow(GgmlType::kQ4_0, zeros.data(), &q4, 32);
+  EXPECT_EQ(q4.d, 0);
+  for (uint8_t q : q4.qs) EXPECT_EQ(q, 0x88);
+}
+
+// ---- Round trips with explicit bounds ---------------------------------------------------------------
+
+std::vector<float> RoundTrip(GgmlType type, const std::vector<float>& x) {
+  std::vector<uint8_t> bytes(GgmlRowBytes(type, static_cast<int64_t>(x.size())));
+  QuantizeRow(type, x.data(), bytes.data(), static_cast<int64_t>(x.size()));
+  std::vector<float> y(x.size());
+  DequantizeRow(type, bytes.data(), y.data(), static_cast<int64_t>(x.size()));
+  return y;
+}
+
+TEST(RoundTripTest, F32IsExact) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = AwkwardValues(n, 11);
+    EXPECT_EQ(RoundTrip(GgmlType::kF32, x), x);
+  }
+}
+
+TEST(RoundTripTest, F16WithinHalfUlp) {
+  for (int64_t n : kSizes) {
+    std::vector<float> x = AwkwardValues(n, 12);
+    x[0] = 3e-6f;  // a subnormal half: absolute error up to half of 2^-24
+    const std::vector<float> y = RoundTrip(GgmlType::kF16, x);
+    for (int64_t i = 0; i < n; ++i) {
+      const double bound = std::max(std::fabs(x[i]) * 0x1p-11, 0x1p-25);
+      EXPECT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), bound) << n << " " << i;
+    }
+  }
+}
+
+TEST(RoundTripTest, Bf16WithinHalfUlp) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = AwkwardValues(n, 13);
+    const std::vector<float> y = RoundTrip(GgmlType::kBF16, x);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), std::fabs(x[i]) * 0x1p-8) << i;
+    }
+  }
+}
+
+// Per block, with d = amax / 127: |x - q * fp16(d)| <= d / 2 (rounding to the nearest quant, plus
+// the float error of x * (1/d), at most 3e-5 d) + 127 * |fp16(d) - d| (at most 127 * d * 2^-11).
+TEST(RoundTripTest, Q8_0WithinHalfStep) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = AwkwardValues(n, 14);
+    const std::vector<float> y = RoundTrip(GgmlType::kQ8_0, x);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      double amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(static_cast<double>(x[b * 32 + j])));
+      const double d = amax / 127;
+      const double bound = d * (0.5 + 3e-5 + 127 * 0x1p-11);
+      for (int j = 0; j < 32; ++j) {
+        const int64_t i = b * 32 + j;
+        EXPECT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), bound) << n << " " << i;
+      }
+    }
+  }
+}
+
+// Per block, with |d| = amax / 8: values are rounded to the nearest of 16 steps, so the error is
+// at most |d| / 2, except that x / d in [7.5, 8] (the values opposite in sign to the extreme one) is
+// capped at 7 steps: error up to |d|. Plus 8 * |fp16(d) - d| from the stored scale.
+TEST(RoundTripTest, Q4_0WithinHalfStep) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = AwkwardValues(n, 15);
+    const std::vector<float> y = RoundTrip(GgmlType::kQ4_0, x);
+    for (int64_t b = 0; b < n / 32; ++b) {
+      double amax = 0, max = 0;
+      for (int j = 0; j < 32; ++j) {
+        const double v = x[b * 32 + j];
+        if (amax < std::fabs(v)) {
+          amax = std::fabs(v);
+          max = v;
+        }
+      }
+      const double d = max / -8;
+      for (int j = 0; j < 32; ++j) {
+        const int64_t i = b * 32 + j;
+        const double steps = d != 0 ? x[i] / d : 0;
+        const double bound = std::fabs(d) * ((steps > 7.5 - 1e-4 ? 1.0 : 0.5) + 1e-5 + 8 * 0x1p-11);
+        EXPECT_LE(std::fabs(static_cast<double>(y[i]) - x[i]), bound) << n << " " << i;
+      }
+    }
+  }
+}
+
+// ---- Errors -------------------------------------------------------------------------------------------
+
+TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
+  EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ8_0));
+  EXPECT_TRUE(IsSupportedWeightType(GgmlType::kBF16));
+  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ4_K));
+  std::vector<float> x(64, 1.0f);
+  std::vector<uint8_t> bytes(1024);
+  EXPECT_THROW(QuantizeRow(GgmlType::kQ4_K, x.data(), bytes.data(), 64), Error);
+  EXPECT_THROW(DequantizeRow(GgmlType::kQ6_K, bytes.data(), x.data(), 64), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kQ8_0, x.data(), bytes.data(), 48), Error);
+  EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
+}
+
+}  // namespace
+}  // namespace grove

@@ -1,0 +1,36 @@
+// Shared fixtures: where ../shared lives, temporary files, and small random models.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/model.h"
+#include "model/random_model.h"
+
+namespace grove::testing {
+
+// Path of a file under the shared data directory (../shared beside the checkout, or
+// $GROVE_SHARED_DIR).
+std::string SharedPath(const std::string& relative);
+bool FileExists(const std::string& path);
+
+// A fresh path in the test's temporary directory.
+std::string TempPath(const std::string& name);
+
+// Writes a random model of the given spec to a temporary file and loads it.
+std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelOptions& options = {});
+
+// A small spec that exercises grouped-query attention, RoPE on part of the head, and every matrix;
+// widths are multiples of 32 so quantized types work.
+RandomModelSpec TinySpec(GgmlType type = GgmlType::kF32, uint64_t seed = 7);
+
+}  // namespace grove::testing
+
+#define GROVE_SKIP_IF_MISSING(path)                                                       \
+  do {                                                                                    \
+    if (!::grove::testing::FileExists(path)) {                                            \
+      GTEST_SKIP() << "test data not found: " << (path)                                   \
+                   << " (tests read ../shared beside the checkout; set GROVE_SHARED_DIR)"; \
+    }                                                                                     \
+  } while (0)

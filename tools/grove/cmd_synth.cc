@@ -1,0 +1,54 @@
+// grove synth: write a random-weight model of a named shape, so that every benchmark figure can be
+// reproduced without downloading a model.
+#include <cstdio>
+#include <string>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "commands.h"
+#include "model/random_model.h"
+
+namespace grove::cli {
+namespace {
+
+struct SynthOptions {
+  std::string shape = "tinyllama-1.1b";
+  std::string type = "q8_0";
+  std::string out;
+  uint64_t seed = 1;
+};
+
+void RunSynth(const SynthOptions& o) {
+  auto spec = NamedModelShape(o.shape);
+  if (!spec) {
+    std::string names;
+    for (const auto& n : NamedModelShapes()) names += (names.empty() ? "" : ", ") + n;
+    Fail("unknown shape '", o.shape, "' (known: ", names, ")");
+  }
+  auto type = ParseGgmlType(o.type);
+  if (!type) Fail("unknown weight type '", o.type, "'");
+  spec->type = *type;
+  spec->seed = o.seed;
+  Timer timer;
+  GgufWriter writer = RandomModelWriter(*spec);
+  writer.WriteFile(o.out, [](std::size_t done, std::size_t total) {
+    std::fprintf(stderr, "\rwriting tensors: %zu/%zu", done, total);
+    if (done == total) std::fprintf(stderr, "\n");
+  });
+  std::fprintf(stderr, "wrote %s (%s, %s, seed %llu) in %.1f s\n", o.out.c_str(), o.shape.c_str(),
+               o.type.c_str(), static_cast<unsigned long long>(o.seed), timer.Seconds());
+}
+
+}  // namespace
+
+void AddSynthCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("synth", "Write a random-weight model of a named shape (for benchmarks)");
+  auto o = std::make_shared<SynthOptions>();
+  cmd->add_option("--shape", o->shape, "tinyllama-1.1b, draft-68m or tiny")->capture_default_str();
+  cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
+  cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
+  cmd->callback([o] { RunSynth(*o); });
+}
+
+}  // namespace grove::cli

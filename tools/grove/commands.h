@@ -1,0 +1,17 @@
+// Sub-commands of the grove CLI. Each Add*Command registers its options on the app and sets the
+// callback that runs it; the callback throws grove::Error for the user to see.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace grove::cli {
+
+void AddRunCommand(CLI::App& app);
+void AddInfoCommand(CLI::App& app);
+void AddTokenizeCommand(CLI::App& app);
+void AddSynthCommand(CLI::App& app);
+
+// Installs a log callback that prints library diagnostics to stderr.
+void InstallStderrLog(bool verbose);
+
+}  // namespace grove::cli
