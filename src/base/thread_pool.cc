@@ -9,9 +9,13 @@
 namespace grove {
 namespace {
 
-// About 50-100 us of spinning at ~30-100 ns per pause: long enough to bridge the gap between two
-// parallel loops of one forward pass, short enough not to burn a core between tokens.
-constexpr int kSpinIterations = 20000;
+// Waiting has three stages. Pure spinning (~2-5 us) catches the common case of the next parallel loop
+// of a forward pass arriving at once. Then the waiter yields between checks: when the machine has more
+// runnable threads than cores (a build, a second model), a spinning thread would otherwise hold the core
+// that the thread it waits for needs, for a whole scheduler time slice (~ms). After ~1 ms of yielding a
+// worker parks on the condition variable, so an idle model costs no CPU between requests.
+constexpr int kSpinIterations = 100;
+constexpr int kYieldIterations = 2000;
 
 inline void CpuRelax() {
 #if defined(__x86_64__)
@@ -42,8 +46,12 @@ void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations; ++spin) {
-      CpuRelax();
+    for (int spin = 0; gen == seen && spin < kSpinIterations + kYieldIterations; ++spin) {
+      if (spin < kSpinIterations) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
       gen = generation_.load(std::memory_order_acquire);
     }
     if (gen == seen) {
@@ -76,7 +84,13 @@ void ThreadPool::Run(FunctionRef<void(int, int)> fn) {
   }
   if (parked_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
   fn(0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
+  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 
