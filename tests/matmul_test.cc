@@ -32,8 +32,9 @@ void* operator new(std::size_t n) {
   if (p == nullptr) throw std::bad_alloc();
   return p;
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// noinline: inlined into library code, malloc/free pairs trip GCC's -Wmismatched-new-delete.
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace grove {
 namespace {
@@ -159,8 +160,8 @@ std::string Describe(const KernelSet& k, const TestWeights& w, int n_rows) {
 }
 
 // Runs MatMul and checks that it wrote exactly n_rows x n_out outputs (guards past the end).
-std::vector<float> Run(const KernelSet& kernels, const TestWeights& w, const float* x, int n_rows,
-                       MatMulScratch& scratch, ThreadPool& pool) {
+std::vector<float> RunMatMul(const KernelSet& kernels, const TestWeights& w, const float* x, int n_rows,
+                             MatMulScratch& scratch, ThreadPool& pool) {
   constexpr float kGuard = -12345.0f;
   std::vector<float> y(n_rows * w.n_out + 16, kGuard);
   MatMulWithKernels(kernels, w.View(), x, n_rows, y.data(), scratch, pool);
@@ -189,14 +190,14 @@ TEST(MatMulTest, AllShapesWithinBoundAndPrefixOfBatchIsBitIdentical) {
         const std::vector<float> x = MakeActivations(64, n_in, ++seed);
         const Reference ref = ComputeReference(w, x, 64);
         for (const KernelSet* k : levels) {
-          const std::vector<float> full = Run(*k, w, x.data(), 64, scratch, pool);
+          const std::vector<float> full = RunMatMul(*k, w, x.data(), 64, scratch, pool);
           for (size_t i = 0; i < full.size(); ++i) {
             ASSERT_LE(std::fabs(full[i] - ref.y[i]), ref.bound[i])
                 << Describe(*k, w, 64) << " output " << i << ": got " << full[i] << ", exact "
                 << ref.y[i];
           }
           for (int n_rows : kRowCounts) {
-            const std::vector<float> part = Run(*k, w, x.data(), n_rows, scratch, pool);
+            const std::vector<float> part = RunMatMul(*k, w, x.data(), n_rows, scratch, pool);
             ASSERT_TRUE(BitEqual(part.data(), full.data(), part.size())) << Describe(*k, w, n_rows);
           }
         }
@@ -217,13 +218,13 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
       for (int64_t n_in : {160, 4096}) {
         const TestWeights w = MakeWeights(type, n_in, 67, ++seed);
         const std::vector<float> x = MakeActivations(kRows, n_in, ++seed);
-        const std::vector<float> batch = Run(*k, w, x.data(), kRows, scratch, pool2);
-        EXPECT_TRUE(BitEqual(batch.data(), Run(*k, w, x.data(), kRows, scratch, pool1).data(),
+        const std::vector<float> batch = RunMatMul(*k, w, x.data(), kRows, scratch, pool2);
+        EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(*k, w, x.data(), kRows, scratch, pool1).data(),
                              batch.size())) << Describe(*k, w, kRows) << " 1 vs 2 threads";
-        EXPECT_TRUE(BitEqual(batch.data(), Run(*k, w, x.data(), kRows, scratch, pool3).data(),
+        EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(*k, w, x.data(), kRows, scratch, pool3).data(),
                              batch.size())) << Describe(*k, w, kRows) << " 3 vs 2 threads";
         for (int r = 0; r < kRows; ++r) {
-          const std::vector<float> alone = Run(*k, w, x.data() + r * n_in, 1, scratch, pool1);
+          const std::vector<float> alone = RunMatMul(*k, w, x.data() + r * n_in, 1, scratch, pool1);
           ASSERT_TRUE(BitEqual(alone.data(), batch.data() + r * w.n_out, w.n_out))
               << Describe(*k, w, kRows) << " row " << r << " alone";
         }
@@ -232,7 +233,7 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
         for (int r = 0; r < 37; ++r) {
           std::copy_n(x.data() + r * n_in, n_in, reversed.data() + (36 - r) * n_in);
         }
-        const std::vector<float> y_rev = Run(*k, w, reversed.data(), 37, scratch, pool2);
+        const std::vector<float> y_rev = RunMatMul(*k, w, reversed.data(), 37, scratch, pool2);
         for (int r = 0; r < 37; ++r) {
           ASSERT_TRUE(BitEqual(y_rev.data() + (36 - r) * w.n_out, batch.data() + r * w.n_out,
                                w.n_out)) << Describe(*k, w, 37) << " reversed row " << r;
@@ -255,9 +256,9 @@ TEST(MatMulTest, SimdLevelsMatchScalarWithinBound) {
       const TestWeights w = MakeWeights(type, n_in, 33, ++seed);
       const std::vector<float> x = MakeActivations(16, n_in, ++seed);
       const Reference ref = ComputeReference(w, x, 16);
-      const std::vector<float> scalar = Run(*levels[0], w, x.data(), 16, scratch, pool);
+      const std::vector<float> scalar = RunMatMul(*levels[0], w, x.data(), 16, scratch, pool);
       for (size_t l = 1; l < levels.size(); ++l) {
-        const std::vector<float> simd = Run(*levels[l], w, x.data(), 16, scratch, pool);
+        const std::vector<float> simd = RunMatMul(*levels[l], w, x.data(), 16, scratch, pool);
         for (size_t i = 0; i < simd.size(); ++i) {
           ASSERT_LE(std::fabs(double{simd[i]} - scalar[i]), 2 * ref.float_bound[i])
               << Describe(*levels[l], w, 16) << " output " << i;
@@ -306,12 +307,12 @@ TEST(MatMulTest, LargeBatchOf512Rows) {
     const std::vector<float> x = MakeActivations(512, 256, 78);
     const Reference ref = ComputeReference(w, x, 512);
     for (const KernelSet* k : AvailableLevels()) {
-      const std::vector<float> y = Run(*k, w, x.data(), 512, scratch, pool);
+      const std::vector<float> y = RunMatMul(*k, w, x.data(), 512, scratch, pool);
       for (size_t i = 0; i < y.size(); ++i) {
         ASSERT_LE(std::fabs(y[i] - ref.y[i]), ref.bound[i]) << Describe(*k, w, 512) << " " << i;
       }
       for (int r : {0, 63, 64, 300, 511}) {
-        const std::vector<float> alone = Run(*k, w, x.data() + r * 256, 1, scratch, pool);
+        const std::vector<float> alone = RunMatMul(*k, w, x.data() + r * 256, 1, scratch, pool);
         ASSERT_TRUE(BitEqual(alone.data(), y.data() + r * w.n_out, w.n_out)) << r;
       }
     }

@@ -300,7 +300,7 @@ TEST(QuantizeTest, KnownBlocks) {
   EXPECT_EQ(q8.d, 0);
   for (int8_t q : q8.qs) EXPECT_EQ(q, 0);
   QuantizeRow(GgmlType::kQ4_0, zeros.data(), &q4, 32);
-  EXPECT_EQ(q4.d, 0);
+  EXPECT_EQ(q4.d, 0x8000);  // 0 / -8 = -0, as in ggml
   for (uint8_t q : q4.qs) EXPECT_EQ(q, 0x88);
 }
 

@@ -5,13 +5,25 @@
 // score is merged (ties: leftmost), until no adjacent pair forms a token. A remaining piece that is not
 // a token (a character outside the vocab) is spelled with byte-fallback tokens <0xXX>.
 //
-// Pairs wait in a priority queue; a merge invalidates the queued pairs of its two symbols, which are
-// recognised and skipped when popped (their lengths no longer add up), so encoding is O(n log n).
+// Pairs wait in a heap; a merge invalidates the queued pairs of its two symbols, which are recognised
+// and skipped when popped (their lengths no longer add up), so a run is O(n log n). llama.cpp runs the
+// whole text as one sequence, and at 1 MB the heap outgrows the cache and its sift-downs dominate. So
+// when no token has "▁" right after another character (true of SentencePiece vocabs trained with
+// whitespace splitting, checked at load), a word boundary before a "▁" can never be merged across, and
+// each word is merged on its own with a small heap. The result is identical: merges in different words
+// never interact, and within a word they happen in the same (score, position) order.
+//
+// Ill-formed UTF-8 is split into maximal ill-formed subsequences (ICU's U8_NEXT), each spelled with
+// byte tokens. llama.cpp sizes a "character" by its first byte alone, so a truncated sequence swallows
+// the bytes after it (even the "▁" of an escaped space) and decoding no longer gives back the input.
+// For valid UTF-8 both split identically.
+#include <unicode/utf8.h>
+
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdio>
 #include <limits>
-#include <queue>
 
 #include "base/error.h"
 #include "io/gguf.h"
@@ -22,13 +34,13 @@ namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
 
-// Length of the UTF-8 sequence a byte starts, by its high nibble, as llama.cpp's unicode_len_utf8: a
-// stray continuation byte counts as one character, and ill-formed sequences still advance, so any
-// byte string splits into "characters" without failing (byte fallback then spells them).
-std::size_t Utf8SequenceLength(uint8_t byte) {
-  static constexpr std::array<uint8_t, 16> kLengths = {1, 1, 1, 1, 1, 1, 1, 1,
-                                                        1, 1, 1, 1, 2, 2, 3, 4};
-  return kLengths[byte >> 4];
+// Bytes of the UTF-8 character (or maximal ill-formed subsequence) starting at `begin`.
+std::size_t CharLength(std::string_view text, std::size_t begin) {
+  const auto* s = reinterpret_cast<const uint8_t*>(text.data());
+  auto i = static_cast<int64_t>(begin);
+  UChar32 c;
+  U8_NEXT(s, i, static_cast<int64_t>(text.size()), c);
+  return static_cast<std::size_t>(i) - begin;
 }
 
 // "<0x0A>" -> 0x0A.
@@ -38,6 +50,19 @@ bool ParseByteToken(std::string_view text, uint8_t* value) {
   return std::from_chars(hex, hex + 2, *value, 16).ptr == hex + 2;
 }
 
+// Whether some token has "▁" right after a character that is not "▁" (e.g. "a▁b"); such a token
+// could be merged across a word boundary, so words cannot be merged separately.
+bool HasInnerSpaceMarker(std::string_view token) {
+  for (std::size_t p = token.find(kSpaceMarker, 1); p != std::string_view::npos;
+       p = token.find(kSpaceMarker, p + 1)) {
+    if (p < kSpaceMarker.size() || token.substr(p - kSpaceMarker.size(), kSpaceMarker.size()) !=
+                                       kSpaceMarker) {
+      return true;
+    }
+  }
+  return false;
+}
+
 class SpmModel final : public TokenizerModel {
  public:
   SpmModel(const GgufFile& gguf, TokenizerVocab* vocab);
@@ -45,10 +70,10 @@ class SpmModel final : public TokenizerModel {
   bool strips_leading_space() const override { return add_space_prefix_; }
 
  private:
-  // A piece of the escaped text; merged-away symbols have n == 0. prev/next link the live ones.
+  // A piece of the word; merged-away symbols have n == 0. prev/next link the live ones.
   struct Symbol {
-    std::size_t begin;
-    std::size_t n;
+    uint32_t begin;
+    uint32_t n;
     int32_t prev;
     int32_t next;
   };
@@ -56,22 +81,26 @@ class SpmModel final : public TokenizerModel {
     float score;
     int32_t left;
     int32_t right;
-    std::size_t size;  // bytes of left + right when queued; a mismatch later means it went stale
+    uint32_t size;  // bytes of left + right when queued; a mismatch later means it went stale
   };
-  // std::priority_queue keeps the largest on top: higher score first, then the leftmost.
+  // For the std heap functions (a max-heap): higher score on top, then the leftmost.
   struct BigramOrder {
     bool operator()(const Bigram& a, const Bigram& b) const {
       return a.score < b.score || (a.score == b.score && a.left > b.left);
     }
   };
-  using BigramQueue = std::priority_queue<Bigram, std::vector<Bigram>, BigramOrder>;
+  struct Scratch {
+    std::vector<Symbol> symbols;
+    std::vector<Bigram> heap;
+  };
 
-  void TryAddBigram(std::string_view text, const std::vector<Symbol>& symbols, int32_t left,
-                    int32_t right, BigramQueue* queue) const;
+  void EncodeWord(std::string_view word, Scratch* scratch, std::vector<int32_t>* out) const;
+  void TryAddBigram(std::string_view word, Scratch* scratch, int32_t left, int32_t right) const;
   void EmitSymbol(std::string_view piece, std::vector<int32_t>* out) const;
 
   const TokenizerVocab& vocab_;
   bool add_space_prefix_ = true;
+  bool merge_words_separately_ = false;
   std::array<int32_t, 256> byte_tokens_{};  // <0xXX> for each byte, else unk, else -1
 };
 
@@ -81,6 +110,8 @@ SpmModel::SpmModel(const GgufFile& gguf, TokenizerVocab* vocab) : vocab_(*vocab)
          "': missing tokenizer.ggml.scores (the 'llama' SentencePiece model merges by score)");
   }
   add_space_prefix_ = gguf.GetBool("tokenizer.ggml.add_space_prefix", true);
+  merge_words_separately_ = std::none_of(vocab->texts.begin(), vocab->texts.end(),
+                                         [](const std::string& t) { return HasInnerSpaceMarker(t); });
   vocab->add_bos = gguf.GetBool("tokenizer.ggml.add_bos_token", true);
 
   for (int byte = 0; byte < 256; ++byte) {
@@ -125,14 +156,16 @@ SpmModel::SpmModel(const GgufFile& gguf, TokenizerVocab* vocab) : vocab_(*vocab)
   }
 }
 
-void SpmModel::TryAddBigram(std::string_view text, const std::vector<Symbol>& symbols,
-                            int32_t left, int32_t right, BigramQueue* queue) const {
+void SpmModel::TryAddBigram(std::string_view word, Scratch* scratch, int32_t left,
+                            int32_t right) const {
   if (left < 0 || right < 0) return;
-  const std::size_t size = symbols[left].n + symbols[right].n;
-  // Live neighbours are adjacent in the text, so their concatenation is a substring of it.
-  const int32_t id = vocab_.Find(text.substr(symbols[left].begin, size));
+  const std::vector<Symbol>& symbols = scratch->symbols;
+  const uint32_t size = symbols[left].n + symbols[right].n;
+  // Live neighbours are adjacent in the word, so their concatenation is a substring of it.
+  const int32_t id = vocab_.Find(word.substr(symbols[left].begin, size));
   if (id < 0) return;
-  queue->push({vocab_.scores[id], left, right, size});
+  scratch->heap.push_back({vocab_.scores[id], left, right, size});
+  std::push_heap(scratch->heap.begin(), scratch->heap.end(), BigramOrder());
 }
 
 void SpmModel::EmitSymbol(std::string_view piece, std::vector<int32_t>* out) const {
@@ -152,6 +185,47 @@ void SpmModel::EmitSymbol(std::string_view piece, std::vector<int32_t>* out) con
   }
 }
 
+void SpmModel::EncodeWord(std::string_view word, Scratch* scratch,
+                          std::vector<int32_t>* out) const {
+  if (word.empty()) return;
+  std::vector<Symbol>& symbols = scratch->symbols;
+  std::vector<Bigram>& heap = scratch->heap;
+  symbols.clear();
+  heap.clear();
+  for (std::size_t begin = 0; begin < word.size();) {
+    const std::size_t n = CharLength(word, begin);
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back({static_cast<uint32_t>(begin), static_cast<uint32_t>(n), index - 1,
+                       begin + n == word.size() ? -1 : index + 1});
+    begin += n;
+  }
+
+  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) {
+    TryAddBigram(word, scratch, i - 1, i);
+  }
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), BigramOrder());
+    const Bigram bigram = heap.back();
+    heap.pop_back();
+    Symbol& left = symbols[bigram.left];
+    Symbol& right = symbols[bigram.right];
+    // Stale: one side was merged away, or grew, since the pair was queued.
+    if (left.n == 0 || right.n == 0 || left.n + right.n != bigram.size) continue;
+
+    left.n += right.n;
+    right.n = 0;
+    left.next = right.next;
+    if (right.next >= 0) symbols[right.next].prev = bigram.left;
+
+    TryAddBigram(word, scratch, left.prev, bigram.left);
+    TryAddBigram(word, scratch, bigram.left, left.next);
+  }
+
+  for (int32_t i = 0; i != -1; i = symbols[i].next) {
+    EmitSymbol(word.substr(symbols[i].begin, symbols[i].n), out);
+  }
+}
+
 void SpmModel::Encode(std::string_view raw, bool after_special, std::vector<int32_t>* out) const {
   if (raw.empty()) return;
   std::string text;
@@ -168,40 +242,24 @@ void SpmModel::Encode(std::string_view raw, bool after_special, std::vector<int3
     Fail("tokenizer: a text run of ", raw.size(), " bytes is too long to encode in one call");
   }
 
-  std::vector<Symbol> symbols;
-  symbols.reserve(text.size());
-  for (std::size_t begin = 0; begin < text.size();) {
-    const std::size_t n =
-        std::min(Utf8SequenceLength(static_cast<uint8_t>(text[begin])), text.size() - begin);
-    const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({begin, n, index - 1, begin + n == text.size() ? -1 : index + 1});
-    begin += n;
+  Scratch scratch;
+  const std::string_view all = text;
+  if (!merge_words_separately_) {
+    EncodeWord(all, &scratch, out);
+    return;
   }
-
-  BigramQueue queue;
-  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) {
-    TryAddBigram(text, symbols, i - 1, i, &queue);
+  // Words start at a "▁" that follows another character; runs of "▁" stay with the word after them.
+  std::size_t word_begin = 0;
+  for (std::size_t p = all.find(kSpaceMarker, 1); p != std::string_view::npos;
+       p = all.find(kSpaceMarker, p + kSpaceMarker.size())) {
+    if (p >= kSpaceMarker.size() && all.substr(p - kSpaceMarker.size(), kSpaceMarker.size()) ==
+                                        kSpaceMarker) {
+      continue;
+    }
+    EncodeWord(all.substr(word_begin, p - word_begin), &scratch, out);
+    word_begin = p;
   }
-  while (!queue.empty()) {
-    const Bigram bigram = queue.top();
-    queue.pop();
-    Symbol& left = symbols[bigram.left];
-    Symbol& right = symbols[bigram.right];
-    // Stale: one side was merged away, or grew, since the pair was queued.
-    if (left.n == 0 || right.n == 0 || left.n + right.n != bigram.size) continue;
-
-    left.n += right.n;
-    right.n = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = bigram.left;
-
-    TryAddBigram(text, symbols, left.prev, bigram.left, &queue);
-    TryAddBigram(text, symbols, bigram.left, left.next, &queue);
-  }
-
-  for (int32_t i = 0; i != -1; i = symbols[i].next) {
-    EmitSymbol(std::string_view(text).substr(symbols[i].begin, symbols[i].n), out);
-  }
+  EncodeWord(all.substr(word_begin), &scratch, out);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // grove synth: write a random-weight model of a named shape, so that every benchmark figure can be
 // reproduced without downloading a model.
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -31,9 +33,15 @@ void RunSynth(const SynthOptions& o) {
   spec->seed = o.seed;
   Timer timer;
   GgufWriter writer = RandomModelWriter(*spec);
-  writer.WriteFile(o.out, [](std::size_t done, std::size_t total) {
-    std::fprintf(stderr, "\rwriting tensors: %zu/%zu", done, total);
-    if (done == total) std::fprintf(stderr, "\n");
+  // A progress line that rewrites itself on a terminal; one line per tenth in a log.
+  const bool tty = ::isatty(STDERR_FILENO);
+  writer.WriteFile(o.out, [tty](std::size_t done, std::size_t total) {
+    if (tty) {
+      std::fprintf(stderr, "\rwriting tensors: %zu/%zu", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    } else if (done * 10 / total != (done - 1) * 10 / total) {
+      std::fprintf(stderr, "writing tensors: %zu/%zu\n", done, total);
+    }
   });
   std::fprintf(stderr, "wrote %s (%s, %s, seed %llu) in %.1f s\n", o.out.c_str(), o.shape.c_str(),
                o.type.c_str(), static_cast<unsigned long long>(o.seed), timer.Seconds());
