@@ -1,5 +1,5 @@
 // Tokenizers: llama.cpp's test vectors for the shared SentencePiece and GPT-2 vocabs, round trips,
-// streaming decode, special tokens, merge order on tiny synthetic vocabs, and malformed vocabularies.
+// streaming decode, special tokens, merge order on tiny synthetic vocabs, malformed vocabs.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -25,7 +25,8 @@ std::string ReadFile(const std::string& path) {
   return s.str();
 }
 
-// Independent of the code under test: RFC 3629 well-formedness (no overlongs, surrogates, > U+10FFFF).
+// Independent of the code under test: RFC 3629 well-formedness (no overlongs, no surrogates, no
+// code points above U+10FFFF).
 bool IsValidUtf8(std::string_view s) {
   for (std::size_t i = 0; i < s.size();) {
     const auto b = static_cast<uint8_t>(s[i]);
@@ -60,11 +61,14 @@ bool IsValidUtf8(std::string_view s) {
 
 std::string Join(const std::vector<int32_t>& ids) {
   std::string out;
-  for (int32_t id : ids) out += " " + std::to_string(id);
+  for (int32_t id : ids) {
+    out += ' ';
+    out += std::to_string(id);
+  }
   return out;
 }
 
-// ---------------------------------------------------------------------------------------------------
+// -------------------------------------------------------------------------------------------------
 // The shared vocabularies.
 
 class SharedVocab : public ::testing::TestWithParam<const char*> {
@@ -88,8 +92,8 @@ INSTANTIATE_TEST_SUITE_P(Tokenizer, SharedVocab,
                          });
 
 // llama.cpp's test-tokenizer-0: the .inp file is the inputs, each followed by the line
-// "__ggml_vocab_test__" (so the file ends with that line and its newline); the .out file has one line
-// of ids per input, encoded without BOS and without special-token parsing.
+// "__ggml_vocab_test__" (so the file ends with that line and its newline); the .out file has one
+// line of ids per input, encoded without BOS and without special-token parsing.
 TEST_P(SharedVocab, MatchesLlamaCppVectors) {
   GROVE_SKIP_IF_MISSING(path_ + ".inp");
   GROVE_SKIP_IF_MISSING(path_ + ".out");
@@ -114,8 +118,9 @@ TEST_P(SharedVocab, MatchesLlamaCppVectors) {
   int passed = 0;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::vector<int32_t> got = tok_->Encode(inputs[i], /*add_bos=*/false);
-    EXPECT_EQ(got, expected[i]) << "vector " << i << " '" << inputs[i] << "'\n  got:     "
-                                << Join(got) << "\n  expected:" << Join(expected[i]);
+    EXPECT_EQ(got, expected[i]) << "vector " << i << " '" << inputs[i]
+                                << "'\n  got:     " << Join(got)
+                                << "\n  expected:" << Join(expected[i]);
     passed += got == expected[i];
   }
   EXPECT_EQ(passed, static_cast<int>(inputs.size()));
@@ -233,7 +238,7 @@ TEST_P(SharedVocab, LargeTextEncodesFastAndExactly) {
   EXPECT_EQ(tok_->Decode(tok_->Encode(word, false)), word);
 }
 
-// ---------------------------------------------------------------------------------------------------
+// -------------------------------------------------------------------------------------------------
 // Behaviour specific to each shared vocab.
 
 std::unique_ptr<Tokenizer> LoadShared(const std::string& name, std::unique_ptr<GgufFile>* gguf) {
@@ -312,7 +317,7 @@ TEST(TokenizerGpt2, MetadataAndParseSpecial) {
   EXPECT_EQ(tok->Decode(tok->Encode(" world", false)), " world");
 }
 
-// ---------------------------------------------------------------------------------------------------
+// -------------------------------------------------------------------------------------------------
 // Pre-tokenizers, against splits worked out by hand from the regexes.
 
 std::vector<std::string> Split(PreTokenizerKind kind, std::string_view text) {
@@ -343,7 +348,7 @@ TEST(PreTokenizer, Llama3) {
   EXPECT_EQ(Split(k, "Hello world"), (Words{"Hello", " world"}));
   EXPECT_EQ(Split(k, "I'VE it's"), (Words{"I", "'VE", " it", "'s"}));  // (?i:...)
   EXPECT_EQ(Split(k, "1234567"), (Words{"123", "456", "7"}));          // \p{N}{1,3}
-  EXPECT_EQ(Split(k, "(word"), (Words{"(word"}));  // [^\r\n\p{L}\p{N}]?\p{L}+
+  EXPECT_EQ(Split(k, "(word"), (Words{"(word"}));                      // [^\r\n\p{L}\p{N}]?\p{L}+
   EXPECT_EQ(Split(k, "x;\n\ny"), (Words{"x", ";\n\n", "y"}));  // punctuation keeps its newlines
   EXPECT_EQ(Split(k, "a \n \n  b"), (Words{"a", " \n \n", " ", " b"}));  // \s*[\r\n]+
   EXPECT_EQ(Split(k, "a   b"), (Words{"a", "  ", " b"}));
@@ -366,8 +371,8 @@ TEST(PreTokenizer, NamesAndUnknownName) {
   }
 }
 
-// ---------------------------------------------------------------------------------------------------
-// Tiny synthetic vocabularies built in memory: merge order, special tokens, defaults, malformed keys.
+// -------------------------------------------------------------------------------------------------
+// Tiny synthetic vocabs built in memory: merge order, special tokens, defaults, malformed keys.
 
 struct Vocab {
   std::vector<std::string> tokens;
@@ -453,9 +458,9 @@ TEST(TokenizerSynthetic, SpmByteFallbackAndSpacePrefix) {
   v.Add("\xE2\x96\x81hi", -0.1f);
   auto tok = Load(SpmWriter(v));
   // "é" is not in the vocab: its two UTF-8 bytes come out as <0xC3> <0xA9>.
-  EXPECT_EQ(tok->Encode("hi é", true), (std::vector<int32_t>{1, v.Id("\xE2\x96\x81hi"),
-                                                             v.Id("\xE2\x96\x81"), 3 + 0xC3,
-                                                             3 + 0xA9}));
+  EXPECT_EQ(
+      tok->Encode("hi é", true),
+      (std::vector<int32_t>{1, v.Id("\xE2\x96\x81hi"), v.Id("\xE2\x96\x81"), 3 + 0xC3, 3 + 0xA9}));
   EXPECT_EQ(tok->Decode(tok->Encode("hi é", true)), "hi é");
 
   GgufWriter no_prefix = SpmWriter(v);
@@ -469,9 +474,9 @@ TEST(TokenizerSynthetic, SpecialTokensLongestFirstAndUserDefinedAlways) {
   Vocab v = SpmBase();
   v.Add("\xE2\x96\x81", -1);
   v.Add("x", -1);
-  v.Add("<tag>", 0, 4);        // user-defined
-  v.Add("<tag>x", 0, 4);       // user-defined, longer: wins where both match
-  v.Add("<|eot_id|>", 0, 3);   // control
+  v.Add("<tag>", 0, 4);       // user-defined
+  v.Add("<tag>x", 0, 4);      // user-defined, longer: wins where both match
+  v.Add("<|eot_id|>", 0, 3);  // control
   GgufWriter w = SpmWriter(v);
   w.SetBool("tokenizer.ggml.add_space_prefix", false);
   auto tok = Load(w);
@@ -560,8 +565,8 @@ TEST(TokenizerSynthetic, BpeDefaultsAndLlama3Options) {
   auto llama3 = Load(w);
   EXPECT_TRUE(llama3->add_bos_by_default());
   // ignore_merges: "abc" is a token, so it is taken whole although the merges stop at "a"+"bc".
-  const int32_t abc = static_cast<int32_t>(std::find(tokens.begin(), tokens.end(), "abc") -
-                                           tokens.begin());
+  const int32_t abc =
+      static_cast<int32_t>(std::find(tokens.begin(), tokens.end(), "abc") - tokens.begin());
   EXPECT_EQ(llama3->Encode("abc", false), std::vector<int32_t>{abc});
   auto gpt2_rules = Load(BpeWriter({"ab", "abc", "bc"}, {"b c", "a b"}));
   EXPECT_EQ(gpt2_rules->Encode("abc", false).size(), 2u);

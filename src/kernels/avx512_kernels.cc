@@ -211,7 +211,7 @@ void QuantTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offse
   if (b < n_blocks) {
     QuantStep<R, true>(_mm512_zextsi256_si512(W::Load(w[b])), PairScales(w[b].d, 0), rows, b, acc);
   }
-  for (int i = 0; i < R; ++i) y[i * y_stride] = R > 1 ? Hsum(_mm512_permutexvar_ps(_mm512_set_epi32(15,14,13,12,11,10,9,8,7,6,5,0,3,2,1,4), acc[i])) : Hsum(acc[i]);
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
 }
 
 template <typename W>

@@ -32,8 +32,12 @@ inline constexpr int kMaxTileRows = 8;
 // could become the program's only copy (see CMakeLists.txt).
 int64_t ActQ8ScaleOffset(int64_t n_in);
 // Room for 16 floats per pair of blocks: the AVX-512 level stores each scale broadcast over the 8
-// lanes its block occupies in a register, the other levels one float per block.
+// lanes its block occupies in a register, the other levels one float per block. Padded to an odd
+// number of cache lines so that the rows of a tile do not compete for one cache set.
 int64_t ActQ8RowBytes(int64_t n_in);
+
+// Stride of float activation rows copied into matmul scratch: n_in floats, padded like ActQ8 rows.
+int64_t FloatRowBytes(int64_t n_in);
 
 // y[i * y_stride] = dot(weight row, activation row i) for i in [0, n_x), 1 <= n_x <= kMaxTileRows.
 // w_row: one weight row of n_in elements in the kernel's type. x: activation row 0; row i starts

@@ -11,9 +11,9 @@
 namespace grove {
 namespace {
 
-// The only properties the patterns test. They are exclusive (no code point is both a letter and white
-// space), so one class per code point is enough. kNone is what lookahead past the end sees: it fails
-// every class test, as the end of input fails every regex character class.
+// The only properties the patterns test. They are exclusive (no code point is both a letter and
+// white space), so one class per code point is enough. kNone is what lookahead past the end sees:
+// it fails every class test, as the end of input fails every regex character class.
 enum class CharClass : uint8_t { kNone, kLetter, kNumber, kSpace, kOther };
 
 // \s is Unicode White_Space (what the HF tokenizers' regex engines use), \p{L} is L*, \p{N} is N*.
@@ -50,7 +50,8 @@ CharClass Classify(UChar32 c) {
 // emission of words as byte ranges. Positions below are code point indices.
 class CodePointSplitter {
  public:
-  static constexpr UChar32 kEnd = -2;  // distinct from U_SENTINEL (-1), which marks ill-formed bytes
+  // Past the end; distinct from U_SENTINEL (-1), which marks ill-formed bytes.
+  static constexpr UChar32 kEnd = -2;
 
   CodePointSplitter(std::string_view text, std::vector<PreTokenizerWord>* words) : words_(words) {
     const auto* s = reinterpret_cast<const uint8_t*>(text.data());
@@ -71,7 +72,9 @@ class CodePointSplitter {
 
   std::size_t size() const { return cps_.size(); }
   UChar32 cp(std::size_t i) const { return i < cps_.size() ? cps_[i] : kEnd; }
-  CharClass cls(std::size_t i) const { return i < classes_.size() ? classes_[i] : CharClass::kNone; }
+  CharClass cls(std::size_t i) const {
+    return i < classes_.size() ? classes_[i] : CharClass::kNone;
+  }
   bool IsNewline(std::size_t i) const { return cp(i) == '\r' || cp(i) == '\n'; }
 
   // Ends the current word at code point `end` (exclusive) and returns `end`.
@@ -81,9 +84,9 @@ class CodePointSplitter {
     return end;
   }
 
-  // 's|'t|'re|'ve|'m|'ll|'d at `pos`, optionally ASCII case-insensitive (Llama-3's (?i:...)); returns
-  // the match length in code points, 0 for none. Full Unicode case folding would also let U+017F (ſ)
-  // match 's'; like llama.cpp we only fold ASCII.
+  // 's|'t|'re|'ve|'m|'ll|'d at `pos`, optionally ASCII case-insensitive (Llama-3's (?i:...));
+  // returns the match length in code points, 0 for none. Full Unicode case folding would also let
+  // U+017F (ſ) match 's'; like llama.cpp we only fold ASCII.
   std::size_t ContractionLength(std::size_t pos, bool ignore_case) const {
     if (cp(pos) != '\'') return 0;
     auto fold = [&](std::size_t i) {
@@ -97,7 +100,7 @@ class CodePointSplitter {
     return 0;
   }
 
-  // The whitespace alternatives shared by both patterns, tried at `pos` after everything else failed:
+  // The whitespace alternatives of both patterns, tried at `pos` when everything else failed:
   // `\s*[\r\n]+` (Llama-3 only), then `\s+(?!\S)`, then `\s+`. Returns the end of the match.
   std::size_t MatchWhitespace(std::size_t pos, bool newline_alternative) const {
     std::size_t end = pos;
@@ -130,8 +133,8 @@ void SplitGpt2(CodePointSplitter& s) {
       pos = s.Emit(pos + n);
       continue;
     }
-    // ` ?\p{L}+`, ` ?\p{N}+` and ` ?[^\s\p{L}\p{N}]+` all read: an optional space, then a run of one
-    // class other than white space.
+    // ` ?\p{L}+`, ` ?\p{N}+` and ` ?[^\s\p{L}\p{N}]+` all read: an optional space, then a run of
+    // one class other than white space.
     std::size_t run = pos + (s.cp(pos) == ' ' ? 1 : 0);
     const CharClass run_class = s.cls(run);
     if (run_class == CharClass::kLetter || run_class == CharClass::kNumber ||
@@ -153,8 +156,8 @@ void SplitLlama3(CodePointSplitter& s) {
       continue;
     }
     const CharClass here = s.cls(pos);
-    // [^\r\n\p{L}\p{N}]?\p{L}+ : letters, optionally preceded by one character that is not a newline,
-    // letter or digit (usually a space, but also punctuation: "(word" is one word).
+    // [^\r\n\p{L}\p{N}]?\p{L}+ : letters, optionally preceded by one character that is not a
+    // newline, letter or digit (usually a space, but also punctuation: "(word" is one word).
     if (!s.IsNewline(pos) && here != CharClass::kNumber &&
         (here == CharClass::kLetter || s.cls(pos + 1) == CharClass::kLetter)) {
       std::size_t end = pos + 1;
@@ -187,7 +190,9 @@ PreTokenizerKind PreTokenizerFromName(std::string_view name) {
   if (name.empty() || name == "default" || name == "gpt2" || name == "gpt-2") {
     return PreTokenizerKind::kGpt2;
   }
-  if (name == "llama3" || name == "llama-v3" || name == "llama-bpe") return PreTokenizerKind::kLlama3;
+  if (name == "llama3" || name == "llama-v3" || name == "llama-bpe") {
+    return PreTokenizerKind::kLlama3;
+  }
   Fail("tokenizer: tokenizer.ggml.pre = '", name,
        "' is not supported (supported: 'default', 'gpt2', 'gpt-2', 'llama3', 'llama-v3', "
        "'llama-bpe')");
@@ -203,7 +208,8 @@ std::string_view PreTokenizerName(PreTokenizerKind kind) {
   return "?";
 }
 
-void PreTokenize(PreTokenizerKind kind, std::string_view text, std::vector<PreTokenizerWord>* words) {
+void PreTokenize(PreTokenizerKind kind, std::string_view text,
+                 std::vector<PreTokenizerWord>* words) {
   CodePointSplitter splitter(text, words);
   switch (kind) {
     case PreTokenizerKind::kGpt2:

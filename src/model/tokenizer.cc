@@ -27,7 +27,8 @@ void SplitOut(std::string_view text, int32_t id, std::string_view needle,
       split.push_back(f);
       continue;
     }
-    const std::string_view bounded = text.substr(0, f.end);  // a match may not run past the fragment
+    // A match may not run past the end of the fragment.
+    const std::string_view bounded = text.substr(0, f.end);
     std::size_t pos = f.begin;
     for (std::size_t hit; (hit = bounded.find(needle, pos)) != std::string_view::npos;
          pos = hit + needle.size()) {
@@ -54,10 +55,10 @@ void TakeCompleteUtf8(std::string* bytes, bool final, std::string* out) {
       out->append(*bytes, start, i - start);
       continue;
     }
-    // U8_NEXT consumed the maximal well-formed prefix. If that prefix reaches the end and is shorter
-    // than its lead byte announces, the next token may finish it.
-    const bool unfinished = i == length && U8_IS_LEAD(s[start]) &&
-                            i - start < 1 + U8_COUNT_TRAIL_BYTES(s[start]);
+    // U8_NEXT consumed the maximal well-formed prefix. If that prefix reaches the end and is
+    // shorter than its lead byte announces, the next token may finish it.
+    const bool unfinished =
+        i == length && U8_IS_LEAD(s[start]) && i - start < 1 + U8_COUNT_TRAIL_BYTES(s[start]);
     if (unfinished && !final) {
       bytes->erase(0, start);
       return;
@@ -82,8 +83,8 @@ std::string_view PieceAt(const TokenizerVocab& vocab, int32_t id, bool* at_start
 
 std::unique_ptr<Tokenizer> Tokenizer::FromGguf(const GgufFile& gguf) {
   std::unique_ptr<TokenizerVocab> vocab = LoadTokenizerVocab(gguf);
-  std::unique_ptr<TokenizerModel> model = vocab->model == "llama" ? MakeSpmModel(gguf, vocab.get())
-                                                                  : MakeBpeModel(gguf, vocab.get());
+  std::unique_ptr<TokenizerModel> model =
+      vocab->model == "llama" ? MakeSpmModel(gguf, vocab.get()) : MakeBpeModel(gguf, vocab.get());
   GROVE_CHECK(vocab->pieces.size() == vocab->texts.size());
   return std::unique_ptr<Tokenizer>(new Tokenizer(std::move(vocab), std::move(model)));
 }
@@ -105,7 +106,8 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, bool add_bos,
   for (int32_t id : vocab_->special_by_length) {
     if (!parse_special && vocab_->types[id] != TokenType::kUserDefined) continue;
     const std::string_view needle = vocab_->texts[id];
-    if (text.find(needle) == std::string_view::npos) continue;  // the common case: one scan, no copy
+    // The common case, settled with one scan and no copies.
+    if (text.find(needle) == std::string_view::npos) continue;
     SplitOut(text, id, needle, &fragments);
   }
 

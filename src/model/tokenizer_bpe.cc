@@ -1,14 +1,15 @@
 // Byte-level BPE (`tokenizer.ggml.model = "gpt2"`): GPT-2, Llama 3, Qwen and most newer models.
 //
-// The pre-tokenizer splits the text into words (pretokenizer.h). Each byte of a word starts as the token
-// of its GPT-2 stand-in character (below); then, repeatedly, the adjacent pair with the lowest merge
-// rank (ties: leftmost) is merged, until no adjacent pair has a merge. Merges are keyed by the two token
-// ids, so the loop never builds strings, and pending pairs wait in a heap: O(n log n) per word.
+// The pre-tokenizer splits the text into words (pretokenizer.h). Each byte of a word starts as the
+// token of its GPT-2 stand-in character (below); then, repeatedly, the adjacent pair with the
+// lowest merge rank (ties: leftmost) is merged, until no adjacent pair has a merge. Merges are
+// keyed by the two token ids, so the loop never builds strings, and pending pairs wait in a heap:
+// O(n log n) per word.
 //
-// GPT-2's byte<->unicode map: the vocab cannot hold raw bytes (control characters, spaces, bytes that
-// are not UTF-8 on their own), so each byte is stored as a printable stand-in: the 188 printable
-// non-space Latin-1 bytes stand for themselves, the other 68 for U+0100.. in byte order (space is 'Ġ'
-// U+0120, newline 'Ċ' U+010A). Decoding maps the stand-ins back to bytes.
+// GPT-2's byte<->unicode map: the vocab cannot hold raw bytes (control characters, spaces, bytes
+// that are not UTF-8 on their own), so each byte is stored as a printable stand-in: the 188
+// printable non-space Latin-1 bytes stand for themselves, the other 68 for U+0100.. in byte order
+// (space is 'Ġ' U+0120, newline 'Ċ' U+010A). Decoding maps the stand-ins back to bytes.
 #include <unicode/utf8.h>
 
 #include <algorithm>
@@ -102,7 +103,7 @@ class BpeModel final : public TokenizerModel {
     int32_t rank;
     int32_t left;
     int32_t right;
-    int32_t left_id;   // the ids when queued: if either side changed since, the pair is stale
+    int32_t left_id;  // the ids when queued: if either side changed since, the pair is stale
     int32_t right_id;
     int32_t result;
   };
@@ -113,14 +114,21 @@ class BpeModel final : public TokenizerModel {
     }
   };
 
+  // Reused across the words of one Encode call (Encode is const and may run on several threads).
+  struct Scratch {
+    std::vector<PreTokenizerWord> words;
+    std::vector<Symbol> symbols;
+    std::vector<Bigram> heap;
+    std::string mapped;
+  };
+
   void LoadMerges(const GgufFile& gguf);
-  void EncodeWord(std::string_view word, std::vector<Symbol>& symbols, std::vector<Bigram>& heap,
-                  std::vector<int32_t>* out) const;
+  void EncodeWord(std::string_view word, Scratch* scratch, std::vector<int32_t>* out) const;
 
   const TokenizerVocab& vocab_;
   PreTokenizerKind pre_;
-  // Llama 3's tokenizer.json sets ignore_merges: a word that is itself a token is emitted whole, even
-  // where the merges would have split it differently.
+  // Llama 3's tokenizer.json sets ignore_merges: a word that is itself a token is emitted whole,
+  // even where the merges would have split it differently.
   bool ignore_merges_ = false;
   std::array<int32_t, 256> byte_tokens_{};  // the token of each byte's stand-in character, or -1
   std::unordered_map<uint64_t, Merge> merges_;  // PairKey(left, right) -> rank and merged token
@@ -197,20 +205,18 @@ void BpeModel::Encode(std::string_view text, bool /*after_special*/,
   if (text.size() > static_cast<std::size_t>(std::numeric_limits<int32_t>::max())) {
     Fail("tokenizer: a text run of ", text.size(), " bytes is too long to encode in one call");
   }
-  // Scratch reused across the words of one call (Encode is const and may run on several threads).
-  std::vector<PreTokenizerWord> words;
-  std::vector<Symbol> symbols;
-  std::vector<Bigram> heap;
-  PreTokenize(pre_, text, &words);
-  for (const PreTokenizerWord& word : words) {
-    EncodeWord(text.substr(word.begin, word.end - word.begin), symbols, heap, out);
+  Scratch scratch;
+  PreTokenize(pre_, text, &scratch.words);
+  for (const PreTokenizerWord& word : scratch.words) {
+    EncodeWord(text.substr(word.begin, word.end - word.begin), &scratch, out);
   }
 }
 
-void BpeModel::EncodeWord(std::string_view word, std::vector<Symbol>& symbols,
-                          std::vector<Bigram>& heap, std::vector<int32_t>* out) const {
+void BpeModel::EncodeWord(std::string_view word, Scratch* scratch,
+                          std::vector<int32_t>* out) const {
   if (ignore_merges_) {
-    std::string mapped;
+    std::string& mapped = scratch->mapped;
+    mapped.clear();
     const ByteCharMap& map = GetByteCharMap();
     for (char c : word) AppendUtf8(map.to_char[static_cast<uint8_t>(c)], &mapped);
     if (const int32_t id = vocab_.Find(mapped); id >= 0) {
@@ -219,11 +225,14 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<Symbol>& symbols,
     }
   }
 
+  std::vector<Symbol>& symbols = scratch->symbols;
+  std::vector<Bigram>& heap = scratch->heap;
   symbols.clear();
   heap.clear();
   const auto n = static_cast<int32_t>(word.size());
   for (int32_t i = 0; i < n; ++i) {
-    symbols.push_back({byte_tokens_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, 1});
+    symbols.push_back(
+        {byte_tokens_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, 1});
   }
   auto try_add = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;

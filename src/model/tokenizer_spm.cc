@@ -1,22 +1,24 @@
-// SentencePiece-style BPE (`tokenizer.ggml.model = "llama"`), as llama.cpp's llm_tokenizer_spm runs it.
+// SentencePiece-style BPE (`tokenizer.ggml.model = "llama"`), as llama.cpp's llm_tokenizer_spm
+// runs it.
 //
 // The text gets a space prefix, spaces become U+2581 ("▁"), and the text is split into UTF-8
-// characters. Then, repeatedly, the adjacent pair whose concatenation is a vocab token with the highest
-// score is merged (ties: leftmost), until no adjacent pair forms a token. A remaining piece that is not
-// a token (a character outside the vocab) is spelled with byte-fallback tokens <0xXX>.
+// characters. Then, repeatedly, the adjacent pair whose concatenation is a vocab token with the
+// highest score is merged (ties: leftmost), until no adjacent pair forms a token. A remaining piece
+// that is not a token (a character outside the vocab) is spelled with byte-fallback tokens <0xXX>.
 //
-// Pairs wait in a heap; a merge invalidates the queued pairs of its two symbols, which are recognised
-// and skipped when popped (their lengths no longer add up), so a run is O(n log n). llama.cpp runs the
-// whole text as one sequence, and at 1 MB the heap outgrows the cache and its sift-downs dominate. So
-// when no token has "▁" right after another character (true of SentencePiece vocabs trained with
-// whitespace splitting, checked at load), a word boundary before a "▁" can never be merged across, and
-// each word is merged on its own with a small heap. The result is identical: merges in different words
-// never interact, and within a word they happen in the same (score, position) order.
+// Pairs wait in a heap; a merge invalidates the queued pairs of its two symbols, which are
+// recognised and skipped when popped (their lengths no longer add up), so a run is O(n log n).
+// llama.cpp runs the whole text as one sequence, and at 1 MB the heap outgrows the cache and its
+// sift-downs dominate. So when no token has "▁" right after another character (true of
+// SentencePiece vocabs trained with whitespace splitting, checked at load), a word boundary before
+// a "▁" can never be merged across, and each word is merged on its own with a small heap. The
+// result is identical: merges in different words never interact, and within a word they happen in
+// the same (score, position) order.
 //
 // Ill-formed UTF-8 is split into maximal ill-formed subsequences (ICU's U8_NEXT), each spelled with
-// byte tokens. llama.cpp sizes a "character" by its first byte alone, so a truncated sequence swallows
-// the bytes after it (even the "▁" of an escaped space) and decoding no longer gives back the input.
-// For valid UTF-8 both split identically.
+// byte tokens. llama.cpp sizes a "character" by its first byte alone, so a truncated sequence
+// swallows the bytes after it (even the "▁" of an escaped space) and decoding no longer gives back
+// the input. For valid UTF-8 both split identically.
 #include <unicode/utf8.h>
 
 #include <algorithm>
@@ -55,8 +57,8 @@ bool ParseByteToken(std::string_view text, uint8_t* value) {
 bool HasInnerSpaceMarker(std::string_view token) {
   for (std::size_t p = token.find(kSpaceMarker, 1); p != std::string_view::npos;
        p = token.find(kSpaceMarker, p + 1)) {
-    if (p < kSpaceMarker.size() || token.substr(p - kSpaceMarker.size(), kSpaceMarker.size()) !=
-                                       kSpaceMarker) {
+    if (p < kSpaceMarker.size() ||
+        token.substr(p - kSpaceMarker.size(), kSpaceMarker.size()) != kSpaceMarker) {
       return true;
     }
   }
@@ -110,8 +112,9 @@ SpmModel::SpmModel(const GgufFile& gguf, TokenizerVocab* vocab) : vocab_(*vocab)
          "': missing tokenizer.ggml.scores (the 'llama' SentencePiece model merges by score)");
   }
   add_space_prefix_ = gguf.GetBool("tokenizer.ggml.add_space_prefix", true);
-  merge_words_separately_ = std::none_of(vocab->texts.begin(), vocab->texts.end(),
-                                         [](const std::string& t) { return HasInnerSpaceMarker(t); });
+  merge_words_separately_ =
+      std::none_of(vocab->texts.begin(), vocab->texts.end(),
+                   [](const std::string& t) { return HasInnerSpaceMarker(t); });
   vocab->add_bos = gguf.GetBool("tokenizer.ggml.add_bos_token", true);
 
   for (int byte = 0; byte < 256; ++byte) {
@@ -252,8 +255,8 @@ void SpmModel::Encode(std::string_view raw, bool after_special, std::vector<int3
   std::size_t word_begin = 0;
   for (std::size_t p = all.find(kSpaceMarker, 1); p != std::string_view::npos;
        p = all.find(kSpaceMarker, p + kSpaceMarker.size())) {
-    if (p >= kSpaceMarker.size() && all.substr(p - kSpaceMarker.size(), kSpaceMarker.size()) ==
-                                        kSpaceMarker) {
+    if (p >= kSpaceMarker.size() &&
+        all.substr(p - kSpaceMarker.size(), kSpaceMarker.size()) == kSpaceMarker) {
       continue;
     }
     EncodeWord(all.substr(word_begin, p - word_begin), &scratch, out);

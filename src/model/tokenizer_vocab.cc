@@ -31,8 +31,8 @@ TokenType TokenTypeFromFile(const GgufFile& gguf, std::size_t index, int64_t val
   return static_cast<TokenType>(value);
 }
 
-// A special token id from `key`, or the token spelled `fallback_text` when the key is absent, or -1.
-// Some converters write -1 (as a signed integer) for "none".
+// A special token id from `key`, or the token spelled `fallback_text` when the key is absent, or
+// -1. Some converters write -1 (as a signed integer) for "none".
 int32_t ReadSpecialId(const GgufFile& gguf, const TokenizerVocab& vocab, std::string_view key,
                       std::string_view fallback_text) {
   if (!gguf.Has(key)) return fallback_text.empty() ? -1 : vocab.Find(fallback_text);
@@ -71,8 +71,8 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
   if (gguf.Has(kKeyScores)) {
     vocab->scores = gguf.GetFloatArray(kKeyScores);
     if (vocab->scores.size() != n) {
-      Fail("tokenizer: '", file, "': ", kKeyScores, " has ", vocab->scores.size(),
-           " entries but ", kKeyTokens, " has ", n);
+      Fail("tokenizer: '", file, "': ", kKeyScores, " has ", vocab->scores.size(), " entries but ",
+           kKeyTokens, " has ", n);
     }
   }
 
@@ -96,8 +96,10 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
   for (std::size_t i = 0; i < n; ++i) vocab->ids[vocab->texts[i]] = static_cast<int32_t>(i);
 
   const bool spm = vocab->model == "llama";
-  vocab->bos = ReadSpecialId(gguf, *vocab, "tokenizer.ggml.bos_token_id", spm ? "<s>" : "<|endoftext|>");
-  vocab->eos = ReadSpecialId(gguf, *vocab, "tokenizer.ggml.eos_token_id", spm ? "</s>" : "<|endoftext|>");
+  vocab->bos =
+      ReadSpecialId(gguf, *vocab, "tokenizer.ggml.bos_token_id", spm ? "<s>" : "<|endoftext|>");
+  vocab->eos =
+      ReadSpecialId(gguf, *vocab, "tokenizer.ggml.eos_token_id", spm ? "</s>" : "<|endoftext|>");
   vocab->unk = ReadSpecialId(gguf, *vocab, "tokenizer.ggml.unknown_token_id", "");
   if (!gguf.Has("tokenizer.ggml.unknown_token_id")) {
     auto it = std::find(vocab->types.begin(), vocab->types.end(), TokenType::kUnknown);
@@ -126,10 +128,9 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
       vocab->special_by_length.push_back(static_cast<int32_t>(i));
     }
   }
-  std::stable_sort(vocab->special_by_length.begin(), vocab->special_by_length.end(),
-                   [&](int32_t a, int32_t b) {
-                     return vocab->texts[a].size() > vocab->texts[b].size();
-                   });
+  std::stable_sort(
+      vocab->special_by_length.begin(), vocab->special_by_length.end(),
+      [&](int32_t a, int32_t b) { return vocab->texts[a].size() > vocab->texts[b].size(); });
   return vocab;
 }
 

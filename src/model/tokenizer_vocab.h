@@ -16,28 +16,29 @@ namespace grove {
 
 class GgufFile;
 
-// Hashes std::string and std::string_view alike, so lookups by a view into the text allocate nothing.
+// Hashes std::string and std::string_view alike: lookups by a view into the text allocate nothing.
 struct TokenTextHash {
   using is_transparent = void;
   std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
 struct TokenizerVocab {
-  std::string model;                 // "llama" or "gpt2"
-  std::vector<std::string> texts;    // as stored in tokenizer.ggml.tokens
+  std::string model;               // "llama" or "gpt2"
+  std::vector<std::string> texts;  // as stored in tokenizer.ggml.tokens
   std::vector<TokenType> types;
-  std::vector<float> scores;         // empty when the file has none
-  std::vector<std::string> pieces;   // decoded bytes per token, filled by the model at load
-  std::unordered_map<std::string, int32_t, TokenTextHash, std::equal_to<>> ids;  // text -> first id
+  std::vector<float> scores;        // empty when the file has none
+  std::vector<std::string> pieces;  // decoded bytes per token, filled by the model at load
+  std::unordered_map<std::string, int32_t, TokenTextHash, std::equal_to<>>
+      ids;  // text -> id (the last, if repeated)
 
   int32_t bos = -1;
   int32_t eos = -1;
   int32_t unk = -1;
   bool add_bos = false;
-  std::vector<uint8_t> is_eog;       // per token
+  std::vector<uint8_t> is_eog;  // per token
 
-  // Control, unknown and user-defined tokens with non-empty text, longest text first (ties: lower id):
-  // the order in which Encode splits them out of the text.
+  // Control, unknown and user-defined tokens with non-empty text, longest text first (ties: lower
+  // id): the order in which Encode splits them out of the text.
   std::vector<int32_t> special_by_length;
 
   int32_t n_tokens() const { return static_cast<int32_t>(texts.size()); }
@@ -57,7 +58,8 @@ class TokenizerModel {
   virtual ~TokenizerModel() = default;
   // Appends the tokens of `text`, a run that holds no special token. `after_special` is true at the
   // start of the input and right after a special token (where SentencePiece adds its space prefix).
-  virtual void Encode(std::string_view text, bool after_special, std::vector<int32_t>* out) const = 0;
+  virtual void Encode(std::string_view text, bool after_special,
+                      std::vector<int32_t>* out) const = 0;
   // Whether Decode removes one leading space from the first piece of text (the space prefix).
   virtual bool strips_leading_space() const = 0;
 };

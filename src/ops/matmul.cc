@@ -1,6 +1,7 @@
 #include "ops/matmul.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/error.h"
 #include "kernels/kernel_set.h"
@@ -45,9 +46,11 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
 MatMulScratch::MatMulScratch(int max_rows, int64_t max_n_in)
     : max_rows_(max_rows), max_n_in_(max_n_in) {
   GROVE_CHECK(max_rows >= 0 && max_n_in >= 0);
-  // ActQ8RowBytes grows with n_in, so rows of any n_in <= max_n_in fit in this stride.
+  // Either quantized rows or padded float rows (see MatMul). Both strides grow with n_in, so rows of
+  // any n_in <= max_n_in fit.
   const int64_t padded_n_in = (max_n_in + 31) / 32 * 32;
-  buffer_.Resize(static_cast<std::size_t>(max_rows) * ActQ8RowBytes(padded_n_in));
+  const int64_t row_bytes = std::max(ActQ8RowBytes(padded_n_in), FloatRowBytes(max_n_in));
+  buffer_.Resize(static_cast<std::size_t>(max_rows * row_bytes));
 }
 
 void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScratch& scratch,
@@ -69,12 +72,23 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
               " with rows of ", w.row_bytes, " bytes");
   if (n_rows == 0 || w.n_out == 0) return;
 
-  // Activations as the kernels read them: float rows, or rows quantized to ActQ8 once per call
-  // (not once per weight row: that would redo the same work n_out times).
+  // Activations as the kernels read them: rows quantized to ActQ8 once per call (not once per
+  // weight row: that would redo the same work n_out times), or float rows. Float rows are copied to
+  // an odd cache-line stride when a tile has several of them: with the caller's power-of-two stride
+  // (n_in = 2048: 8 KiB) the rows of a tile collide in one L1 set. The copy is n_rows x n_in floats
+  // against n_rows x n_in x n_out multiply-adds.
   const int64_t n_in = w.n_in;
   const void* act = x;
   int64_t act_stride = n_in * static_cast<int64_t>(sizeof(float));
-  if (IsBlockQuantized(w.type)) {
+  if (!IsBlockQuantized(w.type)) {
+    if (n_rows > 1 && act_stride % 128 == 0) {
+      act = scratch.bytes();
+      act_stride = FloatRowBytes(n_in);
+      for (int r = 0; r < n_rows; ++r) {
+        std::memcpy(scratch.bytes() + r * act_stride, x + r * n_in, n_in * sizeof(float));
+      }
+    }
+  } else {
     act = scratch.bytes();
     act_stride = ActQ8RowBytes(n_in);
     auto quantize = [&](int64_t r_begin, int64_t r_end) {

@@ -72,7 +72,8 @@ void RunGenerate(RunOptions o) {
   Sampler sampler(o.sampling);
   Batch batch;
   batch.tokens.reserve(model->max_batch());
-  TokenStreamDecoder decoder(*tok);
+  // With an empty prompt the text starts at the first generated token: drop its SentencePiece space.
+  TokenStreamDecoder decoder(*tok, /*strip_leading_space=*/o.prompt.empty());
 
   // Prefill in chunks of max_batch; only the last token's logits are needed.
   Timer prompt_timer;
