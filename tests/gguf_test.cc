@@ -82,6 +82,16 @@ TEST(Gguf, WriterRoundTrip) {
   EXPECT_EQ(t1.data[33], 1);
 }
 
+TEST(Gguf, ReadsVersion2) {
+  // Version 2 has the same little-endian layout as version 3 (v3 only added big-endian files).
+  std::vector<uint8_t> bytes = SampleWriter().WriteToBytes();
+  const uint32_t v2 = 2;
+  std::memcpy(bytes.data() + 4, &v2, 4);
+  auto f = GgufFile::FromBytes(bytes);
+  EXPECT_EQ(f->version(), 2u);
+  EXPECT_EQ(f->tensors().size(), 2u);
+}
+
 TEST(Gguf, TypedGettersRejectWrongTypes) {
   std::vector<uint8_t> bytes = SampleWriter().WriteToBytes();
   auto f = GgufFile::FromBytes(bytes, "x.gguf");

@@ -180,6 +180,17 @@ TEST_P(ForwardVsReference, PrefillAndDecodeMatchReference) {
 
 // Quantized weights are exact in the reference (it dequantizes them too); what remains is f32
 // accumulation and, for q8_0/q4_0, the activations quantized to 8 bits.
+TEST(ForwardVsReference, TiedOutputUsesTokenEmbedding) {
+  RandomModelSpec spec = TinySpec(GgmlType::kF32);
+  spec.tied_output = true;
+  auto model = MakeRandomModel(spec, {.n_threads = 2});
+  ASSERT_TRUE(model->config().tied_output);
+  const std::vector<int32_t> tokens = SomeTokens(5, model->config().n_vocab);
+  Batch batch;
+  batch.AddChain(tokens, 0, 0, true);
+  EXPECT_LT(RelativeError(model->Forward(batch), ReferenceLlama(*model).Forward(tokens)), 1e-4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, ForwardVsReference,
                          ::testing::Values(TypeBound{GgmlType::kF32, 1e-4}, TypeBound{GgmlType::kF16, 1e-4},
                                            TypeBound{GgmlType::kBF16, 1e-4}, TypeBound{GgmlType::kQ8_0, 3e-2},

@@ -24,16 +24,14 @@ inline constexpr int kMaxTileRows = 8;
 // Activations quantized for integer dot products with Q8_0/Q4_0 weights (llama.cpp's vec_dot_type):
 // blocks of 32 int8 values with one float scale each (a float, not fp16: it is internal, and the
 // extra precision is free). One row occupies ActQ8RowBytes(n_in) bytes, 64-byte aligned:
-//   [0, ActQ8ScaleOffset(n_in))   the quants, byte i for element i (stored as q + 128 by levels
-//                                 whose dot instruction takes unsigned bytes, see KernelSet)
-//   [ActQ8ScaleOffset(n_in), ...) the scales, in a level-specific arrangement
-// n_in must be a multiple of 32.
-// Defined out of line on purpose: the SIMD files call them, and an inline function compiled there
-// could become the program's only copy (see CMakeLists.txt).
+//   [0, ActQ8ScaleOffset(n_in))   the quants, one byte per element, in a level-specific order and
+//                                 encoding (the AVX-512 level interleaves pairs of blocks and
+//                                 stores q + 128, see act_q8_unsigned)
+//   [ActQ8ScaleOffset(n_in), ...) the scales, one float per block
+// n_in must be a multiple of 32. Defined out of line on purpose: the SIMD files call them, and an
+// inline function compiled there could become the program's only copy (see CMakeLists.txt).
 int64_t ActQ8ScaleOffset(int64_t n_in);
-// Room for 16 floats per pair of blocks: the AVX-512 level stores each scale broadcast over the 8
-// lanes its block occupies in a register, the other levels one float per block. Padded to an odd
-// number of cache lines so that the rows of a tile do not compete for one cache set.
+// Padded to an odd number of cache lines so that the rows of a tile do not compete for one set.
 int64_t ActQ8RowBytes(int64_t n_in);
 
 // Stride of float activation rows copied into matmul scratch: n_in floats, padded like ActQ8 rows.
@@ -51,7 +49,8 @@ using QuantizeActFn = void (*)(const float* x, int64_t n_in, void* act_row);
 struct KernelSet {
   KernelLevel level;
   const char* name;  // "scalar", "avx2", "avx512_vnni"
-  // True if quantize_act stores q + 128 (unsigned bytes for vpdpbusd) instead of q.
+  // True if quantize_act stores q + 128 (unsigned bytes for vpdpbusd) instead of q, with the 4-byte
+  // groups of each pair of blocks interleaved (a0 b0 a1 b1 ... a7 b7).
   bool act_q8_unsigned;
   QuantizeActFn quantize_act;
   RowKernelFn dot_f32;

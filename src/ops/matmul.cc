@@ -109,6 +109,11 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
   const int64_t n_out = w.n_out;
   pool.ParallelFor(n_out, [&](int64_t o_begin, int64_t o_end) {
+    // Kernels write a chunk's outputs here, 16 floats (one cache line) per row, and each row's
+    // line is copied to y afterwards. Writing y directly stores to n_rows addresses n_out floats
+    // apart, a power of two in every model (8 KiB for n_out = 2048), which alias in L1 and made
+    // 8-row tiles 2.2x slower.
+    alignas(64) float chunk_out[kRowBlock][kOutChunk];
     for (int r_block = 0; r_block < n_rows; r_block += kRowBlock) {
       const int r_block_end = std::min(n_rows, r_block + kRowBlock);
       for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {
@@ -117,9 +122,13 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
           const int n_x = std::min(kMaxTileRows, r_block_end - r);
           const auto* act_tile = static_cast<const uint8_t*>(act) + r * act_stride;
           for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
-            kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act_stride, n_x, y + r * n_out + o,
-                   n_out);
+            kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act_stride, n_x,
+                   &chunk_out[r - r_block][o - o_chunk], kOutChunk);
           }
+        }
+        for (int r = r_block; r < r_block_end; ++r) {
+          std::memcpy(y + r * n_out + o_chunk, chunk_out[r - r_block],
+                      (o_chunk_end - o_chunk) * sizeof(float));
         }
       }
     }
