@@ -1,0 +1,60 @@
+// OPT-Tree: an adaptive draft tree rebuilt at every step from the drafter's own probabilities
+// (Wang et al., arXiv 2406.17276, Algorithm 1; digest 003-opt-tree.md §3-4).
+//
+// The tree maximises E(A) = sum over nodes of p̂(v) (Eq. 2-4), where p̂(v) is the product of draft
+// probabilities along the root-to-v path and the root counts 1, over all trees of n non-root nodes.
+// Layer by layer, the n frontier nodes are expanded by their top-n draft tokens and the n
+// candidates with the largest p̂ form the next layer (a beam of width n loses nothing: digest §4.3).
+// After each layer E_sub = the sum of the n largest p̂ drafted so far; drafting stops once a layer
+// raises E_sub by no more than δ or the depth cap is reached. The tree is the n drafted nodes with
+// the largest p̂, which is ancestor-closed (Theorem 3.1) and optimal for the drafted depth.
+//
+// Driving it: the builder asks an expand callback for the top-k children of each frontier node. The
+// callback sees the candidate tree drafted so far (every layer, not only the nodes that will be
+// kept) so a real drafter can place the frontier in a batch with TokenTree::AppendToBatch-style
+// positions and masks.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "spec/token_tree.h"
+
+namespace grove {
+
+struct DraftCandidate {
+  int32_t token = 0;
+  float prob = 0.0f;  // draft probability of the token given the frontier node's path
+};
+
+// Fills out[i] with up to k candidates for frontier[i] (a node of `drafted`, or -1 for the root),
+// in any order. Tokens must be distinct per node and probabilities in [0, 1]; out arrives with
+// frontier.size() empty vectors.
+using DraftExpandFn =
+    std::function<void(const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
+                       std::vector<std::vector<DraftCandidate>>& out)>;
+
+struct OptTreeParams {
+  int32_t n_nodes = 50;  // node budget n, root excluded (the verify batch has n + 1 tokens)
+  double delta = 0.2;  // stop threshold δ on the E_sub gain of one layer; the paper: μ <= δ <= 1
+  int32_t max_depth = 0;  // draft layers at most; 0: the paper's cap (drafts while depth < n)
+  // Throws grove::Error naming the bad value.
+  void Validate() const;
+};
+
+struct OptTreeResult {
+  TokenTree tree;                // the selected nodes, level order, prob = draft probability
+  double expected_length = 1.0;  // E(A) = 1 + E_sub(tree, n), the estimate to log per step
+  int32_t draft_steps = 0;       // expand calls (one draft forward each)
+  std::vector<double> e_sub;     // E_sub after each drafted layer (non-decreasing, Theorem 3.2)
+};
+
+// Algorithm 1. Candidates with zero probability are dropped (they add nothing to E(A) and would
+// cost a verify row), so the tree has fewer than n nodes when the drafter's support runs out.
+// Ties in p̂ prefer the node drafted first, hence a parent before its child and a shallower node
+// before a deeper one (digest §4.3: needed for ancestor-closure when a probability is exactly 1).
+OptTreeResult BuildOptTree(const OptTreeParams& params, const DraftExpandFn& expand);
+
+}  // namespace grove

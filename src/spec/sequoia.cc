@@ -1,0 +1,252 @@
+#include "spec/sequoia.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+
+#include "base/error.h"
+
+namespace grove {
+namespace {
+
+constexpr double kMinusInf = -std::numeric_limits<double>::infinity();
+// Measured vectors are ratios of counts (or means of probabilities) and can exceed 1 by rounding.
+constexpr double kSumSlack = 1e-6;
+
+}  // namespace
+
+void ValidateAcceptanceVector(std::span<const double> acceptance) {
+  if (acceptance.empty()) Fail("sequoia: acceptance vector is empty");
+  double sum = 0.0;
+  for (size_t k = 0; k < acceptance.size(); ++k) {
+    if (!(acceptance[k] >= 0.0 && acceptance[k] <= 1.0)) {
+      Fail("sequoia: acceptance p_", k + 1, " = ", acceptance[k], " is outside [0, 1]");
+    }
+    sum += acceptance[k];
+  }
+  if (sum > 1.0 + kSumSlack) {
+    Fail("sequoia: acceptance vector sums to ", sum,
+         " > 1; p_k must be the probability that child k is the accepted one (disjoint events)");
+  }
+}
+
+double PositionalExpectedLength(const TokenTree& tree, std::span<const double> acceptance) {
+  std::vector<double> f(static_cast<size_t>(tree.size()));
+  double total = 1.0;  // f(root) = 1
+  for (int32_t v = 0; v < tree.size(); ++v) {
+    const size_t rank = static_cast<size_t>(tree.rank(v));
+    const double p = rank < acceptance.size() ? acceptance[rank] : 0.0;
+    const int32_t parent = tree.node(v).parent;
+    f[static_cast<size_t>(v)] = (parent < 0 ? 1.0 : f[static_cast<size_t>(parent)]) * p;
+    total += f[static_cast<size_t>(v)];
+  }
+  return total;
+}
+
+SequoiaTable SequoiaTable::Build(std::span<const double> acceptance, int32_t max_size,
+                                 int32_t max_depth) {
+  ValidateAcceptanceVector(acceptance);
+  if (max_size < 1) Fail("sequoia: tree size ", max_size, " must be >= 1 (the root)");
+  if (max_depth < 0) Fail("sequoia: depth bound ", max_depth, " must be >= 1, or 0 for none");
+  SequoiaTable t;
+  t.acceptance_.assign(acceptance.begin(), acceptance.end());
+  t.max_size_ = max_size;
+  t.max_depth_ = max_depth;
+  t.max_branch_ = std::min<int32_t>(static_cast<int32_t>(acceptance.size()), max_size - 1);
+  t.n_slots_ = max_depth == 0 ? 1 : max_depth + 1;
+  const int32_t n_b = t.max_branch_ + 1;
+  t.value_.assign(static_cast<size_t>(max_size + 1) * t.n_slots_ * n_b, kMinusInf);
+  t.split_.assign(t.value_.size(), 0);
+  t.best_.assign(static_cast<size_t>(max_size + 1) * t.n_slots_, kMinusInf);
+  t.best_b_.assign(t.best_.size(), 0);
+  t.best_size_.assign(t.best_.size(), 0);
+
+  // Slots that exist: 0 when unbounded; depth budgets 1..D when bounded (slot 0 stays -inf).
+  const int32_t first_slot = max_depth == 0 ? 0 : 1;
+  for (int32_t s = first_slot; s < t.n_slots_; ++s) {
+    t.value_[t.At(1, s, 0)] = 1.0;  // the root alone emits one token
+    t.best_[t.AtBest(1, s)] = 1.0;
+    t.best_size_[t.AtBest(1, s)] = 1;
+  }
+  // T[n][s][b] = max_m T[n-m][s][b-1] + p_b * G[m][child slot] (Eq. 3 / Eq. 4): the root with its
+  // first b-1 subtrees (size n-m), plus the b-th child's subtree of size m, reached with prob. p_b.
+  for (int32_t n = 2; n <= max_size; ++n) {
+    for (int32_t s = first_slot; s < t.n_slots_; ++s) {
+      const int32_t cs = t.ChildSlot(s);
+      // Depth budget 1 holds the root alone: no b >= 1 term, only the carried-over G[n-1] below.
+      const int32_t max_b = max_depth != 0 && s == 1 ? 0 : t.max_branch_;
+      double best = kMinusInf;
+      int32_t best_b = 0;
+      for (int32_t b = 1; b <= max_b; ++b) {
+        const double p_b = t.acceptance_[static_cast<size_t>(b - 1)];
+        double value = kMinusInf;
+        int32_t split = 0;
+        for (int32_t m = 1; m <= n - 1; ++m) {
+          const double rest = t.value_[t.At(n - m, s, b - 1)];
+          const double sub = t.best_[t.AtBest(m, cs)];
+          if (rest == kMinusInf || sub == kMinusInf) continue;
+          const double v = rest + p_b * sub;
+          if (v > value) {
+            value = v;
+            split = m;
+          }
+        }
+        t.value_[t.At(n, s, b)] = value;
+        t.split_[t.At(n, s, b)] = split;
+        if (value > best) {
+          best = value;
+          best_b = b;
+        }
+      }
+      t.best_b_[t.AtBest(n, s)] = best_b;
+      // G[n] is the best over trees of AT MOST n nodes. With B = |p| some (n, d) admit no tree of
+      // exactly n nodes (|p| = 1 and d < n: only chains), and a tree of fewer nodes is what the
+      // paper's DP with B = N - 1 would pad with never-accepted children of rank > |p|. Keeping the
+      // smaller tree gives the same value without verifying tokens that cannot be accepted; ties
+      // prefer it for the same reason.
+      const size_t prev = t.AtBest(n - 1, s);
+      if (t.best_[prev] >= best) {
+        t.best_[t.AtBest(n, s)] = t.best_[prev];
+        t.best_size_[t.AtBest(n, s)] = t.best_size_[prev];
+      } else {
+        t.best_[t.AtBest(n, s)] = best;
+        t.best_size_[t.AtBest(n, s)] = n;
+      }
+    }
+  }
+  return t;
+}
+
+int32_t SequoiaTable::Slot(int32_t depth) const {
+  if (max_depth_ == 0) Fail("sequoia: this table has no depth bound; build it with max_depth > 0");
+  if (depth < 1) Fail("sequoia: depth ", depth, " must be >= 1 (the root level)");
+  return std::min(depth, max_depth_);
+}
+
+double SequoiaTable::Value(int32_t size) const {
+  return max_depth_ == 0 ? Value(size, 0) : Value(size, max_depth_);
+}
+
+double SequoiaTable::Value(int32_t size, int32_t depth) const {
+  if (size < 1 || size > max_size_) {
+    Fail("sequoia: tree size ", size, " is outside the table's [1, ", max_size_, "]");
+  }
+  const int32_t slot = max_depth_ == 0 && depth == 0 ? 0 : Slot(depth);
+  return best_[AtBest(size, slot)];
+}
+
+TokenTree SequoiaTable::Tree(int32_t size) const {
+  return max_depth_ == 0 ? Rebuild(size, 0) : Tree(size, max_depth_);
+}
+
+TokenTree SequoiaTable::Tree(int32_t size, int32_t depth) const {
+  return Rebuild(size, Slot(depth));
+}
+
+TokenTree SequoiaTable::Rebuild(int32_t size, int32_t slot) const {
+  if (size < 1 || size > max_size_) {
+    Fail("sequoia: tree size ", size, " is outside the table's [1, ", max_size_, "]");
+  }
+  if (best_[AtBest(size, slot)] == kMinusInf) {
+    Fail("sequoia: no tree of size ", size, " fits in depth ", slot);
+  }
+  // Breadth-first expansion of (node, subtree size, slot) so nodes come out in level order. Each
+  // subtree is rebuilt from its own pointers: the paper's Python shares subtree objects (a DAG); a
+  // flat node array needs a copy per occurrence, which this gives for free.
+  struct Pending {
+    int32_t node;  // -1: the root
+    int32_t size;
+    int32_t slot;
+  };
+  TokenTree tree;
+  std::deque<Pending> queue = {{-1, size, slot}};
+  std::vector<int32_t> child_sizes;
+  while (!queue.empty()) {
+    const Pending p = queue.front();
+    queue.pop_front();
+    const int32_t actual = best_size_[AtBest(p.size, p.slot)];  // may be below the bound p.size
+    if (actual == 1) continue;
+    const int32_t branches = best_b_[AtBest(actual, p.slot)];
+    // Peel the last child off first (the recursion splits off child b), then emit in rank order.
+    child_sizes.assign(static_cast<size_t>(branches), 0);
+    int32_t rest = actual;
+    for (int32_t b = branches; b >= 1; --b) {
+      const int32_t m = split_[At(rest, p.slot, b)];
+      child_sizes[static_cast<size_t>(b - 1)] = m;
+      rest -= m;
+    }
+    GROVE_CHECK(rest == 1, "sequoia: split pointers leave ", rest, " nodes for the root");
+    for (int32_t b = 1; b <= branches; ++b) {
+      const int32_t child = tree.AddChild(
+          p.node, kNoToken, static_cast<float>(acceptance_[static_cast<size_t>(b - 1)]));
+      queue.push_back({child, child_sizes[static_cast<size_t>(b - 1)], ChildSlot(p.slot)});
+    }
+  }
+  return tree;
+}
+
+VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
+    : points_(std::move(points)) {
+  if (points_.empty() || points_.front().first != 1) {
+    Fail("verify cost: the curve must start at n = 1 (the plain decoding step it is compared to)");
+  }
+  for (size_t i = 0; i < points_.size(); ++i) {
+    if (!(points_[i].second > 0.0) || !std::isfinite(points_[i].second)) {
+      Fail("verify cost: time ", points_[i].second, " s at n = ", points_[i].first,
+           " must be positive");
+    }
+    if (i > 0 && points_[i].first <= points_[i - 1].first) {
+      Fail("verify cost: sizes must increase strictly, got n = ", points_[i].first, " after ",
+           points_[i - 1].first);
+    }
+  }
+}
+
+double VerifyCostCurve::Seconds(int32_t n) const {
+  if (n < 1 || n > max_size()) {
+    Fail("verify cost: n = ", n, " is outside the measured [1, ", max_size(), "]");
+  }
+  auto hi = std::lower_bound(points_.begin(), points_.end(), n,
+                             [](const auto& point, int32_t x) { return point.first < x; });
+  if (hi->first == n) return hi->second;
+  auto lo = hi - 1;
+  const double w = static_cast<double>(n - lo->first) / (hi->first - lo->first);
+  return lo->second + w * (hi->second - lo->second);
+}
+
+SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
+                                   double draft_seconds_per_level) {
+  if (table.max_depth() == 0) {
+    Fail("sequoia: the (n, d) search needs a depth-bounded table (max_depth > 0)");
+  }
+  if (!(draft_seconds_per_level >= 0.0) || !std::isfinite(draft_seconds_per_level)) {
+    Fail("sequoia: draft cost ", draft_seconds_per_level, " s per level must be >= 0");
+  }
+  const double plain_seconds = verify_cost.Seconds(1);
+  const int32_t max_n = std::min(table.max_size(), verify_cost.max_size());
+  if (max_n < 2 || table.max_depth() < 2) {
+    Fail("sequoia: no speculative tree to choose from (sizes up to ", max_n, ", depths up to ",
+         table.max_depth(), ")");
+  }
+  SizeDepthChoice best;
+  for (int32_t n = 2; n <= max_n; ++n) {
+    const double verify_seconds = verify_cost.Seconds(n);
+    for (int32_t d = 2; d <= table.max_depth(); ++d) {
+      const double g = table.Value(n, d);
+      const double step = verify_seconds + d * draft_seconds_per_level;
+      const double rate = g / step;
+      if (rate > best.tokens_per_second) {
+        best = {.size = n,
+                .depth = d,
+                .expected_tokens = g,
+                .step_seconds = step,
+                .tokens_per_second = rate,
+                .speedup = rate * plain_seconds};
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace grove
