@@ -53,7 +53,8 @@ void BM_MatMul(benchmark::State& state, GgmlType type) {
   WeightCopies w = MakeCopies(type, n_out, n_in);
   MatMulScratch scratch(n_rows, n_in);
   std::vector<float> x(n_rows * n_in, 0.5f), y(n_rows * n_out);
-  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i) x[i] = static_cast<float>(i % 17) - 8;
+  for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i)
+    x[i] = static_cast<float>(i % 17) - 8;
   size_t next = 0;
   for (auto _ : state) {
     WeightView view = w.view;
@@ -65,16 +66,17 @@ void BM_MatMul(benchmark::State& state, GgmlType type) {
   }
   const double weight_bytes = static_cast<double>(w.view.row_bytes * n_out);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * weight_bytes));
-  state.counters["GMAC/s"] = benchmark::Counter(
-      static_cast<double>(state.iterations()) * n_rows * n_in * n_out / 1e9,
-      benchmark::Counter::kIsRate);
+  state.counters["GMAC/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * n_rows * n_in * n_out / 1e9,
+                         benchmark::Counter::kIsRate);
   state.SetLabel(ActiveKernels().name);
 }
 
 void Shapes(benchmark::internal::Benchmark* b) {
   b->ArgNames({"n_out", "n_in", "rows", "threads"});
   for (int64_t threads : {1, 2}) {
-    for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{2048, 2048}, {5632, 2048}, {2048, 5632}}) {
+    for (auto [n_out, n_in] :
+         {std::pair<int64_t, int64_t>{2048, 2048}, {5632, 2048}, {2048, 5632}}) {
       for (int64_t rows : {1, 8, 16, 64}) b->Args({n_out, n_in, rows, threads});
     }
   }

@@ -70,7 +70,7 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
   w.n_in = n_in;
   w.n_out = n_out;
   w.row_bytes = GgmlRowBytes(type, n_in);
-  w.bytes.resize(w.row_bytes * n_out + 64);
+  w.bytes.resize(w.row_bytes * n_out);  // no slack: ASan builds catch reads past the end
   w.values.resize(n_in * n_out);
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -92,7 +92,7 @@ std::vector<float> MakeActivations(int n_rows, int64_t n_in, uint32_t seed) {
   for (int r = 0; r < n_rows; ++r) {
     for (int64_t k = 0; k < n_in; ++k) {
       float v = normal(rng) * static_cast<float>(1 + r % 3);
-      if ((k + r) % 97 == 0) v *= 20.0f;  // activation outliers, as in real hidden states
+      if ((k + r) % 97 == 0) v *= 20.0f;    // activation outliers, as in real hidden states
       if (r % 11 == 5 && k < 32) v = 0.0f;  // an all-zero block (scale 0)
       x[r * n_in + k] = v;
     }
@@ -160,8 +160,8 @@ std::string Describe(const KernelSet& k, const TestWeights& w, int n_rows) {
 }
 
 // Runs MatMul and checks that it wrote exactly n_rows x n_out outputs (guards past the end).
-std::vector<float> RunMatMul(const KernelSet& kernels, const TestWeights& w, const float* x, int n_rows,
-                             MatMulScratch& scratch, ThreadPool& pool) {
+std::vector<float> RunMatMul(const KernelSet& kernels, const TestWeights& w, const float* x,
+                             int n_rows, MatMulScratch& scratch, ThreadPool& pool) {
   constexpr float kGuard = -12345.0f;
   std::vector<float> y(n_rows * w.n_out + 16, kGuard);
   MatMulWithKernels(kernels, w.View(), x, n_rows, y.data(), scratch, pool);
@@ -220,9 +220,11 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
         const std::vector<float> x = MakeActivations(kRows, n_in, ++seed);
         const std::vector<float> batch = RunMatMul(*k, w, x.data(), kRows, scratch, pool2);
         EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(*k, w, x.data(), kRows, scratch, pool1).data(),
-                             batch.size())) << Describe(*k, w, kRows) << " 1 vs 2 threads";
+                             batch.size()))
+            << Describe(*k, w, kRows) << " 1 vs 2 threads";
         EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(*k, w, x.data(), kRows, scratch, pool3).data(),
-                             batch.size())) << Describe(*k, w, kRows) << " 3 vs 2 threads";
+                             batch.size()))
+            << Describe(*k, w, kRows) << " 3 vs 2 threads";
         for (int r = 0; r < kRows; ++r) {
           const std::vector<float> alone = RunMatMul(*k, w, x.data() + r * n_in, 1, scratch, pool1);
           ASSERT_TRUE(BitEqual(alone.data(), batch.data() + r * w.n_out, w.n_out))
@@ -235,8 +237,9 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
         }
         const std::vector<float> y_rev = RunMatMul(*k, w, reversed.data(), 37, scratch, pool2);
         for (int r = 0; r < 37; ++r) {
-          ASSERT_TRUE(BitEqual(y_rev.data() + (36 - r) * w.n_out, batch.data() + r * w.n_out,
-                               w.n_out)) << Describe(*k, w, 37) << " reversed row " << r;
+          ASSERT_TRUE(
+              BitEqual(y_rev.data() + (36 - r) * w.n_out, batch.data() + r * w.n_out, w.n_out))
+              << Describe(*k, w, 37) << " reversed row " << r;
         }
       }
     }

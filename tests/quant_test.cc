@@ -24,7 +24,7 @@ namespace {
 float FromBits(uint32_t bits) { return std::bit_cast<float>(bits); }
 uint32_t ToBits(float f) { return std::bit_cast<uint32_t>(f); }
 
-// ---- fp16 -------------------------------------------------------------------------------------------
+// ---- fp16
 
 TEST(HalfTest, Fp16KnownValues) {
   EXPECT_EQ(Fp32ToFp16(0.0f), 0x0000);
@@ -42,23 +42,23 @@ TEST(HalfTest, Fp16KnownValues) {
 }
 
 TEST(HalfTest, Fp16RoundsTiesToEven) {
-  EXPECT_EQ(Fp32ToFp16(1.0f + 0x1p-11f), 0x3c00);         // halfway 1 .. 1+2^-10: even is 1
-  EXPECT_EQ(Fp32ToFp16(1.0f + 3 * 0x1p-11f), 0x3c02);     // halfway 1+2^-10 .. 1+2^-9: even up
+  EXPECT_EQ(Fp32ToFp16(1.0f + 0x1p-11f), 0x3c00);      // halfway 1 .. 1+2^-10: even is 1
+  EXPECT_EQ(Fp32ToFp16(1.0f + 3 * 0x1p-11f), 0x3c02);  // halfway 1+2^-10 .. 1+2^-9: even up
   EXPECT_EQ(Fp32ToFp16(FromBits(ToBits(1.0f + 0x1p-11f) + 1)), 0x3c01);  // just above the tie
   EXPECT_EQ(Fp32ToFp16(FromBits(ToBits(1.0f + 0x1p-11f) - 1)), 0x3c00);  // just below
-  EXPECT_EQ(Fp32ToFp16(2047.0f + 0.5f), 0x6800);           // 2047.5 -> 2048 (carry into exponent)
+  EXPECT_EQ(Fp32ToFp16(2047.0f + 0.5f), 0x6800);  // 2047.5 -> 2048 (carry into exponent)
 }
 
 TEST(HalfTest, Fp16Subnormals) {
-  EXPECT_EQ(Fp32ToFp16(0x1p-24f), 0x0001);                 // smallest subnormal
-  EXPECT_EQ(Fp32ToFp16(0x1p-25f), 0x0000);                 // tie with zero: even
+  EXPECT_EQ(Fp32ToFp16(0x1p-24f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(Fp32ToFp16(0x1p-25f), 0x0000);  // tie with zero: even
   EXPECT_EQ(Fp32ToFp16(FromBits(ToBits(0x1p-25f) + 1)), 0x0001);
   EXPECT_EQ(Fp32ToFp16(-0x1p-26f), 0x8000);
-  EXPECT_EQ(Fp32ToFp16(3 * 0x1p-25f), 0x0002);             // 1.5 ulp: tie, even is 2
-  EXPECT_EQ(Fp32ToFp16(5 * 0x1p-25f), 0x0002);             // 2.5 ulp: tie, even is 2
-  EXPECT_EQ(Fp32ToFp16(1023 * 0x1p-24f), 0x03ff);          // largest subnormal
-  EXPECT_EQ(Fp32ToFp16(1023.5f * 0x1p-24f), 0x0400);       // tie, rounds up into the min normal
-  EXPECT_EQ(Fp32ToFp16(0x1p-14f), 0x0400);                 // smallest normal
+  EXPECT_EQ(Fp32ToFp16(3 * 0x1p-25f), 0x0002);        // 1.5 ulp: tie, even is 2
+  EXPECT_EQ(Fp32ToFp16(5 * 0x1p-25f), 0x0002);        // 2.5 ulp: tie, even is 2
+  EXPECT_EQ(Fp32ToFp16(1023 * 0x1p-24f), 0x03ff);     // largest subnormal
+  EXPECT_EQ(Fp32ToFp16(1023.5f * 0x1p-24f), 0x0400);  // tie, rounds up into the min normal
+  EXPECT_EQ(Fp32ToFp16(0x1p-14f), 0x0400);            // smallest normal
   EXPECT_EQ(Fp32ToFp16(1e-30f), 0x0000);
   EXPECT_EQ(Fp16ToFp32(0x0001), 0x1p-24f);
   EXPECT_EQ(Fp16ToFp32(0x83ff), -1023 * 0x1p-24f);
@@ -69,7 +69,7 @@ TEST(HalfTest, Fp16NanStaysQuietNan) {
   const uint16_t h = Fp32ToFp16(std::numeric_limits<float>::quiet_NaN());
   EXPECT_EQ(h & 0x7c00, 0x7c00);
   EXPECT_NE(h & 0x03ff, 0);
-  EXPECT_EQ(Fp32ToFp16(FromBits(0x7f800001)), 0x7e00);     // signalling NaN: quiet bit forced
+  EXPECT_EQ(Fp32ToFp16(FromBits(0x7f800001)), 0x7e00);  // signalling NaN: quiet bit forced
   EXPECT_EQ(Fp32ToFp16(FromBits(0xffc00000)), 0xfe00);
   EXPECT_TRUE(std::isnan(Fp16ToFp32(0x7e00)));
   EXPECT_TRUE(std::isnan(Fp16ToFp32(0x7c01)));
@@ -127,7 +127,7 @@ TEST(HalfTest, Fp16MatchesF16cHardware) {
   }
 }
 
-// ---- bf16 -------------------------------------------------------------------------------------------
+// ---- bf16
 
 TEST(HalfTest, Bf16KnownValues) {
   EXPECT_EQ(Fp32ToBf16(1.0f), 0x3f80);
@@ -139,7 +139,7 @@ TEST(HalfTest, Bf16KnownValues) {
   EXPECT_EQ(Fp32ToBf16(std::numeric_limits<float>::infinity()), 0x7f80);
   EXPECT_EQ(Fp32ToBf16(-std::numeric_limits<float>::infinity()), 0xff80);
   EXPECT_EQ(Fp32ToBf16(std::numeric_limits<float>::max()), 0x7f80);  // rounds up to inf
-  EXPECT_EQ(Fp32ToBf16(FromBits(0x7f800001)), 0x7fc0);  // signalling NaN made quiet
+  EXPECT_EQ(Fp32ToBf16(FromBits(0x7f800001)), 0x7fc0);               // signalling NaN made quiet
   EXPECT_EQ(Fp32ToBf16(FromBits(0xffc00000)), 0xffc0);
   EXPECT_EQ(Fp32ToBf16(FromBits(0x7fff0000)), 0x7fff);  // NaN payload kept
   // Subnormals are rounded, not flushed (as ggml does since it dropped the flush).
@@ -160,7 +160,7 @@ TEST(HalfTest, Bf16RoundTripsEveryBf16) {
   }
 }
 
-// ---- Block layouts ----------------------------------------------------------------------------------
+// ---- Block layouts
 
 TEST(BlockTest, Q4_0NibbleLayout) {
   BlockQ4_0 block;
@@ -169,8 +169,8 @@ TEST(BlockTest, Q4_0NibbleLayout) {
   float out[32];
   DequantizeRow(GgmlType::kQ4_0, &block, out, 32);
   for (int j = 0; j < 16; ++j) {
-    EXPECT_EQ(out[j], j - 8) << j;            // low nibble of qs[j]: element j
-    EXPECT_EQ(out[j + 16], 7 - j) << j;       // high nibble of qs[j]: element j + 16
+    EXPECT_EQ(out[j], j - 8) << j;       // low nibble of qs[j]: element j
+    EXPECT_EQ(out[j + 16], 7 - j) << j;  // high nibble of qs[j]: element j + 16
   }
 }
 
@@ -190,7 +190,7 @@ TEST(BlockTest, Q8_0Layout) {
   }
 }
 
-// ---- Quantizers against ggml's reference algorithm --------------------------------------------------
+// ---- Quantizers against ggml's reference algorithm
 
 // ggml's quantize_row_q8_0_ref, transcribed.
 std::vector<BlockQ8_0> ReferenceQ8_0(const std::vector<float>& x) {
@@ -278,13 +278,14 @@ TEST(QuantizeTest, Q4_0MatchesGgmlReference) {
 TEST(QuantizeTest, KnownBlocks) {
   std::vector<float> x(32);
   for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16);
-  // Q4_0: the largest magnitude is -16, so d = -16 / -8 = 2 and q = trunc(x / 2 + 8.5), capped at 15.
+  // Q4_0: the largest magnitude is -16, so d = -16 / -8 = 2 and q = trunc(x / 2 + 8.5), capped
+  // at 15.
   BlockQ4_0 q4;
   QuantizeRow(GgmlType::kQ4_0, x.data(), &q4, 32);
   EXPECT_EQ(q4.d, 0x4000);
   for (int j = 0; j < 16; ++j) {
-    const int lo = (j + 1) / 2;                       // element j:      trunc(j/2 + 0.5)
-    const int hi = std::min(15, (j + 16 + 1) / 2);    // element j + 16
+    const int lo = (j + 1) / 2;                     // element j:      trunc(j/2 + 0.5)
+    const int hi = std::min(15, (j + 16 + 1) / 2);  // element j + 16
     EXPECT_EQ(q4.qs[j], lo | (hi << 4)) << j;
   }
   // Q8_0: d = 16 / 127, q = round(x * 127 / 16), ties away from zero.
@@ -304,7 +305,7 @@ TEST(QuantizeTest, KnownBlocks) {
   for (uint8_t q : q4.qs) EXPECT_EQ(q, 0x88);
 }
 
-// ---- Round trips with explicit bounds ---------------------------------------------------------------
+// ---- Round trips with explicit bounds
 
 std::vector<float> RoundTrip(GgmlType type, const std::vector<float>& x) {
   std::vector<uint8_t> bytes(GgmlRowBytes(type, static_cast<int64_t>(x.size())));
@@ -351,7 +352,8 @@ TEST(RoundTripTest, Q8_0WithinHalfStep) {
     const std::vector<float> y = RoundTrip(GgmlType::kQ8_0, x);
     for (int64_t b = 0; b < n / 32; ++b) {
       double amax = 0;
-      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(static_cast<double>(x[b * 32 + j])));
+      for (int j = 0; j < 32; ++j)
+        amax = std::max(amax, std::fabs(static_cast<double>(x[b * 32 + j])));
       const double d = amax / 127;
       const double bound = d * (0.5 + 3e-5 + 127 * 0x1p-11);
       for (int j = 0; j < 32; ++j) {
@@ -363,8 +365,8 @@ TEST(RoundTripTest, Q8_0WithinHalfStep) {
 }
 
 // Per block, with |d| = amax / 8: values are rounded to the nearest of 16 steps, so the error is
-// at most |d| / 2, except that x / d in [7.5, 8] (the values opposite in sign to the extreme one) is
-// capped at 7 steps: error up to |d|. Plus 8 * |fp16(d) - d| from the stored scale.
+// at most |d| / 2, except that x / d in [7.5, 8] (the values opposite in sign to the extreme one)
+// is capped at 7 steps: error up to |d|. Plus 8 * |fp16(d) - d| from the stored scale.
 TEST(RoundTripTest, Q4_0WithinHalfStep) {
   for (int64_t n : kSizes) {
     const std::vector<float> x = AwkwardValues(n, 15);
@@ -389,7 +391,7 @@ TEST(RoundTripTest, Q4_0WithinHalfStep) {
   }
 }
 
-// ---- Errors -------------------------------------------------------------------------------------------
+// ---- Errors
 
 TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ8_0));

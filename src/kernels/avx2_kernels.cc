@@ -1,15 +1,18 @@
 // AVX2 + FMA + F16C kernels (Haswell and later, Zen 1 and later).
 //
 // Compiled with -mavx2 -mfma -mf16c -ffp-contract=off (CMakeLists.txt). Everything here lives in an
-// anonymous namespace and uses intrinsics only, so no inline function of a shared header is compiled
-// with these flags (the linker could otherwise keep that copy for callers on any CPU).
+// anonymous namespace and uses intrinsics only, so no inline function of a shared header is
+// compiled with these flags (the linker could otherwise keep that copy for callers on any CPU).
 //
-// Batch invariance: a tile of R activation rows runs, for every row, exactly the instruction sequence
-// a tile of one row runs; accumulators are per row, the lane assignment and the final horizontal sum
-// depend only on n_in. Hence any split of a batch into tiles gives bit-identical outputs.
+// Batch invariance: a tile of R activation rows runs, for every row, exactly the instruction
+// sequence a tile of one row runs; accumulators are per row, the lane assignment and the final
+// horizontal sum depend only on n_in. Hence any split of a batch into tiles gives bit-identical
+// outputs.
+
 // GCC 12 warns that the _mm*_undefined_*() values inside its own intrinsics may be used
 // uninitialized (GCC bug 105593, fixed in 13); the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
@@ -21,7 +24,7 @@
 namespace grove {
 namespace {
 
-// AVX2 has 16 vector registers: 4 rows x 2 accumulators plus the decoded weights and temporaries fit.
+// 16 vector registers: 4 rows x 2 accumulators, the decoded weights and temporaries fit.
 constexpr int kTile = 4;
 
 // Fixed reduction tree (8 -> 4 -> 2 -> 1); every output goes through exactly this sequence.
@@ -47,14 +50,21 @@ void ForEachTile(int n_x, TileFn&& tile) {
   int i = 0;
   for (; i + kTile <= n_x; i += kTile) tile(Rows<kTile>{}, i);
   switch (n_x - i) {
-    case 3: tile(Rows<3>{}, i); break;
-    case 2: tile(Rows<2>{}, i); break;
-    case 1: tile(Rows<1>{}, i); break;
-    default: break;
+    case 3:
+      tile(Rows<3>{}, i);
+      break;
+    case 2:
+      tile(Rows<2>{}, i);
+      break;
+    case 1:
+      tile(Rows<1>{}, i);
+      break;
+    default:
+      break;
   }
 }
 
-// ---- Float weights (f32, f16, bf16) times float activations --------------------------------------
+// ---- Float weights (f32, f16, bf16) times float activations
 
 struct F32Weights {
   using T = float;
@@ -69,7 +79,8 @@ struct F16Weights {
 struct Bf16Weights {
   using T = uint16_t;
   static __m256 Load(const uint16_t* p) {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i wide =
+        _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));  // bf16 is the top half of an f32
   }
 };
@@ -121,7 +132,7 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q8_0 / Q4_0 weights times ActQ8 activations (signed bytes, one float scale per block) --------
+// ---- Q8_0 / Q4_0 weights times ActQ8 activations (signed bytes, one float scale per block)
 
 struct Q8_0Weights {
   using Block = BlockQ8_0;

@@ -4,12 +4,15 @@
 // -ffp-contract=off (CMakeLists.txt). Everything here lives in an anonymous namespace and uses
 // intrinsics only, so no inline function of a shared header is compiled with these flags.
 //
-// Batch invariance: a tile of R activation rows runs, for every row, exactly the instruction sequence
-// a tile of one row runs; accumulators are per row, the lane assignment and the final horizontal sum
-// depend only on n_in. Hence any split of a batch into tiles gives bit-identical outputs.
+// Batch invariance: a tile of R activation rows runs, for every row, exactly the instruction
+// sequence a tile of one row runs; accumulators are per row, the lane assignment and the final
+// horizontal sum depend only on n_in. Hence any split of a batch into tiles gives bit-identical
+// outputs.
+
 // GCC 12 warns that the _mm*_undefined_*() values inside its own intrinsics may be used
 // uninitialized (GCC bug 105593, fixed in 13); the warning is about the header, not this code.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 #include <cstdint>
@@ -49,18 +52,33 @@ void ForEachTile(int n_x, TileFn&& tile) {
   int i = 0;
   for (; i + kTile <= n_x; i += kTile) tile(Rows<kTile>{}, i);
   switch (n_x - i) {
-    case 7: tile(Rows<7>{}, i); break;
-    case 6: tile(Rows<6>{}, i); break;
-    case 5: tile(Rows<5>{}, i); break;
-    case 4: tile(Rows<4>{}, i); break;
-    case 3: tile(Rows<3>{}, i); break;
-    case 2: tile(Rows<2>{}, i); break;
-    case 1: tile(Rows<1>{}, i); break;
-    default: break;
+    case 7:
+      tile(Rows<7>{}, i);
+      break;
+    case 6:
+      tile(Rows<6>{}, i);
+      break;
+    case 5:
+      tile(Rows<5>{}, i);
+      break;
+    case 4:
+      tile(Rows<4>{}, i);
+      break;
+    case 3:
+      tile(Rows<3>{}, i);
+      break;
+    case 2:
+      tile(Rows<2>{}, i);
+      break;
+    case 1:
+      tile(Rows<1>{}, i);
+      break;
+    default:
+      break;
   }
 }
 
-// ---- Float weights (f32, f16, bf16) times float activations --------------------------------------
+// ---- Float weights (f32, f16, bf16) times float activations
 //
 // Weights are widened to f32 in registers and multiplied with FMA: exact products of the stored
 // weights, no bf16 rounding of activations (vdpbf16ps would round them to 8 bits of mantissa).
@@ -135,7 +153,7 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q8_0 / Q4_0 weights times ActQ8 activations ---------------------------------------------------
+// ---- Q8_0 / Q4_0 weights times ActQ8 activations
 //
 // One 512-bit step covers a pair of blocks (64 weights). vpdpbusd sums groups of 4 byte products
 // into 16 int32 lanes; the two blocks' 4-byte groups are interleaved (lane l belongs to block
@@ -149,31 +167,50 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
 // starting value of each row's vpdpbusd.
 //
 // Per pair each row costs one 64-byte load, one 8-byte broadcast load, vpdpbusd, convert, multiply
-// and FMA; the scales stay one float per block, so 8 rows of 2048 activations take 18 KB and stay in
-// L1 while the weights stream past (with 16 floats per pair they took 33 KB and 8-row tiles ran
+// and FMA; the scales stay one float per block, so 8 rows of 2048 activations take 18 KB and stay
+// in L1 while the weights stream past (with 16 floats per pair they took 33 KB and 8-row tiles ran
 // at half speed).
-
-struct Q8_0Weights {
-  using Block = BlockQ8_0;
-  static __m256i Load(const BlockQ8_0& b) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-  }
-};
-struct Q4_0Weights {
-  using Block = BlockQ4_0;
-  static __m256i Load(const BlockQ4_0& b) {
-    // Low nibbles are elements 0..15, high nibbles 16..31: put the shifted copy in the upper half.
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-    const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1);
-    return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
-  }
-};
 
 // [a (32 bytes), b (32 bytes)] -> 4-byte groups a0 b0 a1 b1 ... a7 b7.
 __m512i InterleavePair(__m256i a, __m256i b) {
   const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
   return _mm512_permutexvar_epi32(order, _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
 }
+
+// Each weight type yields a pair of blocks as 64 signed bytes in the interleaved order, or a last
+// unpaired block interleaved with zeros.
+struct Q8_0Weights {
+  using Block = BlockQ8_0;
+  static __m256i Load(const BlockQ8_0& b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+  }
+  static __m512i LoadPair(const BlockQ8_0* w) { return InterleavePair(Load(w[0]), Load(w[1])); }
+  static __m512i LoadSingle(const BlockQ8_0* w) {
+    return InterleavePair(Load(w[0]), _mm256_setzero_si256());
+  }
+};
+struct Q4_0Weights {
+  using Block = BlockQ4_0;
+  static __m128i Load(const BlockQ4_0& b) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  }
+  // Both blocks' nibbles are decoded at once into 128-bit lanes [lo(b0), lo(b1), hi(b0), hi(b1)]:
+  // elements 0-15 of b0, 0-15 of b1, 16-31 of b0, 16-31 of b1; one permute interleaves them.
+  static __m512i Decode(__m256i q) {
+    const __m512i nibbles =
+        _mm512_and_si512(_mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1),
+                         _mm512_set1_epi8(0x0f));
+    const __m512i order = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+    return _mm512_permutexvar_epi32(order, _mm512_sub_epi8(nibbles, _mm512_set1_epi8(8)));
+  }
+  static __m512i LoadPair(const BlockQ4_0* w) {
+    return Decode(_mm256_inserti128_si256(_mm256_castsi128_si256(Load(w[0])), Load(w[1]), 1));
+  }
+  static __m512i LoadSingle(const BlockQ4_0* w) {
+    // The missing block decodes to -8s in the odd groups; clear them.
+    return _mm512_maskz_mov_epi32(0x5555, Decode(_mm256_castsi128_si256(Load(w[0]))));
+  }
+};
 
 // fp16 scales of two blocks as [d0, d1, d0, d1, ...].
 __m512 PairScales(uint16_t d0, uint16_t d1) {
@@ -226,12 +263,10 @@ void QuantTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offse
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
-    const __m512i wq = InterleavePair(W::Load(w[b]), W::Load(w[b + 1]));
-    QuantStep<R, false>(wq, PairScales(w[b].d, w[b + 1].d), rows, b, acc);
+    QuantStep<R, false>(W::LoadPair(w + b), PairScales(w[b].d, w[b + 1].d), rows, b, acc);
   }
   if (b < n_blocks) {
-    const __m512i wq = InterleavePair(W::Load(w[b]), _mm256_setzero_si256());
-    QuantStep<R, true>(wq, PairScales(w[b].d, 0), rows, b, acc);
+    QuantStep<R, true>(W::LoadSingle(w + b), PairScales(w[b].d, 0), rows, b, acc);
   }
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
 }
@@ -252,9 +287,9 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
 __m512 RoundHalfAway(__m512 v) {
   const __m512 truncated = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
   const __m512 dropped = _mm512_abs_ps(_mm512_sub_ps(v, truncated));  // exact
-  const __m512 step = _mm512_castsi512_ps(_mm512_or_si512(
-      _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)),
-      _mm512_castps_si512(_mm512_set1_ps(1.0f))));
+  const __m512 step = _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(INT32_MIN)),
+                      _mm512_castps_si512(_mm512_set1_ps(1.0f))));
   const __mmask16 away = _mm512_cmp_ps_mask(dropped, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
   return _mm512_mask_add_ps(truncated, away, truncated, step);
 }
@@ -268,8 +303,10 @@ __m256i QuantizeBlock(const float* x, float* d_out) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   *d_out = d;
   const __m512 vid = _mm512_set1_ps(id);
-  const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v0, vid))));
-  const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v1, vid))));
+  const __m128i q0 =
+      _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v0, vid))));
+  const __m128i q1 =
+      _mm512_cvtsepi32_epi8(_mm512_cvttps_epi32(RoundHalfAway(_mm512_mul_ps(v1, vid))));
   return _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
 }
 

@@ -37,9 +37,9 @@ CpuFeatures Detect() {
   const CpuidRegs leaf1 = Cpuid(1, 0);
   if (!Bit(leaf1.ecx, 27)) return f;  // no OSXSAVE: the OS manages no AVX state
   const uint64_t xcr0 = ReadXcr0();
-  const bool os_avx = (xcr0 & 0x6) == 0x6;        // XMM and YMM state
-  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;   // plus opmask, ZMM_Hi256, Hi16_ZMM
-  if (!os_avx || !Bit(leaf1.ecx, 28)) return f;   // AVX itself
+  const bool os_avx = (xcr0 & 0x6) == 0x6;       // XMM and YMM state
+  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;  // plus opmask, ZMM_Hi256, Hi16_ZMM
+  if (!os_avx || !Bit(leaf1.ecx, 28)) return f;  // AVX itself
   f.fma = Bit(leaf1.ecx, 12);
   f.f16c = Bit(leaf1.ecx, 29);
   if (max_leaf < 7) return f;

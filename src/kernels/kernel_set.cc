@@ -20,8 +20,7 @@ bool CpuRuns(KernelLevel level) {
     case KernelLevel::kAvx512:
       // VNNI is required: without vpdpbusd the integer dot falls back to vpmaddubsw + vpmaddwd,
       // which is what the AVX2 level does already.
-      return CpuRuns(KernelLevel::kAvx2) && f.avx512f && f.avx512bw && f.avx512vl &&
-             f.avx512_vnni;
+      return CpuRuns(KernelLevel::kAvx2) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512_vnni;
   }
   return false;
 }

@@ -1,11 +1,12 @@
 // The compute kernels of one instruction-set level, chosen once per process.
 //
-// Every level implements the same operations: a scalar reference (always present), AVX2+FMA+F16C and
-// AVX-512 (F/BW/VL + VNNI). The best level the CPU supports is chosen on first use; the environment
-// variable GROVE_KERNELS=scalar|avx2|avx512 caps it (for tests and comparisons), it never raises it.
-// Results of different levels may differ by rounding; within one process the level never changes,
-// and every kernel's accumulation order for one output depends only on the reduction length, not on
-// how many rows are computed together (the batch-invariance contract, see ops/matmul.h).
+// Every level implements the same operations: a scalar reference (always present), AVX2+FMA+F16C
+// and AVX-512 (F/BW/VL + VNNI). The best level the CPU supports is chosen on first use; the
+// environment variable GROVE_KERNELS=scalar|avx2|avx512 caps it (for tests and comparisons), it
+// never raises it. Results of different levels may differ by rounding; within one process the level
+// never changes, and every kernel's accumulation order for one output depends only on the reduction
+// length, not on how many rows are computed together (the batch-invariance contract, see
+// ops/matmul.h).
 //
 // This header holds declarations only; it is included by the SIMD files (see CMakeLists.txt).
 #pragma once
@@ -16,9 +17,9 @@ namespace grove {
 
 enum class KernelLevel : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
-// Most activation rows a row kernel takes in one call. Eight rows reuse each weight block decoded in
-// registers eight times, enough to turn the batched matmul from memory-bound to compute-bound, and
-// they fit in the 32 AVX-512 registers with their accumulators.
+// Most activation rows a row kernel takes in one call. Eight rows reuse each weight block decoded
+// in registers eight times, enough to turn the batched matmul from memory-bound to compute-bound,
+// and they fit in the 32 AVX-512 registers with their accumulators.
 inline constexpr int kMaxTileRows = 8;
 
 // Activations quantized for integer dot products with Q8_0/Q4_0 weights (llama.cpp's vec_dot_type):
@@ -60,8 +61,8 @@ struct KernelSet {
   RowKernelFn dot_q4_0;  // weights BlockQ4_0, activations ActQ8
 };
 
-// The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen on
-// the first call (thread-safe) and fixed from then on. An unknown GROVE_KERNELS value is ignored
+// The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen
+// on the first call (thread-safe) and fixed from then on. An unknown GROVE_KERNELS value is ignored
 // with a warning through the log callback.
 const KernelSet& ActiveKernels();
 

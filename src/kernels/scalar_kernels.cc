@@ -33,10 +33,10 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     scales[b] = d;
-    for (int j = 0; j < kQBlock; ++j) qs[b * kQBlock + j] = static_cast<int8_t>(std::round(xb[j] * id));
+    for (int j = 0; j < kQBlock; ++j)
+      qs[b * kQBlock + j] = static_cast<int8_t>(std::round(xb[j] * id));
   }
 }
-
 
 void DotF32(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
             int64_t y_stride) {

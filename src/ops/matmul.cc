@@ -14,10 +14,18 @@ namespace {
 // (16 rows of 2048 Q8_0 weights = 35 KB) instead of DRAM. Decode (one tile) is unaffected.
 constexpr int64_t kOutChunk = 16;
 
-// Activation rows per pass over the weights. 64 quantized rows of a 5632-wide input take ~720 KB,
-// about what an L2 cache holds; larger batches (prompt processing) make several passes, each
-// re-reading the weights, which costs little next to their 64 x n_in x n_out multiply-adds.
+// Activation rows per pass over the weights: 64 quantized rows of a 5632-wide input take 380 KB
+// (64 float rows of 2048: 520 KB), within an L2 cache; larger batches (prompt processing) make
+// several passes, each re-reading the weights, which costs little next to their 64 x n_in x n_out
+// multiply-adds.
 constexpr int kRowBlock = 64;
+
+// Activation bytes one tile may sweep per weight row. A kernel call reads the whole of its rows for
+// each weight row, so they must stay in L1 (32-48 KB) next to the streamed weights: up to 8 rows of
+// 2048 quantized activations (2.3 KB each), 3 rows of 5632, or 2 float rows of 2048. Measured on
+// Zen 5 (48 KB L1): 8-row tiles with 51 KB of activations ran 1.6x slower than 3-row tiles.
+// The tile size never changes a result (see kernel_set.h).
+constexpr int64_t kTileActBytes = 24 * 1024;
 
 // Quantizing fewer activation elements than this on one thread beats a pool dispatch (~2 us).
 constexpr int64_t kParallelQuantizeMin = 1 << 15;
@@ -46,8 +54,8 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
 MatMulScratch::MatMulScratch(int max_rows, int64_t max_n_in)
     : max_rows_(max_rows), max_n_in_(max_n_in) {
   GROVE_CHECK(max_rows >= 0 && max_n_in >= 0);
-  // Either quantized rows or padded float rows (see MatMul). Both strides grow with n_in, so rows of
-  // any n_in <= max_n_in fit.
+  // Either quantized rows or padded float rows (see MatMul). Both strides grow with n_in, so rows
+  // of any n_in <= max_n_in fit.
   const int64_t padded_n_in = (max_n_in + 31) / 32 * 32;
   const int64_t row_bytes = std::max(ActQ8RowBytes(padded_n_in), FloatRowBytes(max_n_in));
   buffer_.Resize(static_cast<std::size_t>(max_rows * row_bytes));
@@ -66,10 +74,10 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
               " rows, scratch sized for ", scratch.max_rows());
   GROVE_CHECK(w.n_in <= scratch.max_n_in(), "matmul: n_in ", w.n_in, ", scratch sized for ",
               scratch.max_n_in());
-  GROVE_CHECK(w.n_in % GgmlTraits(w.type).block_size == 0 &&
-                  w.row_bytes >= GgmlRowBytes(w.type, w.n_in),
-              "matmul: bad weight view ", w.n_out, "x", w.n_in, " ", GgmlTypeName(w.type),
-              " with rows of ", w.row_bytes, " bytes");
+  GROVE_CHECK(
+      w.n_in % GgmlTraits(w.type).block_size == 0 && w.row_bytes >= GgmlRowBytes(w.type, w.n_in),
+      "matmul: bad weight view ", w.n_out, "x", w.n_in, " ", GgmlTypeName(w.type), " with rows of ",
+      w.row_bytes, " bytes");
   if (n_rows == 0 || w.n_out == 0) return;
 
   // Activations as the kernels read them: rows quantized to ActQ8 once per call (not once per
@@ -107,6 +115,8 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
   // accumulation order depends on n_in only, so neither the thread count nor the tiling of rows
   // changes a bit of the result.
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
+  const int tile_rows =
+      static_cast<int>(std::clamp<int64_t>(kTileActBytes / act_stride, 1, kMaxTileRows));
   const int64_t n_out = w.n_out;
   pool.ParallelFor(n_out, [&](int64_t o_begin, int64_t o_end) {
     // Kernels write a chunk's outputs here, 16 floats (one cache line) per row, and each row's
@@ -118,8 +128,8 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
       const int r_block_end = std::min(n_rows, r_block + kRowBlock);
       for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {
         const int64_t o_chunk_end = std::min(o_end, o_chunk + kOutChunk);
-        for (int r = r_block; r < r_block_end; r += kMaxTileRows) {
-          const int n_x = std::min(kMaxTileRows, r_block_end - r);
+        for (int r = r_block; r < r_block_end; r += tile_rows) {
+          const int n_x = std::min(tile_rows, r_block_end - r);
           const auto* act_tile = static_cast<const uint8_t*>(act) + r * act_stride;
           for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
             kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act_stride, n_x,

@@ -1,4 +1,4 @@
-// Matrix product of a weight matrix with N activation rows: the operation that decides decoding speed.
+// Matrix product of a weight matrix with N activation rows: what decides decoding speed.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +11,8 @@ namespace grove {
 
 struct KernelSet;
 
-// A weight matrix as GGUF stores it: n_out rows of n_in elements, each row row_bytes long, row-major.
+// A weight matrix as GGUF stores it: n_out rows of n_in elements, each row row_bytes long,
+// row-major.
 struct WeightView {
   GgmlType type = GgmlType::kF32;
   const void* data = nullptr;
@@ -20,8 +21,8 @@ struct WeightView {
   int64_t row_bytes = 0;
 };
 
-// Scratch for one matmul call (e.g. activations quantized to Q8_0). Sized once at load for the largest
-// (rows, n_in) the model will use, so MatMul never allocates.
+// Scratch for one matmul call (e.g. activations quantized to Q8_0). Sized once at load for the
+// largest (rows, n_in) the model will use, so MatMul never allocates.
 class MatMulScratch {
  public:
   MatMulScratch() = default;
@@ -39,9 +40,10 @@ class MatMulScratch {
 
 // y[r * n_out + o] = sum_k W[o][k] * x[r * n_in + k] for r in [0, n_rows).
 // Each output element is computed with an accumulation order that depends only on (o, k), never on
-// n_rows or on the thread count, so a row's result is bit-identical alone or in a batch (contract 2).
-// Supported weight types: f32, f16, bf16 (float activations, FMA), q8_0 and q4_0 (activations
-// quantized to 8 bits once per call into scratch, integer dot products). Does not allocate.
+// n_rows or on the thread count, so a row's result is bit-identical alone or in a batch
+// (architecture contract 2). Supported weight types: f32, f16, bf16 (float activations, FMA), q8_0
+// and q4_0 (activations quantized to 8 bits once per call into scratch, integer dot products). Does
+// not allocate.
 void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScratch& scratch,
             ThreadPool& pool);
 

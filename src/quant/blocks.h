@@ -2,8 +2,8 @@
 // tensor memory-mapped from a GGUF file is used in place.
 //
 // This header holds plain structs only (no inline functions): it is included by the SIMD kernel
-// files, which are compiled with -mavx2/-mavx512*, and an inline function emitted there could be the
-// copy the linker keeps for the whole program (see kernels/CMakeLists.txt).
+// files, which are compiled with -mavx2/-mavx512*, and an inline function emitted there could be
+// the copy the linker keeps for the whole program (see kernels/CMakeLists.txt).
 #pragma once
 
 #include <cstdint>

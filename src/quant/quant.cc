@@ -74,7 +74,8 @@ void DequantizeRowQ4_0(const BlockQ4_0* src, float* dst, int64_t n_blocks) {
 
 int64_t BlockCount(GgmlType type, int64_t n) {
   if (!IsSupportedWeightType(type)) {
-    Fail("quant: type ", GgmlTypeName(type), " is not supported (grove computes with f32, f16, "
+    Fail("quant: type ", GgmlTypeName(type),
+         " is not supported (grove computes with f32, f16, "
          "bf16, q8_0, q4_0)");
   }
   const int64_t block_size = GgmlTraits(type).block_size;
