@@ -312,6 +312,44 @@ TEST(KvCache, CompactThenContinueEqualsRecompute) {
   EXPECT_EQ(0, std::memcmp(continued.data(), fresh.data(), fresh.size_bytes()));
 }
 
+// A draft model expands a tree one level per forward pass, each level continuing from the cache
+// slots of the previous one: every node's logits must equal those of the whole tree in one batch.
+TEST(KvCache, LevelByLevelTreeEqualsOneBatch) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2});
+  const int32_t nv = model->config().n_vocab;
+  Batch batch;
+  batch.AddChain(SomeTokens(6, nv, 4), 0, 0);
+  model->Forward(batch);
+  const int32_t p = model->cache(0).length();
+  const Batch tree = TernaryTree(13, p, nv);  // levels: {0}, {1..3}, {4..12}
+  std::span<const float> view = model->Forward(tree);
+  const std::vector<float> whole(view.begin(), view.end());
+
+  model->cache(0).Truncate(p);
+  std::vector<int32_t> slot_of(13, -1);
+  for (auto [begin, end] : {std::pair{0, 1}, std::pair{1, 4}, std::pair{4, 13}}) {
+    batch.Clear();
+    const int32_t first_slot = model->cache(0).length();
+    for (int node = begin; node < end; ++node) {
+      const int32_t parent = tree.parents[node];
+      batch.Add(tree.tokens[node], tree.positions[node], 0, -1, true,
+                parent < 0 ? Batch::kContinueCache : slot_of[parent]);
+    }
+    std::span<const float> level = model->Forward(batch);
+    for (int node = begin; node < end; ++node) {
+      slot_of[node] = first_slot + (node - begin);
+      EXPECT_EQ(0, std::memcmp(level.data() + static_cast<std::size_t>(node - begin) * nv,
+                               whole.data() + static_cast<std::size_t>(node) * nv, nv * sizeof(float)))
+          << "node " << node;
+    }
+  }
+  // Siblings broke the chain right after node 0's first child.
+  EXPECT_EQ(model->cache(0).chain_length(), p + 2);
+  const std::vector<int32_t> kept = {slot_of[0], slot_of[3], slot_of[12]};
+  model->cache(0).Compact(p, kept);
+  EXPECT_EQ(model->cache(0).chain_length(), p + 3);
+}
+
 TEST(KvCache, RejectsBadCompaction) {
   KvCache cache(1, 8, 4);
   cache.Append(6);
@@ -352,6 +390,9 @@ TEST(Model, RejectsMalformedBatches) {
   b.Clear();
   b.Add(1, 0, 0, 0, true);
   EXPECT_THROW(model->Forward(b), Error);  // parent not earlier
+  b.Clear();
+  b.Add(1, 0, 0, -1, true, /*cache_parent=*/5);
+  EXPECT_THROW(model->Forward(b), Error);  // continues a slot the cache does not hold
   b.Clear();
   b.AddChain(SomeTokens(9, 300), 0, 0);
   EXPECT_THROW(model->Forward(b), Error);  // over max_batch

@@ -1,5 +1,6 @@
 #include "model/kv_cache.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -12,11 +13,19 @@ KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
   k_.Resize(n);
   v_.Resize(n);
   positions_.Resize(n_ctx);
+  parents_.Resize(n_ctx);
 }
 
 void KvCache::Truncate(int32_t n) {
   if (n < 0 || n > length_) Fail("kv cache: cannot truncate ", length_, " slots to ", n);
   length_ = n;
+  chain_length_ = std::min(chain_length_, n);
+}
+
+void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot) {
+  positions_[slot] = position;
+  parents_[slot] = parent_slot;
+  if (slot == chain_length_ && parent_slot == slot - 1) ++chain_length_;
 }
 
 void KvCache::Append(int32_t n) {
@@ -43,9 +52,12 @@ void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
       }
       positions_[dst] = positions_[src];
     }
+    parents_[dst] = dst - 1;
     ++dst;
   }
   length_ = dst;
+  // The kept path continues slot prefix - 1; it is part of the chain if that slot is.
+  chain_length_ = chain_length_ >= prefix ? length_ : chain_length_;
 }
 
 }  // namespace grove

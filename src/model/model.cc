@@ -77,7 +77,10 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
   slot_.Resize(b);
   prefix_len_.Resize(b);
   visible_begin_.Resize(b + 1);
-  visible_.Resize(b * (b + 1) / 2);
+  // Batch ancestors of every token (a chain of max_batch at most), plus speculative cache ancestors
+  // (a draft tree expanded level by level: rarely more than a few dozen deep).
+  visible_.Resize(b * (b + 1) / 2 + b * 256);
+  visible_cache_parent_.Resize(b);
   out_rows_.Resize(b);
   seq_count_.Resize(caches_.size());
 }
@@ -87,7 +90,8 @@ void Model::Validate(const Batch& batch) {
   if (n == 0) Fail("forward: empty batch");
   if (n > max_batch_) Fail("forward: batch of ", n, " tokens exceeds max_batch ", max_batch_);
   if (batch.positions.size() != batch.tokens.size() || batch.seq_ids.size() != batch.tokens.size() ||
-      batch.parents.size() != batch.tokens.size() || batch.logits.size() != batch.tokens.size()) {
+      batch.parents.size() != batch.tokens.size() || batch.logits.size() != batch.tokens.size() ||
+      batch.cache_parents.size() != batch.tokens.size()) {
     Fail("forward: batch arrays differ in length");
   }
   std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
@@ -104,6 +108,11 @@ void Model::Validate(const Batch& batch) {
       Fail("forward: token ", i, " and its parent ", parent, " belong to different sequences");
     }
     if (batch.positions[i] < 0) Fail("forward: token ", i, " has negative position");
+    const int32_t cp = batch.cache_parents[i];
+    if (parent == -1 && cp != Batch::kContinueCache && (cp < 0 || cp >= caches_[seq].length())) {
+      Fail("forward: token ", i, " continues cache slot ", cp, " but sequence ", seq, " holds ",
+           caches_[seq].length(), " slots");
+    }
     ++seq_count_[seq];
   }
   for (int32_t s = 0; s < n_seq(); ++s) {
@@ -120,24 +129,36 @@ void Model::PrepareBatch(const Batch& batch) {
   std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t seq = batch.seq_ids[i];
-    prefix_len_[i] = caches_[seq].length();
-    slot_[i] = prefix_len_[i] + seq_count_[seq]++;
+    slot_[i] = caches_[seq].length() + seq_count_[seq]++;
   }
-  // Visible batch slots of each token: its ancestors (root first) and itself, in increasing slot order.
+  // What each token sees: cache slots [0, prefix_len_[i]), then visible_ (increasing slots): the
+  // speculative cache ancestors its chain continues from, its batch ancestors (root first), itself.
   int32_t offset = 0;
+  const int32_t capacity = static_cast<int32_t>(visible_.size());
   for (int32_t i = 0; i < n; ++i) {
+    const KvCache& cache = caches_[batch.seq_ids[i]];
+    int32_t root = i;
+    int32_t depth = 1;
+    for (; batch.parents[root] >= 0; root = batch.parents[root]) ++depth;
+    const int32_t cp = batch.cache_parents[root];
+    int32_t anchor = cp == Batch::kContinueCache ? cache.length() - 1 : cp;
+    int32_t n_spec = 0;
+    for (int32_t s = anchor; s >= cache.chain_length(); s = cache.parent(s)) ++n_spec;
+    if (offset + n_spec + depth > capacity) {
+      Fail("forward: token ", i, " continues a speculative chain of ", n_spec,
+           " cached tokens, more than the batch bookkeeping holds (", capacity, ")");
+    }
+    visible_cache_parent_[i] = batch.parents[i] >= 0 ? slot_[batch.parents[i]] : anchor;
     visible_begin_[i] = offset;
-    int32_t depth = 0;
-    for (int32_t j = i; j >= 0; j = batch.parents[j]) ++depth;
-    int32_t k = offset + depth;
+    int32_t k = offset + n_spec + depth;
     for (int32_t j = i; j >= 0; j = batch.parents[j]) visible_[--k] = slot_[j];
-    offset += depth;
+    for (; anchor >= cache.chain_length(); anchor = cache.parent(anchor)) visible_[--k] = anchor;
+    prefix_len_[i] = anchor + 1;
+    offset += n_spec + depth;
   }
   visible_begin_[n] = offset;
   for (int32_t i = 0; i < n; ++i) {
-    const int32_t seq = batch.seq_ids[i];
     RopeAngles(rope_, batch.positions[i], rope_cs_.data() + static_cast<std::size_t>(i) * config_.n_rot);
-    caches_[seq].SetPosition(slot_[i], batch.positions[i]);
   }
 }
 
@@ -147,6 +168,9 @@ std::span<const float> Model::Forward(const Batch& batch) {
   const ModelConfig& c = config_;
   const int32_t n = batch.size();
   for (int32_t s = 0; s < n_seq(); ++s) caches_[s].Append(seq_count_[s]);
+  for (int32_t i = 0; i < n; ++i) {
+    caches_[batch.seq_ids[i]].SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
+  }
 
   for (int32_t i = 0; i < n; ++i) {
     const auto* row = static_cast<const uint8_t*>(weights_.token_embd.data) +

@@ -89,7 +89,8 @@ class Model {
   AlignedBuffer<float> scores_;   // (n_threads, n_ctx) attention scores per thread
   AlignedBuffer<float> logits_;   // (max_batch, n_vocab)
   AlignedBuffer<int32_t> slot_;           // (max_batch) cache slot of each token
-  AlignedBuffer<int32_t> prefix_len_;     // (max_batch) committed cache length of each token's sequence
+  AlignedBuffer<int32_t> prefix_len_;     // (max_batch) cache slots [0, prefix) each token sees
+  AlignedBuffer<int32_t> visible_cache_parent_;  // (max_batch) parent slot recorded for each token
   AlignedBuffer<int32_t> visible_begin_;  // (max_batch + 1) offsets into visible_
   AlignedBuffer<int32_t> visible_;        // slots of ancestors then self, per token, increasing
   AlignedBuffer<int32_t> out_rows_;       // (max_batch) batch index of each logits row
