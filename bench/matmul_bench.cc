@@ -85,6 +85,8 @@ void Shapes(benchmark::internal::Benchmark* b) {
 
 BENCHMARK_CAPTURE(BM_MatMul, Q8_0, GgmlType::kQ8_0)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q4_0, GgmlType::kQ4_0)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q4_K, GgmlType::kQ4_K)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q6_K, GgmlType::kQ6_K)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, F16, GgmlType::kF16)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, BF16, GgmlType::kBF16)->Apply(Shapes);
 

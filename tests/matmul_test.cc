@@ -18,6 +18,9 @@
 #include "base/error.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "quant/blocks.h"
+#include "quant/half.h"
+#include "quant/k_quants.h"
 #include "quant/quant.h"
 
 // Counting allocator: MatMul must not allocate (the token loop does not). Only counts while armed.
@@ -41,10 +44,22 @@ namespace {
 
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
-constexpr GgmlType kAllTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                                  GgmlType::kQ4_0};
+constexpr GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
+                                  GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
+                                  GgmlType::kQ6_K};
 
-bool IsQuantized(GgmlType type) { return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0; }
+bool IsKQuant(GgmlType type) { return type == GgmlType::kQ4_K || type == GgmlType::kQ6_K; }
+
+bool IsQuantized(GgmlType type) {
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || IsKQuant(type);
+}
+
+// Reduction lengths to test: k-quant rows are whole super-blocks of 256, so they get their own
+// list (an odd number of super-blocks included); the others take the caller's list.
+std::vector<int64_t> Widths(GgmlType type, std::vector<int64_t> widths) {
+  if (IsKQuant(type)) return {256, 768, 4096};
+  return widths;
+}
 
 std::vector<const KernelSet*> AvailableLevels() {
   std::vector<const KernelSet*> levels;
@@ -60,6 +75,9 @@ struct TestWeights {
   int64_t n_in = 0, n_out = 0, row_bytes = 0;
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // n_out x n_in, what the stored weights mean
+  // n_out x n_in: the magnitude the kernels' float arithmetic works with per weight. |w|, except
+  // for Q4_K, whose kernels handle d sc q and dmin m separately: |d sc q| + |dmin m|.
+  std::vector<float> magnitudes;
 
   WeightView View() const { return {type, bytes.data(), n_in, n_out, row_bytes}; }
 };
@@ -81,6 +99,21 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
     if (o % 7 == 3) row[0] = 1.5f;  // an outlier: blocks with one dominant value
     QuantizeRow(type, row.data(), w.bytes.data() + o * w.row_bytes, n_in);
     DequantizeRow(type, w.bytes.data() + o * w.row_bytes, w.values.data() + o * n_in, n_in);
+  }
+  w.magnitudes.resize(n_in * n_out);
+  for (int64_t i = 0; i < n_in * n_out; ++i) w.magnitudes[i] = std::fabs(w.values[i]);
+  if (type == GgmlType::kQ4_K) {
+    for (int64_t o = 0; o < n_out; ++o) {
+      const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w.bytes.data() + o * w.row_bytes);
+      for (int64_t k = 0; k < n_in; ++k) {
+        const BlockQ4_K& b = blocks[k / 256];
+        int sc, m;
+        UnpackQ4_KScaleMin(b.scales, static_cast<int>(k % 256 / 32), &sc, &m);
+        const float q =
+            static_cast<float>((b.qs[k % 256 / 64 * 32 + k % 32] >> (k % 64 / 32 * 4)) & 15);
+        w.magnitudes[o * n_in + k] = Fp16ToFp32(b.d) * sc * q + Fp16ToFp32(b.dmin) * m;
+      }
+    }
   }
   return w;
 }
@@ -129,6 +162,7 @@ Reference ComputeReference(const TestWeights& w, const std::vector<float>& x, in
     }
     for (int64_t o = 0; o < n_out; ++o) {
       const float* wo = w.values.data() + o * n_in;
+      const float* mo = w.magnitudes.data() + o * n_in;
       double sum = 0, abs_sum = 0, quant_err = 0, quant_abs = 0;
       for (int64_t k = 0; k < n_in; ++k) {
         const double wk = wo[k], xk = xr[k];
@@ -136,13 +170,15 @@ Reference ComputeReference(const TestWeights& w, const std::vector<float>& x, in
         abs_sum += std::fabs(wk * xk);
         if (IsQuantized(w.type)) {
           quant_err += std::fabs(wk) * block_d[k / 32] * (0.5 + 3e-5);
-          quant_abs += std::fabs(wk) * (std::fabs(xk) + block_d[k / 32]);
+          quant_abs += double{mo[k]} * (std::fabs(xk) + block_d[k / 32]);
         }
       }
       const int64_t i = r * n_out + o;
       ref.y[i] = sum;
       if (IsQuantized(w.type)) {
-        const double depth = static_cast<double>(n_in / 32 + 6);
+        // Q4_K accumulates a scale term and a min term per block (the scalar level in one chain).
+        const int64_t terms = w.type == GgmlType::kQ4_K ? 2 * (n_in / 32) : n_in / 32;
+        const double depth = static_cast<double>(terms + 6);
         ref.float_bound[i] = 1.01 * depth * kUnit * quant_abs + 1e-30;
         ref.bound[i] = quant_err + ref.float_bound[i];
       } else {
@@ -182,7 +218,7 @@ TEST(MatMulTest, AllShapesWithinBoundAndPrefixOfBatchIsBitIdentical) {
   const auto levels = AvailableLevels();
   uint32_t seed = 1;
   for (GgmlType type : kAllTypes) {
-    std::vector<int64_t> n_ins = {32, 64, 96, 160, 4096};
+    std::vector<int64_t> n_ins = Widths(type, {32, 64, 96, 160, 4096});
     if (!IsQuantized(type)) n_ins.insert(n_ins.end(), {1, 7, 17, 33, 100});  // SIMD tails
     for (int64_t n_in : n_ins) {
       for (int64_t n_out : kNOut) {
@@ -215,7 +251,7 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
   uint32_t seed = 1000;
   for (const KernelSet* k : AvailableLevels()) {
     for (GgmlType type : kAllTypes) {
-      for (int64_t n_in : {160, 4096}) {
+      for (int64_t n_in : Widths(type, {160, 4096})) {
         const TestWeights w = MakeWeights(type, n_in, 67, ++seed);
         const std::vector<float> x = MakeActivations(kRows, n_in, ++seed);
         const std::vector<float> batch = RunMatMul(*k, w, x.data(), kRows, scratch, pool2);
@@ -255,7 +291,7 @@ TEST(MatMulTest, SimdLevelsMatchScalarWithinBound) {
   MatMulScratch scratch(16, 4096);
   uint32_t seed = 2000;
   for (GgmlType type : kAllTypes) {
-    for (int64_t n_in : {32, 96, 4096}) {
+    for (int64_t n_in : Widths(type, {32, 96, 4096})) {
       const TestWeights w = MakeWeights(type, n_in, 33, ++seed);
       const std::vector<float> x = MakeActivations(16, n_in, ++seed);
       const Reference ref = ComputeReference(w, x, 16);
@@ -284,10 +320,18 @@ TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
   for (int64_t n_in : {32, 64, 96, 160, 4096}) {
     const std::vector<float> x = MakeActivations(4, n_in, static_cast<uint32_t>(n_in));
     const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+    const int64_t sum_offset = ActQ8SumOffset(n_in);
     for (int r = 0; r < 4; ++r) {
       std::vector<uint8_t> want(ActQ8RowBytes(n_in));
       levels[0]->quantize_act(x.data() + r * n_in, n_in, want.data());
       const auto* want_scales = reinterpret_cast<const float*>(want.data() + scale_offset);
+      const auto* want_sums = reinterpret_cast<const float*>(want.data() + sum_offset);
+      // The scalar level's block sums are the definition: d_b times the exact sum of the quants.
+      for (int64_t b = 0; b < n_in / 32; ++b) {
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum += static_cast<int8_t>(want[b * 32 + j]);
+        ASSERT_EQ(want_sums[b], want_scales[b] * static_cast<float>(sum)) << "block " << b;
+      }
       for (size_t l = 1; l < levels.size(); ++l) {
         const KernelSet& k = *levels[l];
         std::vector<uint8_t> got(ActQ8RowBytes(n_in));
@@ -297,8 +341,10 @@ TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
               << k.name << " element " << i;
         }
         const auto* got_scales = reinterpret_cast<const float*>(got.data() + scale_offset);
+        const auto* got_sums = reinterpret_cast<const float*>(got.data() + sum_offset);
         for (int64_t b = 0; b < n_in / 32; ++b) {
           ASSERT_EQ(got_scales[b], want_scales[b]) << k.name << " block " << b;
+          ASSERT_EQ(got_sums[b], want_sums[b]) << k.name << " block " << b;
         }
       }
     }
@@ -309,7 +355,8 @@ TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
 TEST(MatMulTest, LargeBatchOf512Rows) {
   ThreadPool pool(2);
   MatMulScratch scratch(512, 256);
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kF16}) {
+  for (GgmlType type :
+       {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF16}) {
     const TestWeights w = MakeWeights(type, 256, 40, 77);
     const std::vector<float> x = MakeActivations(512, 256, 78);
     const Reference ref = ComputeReference(w, x, 512);
@@ -358,9 +405,9 @@ TEST(MatMulTest, ScratchLimitsAreChecked) {
   const TestWeights wide = MakeWeights(GgmlType::kQ8_0, 96, 8, 11);
   const std::vector<float> x96 = MakeActivations(1, 96, 12);
   EXPECT_THROW(MatMul(wide.View(), x96.data(), 1, y.data(), scratch, pool), Error);
-  WeightView q4k = w.View();
-  q4k.type = GgmlType::kQ4_K;
-  EXPECT_THROW(MatMul(q4k, x.data(), 1, y.data(), scratch, pool), Error);
+  WeightView q5k = w.View();
+  q5k.type = GgmlType::kQ5_K;  // a type grove does not compute with
+  EXPECT_THROW(MatMul(q5k, x.data(), 1, y.data(), scratch, pool), Error);
 }
 
 TEST(KernelSetTest, ActiveLevelFollowsCpuAndEnvironment) {

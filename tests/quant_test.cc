@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -16,6 +17,7 @@
 #include "kernels/cpu_features.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
+#include "quant/k_quants.h"
 #include "quant/quant.h"
 
 namespace grove {
@@ -391,17 +393,226 @@ TEST(RoundTripTest, Q4_0WithinHalfStep) {
   }
 }
 
+// ---- k-quants (Q4_K, Q6_K)
+
+// Q4_K block built byte by byte as GGUF stores it: d, dmin (fp16), 12 bytes of packed 6-bit
+// scales/mins, 128 bytes of nibbles. Scales and mins above 15 exercise the split high bits.
+TEST(KQuantBlockTest, Q4_KLayout) {
+  const int sc[8] = {1, 2, 3, 4, 17, 33, 50, 63};
+  const int m[8] = {0, 5, 10, 63, 16, 31, 47, 8};
+  // Packed by hand: bytes 0-3 = sc[0..3] | (sc[4..7] >> 4) << 6, bytes 4-7 = m[0..3] | (m[4..7] >>
+  // 4)
+  // << 6, bytes 8-11 = (sc[4..7] & 15) | (m[4..7] & 15) << 4.
+  const uint8_t packed[12] = {0x41, 0x82, 0xC3, 0xC4, 0x40, 0x45,
+                              0x8A, 0x3F, 0x01, 0xF1, 0xF2, 0x8F};
+  uint8_t bytes[144];
+  const uint16_t d = 0x3c00, dmin = 0x3800;  // 1.0, 0.5
+  std::memcpy(bytes, &d, 2);
+  std::memcpy(bytes + 2, &dmin, 2);
+  std::memcpy(bytes + 4, packed, 12);
+  for (int i = 0; i < 128; ++i) {
+    bytes[16 + i] = static_cast<uint8_t>((i % 16) | ((15 - i % 16) << 4));
+  }
+  float out[256];
+  DequantizeRow(GgmlType::kQ4_K, bytes, out, 256);
+  for (int g = 0; g < 4; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      // Element 64g + l: low nibble of qs[32g + l], sub-block 2g; 64g + 32 + l: high nibble, 2g
+      // + 1.
+      EXPECT_EQ(out[64 * g + l], sc[2 * g] * (l % 16) - 0.5f * m[2 * g]) << g << " " << l;
+      EXPECT_EQ(out[64 * g + 32 + l], sc[2 * g + 1] * (15 - l % 16) - 0.5f * m[2 * g + 1])
+          << g << " " << l;
+    }
+  }
+  int got_sc, got_m;
+  for (int j = 0; j < 8; ++j) {
+    UnpackQ4_KScaleMin(packed, j, &got_sc, &got_m);
+    EXPECT_EQ(got_sc, sc[j]) << j;
+    EXPECT_EQ(got_m, m[j]) << j;
+  }
+}
+
+// Q6_K block built byte by byte: ql[128], qh[64], int8 scales[16], fp16 d at byte 208.
+TEST(KQuantBlockTest, Q6_KLayout) {
+  auto quant = [](int e) { return (e * 7 + 3) % 64; };  // the 6-bit value of element e
+  uint8_t bytes[210] = {};
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, c = (e % 128) / 32, l = e % 32;
+    // Low 4 bits: byte 64h + l (c even) or 64h + 32 + l (c odd); low nibble for c < 2.
+    bytes[64 * h + 32 * (c % 2) + l] |= static_cast<uint8_t>((quant(e) & 15) << (c < 2 ? 0 : 4));
+    // High 2 bits: byte 128 + 32h + l, bits 2c and 2c + 1.
+    bytes[128 + 32 * h + l] |= static_cast<uint8_t>((quant(e) >> 4) << (2 * c));
+  }
+  for (int k = 0; k < 16; ++k)
+    bytes[192 + k] = static_cast<uint8_t>(static_cast<int8_t>(k * 9 - 70));
+  const uint16_t d = 0x3400;  // 0.25
+  std::memcpy(bytes + 208, &d, 2);
+  float out[256];
+  DequantizeRow(GgmlType::kQ6_K, bytes, out, 256);
+  for (int e = 0; e < 256; ++e) {
+    EXPECT_EQ(out[e], 0.25f * ((e / 16) * 9 - 70) * (quant(e) - 32)) << e;
+  }
+}
+
+// Inputs whose bits do not depend on the standard library (an LCG, exact float arithmetic): zero
+// sub-blocks, outliers, and all-positive super-blocks.
+std::vector<float> GoldenInput(int64_t n, uint32_t seed) {
+  std::vector<float> x(n);
+  uint32_t s = seed;
+  for (int64_t i = 0; i < n; ++i) {
+    s = s * 1664525u + 1013904223u;
+    const int v = static_cast<int>(s >> 9) % 2001 - 1000;
+    float f = static_cast<float>(v) / 256.0f * static_cast<float>(1 + i % 5);
+    if (i % 61 == 0) f *= 12.0f;
+    if ((i / 32) % 9 == 4) f = 0.0f;
+    if ((i / 256) % 3 == 2) f = std::fabs(f);
+    x[i] = f;
+  }
+  return x;
+}
+
+uint64_t Fnv1a(const std::vector<uint8_t>& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes) {
+    h ^= b;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// The hashes are those of ggml's quantize_row_q4_K_ref / quantize_row_q6_K_ref (ggml-org/ggml,
+// src/ggml-quants.c, built with -O2 -DNDEBUG -ffp-contract=off) on the same 12 super-blocks, so
+// this fails if grove's quantizers drift from ggml's by a single bit. (ggml built with FMA
+// contraction, e.g. -march=native under GCC, rounds differently in some blocks itself.)
+TEST(KQuantizeTest, MatchesGgmlReferenceBytes) {
+  constexpr int64_t kN = 256 * 12;
+  const uint64_t want_q4_k[3] = {0x8d1aab0c30c7a9d8ull, 0x58f182eca2bada46ull,
+                                 0xb45211d6e6770872ull};
+  const uint64_t want_q6_k[3] = {0x9b404574990b9de5ull, 0xb9a181f03790c12bull,
+                                 0x14015f8eec143aa0ull};
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const std::vector<float> x = GoldenInput(kN, seed);
+    std::vector<uint8_t> q4(GgmlRowBytes(GgmlType::kQ4_K, kN));
+    QuantizeRow(GgmlType::kQ4_K, x.data(), q4.data(), kN);
+    EXPECT_EQ(Fnv1a(q4), want_q4_k[seed - 1]) << "q4_k seed " << seed;
+    std::vector<uint8_t> q6(GgmlRowBytes(GgmlType::kQ6_K, kN));
+    QuantizeRow(GgmlType::kQ6_K, x.data(), q6.data(), kN);
+    EXPECT_EQ(Fnv1a(q6), want_q6_k[seed - 1]) << "q6_k seed " << seed;
+  }
+}
+
+TEST(KQuantizeTest, ZeroAndConstantBlocks) {
+  std::vector<float> zeros(256, 0.0f);
+  BlockQ6_K q6;
+  std::memset(&q6, 0xAB, sizeof(q6));
+  QuantizeRow(GgmlType::kQ6_K, zeros.data(), &q6, 256);
+  const std::vector<uint8_t> q6_bytes(reinterpret_cast<uint8_t*>(&q6),
+                                      reinterpret_cast<uint8_t*>(&q6) + sizeof(q6));
+  EXPECT_EQ(q6_bytes, std::vector<uint8_t>(sizeof(q6), 0));  // whole block zeroed, as ggml
+  BlockQ4_K q4;
+  QuantizeRow(GgmlType::kQ4_K, zeros.data(), &q4, 256);
+  EXPECT_EQ(q4.d, 0);
+  EXPECT_EQ(q4.dmin, 0);
+  std::vector<float> y(256, 1.0f);
+  DequantizeRow(GgmlType::kQ4_K, &q4, y.data(), 256);
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  // A constant positive block: min clamps to 0 and the value is one scale step.
+  std::vector<float> c(256, 0.75f);
+  QuantizeRow(GgmlType::kQ4_K, c.data(), &q4, 256);
+  DequantizeRow(GgmlType::kQ4_K, &q4, y.data(), 256);
+  for (float v : y) EXPECT_NEAR(v, 0.75f, 0.75f * 1e-3f);
+}
+
+// Per element: where the stored step and offset put x inside the grid (not clamped), the error is
+// at most half a step, plus the float error of one multiply and subtract (2^-22 relative to the
+// magnitudes involved). Clamped elements (possible after the 6-bit rounding of scales) must be
+// rare. Over Gaussian rows, the relative RMS error is bounded by what 4 and 6 bits give (measured
+// 0.08-0.09 for Q4_K and about 0.02 for Q6_K; the bounds leave a margin).
+struct KQuantErrors {
+  int64_t clamped = 0;
+  double sum_err2 = 0, sum_x2 = 0;
+};
+
+TEST(KQuantRoundTripTest, Q4_KWithinHalfStep) {
+  KQuantErrors e;
+  for (int64_t n : {256, 512, 4096}) {
+    const std::vector<float> x = AwkwardValues(n, static_cast<uint32_t>(n) + 20);
+    const std::vector<float> y = RoundTrip(GgmlType::kQ4_K, x);
+    std::vector<BlockQ4_K> blocks(n / 256);
+    QuantizeRow(GgmlType::kQ4_K, x.data(), blocks.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const BlockQ4_K& b = blocks[i / 256];
+      int sc, m;
+      UnpackQ4_KScaleMin(b.scales, static_cast<int>(i % 256 / 32), &sc, &m);
+      const double step = double{Fp16ToFp32(b.d)} * sc;
+      const double offset = double{Fp16ToFp32(b.dmin)} * m;
+      const double err = std::fabs(double{y[i]} - x[i]);
+      e.sum_err2 += err * err;
+      e.sum_x2 += double{x[i]} * x[i];
+      if (step == 0) {  // here only the all-zero sub-block of AwkwardValues: exact
+        EXPECT_EQ(err, 0) << n << " " << i;
+        continue;
+      }
+      const double level = (x[i] + offset) / step;
+      if (level < -0.5 || level > 15.5) {
+        ++e.clamped;
+        continue;
+      }
+      EXPECT_LE(err, step * 0.5 * (1 + 1e-5) + (15 * step + offset) * 0x1p-22) << n << " " << i;
+    }
+  }
+  EXPECT_LE(e.clamped, (256 + 512 + 4096) / 100);
+  EXPECT_LE(std::sqrt(e.sum_err2 / e.sum_x2), 0.12);
+  std::printf("q4_k: %lld clamped, relative rms error %.4f\n", static_cast<long long>(e.clamped),
+              std::sqrt(e.sum_err2 / e.sum_x2));
+}
+
+TEST(KQuantRoundTripTest, Q6_KWithinHalfStep) {
+  KQuantErrors e;
+  for (int64_t n : {256, 512, 4096}) {
+    const std::vector<float> x = AwkwardValues(n, static_cast<uint32_t>(n) + 21);
+    const std::vector<float> y = RoundTrip(GgmlType::kQ6_K, x);
+    std::vector<BlockQ6_K> blocks(n / 256);
+    QuantizeRow(GgmlType::kQ6_K, x.data(), blocks.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const BlockQ6_K& b = blocks[i / 256];
+      const double step = double{Fp16ToFp32(b.d)} * b.scales[i % 256 / 16];
+      const double err = std::fabs(double{y[i]} - x[i]);
+      e.sum_err2 += err * err;
+      e.sum_x2 += double{x[i]} * x[i];
+      if (step == 0) {  // here only the all-zero sub-blocks of AwkwardValues: exact
+        EXPECT_EQ(err, 0) << n << " " << i;
+        continue;
+      }
+      const double level = x[i] / step;
+      if (level < -32.5 || level > 31.5) {
+        ++e.clamped;
+        continue;
+      }
+      EXPECT_LE(err, std::fabs(step) * (0.5 * (1 + 1e-5) + 32 * 0x1p-22)) << n << " " << i;
+    }
+  }
+  EXPECT_LE(e.clamped, (256 + 512 + 4096) / 100);
+  EXPECT_LE(std::sqrt(e.sum_err2 / e.sum_x2), 0.03);
+  std::printf("q6_k: %lld clamped, relative rms error %.4f\n", static_cast<long long>(e.clamped),
+              std::sqrt(e.sum_err2 / e.sum_x2));
+}
+
 // ---- Errors
 
 TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ8_0));
   EXPECT_TRUE(IsSupportedWeightType(GgmlType::kBF16));
-  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ4_K));
-  std::vector<float> x(64, 1.0f);
+  EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ4_K));
+  EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ6_K));
+  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ5_K));
+  std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> bytes(1024);
-  EXPECT_THROW(QuantizeRow(GgmlType::kQ4_K, x.data(), bytes.data(), 64), Error);
-  EXPECT_THROW(DequantizeRow(GgmlType::kQ6_K, bytes.data(), x.data(), 64), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kQ5_K, x.data(), bytes.data(), 256), Error);
+  EXPECT_THROW(DequantizeRow(GgmlType::kQ2_K, bytes.data(), x.data(), 256), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ8_0, x.data(), bytes.data(), 48), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kQ4_K, x.data(), bytes.data(), 64), Error);  // not 256k
+  EXPECT_THROW(DequantizeRow(GgmlType::kQ6_K, bytes.data(), x.data(), 160), Error);
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 

@@ -191,6 +191,145 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
+// ---- Q4_K / Q6_K weights times ActQ8 activations, one block of 32 per step like Q4_0 above
+//
+// Q4_K quants are unsigned (0..15), so maddubs takes them directly (pair sums <= 2 * 15 * 128);
+// the min term, sum_j dmin m_j d_b sum(x_bj), is one 8-lane FMA per super-block and row on the
+// activation block sums, in a second accumulator subtracted at the end. Q6_K quants are signed
+// (q - 32) and use the sign trick of Q8_0; each block has two 16-element scales, which cover lanes
+// 0-3 and 4-7 of the 8 int32 sums.
+
+// 6-bit scales and mins of a Q4_K block (BlockQ4_K), as two vectors of 8 int32.
+void UnpackScaleMin(const uint8_t* packed, __m256i* sc, __m256i* m) {
+  uint32_t a[3];
+  std::memcpy(a, packed, sizeof(a));
+  const uint32_t sc_lo = a[0] & 0x3f3f3f3fu;
+  const uint32_t m_lo = a[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (a[2] & 0x0f0f0f0fu) | (((a[0] >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((a[2] >> 4) & 0x0f0f0f0fu) | (((a[1] >> 6) & 0x03030303u) << 4);
+  *sc = _mm256_cvtepu8_epi32(
+      _mm_cvtsi64_si128(static_cast<long long>(sc_lo | (static_cast<uint64_t>(sc_hi) << 32))));
+  *m = _mm256_cvtepu8_epi32(
+      _mm_cvtsi64_si128(static_cast<long long>(m_lo | (static_cast<uint64_t>(m_hi) << 32))));
+}
+
+template <int R>
+void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t sum_offset,
+              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  const float* xsum[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    xsum[i] = reinterpret_cast<const float*>(xq[i] + sum_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m256 acc[R], min_acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
+  alignas(32) float sub_scales[8];
+  for (int64_t s = 0; s < n_super; ++s) {
+    __m256i sc, m;
+    UnpackScaleMin(w[s].scales, &sc, &m);
+    _mm256_store_ps(sub_scales,
+                    _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[s].d)), _mm256_cvtepi32_ps(sc)));
+    const __m256 mins = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[s].dmin)), _mm256_cvtepi32_ps(m));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int j = 0; j < kKBlock / kQBlock; ++j) {
+      const __m256i q =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qs + 32 * (j / 2)));
+      const __m256i wq = _mm256_and_si256(j % 2 == 0 ? q : _mm256_srli_epi16(q, 4), low4);
+      const __m256 wd = _mm256_set1_ps(sub_scales[j]);
+      const int64_t b = b0 + j;
+      for (int i = 0; i < R; ++i) {
+        const __m256i xb =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+        const __m256i prod32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xb), ones);
+        const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+      }
+    }
+    for (int i = 0; i < R; ++i) {
+      min_acc[i] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(xsum[i] + b0), min_acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(min_acc[i]);
+}
+
+void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t sum_offset = ActQ8SumOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q4_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, sum_offset,
+                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
+template <int R>
+void Q6_KTile(const BlockQ6_K* w, int64_t n_super, int64_t scale_offset, const void* x,
+              int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i low2 = _mm256_set1_epi8(0x03);
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < n_super; ++s) {
+    const float d = _cvtsh_ss(w[s].d);
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
+      const int h = c8 / 4, c = c8 % 4;
+      const __m256i ql =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].ql + 64 * h + 32 * (c % 2)));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qh + 32 * h));
+      const __m256i nibbles = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (c / 2)), low4);
+      const __m256i top = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), low2);
+      const __m256i wq = _mm256_sub_epi8(_mm256_or_si256(nibbles, _mm256_slli_epi16(top, 4)),
+                                         _mm256_set1_epi8(32));
+      const __m256i w_abs = _mm256_abs_epi8(wq);
+      const __m256 wd = _mm256_set_m128(_mm_set1_ps(d * w[s].scales[2 * c8 + 1]),
+                                        _mm_set1_ps(d * w[s].scales[2 * c8]));
+      const int64_t b = b0 + c8;
+      for (int i = 0; i < R; ++i) {
+        const __m256i xb =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+        const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
+        const __m256i prod32 = _mm256_madd_epi16(prod16, ones);
+        const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ6_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q6_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
+                                 y + i * y_stride, y_stride);
+  });
+}
+
+// Sum of the 32 signed quants of a block (exact), for the ActQ8 block sums.
+int32_t BlockSum(__m256i q) {
+  const __m256i biased = _mm256_xor_si256(q, _mm256_set1_epi8(char{-128}));  // q + 128, unsigned
+  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+  return static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)))) -
+         128 * kQBlock;
+}
+
 // round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
 // the scalar one bit for bit: truncate, then step away from zero if the dropped part is >= 0.5.
 __m256 RoundHalfAway(__m256 v) {
@@ -205,6 +344,7 @@ __m256 RoundHalfAway(__m256 v) {
 void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<uint8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
+  auto* sums = reinterpret_cast<float*>(qs + ActQ8SumOffset(n_in));
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < n_in / kQBlock; ++b) {
     __m256 v[4];
@@ -230,6 +370,7 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
     const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
                                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q8);
+    sums[b] = d * static_cast<float>(BlockSum(q8));
   }
 }
 
@@ -245,6 +386,8 @@ extern const KernelSet kAvx2Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
+    .dot_q4_k = &DotQ4_K,
+    .dot_q6_k = &DotQ6_K,
 };
 
 }  // namespace grove

@@ -282,6 +282,154 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
+// ---- Q4_K / Q6_K weights times ActQ8 activations
+//
+// A 256-element super-block is four pairs of activation blocks, and both formats decode a pair
+// from contiguous bytes (Q4_K: the low and high nibbles of 32 bytes; Q6_K: 2 x 32 bytes of ql
+// with the matching 2-bit fields of qh), so each pair goes through QuantStep exactly as Q8_0 does;
+// only the weight scale vector differs. Q4_K's min term, sum_j dmin m_j d_b sum(x_bj), is one
+// 8-lane FMA per super-block and row on the activation block sums (kernel_set.h), in a separate
+// accumulator subtracted at the end; the decoded scales and all weight work are shared by the
+// rows of a tile.
+
+// 6-bit scales and mins of a Q4_K block (BlockQ4_K), as two vectors of 8 int32.
+void UnpackScaleMin(const uint8_t* packed, __m256i* sc, __m256i* m) {
+  uint32_t a[3];
+  std::memcpy(a, packed, sizeof(a));
+  const uint32_t sc_lo = a[0] & 0x3f3f3f3fu;
+  const uint32_t m_lo = a[1] & 0x3f3f3f3fu;
+  const uint32_t sc_hi = (a[2] & 0x0f0f0f0fu) | (((a[0] >> 6) & 0x03030303u) << 4);
+  const uint32_t m_hi = ((a[2] >> 4) & 0x0f0f0f0fu) | (((a[1] >> 6) & 0x03030303u) << 4);
+  *sc = _mm256_cvtepu8_epi32(
+      _mm_cvtsi64_si128(static_cast<long long>(sc_lo | (static_cast<uint64_t>(sc_hi) << 32))));
+  *m = _mm256_cvtepu8_epi32(
+      _mm_cvtsi64_si128(static_cast<long long>(m_lo | (static_cast<uint64_t>(m_hi) << 32))));
+}
+
+float Hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+template <int R>
+void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t sum_offset,
+              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+  QuantRows<R> rows;
+  const float* sums[R];
+  for (int i = 0; i < R; ++i) {
+    rows.q[i] = RowPtr(x, x_stride, i);
+    rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+    sums[i] = reinterpret_cast<const float*>(rows.q[i] + sum_offset);
+  }
+  __m512 acc[R];
+  __m256 min_acc[R];
+  for (int i = 0; i < R; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    min_acc[i] = _mm256_setzero_ps();
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  alignas(32) float sub_scales[8];
+  for (int64_t s = 0; s < n_super; ++s) {
+    __m256i sc, m;
+    UnpackScaleMin(w[s].scales, &sc, &m);
+    const __m128 dd = _mm_cvtph_ps(
+        _mm_cvtsi32_si128(static_cast<int>(w[s].d | (static_cast<uint32_t>(w[s].dmin) << 16))));
+    const __m256 d = _mm256_broadcastss_ps(dd);
+    const __m256 dmin = _mm256_broadcastss_ps(_mm_movehdup_ps(dd));
+    _mm256_store_ps(sub_scales, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+    const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int g = 0; g < 4; ++g) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qs + 32 * g));
+      const __m512i wq = InterleavePair(_mm256_and_si256(q, low4),
+                                        _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+      QuantStep<R, false>(wq, ActPairScales<false>(sub_scales + 2 * g), rows, b0 + 2 * g, acc);
+    }
+    for (int i = 0; i < R; ++i) {
+      min_acc[i] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(sums[i] + b0), min_acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum8(min_acc[i]);
+}
+
+void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t sum_offset = ActQ8SumOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q4_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, sum_offset,
+                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
+// Q6_K: pair p of a super-block is activation blocks 2p, 2p + 1 with sub-block scales 4p .. 4p + 3.
+// In the interleaved order lane l holds elements 4 (l / 2) .. + 3 of block 2p + l % 2, so lanes
+// 0-7 take the first 16-element scale of their block and lanes 8-15 the second.
+template <int R>
+void Q6_KTile(const BlockQ6_K* w, int64_t n_super, int64_t scale_offset, const void* x,
+              int64_t x_stride, float* y, int64_t y_stride) {
+  QuantRows<R> rows;
+  for (int i = 0; i < R; ++i) {
+    rows.q[i] = RowPtr(x, x_stride, i);
+    rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+  }
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  const __m512i scale_lanes = _mm512_setr_epi32(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3);
+  const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i low2 = _mm512_set1_epi8(0x03);
+  for (int64_t s = 0; s < n_super; ++s) {
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(w[s].d));
+    const __m512 sub_scales =
+        _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+                             _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales)))));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(w[s].ql + 64 * h);  // [c = 0/2 bytes, c = 1/3 bytes]
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qh + 32 * h));
+      for (int half_pair = 0; half_pair < 2; ++half_pair) {
+        // Blocks c = 2 half_pair and 2 half_pair + 1 of this half: nibbles at 4 half_pair, top
+        // bits of qh at 4 half_pair and 4 half_pair + 2.
+        const int p = 2 * h + half_pair;
+        const __m512i nibbles = _mm512_and_si512(_mm512_srli_epi16(ql, 4 * half_pair), low4);
+        const __m256i qh_a = _mm256_srli_epi16(qh, 4 * half_pair);
+        const __m512i top = _mm512_and_si512(
+            _mm512_inserti64x4(_mm512_castsi256_si512(qh_a), _mm256_srli_epi16(qh_a, 2), 1), low2);
+        const __m512i q = _mm512_sub_epi8(_mm512_or_si512(nibbles, _mm512_slli_epi16(top, 4)),
+                                          _mm512_set1_epi8(32));
+        const __m512i wq = _mm512_permutexvar_epi32(order, q);
+        const __m512 wd = _mm512_permutexvar_ps(
+            _mm512_add_epi32(scale_lanes, _mm512_set1_epi32(4 * p)), sub_scales);
+        QuantStep<R, false>(wq, wd, rows, b0 + 2 * p, acc);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ6_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q6_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
+                                 y + i * y_stride, y_stride);
+  });
+}
+
+// Sum of the 32 signed quants of a block (exact), for the ActQ8 block sums.
+int32_t BlockSum(__m256i q) {
+  const __m256i biased = _mm256_xor_si256(q, _mm256_set1_epi8(char{-128}));  // q + 128, unsigned
+  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());
+  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+  return static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)))) -
+         128 * kQBlock;
+}
+
 // round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
 // the scalar one bit for bit: truncate, then step away from zero if the dropped part is >= 0.5.
 __m512 RoundHalfAway(__m512 v) {
@@ -315,11 +463,16 @@ __m256i QuantizeBlock(const float* x, float* d_out) {
 void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<uint8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
+  auto* sums = reinterpret_cast<float*>(qs + ActQ8SumOffset(n_in));
   const int64_t n_blocks = n_in / kQBlock;
   for (int64_t b = 0; b < n_blocks; b += 2) {
     const __m256i q0 = QuantizeBlock(x + b * kQBlock, &scales[b]);
-    const __m256i q1 = b + 1 < n_blocks ? QuantizeBlock(x + (b + 1) * kQBlock, &scales[b + 1])
-                                        : _mm256_setzero_si256();
+    sums[b] = scales[b] * static_cast<float>(BlockSum(q0));
+    __m256i q1 = _mm256_setzero_si256();
+    if (b + 1 < n_blocks) {
+      q1 = QuantizeBlock(x + (b + 1) * kQBlock, &scales[b + 1]);
+      sums[b + 1] = scales[b + 1] * static_cast<float>(BlockSum(q1));
+    }
     const __m512i pair = _mm512_xor_si512(InterleavePair(q0, q1), _mm512_set1_epi8(char{-128}));
     _mm512_storeu_si512(qs + b * kQBlock, pair);
   }
@@ -337,6 +490,8 @@ extern const KernelSet kAvx512Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
+    .dot_q4_k = &DotQ4_K,
+    .dot_q6_k = &DotQ6_K,
 };
 
 }  // namespace grove

@@ -22,16 +22,22 @@ enum class KernelLevel : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 // and they fit in the 32 AVX-512 registers with their accumulators.
 inline constexpr int kMaxTileRows = 8;
 
-// Activations quantized for integer dot products with Q8_0/Q4_0 weights (llama.cpp's vec_dot_type):
-// blocks of 32 int8 values with one float scale each (a float, not fp16: it is internal, and the
-// extra precision is free). One row occupies ActQ8RowBytes(n_in) bytes, 64-byte aligned:
+// Activations quantized for integer dot products with Q8_0/Q4_0/Q4_K/Q6_K weights (llama.cpp's
+// vec_dot_type): blocks of 32 int8 values with one float scale each (a float, not fp16: it is
+// internal, and the extra precision is free). One row occupies ActQ8RowBytes(n_in) bytes, 64-byte
+// aligned:
 //   [0, ActQ8ScaleOffset(n_in))   the quants, one byte per element, in a level-specific order and
 //                                 encoding (the AVX-512 level interleaves pairs of blocks and
 //                                 stores q + 128, see act_q8_unsigned)
-//   [ActQ8ScaleOffset(n_in), ...) the scales, one float per block
+//   [ActQ8ScaleOffset(n_in), ...) the scales d_b, one float per block
+//   [ActQ8SumOffset(n_in), ...)   per block d_b * sum_j q_bj (one float multiply of an exact
+//   integer
+//                                 sum), for the min term of Q4_K: sum_j (s q_j - m) x_j needs
+//                                 sum_j x_j, and it depends on the activations only
 // n_in must be a multiple of 32. Defined out of line on purpose: the SIMD files call them, and an
 // inline function compiled there could become the program's only copy (see CMakeLists.txt).
 int64_t ActQ8ScaleOffset(int64_t n_in);
+int64_t ActQ8SumOffset(int64_t n_in);
 // Padded to an odd number of cache lines so that the rows of a tile do not compete for one set.
 int64_t ActQ8RowBytes(int64_t n_in);
 
@@ -40,7 +46,8 @@ int64_t FloatRowBytes(int64_t n_in);
 
 // y[i * y_stride] = dot(weight row, activation row i) for i in [0, n_x), 1 <= n_x <= kMaxTileRows.
 // w_row: one weight row of n_in elements in the kernel's type. x: activation row 0; row i starts
-// x_stride bytes after row i - 1 (float rows for f32/f16/bf16 weights, ActQ8 rows for q8_0/q4_0).
+// x_stride bytes after row i - 1 (float rows for f32/f16/bf16 weights, ActQ8 rows for the block
+// types).
 using RowKernelFn = void (*)(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
                              int n_x, float* y, int64_t y_stride);
 
@@ -59,6 +66,8 @@ struct KernelSet {
   RowKernelFn dot_bf16;
   RowKernelFn dot_q8_0;  // weights BlockQ8_0, activations ActQ8
   RowKernelFn dot_q4_0;  // weights BlockQ4_0, activations ActQ8
+  RowKernelFn dot_q4_k;  // weights BlockQ4_K, activations ActQ8; n_in a multiple of 256
+  RowKernelFn dot_q6_k;  // weights BlockQ6_K, activations ActQ8; n_in a multiple of 256
 };
 
 // The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen

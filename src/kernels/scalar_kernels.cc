@@ -10,6 +10,7 @@
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
+#include "quant/k_quants.h"
 
 namespace grove {
 namespace {
@@ -22,6 +23,7 @@ const float* ActScales(const uint8_t* act_row, int64_t n_in) {
 void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<int8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(static_cast<uint8_t*>(act_row) + ActQ8ScaleOffset(n_in));
+  auto* sums = reinterpret_cast<float*>(static_cast<uint8_t*>(act_row) + ActQ8SumOffset(n_in));
   for (int64_t b = 0; b < n_in / kQBlock; ++b) {
     const float* xb = x + b * kQBlock;
     float amax = 0.0f;
@@ -33,8 +35,12 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     scales[b] = d;
-    for (int j = 0; j < kQBlock; ++j)
+    int32_t sum = 0;
+    for (int j = 0; j < kQBlock; ++j) {
       qs[b * kQBlock + j] = static_cast<int8_t>(std::round(xb[j] * id));
+      sum += qs[b * kQBlock + j];
+    }
+    sums[b] = d * static_cast<float>(sum);
   }
 }
 
@@ -106,6 +112,69 @@ void DotQ4_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
+// Q4_K: per sub-block j of 32 (activation block b), w = d sc_j q - dmin m_j, so
+// dot = d_b (d sc_j sum(q x) - dmin m_j sum(x)): the integer dot is exact, the min term uses the
+// activation row's block sums (kernel_set.h).
+void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+  const int64_t n_super = n_in / kKBlock;
+  for (int i = 0; i < n_x; ++i) {
+    const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
+    const auto* xq = reinterpret_cast<const int8_t*>(act);
+    const float* xd = ActScales(act, n_in);
+    const auto* xsum = reinterpret_cast<const float*>(act + ActQ8SumOffset(n_in));
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n_super; ++s) {
+      const float d = Fp16ToFp32(w[s].d);
+      const float dmin = Fp16ToFp32(w[s].dmin);
+      for (int j = 0; j < kKBlock / kQBlock; ++j) {
+        int sc, m;
+        UnpackQ4_KScaleMin(w[s].scales, j, &sc, &m);
+        const int64_t b = s * (kKBlock / kQBlock) + j;
+        const uint8_t* q = w[s].qs + 32 * (j / 2);
+        const int shift = 4 * (j % 2);
+        int32_t sumi = 0;
+        for (int l = 0; l < kQBlock; ++l) sumi += ((q[l] >> shift) & 0x0f) * xq[b * kQBlock + l];
+        acc += (d * static_cast<float>(sc) * xd[b]) * static_cast<float>(sumi);
+        acc -= (dmin * static_cast<float>(m)) * xsum[b];
+      }
+    }
+    y[i * y_stride] = acc;
+  }
+}
+
+// Q6_K: per activation block b of 32, its two 16-element sub-blocks' integer dots are combined
+// exactly with their int8 scales, then one float multiply-add with d * d_b.
+void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ6_K*>(w_row);
+  const int64_t n_super = n_in / kKBlock;
+  for (int i = 0; i < n_x; ++i) {
+    const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
+    const auto* xq = reinterpret_cast<const int8_t*>(act);
+    const float* xd = ActScales(act, n_in);
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n_super; ++s) {
+      const float d = Fp16ToFp32(w[s].d);
+      for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {  // block of 32 within the super-block
+        const int h = c8 / 4, c = c8 % 4;
+        const uint8_t* ql = w[s].ql + 64 * h + 32 * (c % 2);
+        const uint8_t* qh = w[s].qh + 32 * h;
+        const int64_t b = s * (kKBlock / kQBlock) + c8;
+        int32_t sumi[2] = {0, 0};
+        for (int l = 0; l < kQBlock; ++l) {
+          const int q = (((ql[l] >> (4 * (c / 2))) & 0x0f) | (((qh[l] >> (2 * c)) & 3) << 4)) - 32;
+          sumi[l / 16] += q * xq[b * kQBlock + l];
+        }
+        const int32_t isum = w[s].scales[2 * c8] * sumi[0] + w[s].scales[2 * c8 + 1] * sumi[1];
+        acc += (d * xd[b]) * static_cast<float>(isum);
+      }
+    }
+    y[i * y_stride] = acc;
+  }
+}
+
 }  // namespace
 
 extern const KernelSet kScalarKernels = {
@@ -118,6 +187,8 @@ extern const KernelSet kScalarKernels = {
     .dot_bf16 = &DotHalf<true>,
     .dot_q8_0 = &DotQ8_0,
     .dot_q4_0 = &DotQ4_0,
+    .dot_q4_k = &DotQ4_K,
+    .dot_q6_k = &DotQ6_K,
 };
 
 }  // namespace grove

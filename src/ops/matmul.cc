@@ -30,7 +30,10 @@ constexpr int64_t kTileActBytes = 24 * 1024;
 // Quantizing fewer activation elements than this on one thread beats a pool dispatch (~2 us).
 constexpr int64_t kParallelQuantizeMin = 1 << 15;
 
-bool IsBlockQuantized(GgmlType type) { return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0; }
+bool IsBlockQuantized(GgmlType type) {
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K ||
+         type == GgmlType::kQ6_K;
+}
 
 RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
   switch (type) {
@@ -44,6 +47,10 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.dot_q8_0;
     case GgmlType::kQ4_0:
       return kernels.dot_q4_0;
+    case GgmlType::kQ4_K:
+      return kernels.dot_q4_k;
+    case GgmlType::kQ6_K:
+      return kernels.dot_q6_k;
     default:
       return nullptr;
   }

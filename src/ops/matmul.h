@@ -41,9 +41,9 @@ class MatMulScratch {
 // y[r * n_out + o] = sum_k W[o][k] * x[r * n_in + k] for r in [0, n_rows).
 // Each output element is computed with an accumulation order that depends only on (o, k), never on
 // n_rows or on the thread count, so a row's result is bit-identical alone or in a batch
-// (architecture contract 2). Supported weight types: f32, f16, bf16 (float activations, FMA), q8_0
-// and q4_0 (activations quantized to 8 bits once per call into scratch, integer dot products). Does
-// not allocate.
+// (architecture contract 2). Supported weight types: f32, f16, bf16 (float activations, FMA), q8_0,
+// q4_0, q4_k and q6_k (activations quantized to 8 bits once per call into scratch, integer dot
+// products). Does not allocate.
 void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScratch& scratch,
             ThreadPool& pool);
 

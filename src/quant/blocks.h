@@ -28,7 +28,40 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "BlockQ4_0 must match ggml's block_q4_0");
 
-static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2,
+// Elements per super-block of the k-quants (ggml's QK_K).
+inline constexpr int kKBlock = 256;
+
+// Q4_K: eight sub-blocks of 32 elements, each with a 6-bit scale sc[j] and a 6-bit min m[j];
+// value = fp16(d) * sc[j] * q - fp16(dmin) * m[j], q a 4-bit quant in [0, 15].
+// scales packs the 16 six-bit numbers into 12 bytes: for j < 4, sc[j] and m[j] are the low 6 bits
+// of scales[j] and scales[j + 4]; for j >= 4, the low nibble of scales[j + 4] holds the low 4 bits
+// of sc[j] and its high nibble those of m[j], and their top 2 bits sit in bits 6-7 of scales[j - 4]
+// (sc) and scales[j] (m).
+// qs: 64 elements per 32 bytes; element 64g + l (l < 32) is the low nibble of qs[32g + l] and
+// element 64g + 32 + l its high nibble.
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qs[kKBlock / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144, "BlockQ4_K must match ggml's block_q4_K");
+
+// Q6_K: sixteen sub-blocks of 16 elements with signed 8-bit scales;
+// value = fp16(d) * scales[e / 16] * (q - 32), q a 6-bit quant in [0, 63].
+// Each half h (128 elements) uses ql[64h .. 64h + 64) and qh[32h .. 32h + 32). For l < 32, element
+// 128h + 32c + l (c = 0..3) takes its low 4 bits from ql[64h + 32(c % 2) + l] (the low nibble for
+// c < 2, the high nibble otherwise) and its top 2 bits from bits 2c, 2c + 1 of qh[32h + l].
+struct BlockQ6_K {
+  uint8_t ql[kKBlock / 2];
+  uint8_t qh[kKBlock / 4];
+  int8_t scales[kKBlock / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210, "BlockQ6_K must match ggml's block_q6_K");
+
+static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_K) == 2 &&
+                  alignof(BlockQ6_K) == 2,
               "blocks are packed back to back in GGUF rows");
 
 }  // namespace grove

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
+#include "quant/k_quants.h"
 
 namespace grove {
 namespace {
@@ -76,7 +77,7 @@ int64_t BlockCount(GgmlType type, int64_t n) {
   if (!IsSupportedWeightType(type)) {
     Fail("quant: type ", GgmlTypeName(type),
          " is not supported (grove computes with f32, f16, "
-         "bf16, q8_0, q4_0)");
+         "bf16, q8_0, q4_0, q4_k, q6_k)");
   }
   const int64_t block_size = GgmlTraits(type).block_size;
   if (n < 0 || n % block_size != 0) {
@@ -95,6 +96,8 @@ bool IsSupportedWeightType(GgmlType type) {
     case GgmlType::kBF16:
     case GgmlType::kQ8_0:
     case GgmlType::kQ4_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
       return true;
     default:
       return false;
@@ -123,6 +126,12 @@ void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n) {
     case GgmlType::kQ4_0:
       DequantizeRowQ4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
       return;
+    case GgmlType::kQ4_K:
+      DequantizeRowQ4_K(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
+      return;
+    case GgmlType::kQ6_K:
+      DequantizeRowQ6_K(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
+      return;
     default:
       break;
   }
@@ -150,6 +159,12 @@ void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n) {
       return;
     case GgmlType::kQ4_0:
       QuantizeRowQ4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
+      return;
+    case GgmlType::kQ4_K:
+      QuantizeRowQ4_K(src, static_cast<BlockQ4_K*>(dst), n_blocks);
+      return;
+    case GgmlType::kQ6_K:
+      QuantizeRowQ6_K(src, static_cast<BlockQ6_K*>(dst), n_blocks);
       return;
     default:
       break;

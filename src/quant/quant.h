@@ -8,7 +8,8 @@
 
 namespace grove {
 
-// True for the types that grove can dequantize, quantize and multiply: F32, F16, BF16, Q8_0, Q4_0.
+// True for the types that grove can dequantize, quantize and multiply: F32, F16, BF16, Q8_0, Q4_0,
+// Q4_K, Q6_K (k-quant rows must be multiples of 256 elements).
 bool IsSupportedWeightType(GgmlType type);
 
 // n must be a multiple of the type's block size. Types that are not supported throw grove::Error.

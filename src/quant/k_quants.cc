@@ -1,0 +1,314 @@
+#include "quant/k_quants.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include "quant/half.h"
+
+// Bit-exactness with ggml depends on doing the same float operations in the same order: every
+// expression below keeps ggml's association (a * b * c is (a * b) * c, int operands converted to
+// float first), sums run in element order, and this file is compiled with -ffp-contract=off
+// (CMakeLists.txt) so no multiply-add is fused. The algorithms are described in prose; the code is
+// grove's own.
+
+namespace grove {
+namespace {
+
+constexpr int kSub4 = 32;  // Q4_K sub-block: one scale and min per 32 elements
+constexpr int kSub6 = 16;  // Q6_K sub-block: one scale per 16 elements
+
+// Round to nearest, ties to even, the way ggml does it: adding 1.5 * 2^23 leaves the rounded
+// integer in the low mantissa bits. Valid for |v| <= 2^22 - 1, as in ggml; outside that range it
+// returns the same (meaningless) value ggml does, so even degenerate inputs quantize alike.
+int NearestInt(float v) {
+  const float shifted = v + 12582912.0f;
+  const int32_t bits = std::bit_cast<int32_t>(shifted);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+// ---- Q4_K
+
+// Fits x[i] ~ scale * L[i] - neg_min with L[i] in [0, 15] and neg_min >= 0, minimising the
+// weighted squared error (ggml's make_qkx2_quants with nmax 15, rmin -1, rdelta 0.1, 20 steps).
+// Start from the range [min(x, 0), max(x)] split into 15 steps; then for 21 candidate step
+// counts 14 + 0.1 s (s = 0..20) round x onto that grid, solve the weighted least-squares line
+// through (L, x) for scale and offset (offset clamped to <= 0), and keep the best candidate.
+float FitScaleMin(const float* x, const float* weight, uint8_t* levels, float* neg_min) {
+  constexpr int kMaxLevel = 15;
+  constexpr int kSteps = 20;
+  float lo = x[0];
+  float hi = x[0];
+  float sum_w = weight[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < kSub4; ++i) {
+    if (x[i] < lo) lo = x[i];
+    if (x[i] > hi) hi = x[i];
+    sum_w += weight[i];
+    sum_x += weight[i] * x[i];
+  }
+  if (lo > 0) lo = 0;
+  if (hi == lo) {
+    std::fill(levels, levels + kSub4, uint8_t{0});
+    *neg_min = -lo;
+    return 0.0f;
+  }
+  float inv_step = static_cast<float>(kMaxLevel) / (hi - lo);
+  float scale = 1 / inv_step;
+  float best_error = 0;
+  for (int i = 0; i < kSub4; ++i) {
+    const int level = std::clamp(NearestInt(inv_step * (x[i] - lo)), 0, kMaxLevel);
+    levels[i] = static_cast<uint8_t>(level);
+    const float diff = scale * static_cast<float>(level) + lo - x[i];
+    best_error += weight[i] * (diff * diff);
+  }
+  uint8_t trial[kSub4];
+  for (int s = 0; s <= kSteps; ++s) {
+    // lo moves with the best fit so far, as in ggml: later candidates grid from the new offset.
+    inv_step = (-1.0f + 0.1f * static_cast<float>(s) + static_cast<float>(kMaxLevel)) / (hi - lo);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < kSub4; ++i) {
+      const int level = std::clamp(NearestInt(inv_step * (x[i] - lo)), 0, kMaxLevel);
+      trial[i] = static_cast<uint8_t>(level);
+      const float wl = weight[i] * static_cast<float>(level);
+      sum_l += wl;
+      sum_l2 += wl * static_cast<float>(level);
+      sum_xl += wl * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (!(det > 0)) continue;
+    float trial_scale = (sum_w * sum_xl - sum_x * sum_l) / det;
+    float trial_min = (sum_l2 * sum_x - sum_l * sum_xl) / det;
+    if (trial_min > 0) {
+      trial_min = 0;
+      trial_scale = sum_xl / sum_l2;
+    }
+    float error = 0;
+    for (int i = 0; i < kSub4; ++i) {
+      const float diff = trial_scale * static_cast<float>(trial[i]) + trial_min - x[i];
+      error += weight[i] * (diff * diff);
+    }
+    if (error < best_error) {
+      std::memcpy(levels, trial, kSub4);
+      best_error = error;
+      scale = trial_scale;
+      lo = trial_min;
+    }
+  }
+  *neg_min = -lo;
+  return scale;
+}
+
+void PackScaleMin(const uint8_t* sc, const uint8_t* m, uint8_t* scales) {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>(sc[j] | ((sc[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>(m[j] | ((m[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((sc[j + 4] & 0x0f) | ((m[j + 4] & 0x0f) << 4));
+  }
+}
+
+void QuantizeBlockQ4_K(const float* x, BlockQ4_K* out) {
+  constexpr int kSubBlocks = kKBlock / kSub4;
+  uint8_t levels[kKBlock];
+  float sub_scale[kSubBlocks];
+  float sub_min[kSubBlocks];
+  float max_scale = 0;  // mins are subtracted, so scales are >= 0
+  float max_min = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float* xs = x + j * kSub4;
+    // Importance of each element: the sub-block's RMS plus the element's magnitude.
+    float sum_x2 = 0;
+    for (int i = 0; i < kSub4; ++i) sum_x2 += xs[i] * xs[i];
+    const float rms = std::sqrt(sum_x2 / static_cast<float>(kSub4));
+    float weight[kSub4];
+    for (int i = 0; i < kSub4; ++i) weight[i] = rms + std::fabs(xs[i]);
+    sub_scale[j] = FitScaleMin(xs, weight, levels + j * kSub4, &sub_min[j]);
+    if (sub_scale[j] > max_scale) max_scale = sub_scale[j];
+    if (sub_min[j] > max_min) max_min = sub_min[j];
+  }
+  // Scales and mins become 6-bit multiples of the block's d = max / 63 and dmin = max_min / 63.
+  const float inv_d = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  const float inv_dmin = max_min > 0 ? 63.0f / max_min : 0.0f;
+  uint8_t sc[kSubBlocks], m[kSubBlocks];
+  for (int j = 0; j < kSubBlocks; ++j) {
+    // The int -> uint8_t wrap is ggml's too (it only matters for a negative fitted scale).
+    sc[j] = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_d * sub_scale[j])));
+    m[j] = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_dmin * sub_min[j])));
+  }
+  PackScaleMin(sc, m, out->scales);
+  out->d = Fp32ToFp16(max_scale / 63.0f);
+  out->dmin = Fp32ToFp16(max_min / 63.0f);
+  // Re-round every element against the scale and min actually stored; a sub-block whose stored
+  // scale is 0 keeps the levels of its fit.
+  const float d = Fp16ToFp32(out->d);
+  const float dmin = Fp16ToFp32(out->dmin);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float step = d * static_cast<float>(sc[j]);
+    if (step == 0) continue;
+    const float offset = dmin * static_cast<float>(m[j]);
+    for (int i = 0; i < kSub4; ++i) {
+      const float v = x[j * kSub4 + i];
+      levels[j * kSub4 + i] =
+          static_cast<uint8_t>(std::clamp(NearestInt((v + offset) / step), 0, 15));
+    }
+  }
+  for (int g = 0; g < kKBlock / 64; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      out->qs[32 * g + l] =
+          static_cast<uint8_t>(levels[64 * g + l] | (levels[64 * g + 32 + l] << 4));
+    }
+  }
+}
+
+// ---- Q6_K
+
+// Fits x[i] ~ scale * (L[i] - 32) with L[i] in [0, 63] for one sub-block of 16 (ggml's
+// make_qx_quants with nmax 32 and weights x^2): the element of largest magnitude maps to -32;
+// then 18 nearby step sizes (32 + 0.1 s, s = -9..9, s != 0) are tried, each scored by the weighted
+// least-squares scale of its rounding, and the best is kept.
+float FitScale(const float* x, uint8_t* levels) {
+  constexpr int kHalfRange = 32;
+  float amax = 0;
+  float signed_max = 0;
+  for (int i = 0; i < kSub6; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > amax) {
+      amax = a;
+      signed_max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS: an all-zero sub-block
+    std::fill(levels, levels + kSub6, uint8_t{0});
+    return 0.0f;
+  }
+  // Rounds x onto the grid of inv_step and returns the weighted sums sum(w x l), sum(w l^2).
+  auto score = [&](float inv_step, float* sum_xl, float* sum_l2, uint8_t* out) {
+    float xl = 0, l2 = 0;
+    for (int i = 0; i < kSub6; ++i) {
+      const int level = std::clamp(NearestInt(inv_step * x[i]), -kHalfRange, kHalfRange - 1);
+      if (out != nullptr) out[i] = static_cast<uint8_t>(level + kHalfRange);
+      const float weight = x[i] * x[i];
+      xl += weight * x[i] * static_cast<float>(level);
+      l2 += weight * static_cast<float>(level) * static_cast<float>(level);
+    }
+    *sum_xl = xl;
+    *sum_l2 = l2;
+  };
+  float sum_xl, sum_l2;
+  score(static_cast<float>(-kHalfRange) / signed_max, &sum_xl, &sum_l2, levels);
+  float scale = sum_l2 != 0 ? sum_xl / sum_l2 : 0.0f;
+  float best = scale * sum_xl;
+  for (int s = -9; s <= 9; ++s) {
+    if (s == 0) continue;
+    const float inv_step =
+        -(static_cast<float>(kHalfRange) + 0.1f * static_cast<float>(s)) / signed_max;
+    score(inv_step, &sum_xl, &sum_l2, nullptr);
+    if (sum_l2 > 0 && sum_xl * sum_xl > best * sum_l2) {
+      score(inv_step, &sum_xl, &sum_l2, levels);
+      scale = sum_xl / sum_l2;
+      best = scale * sum_xl;
+    }
+  }
+  return scale;
+}
+
+void QuantizeBlockQ6_K(const float* x, BlockQ6_K* out) {
+  constexpr int kSubBlocks = kKBlock / kSub6;
+  uint8_t levels[kKBlock];
+  float sub_scale[kSubBlocks];
+  float max_scale = 0;
+  float max_abs_scale = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    sub_scale[j] = FitScale(x + j * kSub6, levels + j * kSub6);
+    if (std::fabs(sub_scale[j]) > max_abs_scale) {
+      max_abs_scale = std::fabs(sub_scale[j]);
+      max_scale = sub_scale[j];
+    }
+  }
+  if (max_abs_scale < 1e-15f) {
+    std::memset(out, 0, sizeof(BlockQ6_K));
+    return;
+  }
+  // Sub-block scales become int8 multiples of d; the largest one maps to -128.
+  const float inv_d = -128.0f / max_scale;
+  out->d = Fp32ToFp16(1 / inv_d);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    out->scales[j] = static_cast<int8_t>(std::min(127, NearestInt(inv_d * sub_scale[j])));
+  }
+  const float d = Fp16ToFp32(out->d);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float step = d * static_cast<float>(out->scales[j]);
+    if (step == 0) continue;
+    for (int i = 0; i < kSub6; ++i) {
+      const int level = std::clamp(NearestInt(x[j * kSub6 + i] / step), -32, 31);
+      levels[j * kSub6 + i] = static_cast<uint8_t>(level + 32);
+    }
+  }
+  for (int h = 0; h < kKBlock / 128; ++h) {
+    const uint8_t* lv = levels + 128 * h;
+    uint8_t* ql = out->ql + 64 * h;
+    uint8_t* qh = out->qh + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<uint8_t>((lv[l] & 0x0f) | ((lv[l + 64] & 0x0f) << 4));
+      ql[l + 32] = static_cast<uint8_t>((lv[l + 32] & 0x0f) | ((lv[l + 96] & 0x0f) << 4));
+      qh[l] = static_cast<uint8_t>((lv[l] >> 4) | ((lv[l + 32] >> 4) << 2) |
+                                   ((lv[l + 64] >> 4) << 4) | ((lv[l + 96] >> 4) << 6));
+    }
+  }
+}
+
+}  // namespace
+
+void UnpackQ4_KScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = scales[j] & 63;
+    *m = scales[j + 4] & 63;
+  } else {
+    *sc = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
+    *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+void QuantizeRowQ4_K(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ4_K(src + b * kKBlock, &dst[b]);
+}
+
+void DequantizeRowQ4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = Fp16ToFp32(src[b].d);
+    const float dmin = Fp16ToFp32(src[b].dmin);
+    float* y = dst + b * kKBlock;
+    for (int j = 0; j < kKBlock / kSub4; ++j) {
+      int sc, m;
+      UnpackQ4_KScaleMin(src[b].scales, j, &sc, &m);
+      const float step = d * static_cast<float>(sc);
+      const float offset = dmin * static_cast<float>(m);
+      const uint8_t* q = src[b].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int i = 0; i < kSub4; ++i) {
+        y[j * kSub4 + i] = step * static_cast<float>((q[i] >> shift) & 0x0f) - offset;
+      }
+    }
+  }
+}
+
+void QuantizeRowQ6_K(const float* src, BlockQ6_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ6_K(src + b * kKBlock, &dst[b]);
+}
+
+void DequantizeRowQ6_K(const BlockQ6_K* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = Fp16ToFp32(src[b].d);
+    float* y = dst + b * kKBlock;
+    for (int e = 0; e < kKBlock; ++e) {
+      const int h = e / 128, c = e % 128 / 32, l = e % 32;
+      const int low = (src[b].ql[64 * h + 32 * (c % 2) + l] >> (4 * (c / 2))) & 0x0f;
+      const int high = (src[b].qh[32 * h + l] >> (2 * c)) & 3;
+      const int q = (low | (high << 4)) - 32;
+      y[e] = d * static_cast<float>(src[b].scales[e / kSub6]) * static_cast<float>(q);
+    }
+  }
+}
+
+}  // namespace grove
