@@ -1,0 +1,252 @@
+// End-to-end tests of the grove binary: exit codes, --help, the JSON of `grove bench` and its
+// hardware profile, and `grove quantize` round trips. Tiny models only, so the suite stays fast; no
+// test looks at how fast anything is (timings never gate a test), only that figures are present
+// and positive.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "io/gguf.h"
+
+#ifndef GROVE_CLI
+#error "GROVE_CLI (path of the grove binary) must be defined by the build"
+#endif
+
+namespace grove {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char pattern[] = "/tmp/grove_cli_test.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = new fs::path(pattern);
+    for (const char* type : {"f32", "q8_0"}) {
+      const CommandResult r =
+          Grove(std::string("synth --shape tiny --type ") + type + " -o " + Model(type));
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(*dir_, ec);
+    delete dir_;
+  }
+
+  static std::string Path(const std::string& name) { return (*dir_ / name).string(); }
+  static std::string Model(const std::string& type) { return Path("tiny-" + type + ".gguf"); }
+
+  // Runs `grove ARGS` with stdout and stderr captured in files of the temporary directory.
+  static CommandResult Grove(const std::string& args) {
+    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
+    const std::string cmd = std::string(GROVE_CLI) + " " + args + " >" + out + " 2>" + err;
+    const int status = std::system(cmd.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadAll(out);
+    r.err = ReadAll(err);
+    return r;
+  }
+
+  static fs::path* dir_;
+};
+
+fs::path* CliTest::dir_ = nullptr;
+
+TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
+  for (const char* cmd : {"", "run", "info", "tokenize", "synth", "bench", "quantize"}) {
+    const CommandResult r = Grove(std::string(cmd) + " --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
+  }
+}
+
+TEST_F(CliTest, BenchJsonHasEveryFigure) {
+  const CommandResult r =
+      Grove("bench -m " + Model("q8_0") + " -p 16 -n 4 -r 2 -t 1 -o json --probe-mib 8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);  // throws, failing the test, on invalid JSON
+  EXPECT_FALSE(doc.at("kernels").get<std::string>().empty());
+  EXPECT_TRUE(doc.contains("cpu_features"));
+  ASSERT_EQ(doc.at("bandwidth_probes").size(), 1u);
+  EXPECT_GT(doc["bandwidth_probes"][0].at("gbps_median").get<double>(), 0);
+  EXPECT_EQ(doc["bandwidth_probes"][0].at("threads").get<int>(), 1);
+  ASSERT_EQ(doc.at("runs").size(), 1u);
+  const Json& run = doc["runs"][0];
+  EXPECT_EQ(run.at("model").get<std::string>(), "tiny-q8_0.gguf");
+  EXPECT_EQ(run.at("model_types").get<std::string>(), "q8_0");
+  EXPECT_GT(run.at("model_size_bytes").get<uint64_t>(), 0u);
+  EXPECT_GT(run.at("model_params").get<uint64_t>(), 0u);
+  EXPECT_GT(run.at("weight_bytes").get<uint64_t>(), 0u);
+  EXPECT_EQ(run.at("threads").get<int>(), 1);
+  EXPECT_GT(run.at("memory_after_load").at("rss_bytes").get<uint64_t>(), 0u);
+  EXPECT_GT(run.at("memory_after_runs").at("peak_bytes").get<uint64_t>(), 0u);
+  ASSERT_EQ(run.at("tests").size(), 2u);
+  EXPECT_EQ(run["tests"][0].at("test").get<std::string>(), "pp16");
+  EXPECT_EQ(run["tests"][1].at("test").get<std::string>(), "tg4");
+  for (const Json& t : run["tests"]) {
+    EXPECT_EQ(t.at("samples_ns").size(), 2u);
+    EXPECT_GT(t.at("avg_ts").get<double>(), 0);
+    EXPECT_GE(t.at("stddev_ts").get<double>(), 0);
+    EXPECT_GT(t.at("avg_gbps").get<double>(), 0);
+    EXPECT_GT(t.at("probe_fraction").get<double>(), 0);
+  }
+  EXPECT_FALSE(run.contains("verify_curve"));
+}
+
+TEST_F(CliTest, BenchMarkdownTableAndVerifyCurveProfile) {
+  const std::string profile = Path("profile.json");
+  const CommandResult r =
+      Grove("bench -m " + Model("q8_0") +
+            " -p 8 -n 2 -r 2 -t 1 --probe-mib 8 --verify-curve 4,2,1 --profile-out " + profile);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernels: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("read bandwidth probe, 1 thread:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| model | size | params | type | threads | test | t/s | GB/s |"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("| tiny-q8_0.gguf |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| pp8 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tg2 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory: tiny-q8_0.gguf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("verify curve"), std::string::npos) << r.out;
+
+  const Json p = Json::parse(ReadAll(profile));
+  EXPECT_EQ(p.at("format").get<std::string>(), "grove-hardware-profile");
+  EXPECT_EQ(p.at("version").get<int>(), 1);
+  EXPECT_EQ(p.at("model").get<std::string>(), "tiny-q8_0.gguf");
+  EXPECT_EQ(p.at("threads").get<int>(), 1);
+  EXPECT_FALSE(p.at("kernels").get<std::string>().empty());
+  EXPECT_GT(p.at("bandwidth_gbps").get<double>(), 0);
+  EXPECT_GT(p.at("weight_bytes").get<uint64_t>(), 0u);
+  const Json& curve = p.at("curve");
+  ASSERT_EQ(curve.size(), 3u);
+  const int expected_n[] = {1, 2, 4};
+  for (std::size_t i = 0; i < curve.size(); ++i) {
+    EXPECT_EQ(curve[i].at("n").get<int>(), expected_n[i]);
+    EXPECT_GT(curve[i].at("seconds_median").get<double>(), 0);
+    EXPECT_GE(curve[i].at("seconds_sd").get<double>(), 0);
+    EXPECT_GT(curve[i].at("ratio").get<double>(), 0);
+  }
+  EXPECT_EQ(curve[0].at("ratio").get<double>(), 1.0);
+  EXPECT_FALSE(fs::exists(profile + ".partial"));
+}
+
+TEST_F(CliTest, VerifyCurveAlwaysMeasuresOneToken) {
+  const std::string profile = Path("profile2.json");
+  const CommandResult r =
+      Grove("bench -m " + Model("q8_0") +
+            " -p 0 -n 0 -r 1 -t 1 --probe-mib 0 --verify-curve 3 --profile-out " + profile);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json p = Json::parse(ReadAll(profile));
+  ASSERT_EQ(p.at("curve").size(), 2u);
+  EXPECT_EQ(p["curve"][0].at("n").get<int>(), 1);
+  EXPECT_EQ(p["curve"][1].at("n").get<int>(), 3);
+  EXPECT_TRUE(p.at("bandwidth_gbps").is_null());  // probe skipped
+}
+
+// grove's q8_0 quantizer is the one `grove synth` uses, so quantizing the f32 model must give the
+// synthesised q8_0 model's tensors byte for byte, and both must generate the same greedy text.
+TEST_F(CliTest, QuantizeF32ToQ8_0MatchesSynthAndRuns) {
+  const std::string out = Path("quantized-q8_0.gguf");
+  const CommandResult q = Grove("quantize " + Model("f32") + " " + out + " q8_0 -t 2");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_FALSE(fs::exists(out + ".partial"));
+
+  auto quantized = GgufFile::Open(out);
+  auto reference = GgufFile::Open(Model("q8_0"));
+  EXPECT_EQ(quantized->GetUint("general.file_type"), 7u);  // LLAMA_FTYPE_MOSTLY_Q8_0
+  EXPECT_EQ(quantized->GetUint("general.quantization_version"), 2u);
+  EXPECT_EQ(quantized->GetString("general.architecture"), "llama");
+  ASSERT_EQ(quantized->tensors().size(), reference->tensors().size());
+  for (const GgufTensor& t : quantized->tensors()) {
+    EXPECT_EQ(t.type, t.shape.size() >= 2 ? GgmlType::kQ8_0 : GgmlType::kF32) << t.name;
+    const GgufTensor& ref = reference->GetTensor(t.name);
+    ASSERT_EQ(t.n_bytes, ref.n_bytes) << t.name;
+    EXPECT_EQ(std::memcmp(t.data, ref.data, t.n_bytes), 0) << t.name;
+  }
+
+  const CommandResult a = Grove("run -m " + out + " -p hello -n 4 --temp 0 -t 1");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  const CommandResult b = Grove("run -m " + Model("q8_0") + " -p hello -n 4 --temp 0 -t 1");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out, b.out);
+}
+
+// The tiny model's rows (64, 160) do not divide into 256-element K blocks: every matrix falls back
+// to q8_0 with a warning naming it, and the result still loads and runs.
+TEST_F(CliTest, QuantizeFallsBackWhenRowsDoNotFitTheBlocks) {
+  const std::string out = Path("fallback.gguf");
+  const CommandResult q = Grove("quantize " + Model("f32") + " " + out + " q4_k_m");
+  ASSERT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_NE(q.err.find("tensor 'blk.0.attn_q.weight': rows of 64 are not a multiple"),
+            std::string::npos)
+      << q.err;
+  auto f = GgufFile::Open(out);
+  EXPECT_EQ(f->GetUint("general.file_type"), 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  EXPECT_EQ(f->GetTensor("blk.0.attn_q.weight").type, GgmlType::kQ8_0);
+  EXPECT_EQ(f->GetTensor("blk.0.attn_norm.weight").type, GgmlType::kF32);
+  const CommandResult r = Grove("run -m " + out + " -p hello -n 2 --temp 0 -t 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
+  struct Case {
+    std::string args;
+    std::string message;  // must appear on stderr
+  };
+  const std::string q8 = Model("q8_0");
+  const Case cases[] = {
+      {"quantize " + Path("missing.gguf") + " " + Path("x.gguf") + " q8_0", "missing.gguf"},
+      {"quantize " + q8 + " " + Path("x.gguf") + " q9_9", "unknown type 'q9_9'"},
+      {"quantize " + q8 + " " + Path("x.gguf") + " q5_k", "q5_k"},
+      {"quantize " + q8 + " " + Path("no/such/dir/x.gguf") + " q8_0", "does not exist"},
+      {"quantize " + q8 + " " + q8 + " f16", "is the input file"},
+      {"quantize " + q8 + " " + Path("x.gguf") + " q8_0 --bogus", "--bogus"},
+      {"bench -m " + Path("missing.gguf") + " -p 1 -n 0 -r 1 --probe-mib 0", "missing.gguf"},
+      {"bench -m " + q8 + " -r 0", "-r 0"},
+      {"bench -m " + q8 + " -t -1", "-t -1"},
+      {"bench -m " + q8 + " --verify-curve 0", "--verify-curve: n=0"},
+      {"bench -m " + q8 + " --verify-curve 1,100000", "n=100000"},
+      {"bench -m " + q8 + " -o csv", "csv"},
+      {"bench -m " + q8 + " --profile-out " + Path("p.json"), "--verify-curve"},
+      {"bench -m " + q8 + " -m " + q8 + " --verify-curve 1 --profile-out " + Path("p.json"),
+       "one (model, threads)"},
+      {"bench -m " + q8 + " -p 0 -n 0", "nothing to measure"},
+  };
+  for (const Case& c : cases) {
+    const CommandResult r = Grove(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.args;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
+  }
+  EXPECT_FALSE(fs::exists(Path("x.gguf")));
+  EXPECT_FALSE(fs::exists(Path("x.gguf.partial")));
+  EXPECT_FALSE(fs::exists(Path("p.json")));
+}
+
+}  // namespace
+}  // namespace grove

@@ -1,0 +1,316 @@
+// grove quantize IN OUT TYPE: rewrite a GGUF model with its weight matrices in another type.
+//
+// Metadata is copied unchanged except general.file_type (and general.quantization_version, which
+// the GGUF spec requires once any tensor is quantized). Matrices are converted row by row,
+// dequantize then quantize, while the output is written, so memory holds one tensor's worth of rows
+// at most beside the mapped input. 1-D tensors (norms) are stored as f32: they are tiny and every
+// engine reads them so.
+//
+// Rows whose length is not a multiple of the target's block size cannot be stored in it; like
+// llama-quantize, such a tensor falls back (with a warning naming it) to the first of q8_0, f16,
+// f32 whose block fits. TYPE "q4_k_m" is llama.cpp's mix: q4_K, with q6_K for the output matrix and
+// for attn_v / ffn_down in the layers that matter most.
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "commands.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "quant/quant.h"
+
+namespace grove::cli {
+namespace {
+
+struct QuantizeOptions {
+  std::string in;
+  std::string out;
+  std::string type;
+  int threads = 0;
+  bool verbose = false;
+};
+
+// A TYPE argument: one type for every matrix, or a mix rule on top of a base type.
+struct QuantTarget {
+  std::string name;    // as the user may write it, lower case
+  GgmlType base;       // type of most matrices
+  uint32_t file_type;  // llama.cpp's LLAMA_FTYPE_* for general.file_type
+  bool q4_k_m_mix = false;
+};
+
+// llama.cpp's llama_ftype numbering (llama.h). A pure q4_K file has no number of its own; it is
+// labelled MOSTLY_Q4_K_S (14), the closest llama.cpp file type.
+const std::vector<QuantTarget>& KnownTargets() {
+  static const std::vector<QuantTarget> targets = {
+      {"f32", GgmlType::kF32, 0},    {"f16", GgmlType::kF16, 1},
+      {"bf16", GgmlType::kBF16, 32}, {"q8_0", GgmlType::kQ8_0, 7},
+      {"q4_0", GgmlType::kQ4_0, 2},  {"q4_k", GgmlType::kQ4_K, 14},
+      {"q6_k", GgmlType::kQ6_K, 18}, {"q4_k_m", GgmlType::kQ4_K, 15, /*q4_k_m_mix=*/true},
+  };
+  return targets;
+}
+
+bool TargetSupported(const QuantTarget& t) {
+  return IsSupportedWeightType(t.base) && (!t.q4_k_m_mix || IsSupportedWeightType(GgmlType::kQ6_K));
+}
+
+std::string SupportedTargetNames() {
+  std::string names;
+  for (const QuantTarget& t : KnownTargets()) {
+    if (TargetSupported(t)) names += (names.empty() ? "" : ", ") + t.name;
+  }
+  return names;
+}
+
+const QuantTarget& ParseTarget(std::string name) {
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  for (const QuantTarget& t : KnownTargets()) {
+    if (t.name != name) continue;
+    if (!TargetSupported(t))
+      Fail("type '", name, "' is not supported yet (supported: ", SupportedTargetNames(), ")");
+    return t;
+  }
+  // A type the GGUF format knows but grove cannot compute with gets a more precise message.
+  for (uint32_t id = 0; id < 64; ++id) {
+    auto traits = GetGgmlTypeTraits(id);
+    if (!traits) continue;
+    std::string known(traits->name);
+    std::transform(known.begin(), known.end(), known.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    if (known == name)
+      Fail("type '", name,
+           "' is a GGUF type grove cannot compute with (supported: ", SupportedTargetNames(), ")");
+  }
+  Fail("unknown type '", name, "' (supported: ", SupportedTargetNames(), ")");
+}
+
+// Layer index of "blk.N.…", or -1.
+int LayerOf(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  int layer = -1;
+  const char* begin = name.data() + 4;
+  auto [end, ec] = std::from_chars(begin, name.data() + name.size(), layer);
+  return ec == std::errc() && end != begin && *end == '.' ? layer : -1;
+}
+
+bool EndsWith(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// llama.cpp's use_more_bits: the first and last eighth of the layers, and every third in between.
+bool UseMoreBits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+// The type llama.cpp's Q4_K_M gives a matrix (llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M).
+GgmlType Q4KMType(const std::string& name, int n_layer, bool has_output) {
+  if (name == "output.weight" || (!has_output && name == "token_embd.weight"))
+    return GgmlType::kQ6_K;
+  const int layer = LayerOf(name);
+  if (layer >= 0 && (EndsWith(name, ".attn_v.weight") || EndsWith(name, ".ffn_down.weight")) &&
+      UseMoreBits(layer, n_layer)) {
+    return GgmlType::kQ6_K;
+  }
+  return GgmlType::kQ4_K;
+}
+
+bool IsQuantized(GgmlType t) {
+  return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
+}
+
+struct TensorPlan {
+  const GgufTensor* src;
+  GgmlType type;  // of the output
+  bool copy;      // same type: bytes copied as they are
+};
+
+// Decides every tensor's output type before anything is written, so every problem is reported up
+// front and the lazy fillers cannot fail half-way through the output.
+std::vector<TensorPlan> PlanTensors(const GgufFile& in, const QuantTarget& target) {
+  int n_layer = 0;
+  bool has_output = false;
+  for (const GgufTensor& t : in.tensors()) {
+    n_layer = std::max(n_layer, LayerOf(t.name) + 1);
+    has_output |= t.name == "output.weight";
+  }
+  std::vector<TensorPlan> plans;
+  bool warned_requantize = false;
+  for (const GgufTensor& t : in.tensors()) {
+    const int64_t row = t.shape[0];
+    GgmlType type = GgmlType::kF32;  // 1-D: norms and biases stay f32
+    if (t.shape.size() >= 2) {
+      type = target.q4_k_m_mix ? Q4KMType(t.name, n_layer, has_output) : target.base;
+      if (row % GgmlTraits(type).block_size != 0) {
+        const GgmlType wanted = type;
+        for (GgmlType fallback : {GgmlType::kQ8_0, GgmlType::kF16, GgmlType::kF32}) {
+          if (IsSupportedWeightType(fallback) && row % GgmlTraits(fallback).block_size == 0) {
+            type = fallback;
+            break;
+          }
+        }
+        Log(LogLevel::kWarn,
+            StrCat("tensor '", t.name, "': rows of ", row, " are not a multiple of the ",
+                   GgmlTypeName(wanted), " block size ", GgmlTraits(wanted).block_size,
+                   "; stored as ", GgmlTypeName(type)));
+      }
+    }
+    const bool copy = t.type == type;
+    if (!copy && !IsSupportedWeightType(t.type)) {
+      Fail("tensor '", t.name, "' is ", GgmlTypeName(t.type),
+           ", which grove cannot decode to convert it to ", GgmlTypeName(type));
+    }
+    if (!copy && IsQuantized(t.type) && !warned_requantize) {
+      Log(LogLevel::kWarn, StrCat("'", in.name(), "' is already quantized (tensor '", t.name,
+                                  "' is ", GgmlTypeName(t.type),
+                                  "); requantizing compounds the rounding error. "
+                                  "Quantize from f32/f16/bf16 when you can"));
+      warned_requantize = true;
+    }
+    plans.push_back({&t, type, copy});
+  }
+  return plans;
+}
+
+// Converts one tensor into dst, rows split across the pool's threads (rows are independent).
+void ConvertTensor(ThreadPool& pool, const TensorPlan& plan, std::span<uint8_t> dst) {
+  const GgufTensor& t = *plan.src;
+  if (plan.copy) {
+    std::memcpy(dst.data(), t.data, dst.size());
+    return;
+  }
+  const int64_t row = t.shape[0];
+  const int64_t n_rows = t.n_elements() / row;
+  const int64_t src_row_bytes = GgmlRowBytes(t.type, row);
+  const int64_t dst_row_bytes = GgmlRowBytes(plan.type, row);
+  pool.Run([&](int thread, int n_threads) {
+    std::vector<float> floats(static_cast<std::size_t>(row));  // once per tensor and thread
+    for (int64_t r = n_rows * thread / n_threads; r < n_rows * (thread + 1) / n_threads; ++r) {
+      DequantizeRow(t.type, t.data + r * src_row_bytes, floats.data(), row);
+      QuantizeRow(plan.type, floats.data(), dst.data() + r * dst_row_bytes, row);
+    }
+  });
+}
+
+void CheckOutputPath(const QuantizeOptions& o) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(o.out, ec) && fs::equivalent(o.in, o.out, ec)) {
+    Fail("output '", o.out, "' is the input file; write to a new path");
+  }
+  if (fs::is_directory(o.out, ec)) Fail("output '", o.out, "' is a directory");
+  const fs::path dir =
+      fs::path(o.out).has_parent_path() ? fs::path(o.out).parent_path() : fs::path(".");
+  if (!fs::is_directory(dir, ec))
+    Fail("cannot write output '", o.out, "': directory '", dir.string(), "' does not exist");
+  if (::access(dir.c_str(), W_OK) != 0) {
+    Fail("cannot write output '", o.out, "': directory '", dir.string(), "' is not writable");
+  }
+}
+
+void RunQuantize(const QuantizeOptions& o) {
+  InstallStderrLog(o.verbose);
+  const QuantTarget& target = ParseTarget(o.type);
+  if (o.threads < 0) Fail("-t ", o.threads, " must be >= 0 (0: all hardware threads)");
+  auto in = GgufFile::Open(o.in);
+  CheckOutputPath(o);
+  const std::vector<TensorPlan> plans = PlanTensors(*in, target);
+
+  GgufWriter writer(in->alignment());
+  bool wrote_file_type = false;
+  for (const auto& [key, value] : in->metadata()) {
+    if (key == "general.file_type") {
+      writer.SetUint32(key, target.file_type);
+      wrote_file_type = true;
+    } else {
+      writer.SetValue(key, value);
+    }
+  }
+  // llama-quantize always records the file type; the GGUF spec requires the quantization version
+  // (2, ggml's GGML_QNT_VERSION) whenever a tensor is quantized.
+  if (!wrote_file_type) writer.SetUint32("general.file_type", target.file_type);
+  const bool any_quantized = std::any_of(plans.begin(), plans.end(),
+                                         [](const TensorPlan& p) { return IsQuantized(p.type); });
+  if (any_quantized && !in->Has("general.quantization_version"))
+    writer.SetUint32("general.quantization_version", 2);
+
+  ThreadPool pool(o.threads);
+  uint64_t in_bytes = 0;
+  for (const TensorPlan& plan : plans) {
+    in_bytes += plan.src->n_bytes;
+    writer.AddTensor(plan.src->name, plan.src->shape, plan.type,
+                     [&pool, &plan, verbose = o.verbose](std::span<uint8_t> dst) {
+                       ConvertTensor(pool, plan, dst);
+                       if (verbose) {
+                         std::fprintf(stderr, "%-32s %-10s %6s -> %s\n", plan.src->name.c_str(),
+                                      plan.src->shape_string().c_str(),
+                                      std::string(GgmlTypeName(plan.src->type)).c_str(),
+                                      std::string(GgmlTypeName(plan.type)).c_str());
+                       }
+                     });
+  }
+
+  Timer timer;
+  const bool tty = ::isatty(STDERR_FILENO);
+  try {
+    writer.WriteFile(o.out, [tty, verbose = o.verbose](std::size_t done, std::size_t total) {
+      if (verbose) return;  // each tensor has its own line already
+      // A line that rewrites itself on a terminal; one line per tenth in a log.
+      if (tty) {
+        std::fprintf(stderr, "\rquantizing tensors: %zu/%zu", done, total);
+        if (done == total) std::fprintf(stderr, "\n");
+      } else if (done * 10 / total != (done - 1) * 10 / total) {
+        std::fprintf(stderr, "quantizing tensors: %zu/%zu\n", done, total);
+      }
+    });
+  } catch (...) {
+    // The writer removes its .partial file when a write fails; this also covers a filler that
+    // throws.
+    std::error_code ec;
+    std::filesystem::remove(o.out + ".partial", ec);
+    throw;
+  }
+  const uint64_t out_bytes = std::filesystem::file_size(o.out);
+  std::fprintf(
+      stderr,
+      "wrote %s: %s, %.1f MiB of tensors -> %.1f MiB file, %zu tensors, %.1f s, %d threads\n",
+      o.out.c_str(), target.name.c_str(), in_bytes / 1048576.0, out_bytes / 1048576.0, plans.size(),
+      timer.Seconds(), pool.size());
+}
+
+}  // namespace
+
+void AddQuantizeCommand(CLI::App& app) {
+  auto* cmd =
+      app.add_subcommand("quantize", "Convert a GGUF model's weight matrices to another type");
+  auto o = std::make_shared<QuantizeOptions>();
+  cmd->add_option("IN", o->in, "Input GGUF model")->required();
+  cmd->add_option("OUT", o->out, "Output GGUF path (written as OUT.partial, then renamed)")
+      ->required();
+  cmd->add_option(
+         "TYPE", o->type,
+         "Target type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, or q4_k_m (llama.cpp's mix)")
+      ->required();
+  cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
+      ->capture_default_str();
+  cmd->add_flag("-v,--verbose", o->verbose, "Print each tensor's conversion");
+  cmd->footer(
+      "Matrices take TYPE; 1-D tensors (norms) are stored as f32. A matrix whose rows do not "
+      "divide into "
+      "TYPE's blocks falls back, with a warning, to q8_0, f16 or f32 (the first that fits).");
+  cmd->callback([o] { RunQuantize(*o); });
+}
+
+}  // namespace grove::cli
