@@ -110,7 +110,7 @@ GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
   w.SetUint32("llama.rope.dimension_count", spec.n_embd / spec.n_head);
   w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
   w.SetFloat32("llama.rope.freq_base", spec.rope_freq_base);
-  AddVocab(w, spec.n_vocab);
+  if (spec.with_vocab) AddVocab(w, spec.n_vocab);
 
   const uint64_t seed = spec.seed;
   // Uniform(-a, a) with a = sqrt(3 / n_in) has variance 1 / n_in, so activations keep their scale

@@ -27,6 +27,7 @@ struct RandomModelSpec {
   float rope_freq_base = 10000.0f;
   GgmlType type = GgmlType::kF32;  // of the weight matrices; norms are always f32
   bool tied_output = false;
+  bool with_vocab = true;  // false: no tokenizer (any n_vocab, e.g. 8 for exact-distribution tests)
   uint64_t seed = 1;
 };
 

@@ -67,6 +67,14 @@ class TokenTree {
  public:
   TokenTree() : children_(1) {}
 
+  // Removes every node (a builder reuses one tree across steps).
+  void Clear() {
+    nodes_.clear();
+    ranks_.clear();
+    children_.resize(1);
+    children_[0].clear();
+  }
+
   int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
   bool empty() const { return nodes_.empty(); }
   // Depth of the deepest node; 0 for an empty tree.

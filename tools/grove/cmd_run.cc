@@ -1,19 +1,23 @@
-// grove run -m MODEL -p PROMPT: stream generated text, then a stats line.
+// grove run -m MODEL -p PROMPT [--draft DRAFT --spec SPEC --verify RULE]: stream generated text, then
+// stats. With a drafter it decodes speculatively; --compare also runs plain decoding of the target
+// and reports the speedup (and, at temperature 0, checks the outputs are identical).
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
-#include <thread>
 
 #include "base/error.h"
 #include "base/timer.h"
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "sample/sampler.h"
+#include "spec/model_drafter.h"
+#include "spec/ngram_drafter.h"
+#include "spec/spec_decoder.h"
 
 namespace grove::cli {
 namespace {
@@ -33,108 +37,180 @@ struct RunOptions {
   bool ignore_eos = false;
   bool no_display_prompt = false;
   bool verbose = false;
+  // Speculative decoding.
+  std::string draft;
+  std::string spec = "chain:4";
+  std::string verify;
+  std::string draw;
+  std::string accept_file;
+  std::string profile_file;
+  bool compare = false;
 };
+
+std::string ReadPrompt(const RunOptions& o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) Fail("cannot read prompt file '", o.prompt_file, "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Default rule: greedy at temperature 0; otherwise Sequoia's (children drawn without replacement),
+// or target-sample matching when the tree's children are top-k guesses (prompt lookup, OPT-Tree).
+VerifyRule DefaultRule(const RunOptions& o, bool deterministic_tree) {
+  if (o.sampling.greedy()) return VerifyRule::kGreedy;
+  return deterministic_tree ? VerifyRule::kTargetSample : VerifyRule::kSequoia;
+}
+
+ChildDraw DrawFor(VerifyRule rule) {
+  switch (rule) {
+    case VerifyRule::kChain:
+    case VerifyRule::kSpecInfer:
+      return ChildDraw::kWithReplacement;
+    case VerifyRule::kSequoia:
+      return ChildDraw::kWithoutReplacement;
+    default:
+      return ChildDraw::kDeterministic;
+  }
+}
+
+void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule, std::string_view drafter) {
+  const double busy = std::max(s.draft_seconds + s.verify_seconds, 1e-9);
+  std::fprintf(stderr, "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps, τ = %.2f tokens/step"
+               " | %.1f t/s | draft %.0f%%, verify %.0f%% of the time | %.1f nodes/tree\n",
+               spec.c_str(), std::string(drafter).c_str(), std::string(VerifyRuleName(rule)).c_str(),
+               static_cast<long long>(s.generated), static_cast<long long>(s.steps), s.tau(), s.tokens_per_second(),
+               100 * s.draft_seconds / busy, 100 * s.verify_seconds / busy,
+               s.steps ? static_cast<double>(s.tree_nodes) / s.steps : 0.0);
+  std::string by_depth;
+  for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1,
+                  s.reached_depth[d] ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d] : 0.0);
+    by_depth += buf;
+  }
+  std::fprintf(stderr, "[grove] acceptance by depth:%s\n", by_depth.c_str());
+}
 
 void RunGenerate(RunOptions o) {
   InstallStderrLog(o.verbose);
-  if (!o.prompt_file.empty()) {
-    std::ifstream in(o.prompt_file, std::ios::binary);
-    if (!in) Fail("cannot read prompt file '", o.prompt_file, "'");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    o.prompt = ss.str();
-  }
+  const std::string prompt_text = ReadPrompt(o);
   o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   o.sampling.Validate();
   if (o.n_predict < 0) Fail("-n ", o.n_predict, " must be >= 0");
   if (o.threads < 0) Fail("-t ", o.threads, " must be >= 0");
 
-  ModelOptions mo;
-  mo.n_threads = o.threads;
-  mo.n_ctx = o.n_ctx;
+  ModelOptions mo{.n_threads = o.threads, .n_ctx = o.n_ctx};
   Timer load_timer;
   auto model = Model::Load(o.model, mo);
-  const double load_s = load_timer.Seconds();
   const Tokenizer* tok = model->tokenizer();
   if (!tok) Fail("'", o.model, "' has no tokenizer (no 'tokenizer.ggml.model'); cannot run a text prompt");
 
-  std::vector<int32_t> prompt = tok->Encode(o.prompt, !o.no_bos && tok->add_bos_by_default());
+  // The drafter, if any: a second model (sharing the target's thread count), or prompt lookup.
+  std::unique_ptr<Model> draft_model;
+  std::unique_ptr<Drafter> drafter;
+  if (o.draft == "ngram") {
+    drafter = std::make_unique<NgramDrafter>(model->config().n_vocab);
+  } else if (!o.draft.empty()) {
+    ModelOptions dmo = mo;
+    dmo.n_ctx = model->n_ctx();
+    draft_model = Model::Load(o.draft, dmo);
+    drafter = std::make_unique<ModelDrafter>(*draft_model, *model, o.sampling);
+  }
+  const double load_s = load_timer.Seconds();
+
+  std::vector<int32_t> prompt = tok->Encode(prompt_text, !o.no_bos && tok->add_bos_by_default());
   if (prompt.empty()) Fail("the prompt is empty and the model has no BOS token to start from");
   if (static_cast<int64_t>(prompt.size()) >= model->n_ctx()) {
     Fail("the prompt is ", prompt.size(), " tokens but the context holds ", model->n_ctx(),
          " (raise it with -c, up to the model's ", model->config().n_ctx_train, ")");
   }
+
+  SpecOptions so{.sampling = o.sampling, .n_predict = o.n_predict, .stop_at_eog = !o.ignore_eos};
+  std::unique_ptr<TreeBuilder> builder;
+  if (drafter) {
+    TreeSpecInputs inputs{.max_tokens = model->max_batch()};
+    if (!o.accept_file.empty()) {
+      AcceptanceFile accept = ReadAcceptanceFile(o.accept_file);
+      inputs.acceptance = accept.acceptance;
+      inputs.draft_seconds_per_level = accept.draft_seconds_per_level;
+    }
+    if (!o.profile_file.empty()) inputs.verify_cost = ReadVerifyProfile(o.profile_file);
+    TreeSpec spec = ParseTreeSpec(o.spec, inputs);
+    const bool deterministic_tree = drafter->deterministic() || !spec.is_static();
+    so.rule = o.verify.empty() ? DefaultRule(o, deterministic_tree) : ParseVerifyRule(o.verify);
+    ChildDraw draw = o.draw.empty() ? DrawFor(so.rule) : ParseChildDraw(o.draw);
+    if (drafter->deterministic()) draw = ChildDraw::kDeterministic;
+    builder = std::make_unique<TreeBuilder>(std::move(spec), draw, model->config().n_vocab, o.sampling.seed);
+  }
+
   if (!o.no_display_prompt) {
-    std::fputs(o.prompt.c_str(), stdout);
+    std::fputs(prompt_text.c_str(), stdout);
     std::fflush(stdout);
   }
-
-  Sampler sampler(o.sampling);
-  Batch batch;
-  batch.tokens.reserve(model->max_batch());
   // With an empty prompt the text starts at the first generated token: drop its SentencePiece space.
-  TokenStreamDecoder decoder(*tok, /*strip_leading_space=*/o.prompt.empty());
-
-  // Prefill in chunks of max_batch; only the last token's logits are needed.
-  Timer prompt_timer;
-  std::span<const float> logits;
-  for (std::size_t begin = 0; begin < prompt.size(); begin += model->max_batch()) {
-    const std::size_t end = std::min(prompt.size(), begin + model->max_batch());
-    batch.Clear();
-    batch.AddChain(std::span<const int32_t>(prompt).subspan(begin, end - begin), static_cast<int32_t>(begin), 0);
-    logits = model->Forward(batch);
-  }
-  const double prompt_s = prompt_timer.Seconds();
-
+  TokenStreamDecoder decoder(*tok, /*strip_leading_space=*/prompt_text.empty());
+  auto emit = [&](int32_t token) {
+    if (!(so.stop_at_eog && tok->IsEndOfGeneration(token))) {
+      std::string piece = decoder.Push(token);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+    return !g_interrupted.load();
+  };
   std::signal(SIGINT, [](int) { g_interrupted = true; });
-  Timer gen_timer;
-  int32_t n_generated = 0;
-  int32_t position = static_cast<int32_t>(prompt.size());
-  const char* stop_reason = "length";
-  while (n_generated < o.n_predict) {
-    const int32_t token = sampler.Sample(logits, 0, position);
-    ++n_generated;
-    if (!o.ignore_eos && tok->IsEndOfGeneration(token)) {
-      stop_reason = "end of text";
-      break;
-    }
-    std::string piece = decoder.Push(token);
-    std::fwrite(piece.data(), 1, piece.size(), stdout);
-    std::fflush(stdout);
-    if (n_generated == o.n_predict) break;
-    if (position + 1 >= model->n_ctx()) {
-      stop_reason = "context full";
-      break;
-    }
-    if (g_interrupted) {
-      stop_reason = "interrupted";
-      break;
-    }
-    batch.Clear();
-    batch.Add(token, position, 0, -1, true);
-    logits = model->Forward(batch);
-    ++position;
+
+  std::vector<int32_t> output;
+  PlainTiming plain_timing;
+  SpecStats spec_stats;
+  if (builder) {
+    SpecDecoder spec_decoder(*model, *drafter, *builder, so);
+    output = spec_decoder.Generate(prompt, emit);
+    spec_stats = spec_decoder.stats();
+  } else {
+    output = GeneratePlain(*model, prompt, so, emit, &plain_timing);
   }
   std::string tail = decoder.Flush();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::signal(SIGINT, SIG_DFL);
-  const double gen_s = gen_timer.Seconds();
   std::printf("\n");
   std::fflush(stdout);
-  std::fprintf(stderr,
-               "\n[grove] load %.2f s | prompt %zu tokens, %.1f t/s | generation %d tokens, %.1f t/s "
-               "| stop: %s | threads %d, ctx %d, seed %llu\n",
-               load_s, prompt.size(), prompt.size() / std::max(prompt_s, 1e-9), n_generated,
-               n_generated / std::max(gen_s, 1e-9), stop_reason, model->pool().size(), model->n_ctx(),
+
+  const char* stop = g_interrupted ? "interrupted"
+                     : (!output.empty() && so.stop_at_eog && tok->IsEndOfGeneration(output.back())) ? "end of text"
+                     : static_cast<int32_t>(output.size()) >= o.n_predict ? "length" : "context full";
+  if (!builder) {
+    std::fprintf(stderr,
+                 "\n[grove] load %.2f s | prompt %zu tokens, %.1f t/s | generation %zu tokens, %.1f t/s | stop: %s "
+                 "| threads %d, ctx %d, seed %llu\n",
+                 load_s, prompt.size(), prompt.size() / std::max(plain_timing.prefill_seconds, 1e-9), output.size(),
+                 output.size() / std::max(plain_timing.generation_seconds, 1e-9), stop, model->pool().size(),
+                 model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
+    return;
+  }
+  std::fprintf(stderr, "\n[grove] load %.2f s | prompt %zu tokens (prefill %.2f s) | stop: %s | threads %d, ctx %d, seed %llu\n",
+               load_s, prompt.size(), spec_stats.prefill_seconds, stop, model->pool().size(), model->n_ctx(),
                static_cast<unsigned long long>(o.sampling.seed));
+  PrintSpecStats(spec_stats, builder->spec().text, so.rule, drafter->name());
+  if (o.compare && !g_interrupted) {
+    const std::vector<int32_t> plain = GeneratePlain(*model, prompt, so, {}, &plain_timing);
+    const double plain_tps = plain.size() / std::max(plain_timing.generation_seconds, 1e-9);
+    std::fprintf(stderr, "[grove] plain decoding: %zu tokens, %.1f t/s | speedup %.2fx", plain.size(), plain_tps,
+                 spec_stats.tokens_per_second() / std::max(plain_tps, 1e-9));
+    if (o.sampling.greedy()) {
+      std::fprintf(stderr, " | outputs %s", plain == output ? "identical" : "DIFFER (a bug: please report it)");
+    }
+    std::fprintf(stderr, "\n");
+  }
 }
 
 }  // namespace
 
 void AddRunCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Generate text from a prompt");
+  auto* cmd = app.add_subcommand("run", "Generate text from a prompt, plainly or speculatively (--draft)");
   auto o = std::make_shared<RunOptions>();
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->required();
+  cmd->add_option("-m,--model", o->model, "GGUF model file (the target)")->required();
   auto* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text (default: empty, start from BOS)");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
@@ -151,6 +227,26 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-text tokens");
   cmd->add_flag("--no-display-prompt", o->no_display_prompt, "Print only the generated text");
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
+  auto* draft = cmd->add_option("--draft", o->draft,
+                                "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");
+  cmd->add_option("--spec", o->spec,
+                  "Tree: chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, opt:N,DELTA")
+      ->capture_default_str()
+      ->needs(draft);
+  cmd->add_option("--verify", o->verify,
+                  "Verification rule: greedy, chain, specinfer, sequoia, target-sample (default: greedy at "
+                  "temperature 0, else sequoia, or target-sample for top-k trees)")
+      ->needs(draft);
+  cmd->add_option("--draw", o->draw,
+                  "How children are drawn: deterministic, with-replacement, without-replacement (default: what the "
+                  "rule needs)")
+      ->needs(draft);
+  cmd->add_option("--accept", o->accept_file, "Acceptance vector JSON from `grove calibrate` (for sequoia specs)")
+      ->needs(draft);
+  cmd->add_option("--profile", o->profile_file,
+                  "Verify-cost profile JSON from `grove bench --verify-curve --profile-out` (for sequoia:auto)")
+      ->needs(draft);
+  cmd->add_flag("--compare", o->compare, "Also run plain decoding and report the speedup")->needs(draft);
   cmd->callback([o] { RunGenerate(*o); });
 }
 

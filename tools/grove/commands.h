@@ -10,6 +10,11 @@ void AddRunCommand(CLI::App& app);
 void AddInfoCommand(CLI::App& app);
 void AddTokenizeCommand(CLI::App& app);
 void AddSynthCommand(CLI::App& app);
+void AddBenchCommand(CLI::App& app);
+void AddQuantizeCommand(CLI::App& app);
+void AddSliceCommand(CLI::App& app);
+void AddCalibrateCommand(CLI::App& app);
+void AddTreeCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);

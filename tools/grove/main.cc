@@ -31,6 +31,11 @@ int main(int argc, char** argv) {
   grove::cli::AddInfoCommand(app);
   grove::cli::AddTokenizeCommand(app);
   grove::cli::AddSynthCommand(app);
+  grove::cli::AddBenchCommand(app);
+  grove::cli::AddQuantizeCommand(app);
+  grove::cli::AddSliceCommand(app);
+  grove::cli::AddCalibrateCommand(app);
+  grove::cli::AddTreeCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,215 @@
+#include "spec/tree_spec.h"
+
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace grove {
+namespace {
+
+std::vector<double> ParseNumbers(std::string_view list, std::string_view spec) {
+  std::vector<double> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    std::size_t end = list.find(',', start);
+    if (end == std::string_view::npos) end = list.size();
+    std::string item(list.substr(start, end - start));
+    char* stop = nullptr;
+    double v = std::strtod(item.c_str(), &stop);
+    if (item.empty() || stop != item.c_str() + item.size()) {
+      Fail("tree spec '", spec, "': '", item, "' is not a number");
+    }
+    out.push_back(v);
+    start = end + 1;
+  }
+  return out;
+}
+
+int32_t PositiveInt(double v, std::string_view what, std::string_view spec, int32_t max) {
+  if (v != static_cast<int32_t>(v) || v < 1 || v > max) {
+    Fail("tree spec '", spec, "': ", what, " ", v, " must be a whole number from 1 to ", max);
+  }
+  return static_cast<int32_t>(v);
+}
+
+// Positional guesses for static shapes: a node of rank k gets prob 1 / (k + 2), so E(A) is a rough,
+// clearly labelled estimate; real trees carry draft probabilities.
+TokenTree KConfigShape(const std::vector<int32_t>& widths) {
+  TokenTree shape;
+  std::vector<int32_t> level = {-1};
+  for (int32_t width : widths) {
+    std::vector<int32_t> next;
+    for (int32_t parent : level) {
+      for (int32_t k = 0; k < width; ++k) next.push_back(shape.AddChild(parent, kNoToken, 1.0f / (k + 2)));
+    }
+    level = std::move(next);
+  }
+  return shape;
+}
+
+nlohmann::json ReadJson(const std::string& path, std::string_view what) {
+  std::ifstream in(path);
+  if (!in) Fail("cannot read ", what, " '", path, "'");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    Fail(what, " '", path, "' is not valid JSON: ", e.what());
+  }
+}
+
+}  // namespace
+
+TokenTree ReadTreeFile(const std::string& path) {
+  nlohmann::json j = ReadJson(path, "tree file");
+  if (!j.is_object() || !j.contains("parents") || !j["parents"].is_array()) {
+    Fail("tree file '", path, "': expected {\"parents\": [...]}");
+  }
+  TokenTree shape;
+  std::vector<int32_t> n_children(j["parents"].size() + 1, 0);
+  for (std::size_t i = 0; i < j["parents"].size(); ++i) {
+    const auto& v = j["parents"][i];
+    if (!v.is_number_integer()) Fail("tree file '", path, "': parents[", i, "] is not an integer");
+    const int64_t parent = v.get<int64_t>();
+    if (parent < -1 || parent >= static_cast<int64_t>(i)) {
+      Fail("tree file '", path, "': parents[", i, "] = ", parent, " must be -1 or an earlier node");
+    }
+    const int32_t rank = n_children[parent + 1]++;
+    try {
+      shape.AddChild(static_cast<int32_t>(parent), kNoToken, 1.0f / (rank + 2));
+    } catch (const Error& e) {
+      Fail("tree file '", path, "': node ", i, ": ", e.what());
+    }
+  }
+  if (shape.empty()) Fail("tree file '", path, "' has no nodes");
+  return shape;
+}
+
+std::string TreeShapeJson(const TokenTree& shape) {
+  nlohmann::json parents = nlohmann::json::array();
+  for (const TreeNode& n : shape.nodes()) parents.push_back(n.parent);
+  return nlohmann::json{{"parents", parents}}.dump();
+}
+
+AcceptanceFile ReadAcceptanceFile(const std::string& path) {
+  nlohmann::json j = ReadJson(path, "acceptance file");
+  if (!j.is_object() || !j.contains("acceptance") || !j["acceptance"].is_array()) {
+    Fail("acceptance file '", path, "': expected {\"acceptance\": [p_1, p_2, ...]}");
+  }
+  std::vector<double> p;
+  for (const auto& v : j["acceptance"]) {
+    if (!v.is_number()) Fail("acceptance file '", path, "': every entry must be a number");
+    p.push_back(v.get<double>());
+  }
+  try {
+    ValidateAcceptanceVector(p);
+  } catch (const Error& e) {
+    Fail("acceptance file '", path, "': ", e.what());
+  }
+  AcceptanceFile file{.acceptance = std::move(p)};
+  if (j.contains("draft_seconds_per_level")) {
+    const auto& c = j["draft_seconds_per_level"];
+    if (!c.is_number() || c.get<double>() < 0) {
+      Fail("acceptance file '", path, "': draft_seconds_per_level must be a number >= 0");
+    }
+    file.draft_seconds_per_level = c.get<double>();
+  }
+  return file;
+}
+
+VerifyCostCurve ReadVerifyProfile(const std::string& path) {
+  nlohmann::json j = ReadJson(path, "verify profile");
+  if (!j.is_object() || !j.contains("curve") || !j["curve"].is_array()) {
+    Fail("verify profile '", path, "': expected {\"curve\": [{\"n\": 1, \"seconds_median\": ...}, ...]}");
+  }
+  std::vector<std::pair<int32_t, double>> points;
+  for (const auto& point : j["curve"]) {
+    if (!point.is_object() || !point.contains("n") || !point.contains("seconds_median") ||
+        !point["n"].is_number_integer() || !point["seconds_median"].is_number()) {
+      Fail("verify profile '", path, "': each curve point needs integer n and number seconds_median");
+    }
+    points.emplace_back(point["n"].get<int32_t>(), point["seconds_median"].get<double>());
+  }
+  try {
+    return VerifyCostCurve(std::move(points));
+  } catch (const Error& e) {
+    Fail("verify profile '", path, "': ", e.what());
+  }
+}
+
+TreeSpec ParseTreeSpec(std::string_view text, const TreeSpecInputs& inputs) {
+  TreeSpec spec;
+  spec.text = std::string(text);
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos || colon + 1 == text.size()) {
+    Fail("tree spec '", text, "': expected KIND:ARGS (chain:4, kconfig:2,2,1, file:T.json, sequoia:32, "
+         "sequoia:auto, opt:32,0.2)");
+  }
+  const std::string_view kind = text.substr(0, colon);
+  const std::string_view args = text.substr(colon + 1);
+  const int32_t max_nodes = inputs.max_tokens - 1;
+  if (kind == "chain") {
+    spec.kind = TreeKind::kChain;
+    auto v = ParseNumbers(args, text);
+    if (v.size() != 1) Fail("tree spec '", text, "': chain takes one number, the chain length");
+    const int32_t k = PositiveInt(v[0], "chain length", text, max_nodes);
+    spec.shape = KConfigShape(std::vector<int32_t>(k, 1));
+  } else if (kind == "kconfig") {
+    spec.kind = TreeKind::kKConfig;
+    std::vector<int32_t> widths;
+    int64_t nodes = 0, level = 1;
+    for (double v : ParseNumbers(args, text)) {
+      widths.push_back(PositiveInt(v, "branching", text, max_nodes));
+      level *= widths.back();
+      nodes += level;
+      if (nodes > max_nodes) Fail("tree spec '", text, "' has more than ", max_nodes, " nodes");
+    }
+    spec.shape = KConfigShape(widths);
+  } else if (kind == "file") {
+    spec.kind = TreeKind::kFile;
+    spec.shape = ReadTreeFile(std::string(args));
+    if (spec.shape.size() > max_nodes) {
+      Fail("tree file '", args, "' has ", spec.shape.size(), " nodes, more than the ", max_nodes, " allowed");
+    }
+  } else if (kind == "sequoia") {
+    spec.kind = TreeKind::kSequoia;
+    if (inputs.acceptance.empty()) {
+      Fail("tree spec '", text, "' needs an acceptance vector: run `grove calibrate` and pass --accept FILE");
+    }
+    if (args == "auto") {
+      if (!inputs.verify_cost) {
+        Fail("tree spec '", text, "' needs the target's verify curve (--profile FILE from "
+             "`grove bench --verify-curve ... --profile-out FILE`)");
+      }
+      const int32_t max_size = std::min(inputs.verify_cost->max_size(), inputs.max_tokens);
+      SequoiaTable table = SequoiaTable::Build(inputs.acceptance, max_size, std::min(max_size, 16));
+      spec.sequoia_choice = ChooseSizeAndDepth(table, *inputs.verify_cost, inputs.draft_seconds_per_level);
+      spec.shape = table.Tree(spec.sequoia_choice->size, spec.sequoia_choice->depth);
+    } else {
+      auto v = ParseNumbers(args, text);
+      if (v.empty() || v.size() > 2) Fail("tree spec '", text, "': sequoia takes N or N,D");
+      const int32_t n = PositiveInt(v[0], "size", text, inputs.max_tokens);
+      if (n < 2) Fail("tree spec '", text, "': size counts the root, so it must be at least 2");
+      if (v.size() == 2) {
+        const int32_t d = PositiveInt(v[1], "depth", text, n);
+        spec.shape = SequoiaTable::Build(inputs.acceptance, n, d).Tree(n, d);
+      } else {
+        spec.shape = SequoiaTable::Build(inputs.acceptance, n).Tree(n);
+      }
+    }
+    if (spec.shape.empty()) Fail("tree spec '", text, "' gives an empty tree");
+  } else if (kind == "opt") {
+    spec.kind = TreeKind::kOpt;
+    auto v = ParseNumbers(args, text);
+    if (v.size() != 2) Fail("tree spec '", text, "': opt takes N,DELTA (e.g. opt:32,0.2)");
+    spec.opt.n_nodes = PositiveInt(v[0], "node budget", text, max_nodes);
+    spec.opt.delta = v[1];
+    spec.opt.Validate();
+  } else {
+    Fail("tree spec '", text, "': unknown kind '", kind, "' (chain, kconfig, file, sequoia, opt)");
+  }
+  return spec;
+}
+
+}  // namespace grove

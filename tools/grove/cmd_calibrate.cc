@@ -1,0 +1,137 @@
+// grove calibrate: the acceptance vector p_1..p_W of a (target, draft, temperature) on a prompt file,
+// measured on-policy as Sequoia does (digest 001, §2.5, estimator E1): decode each prompt with a star
+// tree of W children (drawn without replacement, or the top-W at temperature 0) and count which child
+// the verifier accepts. Also measures the draft cost per tree level, which sequoia:auto needs.
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "base/error.h"
+#include "commands.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "spec/model_drafter.h"
+#include "spec/spec_decoder.h"
+
+namespace grove::cli {
+namespace {
+
+struct CalibrateOptions {
+  std::string model, draft, prompts, out;
+  int32_t width = 16;
+  int32_t n_predict = 128;
+  int32_t max_prompts = 200;
+  SamplerParams sampling{.temperature = 0.0f};
+  uint64_t seed = 1;
+  int threads = 0;
+};
+
+// Prompts are separated by blank lines (so a prompt may span several lines).
+std::vector<std::string> ReadPrompts(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Fail("cannot read prompt file '", path, "'");
+  std::vector<std::string> prompts;
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      if (!current.empty()) prompts.push_back(current);
+      current.clear();
+    } else {
+      current += current.empty() ? line : "\n" + line;
+    }
+  }
+  if (!current.empty()) prompts.push_back(current);
+  if (prompts.empty()) Fail("prompt file '", path, "' holds no prompts");
+  return prompts;
+}
+
+void RunCalibrate(CalibrateOptions o) {
+  o.sampling.seed = o.seed;
+  o.sampling.Validate();
+  if (o.width < 1 || o.width > 256) Fail("--width ", o.width, " must be in 1..256");
+  if (o.n_predict < 1) Fail("-n ", o.n_predict, " must be >= 1");
+  const std::vector<std::string> prompts = ReadPrompts(o.prompts);
+  ModelOptions mo{.n_threads = o.threads};
+  auto target = Model::Load(o.model, mo);
+  mo.n_ctx = target->n_ctx();
+  auto draft = Model::Load(o.draft, mo);
+  if (!target->tokenizer()) Fail("'", o.model, "' has no tokenizer");
+  if (o.width >= target->config().n_vocab) Fail("--width ", o.width, " must be below the vocabulary size");
+
+  const bool greedy = o.sampling.greedy();
+  SpecOptions so{.rule = greedy ? VerifyRule::kGreedy : VerifyRule::kSequoia, .sampling = o.sampling,
+                 .n_predict = o.n_predict};
+  TreeSpecInputs inputs{.max_tokens = target->max_batch()};
+  TreeBuilder builder(ParseTreeSpec("kconfig:" + std::to_string(o.width), inputs),
+                      greedy ? ChildDraw::kDeterministic : ChildDraw::kWithoutReplacement, target->config().n_vocab,
+                      o.seed);
+  ModelDrafter drafter(*draft, *target, o.sampling);
+  std::vector<int64_t> counts(o.width + 1, 0);
+  double draft_seconds = 0;
+  int64_t steps = 0;
+  const std::size_t n = std::min<std::size_t>(prompts.size(), o.max_prompts);
+  for (std::size_t i = 0; i < n; ++i) {
+    so.sequence = i;
+    SpecDecoder decoder(*target, drafter, builder, so);
+    decoder.Generate(target->tokenizer()->Encode(prompts[i], true), {});
+    const SpecStats& s = decoder.stats();
+    for (std::size_t k = 0; k < s.first_rank.size(); ++k) counts[k] += s.first_rank[k];
+    draft_seconds += s.draft_seconds;
+    steps += s.steps;
+    std::fprintf(stderr, "\rcalibrating: prompt %zu/%zu, %lld steps", i + 1, n, static_cast<long long>(steps));
+  }
+  std::fprintf(stderr, "\n");
+  nlohmann::json p = nlohmann::json::array();
+  std::string shown;
+  for (int32_t k = 1; k <= o.width; ++k) {
+    const double pk = static_cast<double>(counts[k]) / steps;
+    p.push_back(pk);
+    if (k <= 8) shown += (k > 1 ? ", " : "") + std::to_string(pk).substr(0, 6);
+  }
+  nlohmann::json out = {
+      {"acceptance", p},
+      {"none", static_cast<double>(counts[0]) / steps},
+      {"width", o.width},
+      {"temperature", o.sampling.temperature},
+      {"top_k", o.sampling.top_k},
+      {"top_p", o.sampling.top_p},
+      {"min_p", o.sampling.min_p},
+      {"steps", steps},
+      {"prompts", n},
+      {"target", o.model},
+      {"draft", o.draft},
+      {"draft_seconds_per_level", draft_seconds / steps},
+      {"method", "on-policy star tree (Sequoia E1)"},
+  };
+  std::ofstream f(o.out);
+  if (!f) Fail("cannot write '", o.out, "'");
+  f << out.dump(2) << "\n";
+  std::printf("acceptance (p_1..p_8): %s ... | none %.3f | %lld steps over %zu prompts | draft %.3f ms/level\nwrote %s\n",
+              shown.c_str(), static_cast<double>(counts[0]) / steps, static_cast<long long>(steps), n,
+              1e3 * draft_seconds / steps, o.out.c_str());
+}
+
+}  // namespace
+
+void AddCalibrateCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("calibrate", "Measure the acceptance vector of a target/draft pair (for sequoia trees)");
+  auto o = std::make_shared<CalibrateOptions>();
+  cmd->add_option("-m,--model", o->model, "Target GGUF")->required();
+  cmd->add_option("--draft", o->draft, "Draft GGUF (same vocabulary)")->required();
+  cmd->add_option("--prompts", o->prompts, "Text file of prompts separated by blank lines")->required();
+  cmd->add_option("-o,--out", o->out, "Output JSON")->required();
+  cmd->add_option("--width", o->width, "Children of the star tree: entries of the vector")->capture_default_str();
+  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens decoded per prompt")->capture_default_str();
+  cmd->add_option("--max-prompts", o->max_prompts, "Use at most this many prompts")->capture_default_str();
+  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-k", o->sampling.top_k, "As for run")->capture_default_str();
+  cmd->add_option("--top-p", o->sampling.top_p, "As for run")->capture_default_str();
+  cmd->add_option("--min-p", o->sampling.min_p, "As for run")->capture_default_str();
+  cmd->add_option("-s,--seed", o->seed, "Seed")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Threads (0: all)")->capture_default_str();
+  cmd->callback([o] { RunCalibrate(*o); });
+}
+
+}  // namespace grove::cli
