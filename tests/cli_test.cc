@@ -79,7 +79,8 @@ class CliTest : public ::testing::Test {
 fs::path* CliTest::dir_ = nullptr;
 
 TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
-  for (const char* cmd : {"", "run", "info", "tokenize", "synth", "bench", "quantize"}) {
+  for (const char* cmd : {"", "run", "info", "tokenize", "synth", "bench", "quantize", "slice", "calibrate",
+                          "tree"}) {
     const CommandResult r = Grove(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
@@ -212,6 +213,62 @@ TEST_F(CliTest, QuantizeFallsBackWhenRowsDoNotFitTheBlocks) {
   EXPECT_EQ(f->GetTensor("blk.0.attn_norm.weight").type, GgmlType::kF32);
   const CommandResult r = Grove("run -m " + out + " -p hello -n 2 --temp 0 -t 1");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+// The speculative path of the CLI: slice a draft, calibrate, print a tree, run with --compare, and
+// bench --spec with its greedy-identity check.
+TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
+  const std::string draft = Path("draft.gguf");
+  ASSERT_EQ(Grove("slice -m " + Model("f32") + " --layers 1 -o " + draft).exit_code, 0);
+  std::ofstream(Path("prompts.txt")) << "hello world\n\nabc abc abc\nsecond line\n";
+  const std::string accept = Path("accept.json");
+  CommandResult r = Grove("calibrate -m " + Model("f32") + " --draft " + draft + " --prompts " + Path("prompts.txt") +
+                          " --width 4 -n 8 -t 1 -o " + accept);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json a = Json::parse(ReadAll(accept));
+  ASSERT_EQ(a["acceptance"].size(), 4u);
+  double total = a["none"].get<double>();
+  for (const auto& p : a["acceptance"]) total += p.get<double>();
+  EXPECT_NEAR(total, 1.0, 1e-9) << "each step accepts one child or none";
+  EXPECT_EQ(a["prompts"].get<int>(), 2);
+
+  r = Grove("tree --accept " + accept + " --budget 6 -o " + Path("tree.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("G = "), std::string::npos) << r.out;
+  EXPECT_TRUE(Json::parse(ReadAll(Path("tree.json"))).contains("parents"));
+
+  r = Grove("run -m " + Model("f32") + " --draft " + draft + " --spec file:" + Path("tree.json") +
+            " -p hello -n 12 --temp 0 -t 1 --ignore-eos --compare");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("τ = "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
+
+  r = Grove("bench -m " + Model("q8_0") + " --draft ngram --spec chain:3 --spec kconfig:2,2 -r 1 -t 1 "
+            "--spec-tokens 8 -o json --prompts " + Path("prompts.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json b = Json::parse(r.out);
+  ASSERT_EQ(b["specs"].size(), 2u);
+  for (const auto& spec : b["specs"]) {
+    EXPECT_TRUE(spec["greedy_identical"].get<bool>());
+    EXPECT_GE(spec["tau"].get<double>(), 1.0);
+    EXPECT_GT(spec["tps_mean"].get<double>(), 0.0);
+  }
+
+  // Bad speculative input: named errors, non-zero exit.
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"run -m " + Model("f32") + " --draft " + draft + " --spec tree:3", "unknown kind 'tree'"},
+           {"run -m " + Model("f32") + " --draft " + draft + " --spec sequoia:8", "acceptance vector"},
+           {"run -m " + Model("f32") + " --draft " + draft + " --verify medusa", "unknown verify rule"},
+           {"run -m " + Model("f32") + " --draft " + draft + " --temp 0.8 --verify specinfer --draw deterministic",
+            "specinfer"},
+           {"run -m " + Model("f32") + " --spec chain:2", "--draft"},
+           {"tree --accept " + Path("missing.json"), "missing.json"},
+           {"slice -m " + Model("f32") + " --layers 9 -o " + Path("x.gguf"), "9 layers"},
+       }) {
+    r = Grove(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+  }
 }
 
 TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {

@@ -20,6 +20,7 @@
 #include "bench_memory.h"
 #include "bench_stats.h"
 #include "bench_timing.h"
+#include "bench_spec.h"
 #include "commands.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
@@ -47,6 +48,7 @@ struct BenchOptions {
   int64_t probe_mib = 1024;
   uint64_t seed = 1;
   bool verbose = false;
+  SpecBenchOptions spec;  // --spec given: speculative decoding benchmark instead
 };
 
 // What the table says about a model file.
@@ -365,6 +367,16 @@ void WriteProfile(const std::string& path, const BenchRun& r, const BenchOptions
 
 void RunBench(BenchOptions o) {
   InstallStderrLog(o.verbose);
+  if (!o.spec.specs.empty()) {
+    if (o.models.size() != 1) Fail("bench --spec takes one target model (-m)");
+    if (o.threads.size() > 1) Fail("bench --spec takes one thread count");
+    if (o.repetitions < 1) Fail("-r ", o.repetitions, " must be >= 1");
+    if (o.output != "md" && o.output != "json") Fail("-o ", o.output, ": expected md or json");
+    const bool identical = RunSpecBench(o.spec, o.models[0], o.threads.empty() ? 0 : o.threads[0], o.repetitions,
+                                        o.output == "json", o.seed);
+    if (!identical) Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
+    return;
+  }
   Validate(o);
   const bool markdown = o.output == "md";
   const std::string kernels = ActiveKernels().name;
@@ -491,6 +503,14 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random token ids")->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
+  cmd->add_option("--spec", o->spec.specs,
+                  "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
+  cmd->add_option("--draft", o->spec.draft, "With --spec: draft GGUF, or 'ngram' for prompt lookup");
+  cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
+  cmd->add_option("--accept", o->spec.accept, "With --spec: acceptance vector JSON for sequoia specs");
+  cmd->add_option("--profile", o->spec.profile, "With --spec: verify profile JSON for sequoia:auto");
+  cmd->add_option("--temp", o->spec.temperature, "With --spec: temperature (0: greedy, outputs checked)");
+  cmd->add_option("--spec-tokens", o->spec.n_predict, "With --spec: tokens generated per prompt");
   cmd->callback([o] { RunBench(*o); });
 }
 

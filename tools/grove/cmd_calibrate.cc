@@ -5,11 +5,11 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 
 #include "base/error.h"
 #include "commands.h"
+#include "prompt_file.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "spec/model_drafter.h"
@@ -28,31 +28,12 @@ struct CalibrateOptions {
   int threads = 0;
 };
 
-// Prompts are separated by blank lines (so a prompt may span several lines).
-std::vector<std::string> ReadPrompts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Fail("cannot read prompt file '", path, "'");
-  std::vector<std::string> prompts;
-  std::string line, current;
-  while (std::getline(in, line)) {
-    if (line.empty()) {
-      if (!current.empty()) prompts.push_back(current);
-      current.clear();
-    } else {
-      current += current.empty() ? line : "\n" + line;
-    }
-  }
-  if (!current.empty()) prompts.push_back(current);
-  if (prompts.empty()) Fail("prompt file '", path, "' holds no prompts");
-  return prompts;
-}
-
 void RunCalibrate(CalibrateOptions o) {
   o.sampling.seed = o.seed;
   o.sampling.Validate();
   if (o.width < 1 || o.width > 256) Fail("--width ", o.width, " must be in 1..256");
   if (o.n_predict < 1) Fail("-n ", o.n_predict, " must be >= 1");
-  const std::vector<std::string> prompts = ReadPrompts(o.prompts);
+  const std::vector<std::string> prompts = ReadPromptFile(o.prompts);
   ModelOptions mo{.n_threads = o.threads};
   auto target = Model::Load(o.model, mo);
   mo.n_ctx = target->n_ctx();

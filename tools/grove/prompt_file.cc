@@ -1,0 +1,27 @@
+#include "prompt_file.h"
+
+#include <fstream>
+
+#include "base/error.h"
+
+namespace grove::cli {
+
+std::vector<std::string> ReadPromptFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) Fail("cannot read prompt file '", path, "'");
+  std::vector<std::string> prompts;
+  std::string line, current;
+  while (std::getline(in, line)) {
+    if (line.empty()) {
+      if (!current.empty()) prompts.push_back(current);
+      current.clear();
+    } else {
+      current += current.empty() ? line : "\n" + line;
+    }
+  }
+  if (!current.empty()) prompts.push_back(current);
+  if (prompts.empty()) Fail("prompt file '", path, "' holds no prompts");
+  return prompts;
+}
+
+}  // namespace grove::cli
