@@ -117,6 +117,15 @@ TEST(Gguf, WriteFileIsAtomicAndReadable) {
   std::remove(path.c_str());
 }
 
+TEST(Gguf, FailedWriteLeavesNoFile) {
+  const std::string path = testing::TempPath("fail.gguf");
+  GgufWriter w;
+  w.AddTensor("t", {32}, GgmlType::kF32, [](std::span<uint8_t>) { Fail("filler failed"); });
+  EXPECT_THROW(w.WriteFile(path), Error);
+  EXPECT_FALSE(testing::FileExists(path));
+  EXPECT_FALSE(testing::FileExists(path + ".partial"));
+}
+
 TEST(Gguf, ReadsSharedStoriesModel) {
   const std::string path = testing::SharedPath("models/stories260K.gguf");
   GROVE_SKIP_IF_MISSING(path);

@@ -186,10 +186,17 @@ void GgufWriter::WriteFile(const std::string& path,
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (!f) Fail("cannot write '", tmp, "': ", std::strerror(errno));
   bool ok = true;
-  Emit([&](const void* p, std::size_t n) {
-         if (ok && std::fwrite(p, 1, n, f.get()) != n) ok = false;
-       },
-       progress);
+  try {
+    Emit([&](const void* p, std::size_t n) {
+           if (ok && std::fwrite(p, 1, n, f.get()) != n) ok = false;
+         },
+         progress);
+  } catch (...) {
+    // A tensor filler failed (or was interrupted): leave nothing behind under either name.
+    f.reset();
+    std::remove(tmp.c_str());
+    throw;
+  }
   if (std::fflush(f.get()) != 0) ok = false;
   int err = errno;
   f.reset();
