@@ -82,9 +82,14 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   const std::vector<int32_t> spec = decoder.Generate(prompt, {});
   EXPECT_EQ(spec, plain);
   EXPECT_EQ(decoder.stats().generated, 48);
+  if (c.drafter != "ngram" && c.spec == "kconfig:2,2,1") {
+    // At temperature 0 the drafter still ranks candidates: the tree keeps its 10 nodes.
+    EXPECT_EQ(decoder.stats().tree_nodes, decoder.stats().steps * 10);
+  }
   if (c.drafter == "same") {
-    // A drafter identical to the target is always right: every step accepts a full path.
-    EXPECT_GT(decoder.stats().tau(), 2.0) << "τ = " << decoder.stats().tau();
+    // A drafter identical to the target is always right: every step accepts at least its first level
+    // (OPT-Tree may stop there when the random model's probabilities are flat).
+    EXPECT_GE(decoder.stats().tau(), 2.0) << "τ = " << decoder.stats().tau();
   }
   if (!slice_path.empty()) std::remove(slice_path.c_str());
 }

@@ -25,8 +25,20 @@ void CheckSameVocabulary(const Model& draft, const Model& target) {
   }
 }
 
+namespace {
+
+// At temperature 0 plain sampling's distribution is one-hot, which would leave a top-k tree one child
+// per node. Greedy verification never reads the draft rows, so rank candidates (and give OPT-Tree its
+// probabilities) by the draft's own softmax instead.
+SamplerParams DraftParams(const SamplerParams& sampling) {
+  if (!sampling.greedy()) return sampling;
+  return SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = sampling.seed};
+}
+
+}  // namespace
+
 ModelDrafter::ModelDrafter(Model& draft, const Model& target, const SamplerParams& sampling)
-    : draft_(draft), sampler_(sampling) {
+    : draft_(draft), sampler_(DraftParams(sampling)) {
   CheckSameVocabulary(draft, target);
   batch_.tokens.reserve(draft.max_batch());
   fed_.reserve(256);

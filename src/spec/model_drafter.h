@@ -16,7 +16,9 @@ namespace grove {
 class ModelDrafter : public Drafter {
  public:
   // `sampling` shapes the draft distributions exactly as plain sampling would (temperature, top-k,
-  // ...). Throws grove::Error if the vocabularies of draft and target differ.
+  // ...), except at temperature 0, where the rows are the draft's plain softmax (the ranking of
+  // candidates; greedy verification does not read them). Throws grove::Error if the vocabularies of
+  // draft and target differ.
   ModelDrafter(Model& draft, const Model& target, const SamplerParams& sampling);
 
   std::string_view name() const override { return "draft-model"; }
