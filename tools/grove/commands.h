@@ -15,6 +15,8 @@ void AddQuantizeCommand(CLI::App& app);
 void AddSliceCommand(CLI::App& app);
 void AddCalibrateCommand(CLI::App& app);
 void AddTreeCommand(CLI::App& app);
+void AddCorpusCommand(CLI::App& app);
+void AddTokenizerTrainCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);

@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
   grove::cli::AddSliceCommand(app);
   grove::cli::AddCalibrateCommand(app);
   grove::cli::AddTreeCommand(app);
+  grove::cli::AddCorpusCommand(app);
+  grove::cli::AddTokenizerTrainCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,117 @@
+#include "train/corpus.h"
+
+#include <unordered_set>
+
+#include "base/error.h"
+#include "train/corpus_arithmetic.h"
+#include "train/corpus_game24.h"
+#include "train/corpus_rng.h"
+#include "train/corpus_story.h"
+
+namespace grove {
+namespace {
+
+// Mix of document kinds, in percent. Stories dominate, as language is what the model must learn
+// first; the rest gives the reasoning formats enough examples to be learned exactly.
+constexpr int kStoryPercent = 60;
+constexpr int kArithmeticPercent = 20;
+constexpr int kProposePercent = 10;
+
+void AddDistinctWords(std::string_view text, std::unordered_set<std::string>* words) {
+  std::string word;
+  for (char c : text) {
+    const bool letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    if (letter) {
+      word += static_cast<char>(c | 0x20);
+    } else if (!word.empty()) {
+      words->insert(word);
+      word.clear();
+    }
+  }
+  if (!word.empty()) words->insert(word);
+}
+
+}  // namespace
+
+std::string_view CorpusKindName(CorpusKind kind) {
+  switch (kind) {
+    case CorpusKind::kStory:
+      return "story";
+    case CorpusKind::kArithmetic:
+      return "arithmetic";
+    case CorpusKind::kGame24Propose:
+      return "game24-propose";
+    case CorpusKind::kGame24Value:
+      return "game24-value";
+  }
+  return "?";
+}
+
+int64_t CorpusPartStats::total_documents() const {
+  int64_t n = 0;
+  for (int64_t v : documents) n += v;
+  return n;
+}
+int64_t CorpusPartStats::total_words() const {
+  int64_t n = 0;
+  for (int64_t v : words) n += v;
+  return n;
+}
+int64_t CorpusPartStats::total_bytes() const {
+  int64_t n = 0;
+  for (int64_t v : bytes) n += v;
+  return n;
+}
+
+int64_t CountWords(std::string_view text) {
+  int64_t n = 0;
+  bool in_word = false;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+    if (!space && !in_word) ++n;
+    in_word = !space;
+  }
+  return n;
+}
+
+CorpusDocument GenerateCorpusDocument(uint64_t seed, uint64_t index) {
+  CorpusRng rng(seed, index);
+  const int roll = static_cast<int>(rng.Below(100));
+  if (roll < kStoryPercent) return {CorpusKind::kStory, GenerateStory(rng)};
+  if (roll < kStoryPercent + kArithmeticPercent)
+    return {CorpusKind::kArithmetic, GenerateArithmeticProblem(rng)};
+  if (roll < kStoryPercent + kArithmeticPercent + kProposePercent) {
+    return {CorpusKind::kGame24Propose, GenerateGame24Propose(rng)};
+  }
+  return {CorpusKind::kGame24Value, GenerateGame24Value(rng)};
+}
+
+Corpus GenerateCorpus(const CorpusOptions& options) {
+  if (options.target_words < 1 || options.target_words > 10'000'000'000) {
+    Fail("corpus: word count ", options.target_words, " out of range (1 to 10^10)");
+  }
+  if (options.valid_every < 2)
+    Fail("corpus: valid_every must be at least 2, got ", options.valid_every);
+  Corpus corpus;
+  std::unordered_set<std::string> distinct;
+  int64_t words = 0;
+  for (uint64_t i = 0; words < options.target_words; ++i) {
+    const CorpusDocument doc = GenerateCorpusDocument(options.seed, i);
+    const bool valid = i % options.valid_every == static_cast<uint64_t>(options.valid_every - 1);
+    std::string& text = valid ? corpus.valid : corpus.train;
+    CorpusPartStats& stats = valid ? corpus.stats.valid : corpus.stats.train;
+    if (!text.empty()) text += '\n';  // the empty line between documents
+    text += doc.text;
+    const int64_t doc_words = CountWords(doc.text);
+    const auto k = static_cast<std::size_t>(doc.kind);
+    stats.documents[k] += 1;
+    stats.words[k] += doc_words;
+    stats.bytes[k] += static_cast<int64_t>(doc.text.size());
+    words += doc_words;
+    AddDistinctWords(doc.text, &distinct);
+  }
+  corpus.stats.distinct_words = static_cast<int64_t>(distinct.size());
+  return corpus;
+}
+
+}  // namespace grove

@@ -1,0 +1,23 @@
+// The corpus on disk: DIR/train.txt and DIR/valid.txt (format in docs/corpus.md).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "train/corpus.h"
+
+namespace grove {
+
+inline constexpr std::string_view kCorpusTrainFile = "train.txt";
+inline constexpr std::string_view kCorpusValidFile = "valid.txt";
+
+// Creates `dir` if needed and writes both parts, each through a temporary file renamed into place,
+// so an interrupted run never leaves a truncated part under its final name. Throws grove::Error
+// naming the path when it cannot be written.
+void WriteCorpusFiles(const Corpus& corpus, const std::string& dir);
+
+// Reads DIR/<file>. Throws grove::Error when the directory is missing or not a directory, or the
+// file is missing, unreadable or empty.
+std::string ReadCorpusFile(const std::string& dir, std::string_view file);
+
+}  // namespace grove
