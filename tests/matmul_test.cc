@@ -394,6 +394,61 @@ TEST(MatMulTest, DoesNotAllocate) {
   }
 }
 
+// MatMulFused (Q, K, V) and MatMulColumns (gate, up + epilogue) give exactly the bits of separate
+// MatMul calls, for every batch size and thread count, with output ranges that split matrices at
+// odd rows and a width that leaves a last partial chunk.
+TEST(MatMulTest, FusedMatMulsEqualSeparateCalls) {
+  for (GgmlType type : kAllTypes) {
+    const int64_t n_in = IsKQuant(type) ? 512 : 160;
+    const TestWeights a = MakeWeights(type, n_in, 67, 11);
+    const TestWeights b = MakeWeights(type, n_in, 13, 12);
+    const TestWeights c = MakeWeights(type, n_in, 67, 13);
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      MatMulScratch scratch(16, n_in);
+      for (int n_rows : {1, 5, 16}) {
+        const std::vector<float> x = MakeActivations(n_rows, n_in, 14);
+        std::vector<float> want_a(n_rows * 67), want_b(n_rows * 13), want_c(n_rows * 67);
+        MatMul(a.View(), x.data(), n_rows, want_a.data(), scratch, pool);
+        MatMul(b.View(), x.data(), n_rows, want_b.data(), scratch, pool);
+        MatMul(c.View(), x.data(), n_rows, want_c.data(), scratch, pool);
+        std::vector<float> got_a(want_a.size()), got_b(want_b.size()), got_c(want_c.size());
+        const MatMulOutput three[] = {{a.View(), got_a.data()}, {b.View(), got_b.data()},
+                                      {c.View(), got_c.data()}};
+        ASSERT_TRUE(CanFuseMatMuls(three));
+        MatMulFused(three, x.data(), n_rows, scratch, pool);
+        EXPECT_EQ(got_a, want_a) << GgmlTypeName(type) << " threads " << threads;
+        EXPECT_EQ(got_b, want_b) << GgmlTypeName(type) << " threads " << threads;
+        EXPECT_EQ(got_c, want_c) << GgmlTypeName(type) << " threads " << threads;
+
+        // Columns: each epilogue call sees its own columns of both outputs, already computed.
+        std::fill(got_a.begin(), got_a.end(), 0.0f);
+        std::fill(got_c.begin(), got_c.end(), 0.0f);
+        std::vector<int> seen(67, 0);
+        const MatMulOutput two[] = {{a.View(), got_a.data()}, {c.View(), got_c.data()}};
+        MatMulColumns(
+            two, x.data(), n_rows,
+            [&](int64_t o_begin, int64_t o_end) {
+              for (int64_t o = o_begin; o < o_end; ++o) {
+                ++seen[o];
+                for (int r = 0; r < n_rows; ++r) got_a[r * 67 + o] += got_c[r * 67 + o];
+              }
+            },
+            scratch, pool);
+        for (int64_t i = 0; i < static_cast<int64_t>(want_a.size()); ++i) {
+          ASSERT_EQ(got_a[i], want_a[i] + want_c[i]) << GgmlTypeName(type) << " element " << i;
+        }
+        EXPECT_EQ(seen, std::vector<int>(67, 1));
+      }
+    }
+  }
+  const TestWeights f = MakeWeights(GgmlType::kF16, 160, 8, 1);
+  const TestWeights q = MakeWeights(GgmlType::kQ8_0, 160, 8, 2);
+  const TestWeights wide = MakeWeights(GgmlType::kQ8_0, 192, 8, 3);
+  EXPECT_FALSE(CanFuseMatMuls(std::vector<MatMulOutput>{{f.View(), nullptr}, {q.View(), nullptr}}));
+  EXPECT_FALSE(CanFuseMatMuls(std::vector<MatMulOutput>{{q.View(), nullptr}, {wide.View(), nullptr}}));
+}
+
 TEST(MatMulTest, ScratchLimitsAreChecked) {
   ThreadPool pool(1);
   MatMulScratch scratch(4, 64);

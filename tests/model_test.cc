@@ -378,6 +378,22 @@ TEST(Model, MultipleSequencesInOneBatchAreIndependent) {
   EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + nv, nv * sizeof(float)));
 }
 
+// Barriers per decoded token (issue 3): per layer one dispatch for Q/K/V, one for attention, one
+// for the output projection, one for gate/up/SwiGLU, one for down (norms of a few rows run on the
+// calling thread); one more for the logits.
+TEST(Model, DecodeDispatchesPerToken) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2});
+  const int32_t nv = model->config().n_vocab;
+  Batch prefix;
+  prefix.AddChain(SomeTokens(4, nv, 3), 0, 0);
+  model->Forward(prefix);
+  Batch one;
+  one.Add(SomeTokens(1, nv, 4)[0], 4, 0, -1, true);
+  const uint64_t before = model->pool().dispatch_count();
+  model->Forward(one);
+  EXPECT_EQ(model->pool().dispatch_count() - before, 5u * model->config().n_layer + 1);
+}
+
 TEST(Model, RejectsMalformedBatches) {
   auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 1, .n_ctx = 16, .max_batch = 8});
   Batch b;

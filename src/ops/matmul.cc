@@ -68,15 +68,12 @@ MatMulScratch::MatMulScratch(int max_rows, int64_t max_n_in)
   buffer_.Resize(static_cast<std::size_t>(max_rows * row_bytes));
 }
 
-void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScratch& scratch,
-            ThreadPool& pool) {
-  MatMulWithKernels(ActiveKernels(), w, x, n_rows, y, scratch, pool);
-}
+namespace {
 
-void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const float* x, int n_rows,
-                       float* y, MatMulScratch& scratch, ThreadPool& pool) {
-  const RowKernelFn kernel = KernelFor(kernels, w.type);
-  GROVE_CHECK(kernel != nullptr, "matmul: unsupported weight type ", GgmlTypeName(w.type));
+void CheckWeights(const KernelSet& kernels, const WeightView& w, int n_rows,
+                  const MatMulScratch& scratch) {
+  GROVE_CHECK(KernelFor(kernels, w.type) != nullptr, "matmul: unsupported weight type ",
+              GgmlTypeName(w.type));
   GROVE_CHECK(n_rows >= 0 && n_rows <= scratch.max_rows(), "matmul: ", n_rows,
               " rows, scratch sized for ", scratch.max_rows());
   GROVE_CHECK(w.n_in <= scratch.max_n_in(), "matmul: n_in ", w.n_in, ", scratch sized for ",
@@ -85,70 +82,160 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
       w.n_in % GgmlTraits(w.type).block_size == 0 && w.row_bytes >= GgmlRowBytes(w.type, w.n_in),
       "matmul: bad weight view ", w.n_out, "x", w.n_in, " ", GgmlTypeName(w.type), " with rows of ",
       w.row_bytes, " bytes");
-  if (n_rows == 0 || w.n_out == 0) return;
+}
 
-  // Activations as the kernels read them: rows quantized to ActQ8 once per call (not once per
-  // weight row: that would redo the same work n_out times), or float rows. Float rows are copied to
-  // an odd cache-line stride when a tile has several of them: with the caller's power-of-two stride
-  // (n_in = 2048: 8 KiB) the rows of a tile collide in one L1 set. The copy is n_rows x n_in floats
-  // against n_rows x n_in x n_out multiply-adds.
-  const int64_t n_in = w.n_in;
-  const void* act = x;
-  int64_t act_stride = n_in * static_cast<int64_t>(sizeof(float));
-  if (!IsBlockQuantized(w.type)) {
-    if (n_rows > 1 && act_stride % 128 == 0) {
-      act = scratch.bytes();
-      act_stride = FloatRowBytes(n_in);
+// Activation rows as the kernels read them.
+struct Activations {
+  const void* data;
+  int64_t stride;  // bytes
+};
+
+// Activations as the kernels read them: rows quantized to ActQ8 once per call (not once per
+// weight row: that would redo the same work n_out times), or float rows. Float rows are copied to
+// an odd cache-line stride when a tile has several of them: with the caller's power-of-two stride
+// (n_in = 2048: 8 KiB) the rows of a tile collide in one L1 set. The copy is n_rows x n_in floats
+// against n_rows x n_in x n_out multiply-adds.
+Activations PrepareActivations(const KernelSet& kernels, bool quantized, int64_t n_in,
+                               const float* x, int n_rows, MatMulScratch& scratch,
+                               ThreadPool& pool) {
+  Activations act{x, n_in * static_cast<int64_t>(sizeof(float))};
+  if (!quantized) {
+    if (n_rows > 1 && act.stride % 128 == 0) {
+      act = {scratch.bytes(), FloatRowBytes(n_in)};
       for (int r = 0; r < n_rows; ++r) {
-        std::memcpy(scratch.bytes() + r * act_stride, x + r * n_in, n_in * sizeof(float));
+        std::memcpy(scratch.bytes() + r * act.stride, x + r * n_in, n_in * sizeof(float));
       }
     }
+    return act;
+  }
+  act = {scratch.bytes(), ActQ8RowBytes(n_in)};
+  auto quantize = [&](int64_t r_begin, int64_t r_end) {
+    for (int64_t r = r_begin; r < r_end; ++r) {
+      kernels.quantize_act(x + r * n_in, n_in, scratch.bytes() + r * act.stride);
+    }
+  };
+  if (n_rows * n_in >= kParallelQuantizeMin && pool.size() > 1) {
+    pool.ParallelFor(n_rows, quantize);
   } else {
-    act = scratch.bytes();
-    act_stride = ActQ8RowBytes(n_in);
-    auto quantize = [&](int64_t r_begin, int64_t r_end) {
-      for (int64_t r = r_begin; r < r_end; ++r) {
-        kernels.quantize_act(x + r * n_in, n_in, scratch.bytes() + r * act_stride);
+    quantize(0, n_rows);
+  }
+  return act;
+}
+
+// Outputs [o_begin, o_end) of w for all n_rows rows, on the calling thread. Each output is computed
+// whole by one kernel call, whose accumulation order depends on n_in only, so neither the thread
+// count, nor the output range, nor the tiling of rows changes a bit of the result.
+void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activations& act,
+                  int n_rows, int64_t o_begin, int64_t o_end, float* y) {
+  const RowKernelFn kernel = KernelFor(kernels, w.type);
+  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
+  const int64_t n_in = w.n_in;
+  const int64_t n_out = w.n_out;
+  const int tile_rows =
+      static_cast<int>(std::clamp<int64_t>(kTileActBytes / act.stride, 1, kMaxTileRows));
+  // Kernels write a chunk's outputs here, 16 floats (one cache line) per row, and each row's
+  // line is copied to y afterwards. Writing y directly stores to n_rows addresses n_out floats
+  // apart, a power of two in every model (8 KiB for n_out = 2048), which alias in L1 and made
+  // 8-row tiles 2.2x slower.
+  alignas(64) float chunk_out[kRowBlock][kOutChunk];
+  for (int r_block = 0; r_block < n_rows; r_block += kRowBlock) {
+    const int r_block_end = std::min(n_rows, r_block + kRowBlock);
+    for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {
+      const int64_t o_chunk_end = std::min(o_end, o_chunk + kOutChunk);
+      for (int r = r_block; r < r_block_end; r += tile_rows) {
+        const int n_x = std::min(tile_rows, r_block_end - r);
+        const auto* act_tile = static_cast<const uint8_t*>(act.data) + r * act.stride;
+        for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
+          kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act.stride, n_x,
+                 &chunk_out[r - r_block][o - o_chunk], kOutChunk);
+        }
       }
-    };
-    if (n_rows * n_in >= kParallelQuantizeMin && pool.size() > 1) {
-      pool.ParallelFor(n_rows, quantize);
-    } else {
-      quantize(0, n_rows);
+      for (int r = r_block; r < r_block_end; ++r) {
+        std::memcpy(y + r * n_out + o_chunk, chunk_out[r - r_block],
+                    (o_chunk_end - o_chunk) * sizeof(float));
+      }
     }
   }
+}
 
-  // Threads split the output rows, never k: each output is computed whole by one kernel call, whose
-  // accumulation order depends on n_in only, so neither the thread count nor the tiling of rows
-  // changes a bit of the result.
-  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
-  const int tile_rows =
-      static_cast<int>(std::clamp<int64_t>(kTileActBytes / act_stride, 1, kMaxTileRows));
-  const int64_t n_out = w.n_out;
-  pool.ParallelFor(n_out, [&](int64_t o_begin, int64_t o_end) {
-    // Kernels write a chunk's outputs here, 16 floats (one cache line) per row, and each row's
-    // line is copied to y afterwards. Writing y directly stores to n_rows addresses n_out floats
-    // apart, a power of two in every model (8 KiB for n_out = 2048), which alias in L1 and made
-    // 8-row tiles 2.2x slower.
-    alignas(64) float chunk_out[kRowBlock][kOutChunk];
-    for (int r_block = 0; r_block < n_rows; r_block += kRowBlock) {
-      const int r_block_end = std::min(n_rows, r_block + kRowBlock);
-      for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {
-        const int64_t o_chunk_end = std::min(o_end, o_chunk + kOutChunk);
-        for (int r = r_block; r < r_block_end; r += tile_rows) {
-          const int n_x = std::min(tile_rows, r_block_end - r);
-          const auto* act_tile = static_cast<const uint8_t*>(act) + r * act_stride;
-          for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
-            kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act_stride, n_x,
-                   &chunk_out[r - r_block][o - o_chunk], kOutChunk);
-          }
-        }
-        for (int r = r_block; r < r_block_end; ++r) {
-          std::memcpy(y + r * n_out + o_chunk, chunk_out[r - r_block],
-                      (o_chunk_end - o_chunk) * sizeof(float));
-        }
-      }
+}  // namespace
+
+void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScratch& scratch,
+            ThreadPool& pool) {
+  MatMulWithKernels(ActiveKernels(), w, x, n_rows, y, scratch, pool);
+}
+
+void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const float* x, int n_rows,
+                       float* y, MatMulScratch& scratch, ThreadPool& pool) {
+  CheckWeights(kernels, w, n_rows, scratch);
+  if (n_rows == 0 || w.n_out == 0) return;
+  const Activations act =
+      PrepareActivations(kernels, IsBlockQuantized(w.type), w.n_in, x, n_rows, scratch, pool);
+  // Threads split the output rows, never k (see ComputeRange).
+  pool.ParallelFor(w.n_out, [&](int64_t o_begin, int64_t o_end) {
+    ComputeRange(kernels, w, act, n_rows, o_begin, o_end, y);
+  });
+}
+
+bool CanFuseMatMuls(std::span<const MatMulOutput> outs) {
+  for (const MatMulOutput& out : outs) {
+    if (out.w.n_in != outs[0].w.n_in ||
+        IsBlockQuantized(out.w.type) != IsBlockQuantized(outs[0].w.type)) {
+      return false;
     }
+  }
+  return true;
+}
+
+void MatMulFused(std::span<const MatMulOutput> outs, const float* x, int n_rows,
+                 MatMulScratch& scratch, ThreadPool& pool) {
+  const KernelSet& kernels = ActiveKernels();
+  GROVE_CHECK(!outs.empty() && CanFuseMatMuls(outs),
+              "matmul: fused matrices differ in input width or activation format");
+  int64_t n_total = 0;
+  for (const MatMulOutput& out : outs) {
+    CheckWeights(kernels, out.w, n_rows, scratch);
+    n_total += out.w.n_out;
+  }
+  if (n_rows == 0 || n_total == 0) return;
+  const Activations act = PrepareActivations(kernels, IsBlockQuantized(outs[0].w.type),
+                                             outs[0].w.n_in, x, n_rows, scratch, pool);
+  // Threads split the concatenated output rows of all matrices; a thread's range may span
+  // several matrices. Every row costs the same (same n_in), so the split stays balanced.
+  pool.ParallelFor(n_total, [&](int64_t begin, int64_t end) {
+    int64_t base = 0;
+    for (const MatMulOutput& out : outs) {
+      const int64_t o_begin = std::max<int64_t>(begin - base, 0);
+      const int64_t o_end = std::min<int64_t>(end - base, out.w.n_out);
+      if (o_begin < o_end) ComputeRange(kernels, out.w, act, n_rows, o_begin, o_end, out.y);
+      base += out.w.n_out;
+    }
+  });
+}
+
+void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_rows,
+                   FunctionRef<void(int64_t, int64_t)> epilogue, MatMulScratch& scratch,
+                   ThreadPool& pool) {
+  const KernelSet& kernels = ActiveKernels();
+  GROVE_CHECK(!outs.empty() && CanFuseMatMuls(outs),
+              "matmul: fused matrices differ in input width or activation format");
+  for (const MatMulOutput& out : outs) {
+    CheckWeights(kernels, out.w, n_rows, scratch);
+    GROVE_CHECK(out.w.n_out == outs[0].w.n_out, "matmul: column-fused matrices differ in n_out");
+  }
+  const int64_t n_out = outs[0].w.n_out;
+  if (n_rows == 0 || n_out == 0) return;
+  const Activations act = PrepareActivations(kernels, IsBlockQuantized(outs[0].w.type),
+                                             outs[0].w.n_in, x, n_rows, scratch, pool);
+  // Ranges start at multiples of kOutChunk so that each matrix's chunks stay whole cache lines.
+  const int64_t n_chunks = (n_out + kOutChunk - 1) / kOutChunk;
+  pool.ParallelFor(n_chunks, [&](int64_t c_begin, int64_t c_end) {
+    const int64_t o_begin = c_begin * kOutChunk;
+    const int64_t o_end = std::min(n_out, c_end * kOutChunk);
+    for (const MatMulOutput& out : outs) {
+      ComputeRange(kernels, out.w, act, n_rows, o_begin, o_end, out.y);
+    }
+    epilogue(o_begin, o_end);
   });
 }
 

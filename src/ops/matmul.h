@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/aligned_buffer.h"
+#include "base/function_ref.h"
 #include "base/thread_pool.h"
 #include "io/ggml_type.h"
 
@@ -51,5 +53,30 @@ void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScr
 // levels with it; see kernels/kernel_set.h for KernelsForLevel).
 void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const float* x, int n_rows,
                        float* y, MatMulScratch& scratch, ThreadPool& pool);
+
+// One matrix of a fused matmul and where its n_rows x w.n_out results go.
+struct MatMulOutput {
+  WeightView w;
+  float* y;
+};
+
+// True if the matrices can share one fused call: the same n_in, and all block-quantized (one ActQ8
+// activation format serves Q8_0, Q4_0, Q4_K and Q6_K alike) or all float.
+bool CanFuseMatMuls(std::span<const MatMulOutput> outs);
+
+// Several matmuls over the same input in one pool dispatch (Q, K and V; a batch of n_in x n_rows
+// activations at least 2^15 elements adds one dispatch to quantize them in parallel): activations
+// are prepared once and threads split the union of the output rows. Each out.y gets exactly the
+// bits a separate MatMul would give. Requires CanFuseMatMuls(outs).
+void MatMulFused(std::span<const MatMulOutput> outs, const float* x, int n_rows,
+                 MatMulScratch& scratch, ThreadPool& pool);
+
+// Matmuls of equal n_out over the same input in one dispatch, split by output columns: each thread
+// computes one column range [o_begin, o_end) of every matrix (ranges start at multiples of 16),
+// then calls epilogue(o_begin, o_end) on the same thread, e.g. SwiGLU of gate and up over those
+// columns, so no barrier separates them. Bits as separate MatMul calls; requires CanFuseMatMuls.
+void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_rows,
+                   FunctionRef<void(int64_t, int64_t)> epilogue, MatMulScratch& scratch,
+                   ThreadPool& pool);
 
 }  // namespace grove
