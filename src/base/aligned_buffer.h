@@ -35,6 +35,7 @@ class AlignedBuffer {
     data_ = nullptr;
     size_ = n;
     if (n == 0) return;
+    if (n > (static_cast<std::size_t>(-1) - kCacheLine) / sizeof(T)) throw std::bad_alloc();
     std::size_t bytes = (n * sizeof(T) + kCacheLine - 1) / kCacheLine * kCacheLine;
     data_ = static_cast<T*>(std::aligned_alloc(kCacheLine, bytes));
     if (data_ == nullptr) throw std::bad_alloc();
