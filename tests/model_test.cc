@@ -394,6 +394,20 @@ TEST(Model, DecodeDispatchesPerToken) {
   EXPECT_EQ(model->pool().dispatch_count() - before, 5u * model->config().n_layer + 1);
 }
 
+// A prompt longer than max_batch runs in chunks; the last logits equal one big batch bit for bit.
+TEST(Model, ForwardChainSplitsLongPromptsExactly) {
+  auto chunked = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2, .max_batch = 8});
+  auto whole = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2, .max_batch = 32});
+  const std::vector<int32_t> tokens = SomeTokens(21, chunked->config().n_vocab, 6);
+  Batch a, b;
+  std::span<const float> x = chunked->ForwardChain(tokens, 0, 0, a, true);
+  std::span<const float> y = whole->ForwardChain(tokens, 0, 0, b, true);
+  ASSERT_EQ(x.size(), static_cast<std::size_t>(chunked->config().n_vocab));
+  EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size_bytes()));
+  EXPECT_EQ(chunked->cache(0).length(), 21);
+  EXPECT_TRUE(chunked->ForwardChain(std::span<const int32_t>(tokens).first(3), 21, 0, a, false).empty());
+}
+
 TEST(Model, RejectsMalformedBatches) {
   auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 1, .n_ctx = 16, .max_batch = 8});
   Batch b;

@@ -281,6 +281,21 @@ TEST(SpecDecoder, RefusesLossyCombinations) {
   }
 }
 
+// The defaults the CLI uses are always a lossless pairing.
+TEST(SpecDecoder, DefaultRuleAndDrawAreLossless) {
+  const TreeSpec spec = Spec("kconfig:2,2");
+  for (bool greedy : {true, false}) {
+    for (bool deterministic : {true, false}) {
+      const VerifyRule rule = DefaultVerifyRule(greedy, deterministic);
+      const ChildDraw draw = deterministic ? ChildDraw::kDeterministic : RequiredChildDraw(rule);
+      EXPECT_NO_THROW(CheckLossless(rule, draw, spec.shape, greedy)) << VerifyRuleName(rule);
+    }
+  }
+  EXPECT_EQ(DefaultVerifyRule(false, false), VerifyRule::kSequoia);
+  EXPECT_EQ(DefaultVerifyRule(false, true), VerifyRule::kTargetSample);
+  EXPECT_EQ(RequiredChildDraw(VerifyRule::kSpecInfer), ChildDraw::kWithReplacement);
+}
+
 TEST(SpecDecoder, VocabularyMismatchIsAnError) {
   auto target = MakeRandomModel(TinySpec(), {.n_threads = 1});
   RandomModelSpec other = TinySpec();

@@ -210,6 +210,19 @@ std::span<const float> Model::Forward(const Batch& batch) {
   return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
 }
 
+std::span<const float> Model::ForwardChain(std::span<const int32_t> tokens, int32_t first_position, int32_t seq,
+                                           Batch& batch, bool want_logits) {
+  std::span<const float> logits;
+  for (std::size_t begin = 0; begin < tokens.size(); begin += max_batch_) {
+    const std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(max_batch_));
+    batch.Clear();
+    batch.AddChain(tokens.subspan(begin, end - begin), first_position + static_cast<int32_t>(begin), seq);
+    if (!want_logits) batch.logits.back() = 0;
+    logits = Forward(batch);
+  }
+  return logits;
+}
+
 void Model::Layer(const Batch& batch, int32_t layer) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];

@@ -53,6 +53,13 @@ class Model {
   // until the next call. Throws grove::Error, changing nothing, on a malformed batch or a full cache.
   std::span<const float> Forward(const Batch& batch);
 
+  // Runs `tokens` as a causal chain continuing sequence `seq` at first_position, in chunks of
+  // max_batch (a prompt may be longer than one batch). Returns the last token's logits, or nothing
+  // when want_logits is false. `batch` is the caller's scratch, reused so repeated calls do not
+  // allocate.
+  std::span<const float> ForwardChain(std::span<const int32_t> tokens, int32_t first_position, int32_t seq,
+                                      Batch& batch, bool want_logits);
+
   // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
 

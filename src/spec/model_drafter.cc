@@ -47,19 +47,11 @@ ModelDrafter::ModelDrafter(Model& draft, const Model& target, const SamplerParam
 
 void ModelDrafter::Begin(std::span<const int32_t> context) {
   GROVE_CHECK(!context.empty());
-  KvCache& cache = draft_.cache(0);
-  cache.Clear();
-  // Everything but the root goes into the cache now, in chunks of the draft's batch limit.
-  const std::size_t n_prefix = context.size() - 1;
-  for (std::size_t begin = 0; begin < n_prefix; begin += draft_.max_batch()) {
-    const std::size_t end = std::min(n_prefix, begin + static_cast<std::size_t>(draft_.max_batch()));
-    batch_.Clear();
-    batch_.AddChain(context.subspan(begin, end - begin), static_cast<int32_t>(begin), 0);
-    batch_.logits.assign(batch_.logits.size(), 0);
-    draft_.Forward(batch_);
-  }
+  draft_.cache(0).Clear();
+  // Everything but the root goes into the cache now; the root is fed with the first level.
+  draft_.ForwardChain(context.first(context.size() - 1), 0, 0, batch_, /*want_logits=*/false);
   pending_.assign(1, context.back());
-  root_position_ = static_cast<int32_t>(n_prefix);
+  root_position_ = static_cast<int32_t>(context.size()) - 1;
 }
 
 void ModelDrafter::FeedPending() {

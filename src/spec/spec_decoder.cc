@@ -9,19 +9,6 @@
 namespace grove {
 namespace {
 
-// Runs prompt[0, n) through the target in chunks of its batch limit (no logits needed).
-void Prefill(Model& model, std::span<const int32_t> tokens, Batch& batch, bool want_last_logits,
-             std::span<const float>* last_logits) {
-  for (std::size_t begin = 0; begin < tokens.size(); begin += model.max_batch()) {
-    const std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(model.max_batch()));
-    batch.Clear();
-    batch.AddChain(tokens.subspan(begin, end - begin), static_cast<int32_t>(begin), 0);
-    if (!want_last_logits) batch.logits.assign(batch.logits.size(), 0);
-    std::span<const float> logits = model.Forward(batch);
-    if (last_logits) *last_logits = logits;
-  }
-}
-
 bool IsStop(const Model& model, const SpecOptions& o, int32_t token) {
   return o.stop_at_eog && model.tokenizer() && model.tokenizer()->IsEndOfGeneration(token);
 }
@@ -76,7 +63,7 @@ std::vector<int32_t> SpecDecoder::Generate(std::span<const int32_t> prompt,
   Timer prefill;
   KvCache& cache = target_.cache(0);
   cache.Clear();
-  Prefill(target_, prompt.first(prompt.size() - 1), batch_, false, nullptr);
+  target_.ForwardChain(prompt.first(prompt.size() - 1), 0, 0, batch_, /*want_logits=*/false);
   drafter_.Begin(prompt);
   stats_.prefill_seconds = prefill.Seconds();
 
@@ -152,9 +139,8 @@ std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> promp
   Sampler sampler(options.sampling);
   Batch batch;
   target.cache(0).Clear();
-  std::span<const float> logits;
   Timer prefill;
-  Prefill(target, prompt, batch, true, &logits);
+  std::span<const float> logits = target.ForwardChain(prompt, 0, 0, batch, /*want_logits=*/true);
   if (timing) timing->prefill_seconds = prefill.Seconds();
   std::vector<int32_t> out;
   int32_t position = static_cast<int32_t>(prompt.size());

@@ -33,16 +33,16 @@ void TreeBuilder::BuildStatic(Drafter& drafter, uint64_t sequence, int64_t root_
   const TokenTree& shape = spec_.shape;
   // Level by level: the frontier is every placed node (the root first) whose shape has children.
   frontier_.assign(1, -1);
-  std::vector<int32_t> shape_frontier = {-1};
+  shape_frontier_.assign(1, -1);
   while (!frontier_.empty()) {
     ExpandInto(drafter, tree_, frontier_);
-    std::vector<int32_t> next_shape_frontier;
-    std::vector<int32_t> next_frontier;
+    next_frontier_.clear();
+    next_shape_frontier_.clear();
     for (std::size_t i = 0; i < frontier_.size(); ++i) {
       const int32_t node = frontier_[i];
       std::span<const float> q(scratch_.data() + i * n_vocab_, n_vocab_);
       std::copy(q.begin(), q.end(), rows_.begin() + static_cast<std::size_t>(node + 1) * n_vocab_);
-      std::span<const int32_t> wanted = shape.children(shape_frontier[i]);
+      std::span<const int32_t> wanted = shape.children(shape_frontier_[i]);
       const int32_t depth = node < 0 ? 1 : tree_.node(node).depth + 1;
       int32_t k = static_cast<int32_t>(wanted.size());
       if (draw_ == ChildDraw::kDeterministic) {
@@ -57,13 +57,13 @@ void TreeBuilder::BuildStatic(Drafter& drafter, uint64_t sequence, int64_t root_
         const int32_t child = tree_.AddChild(node, tokens_[c], q[tokens_[c]]);
         const int32_t shape_child = wanted[c];
         if (!shape.children(shape_child).empty()) {
-          next_frontier.push_back(child);
-          next_shape_frontier.push_back(shape_child);
+          next_frontier_.push_back(child);
+          next_shape_frontier_.push_back(shape_child);
         }
       }
     }
-    frontier_ = std::move(next_frontier);
-    shape_frontier = std::move(next_shape_frontier);
+    frontier_.swap(next_frontier_);
+    shape_frontier_.swap(next_shape_frontier_);
   }
 }
 

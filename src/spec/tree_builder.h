@@ -42,7 +42,10 @@ class TreeBuilder {
   TokenTree tree_;
   std::vector<float> rows_;     // (max_nodes + 1, n_vocab)
   std::vector<float> scratch_;  // (frontier, n_vocab) rows of one Expand call
-  std::vector<int32_t> frontier_;
+  // Level-by-level frontiers of the tree being built and of the shape; swapped, never reallocated
+  // once grown.
+  std::vector<int32_t> frontier_, next_frontier_;
+  std::vector<int32_t> shape_frontier_, next_shape_frontier_;
   std::vector<int32_t> tokens_;
   int32_t draft_calls_ = 0;
 };

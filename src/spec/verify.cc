@@ -79,6 +79,25 @@ std::string_view ChildDrawName(ChildDraw draw) {
 
 ChildDraw ParseChildDraw(std::string_view name) { return ParseName(kDrawNames, name, "child draw mode"); }
 
+VerifyRule DefaultVerifyRule(bool greedy_sampling, bool deterministic_children) {
+  if (greedy_sampling) return VerifyRule::kGreedy;
+  return deterministic_children ? VerifyRule::kTargetSample : VerifyRule::kSequoia;
+}
+
+ChildDraw RequiredChildDraw(VerifyRule rule) {
+  switch (rule) {
+    case VerifyRule::kChain:
+    case VerifyRule::kSpecInfer:
+      return ChildDraw::kWithReplacement;
+    case VerifyRule::kSequoia:
+      return ChildDraw::kWithoutReplacement;
+    case VerifyRule::kGreedy:
+    case VerifyRule::kTargetSample:
+      break;
+  }
+  return ChildDraw::kDeterministic;
+}
+
 void CheckLossless(VerifyRule rule, ChildDraw draw, const TokenTree& tree, bool greedy_sampling) {
   const std::string_view rule_name = VerifyRuleName(rule);
   const std::string_view draw_name = ChildDrawName(draw);

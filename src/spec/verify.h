@@ -58,6 +58,13 @@ VerifyRule ParseVerifyRule(std::string_view name);
 std::string_view ChildDrawName(ChildDraw draw);
 ChildDraw ParseChildDraw(std::string_view name);
 
+// The rule grove uses when none is named: greedy at temperature 0; otherwise Sequoia's, or
+// target-sample matching when the children are top-k guesses (prompt lookup, OPT-Tree), the one
+// sampling rule that is lossless for such trees.
+VerifyRule DefaultVerifyRule(bool greedy_sampling, bool deterministic_children);
+// How a builder must draw children for `rule` to be lossless at temperature > 0.
+ChildDraw RequiredChildDraw(VerifyRule rule);
+
 // Throws grove::Error explaining why verifying `tree` (its shape: token values are not looked at)
 // with `rule`, children drawn as `draw`, would not be lossless. greedy_sampling is true when the
 // target distributions are one-hot (temperature 0); then every rejection rule reduces to exact

@@ -67,8 +67,8 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path, int 
   for (std::size_t i = 0; i < o.specs.size(); ++i) {
     TreeSpec spec = ParseTreeSpec(o.specs[i], inputs);
     const bool deterministic = drafter->deterministic() || !spec.is_static();
-    const VerifyRule rule = greedy ? VerifyRule::kGreedy : deterministic ? VerifyRule::kTargetSample : VerifyRule::kSequoia;
-    const ChildDraw draw = greedy || deterministic ? ChildDraw::kDeterministic : ChildDraw::kWithoutReplacement;
+    const VerifyRule rule = DefaultVerifyRule(greedy, deterministic);
+    const ChildDraw draw = RequiredChildDraw(rule);
     rows[i].spec = spec.text;
     rows[i].rule = std::string(VerifyRuleName(rule));
     rules.push_back(rule);

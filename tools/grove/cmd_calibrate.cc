@@ -42,11 +42,11 @@ void RunCalibrate(CalibrateOptions o) {
   if (o.width >= target->config().n_vocab) Fail("--width ", o.width, " must be below the vocabulary size");
 
   const bool greedy = o.sampling.greedy();
-  SpecOptions so{.rule = greedy ? VerifyRule::kGreedy : VerifyRule::kSequoia, .sampling = o.sampling,
+  SpecOptions so{.rule = DefaultVerifyRule(greedy, /*deterministic_children=*/false), .sampling = o.sampling,
                  .n_predict = o.n_predict};
   TreeSpecInputs inputs{.max_tokens = target->max_batch()};
   TreeBuilder builder(ParseTreeSpec("kconfig:" + std::to_string(o.width), inputs),
-                      greedy ? ChildDraw::kDeterministic : ChildDraw::kWithoutReplacement, target->config().n_vocab,
+                      RequiredChildDraw(so.rule), target->config().n_vocab,
                       o.seed);
   ModelDrafter drafter(*draft, *target, o.sampling);
   std::vector<int64_t> counts(o.width + 1, 0);

@@ -56,25 +56,6 @@ std::string ReadPrompt(const RunOptions& o) {
   return ss.str();
 }
 
-// Default rule: greedy at temperature 0; otherwise Sequoia's (children drawn without replacement),
-// or target-sample matching when the tree's children are top-k guesses (prompt lookup, OPT-Tree).
-VerifyRule DefaultRule(const RunOptions& o, bool deterministic_tree) {
-  if (o.sampling.greedy()) return VerifyRule::kGreedy;
-  return deterministic_tree ? VerifyRule::kTargetSample : VerifyRule::kSequoia;
-}
-
-ChildDraw DrawFor(VerifyRule rule) {
-  switch (rule) {
-    case VerifyRule::kChain:
-    case VerifyRule::kSpecInfer:
-      return ChildDraw::kWithReplacement;
-    case VerifyRule::kSequoia:
-      return ChildDraw::kWithoutReplacement;
-    default:
-      return ChildDraw::kDeterministic;
-  }
-}
-
 void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule, std::string_view drafter) {
   const double busy = std::max(s.draft_seconds + s.verify_seconds, 1e-9);
   std::fprintf(stderr, "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps, τ = %.2f tokens/step"
@@ -139,8 +120,8 @@ void RunGenerate(RunOptions o) {
     if (!o.profile_file.empty()) inputs.verify_cost = ReadVerifyProfile(o.profile_file);
     TreeSpec spec = ParseTreeSpec(o.spec, inputs);
     const bool deterministic_tree = drafter->deterministic() || !spec.is_static();
-    so.rule = o.verify.empty() ? DefaultRule(o, deterministic_tree) : ParseVerifyRule(o.verify);
-    ChildDraw draw = o.draw.empty() ? DrawFor(so.rule) : ParseChildDraw(o.draw);
+    so.rule = o.verify.empty() ? DefaultVerifyRule(o.sampling.greedy(), deterministic_tree) : ParseVerifyRule(o.verify);
+    ChildDraw draw = o.draw.empty() ? RequiredChildDraw(so.rule) : ParseChildDraw(o.draw);
     if (drafter->deterministic()) draw = ChildDraw::kDeterministic;
     builder = std::make_unique<TreeBuilder>(std::move(spec), draw, model->config().n_vocab, o.sampling.seed);
   }
