@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev                 # JSON output of bench/calibration files
   libgtest-dev libgmock-dev          # the test suite
   libbenchmark-dev                   # kernel micro-benchmarks
+  libopenblas-dev                    # f32 matrix products of the trainer (optional: built-in fallback)
 )
 
 missing=()

@@ -17,6 +17,8 @@ void AddCalibrateCommand(CLI::App& app);
 void AddTreeCommand(CLI::App& app);
 void AddCorpusCommand(CLI::App& app);
 void AddTokenizerTrainCommand(CLI::App& app);
+void AddTrainCommand(CLI::App& app);
+void AddExportCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
   grove::cli::AddTreeCommand(app);
   grove::cli::AddCorpusCommand(app);
   grove::cli::AddTokenizerTrainCommand(app);
+  grove::cli::AddTrainCommand(app);
+  grove::cli::AddExportCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

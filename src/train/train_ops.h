@@ -1,0 +1,66 @@
+// Forward and backward of the Llama ops over a batch of rows, for training.
+//
+// Conventions: a matrix W is stored as GGUF stores it, n_out rows of n_in (row-major), so a linear
+// layer is Y = X W^T over rows of X. Forward functions compute with the inference ops (ops/) where
+// one exists, so a trained model means the same thing to `grove run`; backward functions ADD into
+// their gradient outputs (dx, dw), so gradients of shared tensors accumulate. Every function is
+// checked against finite differences in tests/train_ops_test.cc.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ops/rope.h"
+
+namespace grove {
+
+// Y(rows x n_out) = X(rows x n_in) W^T.
+void LinearForward(const float* x, const float* w, float* y, int rows, int n_in, int n_out);
+// dX += dY W; dW += dY^T X.
+void LinearBackward(const float* x, const float* w, const float* dy, float* dx, float* dw, int rows,
+                    int n_in, int n_out);
+
+// y = x * rstd * w per row, rstd = 1 / sqrt(mean(x^2) + eps) (saved, rows values).
+void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps);
+void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx,
+                     float* dw, int rows, int n);
+
+// Rotates n_heads heads of each row in place; row r has position positions[r]. cos_sin holds
+// (n_rot / 2) {cos, sin} pairs per position 0..max (RopeAngles). The backward pass rotates the
+// gradient back by the opposite angle (the rotation is orthogonal).
+void RopeForward(const RopeParams& p, const float* cos_sin, std::span<const int32_t> positions,
+                 float* x, int n_heads);
+void RopeBackward(const RopeParams& p, const float* cos_sin, std::span<const int32_t> positions,
+                  float* dx, int n_heads);
+
+// Causal self-attention of n_seq sequences of seq_len rows each (rows = n_seq * seq_len), n_heads
+// heads of head_dim, q/k/v/out laid out (rows x n_heads * head_dim). probs (n_seq * n_heads *
+// seq_len * seq_len) keeps the softmax for the backward pass (zero above the diagonal).
+struct AttentionShape {
+  int n_seq = 0;
+  int seq_len = 0;
+  int n_heads = 0;
+  int head_dim = 0;
+};
+void CausalAttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                            float* probs, float* out);
+// Gradients of q, k, v (overwritten, not added). scratch: seq_len * seq_len floats.
+void CausalAttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                             const float* probs, const float* dout, float* dq, float* dk, float* dv,
+                             float* scratch);
+
+// out = silu(gate) * up (the inference op), and its backward: dgate, dup overwritten.
+void SwiGluForward(const float* gate, const float* up, float* out, int64_t n);
+void SwiGluBackward(const float* gate, const float* up, const float* dout, float* dgate, float* dup,
+                    int64_t n);
+
+// Mean cross-entropy of rows of logits (rows x n_vocab) against targets; writes d(loss)/d(logits)
+// into dlogits. Returns the mean loss. Accumulates in double.
+double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits, int rows, int n_vocab);
+
+// Mean KL(teacher || student) over rows, both given as logits: sum_v p_t (log p_t - log p_s). Writes
+// d(loss)/d(student logits) = (p_s - p_t) / rows into dlogits.
+double DistillKl(const float* student_logits, const float* teacher_logits, float* dlogits, int rows,
+                 int n_vocab);
+
+}  // namespace grove

@@ -1,0 +1,319 @@
+#include "train/trainer.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "io/gguf.h"
+#include "model/tokenizer.h"
+#include "train/corpus_files.h"
+#include "train/gemm.h"
+#include "train/model_file.h"
+
+namespace grove {
+namespace {
+
+constexpr const char* kCheckpointFile = "checkpoint.gguf";
+constexpr const char* kSettingsPrefix = "grove.train.setting.";
+
+std::string FormatDouble(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+// Everything that shapes the result besides the model shape; a resumed run must agree on all of it.
+std::vector<std::pair<std::string, std::string>> RunSettings(const TrainOptions& o, int64_t train_tokens,
+                                                             int64_t valid_tokens) {
+  const OptimizerConfig& c = o.optimizer;
+  return {
+      {"seed", std::to_string(o.seed)},
+      {"batch", std::to_string(o.batch)},
+      {"seq_len", std::to_string(o.seq_len)},
+      {"steps", std::to_string(c.steps)},
+      {"warmup", std::to_string(c.warmup)},
+      {"lr", FormatDouble(c.lr)},
+      {"min_lr_ratio", FormatDouble(c.min_lr_ratio)},
+      {"beta1", FormatDouble(c.beta1)},
+      {"beta2", FormatDouble(c.beta2)},
+      {"eps", FormatDouble(c.eps)},
+      {"weight_decay", FormatDouble(c.weight_decay)},
+      {"clip", FormatDouble(c.clip)},
+      {"teacher", o.teacher_path.empty() ? "" : std::filesystem::path(o.teacher_path).filename().string()},
+      {"train_tokens", std::to_string(train_tokens)},
+      {"valid_tokens", std::to_string(valid_tokens)},
+  };
+}
+
+bool SameShape(const TrainShape& a, const TrainShape& b) {
+  return a.n_vocab == b.n_vocab && a.n_embd == b.n_embd && a.n_layer == b.n_layer && a.n_head == b.n_head &&
+         a.n_ff == b.n_ff && a.n_ctx == b.n_ctx && a.rope_freq_base == b.rope_freq_base &&
+         a.rms_eps == b.rms_eps && a.tied_output == b.tied_output;
+}
+
+const std::vector<std::string>& TokenTexts(const GgufKeyValues& keys) {
+  for (const auto& [key, value] : keys) {
+    if (key == "tokenizer.ggml.tokens") return value.strings;
+  }
+  Fail("train: tokenizer has no tokenizer.ggml.tokens");
+}
+
+struct RunState {
+  std::vector<float> params, m, v;
+  int64_t step = 0;
+  double elapsed_s = 0;
+  double last_valid_loss = NAN;
+};
+
+void SaveCheckpoint(const std::string& path, const ParamLayout& layout, const RunState& state,
+                    const GgufKeyValues& tokenizer, const TrainOptions& o,
+                    const std::vector<std::pair<std::string, std::string>>& settings) {
+  GgufWriter w = TrainedModelWriter(layout, state.params.data(), tokenizer, GgmlType::kF32, o.name);
+  w.SetUint64("grove.train.step", static_cast<uint64_t>(state.step));
+  w.SetUint64("grove.train.elapsed_ms", static_cast<uint64_t>(state.elapsed_s * 1000.0));
+  w.SetString("grove.train.last_valid_loss", FormatDouble(state.last_valid_loss));
+  for (const auto& [key, value] : settings) w.SetString(kSettingsPrefix + key, value);
+  for (const ParamTensor& t : layout.tensors()) {
+    w.AddF32Tensor("adam_m." + t.name, t.shape, {state.m.data() + t.offset, static_cast<std::size_t>(t.size)});
+    w.AddF32Tensor("adam_v." + t.name, t.shape, {state.v.data() + t.offset, static_cast<std::size_t>(t.size)});
+  }
+  w.WriteFile(path);
+}
+
+RunState LoadCheckpoint(const std::string& path, const ParamLayout& layout, const GgufKeyValues& tokenizer,
+                        const std::vector<std::pair<std::string, std::string>>& settings) {
+  auto file = GgufFile::Open(path);
+  const std::string where = StrCat("train: checkpoint '", path, "'");
+  LoadedTrainModel model = LoadTrainModel(*file);
+  if (!SameShape(model.shape, layout.shape())) {
+    Fail(where, " is a model of ", DescribeTrainShape(model.shape), ", but this run asks for ",
+         DescribeTrainShape(layout.shape()), "; use the same settings to resume, or another --out");
+  }
+  if (TokenTexts(model.tokenizer) != TokenTexts(tokenizer)) {
+    Fail(where, " was trained with another tokenizer than '", "the one given", "'");
+  }
+  for (const auto& [key, value] : settings) {
+    const std::string stored = file->GetString(kSettingsPrefix + key);
+    if (stored != value) {
+      Fail(where, " was made with ", key, " = '", stored, "', but this run has '", value,
+           "'; use the same settings to resume, or another --out");
+    }
+  }
+  RunState s;
+  s.params = std::move(model.params);
+  s.m.resize(s.params.size());
+  s.v.resize(s.params.size());
+  for (const ParamTensor& t : layout.tensors()) {
+    for (auto [prefix, dst] : {std::pair{"adam_m.", &s.m}, std::pair{"adam_v.", &s.v}}) {
+      const GgufTensor& g = file->GetTensor(prefix + t.name);
+      if (g.type != GgmlType::kF32 || g.shape != t.shape) Fail(where, ": tensor '", g.name, "' has the wrong type or shape");
+      std::memcpy(dst->data() + t.offset, g.data, static_cast<std::size_t>(t.size) * sizeof(float));
+    }
+  }
+  s.step = static_cast<int64_t>(file->GetUint("grove.train.step"));
+  if (s.step > std::stoll(file->GetString(std::string(kSettingsPrefix) + "steps"))) Fail(where, ": step is past the end");
+  s.elapsed_s = static_cast<double>(file->GetUint("grove.train.elapsed_ms", 0)) / 1000.0;
+  s.last_valid_loss = std::strtod(file->GetString("grove.train.last_valid_loss", "nan").c_str(), nullptr);
+  return s;
+}
+
+uint64_t Mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+void FillBatch(const std::vector<int32_t>& data, std::span<const int64_t> offsets, int32_t seq_len,
+               int32_t* tokens, int32_t* targets) {
+  for (std::size_t b = 0; b < offsets.size(); ++b) {
+    const int32_t* src = data.data() + offsets[b];
+    std::copy(src, src + seq_len, tokens + b * static_cast<std::size_t>(seq_len));
+    std::copy(src + 1, src + seq_len + 1, targets + b * static_cast<std::size_t>(seq_len));
+  }
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& out_dir) {
+  return (std::filesystem::path(out_dir) / kCheckpointFile).string();
+}
+
+void ValidateTrainOptions(const TrainOptions& o) {
+  ValidateOptimizerConfig(o.optimizer);
+  auto check = [](bool ok, const char* what, int64_t v) {
+    if (!ok) Fail("train: ", what, " ", v, " is out of range");
+  };
+  check(o.batch >= 1 && o.batch <= 4096, "--batch", o.batch);
+  check(o.seq_len >= 2 && o.seq_len <= 65536, "--seq-len", o.seq_len);
+  check(o.eval_every >= 1, "--eval-every", o.eval_every);
+  check(o.eval_batches >= 1, "--eval-batches", o.eval_batches);
+  check(o.checkpoint_every >= 1, "--checkpoint-every", o.checkpoint_every);
+  check(o.threads >= 1 && o.threads <= 1024, "--threads", o.threads);
+  if (o.out_dir.empty()) Fail("train: no run directory (--out)");
+}
+
+std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view text, int32_t eos) {
+  std::vector<int32_t> out;
+  out.reserve(text.size() / 3);
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find("\n\n", pos);
+    end = end == std::string_view::npos ? text.size() : end + 1;  // the document keeps its last newline
+    const std::string_view doc = text.substr(pos, end - pos);
+    out.push_back(eos);
+    const std::vector<int32_t> ids = tokenizer.Encode(doc, /*add_bos=*/false);
+    out.insert(out.end(), ids.begin(), ids.end());
+    pos = end;
+    while (pos < text.size() && text[pos] == '\n') ++pos;
+  }
+  return out;
+}
+
+int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, int32_t seq_len) {
+  const uint64_t range = static_cast<uint64_t>(n_tokens - seq_len);  // offsets 0 .. n - seq_len - 1
+  const uint64_t h = Mix(Mix(seed ^ 0x5851f42d4c957f2dull) ^ Mix(static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b)));
+  return static_cast<int64_t>(h % range);
+}
+
+TrainResult Train(const TrainOptions& options, const std::function<void(const TrainProgress&)>& progress,
+                  const std::atomic<bool>* stop) {
+  ValidateTrainOptions(options);
+  TrainOptions o = options;
+  SetGemmThreads(o.threads);
+
+  // Tokenizer and corpus.
+  auto tok_file = GgufFile::Open(o.tokenizer_path);
+  const GgufKeyValues tokenizer_keys = TokenizerKeys(*tok_file);
+  auto tokenizer = Tokenizer::FromGguf(*tok_file);
+  if (!tok_file->Has("tokenizer.ggml.eos_token_id")) Fail("train: tokenizer '", o.tokenizer_path, "' has no end-of-text token");
+  const auto eos = static_cast<int32_t>(tok_file->GetUint("tokenizer.ggml.eos_token_id"));
+  o.shape.n_vocab = TokenizerVocabSize(tokenizer_keys);
+  const std::vector<int32_t> train = TokenizeCorpus(*tokenizer, ReadCorpusFile(o.corpus_dir, kCorpusTrainFile), eos);
+  const std::vector<int32_t> valid = TokenizeCorpus(*tokenizer, ReadCorpusFile(o.corpus_dir, kCorpusValidFile), eos);
+  for (const auto& [part, n] : {std::pair{"training", train.size()}, std::pair{"validation", valid.size()}}) {
+    if (static_cast<int64_t>(n) < o.seq_len + 2) {
+      Fail("train: the ", part, " part of '", o.corpus_dir, "' has ", n, " tokens, fewer than one sequence of ",
+           o.seq_len + 1);
+    }
+  }
+
+  // Model, optimizer, teacher.
+  const ParamLayout layout(o.shape);
+  std::unique_ptr<LoadedTrainModel> teacher;
+  std::unique_ptr<ParamLayout> teacher_layout;
+  std::unique_ptr<TrainGraph> teacher_graph;
+  if (!o.teacher_path.empty()) {
+    auto file = GgufFile::Open(o.teacher_path);
+    teacher = std::make_unique<LoadedTrainModel>(LoadTrainModel(*file));
+    if (TokenTexts(teacher->tokenizer) != TokenTexts(tokenizer_keys)) {
+      Fail("train: teacher '", o.teacher_path, "' has another vocabulary than tokenizer '", o.tokenizer_path, "'");
+    }
+    if (teacher->shape.n_ctx < o.seq_len) Fail("train: teacher's context ", teacher->shape.n_ctx, " is shorter than --seq-len ", o.seq_len);
+    teacher_layout = std::make_unique<ParamLayout>(teacher->shape);
+    teacher_graph = std::make_unique<TrainGraph>(*teacher_layout, o.batch, o.seq_len);
+  }
+  TrainGraph graph(layout, o.batch, o.seq_len);
+  AdamW adam(layout, o.optimizer);
+  const auto settings = RunSettings(o, static_cast<int64_t>(train.size()), static_cast<int64_t>(valid.size()));
+
+  std::filesystem::create_directories(o.out_dir);
+  TrainResult result;
+  result.checkpoint = CheckpointPath(o.out_dir);
+  result.train_tokens = static_cast<int64_t>(train.size());
+  result.valid_tokens = static_cast<int64_t>(valid.size());
+  result.n_params = layout.total();
+  RunState state;
+  if (std::filesystem::exists(result.checkpoint)) {
+    state = LoadCheckpoint(result.checkpoint, layout, tokenizer_keys, settings);
+    result.resumed = true;
+  } else {
+    state.params = InitParams(layout, o.seed);
+    state.m.assign(state.params.size(), 0.0f);
+    state.v.assign(state.params.size(), 0.0f);
+  }
+  adam.m() = state.m;
+  adam.v() = state.v;
+
+  const std::size_t rows = static_cast<std::size_t>(graph.rows());
+  std::vector<int32_t> tokens(rows), targets(rows);
+  std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
+  std::vector<float> grads(state.params.size());
+
+  auto evaluate = [&]() {
+    const int64_t count = static_cast<int64_t>(o.eval_batches) * o.batch;
+    const int64_t span = static_cast<int64_t>(valid.size()) - o.seq_len - 1;
+    double sum = 0.0;
+    for (int32_t e = 0; e < o.eval_batches; ++e) {
+      for (int32_t b = 0; b < o.batch; ++b) {
+        offsets[static_cast<std::size_t>(b)] = (static_cast<int64_t>(e) * o.batch + b) * span / count;
+      }
+      FillBatch(valid, offsets, o.seq_len, tokens.data(), targets.data());
+      sum += graph.Forward(state.params.data(), tokens.data(), targets.data());
+    }
+    return sum / o.eval_batches;
+  };
+
+  const double elapsed_before = state.elapsed_s;
+  const int64_t first_step = state.step;
+  Timer timer;
+  while (state.step < o.optimizer.steps) {
+    for (int32_t b = 0; b < o.batch; ++b) {
+      offsets[static_cast<std::size_t>(b)] = BatchOffset(o.seed, state.step, b, static_cast<int64_t>(train.size()), o.seq_len);
+    }
+    FillBatch(train, offsets, o.seq_len, tokens.data(), targets.data());
+    const float* teacher_logits = nullptr;
+    if (teacher_graph) {
+      teacher_graph->Forward(teacher->params.data(), tokens.data(), nullptr);
+      teacher_logits = teacher_graph->logits();
+    }
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    const double loss = graph.Forward(state.params.data(), tokens.data(), targets.data(), teacher_logits);
+    if (!std::isfinite(loss)) {
+      Fail("train: the loss became ", loss, " at step ", state.step + 1,
+           "; the last checkpoint is kept. Try a lower --lr or a longer --warmup");
+    }
+    graph.Backward(state.params.data(), grads.data());
+    TrainProgress p;
+    p.lr = LearningRate(o.optimizer, state.step);
+    p.grad_norm = adam.Step(state.params, grads, state.step);
+    ++state.step;
+    p.step = state.step;
+    p.steps = o.optimizer.steps;
+    p.loss = loss;
+    const double sitting_s = timer.Seconds();
+    state.elapsed_s = elapsed_before + sitting_s;
+    p.elapsed_s = state.elapsed_s;
+    p.tokens_per_s = static_cast<double>((state.step - first_step) * static_cast<int64_t>(rows)) / sitting_s;
+    p.eta_s = sitting_s / static_cast<double>(state.step - first_step) * static_cast<double>(o.optimizer.steps - state.step);
+    const bool last = state.step == o.optimizer.steps;
+    const bool stopping = stop && stop->load();
+    if (state.step % o.eval_every == 0 || last) {
+      p.valid_loss = evaluate();
+      state.last_valid_loss = p.valid_loss;
+    }
+    if (state.step % o.checkpoint_every == 0 || last || stopping) {
+      state.m = adam.m();
+      state.v = adam.v();
+      SaveCheckpoint(result.checkpoint, layout, state, tokenizer_keys, o, settings);
+      p.checkpointed = true;
+    }
+    if (progress) progress(p);
+    if (stopping && !last) {
+      result.interrupted = true;
+      break;
+    }
+  }
+  result.step = state.step;
+  result.last_valid_loss = state.last_valid_loss;
+  result.elapsed_s = state.elapsed_s;
+  return result;
+}
+
+}  // namespace grove

@@ -1,0 +1,192 @@
+// grove train: train a model on a corpus (or distill one from a teacher), resumably; grove export:
+// write a checkpoint as a model file of a given weight type.
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "commands.h"
+#include "io/ggml_type.h"
+#include "io/gguf.h"
+#include "train/gemm.h"
+#include "train/model_file.h"
+#include "train/trainer.h"
+
+namespace grove::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnInterrupt(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+std::string FormatDuration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const auto total = static_cast<int64_t>(s + 0.5);
+  char buf[32];
+  if (total >= 3600) {
+    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(total / 3600),
+                  static_cast<long long>(total / 60 % 60));
+  } else {
+    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(total / 60),
+                  static_cast<long long>(total % 60));
+  }
+  return buf;
+}
+
+GgmlType ExportType(const std::string& name) {
+  const auto type = ParseGgmlType(name);
+  if (!type || (*type != GgmlType::kF32 && *type != GgmlType::kF16 && *type != GgmlType::kBF16 &&
+                *type != GgmlType::kQ8_0)) {
+    Fail("export: type '", name, "' is not one of f32, f16, bf16, q8_0");
+  }
+  return *type;
+}
+
+void ExportCheckpoint(const std::string& checkpoint, const std::string& out, const std::string& type_name,
+                      const std::string& name) {
+  const GgmlType type = ExportType(type_name);
+  auto file = GgufFile::Open(checkpoint);
+  const LoadedTrainModel model = LoadTrainModel(*file);
+  const ParamLayout layout(model.shape);
+  const std::string model_name = name.empty() ? file->GetString("general.name", "grove") : name;
+  GgufWriter w = TrainedModelWriter(layout, model.params.data(), model.tokenizer, type, model_name);
+  if (file->Has("grove.train.step")) w.SetUint64("grove.train.step", file->GetUint("grove.train.step"));
+  w.WriteFile(out);
+  std::fprintf(stderr, "wrote %s (%s, %s, %.1f M parameters, %.2f MB)\n", out.c_str(), model_name.c_str(),
+               std::string(GgmlTypeName(type)).c_str(), static_cast<double>(layout.total()) / 1e6,
+               static_cast<double>(std::filesystem::file_size(out)) / 1e6);
+}
+
+struct TrainCliOptions {
+  TrainOptions train;
+  int64_t log_every = 10;
+  std::string export_path;
+  std::string export_type = "q8_0";
+  bool untied = false;
+};
+
+void RunTrain(TrainCliOptions& c) {
+  TrainOptions& o = c.train;
+  o.shape.tied_output = !c.untied;
+  if (!c.export_path.empty()) ExportType(c.export_type);  // refuse a bad type before hours of training
+  std::filesystem::create_directories(o.out_dir);
+  const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
+  const bool new_log = !std::filesystem::exists(log_path);
+  std::ofstream log(log_path, std::ios::app);
+  if (!log) Fail("train: cannot write '", log_path, "'");
+  if (new_log) log << "step\tloss\tvalid_loss\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
+  const bool tty = isatty(fileno(stderr));
+
+  std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %s%s%s\n",
+               DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
+               static_cast<long long>(o.optimizer.steps), GemmBackendName().c_str(),
+               o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
+  g_stop = false;
+  std::signal(SIGINT, OnInterrupt);
+  bool announced_stop = false;
+  auto progress = [&](const TrainProgress& p) {
+    char valid[32] = "";
+    if (!std::isnan(p.valid_loss)) std::snprintf(valid, sizeof(valid), " valid %.4f", p.valid_loss);
+    log << p.step << '\t' << p.loss << '\t' << (std::isnan(p.valid_loss) ? std::string("") : std::to_string(p.valid_loss))
+        << '\t' << p.lr << '\t' << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
+    if (g_stop && !announced_stop) {
+      std::fprintf(stderr, "%sinterrupted: saving the checkpoint after step %lld\n", tty ? "\n" : "",
+                   static_cast<long long>(p.step));
+      announced_stop = true;
+    }
+    const bool line = p.step % c.log_every == 0 || !std::isnan(p.valid_loss) || p.step == p.steps;
+    if (!tty && !line) return;
+    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tok/s  elapsed %s  ETA %s%s%s",
+                 tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
+                 valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.elapsed_s).c_str(),
+                 FormatDuration(p.eta_s).c_str(), p.checkpointed ? "  [saved]" : "",
+                 tty && !line ? "" : "\n");
+    std::fflush(stderr);
+  };
+  TrainResult r;
+  try {
+    r = Train(o, progress, &g_stop);
+  } catch (...) {
+    std::signal(SIGINT, SIG_DFL);
+    throw;
+  }
+  std::signal(SIGINT, SIG_DFL);
+  log.flush();
+  std::fprintf(stderr, "%s at step %lld of %lld (%s%.2f M parameters, %lld training tokens); checkpoint %s\n",
+               r.interrupted ? "stopped" : "done", static_cast<long long>(r.step),
+               static_cast<long long>(o.optimizer.steps), r.resumed ? "resumed, " : "",
+               static_cast<double>(r.n_params) / 1e6, static_cast<long long>(r.train_tokens), r.checkpoint.c_str());
+  if (r.interrupted) {
+    std::fprintf(stderr, "run the same command again to resume\n");
+    throw Error("train: interrupted");
+  }
+  if (!c.export_path.empty()) ExportCheckpoint(r.checkpoint, c.export_path, c.export_type, o.name);
+}
+
+}  // namespace
+
+void AddTrainCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Train a model on a corpus, or distill one from a teacher (resumable)");
+  auto c = std::make_shared<TrainCliOptions>();
+  TrainOptions& o = c->train;
+  o.shape = {.n_embd = 256, .n_layer = 4, .n_head = 4, .n_ff = 768, .n_ctx = 512};
+  cmd->add_option("--corpus", o.corpus_dir, "Corpus directory (train.txt, valid.txt from `grove corpus`)")->required();
+  cmd->add_option("--tokenizer", o.tokenizer_path, "Tokenizer GGUF (from `grove tokenizer-train`)")->required();
+  cmd->add_option("-o,--out", o.out_dir, "Run directory: checkpoint.gguf and log.tsv; an existing checkpoint is resumed")
+      ->required();
+  cmd->add_option("--teacher", o.teacher_path, "Distill from this model (GGUF with the same vocabulary)");
+  cmd->add_option("--name", o.name, "general.name of the model files")->capture_default_str();
+  auto* shape = "Model shape";
+  cmd->add_option("--dim", o.shape.n_embd, "Model width")->capture_default_str()->group(shape);
+  cmd->add_option("--layers", o.shape.n_layer, "Transformer blocks")->capture_default_str()->group(shape);
+  cmd->add_option("--heads", o.shape.n_head, "Attention heads")->capture_default_str()->group(shape);
+  cmd->add_option("--ffn", o.shape.n_ff, "SwiGLU hidden width")->capture_default_str()->group(shape);
+  cmd->add_option("--ctx", o.shape.n_ctx, "Context length written to the model")->capture_default_str()->group(shape);
+  cmd->add_option("--rope-base", o.shape.rope_freq_base, "RoPE frequency base")->capture_default_str()->group(shape);
+  cmd->add_flag("--untied", c->untied, "Separate output matrix instead of reusing the token embedding")->group(shape);
+  auto* opt = "Optimisation";
+  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")->capture_default_str()->group(opt);
+  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")->capture_default_str()->group(opt);
+  cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str()->group(opt);
+  cmd->add_option("--min-lr-ratio", o.optimizer.min_lr_ratio, "Final learning rate / peak")->capture_default_str()->group(opt);
+  cmd->add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay (matrices)")->capture_default_str()->group(opt);
+  cmd->add_option("--beta1", o.optimizer.beta1, "AdamW beta1")->capture_default_str()->group(opt);
+  cmd->add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str()->group(opt);
+  cmd->add_option("--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)")->capture_default_str()->group(opt);
+  cmd->add_option("--batch", o.batch, "Sequences per step")->capture_default_str()->group(opt);
+  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->capture_default_str()->group(opt);
+  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")->capture_default_str()->group(opt);
+  cmd->add_option("--eval-every", o.eval_every, "Steps between validation losses")->capture_default_str();
+  cmd->add_option("--eval-batches", o.eval_batches, "Validation batches per evaluation")->capture_default_str();
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints")->capture_default_str();
+  cmd->add_option("--log-every", c->log_every, "Steps between progress lines when not on a terminal")->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, "Threads of the matrix products")->capture_default_str();
+  cmd->add_option("--export", c->export_path, "When training ends, write the model here");
+  cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")->capture_default_str();
+  cmd->callback([c] { RunTrain(*c); });
+}
+
+void AddExportCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("export", "Write a training checkpoint as a model file");
+  struct Options {
+    std::string checkpoint, out, type = "q8_0", name;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("checkpoint", o->checkpoint, "RUN/checkpoint.gguf (or any model the trainer can load)")->required();
+  cmd->add_option("-o,--out", o->out, "Output GGUF")->required();
+  cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0")->capture_default_str();
+  cmd->add_option("--name", o->name, "general.name (default: the checkpoint's)");
+  cmd->callback([o] { ExportCheckpoint(o->checkpoint, o->out, o->type, o->name); });
+}
+
+}  // namespace grove::cli
