@@ -317,3 +317,66 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
 }
 
 }  // namespace grove
+
+namespace grove {
+
+EvalResult EvaluateModels(const std::string& model_path, const std::string& draft_path,
+                          const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows) {
+  if (windows < 1 || seq_len < 2) Fail("eval: need at least one window of two tokens");
+  constexpr int32_t kBatch = 4;
+  windows = (windows + kBatch - 1) / kBatch * kBatch;  // whole batches: every window counted once
+  if (static_cast<int64_t>(tokens.size()) < seq_len + 2) Fail("eval: the text has fewer than ", seq_len + 2, " tokens");
+  struct Loaded {
+    LoadedTrainModel model;
+    std::unique_ptr<ParamLayout> layout;
+    std::unique_ptr<TrainGraph> graph;
+  };
+  auto load = [&](const std::string& path) {
+    auto file = GgufFile::Open(path);
+    Loaded l{LoadTrainModel(*file), nullptr, nullptr};
+    if (l.model.shape.n_ctx < seq_len) Fail("eval: '", path, "' has a context of ", l.model.shape.n_ctx, " < ", seq_len);
+    l.layout = std::make_unique<ParamLayout>(l.model.shape);
+    l.graph = std::make_unique<TrainGraph>(*l.layout, kBatch, seq_len);
+    return l;
+  };
+  Loaded model = load(model_path);
+  std::unique_ptr<Loaded> draft;
+  if (!draft_path.empty()) {
+    draft = std::make_unique<Loaded>(load(draft_path));
+    if (TokenTexts(draft->model.tokenizer) != TokenTexts(model.model.tokenizer)) {
+      Fail("eval: draft '", draft_path, "' has another vocabulary than '", model_path, "'");
+    }
+  }
+  const int32_t V = model.model.shape.n_vocab;
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= V) Fail("eval: token ", t, " is outside the vocabulary of ", V);
+  }
+  EvalResult r;
+  double loss = 0, draft_loss = 0;
+  int64_t agree = 0;
+  int32_t batches = 0;
+  const int64_t span = static_cast<int64_t>(tokens.size()) - seq_len - 1;
+  std::vector<int32_t> in(static_cast<std::size_t>(kBatch) * seq_len), out(in.size());
+  std::vector<int64_t> offsets;
+  auto argmax = [V](const float* row) { return std::max_element(row, row + V) - row; };
+  for (int32_t first = 0; first < windows; first += kBatch, ++batches) {
+    offsets.clear();
+    for (int32_t b = 0; b < kBatch; ++b) offsets.push_back(static_cast<int64_t>(first + b) * span / windows);
+    FillBatch(tokens, offsets, seq_len, in.data(), out.data());
+    loss += model.graph->Forward(model.model.params.data(), in.data(), out.data());
+    if (!draft) continue;
+    draft_loss += draft->graph->Forward(draft->model.params.data(), in.data(), out.data());
+    for (int64_t row = 0; row < static_cast<int64_t>(kBatch) * seq_len; ++row) {
+      agree += argmax(model.graph->logits() + row * V) == argmax(draft->graph->logits() + row * V);
+    }
+  }
+  r.positions = static_cast<int64_t>(windows) * seq_len;
+  r.loss = loss / batches;
+  if (draft) {
+    r.draft_loss = draft_loss / batches;
+    r.agreement = static_cast<double>(agree) / static_cast<double>(r.positions);
+  }
+  return r;
+}
+
+}  // namespace grove

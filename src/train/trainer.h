@@ -86,3 +86,20 @@ int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, in
 std::string CheckpointPath(const std::string& out_dir);
 
 }  // namespace grove
+
+namespace grove {
+
+struct EvalResult {
+  double loss = 0;            // mean next-token cross-entropy of the model
+  double draft_loss = NAN;    // of the draft, when one is given
+  double agreement = NAN;     // share of positions where the draft's argmax is the model's argmax
+  int64_t positions = 0;
+};
+
+// Evaluates a model (and optionally a draft of the same vocabulary) on `windows` windows of seq_len
+// tokens spread evenly over `tokens`: the loss, and the draft's greedy agreement with the model,
+// which is the acceptance rate of a one-token greedy speculation.
+EvalResult EvaluateModels(const std::string& model_path, const std::string& draft_path,
+                          const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows);
+
+}  // namespace grove

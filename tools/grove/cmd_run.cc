@@ -1,6 +1,6 @@
-// grove run -m MODEL -p PROMPT [--draft DRAFT --spec SPEC --verify RULE]: stream generated text, then
-// stats. With a drafter it decodes speculatively; --compare also runs plain decoding of the target
-// and reports the speedup (and, at temperature 0, checks the outputs are identical).
+// grove run -m MODEL -p PROMPT [--draft DRAFT --spec SPEC --verify RULE]: stream generated text,
+// then stats. With a drafter it decodes speculatively; --compare also runs plain decoding of the
+// target and reports the speedup (and, at temperature 0, checks the outputs are identical).
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "bundled_models.h"
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -39,13 +40,37 @@ struct RunOptions {
   bool verbose = false;
   // Speculative decoding.
   std::string draft;
-  std::string spec = "chain:4";
+  std::string spec;  // default: chain:4, or the bundled pair's tree
   std::string verify;
   std::string draw;
   std::string accept_file;
   std::string profile_file;
   bool compare = false;
+  bool spec_given = false;  // --spec, --verify, --draw, --accept, --profile or --compare was given
 };
+
+// No -m: the bundled pair, speculating with its default tree unless the user chose a draft or tree.
+void ResolveBundledModels(RunOptions& o) {
+  if (o.model.empty()) {
+    const auto bundled = FindBundledModels();
+    if (!bundled) {
+      Fail("no model given (-m) and the bundled models (models/", kBundledTarget, ", models/",
+           kBundledDraft,
+           ") were not found; set GROVE_MODELS to their directory or pass -m MODEL.gguf");
+    }
+    o.model = bundled->target;
+    if (o.draft.empty()) {
+      o.draft = bundled->draft;
+      if (o.spec.empty()) o.spec = kBundledSpec;
+    }
+    std::fprintf(stderr,
+                 "[grove] bundled models: target %s, draft %s (-m and --draft choose others)\n",
+                 o.model.c_str(), o.draft.c_str());
+  }
+  if (o.spec.empty()) o.spec = "chain:4";
+  if (o.draft.empty() && o.spec_given)
+    Fail("--spec, --verify, --draw, --accept, --profile and --compare need a draft (--draft)");
+}
 
 std::string ReadPrompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
@@ -56,19 +81,25 @@ std::string ReadPrompt(const RunOptions& o) {
   return ss.str();
 }
 
-void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule, std::string_view drafter) {
+void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule,
+                    std::string_view drafter) {
   const double busy = std::max(s.draft_seconds + s.verify_seconds, 1e-9);
-  std::fprintf(stderr, "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps, τ = %.2f tokens/step"
+  std::fprintf(stderr,
+               "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps, τ = "
+               "%.2f tokens/step"
                " | %.1f t/s | draft %.0f%%, verify %.0f%% of the time | %.1f nodes/tree\n",
-               spec.c_str(), std::string(drafter).c_str(), std::string(VerifyRuleName(rule)).c_str(),
-               static_cast<long long>(s.generated), static_cast<long long>(s.steps), s.tau(), s.tokens_per_second(),
+               spec.c_str(), std::string(drafter).c_str(),
+               std::string(VerifyRuleName(rule)).c_str(), static_cast<long long>(s.generated),
+               static_cast<long long>(s.steps), s.tau(), s.tokens_per_second(),
                100 * s.draft_seconds / busy, 100 * s.verify_seconds / busy,
                s.steps ? static_cast<double>(s.tree_nodes) / s.steps : 0.0);
   std::string by_depth;
   for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1,
-                  s.reached_depth[d] ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d] : 0.0);
+                  s.reached_depth[d]
+                      ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d]
+                      : 0.0);
     by_depth += buf;
   }
   std::fprintf(stderr, "[grove] acceptance by depth:%s\n", by_depth.c_str());
@@ -76,6 +107,7 @@ void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule
 
 void RunGenerate(RunOptions o) {
   InstallStderrLog(o.verbose);
+  ResolveBundledModels(o);
   const std::string prompt_text = ReadPrompt(o);
   o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   o.sampling.Validate();
@@ -86,7 +118,8 @@ void RunGenerate(RunOptions o) {
   Timer load_timer;
   auto model = Model::Load(o.model, mo);
   const Tokenizer* tok = model->tokenizer();
-  if (!tok) Fail("'", o.model, "' has no tokenizer (no 'tokenizer.ggml.model'); cannot run a text prompt");
+  if (!tok)
+    Fail("'", o.model, "' has no tokenizer (no 'tokenizer.ggml.model'); cannot run a text prompt");
 
   // The drafter, if any: a second model (sharing the target's thread count), or prompt lookup.
   std::unique_ptr<Model> draft_model;
@@ -120,17 +153,20 @@ void RunGenerate(RunOptions o) {
     if (!o.profile_file.empty()) inputs.verify_cost = ReadVerifyProfile(o.profile_file);
     TreeSpec spec = ParseTreeSpec(o.spec, inputs);
     const bool deterministic_tree = drafter->deterministic() || !spec.is_static();
-    so.rule = o.verify.empty() ? DefaultVerifyRule(o.sampling.greedy(), deterministic_tree) : ParseVerifyRule(o.verify);
+    so.rule = o.verify.empty() ? DefaultVerifyRule(o.sampling.greedy(), deterministic_tree)
+                               : ParseVerifyRule(o.verify);
     ChildDraw draw = o.draw.empty() ? RequiredChildDraw(so.rule) : ParseChildDraw(o.draw);
     if (drafter->deterministic()) draw = ChildDraw::kDeterministic;
-    builder = std::make_unique<TreeBuilder>(std::move(spec), draw, model->config().n_vocab, o.sampling.seed);
+    builder = std::make_unique<TreeBuilder>(std::move(spec), draw, model->config().n_vocab,
+                                            o.sampling.seed);
   }
 
   if (!o.no_display_prompt) {
     std::fputs(prompt_text.c_str(), stdout);
     std::fflush(stdout);
   }
-  // With an empty prompt the text starts at the first generated token: drop its SentencePiece space.
+  // With an empty prompt the text starts at the first generated token: drop its SentencePiece
+  // space.
   TokenStreamDecoder decoder(*tok, /*strip_leading_space=*/prompt_text.empty());
   auto emit = [&](int32_t token) {
     if (!(so.stop_at_eog && tok->IsEndOfGeneration(token))) {
@@ -159,28 +195,36 @@ void RunGenerate(RunOptions o) {
   std::fflush(stdout);
 
   const char* stop = g_interrupted ? "interrupted"
-                     : (!output.empty() && so.stop_at_eog && tok->IsEndOfGeneration(output.back())) ? "end of text"
-                     : static_cast<int32_t>(output.size()) >= o.n_predict ? "length" : "context full";
+                     : (!output.empty() && so.stop_at_eog && tok->IsEndOfGeneration(output.back()))
+                         ? "end of text"
+                     : static_cast<int32_t>(output.size()) >= o.n_predict ? "length"
+                                                                          : "context full";
   if (!builder) {
-    std::fprintf(stderr,
-                 "\n[grove] load %.2f s | prompt %zu tokens, %.1f t/s | generation %zu tokens, %.1f t/s | stop: %s "
-                 "| threads %d, ctx %d, seed %llu\n",
-                 load_s, prompt.size(), prompt.size() / std::max(plain_timing.prefill_seconds, 1e-9), output.size(),
-                 output.size() / std::max(plain_timing.generation_seconds, 1e-9), stop, model->pool().size(),
-                 model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
+    std::fprintf(
+        stderr,
+        "\n[grove] load %.2f s | prompt %zu tokens, %.1f t/s | generation %zu tokens, %.1f t/s | "
+        "stop: %s "
+        "| threads %d, ctx %d, seed %llu\n",
+        load_s, prompt.size(), prompt.size() / std::max(plain_timing.prefill_seconds, 1e-9),
+        output.size(), output.size() / std::max(plain_timing.generation_seconds, 1e-9), stop,
+        model->pool().size(), model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
     return;
   }
-  std::fprintf(stderr, "\n[grove] load %.2f s | prompt %zu tokens (prefill %.2f s) | stop: %s | threads %d, ctx %d, seed %llu\n",
-               load_s, prompt.size(), spec_stats.prefill_seconds, stop, model->pool().size(), model->n_ctx(),
-               static_cast<unsigned long long>(o.sampling.seed));
+  std::fprintf(stderr,
+               "\n[grove] load %.2f s | prompt %zu tokens (prefill %.2f s) | stop: %s | threads "
+               "%d, ctx %d, seed %llu\n",
+               load_s, prompt.size(), spec_stats.prefill_seconds, stop, model->pool().size(),
+               model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
   PrintSpecStats(spec_stats, builder->spec().text, so.rule, drafter->name());
   if (o.compare && !g_interrupted) {
     const std::vector<int32_t> plain = GeneratePlain(*model, prompt, so, {}, &plain_timing);
     const double plain_tps = plain.size() / std::max(plain_timing.generation_seconds, 1e-9);
-    std::fprintf(stderr, "[grove] plain decoding: %zu tokens, %.1f t/s | speedup %.2fx", plain.size(), plain_tps,
+    std::fprintf(stderr, "[grove] plain decoding: %zu tokens, %.1f t/s | speedup %.2fx",
+                 plain.size(), plain_tps,
                  spec_stats.tokens_per_second() / std::max(plain_tps, 1e-9));
     if (o.sampling.greedy()) {
-      std::fprintf(stderr, " | outputs %s", plain == output ? "identical" : "DIFFER (a bug: please report it)");
+      std::fprintf(stderr, " | outputs %s",
+                   plain == output ? "identical" : "DIFFER (a bug: please report it)");
     }
     std::fprintf(stderr, "\n");
   }
@@ -189,46 +233,62 @@ void RunGenerate(RunOptions o) {
 }  // namespace
 
 void AddRunCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("run", "Generate text from a prompt, plainly or speculatively (--draft)");
+  auto* cmd =
+      app.add_subcommand("run", "Generate text from a prompt, plainly or speculatively (--draft)");
   auto o = std::make_shared<RunOptions>();
-  cmd->add_option("-m,--model", o->model, "GGUF model file (the target)")->required();
-  auto* p = cmd->add_option("-p,--prompt", o->prompt, "Prompt text (default: empty, start from BOS)");
+  cmd->add_option("-m,--model", o->model,
+                  "GGUF model file (the target; default: the bundled pair in models/)");
+  auto* p =
+      cmd->add_option("-p,--prompt", o->prompt, "Prompt text (default: empty, start from BOS)");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature; 0 is greedy")->capture_default_str();
-  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens; 0 disables")->capture_default_str();
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass in (0, 1]; 1 disables")->capture_default_str();
-  cmd->add_option("--min-p", o->sampling.min_p, "Drop tokens below min-p x the top probability; 0 disables")
+  cmd->add_option("--temp", o->sampling.temperature, "Temperature; 0 is greedy")
       ->capture_default_str();
-  cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random, printed in the stats)")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")->capture_default_str();
-  cmd->add_option("-c,--ctx-size", o->n_ctx, "Context size in tokens (0: the model's, at most 4096)")
+  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens; 0 disables")
+      ->capture_default_str();
+  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass in (0, 1]; 1 disables")
+      ->capture_default_str();
+  cmd->add_option("--min-p", o->sampling.min_p,
+                  "Drop tokens below min-p x the top probability; 0 disables")
+      ->capture_default_str();
+  cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random, printed in the stats)")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
+      ->capture_default_str();
+  cmd->add_option("-c,--ctx-size", o->n_ctx,
+                  "Context size in tokens (0: the model's, at most 4096)")
       ->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not prepend the BOS token");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-text tokens");
   cmd->add_flag("--no-display-prompt", o->no_display_prompt, "Print only the generated text");
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
-  auto* draft = cmd->add_option("--draft", o->draft,
-                                "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");
+  cmd->add_option(
+      "--draft", o->draft,
+      "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");
   cmd->add_option("--spec", o->spec,
-                  "Tree: chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, opt:N,DELTA")
-      ->capture_default_str()
-      ->needs(draft);
-  cmd->add_option("--verify", o->verify,
-                  "Verification rule: greedy, chain, specinfer, sequoia, target-sample (default: greedy at "
-                  "temperature 0, else sequoia, or target-sample for top-k trees)")
-      ->needs(draft);
+                  "Tree: chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, "
+                  "opt:N,DELTA (default: chain:4)");
+  cmd->add_option(
+      "--verify", o->verify,
+      "Verification rule: greedy, chain, specinfer, sequoia, target-sample (default: greedy at "
+      "temperature 0, else sequoia, or target-sample for top-k trees)");
   cmd->add_option("--draw", o->draw,
-                  "How children are drawn: deterministic, with-replacement, without-replacement (default: what the "
-                  "rule needs)")
-      ->needs(draft);
-  cmd->add_option("--accept", o->accept_file, "Acceptance vector JSON from `grove calibrate` (for sequoia specs)")
-      ->needs(draft);
+                  "How children are drawn: deterministic, with-replacement, without-replacement "
+                  "(default: what the "
+                  "rule needs)");
+  cmd->add_option("--accept", o->accept_file,
+                  "Acceptance vector JSON from `grove calibrate` (for sequoia specs)");
   cmd->add_option("--profile", o->profile_file,
-                  "Verify-cost profile JSON from `grove bench --verify-curve --profile-out` (for sequoia:auto)")
-      ->needs(draft);
-  cmd->add_flag("--compare", o->compare, "Also run plain decoding and report the speedup")->needs(draft);
-  cmd->callback([o] { RunGenerate(*o); });
+                  "Verify-cost profile JSON from `grove bench --verify-curve --profile-out` (for "
+                  "sequoia:auto)");
+  cmd->add_flag("--compare", o->compare, "Also run plain decoding and report the speedup");
+  cmd->callback([o, cmd] {
+    for (const char* flag :
+         {"--spec", "--verify", "--draw", "--accept", "--profile", "--compare"}) {
+      if (cmd->count(flag) > 0) o->spec_given = true;
+    }
+    RunGenerate(*o);
+  });
 }
 
 }  // namespace grove::cli

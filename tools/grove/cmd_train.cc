@@ -15,6 +15,8 @@
 #include "commands.h"
 #include "io/ggml_type.h"
 #include "io/gguf.h"
+#include "model/tokenizer.h"
+#include "train/corpus_files.h"
 #include "train/gemm.h"
 #include "train/model_file.h"
 #include "train/trainer.h"
@@ -86,6 +88,7 @@ void RunTrain(TrainCliOptions& c) {
   if (!log) Fail("train: cannot write '", log_path, "'");
   if (new_log) log << "step\tloss\tvalid_loss\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
   const bool tty = isatty(fileno(stderr));
+  o.shape.n_vocab = TokenizerVocabSize(TokenizerKeys(*GgufFile::Open(o.tokenizer_path)));
 
   std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %s%s%s\n",
                DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
@@ -187,6 +190,36 @@ void AddExportCommand(CLI::App& app) {
   cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0")->capture_default_str();
   cmd->add_option("--name", o->name, "general.name (default: the checkpoint's)");
   cmd->callback([o] { ExportCheckpoint(o->checkpoint, o->out, o->type, o->name); });
+}
+
+void AddEvalCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand("eval", "Loss of a model on a corpus part, and a draft's greedy agreement with it");
+  struct Options {
+    std::string model, draft, corpus, part = "valid";
+    int32_t windows = 64, seq_len = 256;
+  };
+  auto o = std::make_shared<Options>();
+  cmd->add_option("-m,--model", o->model, "Model GGUF (f32, f16, bf16 or q8_0 weights)")->required();
+  cmd->add_option("--draft", o->draft, "Draft GGUF with the same vocabulary");
+  cmd->add_option("--corpus", o->corpus, "Corpus directory")->required();
+  cmd->add_option("--part", o->part, "train or valid")->capture_default_str()->check(CLI::IsMember({"train", "valid"}));
+  cmd->add_option("--windows", o->windows, "Windows of text evaluated (rounded up to a multiple of 4)")->capture_default_str();
+  cmd->add_option("--seq-len", o->seq_len, "Tokens per window")->capture_default_str();
+  cmd->callback([o] {
+    auto file = GgufFile::Open(o->model);
+    auto tokenizer = Tokenizer::FromGguf(*file);
+    if (!file->Has("tokenizer.ggml.eos_token_id")) Fail("eval: '", o->model, "' has no end-of-text token");
+    const auto eos = static_cast<int32_t>(file->GetUint("tokenizer.ggml.eos_token_id"));
+    const std::vector<int32_t> tokens = TokenizeCorpus(
+        *tokenizer, ReadCorpusFile(o->corpus, o->part == "train" ? kCorpusTrainFile : kCorpusValidFile), eos);
+    const EvalResult r = EvaluateModels(o->model, o->draft, tokens, o->seq_len, o->windows);
+    std::printf("model %s: %s loss %.4f (perplexity %.2f) over %lld positions\n", o->model.c_str(), o->part.c_str(),
+                r.loss, std::exp(r.loss), static_cast<long long>(r.positions));
+    if (!o->draft.empty()) {
+      std::printf("draft %s: %s loss %.4f (perplexity %.2f); greedy agreement with the model %.4f\n",
+                  o->draft.c_str(), o->part.c_str(), r.draft_loss, std::exp(r.draft_loss), r.agreement);
+    }
+  });
 }
 
 }  // namespace grove::cli

@@ -19,6 +19,7 @@ void AddCorpusCommand(CLI::App& app);
 void AddTokenizerTrainCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
 void AddExportCommand(CLI::App& app);
+void AddEvalCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);

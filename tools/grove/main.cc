@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   grove::cli::AddTokenizerTrainCommand(app);
   grove::cli::AddTrainCommand(app);
   grove::cli::AddExportCommand(app);
+  grove::cli::AddEvalCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

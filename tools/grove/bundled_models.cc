@@ -1,0 +1,33 @@
+#include "bundled_models.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+namespace grove::cli {
+
+std::optional<BundledModels> FindBundledModels() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("GROVE_MODELS"); env && *env) dirs.emplace_back(env);
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    // build/release/tools/grove/grove -> the source tree four levels up.
+    fs::path dir = exe.parent_path();
+    for (int i = 0; i < 5 && !dir.empty() && dir != dir.root_path(); ++i, dir = dir.parent_path()) {
+      dirs.push_back(dir / "models");
+    }
+  }
+  dirs.emplace_back("models");
+  for (const fs::path& dir : dirs) {
+    const fs::path target = dir / kBundledTarget, draft = dir / kBundledDraft;
+    if (fs::is_regular_file(target, ec) && fs::is_regular_file(draft, ec)) {
+      return BundledModels{target.lexically_normal().string(), draft.lexically_normal().string()};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace grove::cli
