@@ -80,7 +80,7 @@ fs::path* CliTest::dir_ = nullptr;
 
 TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
   for (const char* cmd : {"", "run", "info", "tokenize", "synth", "bench", "quantize", "slice", "calibrate",
-                          "tree"}) {
+                          "tree", "corpus", "tokenizer-train", "train", "export", "eval"}) {
     const CommandResult r = Grove(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
@@ -269,6 +269,59 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
   }
+}
+
+// corpus -> tokenizer -> train (with export) -> eval -> export -> run, the way models/ was made.
+TEST_F(CliTest, TrainingCommandsEndToEnd) {
+  const std::string corpus = Path("corpus"), run = Path("run");
+  ASSERT_EQ(Grove("corpus --out " + corpus + " --tokens 20000").exit_code, 0);
+  CommandResult r = Grove("tokenizer-train --corpus " + corpus + " --vocab 384 -o " + corpus + "/tok.gguf");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string train = "train --corpus " + corpus + " --tokenizer " + corpus + "/tok.gguf -o " + run +
+                            " --dim 32 --layers 1 --heads 2 --ffn 64 --ctx 64 --seq-len 32 --batch 4 --steps 20"
+                            " --warmup 2 --eval-every 10 -t 1 --export " + run + "/m.gguf";
+  r = Grove(train);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("step 20/20"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("valid "), std::string::npos) << r.err;
+  std::istringstream log(ReadAll(run + "/log.tsv"));
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) ++lines;
+  EXPECT_EQ(lines, 21) << "a header and one line per step";
+  // Running the finished run again resumes at its end and changes nothing.
+  r = Grove(train);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("resumed"), std::string::npos) << r.err;
+
+  r = Grove("eval -m " + run + "/m.gguf --draft " + run + "/m.gguf --corpus " + corpus + " --windows 4 --seq-len 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("greedy agreement with the model 1.0000"), std::string::npos) << r.out;
+  r = Grove("export " + run + "/checkpoint.gguf -o " + run + "/m16.gguf --type f16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Grove("run -m " + run + "/m16.gguf -p Once -n 5 --temp 0 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"train --corpus " + Path("nope") + " --tokenizer " + corpus + "/tok.gguf -o " + Path("r2"), "nope"},
+           {"train --corpus " + corpus + " --tokenizer " + corpus + "/tok.gguf -o " + Path("r3") + " --export x.gguf"
+            " --export-type q4_0", "q4_0"},
+           {train + " --lr 0.5", "lr"},
+           {"export " + Path("nope.gguf") + " -o " + Path("x.gguf"), "nope.gguf"},
+       }) {
+    r = Grove(args);
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << args << "\n" << r.err;
+  }
+}
+
+// The README's first command: no -m, the bundled pair, speculation that changes nothing.
+TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
+  const CommandResult r = Grove("run -p \"Once upon a time\" -n 40 --temp 0 --compare");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("bundled models"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("τ = "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
 }
 
 TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
