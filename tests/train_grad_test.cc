@@ -104,15 +104,14 @@ TEST(TrainGrad, RmsNorm) {
 TEST(TrainGrad, Rope) {
   const int heads = 2, head_dim = 4, rows = 3;
   RopeParams p{.head_dim = head_dim, .n_rot = head_dim, .freq_base = 10000.0f};
-  std::vector<float> cos_sin(8 * head_dim);
-  for (int t = 0; t < 8; ++t) RopeAngles(p, t, cos_sin.data() + t * head_dim);
+  const std::vector<float> table = RopeAngleTable(p, 8, false), inverse = RopeAngleTable(p, 8, true);
   const std::vector<int32_t> positions = {0, 5, 7};
   auto x = RandomVector(rows * heads * head_dim, 9), c = RandomVector(x.size(), 10);
   std::vector<float> dx = c;
-  RopeBackward(p, cos_sin.data(), positions, dx.data(), heads);
+  RopeRotate(p, inverse.data(), positions, dx.data(), heads);
   auto loss = [&] {
     std::vector<float> y = x;
-    RopeForward(p, cos_sin.data(), positions, y.data(), heads);
+    RopeRotate(p, table.data(), positions, y.data(), heads);
     return Dot(y, c);
   };
   EXPECT_LT(MaxGradError(x, dx, loss, 1e-2f), kTolerance);

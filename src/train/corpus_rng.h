@@ -17,6 +17,12 @@ class CorpusRng {
  public:
   CorpusRng(uint64_t seed, uint64_t stream)
       : state_(Mix(seed ^ Mix(stream + 0x9E3779B97F4A7C15ull))) {}
+  // A stream that starts from a raw state (the trainer keys each tensor's stream by its name).
+  static CorpusRng FromState(uint64_t state) {
+    CorpusRng rng(0, 0);
+    rng.state_ = state;
+    return rng;
+  }
 
   uint64_t Next() {
     state_ += 0x9E3779B97F4A7C15ull;

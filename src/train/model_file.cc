@@ -24,9 +24,13 @@ int32_t TokenizerVocabSize(const GgufKeyValues& keys) {
   Fail("train: tokenizer has no tokenizer.ggml.tokens");
 }
 
+bool IsTrainerExportType(GgmlType type) {
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 || type == GgmlType::kQ8_0;
+}
+
 GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params, const GgufKeyValues& tokenizer,
                               GgmlType type, const std::string& name) {
-  if (type != GgmlType::kF32 && type != GgmlType::kF16 && type != GgmlType::kBF16 && type != GgmlType::kQ8_0) {
+  if (!IsTrainerExportType(type)) {
     Fail("export: type ", GgmlTypeName(type), " is not one the trainer exports (f32, f16, bf16, q8_0)");
   }
   const TrainShape& s = layout.shape();

@@ -23,6 +23,9 @@ GgufKeyValues TokenizerKeys(const GgufFile& file);
 // Number of tokens in tokenizer.ggml.tokens of these keys.
 int32_t TokenizerVocabSize(const GgufKeyValues& keys);
 
+// The weight types the trainer exports: f32, f16, bf16, q8_0.
+bool IsTrainerExportType(GgmlType type);
+
 // A writer holding the llama metadata, the tokenizer keys and every tensor of `params`: matrices in
 // `type` (f32, f16, bf16 or q8_0; rows must be whole blocks), norm gains always f32. The caller may
 // add keys and tensors before writing. params must outlive the writer.

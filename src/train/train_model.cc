@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "train/corpus_rng.h"
 #include "train/gemm.h"
 
 namespace grove {
@@ -69,13 +70,6 @@ const ParamTensor* ParamLayout::Find(std::string_view name) const {
 
 namespace {
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint64_t HashName(std::string_view s, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
   for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
@@ -97,10 +91,10 @@ std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed) {
     const double stddev = 0.02 * (residual ? residual_scale : 1.0f);
     // Box-Muller over a SplitMix stream keyed by the tensor's name: the same seed gives the same
     // weights whatever the order tensors are created in.
-    uint64_t state = HashName(t.name, seed);
+    CorpusRng rng = CorpusRng::FromState(HashName(t.name, seed));
     for (int64_t i = 0; i < t.size; i += 2) {
-      const double u1 = (static_cast<double>(SplitMix64(state) >> 11) + 1.0) * 0x1.0p-53;
-      const double u2 = static_cast<double>(SplitMix64(state) >> 11) * 0x1.0p-53;
+      const double u1 = rng.Unit() + 0x1.0p-53;  // in (0, 1]: log(u1) is finite
+      const double u2 = rng.Unit();
       const double r = std::sqrt(-2.0 * std::log(u1));
       p[i] = static_cast<float>(stddev * r * std::cos(2.0 * M_PI * u2));
       if (i + 1 < t.size) p[i + 1] = static_cast<float>(stddev * r * std::sin(2.0 * M_PI * u2));
@@ -116,8 +110,8 @@ TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len)
   const std::size_t R = static_cast<std::size_t>(rows());
   const std::size_t D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab, T = seq_len;
   rope_ = {.head_dim = shape_.head_dim(), .n_rot = shape_.head_dim(), .freq_base = shape_.rope_freq_base};
-  cos_sin_.resize(T * static_cast<std::size_t>(rope_.n_rot));
-  for (int t = 0; t < seq_len; ++t) RopeAngles(rope_, t, cos_sin_.data() + static_cast<std::size_t>(t) * rope_.n_rot);
+  rope_table_ = RopeAngleTable(rope_, seq_len, /*inverse=*/false);
+  rope_inverse_ = RopeAngleTable(rope_, seq_len, /*inverse=*/true);
   positions_.resize(R);
   for (std::size_t r = 0; r < R; ++r) positions_[r] = static_cast<int32_t>(r % T);
   tokens_.resize(R);
@@ -160,8 +154,8 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
     LinearForward(a.h1.data(), params + w.wq, a.q.data(), R, D, D);
     LinearForward(a.h1.data(), params + w.wk, a.k.data(), R, D, D);
     LinearForward(a.h1.data(), params + w.wv, a.v.data(), R, D, D);
-    RopeForward(rope_, cos_sin_.data(), positions_, a.q.data(), shape_.n_head);
-    RopeForward(rope_, cos_sin_.data(), positions_, a.k.data(), shape_.n_head);
+    RopeRotate(rope_, rope_table_.data(), positions_, a.q.data(), shape_.n_head);
+    RopeRotate(rope_, rope_table_.data(), positions_, a.k.data(), shape_.n_head);
     CausalAttentionForward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), a.att.data());
     a.x_mid = a.x_in;
     Sgemm(false, true, R, D, D, 1.0f, a.att.data(), D, params + w.wo, D, 1.0f, a.x_mid.data(), D);
@@ -214,8 +208,8 @@ void TrainGraph::Backward(const float* params, float* grads) {
     LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D, D);
     CausalAttentionBackward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt_.data(), dq_.data(),
                             dk_.data(), dv_.data(), dprobs_.data());
-    RopeBackward(rope_, cos_sin_.data(), positions_, dq_.data(), shape_.n_head);
-    RopeBackward(rope_, cos_sin_.data(), positions_, dk_.data(), shape_.n_head);
+    RopeRotate(rope_, rope_inverse_.data(), positions_, dq_.data(), shape_.n_head);
+    RopeRotate(rope_, rope_inverse_.data(), positions_, dk_.data(), shape_.n_head);
     zero(dh_);
     LinearBackward(a.h1.data(), params + w.wq, dq_.data(), dh_.data(), grads + w.wq, R, D, D);
     LinearBackward(a.h1.data(), params + w.wk, dk_.data(), dh_.data(), grads + w.wk, R, D, D);

@@ -30,6 +30,7 @@ struct TrainShape {
   bool tied_output = true;  // logits reuse token_embd (no output.weight)
 
   int32_t head_dim() const { return n_head > 0 ? n_embd / n_head : 0; }
+  bool operator==(const TrainShape&) const = default;
 };
 
 // Throws grove::Error naming the field when a shape is impossible (zero sizes, heads that do not
@@ -109,7 +110,7 @@ class TrainGraph {
   TrainShape shape_;
   int n_seq_, seq_len_;
   RopeParams rope_;
-  std::vector<float> cos_sin_;
+  std::vector<float> rope_table_, rope_inverse_;  // (seq_len, n_rot): forward and backward angles
   std::vector<int32_t> positions_;
   std::vector<int32_t> tokens_;
   std::vector<LayerActs> acts_;

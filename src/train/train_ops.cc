@@ -51,37 +51,55 @@ void RmsNormBackward(const float* x, const float* w, const float* rstd, const fl
   }
 }
 
-void RopeForward(const RopeParams& p, const float* cos_sin, std::span<const int32_t> positions,
-                 float* x, int n_heads) {
+std::vector<float> RopeAngleTable(const RopeParams& p, int n_positions, bool inverse) {
+  std::vector<float> table(static_cast<std::size_t>(n_positions) * p.n_rot);
+  for (int t = 0; t < n_positions; ++t) {
+    float* cs = table.data() + static_cast<std::size_t>(t) * p.n_rot;
+    RopeAngles(p, t, cs);
+    if (inverse) {
+      for (int i = 1; i < p.n_rot; i += 2) cs[i] = -cs[i];
+    }
+  }
+  return table;
+}
+
+void RopeRotate(const RopeParams& p, const float* table, std::span<const int32_t> positions, float* x,
+                int n_heads) {
   const int64_t width = static_cast<int64_t>(n_heads) * p.head_dim;
   for (std::size_t r = 0; r < positions.size(); ++r) {
-    RopeApply(p, cos_sin + static_cast<int64_t>(positions[r]) * p.n_rot, x + r * width, n_heads);
+    RopeApply(p, table + static_cast<int64_t>(positions[r]) * p.n_rot, x + r * width, n_heads);
   }
 }
 
-void RopeBackward(const RopeParams& p, const float* cos_sin, std::span<const int32_t> positions,
-                  float* dx, int n_heads) {
-  const int64_t width = static_cast<int64_t>(n_heads) * p.head_dim;
-  std::vector<float> inverse(static_cast<std::size_t>(p.n_rot));
-  for (std::size_t r = 0; r < positions.size(); ++r) {
-    const float* cs = cos_sin + static_cast<int64_t>(positions[r]) * p.n_rot;
-    for (int i = 0; i < p.n_rot / 2; ++i) {
-      inverse[2 * i] = cs[2 * i];
-      inverse[2 * i + 1] = -cs[2 * i + 1];
-    }
-    RopeApply(p, inverse.data(), dx + r * width, n_heads);
-  }
+namespace {
+
+// Where head h of sequence b lives: its columns of q/k/v/out (rows x n_heads * head_dim, leading
+// dimension `width`) and its seq_len x seq_len block of probs.
+struct HeadBlock {
+  int64_t rows;   // offset of its first element in q, k, v, out
+  int64_t probs;  // offset of its block in probs
+  int width;
+};
+
+HeadBlock HeadAt(const AttentionShape& s, int b, int h) {
+  const int width = s.n_heads * s.head_dim;
+  const int64_t T = s.seq_len;
+  return {static_cast<int64_t>(b) * T * width + static_cast<int64_t>(h) * s.head_dim,
+          (static_cast<int64_t>(b) * s.n_heads + h) * T * T, width};
 }
+
+float ScoreScale(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
+
+}  // namespace
 
 void CausalAttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                             float* probs, float* out) {
   const int T = s.seq_len;
-  const int width = s.n_heads * s.head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  const float scale = ScoreScale(s);
   for (int b = 0; b < s.n_seq; ++b) {
     for (int h = 0; h < s.n_heads; ++h) {
-      const int64_t base = static_cast<int64_t>(b) * T * width + static_cast<int64_t>(h) * s.head_dim;
-      float* p = probs + (static_cast<int64_t>(b) * s.n_heads + h) * T * T;
+      const auto [base, probs_base, width] = HeadAt(s, b, h);
+      float* p = probs + probs_base;
       Sgemm(false, true, T, T, s.head_dim, scale, q + base, width, k + base, width, 0.0f, p, T);
       for (int i = 0; i < T; ++i) {
         float* row = p + static_cast<int64_t>(i) * T;
@@ -97,12 +115,11 @@ void CausalAttentionBackward(const AttentionShape& s, const float* q, const floa
                              const float* probs, const float* dout, float* dq, float* dk, float* dv,
                              float* scratch) {
   const int T = s.seq_len;
-  const int width = s.n_heads * s.head_dim;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  const float scale = ScoreScale(s);
   for (int b = 0; b < s.n_seq; ++b) {
     for (int h = 0; h < s.n_heads; ++h) {
-      const int64_t base = static_cast<int64_t>(b) * T * width + static_cast<int64_t>(h) * s.head_dim;
-      const float* p = probs + (static_cast<int64_t>(b) * s.n_heads + h) * T * T;
+      const auto [base, probs_base, width] = HeadAt(s, b, h);
+      const float* p = probs + probs_base;
       float* dp = scratch;
       // dP = dO V^T; dV = P^T dO.
       Sgemm(false, true, T, T, s.head_dim, 1.0f, dout + base, width, v + base, width, 0.0f, dp, T);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "ops/rope.h"
 
@@ -25,13 +26,15 @@ void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int r
 void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx,
                      float* dw, int rows, int n);
 
-// Rotates n_heads heads of each row in place; row r has position positions[r]. cos_sin holds
-// (n_rot / 2) {cos, sin} pairs per position 0..max (RopeAngles). The backward pass rotates the
-// gradient back by the opposite angle (the rotation is orthogonal).
-void RopeForward(const RopeParams& p, const float* cos_sin, std::span<const int32_t> positions,
-                 float* x, int n_heads);
-void RopeBackward(const RopeParams& p, const float* cos_sin, std::span<const int32_t> positions,
-                  float* dx, int n_heads);
+// (n_rot / 2) {cos, sin} pairs for each position 0..n_positions-1 (RopeAngles), or with `inverse`
+// those of the opposite angles. A rotation is orthogonal, so its backward pass is the rotation by
+// the opposite angle: the forward pass rotates with the table, the backward pass with its inverse.
+std::vector<float> RopeAngleTable(const RopeParams& p, int n_positions, bool inverse);
+
+// Rotates n_heads heads of each row in place by the table's angles; row r has position
+// positions[r].
+void RopeRotate(const RopeParams& p, const float* table, std::span<const int32_t> positions, float* x,
+                int n_heads);
 
 // Causal self-attention of n_seq sequences of seq_len rows each (rows = n_seq * seq_len), n_heads
 // heads of head_dim, q/k/v/out laid out (rows x n_heads * head_dim). probs (n_seq * n_heads *

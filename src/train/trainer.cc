@@ -49,12 +49,6 @@ std::vector<std::pair<std::string, std::string>> RunSettings(const TrainOptions&
   };
 }
 
-bool SameShape(const TrainShape& a, const TrainShape& b) {
-  return a.n_vocab == b.n_vocab && a.n_embd == b.n_embd && a.n_layer == b.n_layer && a.n_head == b.n_head &&
-         a.n_ff == b.n_ff && a.n_ctx == b.n_ctx && a.rope_freq_base == b.rope_freq_base &&
-         a.rms_eps == b.rms_eps && a.tied_output == b.tied_output;
-}
-
 const std::vector<std::string>& TokenTexts(const GgufKeyValues& keys) {
   for (const auto& [key, value] : keys) {
     if (key == "tokenizer.ggml.tokens") return value.strings;
@@ -62,15 +56,16 @@ const std::vector<std::string>& TokenTexts(const GgufKeyValues& keys) {
   Fail("train: tokenizer has no tokenizer.ggml.tokens");
 }
 
+// What a checkpoint holds besides the optimizer's moments (which AdamW keeps).
 struct RunState {
-  std::vector<float> params, m, v;
+  std::vector<float> params;
   int64_t step = 0;
   double elapsed_s = 0;
   double last_valid_loss = NAN;
 };
 
 void SaveCheckpoint(const std::string& path, const ParamLayout& layout, const RunState& state,
-                    const GgufKeyValues& tokenizer, const TrainOptions& o,
+                    const AdamW& adam, const GgufKeyValues& tokenizer, const TrainOptions& o,
                     const std::vector<std::pair<std::string, std::string>>& settings) {
   GgufWriter w = TrainedModelWriter(layout, state.params.data(), tokenizer, GgmlType::kF32, o.name);
   w.SetUint64("grove.train.step", static_cast<uint64_t>(state.step));
@@ -78,23 +73,25 @@ void SaveCheckpoint(const std::string& path, const ParamLayout& layout, const Ru
   w.SetString("grove.train.last_valid_loss", FormatDouble(state.last_valid_loss));
   for (const auto& [key, value] : settings) w.SetString(kSettingsPrefix + key, value);
   for (const ParamTensor& t : layout.tensors()) {
-    w.AddF32Tensor("adam_m." + t.name, t.shape, {state.m.data() + t.offset, static_cast<std::size_t>(t.size)});
-    w.AddF32Tensor("adam_v." + t.name, t.shape, {state.v.data() + t.offset, static_cast<std::size_t>(t.size)});
+    w.AddF32Tensor("adam_m." + t.name, t.shape, {adam.m().data() + t.offset, static_cast<std::size_t>(t.size)});
+    w.AddF32Tensor("adam_v." + t.name, t.shape, {adam.v().data() + t.offset, static_cast<std::size_t>(t.size)});
   }
   w.WriteFile(path);
 }
 
+// Reads the run state and loads the optimizer's moments into `adam`.
 RunState LoadCheckpoint(const std::string& path, const ParamLayout& layout, const GgufKeyValues& tokenizer,
-                        const std::vector<std::pair<std::string, std::string>>& settings) {
+                        const std::string& tokenizer_path,
+                        const std::vector<std::pair<std::string, std::string>>& settings, AdamW& adam) {
   auto file = GgufFile::Open(path);
   const std::string where = StrCat("train: checkpoint '", path, "'");
   LoadedTrainModel model = LoadTrainModel(*file);
-  if (!SameShape(model.shape, layout.shape())) {
+  if (model.shape != layout.shape()) {
     Fail(where, " is a model of ", DescribeTrainShape(model.shape), ", but this run asks for ",
          DescribeTrainShape(layout.shape()), "; use the same settings to resume, or another --out");
   }
   if (TokenTexts(model.tokenizer) != TokenTexts(tokenizer)) {
-    Fail(where, " was trained with another tokenizer than '", "the one given", "'");
+    Fail(where, " was trained with another tokenizer than '", tokenizer_path, "'");
   }
   for (const auto& [key, value] : settings) {
     const std::string stored = file->GetString(kSettingsPrefix + key);
@@ -105,10 +102,8 @@ RunState LoadCheckpoint(const std::string& path, const ParamLayout& layout, cons
   }
   RunState s;
   s.params = std::move(model.params);
-  s.m.resize(s.params.size());
-  s.v.resize(s.params.size());
   for (const ParamTensor& t : layout.tensors()) {
-    for (auto [prefix, dst] : {std::pair{"adam_m.", &s.m}, std::pair{"adam_v.", &s.v}}) {
+    for (auto [prefix, dst] : {std::pair{"adam_m.", &adam.m()}, std::pair{"adam_v.", &adam.v()}}) {
       const GgufTensor& g = file->GetTensor(prefix + t.name);
       if (g.type != GgmlType::kF32 || g.shape != t.shape) Fail(where, ": tensor '", g.name, "' has the wrong type or shape");
       std::memcpy(dst->data() + t.offset, g.data, static_cast<std::size_t>(t.size) * sizeof(float));
@@ -231,15 +226,11 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
   result.n_params = layout.total();
   RunState state;
   if (std::filesystem::exists(result.checkpoint)) {
-    state = LoadCheckpoint(result.checkpoint, layout, tokenizer_keys, settings);
+    state = LoadCheckpoint(result.checkpoint, layout, tokenizer_keys, o.tokenizer_path, settings, adam);
     result.resumed = true;
   } else {
     state.params = InitParams(layout, o.seed);
-    state.m.assign(state.params.size(), 0.0f);
-    state.v.assign(state.params.size(), 0.0f);
   }
-  adam.m() = state.m;
-  adam.v() = state.v;
 
   const std::size_t rows = static_cast<std::size_t>(graph.rows());
   std::vector<int32_t> tokens(rows), targets(rows);
@@ -299,9 +290,7 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
       state.last_valid_loss = p.valid_loss;
     }
     if (state.step % o.checkpoint_every == 0 || last || stopping) {
-      state.m = adam.m();
-      state.v = adam.v();
-      SaveCheckpoint(result.checkpoint, layout, state, tokenizer_keys, o, settings);
+      SaveCheckpoint(result.checkpoint, layout, state, adam, tokenizer_keys, o, settings);
       p.checkpointed = true;
     }
     if (progress) progress(p);
@@ -316,9 +305,6 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
   return result;
 }
 
-}  // namespace grove
-
-namespace grove {
 
 EvalResult EvaluateModels(const std::string& model_path, const std::string& draft_path,
                           const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows) {

@@ -85,9 +85,6 @@ int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, in
 // Path of the checkpoint inside a run directory.
 std::string CheckpointPath(const std::string& out_dir);
 
-}  // namespace grove
-
-namespace grove {
 
 struct EvalResult {
   double loss = 0;            // mean next-token cross-entropy of the model

@@ -9,8 +9,6 @@ namespace grove::cli {
 
 inline constexpr const char* kBundledTarget = "grove-target.gguf";
 inline constexpr const char* kBundledDraft = "grove-draft.gguf";
-// The tree the bundled pair speculates with by default (measured best on this pair; models/README.md).
-inline constexpr const char* kBundledSpec = "chain:4";
 
 struct BundledModels {
   std::string target;

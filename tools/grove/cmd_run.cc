@@ -40,7 +40,7 @@ struct RunOptions {
   bool verbose = false;
   // Speculative decoding.
   std::string draft;
-  std::string spec;  // default: chain:4, or the bundled pair's tree
+  std::string spec = "chain:4";
   std::string verify;
   std::string draw;
   std::string accept_file;
@@ -49,8 +49,8 @@ struct RunOptions {
   bool spec_given = false;  // --spec, --verify, --draw, --accept, --profile or --compare was given
 };
 
-// No -m: the bundled pair, speculating with its default tree unless the user chose a draft or tree.
-void ResolveBundledModels(RunOptions& o) {
+// No -m: the bundled target, speculating with the bundled draft unless the user chose a draft.
+void ResolveModels(RunOptions& o) {
   if (o.model.empty()) {
     const auto bundled = FindBundledModels();
     if (!bundled) {
@@ -59,15 +59,11 @@ void ResolveBundledModels(RunOptions& o) {
            ") were not found; set GROVE_MODELS to their directory or pass -m MODEL.gguf");
     }
     o.model = bundled->target;
-    if (o.draft.empty()) {
-      o.draft = bundled->draft;
-      if (o.spec.empty()) o.spec = kBundledSpec;
-    }
+    if (o.draft.empty()) o.draft = bundled->draft;
     std::fprintf(stderr,
                  "[grove] bundled models: target %s, draft %s (-m and --draft choose others)\n",
                  o.model.c_str(), o.draft.c_str());
   }
-  if (o.spec.empty()) o.spec = "chain:4";
   if (o.draft.empty() && o.spec_given)
     Fail("--spec, --verify, --draw, --accept, --profile and --compare need a draft (--draft)");
 }
@@ -107,7 +103,7 @@ void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule
 
 void RunGenerate(RunOptions o) {
   InstallStderrLog(o.verbose);
-  ResolveBundledModels(o);
+  ResolveModels(o);
   const std::string prompt_text = ReadPrompt(o);
   o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
   o.sampling.Validate();
@@ -267,7 +263,8 @@ void AddRunCommand(CLI::App& app) {
       "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");
   cmd->add_option("--spec", o->spec,
                   "Tree: chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, "
-                  "opt:N,DELTA (default: chain:4)");
+                  "opt:N,DELTA")
+      ->capture_default_str();
   cmd->add_option(
       "--verify", o->verify,
       "Verification rule: greedy, chain, specinfer, sequoia, target-sample (default: greedy at "

@@ -47,8 +47,7 @@ std::string FormatDuration(double s) {
 
 GgmlType ExportType(const std::string& name) {
   const auto type = ParseGgmlType(name);
-  if (!type || (*type != GgmlType::kF32 && *type != GgmlType::kF16 && *type != GgmlType::kBF16 &&
-                *type != GgmlType::kQ8_0)) {
+  if (!type || !IsTrainerExportType(*type)) {
     Fail("export: type '", name, "' is not one of f32, f16, bf16, q8_0");
   }
   return *type;
