@@ -28,7 +28,9 @@ struct WeightCopies {
   WeightView view;
 };
 
-WeightCopies MakeCopies(GgmlType type, int64_t n_out, int64_t n_in) {
+// Rows as GGUF stores them, or regrouped for the group kernels (what a model does at load).
+WeightCopies MakeCopies(GgmlType type, int64_t n_out, int64_t n_in, bool grouped,
+                        ThreadPool& pool) {
   WeightCopies w;
   const int64_t row_bytes = GgmlRowBytes(type, n_in);
   std::vector<uint8_t> bytes(row_bytes * n_out);
@@ -39,18 +41,27 @@ WeightCopies MakeCopies(GgmlType type, int64_t n_out, int64_t n_in) {
     for (float& v : row) v = normal(rng);
     QuantizeRow(type, row.data(), bytes.data() + o * row_bytes, n_in);
   }
+  w.view = {type, bytes.data(), n_in, n_out, row_bytes};
+  if (grouped) {
+    std::vector<uint8_t> packed(GroupedMatrixBytes(w.view));
+    w.view = PackMatrix(w.view, packed.data(), pool);
+    bytes = std::move(packed);
+  }
   const int64_t n_copies = std::max<int64_t>(2, kStreamBytes / static_cast<int64_t>(bytes.size()));
   w.copies.assign(n_copies, bytes);
-  w.view = {type, nullptr, n_in, n_out, row_bytes};
   return w;
 }
 
 // Args: n_out, n_in, n_rows, threads.
-void BM_MatMul(benchmark::State& state, GgmlType type) {
+void BM_MatMul(benchmark::State& state, GgmlType type, bool grouped) {
   const int64_t n_out = state.range(0), n_in = state.range(1);
   const int n_rows = static_cast<int>(state.range(2));
   ThreadPool pool(static_cast<int>(state.range(3)));
-  WeightCopies w = MakeCopies(type, n_out, n_in);
+  if (grouped && !CanGroup(ActiveKernels(), {type, nullptr, n_in, n_out, 0})) {
+    state.SkipWithError("no group kernel at this kernel level");
+    return;
+  }
+  WeightCopies w = MakeCopies(type, n_out, n_in, grouped, pool);
   MatMulScratch scratch(n_rows, n_in);
   std::vector<float> x(n_rows * n_in, 0.5f), y(n_rows * n_out);
   for (int64_t i = 0; i < static_cast<int64_t>(x.size()); ++i)
@@ -83,12 +94,14 @@ void Shapes(benchmark::internal::Benchmark* b) {
   b->UseRealTime();
 }
 
-BENCHMARK_CAPTURE(BM_MatMul, Q8_0, GgmlType::kQ8_0)->Apply(Shapes);
-BENCHMARK_CAPTURE(BM_MatMul, Q4_0, GgmlType::kQ4_0)->Apply(Shapes);
-BENCHMARK_CAPTURE(BM_MatMul, Q4_K, GgmlType::kQ4_K)->Apply(Shapes);
-BENCHMARK_CAPTURE(BM_MatMul, Q6_K, GgmlType::kQ6_K)->Apply(Shapes);
-BENCHMARK_CAPTURE(BM_MatMul, F16, GgmlType::kF16)->Apply(Shapes);
-BENCHMARK_CAPTURE(BM_MatMul, BF16, GgmlType::kBF16)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q8_0, GgmlType::kQ8_0, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q8_0_grouped, GgmlType::kQ8_0, true)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q4_0, GgmlType::kQ4_0, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q4_0_grouped, GgmlType::kQ4_0, true)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q4_K, GgmlType::kQ4_K, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q6_K, GgmlType::kQ6_K, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, F16, GgmlType::kF16, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, BF16, GgmlType::kBF16, false)->Apply(Shapes);
 
 }  // namespace
 }  // namespace grove

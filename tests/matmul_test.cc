@@ -21,6 +21,7 @@
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/k_quants.h"
+#include "quant/packed.h"
 #include "quant/quant.h"
 
 // Counting allocator: MatMul must not allocate (the token loop does not). Only counts while armed.
@@ -69,6 +70,12 @@ std::vector<const KernelSet*> AvailableLevels() {
   return levels;
 }
 
+// A kernel level with the matrix in rows, or regrouped for the level's group kernel.
+struct Variant {
+  const KernelSet* k;
+  bool grouped;
+};
+
 // A weight matrix in one type, with its exact float values (dequantized) for the reference.
 struct TestWeights {
   GgmlType type;
@@ -78,6 +85,9 @@ struct TestWeights {
   // n_out x n_in: the magnitude the kernels' float arithmetic works with per weight. |w|, except
   // for Q4_K, whose kernels handle d sc q and dmin m separately: |d sc q| + |dmin m|.
   std::vector<float> magnitudes;
+  // The same matrix regrouped for the group kernels (quant/packed.h), where the type has a layout.
+  std::vector<uint8_t> grouped_bytes;
+  WeightView grouped;
 
   WeightView View() const { return {type, bytes.data(), n_in, n_out, row_bytes}; }
 };
@@ -99,6 +109,11 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
     if (o % 7 == 3) row[0] = 1.5f;  // an outlier: blocks with one dominant value
     QuantizeRow(type, row.data(), w.bytes.data() + o * w.row_bytes, n_in);
     DequantizeRow(type, w.bytes.data() + o * w.row_bytes, w.values.data() + o * n_in, n_in);
+  }
+  if (HasGroupLayout(type)) {
+    ThreadPool pool(1);
+    w.grouped_bytes.resize(GroupedMatrixBytes(w.View()));  // no slack, as above
+    w.grouped = PackMatrix(w.View(), w.grouped_bytes.data(), pool);
   }
   w.magnitudes.resize(n_in * n_out);
   for (int64_t i = 0; i < n_in * n_out; ++i) w.magnitudes[i] = std::fabs(w.values[i]);
@@ -190,17 +205,28 @@ Reference ComputeReference(const TestWeights& w, const std::vector<float>& x, in
   return ref;
 }
 
-std::string Describe(const KernelSet& k, const TestWeights& w, int n_rows) {
-  return StrCat(k.name, " ", GgmlTypeName(w.type), " n_in=", w.n_in, " n_out=", w.n_out,
-                " n_rows=", n_rows);
+// Every level with the rows of w, and the levels that have a group kernel for w's type with the
+// grouped matrix too. The scalar rows come first (the reference of the others).
+std::vector<Variant> Variants(const TestWeights& w) {
+  std::vector<Variant> variants;
+  for (const KernelSet* k : AvailableLevels()) variants.push_back({k, false});
+  for (const KernelSet* k : AvailableLevels()) {
+    if (CanGroup(*k, w.View())) variants.push_back({k, true});
+  }
+  return variants;
+}
+
+std::string Describe(const Variant& v, const TestWeights& w, int n_rows) {
+  return StrCat(v.k->name, v.grouped ? " grouped " : " ", GgmlTypeName(w.type), " n_in=", w.n_in,
+                " n_out=", w.n_out, " n_rows=", n_rows);
 }
 
 // Runs MatMul and checks that it wrote exactly n_rows x n_out outputs (guards past the end).
-std::vector<float> RunMatMul(const KernelSet& kernels, const TestWeights& w, const float* x,
-                             int n_rows, MatMulScratch& scratch, ThreadPool& pool) {
+std::vector<float> RunMatMul(const Variant& v, const TestWeights& w, const float* x, int n_rows,
+                             MatMulScratch& scratch, ThreadPool& pool) {
   constexpr float kGuard = -12345.0f;
   std::vector<float> y(n_rows * w.n_out + 16, kGuard);
-  MatMulWithKernels(kernels, w.View(), x, n_rows, y.data(), scratch, pool);
+  MatMulWithKernels(*v.k, v.grouped ? w.grouped : w.View(), x, n_rows, y.data(), scratch, pool);
   for (size_t i = n_rows * w.n_out; i < y.size(); ++i) EXPECT_EQ(y[i], kGuard) << "wrote past end";
   y.resize(n_rows * w.n_out);
   return y;
@@ -215,7 +241,6 @@ TEST(MatMulTest, AllShapesWithinBoundAndPrefixOfBatchIsBitIdentical) {
   const int64_t kNOut[] = {1, 3, 17, 64, 257};
   ThreadPool pool(2);
   MatMulScratch scratch(64, 4096);
-  const auto levels = AvailableLevels();
   uint32_t seed = 1;
   for (GgmlType type : kAllTypes) {
     std::vector<int64_t> n_ins = Widths(type, {32, 64, 96, 160, 4096});
@@ -225,16 +250,16 @@ TEST(MatMulTest, AllShapesWithinBoundAndPrefixOfBatchIsBitIdentical) {
         const TestWeights w = MakeWeights(type, n_in, n_out, ++seed);
         const std::vector<float> x = MakeActivations(64, n_in, ++seed);
         const Reference ref = ComputeReference(w, x, 64);
-        for (const KernelSet* k : levels) {
-          const std::vector<float> full = RunMatMul(*k, w, x.data(), 64, scratch, pool);
+        for (const Variant& v : Variants(w)) {
+          const std::vector<float> full = RunMatMul(v, w, x.data(), 64, scratch, pool);
           for (size_t i = 0; i < full.size(); ++i) {
             ASSERT_LE(std::fabs(full[i] - ref.y[i]), ref.bound[i])
-                << Describe(*k, w, 64) << " output " << i << ": got " << full[i] << ", exact "
+                << Describe(v, w, 64) << " output " << i << ": got " << full[i] << ", exact "
                 << ref.y[i];
           }
           for (int n_rows : kRowCounts) {
-            const std::vector<float> part = RunMatMul(*k, w, x.data(), n_rows, scratch, pool);
-            ASSERT_TRUE(BitEqual(part.data(), full.data(), part.size())) << Describe(*k, w, n_rows);
+            const std::vector<float> part = RunMatMul(v, w, x.data(), n_rows, scratch, pool);
+            ASSERT_TRUE(BitEqual(part.data(), full.data(), part.size())) << Describe(v, w, n_rows);
           }
         }
       }
@@ -249,33 +274,33 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
   MatMulScratch scratch(64, 4096);
   constexpr int kRows = 64;
   uint32_t seed = 1000;
-  for (const KernelSet* k : AvailableLevels()) {
-    for (GgmlType type : kAllTypes) {
-      for (int64_t n_in : Widths(type, {160, 4096})) {
-        const TestWeights w = MakeWeights(type, n_in, 67, ++seed);
-        const std::vector<float> x = MakeActivations(kRows, n_in, ++seed);
-        const std::vector<float> batch = RunMatMul(*k, w, x.data(), kRows, scratch, pool2);
-        EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(*k, w, x.data(), kRows, scratch, pool1).data(),
+  for (GgmlType type : kAllTypes) {
+    for (int64_t n_in : Widths(type, {160, 4096})) {
+      const TestWeights w = MakeWeights(type, n_in, 67, ++seed);
+      const std::vector<float> x = MakeActivations(kRows, n_in, ++seed);
+      for (const Variant& k : Variants(w)) {
+        const std::vector<float> batch = RunMatMul(k, w, x.data(), kRows, scratch, pool2);
+        EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(k, w, x.data(), kRows, scratch, pool1).data(),
                              batch.size()))
-            << Describe(*k, w, kRows) << " 1 vs 2 threads";
-        EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(*k, w, x.data(), kRows, scratch, pool3).data(),
+            << Describe(k, w, kRows) << " 1 vs 2 threads";
+        EXPECT_TRUE(BitEqual(batch.data(), RunMatMul(k, w, x.data(), kRows, scratch, pool3).data(),
                              batch.size()))
-            << Describe(*k, w, kRows) << " 3 vs 2 threads";
+            << Describe(k, w, kRows) << " 3 vs 2 threads";
         for (int r = 0; r < kRows; ++r) {
-          const std::vector<float> alone = RunMatMul(*k, w, x.data() + r * n_in, 1, scratch, pool1);
+          const std::vector<float> alone = RunMatMul(k, w, x.data() + r * n_in, 1, scratch, pool1);
           ASSERT_TRUE(BitEqual(alone.data(), batch.data() + r * w.n_out, w.n_out))
-              << Describe(*k, w, kRows) << " row " << r << " alone";
+              << Describe(k, w, kRows) << " row " << r << " alone";
         }
         // Reversed batch of 37 rows: row r sits at position 36 - r, in another tile.
         std::vector<float> reversed(37 * n_in);
         for (int r = 0; r < 37; ++r) {
           std::copy_n(x.data() + r * n_in, n_in, reversed.data() + (36 - r) * n_in);
         }
-        const std::vector<float> y_rev = RunMatMul(*k, w, reversed.data(), 37, scratch, pool2);
+        const std::vector<float> y_rev = RunMatMul(k, w, reversed.data(), 37, scratch, pool2);
         for (int r = 0; r < 37; ++r) {
           ASSERT_TRUE(
               BitEqual(y_rev.data() + (36 - r) * w.n_out, batch.data() + r * w.n_out, w.n_out))
-              << Describe(*k, w, 37) << " reversed row " << r;
+              << Describe(k, w, 37) << " reversed row " << r;
         }
       }
     }
@@ -295,12 +320,13 @@ TEST(MatMulTest, SimdLevelsMatchScalarWithinBound) {
       const TestWeights w = MakeWeights(type, n_in, 33, ++seed);
       const std::vector<float> x = MakeActivations(16, n_in, ++seed);
       const Reference ref = ComputeReference(w, x, 16);
-      const std::vector<float> scalar = RunMatMul(*levels[0], w, x.data(), 16, scratch, pool);
-      for (size_t l = 1; l < levels.size(); ++l) {
-        const std::vector<float> simd = RunMatMul(*levels[l], w, x.data(), 16, scratch, pool);
+      const std::vector<Variant> variants = Variants(w);
+      const std::vector<float> scalar = RunMatMul(variants[0], w, x.data(), 16, scratch, pool);
+      for (size_t l = 1; l < variants.size(); ++l) {
+        const std::vector<float> simd = RunMatMul(variants[l], w, x.data(), 16, scratch, pool);
         for (size_t i = 0; i < simd.size(); ++i) {
           ASSERT_LE(std::fabs(double{simd[i]} - scalar[i]), 2 * ref.float_bound[i])
-              << Describe(*levels[l], w, 16) << " output " << i;
+              << Describe(variants[l], w, 16) << " output " << i;
         }
       }
     }
@@ -360,13 +386,13 @@ TEST(MatMulTest, LargeBatchOf512Rows) {
     const TestWeights w = MakeWeights(type, 256, 40, 77);
     const std::vector<float> x = MakeActivations(512, 256, 78);
     const Reference ref = ComputeReference(w, x, 512);
-    for (const KernelSet* k : AvailableLevels()) {
-      const std::vector<float> y = RunMatMul(*k, w, x.data(), 512, scratch, pool);
+    for (const Variant& v : Variants(w)) {
+      const std::vector<float> y = RunMatMul(v, w, x.data(), 512, scratch, pool);
       for (size_t i = 0; i < y.size(); ++i) {
-        ASSERT_LE(std::fabs(y[i] - ref.y[i]), ref.bound[i]) << Describe(*k, w, 512) << " " << i;
+        ASSERT_LE(std::fabs(y[i] - ref.y[i]), ref.bound[i]) << Describe(v, w, 512) << " " << i;
       }
       for (int r : {0, 63, 64, 300, 511}) {
-        const std::vector<float> alone = RunMatMul(*k, w, x.data() + r * 256, 1, scratch, pool);
+        const std::vector<float> alone = RunMatMul(v, w, x.data() + r * 256, 1, scratch, pool);
         ASSERT_TRUE(BitEqual(alone.data(), y.data() + r * w.n_out, w.n_out)) << r;
       }
     }
@@ -380,16 +406,19 @@ TEST(MatMulTest, DoesNotAllocate) {
     const TestWeights w = MakeWeights(type, 512, 100, 5);
     const std::vector<float> x = MakeActivations(16, 512, 6);
     std::vector<float> y(16 * 100);
-    for (const KernelSet* k : AvailableLevels()) {
-      MatMulWithKernels(*k, w.View(), x.data(), 16, y.data(), scratch, pool);  // warm up
+    for (const Variant& v : Variants(w)) {
+      const WeightView view = v.grouped ? w.grouped : w.View();
+      MatMulWithKernels(*v.k, view, x.data(), 16, y.data(), scratch, pool);  // warm up
       g_allocations = 0;
       g_count_allocations = true;
       for (int n_rows : {1, 5, 16}) {
-        MatMulWithKernels(*k, w.View(), x.data(), n_rows, y.data(), scratch, pool);
+        MatMulWithKernels(*v.k, view, x.data(), n_rows, y.data(), scratch, pool);
       }
-      MatMul(w.View(), x.data(), 16, y.data(), scratch, pool);
+      if (!v.grouped || CanGroup(ActiveKernels(), w.View())) {
+        MatMul(view, x.data(), 16, y.data(), scratch, pool);
+      }
       g_count_allocations = false;
-      EXPECT_EQ(g_allocations.load(), 0) << k->name << " " << GgmlTypeName(type);
+      EXPECT_EQ(g_allocations.load(), 0) << Describe(v, w, 16);
     }
   }
 }
@@ -463,6 +492,104 @@ TEST(MatMulTest, ScratchLimitsAreChecked) {
   WeightView q5k = w.View();
   q5k.type = GgmlType::kQ5_K;  // a type grove does not compute with
   EXPECT_THROW(MatMul(q5k, x.data(), 1, y.data(), scratch, pool), Error);
+}
+
+// Regrouping is lossless: every byte of the GGUF rows comes back, for a whole group, a last
+// partial group, and a width with an odd number of blocks; padding rows have scale 0.
+TEST(GroupLayoutTest, PackThenUnpackRestoresTheRows) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    for (int64_t n_in : {32, 96, 2048}) {
+      const TestWeights w = MakeWeights(type, n_in, 37, 3);  // groups of 16, 16, 5 rows
+      ASSERT_EQ(w.grouped_bytes.size(), 3 * GroupBytes(type, n_in));
+      ASSERT_EQ(GroupBytes(type, n_in), kGroupRows * w.row_bytes);
+      std::vector<uint8_t> back(w.bytes.size(), 0xee);
+      for (int64_t g = 0; g < 3; ++g) {
+        const int n = static_cast<int>(std::min<int64_t>(16, 37 - g * 16));
+        UnpackRowGroup(type, w.grouped_bytes.data() + g * GroupBytes(type, n_in), n, n_in,
+                       back.data() + g * 16 * w.row_bytes, w.row_bytes);
+      }
+      EXPECT_EQ(back, w.bytes) << GgmlTypeName(type) << " n_in=" << n_in;
+      // The 11 padding rows of the last group: unpacked, they are zero-scale blocks.
+      std::vector<uint8_t> last(16 * w.row_bytes);
+      UnpackRowGroup(type, w.grouped_bytes.data() + 2 * GroupBytes(type, n_in), 16, n_in,
+                     last.data(), w.row_bytes);
+      std::vector<float> values(n_in);
+      for (int j = 5; j < 16; ++j) {
+        DequantizeRow(type, last.data() + j * w.row_bytes, values.data(), n_in);
+        EXPECT_EQ(values, std::vector<float>(n_in, 0.0f)) << GgmlTypeName(type) << " row " << j;
+      }
+    }
+  }
+  EXPECT_FALSE(HasGroupLayout(GgmlType::kQ4_K));
+  EXPECT_FALSE(HasGroupLayout(GgmlType::kF16));
+}
+
+// The grouped activation format holds the scalar level's quants in natural order, its scales, and
+// the negated exact block sums.
+TEST(GroupLayoutTest, GroupedActivationsHoldTheScalarQuants) {
+  for (const KernelSet* k : AvailableLevels()) {
+    if (k->quantize_act_grouped == nullptr) continue;
+    for (int64_t n_in : {32, 96, 4096}) {
+      const std::vector<float> x = MakeActivations(1, n_in, 40);
+      std::vector<uint8_t> want(ActQ8RowBytes(n_in)), got(ActQ8RowBytes(n_in));
+      AvailableLevels()[0]->quantize_act(x.data(), n_in, want.data());
+      k->quantize_act_grouped(x.data(), n_in, got.data());
+      ASSERT_TRUE(std::equal(want.begin(), want.begin() + n_in, got.begin())) << k->name;
+      const auto* want_scales = reinterpret_cast<const float*>(want.data() + ActQ8ScaleOffset(n_in));
+      const auto* got_scales = reinterpret_cast<const float*>(got.data() + ActQ8ScaleOffset(n_in));
+      const auto* neg_sums = reinterpret_cast<const int32_t*>(got.data() + ActQ8SumOffset(n_in));
+      for (int64_t b = 0; b < n_in / 32; ++b) {
+        int32_t sum = 0;
+        for (int j = 0; j < 32; ++j) sum += static_cast<int8_t>(want[b * 32 + j]);
+        ASSERT_EQ(got_scales[b], want_scales[b]) << k->name << " block " << b;
+        ASSERT_EQ(neg_sums[b], -sum) << k->name << " block " << b;
+      }
+    }
+  }
+}
+
+// A grouped matrix fused with others (Q, K, V; gate, up) gives the bits of separate calls, and
+// it cannot share a call with rows, whose activations have another format.
+TEST(GroupLayoutTest, FusedGroupedMatMulsEqualSeparateCalls) {
+  const TestWeights probe = MakeWeights(GgmlType::kQ8_0, 160, 16, 1);
+  if (!CanGroup(ActiveKernels(), probe.View())) {
+    GTEST_SKIP() << "the active kernels (" << ActiveKernels().name << ") have no group kernels";
+  }
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    const TestWeights a = MakeWeights(type, 160, 67, 21);
+    const TestWeights b = MakeWeights(type, 160, 13, 22);
+    for (int threads : {1, 3}) {
+      ThreadPool pool(threads);
+      MatMulScratch scratch(16, 160);
+      for (int n_rows : {1, 9}) {
+        const std::vector<float> x = MakeActivations(n_rows, 160, 23);
+        std::vector<float> want_a(n_rows * 67), want_b(n_rows * 13);
+        MatMul(a.grouped, x.data(), n_rows, want_a.data(), scratch, pool);
+        MatMul(b.grouped, x.data(), n_rows, want_b.data(), scratch, pool);
+        std::vector<float> got_a(want_a.size()), got_b(want_b.size());
+        const MatMulOutput both[] = {{a.grouped, got_a.data()}, {b.grouped, got_b.data()}};
+        ASSERT_TRUE(CanFuseMatMuls(both));
+        MatMulFused(both, x.data(), n_rows, scratch, pool);
+        EXPECT_EQ(got_a, want_a) << GgmlTypeName(type) << " threads " << threads;
+        EXPECT_EQ(got_b, want_b) << GgmlTypeName(type) << " threads " << threads;
+      }
+    }
+    EXPECT_FALSE(CanFuseMatMuls(std::vector<MatMulOutput>{{a.grouped, nullptr}, {a.View(), nullptr}}));
+  }
+}
+
+TEST(GroupLayoutTest, LevelsWithoutGroupKernelsRefuseGroupedWeights) {
+  const TestWeights w = MakeWeights(GgmlType::kQ8_0, 64, 16, 5);
+  WeightView grouped = w.View();
+  grouped.grouped = true;
+  ThreadPool pool(1);
+  MatMulScratch scratch(1, 64);
+  const std::vector<float> x = MakeActivations(1, 64, 6);
+  std::vector<float> y(16);
+  EXPECT_FALSE(CanGroup(*KernelsForLevel(KernelLevel::kScalar), w.View()));
+  EXPECT_THROW(MatMulWithKernels(*KernelsForLevel(KernelLevel::kScalar), grouped, x.data(), 1,
+                                 y.data(), scratch, pool),
+               Error);
 }
 
 TEST(KernelSetTest, ActiveLevelFollowsCpuAndEnvironment) {

@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "kernels/kernel_set.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "quant/quant.h"
@@ -189,6 +190,26 @@ TEST(ForwardVsReference, TiedOutputUsesTokenEmbedding) {
   Batch batch;
   batch.AddChain(tokens, 0, 0, true);
   EXPECT_LT(RelativeError(model->Forward(batch), ReferenceLlama(*model).Forward(tokens)), 1e-4);
+}
+
+// Q8_0 and Q4_0 matrices are regrouped at load where the kernels have group kernels (AVX-512);
+// grouped or not, the logits meet the reference's bound.
+TEST(ForwardVsReference, GroupedAndRowWeightsBothMatchReference) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    auto grouped = MakeRandomModel(TinySpec(type), {.n_threads = 2});
+    auto rows = MakeRandomModel(TinySpec(type), {.n_threads = 2, .group_weights = false});
+    EXPECT_EQ(rows->grouped_bytes(), 0u);
+    if (ActiveKernels().group_q8_0 != nullptr) {
+      EXPECT_GT(grouped->grouped_bytes(), 0u) << GgmlTypeName(type);
+    }
+    const std::vector<int32_t> tokens = SomeTokens(9, grouped->config().n_vocab);
+    const std::vector<double> ref = ReferenceLlama(*rows).Forward(tokens);
+    for (Model* model : {grouped.get(), rows.get()}) {
+      Batch batch;
+      batch.AddChain(tokens, 0, 0, /*all_logits=*/true);
+      EXPECT_LT(RelativeError(model->Forward(batch), ref), 3e-2) << GgmlTypeName(type);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, ForwardVsReference,

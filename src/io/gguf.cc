@@ -154,6 +154,10 @@ std::unique_ptr<GgufFile> GgufFile::Open(const std::string& path) {
   return file;
 }
 
+void GgufFile::ReleasePages(const void* data, uint64_t n) const {
+  if (map_) map_->ReleasePages(data, n);
+}
+
 std::unique_ptr<GgufFile> GgufFile::FromBytes(std::span<const uint8_t> bytes, std::string name) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->name_ = std::move(name);

@@ -79,6 +79,10 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return bytes_.size(); }
 
+  // Releases the resident pages of tensor data that the caller has copied (see
+  // MappedFile::ReleasePages). Does nothing for FromBytes files: their memory is the caller's.
+  void ReleasePages(const void* data, uint64_t n) const;
+
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
   const GgufValue* Find(std::string_view key) const;

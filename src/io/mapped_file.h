@@ -18,6 +18,11 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+
+  // Drops this process's mappings of the whole pages inside [p, p + n) (madvise MADV_DONTNEED), for
+  // data that was copied out and will not be read again: resident memory falls, the page cache
+  // keeps the file, and a later read would simply fault the pages back in. p must lie in the map.
+  void ReleasePages(const void* p, std::size_t n) const;
   const std::string& path() const { return path_; }
 
  private:

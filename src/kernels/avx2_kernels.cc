@@ -388,6 +388,9 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
     .dot_q4_k = &DotQ4_K,
     .dot_q6_k = &DotQ6_K,
+    .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
+    .group_q8_0 = nullptr,
+    .group_q4_0 = nullptr,
 };
 
 }  // namespace grove

@@ -478,6 +478,113 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   }
 }
 
+// ---- Row groups (quant/packed.h) times grouped ActQ8 activations
+//
+// Lane j of every register belongs to row j of the group: one vpdpbusd multiplies 4 weights of
+// each of the 16 rows by the same 4 activation bytes (broadcast from memory) and adds them to the
+// row's lane. A block is 8 such steps per activation row into an int32 vector, then one convert,
+// multiply and FMA give all 16 rows' block sums at once, and the outputs need no horizontal sum.
+// The unsigned operand is the weight (Q8_0 stored as q + 128, Q4_0 nibbles 0..15), so each row's
+// correction, -128 (resp. -8) times the activation block sum, depends on the activations only: it
+// is the starting value of the block's integer sum (quantize_act_grouped stores -sum q).
+//
+// The integer sums are exact, so splitting them into two chains (for one or two activation rows,
+// which have no other independent work to hide vpdpbusd's latency) changes no bit; the float
+// accumulation is the same sequence for every tile size.
+
+struct Q8_0Group {
+  static constexpr int64_t kQuantBytes = kGroupRows * kQBlock;
+  static constexpr int kOffsetShift = 7;  // 128
+  // step(weights, index, activation byte offset) for the 8 chunks of a block.
+  template <typename Step>
+  static void ForEachChunk(const uint8_t* quants, Step&& step) {
+    for (int c = 0; c < 8; ++c) step(_mm512_loadu_si512(quants + 64 * c), c, 4 * c);
+  }
+};
+struct Q4_0Group {
+  static constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
+  static constexpr int kOffsetShift = 3;  // 8
+  template <typename Step>
+  static void ForEachChunk(const uint8_t* quants, Step&& step) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int c = 0; c < 4; ++c) {
+      const __m512i v = _mm512_loadu_si512(quants + 64 * c);
+      step(_mm512_and_si512(v, low4), 2 * c, 4 * c);
+      step(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), 2 * c + 1, 16 + 4 * c);
+    }
+  }
+};
+
+constexpr int64_t kPrefetchBlocks = 8;
+
+template <typename G, int R>
+void GroupTile(const uint8_t* group, int64_t n_blocks, int64_t scale_offset, int64_t sum_offset,
+               const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+  constexpr int kChains = R <= 2 ? 2 : 1;
+  const uint8_t* xq[R];
+  const float* xd[R];
+  const int32_t* neg_sums[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    neg_sums[i] = reinterpret_cast<const int32_t*>(xq[i] + sum_offset);
+  }
+  const auto* scales = reinterpret_cast<const __m256i*>(group + n_blocks * G::kQuantBytes);
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m512i sums[kChains][R];
+    for (int i = 0; i < R; ++i) {
+      sums[0][i] = _mm512_slli_epi32(_mm512_set1_epi32(neg_sums[i][b]), G::kOffsetShift);
+      if constexpr (kChains == 2) sums[1][i] = _mm512_setzero_si512();
+    }
+    const uint8_t* ahead = group + (b + kPrefetchBlocks) * G::kQuantBytes;
+    for (int64_t line = 0; line < G::kQuantBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+    }
+    G::ForEachChunk(group + b * G::kQuantBytes, [&](__m512i w, int index, int offset) {
+      for (int i = 0; i < R; ++i) {
+        int32_t four;
+        std::memcpy(&four, xq[i] + b * kQBlock + offset, sizeof(four));
+        __m512i& s = sums[index % kChains][i];
+        s = _mm512_dpbusd_epi32(s, w, _mm512_set1_epi32(four));
+      }
+    });
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(scales + b));
+    for (int i = 0; i < R; ++i) {
+      __m512i sum = sums[0][i];
+      if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, sums[1][i]);
+      const __m512 block = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(xd[i][b]));
+      acc[i] = _mm512_fmadd_ps(block, d, acc[i]);
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(y + i * y_stride, acc[i]);
+}
+
+template <typename G>
+void DotGroup(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+              int64_t y_stride) {
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t sum_offset = ActQ8SumOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    GroupTile<G, decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in / kQBlock,
+                                     scale_offset, sum_offset, RowPtr(x, x_stride, i), x_stride,
+                                     y + i * y_stride, y_stride);
+  });
+}
+
+// Signed quants in natural order, float scales, negated int32 block sums (kernel_set.h).
+void QuantizeActGrouped(const float* x, int64_t n_in, void* act_row) {
+  auto* qs = static_cast<uint8_t*>(act_row);
+  auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
+  auto* neg_sums = reinterpret_cast<int32_t*>(qs + ActQ8SumOffset(n_in));
+  for (int64_t b = 0; b < n_in / kQBlock; ++b) {
+    const __m256i q = QuantizeBlock(x + b * kQBlock, &scales[b]);
+    neg_sums[b] = -BlockSum(q);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q);
+  }
+}
+
 }  // namespace
 
 extern const KernelSet kAvx512Kernels = {
@@ -492,6 +599,9 @@ extern const KernelSet kAvx512Kernels = {
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
     .dot_q4_k = &DotQ4_K,
     .dot_q6_k = &DotQ6_K,
+    .quantize_act_grouped = &QuantizeActGrouped,
+    .group_q8_0 = &DotGroup<Q8_0Group>,
+    .group_q4_0 = &DotGroup<Q4_0Group>,
 };
 
 }  // namespace grove

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "quant/packed.h"  // kGroupRows
+
 namespace grove {
 
 enum class KernelLevel : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
@@ -54,6 +56,12 @@ using RowKernelFn = void (*)(const void* w_row, int64_t n_in, const void* x, int
 // Quantizes one float row of n_in elements (a multiple of 32) into an ActQ8 row.
 using QuantizeActFn = void (*)(const float* x, int64_t n_in, void* act_row);
 
+// y[i * y_stride + j] = dot(weight row j of the group, activation row i) for j in [0, kGroupRows)
+// and i in [0, n_x), 1 <= n_x <= kMaxTileRows. group: one row group of n_in elements in the
+// kernel's packed type; x: ActQ8 rows in the grouped format (see quantize_act_grouped).
+using GroupKernelFn = void (*)(const void* group, int64_t n_in, const void* x, int64_t x_stride,
+                               int n_x, float* y, int64_t y_stride);
+
 struct KernelSet {
   KernelLevel level;
   const char* name;  // "scalar", "avx2", "avx512_vnni"
@@ -68,6 +76,14 @@ struct KernelSet {
   RowKernelFn dot_q4_0;  // weights BlockQ4_0, activations ActQ8
   RowKernelFn dot_q4_k;  // weights BlockQ4_K, activations ActQ8; n_in a multiple of 256
   RowKernelFn dot_q6_k;  // weights BlockQ6_K, activations ActQ8; n_in a multiple of 256
+
+  // Row-group kernels, or nullptr where this level has none (the weights then stay in rows). A
+  // model packs the matrices of a type that has one at load (quant/packed.h).
+  // Their activations are ActQ8 rows in the grouped format: signed quants in natural order, the
+  // float scales, and at ActQ8SumOffset the negated exact block sums -sum_j q_bj as int32.
+  QuantizeActFn quantize_act_grouped;
+  GroupKernelFn group_q8_0;
+  GroupKernelFn group_q4_0;
 };
 
 // The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen

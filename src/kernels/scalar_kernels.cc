@@ -189,6 +189,9 @@ extern const KernelSet kScalarKernels = {
     .dot_q4_0 = &DotQ4_0,
     .dot_q4_k = &DotQ4_K,
     .dot_q6_k = &DotQ6_K,
+    .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
+    .group_q8_0 = nullptr,
+    .group_q4_0 = nullptr,
 };
 
 }  // namespace grove

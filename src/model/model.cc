@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "io/gguf.h"
+#include "kernels/kernel_set.h"
 #include "model/tokenizer.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
@@ -68,6 +69,7 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
   rope_ = RopeParams{c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale,
                      weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
 
+  if (options.group_weights) GroupWeights();
   weight_bytes_ = MatrixBytes(weights_.output);
   for (const LayerWeights& l : weights_.layers) {
     for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
@@ -101,6 +103,31 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
   visible_cache_parent_.Resize(b);
   out_rows_.Resize(b);
   seq_count_.Resize(caches_.size());
+}
+
+uint64_t Model::grouped_bytes() const {
+  uint64_t n = 0;
+  for (const AlignedBuffer<uint8_t>& b : grouped_) n += b.size();
+  return n;
+}
+
+void Model::GroupWeights() {
+  const KernelSet& kernels = ActiveKernels();
+  std::vector<WeightView*> matrices = {&weights_.output};
+  for (LayerWeights& l : weights_.layers) {
+    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      matrices.push_back(w);
+    }
+  }
+  for (WeightView* w : matrices) {
+    if (!CanGroup(kernels, *w)) continue;
+    const WeightView rows = *w;
+    AlignedBuffer<uint8_t>& buffer =
+        grouped_.emplace_back(static_cast<std::size_t>(GroupedMatrixBytes(rows)));
+    *w = PackMatrix(rows, buffer.data(), pool_);
+    // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
+    if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
+  }
 }
 
 void Model::Validate(const Batch& batch) {

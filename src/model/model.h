@@ -27,6 +27,9 @@ struct ModelOptions {
   int32_t n_ctx = 0;        // 0: the training context, at most 4096
   int32_t n_seq = 1;        // sequences (KV caches) held at once
   int32_t max_batch = 512;  // most tokens in one Forward; longer prompts are split by the caller
+  // Regroup the matrices that the active kernels have a group kernel for (quant/packed.h) at load.
+  // Off: every matrix is computed from the file's rows (tests compare the two).
+  bool group_weights = true;
 };
 
 class Model {
@@ -62,11 +65,15 @@ class Model {
 
   // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
+  // Bytes of matrices regrouped at load (ModelOptions::group_weights); 0 if none.
+  uint64_t grouped_bytes() const;
 
  private:
   Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options);
   // Checks the batch and counts its tokens per sequence into seq_count_.
   void Validate(const Batch& batch);
+  // Packs the matrices a group kernel can compute into grouped_ and releases their file pages.
+  void GroupWeights();
   void PrepareBatch(const Batch& batch);
   void Layer(const Batch& batch, int32_t layer);
 
@@ -80,6 +87,7 @@ class Model {
   std::vector<KvCache> caches_;
   RopeParams rope_;
   uint64_t weight_bytes_ = 0;
+  std::vector<AlignedBuffer<uint8_t>> grouped_;  // matrices regrouped at load (GroupWeights)
 
   // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
   MatMulScratch matmul_scratch_;

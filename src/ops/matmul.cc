@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "kernels/kernel_set.h"
+#include "quant/packed.h"
 
 namespace grove {
 namespace {
@@ -12,7 +13,9 @@ namespace {
 // Weight rows handled as one unit by one thread: every activation tile of a row block passes over
 // these rows before the next chunk starts, so after the first tile the chunk is read from L1/L2
 // (16 rows of 2048 Q8_0 weights = 35 KB) instead of DRAM. Decode (one tile) is unaffected.
+// A chunk is one row group of a grouped matrix.
 constexpr int64_t kOutChunk = 16;
+static_assert(kOutChunk == kGroupRows);
 
 // Activation rows per pass over the weights: 64 quantized rows of a 5632-wide input take 380 KB
 // (64 float rows of 2048: 520 KB), within an L2 cache; larger batches (prompt processing) make
@@ -34,6 +37,27 @@ bool IsBlockQuantized(GgmlType type) {
   return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K ||
          type == GgmlType::kQ6_K;
 }
+
+// How a matrix wants its activations.
+enum class ActFormat { kFloat, kQ8, kQ8Grouped };
+
+ActFormat ActFormatOf(const WeightView& w) {
+  if (w.grouped) return ActFormat::kQ8Grouped;
+  return IsBlockQuantized(w.type) ? ActFormat::kQ8 : ActFormat::kFloat;
+}
+
+GroupKernelFn GroupKernelFor(const KernelSet& kernels, GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ8_0:
+      return kernels.group_q8_0;
+    case GgmlType::kQ4_0:
+      return kernels.group_q4_0;
+    default:
+      return nullptr;
+  }
+}
+
+int64_t ChunkCount(int64_t n_out) { return (n_out + kOutChunk - 1) / kOutChunk; }
 
 RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
   switch (type) {
@@ -74,6 +98,8 @@ void CheckWeights(const KernelSet& kernels, const WeightView& w, int n_rows,
                   const MatMulScratch& scratch) {
   GROVE_CHECK(KernelFor(kernels, w.type) != nullptr, "matmul: unsupported weight type ",
               GgmlTypeName(w.type));
+  GROVE_CHECK(!w.grouped || GroupKernelFor(kernels, w.type) != nullptr, "matmul: kernels ",
+              kernels.name, " have no group kernel for grouped ", GgmlTypeName(w.type), " weights");
   GROVE_CHECK(n_rows >= 0 && n_rows <= scratch.max_rows(), "matmul: ", n_rows,
               " rows, scratch sized for ", scratch.max_rows());
   GROVE_CHECK(w.n_in <= scratch.max_n_in(), "matmul: n_in ", w.n_in, ", scratch sized for ",
@@ -95,11 +121,11 @@ struct Activations {
 // an odd cache-line stride when a tile has several of them: with the caller's power-of-two stride
 // (n_in = 2048: 8 KiB) the rows of a tile collide in one L1 set. The copy is n_rows x n_in floats
 // against n_rows x n_in x n_out multiply-adds.
-Activations PrepareActivations(const KernelSet& kernels, bool quantized, int64_t n_in,
+Activations PrepareActivations(const KernelSet& kernels, ActFormat format, int64_t n_in,
                                const float* x, int n_rows, MatMulScratch& scratch,
                                ThreadPool& pool) {
   Activations act{x, n_in * static_cast<int64_t>(sizeof(float))};
-  if (!quantized) {
+  if (format == ActFormat::kFloat) {
     if (n_rows > 1 && act.stride % 128 == 0) {
       act = {scratch.bytes(), FloatRowBytes(n_in)};
       for (int r = 0; r < n_rows; ++r) {
@@ -109,9 +135,11 @@ Activations PrepareActivations(const KernelSet& kernels, bool quantized, int64_t
     return act;
   }
   act = {scratch.bytes(), ActQ8RowBytes(n_in)};
+  const QuantizeActFn quantize_act =
+      format == ActFormat::kQ8Grouped ? kernels.quantize_act_grouped : kernels.quantize_act;
   auto quantize = [&](int64_t r_begin, int64_t r_end) {
     for (int64_t r = r_begin; r < r_end; ++r) {
-      kernels.quantize_act(x + r * n_in, n_in, scratch.bytes() + r * act.stride);
+      quantize_act(x + r * n_in, n_in, scratch.bytes() + r * act.stride);
     }
   };
   if (n_rows * n_in >= kParallelQuantizeMin && pool.size() > 1) {
@@ -122,17 +150,22 @@ Activations PrepareActivations(const KernelSet& kernels, bool quantized, int64_t
   return act;
 }
 
-// Outputs [o_begin, o_end) of w for all n_rows rows, on the calling thread. Each output is computed
-// whole by one kernel call, whose accumulation order depends on n_in only, so neither the thread
-// count, nor the output range, nor the tiling of rows changes a bit of the result.
+// Outputs [o_begin, o_end) of w for all n_rows rows, on the calling thread; o_begin is a multiple
+// of kOutChunk. Each output is computed whole by one kernel call, whose accumulation order depends
+// on n_in only, so neither the thread count, nor the output range, nor the tiling of rows changes
+// a bit of the result.
 void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activations& act,
                   int n_rows, int64_t o_begin, int64_t o_end, float* y) {
   const RowKernelFn kernel = KernelFor(kernels, w.type);
+  const GroupKernelFn group_kernel = w.grouped ? GroupKernelFor(kernels, w.type) : nullptr;
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
   const int64_t n_in = w.n_in;
   const int64_t n_out = w.n_out;
+  // A group kernel reads each activation row once per group of 16 weight rows (32 bytes per block
+  // at a time), not once per weight row, so its tiles need not fit in L1.
   const int tile_rows =
-      static_cast<int>(std::clamp<int64_t>(kTileActBytes / act.stride, 1, kMaxTileRows));
+      group_kernel ? kMaxTileRows
+                   : static_cast<int>(std::clamp<int64_t>(kTileActBytes / act.stride, 1, kMaxTileRows));
   // Kernels write a chunk's outputs here, 16 floats (one cache line) per row, and each row's
   // line is copied to y afterwards. Writing y directly stores to n_rows addresses n_out floats
   // apart, a power of two in every model (8 KiB for n_out = 2048), which alias in L1 and made
@@ -145,6 +178,12 @@ void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activatio
       for (int r = r_block; r < r_block_end; r += tile_rows) {
         const int n_x = std::min(tile_rows, r_block_end - r);
         const auto* act_tile = static_cast<const uint8_t*>(act.data) + r * act.stride;
+        if (group_kernel) {
+          // The whole group is computed, padding rows included; only real rows are copied out.
+          group_kernel(w_bytes + o_chunk * w.row_bytes, n_in, act_tile, act.stride, n_x,
+                       chunk_out[r - r_block], kOutChunk);
+          continue;
+        }
         for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
           kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act.stride, n_x,
                  &chunk_out[r - r_block][o - o_chunk], kOutChunk);
@@ -156,6 +195,13 @@ void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activatio
       }
     }
   }
+}
+
+// Outputs of chunks [c_begin, c_end) of a matrix, clipped to its n_out.
+void ComputeChunks(const KernelSet& kernels, const WeightView& w, const Activations& act,
+                   int n_rows, int64_t c_begin, int64_t c_end, float* y) {
+  ComputeRange(kernels, w, act, n_rows, c_begin * kOutChunk, std::min(w.n_out, c_end * kOutChunk),
+               y);
 }
 
 }  // namespace
@@ -170,17 +216,45 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
   CheckWeights(kernels, w, n_rows, scratch);
   if (n_rows == 0 || w.n_out == 0) return;
   const Activations act =
-      PrepareActivations(kernels, IsBlockQuantized(w.type), w.n_in, x, n_rows, scratch, pool);
-  // Threads split the output rows, never k (see ComputeRange).
-  pool.ParallelFor(w.n_out, [&](int64_t o_begin, int64_t o_end) {
-    ComputeRange(kernels, w, act, n_rows, o_begin, o_end, y);
+      PrepareActivations(kernels, ActFormatOf(w), w.n_in, x, n_rows, scratch, pool);
+  // Threads split the output rows in chunks, never k (see ComputeRange).
+  pool.ParallelFor(ChunkCount(w.n_out), [&](int64_t c_begin, int64_t c_end) {
+    ComputeChunks(kernels, w, act, n_rows, c_begin, c_end, y);
   });
+}
+
+bool CanGroup(const KernelSet& kernels, const WeightView& w) {
+  return !w.grouped && HasGroupLayout(w.type) && GroupKernelFor(kernels, w.type) != nullptr;
+}
+
+int64_t GroupedMatrixBytes(const WeightView& w) {
+  return ChunkCount(w.n_out) * GroupBytes(w.type, w.n_in);
+}
+
+WeightView PackMatrix(const WeightView& w, void* dst, ThreadPool& pool) {
+  GROVE_CHECK(!w.grouped && HasGroupLayout(w.type), "matmul: cannot pack ", GgmlTypeName(w.type),
+              w.grouped ? " (already grouped)" : "");
+  GROVE_CHECK(GroupBytes(w.type, w.n_in) == kGroupRows * w.row_bytes,
+              "matmul: packed rows must be dense");
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  auto* out = static_cast<uint8_t*>(dst);
+  const int64_t group_bytes = GroupBytes(w.type, w.n_in);
+  pool.ParallelFor(ChunkCount(w.n_out), [&](int64_t g_begin, int64_t g_end) {
+    for (int64_t g = g_begin; g < g_end; ++g) {
+      const int n = static_cast<int>(std::min<int64_t>(kGroupRows, w.n_out - g * kGroupRows));
+      PackRowGroup(w.type, src + g * kGroupRows * w.row_bytes, w.row_bytes, n, w.n_in,
+                   out + g * group_bytes);
+    }
+  });
+  WeightView packed = w;
+  packed.data = dst;
+  packed.grouped = true;
+  return packed;
 }
 
 bool CanFuseMatMuls(std::span<const MatMulOutput> outs) {
   for (const MatMulOutput& out : outs) {
-    if (out.w.n_in != outs[0].w.n_in ||
-        IsBlockQuantized(out.w.type) != IsBlockQuantized(outs[0].w.type)) {
+    if (out.w.n_in != outs[0].w.n_in || ActFormatOf(out.w) != ActFormatOf(outs[0].w)) {
       return false;
     }
   }
@@ -198,17 +272,19 @@ void MatMulFused(std::span<const MatMulOutput> outs, const float* x, int n_rows,
     n_total += out.w.n_out;
   }
   if (n_rows == 0 || n_total == 0) return;
-  const Activations act = PrepareActivations(kernels, IsBlockQuantized(outs[0].w.type),
-                                             outs[0].w.n_in, x, n_rows, scratch, pool);
-  // Threads split the concatenated output rows of all matrices; a thread's range may span
+  const Activations act = PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x,
+                                             n_rows, scratch, pool);
+  // Threads split the concatenated output chunks of all matrices; a thread's range may span
   // several matrices. Every row costs the same (same n_in), so the split stays balanced.
-  pool.ParallelFor(n_total, [&](int64_t begin, int64_t end) {
+  int64_t n_chunks = 0;
+  for (const MatMulOutput& out : outs) n_chunks += ChunkCount(out.w.n_out);
+  pool.ParallelFor(n_chunks, [&](int64_t begin, int64_t end) {
     int64_t base = 0;
     for (const MatMulOutput& out : outs) {
-      const int64_t o_begin = std::max<int64_t>(begin - base, 0);
-      const int64_t o_end = std::min<int64_t>(end - base, out.w.n_out);
-      if (o_begin < o_end) ComputeRange(kernels, out.w, act, n_rows, o_begin, o_end, out.y);
-      base += out.w.n_out;
+      const int64_t c_begin = std::max<int64_t>(begin - base, 0);
+      const int64_t c_end = std::min<int64_t>(end - base, ChunkCount(out.w.n_out));
+      if (c_begin < c_end) ComputeChunks(kernels, out.w, act, n_rows, c_begin, c_end, out.y);
+      base += ChunkCount(out.w.n_out);
     }
   });
 }
@@ -225,17 +301,14 @@ void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_row
   }
   const int64_t n_out = outs[0].w.n_out;
   if (n_rows == 0 || n_out == 0) return;
-  const Activations act = PrepareActivations(kernels, IsBlockQuantized(outs[0].w.type),
-                                             outs[0].w.n_in, x, n_rows, scratch, pool);
+  const Activations act = PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x,
+                                             n_rows, scratch, pool);
   // Ranges start at multiples of kOutChunk so that each matrix's chunks stay whole cache lines.
-  const int64_t n_chunks = (n_out + kOutChunk - 1) / kOutChunk;
-  pool.ParallelFor(n_chunks, [&](int64_t c_begin, int64_t c_end) {
-    const int64_t o_begin = c_begin * kOutChunk;
-    const int64_t o_end = std::min(n_out, c_end * kOutChunk);
+  pool.ParallelFor(ChunkCount(n_out), [&](int64_t c_begin, int64_t c_end) {
     for (const MatMulOutput& out : outs) {
-      ComputeRange(kernels, out.w, act, n_rows, o_begin, o_end, out.y);
+      ComputeChunks(kernels, out.w, act, n_rows, c_begin, c_end, out.y);
     }
-    epilogue(o_begin, o_end);
+    epilogue(c_begin * kOutChunk, std::min(n_out, c_end * kOutChunk));
   });
 }
 

@@ -13,15 +13,29 @@ namespace grove {
 
 struct KernelSet;
 
-// A weight matrix as GGUF stores it: n_out rows of n_in elements, each row row_bytes long,
-// row-major.
+// A weight matrix: n_out rows of n_in elements, each row row_bytes long, row-major as GGUF stores
+// it, or (grouped) regrouped 16 rows at a time in the layout of quant/packed.h, group g starting at
+// g * kGroupRows * row_bytes. Only the kernel levels with a group kernel for the type compute
+// grouped matrices (KernelSet::group_q8_0, ...; see PackMatrix).
 struct WeightView {
   GgmlType type = GgmlType::kF32;
   const void* data = nullptr;
   int64_t n_in = 0;
   int64_t n_out = 0;
   int64_t row_bytes = 0;
+  bool grouped = false;
 };
+
+// True if the kernels have a group kernel for w's type, so that packing w pays.
+bool CanGroup(const KernelSet& kernels, const WeightView& w);
+
+// Bytes PackMatrix writes for w: whole groups (n_out rounded up to kGroupRows rows).
+int64_t GroupedMatrixBytes(const WeightView& w);
+
+// Packs the rows of w into dst (GroupedMatrixBytes(w) bytes, 64-byte aligned) and returns the
+// grouped view of dst. Requires HasGroupLayout(w.type) and !w.grouped. Groups are packed in
+// parallel on the pool (load time only).
+WeightView PackMatrix(const WeightView& w, void* dst, ThreadPool& pool);
 
 // Scratch for one matmul call (e.g. activations quantized to Q8_0). Sized once at load for the
 // largest (rows, n_in) the model will use, so MatMul never allocates.
@@ -60,8 +74,9 @@ struct MatMulOutput {
   float* y;
 };
 
-// True if the matrices can share one fused call: the same n_in, and all block-quantized (one ActQ8
-// activation format serves Q8_0, Q4_0, Q4_K and Q6_K alike) or all float.
+// True if the matrices can share one fused call: the same n_in and the same activation format
+// (float rows; ActQ8 rows, which serve Q8_0, Q4_0, Q4_K and Q6_K rows alike; or grouped ActQ8 rows
+// for grouped matrices).
 bool CanFuseMatMuls(std::span<const MatMulOutput> outs);
 
 // Several matmuls over the same input in one pool dispatch (Q, K and V; a batch of n_in x n_rows
