@@ -15,6 +15,8 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -374,6 +376,88 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   }
 }
 
+// ---- Attention: 8 lanes, tails on the scalar path of the same order (lane sums, then Hsum).
+
+void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
+  const int32_t whole = head_dim / 8 * 8;
+  for (int32_t j = 0; j < n; ++j) {
+    const float* k = keys + j * stride;
+    __m256 acc = _mm256_setzero_ps();
+    for (int32_t d = 0; d < whole; d += 8) {
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), acc);
+    }
+    float sum = Hsum(acc);
+    for (int32_t d = whole; d < head_dim; ++d) sum += q[d] * k[d];
+    scores[j] = sum * scale;
+  }
+}
+
+// exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
+// error about 2e-7), times 2^n built in the exponent field. Below -87.3 the result is 0.
+__m256 ExpNonPositive(__m256 x) {
+  const __m256 too_small = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+  x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(too_small, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+float SoftmaxExp(float* x, int32_t n) {
+  const int32_t whole = n / 8 * 8;
+  __m256 vmax = _mm256_set1_ps(x[0]);
+  for (int32_t j = 0; j < whole; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float max = x[0];
+  for (float v : lanes) max = std::max(max, v);
+  for (int32_t j = whole; j < n; ++j) max = std::max(max, x[j]);
+  const __m256 vm = _mm256_set1_ps(max);
+  __m256 acc = _mm256_setzero_ps();
+  for (int32_t j = 0; j < whole; j += 8) {
+    const __m256 e = ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm));
+    _mm256_storeu_ps(x + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  if (whole < n) {
+    alignas(32) float tail[8] = {};
+    for (int32_t j = whole; j < n; ++j) tail[j - whole] = x[j] - max;
+    _mm256_store_ps(tail, ExpNonPositive(_mm256_load_ps(tail)));
+    for (int32_t j = whole; j < n; ++j) x[j] = tail[j - whole];
+    // Lanes past n hold exp(0) = 1: add only the real ones.
+    for (int32_t j = n; j < whole + 8; ++j) tail[j - whole] = 0.0f;
+    acc = _mm256_add_ps(acc, _mm256_load_ps(tail));
+  }
+  return Hsum(acc);
+}
+
+void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
+                     int32_t head_dim, float* out) {
+  const int32_t whole = head_dim / 8 * 8;
+  for (int32_t d = 0; d < whole; d += 8) {
+    __m256 acc = _mm256_loadu_ps(out + d);
+    for (int32_t j = 0; j < n; ++j) {
+      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(values + j * stride + d), acc);
+    }
+    _mm256_storeu_ps(out + d, acc);
+  }
+  for (int32_t d = whole; d < head_dim; ++d) {
+    float acc = out[d];
+    for (int32_t j = 0; j < n; ++j) acc = std::fma(p[j], values[j * stride + d], acc);
+    out[d] = acc;
+  }
+}
+
 }  // namespace
 
 extern const KernelSet kAvx2Kernels = {
@@ -391,6 +475,9 @@ extern const KernelSet kAvx2Kernels = {
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
+    .attn_scores = &AttnScores,
+    .softmax_exp = &SoftmaxExp,
+    .attn_weighted_sum = &AttnWeightedSum,
 };
 
 }  // namespace grove

@@ -585,6 +585,80 @@ void QuantizeActGrouped(const float* x, int64_t n_in, void* act_row) {
   }
 }
 
+// ---- Attention: 16 lanes, tails masked.
+
+__mmask16 TailMask(int32_t n) { return static_cast<__mmask16>((1u << n) - 1); }
+
+void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
+  const int32_t whole = head_dim / 16 * 16;
+  const __mmask16 tail = TailMask(head_dim - whole);
+  for (int32_t j = 0; j < n; ++j) {
+    const float* k = keys + j * stride;
+    __m512 acc = _mm512_setzero_ps();
+    for (int32_t d = 0; d < whole; d += 16) {
+      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
+    }
+    if (tail) {
+      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole),
+                            _mm512_maskz_loadu_ps(tail, k + whole), acc);
+    }
+    scores[j] = Hsum(acc) * scale;
+  }
+}
+
+// exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
+// error about 2e-7), scaled by 2^n with vscalefps. Below -87.3 the result is 0.
+__m512 ExpNonPositive(__m512 x) {
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.3f), _CMP_GE_OQ);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145752f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860677e-6f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
+float SoftmaxExp(float* x, int32_t n) {
+  const int32_t whole = n / 16 * 16;
+  const __mmask16 tail = TailMask(n - whole);
+  __m512 vmax = _mm512_set1_ps(x[0]);
+  for (int32_t j = 0; j < whole; j += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + j));
+  if (tail) vmax = _mm512_mask_max_ps(vmax, tail, vmax, _mm512_maskz_loadu_ps(tail, x + whole));
+  const __m512 vm = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512 acc = _mm512_setzero_ps();
+  for (int32_t j = 0; j < whole; j += 16) {
+    const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm));
+    _mm512_storeu_ps(x + j, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (tail) {
+    const __m512 e = ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + whole), vm));
+    _mm512_mask_storeu_ps(x + whole, tail, e);
+    acc = _mm512_mask_add_ps(acc, tail, acc, e);
+  }
+  return Hsum(acc);
+}
+
+void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
+                     int32_t head_dim, float* out) {
+  for (int32_t d = 0; d < head_dim; d += 16) {
+    const __mmask16 m = head_dim - d >= 16 ? __mmask16{0xffff} : TailMask(head_dim - d);
+    __m512 acc = _mm512_maskz_loadu_ps(m, out + d);
+    for (int32_t j = 0; j < n; ++j) {
+      acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, values + j * stride + d),
+                            acc);
+    }
+    _mm512_mask_storeu_ps(out + d, m, acc);
+  }
+}
+
 }  // namespace
 
 extern const KernelSet kAvx512Kernels = {
@@ -602,6 +676,9 @@ extern const KernelSet kAvx512Kernels = {
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = &DotGroup<Q8_0Group>,
     .group_q4_0 = &DotGroup<Q4_0Group>,
+    .attn_scores = &AttnScores,
+    .softmax_exp = &SoftmaxExp,
+    .attn_weighted_sum = &AttnWeightedSum,
 };
 
 }  // namespace grove

@@ -62,6 +62,19 @@ using QuantizeActFn = void (*)(const float* x, int64_t n_in, void* act_row);
 using GroupKernelFn = void (*)(const void* group, int64_t n_in, const void* x, int64_t x_stride,
                                int n_x, float* y, int64_t y_stride);
 
+// Attention of one query head (ops/attention.cc) over n keys or values that lie stride floats
+// apart. Each output's reduction order depends only on head_dim or n, never on how the keys are
+// split between calls: that keeps a token's result identical whether its ancestors are in the
+// committed prefix or in the same tree batch (contract 2).
+//   scores[j] = scale * dot(q, keys + j * stride), j in [0, n)
+using AttnScoresFn = void (*)(const float* q, const float* keys, int64_t stride, int32_t n,
+                              int32_t head_dim, float scale, float* scores);
+//   x[j] = exp(x[j] - max_j x[j]) for j in [0, n), n >= 1; returns their sum
+using SoftmaxExpFn = float (*)(float* x, int32_t n);
+//   out[d] += p[j] * values[j * stride + d], j = 0, 1, ... in order for each d
+using AttnWeightedSumFn = void (*)(const float* p, const float* values, int64_t stride, int32_t n,
+                                   int32_t head_dim, float* out);
+
 struct KernelSet {
   KernelLevel level;
   const char* name;  // "scalar", "avx2", "avx512_vnni"
@@ -84,6 +97,10 @@ struct KernelSet {
   QuantizeActFn quantize_act_grouped;
   GroupKernelFn group_q8_0;
   GroupKernelFn group_q4_0;
+
+  AttnScoresFn attn_scores;
+  SoftmaxExpFn softmax_exp;
+  AttnWeightedSumFn attn_weighted_sum;
 };
 
 // The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen

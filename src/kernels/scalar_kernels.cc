@@ -175,6 +175,37 @@ void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
+// ---- Attention: the reference order, one running sum per output.
+
+void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
+  for (int32_t j = 0; j < n; ++j) {
+    const float* k = keys + j * stride;
+    float sum = 0.0f;
+    for (int32_t d = 0; d < head_dim; ++d) sum += q[d] * k[d];
+    scores[j] = sum * scale;
+  }
+}
+
+float SoftmaxExp(float* x, int32_t n) {
+  float max = x[0];
+  for (int32_t j = 1; j < n; ++j) max = std::fmax(max, x[j]);
+  float sum = 0.0f;
+  for (int32_t j = 0; j < n; ++j) {
+    x[j] = std::exp(x[j] - max);
+    sum += x[j];
+  }
+  return sum;
+}
+
+void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
+                     int32_t head_dim, float* out) {
+  for (int32_t j = 0; j < n; ++j) {
+    const float* v = values + j * stride;
+    for (int32_t d = 0; d < head_dim; ++d) out[d] += p[j] * v[d];
+  }
+}
+
 }  // namespace
 
 extern const KernelSet kScalarKernels = {
@@ -192,6 +223,9 @@ extern const KernelSet kScalarKernels = {
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
+    .attn_scores = &AttnScores,
+    .softmax_exp = &SoftmaxExp,
+    .attn_weighted_sum = &AttnWeightedSum,
 };
 
 }  // namespace grove

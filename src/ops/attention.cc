@@ -1,38 +1,30 @@
 #include "ops/attention.h"
 
-#include <cmath>
+#include "kernels/kernel_set.h"
 
 namespace grove {
-namespace {
-
-inline float Dot(const float* a, const float* b, int32_t n) {
-  float sum = 0.0f;
-  for (int32_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace
 
 void AttendHead(const AttentionInput& in, float* scores, float* out) {
+  AttendHeadWithKernels(ActiveKernels(), in, scores, out);
+}
+
+void AttendHeadWithKernels(const KernelSet& k, const AttentionInput& in, float* scores,
+                           float* out) {
+  // The committed prefix is one contiguous run of slots; each extra slot is a run of one. The
+  // kernels' results do not depend on that split (kernel_set.h).
   const int32_t n_extra = static_cast<int32_t>(in.extra_slots.size());
   const int32_t n = in.n_prefix + n_extra;
-  auto slot_of = [&](int32_t j) { return j < in.n_prefix ? j : in.extra_slots[j - in.n_prefix]; };
-
-  float max = -INFINITY;
-  for (int32_t j = 0; j < n; ++j) {
-    scores[j] = Dot(in.q, in.keys + slot_of(j) * in.row_stride, in.head_dim) * in.scale;
-    max = std::fmax(max, scores[j]);
+  k.attn_scores(in.q, in.keys, in.row_stride, in.n_prefix, in.head_dim, in.scale, scores);
+  for (int32_t e = 0; e < n_extra; ++e) {
+    k.attn_scores(in.q, in.keys + in.extra_slots[e] * in.row_stride, in.row_stride, 1,
+                  in.head_dim, in.scale, scores + in.n_prefix + e);
   }
-  float sum = 0.0f;
-  for (int32_t j = 0; j < n; ++j) {
-    scores[j] = std::exp(scores[j] - max);
-    sum += scores[j];
-  }
+  const float sum = k.softmax_exp(scores, n);
   for (int32_t d = 0; d < in.head_dim; ++d) out[d] = 0.0f;
-  for (int32_t j = 0; j < n; ++j) {
-    const float* v = in.values + slot_of(j) * in.row_stride;
-    const float p = scores[j];
-    for (int32_t d = 0; d < in.head_dim; ++d) out[d] += p * v[d];
+  k.attn_weighted_sum(scores, in.values, in.row_stride, in.n_prefix, in.head_dim, out);
+  for (int32_t e = 0; e < n_extra; ++e) {
+    k.attn_weighted_sum(scores + in.n_prefix + e, in.values + in.extra_slots[e] * in.row_stride,
+                        in.row_stride, 1, in.head_dim, out);
   }
   const float inv = 1.0f / sum;
   for (int32_t d = 0; d < in.head_dim; ++d) out[d] *= inv;

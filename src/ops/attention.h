@@ -21,7 +21,13 @@ struct AttentionInput {
   float scale;          // 1 / sqrt(head_dim)
 };
 
-// scores: scratch of at least n_prefix + extra_slots.size() floats. out: (head_dim).
+// scores: scratch of at least n_prefix + extra_slots.size() floats. out: (head_dim). Requires at
+// least one visible key. Uses ActiveKernels().
 void AttendHead(const AttentionInput& in, float* scores, float* out);
+
+struct KernelSet;
+// AttendHead with the attention kernels of a given level (tests compare levels with it).
+void AttendHeadWithKernels(const KernelSet& kernels, const AttentionInput& in, float* scores,
+                           float* out);
 
 }  // namespace grove

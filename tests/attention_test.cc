@@ -1,0 +1,137 @@
+// Attention of one head at every kernel level: against a double-precision reference, and the
+// contract that a token's result does not depend on whether its keys sit in the committed prefix
+// or arrive as extra (tree) slots.
+#include "ops/attention.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/kernel_set.h"
+
+namespace grove {
+namespace {
+
+std::vector<const KernelSet*> AvailableLevels() {
+  std::vector<const KernelSet*> levels;
+  for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    if (const KernelSet* k = KernelsForLevel(level)) levels.push_back(k);
+  }
+  return levels;
+}
+
+std::vector<float> Random(std::size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Slots of head_dim floats, stride floats apart (as the KV cache holds one head's group).
+struct Cache {
+  int32_t head_dim;
+  int64_t stride;
+  std::vector<float> keys, values;
+};
+
+Cache MakeCache(int32_t n_slots, int32_t head_dim, uint32_t seed) {
+  const int64_t stride = head_dim + 3;  // not a multiple of the vector width
+  return {head_dim, stride, Random(n_slots * stride, seed, 1.0f), Random(n_slots * stride, seed + 1, 1.0f)};
+}
+
+std::vector<float> Attend(const KernelSet& k, const Cache& c, const std::vector<float>& q,
+                          int32_t n_prefix, std::span<const int32_t> extra) {
+  std::vector<float> scores(n_prefix + extra.size()), out(c.head_dim);
+  const AttentionInput in{q.data(),  c.keys.data(), c.values.data(),
+                          c.stride,  n_prefix,      extra,
+                          c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  AttendHeadWithKernels(k, in, scores.data(), out.data());
+  return out;
+}
+
+TEST(AttentionTest, EveryLevelMatchesDoubleReference) {
+  for (int32_t head_dim : {8, 32, 64, 100, 128}) {
+    for (int32_t n : {1, 7, 16, 17, 40, 300}) {
+      const Cache c = MakeCache(n, head_dim, static_cast<uint32_t>(head_dim * 1000 + n));
+      // Scaled queries make some softmaxes sharp (scores spread over tens of units).
+      const std::vector<float> q = Random(head_dim, n, n % 2 ? 4.0f : 0.5f);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+      std::vector<double> s(n), want(head_dim, 0.0);
+      double max = -INFINITY, sum = 0;
+      for (int32_t j = 0; j < n; ++j) {
+        s[j] = 0;
+        for (int32_t d = 0; d < head_dim; ++d) s[j] += double{q[d]} * c.keys[j * c.stride + d];
+        s[j] *= scale;
+        max = std::max(max, s[j]);
+      }
+      for (int32_t j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - max);
+      for (int32_t j = 0; j < n; ++j) {
+        for (int32_t d = 0; d < head_dim; ++d) want[d] += s[j] / sum * c.values[j * c.stride + d];
+      }
+      for (const KernelSet* k : AvailableLevels()) {
+        const std::vector<float> got = Attend(*k, c, q, n, {});
+        for (int32_t d = 0; d < head_dim; ++d) {
+          // Outputs are convex combinations of values of magnitude ~1: absolute error.
+          ASSERT_NEAR(got[d], want[d], 2e-5 * (1 + std::sqrt(static_cast<double>(n))))
+              << k->name << " head_dim " << head_dim << " n " << n << " d " << d;
+        }
+      }
+    }
+  }
+}
+
+// The same 40 keys as a prefix of 40, a prefix of 33 plus 7 extra slots, or a prefix of 30 plus
+// scattered extra slots whose keys were copied behind the prefix (what committing a tree path
+// does): bit-identical outputs at every level.
+TEST(AttentionTest, PrefixOrExtraSlotsGiveIdenticalBits) {
+  for (int32_t head_dim : {8, 64, 100}) {
+    const Cache c = MakeCache(40, head_dim, 7);
+    const std::vector<float> q = Random(head_dim, 8, 2.0f);
+    const std::vector<int32_t> tail = {33, 34, 35, 36, 37, 38, 39};
+    const std::vector<int32_t> scattered = {31, 34, 38};
+    Cache compact = c;
+    for (int32_t e = 0; e < 3; ++e) {
+      for (int32_t d = 0; d < head_dim; ++d) {
+        compact.keys[(30 + e) * c.stride + d] = c.keys[scattered[e] * c.stride + d];
+        compact.values[(30 + e) * c.stride + d] = c.values[scattered[e] * c.stride + d];
+      }
+    }
+    for (const KernelSet* k : AvailableLevels()) {
+      const std::vector<float> whole = Attend(*k, c, q, 40, {});
+      EXPECT_EQ(Attend(*k, c, q, 33, tail), whole) << k->name << " head_dim " << head_dim;
+      EXPECT_EQ(Attend(*k, c, q, 30, scattered), Attend(*k, compact, q, 33, {}))
+          << k->name << " head_dim " << head_dim;
+    }
+  }
+}
+
+// The exponential of the SIMD levels: relative error a few float ulps, exactly 0 far below the
+// maximum, exactly 1 at it, and the returned sum is the sum of what was stored.
+TEST(AttentionTest, SoftmaxExpIsAccurate) {
+  std::vector<float> x;
+  for (float v = -100.0f; v <= 0.0f; v += 0.0137f) x.push_back(v);
+  x.push_back(0.0f);
+  for (const KernelSet* k : AvailableLevels()) {
+    std::vector<float> e = x;
+    const float sum = k->softmax_exp(e.data(), static_cast<int32_t>(e.size()));
+    double want_sum = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(static_cast<double>(x[i]));
+      want_sum += want;
+      if (x[i] < -87.3f) {
+        EXPECT_LT(e[i], 1e-37f) << k->name << " x " << x[i];
+      } else {
+        ASSERT_NEAR(e[i], want, 4e-7 * want + 1e-44) << k->name << " x " << x[i];
+      }
+    }
+    EXPECT_EQ(e.back(), 1.0f) << k->name;
+    EXPECT_NEAR(sum, want_sum, 1e-5 * want_sum) << k->name;
+  }
+}
+
+}  // namespace
+}  // namespace grove
