@@ -497,8 +497,8 @@ TEST(MatMulTest, ScratchLimitsAreChecked) {
 // Regrouping is lossless: every byte of the GGUF rows comes back, for a whole group, a last
 // partial group, and a width with an odd number of blocks; padding rows have scale 0.
 TEST(GroupLayoutTest, PackThenUnpackRestoresTheRows) {
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    for (int64_t n_in : {32, 96, 2048}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    for (int64_t n_in : Widths(type, {32, 96, 2048})) {
       const TestWeights w = MakeWeights(type, n_in, 37, 3);  // groups of 16, 16, 5 rows
       ASSERT_EQ(w.grouped_bytes.size(), 3 * GroupBytes(type, n_in));
       ASSERT_EQ(GroupBytes(type, n_in), kGroupRows * w.row_bytes);
@@ -520,7 +520,7 @@ TEST(GroupLayoutTest, PackThenUnpackRestoresTheRows) {
       }
     }
   }
-  EXPECT_FALSE(HasGroupLayout(GgmlType::kQ4_K));
+  EXPECT_FALSE(HasGroupLayout(GgmlType::kQ6_K));
   EXPECT_FALSE(HasGroupLayout(GgmlType::kF16));
 }
 
@@ -555,14 +555,15 @@ TEST(GroupLayoutTest, FusedGroupedMatMulsEqualSeparateCalls) {
   if (!CanGroup(ActiveKernels(), probe.View())) {
     GTEST_SKIP() << "the active kernels (" << ActiveKernels().name << ") have no group kernels";
   }
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
-    const TestWeights a = MakeWeights(type, 160, 67, 21);
-    const TestWeights b = MakeWeights(type, 160, 13, 22);
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    const int64_t n_in = IsKQuant(type) ? 512 : 160;
+    const TestWeights a = MakeWeights(type, n_in, 67, 21);
+    const TestWeights b = MakeWeights(type, n_in, 13, 22);
     for (int threads : {1, 3}) {
       ThreadPool pool(threads);
-      MatMulScratch scratch(16, 160);
+      MatMulScratch scratch(16, n_in);
       for (int n_rows : {1, 9}) {
-        const std::vector<float> x = MakeActivations(n_rows, 160, 23);
+        const std::vector<float> x = MakeActivations(n_rows, n_in, 23);
         std::vector<float> want_a(n_rows * 67), want_b(n_rows * 13);
         MatMul(a.grouped, x.data(), n_rows, want_a.data(), scratch, pool);
         MatMul(b.grouped, x.data(), n_rows, want_b.data(), scratch, pool);

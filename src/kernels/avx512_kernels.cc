@@ -561,6 +561,97 @@ void GroupTile(const uint8_t* group, int64_t n_blocks, int64_t scale_offset, int
   for (int i = 0; i < R; ++i) _mm512_storeu_ps(y + i * y_stride, acc[i]);
 }
 
+// Q4_K groups, super-block by super-block (quant/packed.h): the unsigned nibbles need no offset
+// correction; each sub-block adds d sc times its integer sums (as Q4_0 adds d) and then the min
+// term dmin m d_x sum(q_x), both into the same accumulator in a fixed order. The 6-bit scales
+// and mins of all 16 rows are unpacked at once, lane j for row j, as UnpackScaleMin does for one.
+template <int R>
+void GroupQ4_KTile(const uint8_t* group, int64_t n_super, int64_t scale_offset, int64_t sum_offset,
+                   const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+  constexpr int kChains = R <= 2 ? 2 : 1;
+  constexpr int64_t kSuperBytes = kGroupRows * sizeof(BlockQ4_K);
+  const uint8_t* xq[R];
+  const float* xd[R];
+  const int32_t* neg_sums[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    neg_sums[i] = reinterpret_cast<const int32_t*>(xq[i] + sum_offset);
+  }
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i low6 = _mm512_set1_epi8(0x3f);
+  const __m512i low2 = _mm512_set1_epi8(0x03);
+  const __m512i byte = _mm512_set1_epi32(0xff);
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < n_super; ++s) {
+    const uint8_t* base = group + s * kSuperBytes;
+    const uint8_t* ahead = base + kPrefetchBlocks / 2 * kSuperBytes;
+    for (int64_t line = 0; line < kSuperBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + line), _MM_HINT_T0);
+    }
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2048)));
+    const __m512 dmin =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2080)));
+    const __m512i a0 = _mm512_loadu_si512(base + 2112);
+    const __m512i a1 = _mm512_loadu_si512(base + 2176);
+    const __m512i a2 = _mm512_loadu_si512(base + 2240);
+    // Byte t of lane j: scale (min) of sub-block t (lo) or 4 + t (hi) of row j.
+    const __m512i sc_lo = _mm512_and_si512(a0, low6);
+    const __m512i m_lo = _mm512_and_si512(a1, low6);
+    const __m512i sc_hi = _mm512_or_si512(
+        _mm512_and_si512(a2, low4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a0, 6), low2), 4));
+    const __m512i m_hi =
+        _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a2, 4), low4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a1, 6), low2), 4));
+    for (int sub = 0; sub < 8; ++sub) {
+      const int shift = 8 * (sub % 4);
+      const __m512 scale = _mm512_mul_ps(
+          d, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sub < 4 ? sc_lo : sc_hi, shift), byte)));
+      const __m512 min = _mm512_mul_ps(
+          dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sub < 4 ? m_lo : m_hi, shift), byte)));
+      const int64_t b = s * (kKBlock / kQBlock) + sub;
+      const uint8_t* quants = base + (sub / 2) * 8 * 64;
+      __m512i sums[kChains][R];
+      for (int c = 0; c < kChains; ++c) {
+        for (int i = 0; i < R; ++i) sums[c][i] = _mm512_setzero_si512();
+      }
+      for (int c = 0; c < 8; ++c) {
+        const __m512i v = _mm512_loadu_si512(quants + 64 * c);
+        const __m512i w = sub % 2 == 0 ? _mm512_and_si512(v, low4)
+                                       : _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        for (int i = 0; i < R; ++i) {
+          int32_t four;
+          std::memcpy(&four, xq[i] + b * kQBlock + 4 * c, sizeof(four));
+          __m512i& sum = sums[c % kChains][i];
+          sum = _mm512_dpbusd_epi32(sum, w, _mm512_set1_epi32(four));
+        }
+      }
+      for (int i = 0; i < R; ++i) {
+        __m512i sum = sums[0][i];
+        if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, sums[1][i]);
+        const __m512 block = _mm512_mul_ps(_mm512_cvtepi32_ps(sum), _mm512_set1_ps(xd[i][b]));
+        acc[i] = _mm512_fmadd_ps(block, scale, acc[i]);
+        // - dmin m d_x sum(q_x) = dmin m (d_x * -sum(q_x))
+        acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(xd[i][b] * static_cast<float>(neg_sums[i][b])), min,
+                                 acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(y + i * y_stride, acc[i]);
+}
+
+void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                  float* y, int64_t y_stride) {
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t sum_offset = ActQ8SumOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    GroupQ4_KTile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in / kKBlock,
+                                      scale_offset, sum_offset, RowPtr(x, x_stride, i), x_stride,
+                                      y + i * y_stride, y_stride);
+  });
+}
+
 template <typename G>
 void DotGroup(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
               int64_t y_stride) {
@@ -676,6 +767,7 @@ extern const KernelSet kAvx512Kernels = {
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = &DotGroup<Q8_0Group>,
     .group_q4_0 = &DotGroup<Q4_0Group>,
+    .group_q4_k = &DotGroupQ4_K,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,

@@ -97,6 +97,7 @@ struct KernelSet {
   QuantizeActFn quantize_act_grouped;
   GroupKernelFn group_q8_0;
   GroupKernelFn group_q4_0;
+  GroupKernelFn group_q4_k;  // n_in a multiple of 256
 
   AttnScoresFn attn_scores;
   SoftmaxExpFn softmax_exp;

@@ -223,6 +223,7 @@ extern const KernelSet kScalarKernels = {
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
+    .group_q4_k = nullptr,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,

@@ -52,6 +52,8 @@ GroupKernelFn GroupKernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.group_q8_0;
     case GgmlType::kQ4_0:
       return kernels.group_q4_0;
+    case GgmlType::kQ4_K:
+      return kernels.group_q4_k;
     default:
       return nullptr;
   }

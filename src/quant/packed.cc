@@ -8,87 +8,105 @@
 namespace grove {
 namespace {
 
-// Quant bytes of one block of one row, and the encoding of 4 of them in a group (q + 128 for
-// Q8_0; the xor is its own inverse).
-int BlockQuantBytes(GgmlType type) { return type == GgmlType::kQ8_0 ? kQBlock : kQBlock / 2; }
-uint32_t Encode(GgmlType type, uint32_t four) {
-  return type == GgmlType::kQ8_0 ? four ^ 0x80808080u : four;
-}
-
-// Where bytes 4c .. 4c + 3 of row j's block b go in a group, and where its scale goes.
-struct GroupAddress {
-  int64_t quant_bytes_per_block;  // kGroupRows x BlockQuantBytes
-  int64_t scales_offset;
-  int64_t Quants(int64_t b, int j, int c) const {
-    return b * quant_bytes_per_block + c * (4 * kGroupRows) + j * 4;
-  }
-  int64_t Scale(int64_t b, int j) const {
-    return scales_offset + (b * kGroupRows + j) * static_cast<int64_t>(sizeof(uint16_t));
-  }
+// The layout as a list of pieces: for each unit (a block of 32, or a Q4_K super-block of 256) the
+// bytes of row j's unit that move to one place in the group. Pack and unpack walk the same list
+// in opposite directions.
+struct Piece {
+  int64_t row_offset;    // within the row's unit
+  int64_t group_offset;  // within the group
+  int size;
+  bool biased;  // Q8_0 quants: stored as q + 128 (an xor with 0x80, its own inverse)
 };
 
-GroupAddress AddressOf(GgmlType type, int64_t n_in) {
+struct Layout {
+  int unit_elements;
+  int row_unit_bytes;  // one row's unit in GGUF
+  int64_t n_units;
+  template <typename Fn>
+  void ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const;
+};
+
+Layout LayoutOf(GgmlType type, int64_t n_in) {
   GROVE_CHECK(HasGroupLayout(type), "packed: no row-group layout for ", GgmlTypeName(type));
-  GROVE_CHECK(n_in > 0 && n_in % kQBlock == 0, "packed: n_in ", n_in, " is not a multiple of 32");
-  const int64_t per_block = kGroupRows * BlockQuantBytes(type);
-  return {per_block, per_block * (n_in / kQBlock)};
+  Layout layout = type == GgmlType::kQ8_0   ? Layout{kQBlock, sizeof(BlockQ8_0)}
+                  : type == GgmlType::kQ4_0 ? Layout{kQBlock, sizeof(BlockQ4_0)}
+                                            : Layout{kKBlock, sizeof(BlockQ4_K)};
+  GROVE_CHECK(n_in > 0 && n_in % layout.unit_elements == 0, "packed: n_in ", n_in,
+              " is not a multiple of ", layout.unit_elements, " for ", GgmlTypeName(type));
+  layout.n_units = n_in / layout.unit_elements;
+  return layout;
 }
 
-// GGUF block b of a row: 2 bytes of fp16 scale, then the quants (BlockQ8_0 and BlockQ4_0).
-int64_t BlockOffset(GgmlType type, int64_t b) { return b * (2 + BlockQuantBytes(type)); }
+template <typename Fn>
+void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
+  constexpr int kChunk = 4 * kGroupRows;  // 4 bytes of each of the 16 rows
+  if (type == GgmlType::kQ4_K) {
+    // Super-block by super-block (2304 bytes, whole cache lines): 4 pairs of sub-blocks x 8
+    // chunks of quants, then d x 16, dmin x 16, then the 12 scale bytes as 3 chunks.
+    const int64_t base = u * kGroupRows * row_unit_bytes;
+    for (int i = 0; i < 32; ++i) fn(Piece{4 + 12 + 4 * i, base + i * kChunk + 4 * j, 4, false});
+    fn(Piece{0, base + 2048 + 2 * j, 2, false});
+    fn(Piece{2, base + 2048 + 32 + 2 * j, 2, false});
+    for (int w = 0; w < 3; ++w) fn(Piece{4 + 4 * w, base + 2048 + 64 + w * kChunk + 4 * j, 4, false});
+    return;
+  }
+  // Q8_0 / Q4_0: the quants of all blocks first, 8 (4) chunks per block, so that every block
+  // starts on a cache line; then all the fp16 scales, 16 per block.
+  const int chunks = (row_unit_bytes - 2) / 4;
+  for (int c = 0; c < chunks; ++c) {
+    fn(Piece{2 + 4 * c, (u * chunks + c) * kChunk + 4 * j, 4, type == GgmlType::kQ8_0});
+  }
+  fn(Piece{0, n_units * chunks * kChunk + (u * kGroupRows + j) * 2, 2, false});
+}
+
+void Move(const uint8_t* from, uint8_t* to, const Piece& p) {
+  std::memcpy(to, from, p.size);
+  if (p.biased) {
+    for (int i = 0; i < p.size; ++i) to[i] ^= 0x80;
+  }
+}
 
 }  // namespace
 
-bool HasGroupLayout(GgmlType type) { return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0; }
+bool HasGroupLayout(GgmlType type) {
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K;
+}
 
 int64_t GroupBytes(GgmlType type, int64_t n_in) {
-  const GroupAddress a = AddressOf(type, n_in);
-  return a.scales_offset + (n_in / kQBlock) * kGroupRows * static_cast<int64_t>(sizeof(uint16_t));
+  const Layout layout = LayoutOf(type, n_in);
+  return n_in / layout.unit_elements * kGroupRows * layout.row_unit_bytes;
 }
 
 void PackRowGroup(GgmlType type, const void* rows, int64_t row_bytes, int n_rows, int64_t n_in,
                   void* group) {
-  const GroupAddress a = AddressOf(type, n_in);
+  const Layout layout = LayoutOf(type, n_in);
   GROVE_CHECK(n_rows >= 1 && n_rows <= kGroupRows, "packed: ", n_rows, " rows in a group");
   const auto* src = static_cast<const uint8_t*>(rows);
   auto* dst = static_cast<uint8_t*>(group);
-  const int chunks = BlockQuantBytes(type) / 4;
-  const uint32_t zero = type == GgmlType::kQ8_0 ? 0x80808080u : 0x88888888u;  // q = 0, encoded
-  for (int64_t b = 0; b < n_in / kQBlock; ++b) {
-    for (int j = 0; j < kGroupRows; ++j) {
-      const uint8_t* block = src + j * row_bytes + BlockOffset(type, b);
-      uint16_t d = 0;
-      if (j < n_rows) std::memcpy(&d, block, sizeof(d));
-      std::memcpy(dst + a.Scale(b, j), &d, sizeof(d));
-      for (int c = 0; c < chunks; ++c) {
-        uint32_t four = zero;
-        if (j < n_rows) {
-          std::memcpy(&four, block + 2 + 4 * c, sizeof(four));
-          four = Encode(type, four);
-        }
-        std::memcpy(dst + a.Quants(b, j, c), &four, sizeof(four));
-      }
+  // Padding rows are all zero bytes: scale 0 (and min 0), so they compute to 0.
+  if (n_rows < kGroupRows) std::memset(dst, 0, GroupBytes(type, n_in));
+  for (int64_t u = 0; u < layout.n_units; ++u) {
+    for (int j = 0; j < n_rows; ++j) {
+      const uint8_t* row_unit = src + j * row_bytes + u * layout.row_unit_bytes;
+      layout.ForEachPiece(type, u, j, [&](const Piece& p) {
+        Move(row_unit + p.row_offset, dst + p.group_offset, p);
+      });
     }
   }
 }
 
 void UnpackRowGroup(GgmlType type, const void* group, int n_rows, int64_t n_in, void* rows,
                     int64_t row_bytes) {
-  const GroupAddress a = AddressOf(type, n_in);
+  const Layout layout = LayoutOf(type, n_in);
   GROVE_CHECK(n_rows >= 1 && n_rows <= kGroupRows, "packed: ", n_rows, " rows in a group");
   const auto* src = static_cast<const uint8_t*>(group);
   auto* dst = static_cast<uint8_t*>(rows);
-  const int chunks = BlockQuantBytes(type) / 4;
-  for (int64_t b = 0; b < n_in / kQBlock; ++b) {
+  for (int64_t u = 0; u < layout.n_units; ++u) {
     for (int j = 0; j < n_rows; ++j) {
-      uint8_t* block = dst + j * row_bytes + BlockOffset(type, b);
-      std::memcpy(block, src + a.Scale(b, j), sizeof(uint16_t));
-      for (int c = 0; c < chunks; ++c) {
-        uint32_t four;
-        std::memcpy(&four, src + a.Quants(b, j, c), sizeof(four));
-        four = Encode(type, four);
-        std::memcpy(block + 2 + 4 * c, &four, sizeof(four));
-      }
+      uint8_t* row_unit = dst + j * row_bytes + u * layout.row_unit_bytes;
+      layout.ForEachPiece(type, u, j, [&](const Piece& p) {
+        Move(src + p.group_offset, row_unit + p.row_offset, p);
+      });
     }
   }
 }

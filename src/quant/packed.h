@@ -1,4 +1,4 @@
-// The row-group layout: weight rows of a Q8_0 or Q4_0 matrix regrouped at load so that one SIMD
+// The row-group layout: weight rows of a Q8_0, Q4_0 or Q4_K matrix regrouped at load so that one SIMD
 // register holds the same 4 elements of 16 rows (kernels/kernel_set.h, GroupKernelFn).
 //
 // A row-wise kernel computes one output per weight row and reduces 16 lanes horizontally for each
@@ -6,14 +6,16 @@
 // block costs 8 vpdpbusd and one float multiply-add for 16 rows and no horizontal sum remains.
 //
 // Group g of a matrix holds rows [16 g, 16 g + 16) in exactly the bytes of those 16 GGUF rows
-// (it starts at 16 g * row_bytes); a last partial group is padded with zero rows (scale 0). For
-// n_blocks blocks of 32 per row:
-//   quants  n_blocks x kGroupRows x block quant bytes, block by block; within block b, chunk c
-//           holds 4 bytes of each row, row after row: bytes 4c .. 4c + 3 of that row's block b
-//             Q8_0: 8 chunks of 64 bytes, elements 4c .. 4c + 3 stored as q + 128 (unsigned)
-//             Q4_0: 4 chunks of 64 bytes, the GGUF bytes unchanged: low nibbles are elements
-//                   4c .. 4c + 3, high nibbles elements 16 + 4c .. 16 + 4c + 3
-//   scales  n_blocks x kGroupRows fp16 scales, block by block
+// (it starts at 16 g * row_bytes); a last partial group is padded with zero rows (scale 0).
+// The rows are cut into units, a block of 32 (Q8_0, Q4_0) or a super-block of 256 (Q4_K), and
+// unit u of the group holds unit u of its 16 rows. A chunk is 4 bytes of each row, row after row
+// (64 bytes, one register).
+//   Q8_0  8 chunks: quant bytes 4c .. 4c + 3 stored as q + 128 (unsigned); then 16 fp16 scales
+//   Q4_0  4 chunks: the GGUF bytes unchanged (low nibbles are elements 4c .. 4c + 3, high nibbles
+//         elements 16 + 4c ..); then 16 fp16 scales
+//   Q4_K  4 pairs of sub-blocks x 8 chunks of qs (pair p, chunk c: bytes 32p + 4c .. + 3, low
+//         nibbles sub-block 2p, high nibbles 2p + 1); then 16 d, 16 dmin (fp16); then the 12
+//         packed 6-bit scale bytes as 3 chunks (word w of every row)
 // Packing is lossless: UnpackRowGroup restores the GGUF bytes exactly.
 #pragma once
 
@@ -25,7 +27,7 @@ namespace grove {
 
 inline constexpr int kGroupRows = 16;
 
-// True for the types with a row-group layout (Q8_0, Q4_0).
+// True for the types with a row-group layout (Q8_0, Q4_0, Q4_K).
 bool HasGroupLayout(GgmlType type);
 
 // Bytes of one group of n_in elements: kGroupRows GGUF rows.
