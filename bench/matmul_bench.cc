@@ -101,6 +101,8 @@ BENCHMARK_CAPTURE(BM_MatMul, Q4_0_grouped, GgmlType::kQ4_0, true)->Apply(Shapes)
 BENCHMARK_CAPTURE(BM_MatMul, Q4_K, GgmlType::kQ4_K, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q6_K, GgmlType::kQ6_K, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, F16, GgmlType::kF16, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, F16_grouped, GgmlType::kF16, true)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, Q4_K_grouped, GgmlType::kQ4_K, true)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, BF16, GgmlType::kBF16, false)->Apply(Shapes);
 
 }  // namespace

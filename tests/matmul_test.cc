@@ -497,7 +497,7 @@ TEST(MatMulTest, ScratchLimitsAreChecked) {
 // Regrouping is lossless: every byte of the GGUF rows comes back, for a whole group, a last
 // partial group, and a width with an odd number of blocks; padding rows have scale 0.
 TEST(GroupLayoutTest, PackThenUnpackRestoresTheRows) {
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kF16}) {
     for (int64_t n_in : Widths(type, {32, 96, 2048})) {
       const TestWeights w = MakeWeights(type, n_in, 37, 3);  // groups of 16, 16, 5 rows
       ASSERT_EQ(w.grouped_bytes.size(), 3 * GroupBytes(type, n_in));
@@ -521,7 +521,7 @@ TEST(GroupLayoutTest, PackThenUnpackRestoresTheRows) {
     }
   }
   EXPECT_FALSE(HasGroupLayout(GgmlType::kQ6_K));
-  EXPECT_FALSE(HasGroupLayout(GgmlType::kF16));
+  EXPECT_FALSE(HasGroupLayout(GgmlType::kBF16));
 }
 
 // The grouped activation format holds the scalar level's quants in natural order, its scales, and

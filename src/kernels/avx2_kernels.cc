@@ -476,6 +476,7 @@ extern const KernelSet kAvx2Kernels = {
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
     .group_q4_k = nullptr,
+    .group_f16 = nullptr,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,

@@ -652,6 +652,47 @@ void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stri
   });
 }
 
+// F16 groups: element k of the 16 rows is one 32-byte load, widened once and multiplied with
+// activation k of every row (broadcast from memory). Two accumulators per row, even and odd k,
+// added at the end, for every tile size (decode needs the second chain to hide FMA latency).
+constexpr int64_t kPrefetchF16 = 128;  // 4 KB ahead
+
+template <int R>
+void GroupF16Tile(const uint16_t* group, int64_t n, const void* x, int64_t x_stride, float* y,
+                  int64_t y_stride) {
+  const float* xr[R];
+  for (int i = 0; i < R; ++i) xr[i] = reinterpret_cast<const float*>(RowPtr(x, x_stride, i));
+  __m512 even[R], odd[R];
+  for (int i = 0; i < R; ++i) even[i] = odd[i] = _mm512_setzero_ps();
+  auto load = [&](int64_t k) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + k * kGroupRows)));
+  };
+  int64_t k = 0;
+  for (; k + 2 <= n; k += 2) {
+    // Two elements of 16 rows are one cache line; fetch the line kPrefetchF16 elements ahead.
+    _mm_prefetch(reinterpret_cast<const char*>(group + (k + kPrefetchF16) * kGroupRows), _MM_HINT_T0);
+    const __m512 w0 = load(k);
+    const __m512 w1 = load(k + 1);
+    for (int i = 0; i < R; ++i) {
+      even[i] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xr[i][k]), even[i]);
+      odd[i] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xr[i][k + 1]), odd[i]);
+    }
+  }
+  if (k < n) {
+    const __m512 w0 = load(k);
+    for (int i = 0; i < R; ++i) even[i] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xr[i][k]), even[i]);
+  }
+  for (int i = 0; i < R; ++i) _mm512_storeu_ps(y + i * y_stride, _mm512_add_ps(even[i], odd[i]));
+}
+
+void DotGroupF16(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                 float* y, int64_t y_stride) {
+  ForEachTile(n_x, [&](auto rows, int i) {
+    GroupF16Tile<decltype(rows)::kR>(static_cast<const uint16_t*>(group), n_in,
+                                     RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 template <typename G>
 void DotGroup(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
               int64_t y_stride) {
@@ -768,6 +809,7 @@ extern const KernelSet kAvx512Kernels = {
     .group_q8_0 = &DotGroup<Q8_0Group>,
     .group_q4_0 = &DotGroup<Q4_0Group>,
     .group_q4_k = &DotGroupQ4_K,
+    .group_f16 = &DotGroupF16,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,

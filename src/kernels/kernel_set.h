@@ -58,7 +58,8 @@ using QuantizeActFn = void (*)(const float* x, int64_t n_in, void* act_row);
 
 // y[i * y_stride + j] = dot(weight row j of the group, activation row i) for j in [0, kGroupRows)
 // and i in [0, n_x), 1 <= n_x <= kMaxTileRows. group: one row group of n_in elements in the
-// kernel's packed type; x: ActQ8 rows in the grouped format (see quantize_act_grouped).
+// kernel's packed type; x: ActQ8 rows in the grouped format (see quantize_act_grouped), or float
+// rows for float weights.
 using GroupKernelFn = void (*)(const void* group, int64_t n_in, const void* x, int64_t x_stride,
                                int n_x, float* y, int64_t y_stride);
 
@@ -98,6 +99,7 @@ struct KernelSet {
   GroupKernelFn group_q8_0;
   GroupKernelFn group_q4_0;
   GroupKernelFn group_q4_k;  // n_in a multiple of 256
+  GroupKernelFn group_f16;   // float activation rows, as dot_f16
 
   AttnScoresFn attn_scores;
   SoftmaxExpFn softmax_exp;

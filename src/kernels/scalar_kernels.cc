@@ -224,6 +224,7 @@ extern const KernelSet kScalarKernels = {
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
     .group_q4_k = nullptr,
+    .group_f16 = nullptr,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,

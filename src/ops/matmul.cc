@@ -42,8 +42,8 @@ bool IsBlockQuantized(GgmlType type) {
 enum class ActFormat { kFloat, kQ8, kQ8Grouped };
 
 ActFormat ActFormatOf(const WeightView& w) {
-  if (w.grouped) return ActFormat::kQ8Grouped;
-  return IsBlockQuantized(w.type) ? ActFormat::kQ8 : ActFormat::kFloat;
+  if (!IsBlockQuantized(w.type)) return ActFormat::kFloat;
+  return w.grouped ? ActFormat::kQ8Grouped : ActFormat::kQ8;
 }
 
 GroupKernelFn GroupKernelFor(const KernelSet& kernels, GgmlType type) {
@@ -54,6 +54,8 @@ GroupKernelFn GroupKernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.group_q4_0;
     case GgmlType::kQ4_K:
       return kernels.group_q4_k;
+    case GgmlType::kF16:
+      return kernels.group_f16;
     default:
       return nullptr;
   }

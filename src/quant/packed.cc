@@ -30,6 +30,7 @@ Layout LayoutOf(GgmlType type, int64_t n_in) {
   GROVE_CHECK(HasGroupLayout(type), "packed: no row-group layout for ", GgmlTypeName(type));
   Layout layout = type == GgmlType::kQ8_0   ? Layout{kQBlock, sizeof(BlockQ8_0)}
                   : type == GgmlType::kQ4_0 ? Layout{kQBlock, sizeof(BlockQ4_0)}
+                  : type == GgmlType::kF16  ? Layout{1, sizeof(uint16_t)}
                                             : Layout{kKBlock, sizeof(BlockQ4_K)};
   GROVE_CHECK(n_in > 0 && n_in % layout.unit_elements == 0, "packed: n_in ", n_in,
               " is not a multiple of ", layout.unit_elements, " for ", GgmlTypeName(type));
@@ -40,6 +41,10 @@ Layout LayoutOf(GgmlType type, int64_t n_in) {
 template <typename Fn>
 void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
   constexpr int kChunk = 4 * kGroupRows;  // 4 bytes of each of the 16 rows
+  if (type == GgmlType::kF16) {
+    fn(Piece{0, (u * kGroupRows + j) * 2, 2, false});  // element u of the 16 rows side by side
+    return;
+  }
   if (type == GgmlType::kQ4_K) {
     // Super-block by super-block (2304 bytes, whole cache lines): 4 pairs of sub-blocks x 8
     // chunks of quants, then d x 16, dmin x 16, then the 12 scale bytes as 3 chunks.
@@ -69,7 +74,8 @@ void Move(const uint8_t* from, uint8_t* to, const Piece& p) {
 }  // namespace
 
 bool HasGroupLayout(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K;
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K ||
+         type == GgmlType::kF16;
 }
 
 int64_t GroupBytes(GgmlType type, int64_t n_in) {

@@ -1,4 +1,4 @@
-// The row-group layout: weight rows of a Q8_0, Q4_0 or Q4_K matrix regrouped at load so that one SIMD
+// The row-group layout: weight rows of a Q8_0, Q4_0, Q4_K or F16 matrix regrouped at load so that one SIMD
 // register holds the same 4 elements of 16 rows (kernels/kernel_set.h, GroupKernelFn).
 //
 // A row-wise kernel computes one output per weight row and reduces 16 lanes horizontally for each
@@ -16,6 +16,7 @@
 //   Q4_K  4 pairs of sub-blocks x 8 chunks of qs (pair p, chunk c: bytes 32p + 4c .. + 3, low
 //         nibbles sub-block 2p, high nibbles 2p + 1); then 16 d, 16 dmin (fp16); then the 12
 //         packed 6-bit scale bytes as 3 chunks (word w of every row)
+//   F16   element by element: element k of the 16 rows side by side (32 bytes)
 // Packing is lossless: UnpackRowGroup restores the GGUF bytes exactly.
 #pragma once
 
@@ -27,7 +28,7 @@ namespace grove {
 
 inline constexpr int kGroupRows = 16;
 
-// True for the types with a row-group layout (Q8_0, Q4_0, Q4_K).
+// True for the types with a row-group layout (Q8_0, Q4_0, Q4_K, F16).
 bool HasGroupLayout(GgmlType type);
 
 // Bytes of one group of n_in elements: kGroupRows GGUF rows.
