@@ -5,6 +5,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <system_error>
+#include <vector>
 
 #include "io/gguf_writer.h"
 
@@ -21,10 +25,36 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+namespace {
+
+// Every path TempPath hands out, removed (file or directory tree) when the test binary exits, so
+// runs leave nothing behind in the temporary directory whatever the test did with the path.
+class TempPaths {
+ public:
+  ~TempPaths() {
+    for (const std::string& path : paths_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  }
+  std::string Add(std::string path) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    paths_.push_back(path);
+    return path;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> paths_;
+};
+
+}  // namespace
+
 std::string TempPath(const std::string& name) {
   static std::atomic<int> counter{0};
-  return ::testing::TempDir() + "grove_" + std::to_string(::getpid()) + "_" +
-         std::to_string(counter++) + "_" + name;
+  static TempPaths paths;
+  return paths.Add(::testing::TempDir() + "grove_" + std::to_string(::getpid()) + "_" +
+                   std::to_string(counter++) + "_" + name);
 }
 
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelOptions& options) {

@@ -15,7 +15,8 @@ namespace grove::testing {
 std::string SharedPath(const std::string& relative);
 bool FileExists(const std::string& path);
 
-// A fresh path in the test's temporary directory.
+// A fresh path in the test's temporary directory; whatever is there (file or directory) is
+// removed when the test binary exits.
 std::string TempPath(const std::string& name);
 
 // Writes a random model of the given spec to a temporary file and loads it.
