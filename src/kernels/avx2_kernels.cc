@@ -430,13 +430,13 @@ float SoftmaxExp(float* x, int32_t n) {
     acc = _mm256_add_ps(acc, e);
   }
   if (whole < n) {
-    alignas(32) float tail[8] = {};
-    for (int32_t j = whole; j < n; ++j) tail[j - whole] = x[j] - max;
-    _mm256_store_ps(tail, ExpNonPositive(_mm256_load_ps(tail)));
+    // Lanes past n hold -inf, whose exponential is exactly 0, so they add nothing.
+    alignas(32) float tail[8];
+    for (int32_t j = 0; j < 8; ++j) tail[j] = whole + j < n ? x[whole + j] - max : -INFINITY;
+    const __m256 e = ExpNonPositive(_mm256_load_ps(tail));
+    _mm256_store_ps(tail, e);
     for (int32_t j = whole; j < n; ++j) x[j] = tail[j - whole];
-    // Lanes past n hold exp(0) = 1: add only the real ones.
-    for (int32_t j = n; j < whole + 8; ++j) tail[j - whole] = 0.0f;
-    acc = _mm256_add_ps(acc, _mm256_load_ps(tail));
+    acc = _mm256_add_ps(acc, e);
   }
   return Hsum(acc);
 }

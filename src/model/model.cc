@@ -70,12 +70,7 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
                      weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
 
   if (options.group_weights) GroupWeights();
-  weight_bytes_ = MatrixBytes(weights_.output);
-  for (const LayerWeights& l : weights_.layers) {
-    for (const WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      weight_bytes_ += MatrixBytes(*w);
-    }
-  }
+  for (const WeightView* w : ForwardMatrices(weights_)) weight_bytes_ += MatrixBytes(*w);
 
   caches_.reserve(options.n_seq);
   for (int32_t s = 0; s < options.n_seq; ++s) caches_.emplace_back(c.n_layer, n_ctx_, c.kv_dim());
@@ -113,13 +108,7 @@ uint64_t Model::grouped_bytes() const {
 
 void Model::GroupWeights() {
   const KernelSet& kernels = ActiveKernels();
-  std::vector<WeightView*> matrices = {&weights_.output};
-  for (LayerWeights& l : weights_.layers) {
-    for (WeightView* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      matrices.push_back(w);
-    }
-  }
-  for (WeightView* w : matrices) {
+  for (WeightView* w : ForwardMatrices(weights_)) {
     if (!CanGroup(kernels, *w)) continue;
     const WeightView rows = *w;
     AlignedBuffer<uint8_t>& buffer =

@@ -9,7 +9,10 @@ namespace {
 
 std::string ShapeString(std::initializer_list<int64_t> shape) {
   std::string s;
-  for (int64_t d : shape) s += (s.empty() ? "" : "x") + std::to_string(d);
+  for (int64_t d : shape) {
+    if (!s.empty()) s += 'x';
+    s += std::to_string(d);
+  }
   return s;
 }
 
@@ -40,6 +43,14 @@ std::vector<float> Vector(const GgufFile& gguf, const std::string& name, int64_t
 }
 
 }  // namespace
+
+std::vector<WeightView*> ForwardMatrices(ModelWeights& weights) {
+  std::vector<WeightView*> matrices = {&weights.output};
+  for (LayerWeights& l : weights.layers) {
+    matrices.insert(matrices.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+  }
+  return matrices;
+}
 
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {
   ModelWeights w;

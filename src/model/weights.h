@@ -31,6 +31,9 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
+// The matrices a forward pass multiplies with: the output, then each layer's seven.
+std::vector<WeightView*> ForwardMatrices(ModelWeights& weights);
+
 // Binds and validates every tensor: presence, shape against the config, a type grove can compute
 // with. Errors name the tensor: "model: tensor 'blk.3.attn_q.weight': expected 2048x2048, got ...".
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& config);

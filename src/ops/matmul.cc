@@ -186,11 +186,11 @@ void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activatio
           // The whole group is computed, padding rows included; only real rows are copied out.
           group_kernel(w_bytes + o_chunk * w.row_bytes, n_in, act_tile, act.stride, n_x,
                        chunk_out[r - r_block], kOutChunk);
-          continue;
-        }
-        for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
-          kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act.stride, n_x,
-                 &chunk_out[r - r_block][o - o_chunk], kOutChunk);
+        } else {
+          for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
+            kernel(w_bytes + o * w.row_bytes, n_in, act_tile, act.stride, n_x,
+                   &chunk_out[r - r_block][o - o_chunk], kOutChunk);
+          }
         }
       }
       for (int r = r_block; r < r_block_end; ++r) {
