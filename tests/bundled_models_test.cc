@@ -9,7 +9,7 @@
 
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "spec/spec_decoder.h"
+#include "speculate/spec_decoder.h"
 #include "train/corpus.h"
 
 #ifndef GROVE_MODELS_DIR

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "spec/opt_tree.h"
+#include "speculate/opt_tree.h"
 
 namespace grove {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "spec/sequoia.h"
+#include "speculate/sequoia.h"
 
 namespace grove {
 namespace {

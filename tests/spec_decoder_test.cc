@@ -11,9 +11,9 @@
 #include "io/gguf.h"
 #include "model/layer_slice.h"
 #include "model/tokenizer.h"
-#include "spec/model_drafter.h"
-#include "spec/ngram_drafter.h"
-#include "spec/spec_decoder.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/spec_decoder.h"
 #include "test_support.h"
 
 namespace grove {
@@ -24,10 +24,10 @@ using testing::TinySpec;
 
 const std::vector<double> kAcceptance = {0.6, 0.2, 0.1};
 
-TreeSpec Spec(const std::string& text) {
-  TreeSpecInputs inputs;
+TreePlan Spec(const std::string& text) {
+  TreePlanInputs inputs;
   inputs.acceptance = kAcceptance;
-  return ParseTreeSpec(text, inputs);
+  return ParseTreePlan(text, inputs);
 }
 
 std::vector<int32_t> Prompt(int n, int32_t n_vocab) {
@@ -283,7 +283,7 @@ TEST(SpecDecoder, RefusesLossyCombinations) {
 
 // The defaults the CLI uses are always a lossless pairing.
 TEST(SpecDecoder, DefaultRuleAndDrawAreLossless) {
-  const TreeSpec spec = Spec("kconfig:2,2");
+  const TreePlan spec = Spec("kconfig:2,2");
   for (bool greedy : {true, false}) {
     for (bool deterministic : {true, false}) {
       const VerifyRule rule = DefaultVerifyRule(greedy, deterministic);
@@ -309,7 +309,7 @@ TEST(SpecDecoder, VocabularyMismatchIsAnError) {
   }
 }
 
-TEST(TreeSpec, ParsesEveryKindAndRejectsBadSpecs) {
+TEST(TreePlan, ParsesEveryKindAndRejectsBadSpecs) {
   EXPECT_EQ(Spec("chain:4").shape.size(), 4);
   EXPECT_EQ(Spec("kconfig:2,2,1").shape.size(), 2 + 4 + 4);
   EXPECT_EQ(Spec("sequoia:10").shape.size(), 9);
@@ -320,20 +320,20 @@ TEST(TreeSpec, ParsesEveryKindAndRejectsBadSpecs) {
                           "sequoia:1", "file:/nonexistent.json", "chain:5000"}) {
     EXPECT_THROW(Spec(bad), Error) << bad;
   }
-  EXPECT_THROW(ParseTreeSpec("sequoia:8", TreeSpecInputs{}), Error);  // no acceptance vector
-  EXPECT_THROW(ParseTreeSpec("sequoia:auto", TreeSpecInputs{.acceptance = kAcceptance}), Error);  // no curve
+  EXPECT_THROW(ParseTreePlan("sequoia:8", TreePlanInputs{}), Error);  // no acceptance vector
+  EXPECT_THROW(ParseTreePlan("sequoia:auto", TreePlanInputs{.acceptance = kAcceptance}), Error);  // no curve
   const std::string bad_file = testing::TempPath("bad_tree.json");
   std::ofstream(bad_file) << R"({"parents": [-1, 3]})";
   EXPECT_THROW(Spec("file:" + bad_file), Error);
 }
 
-TEST(TreeSpec, SequoiaAutoPicksFromTheCurve) {
-  TreeSpecInputs inputs;
+TEST(TreePlan, SequoiaAutoPicksFromTheCurve) {
+  TreePlanInputs inputs;
   inputs.acceptance = {0.8};
   // Flat to n = 8, then linear: with a cheap draft the best tree is a chain filling the flat part.
   inputs.verify_cost = VerifyCostCurve({{1, 1.0}, {8, 1.0}, {16, 2.0}, {32, 4.0}});
   inputs.draft_seconds_per_level = 0.05;
-  TreeSpec spec = ParseTreeSpec("sequoia:auto", inputs);
+  TreePlan spec = ParseTreePlan("sequoia:auto", inputs);
   ASSERT_TRUE(spec.sequoia_choice.has_value());
   EXPECT_EQ(spec.sequoia_choice->size, 8);
   EXPECT_EQ(spec.shape.size(), 7);

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "spec/token_tree.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 namespace {

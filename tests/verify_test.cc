@@ -3,7 +3,7 @@
 // alpha = 0.001) on small synthetic Markov models, where the target joint is enumerable; the
 // check's power is itself tested on rules known to be biased. Plus the Sequoia paper's
 // counter-examples (App. F.3), greedy path following, and CheckLossless's refusals.
-#include "spec/verify.h"
+#include "speculate/verify.h"
 
 #include <gtest/gtest.h>
 

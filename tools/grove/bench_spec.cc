@@ -10,9 +10,9 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "prompt_file.h"
-#include "spec/model_drafter.h"
-#include "spec/ngram_drafter.h"
-#include "spec/spec_decoder.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/spec_decoder.h"
 
 namespace grove::cli {
 namespace {
@@ -53,7 +53,7 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path, int 
     draft_model = Model::Load(o.draft, mo);
     drafter = std::make_unique<ModelDrafter>(*draft_model, *target, sampling);
   }
-  TreeSpecInputs inputs{.max_tokens = target->max_batch()};
+  TreePlanInputs inputs{.max_tokens = target->max_batch()};
   if (!o.accept.empty()) {
     AcceptanceFile a = ReadAcceptanceFile(o.accept);
     inputs.acceptance = a.acceptance;
@@ -65,7 +65,7 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path, int 
   std::vector<SpecRow> rows(o.specs.size());
   std::vector<VerifyRule> rules;
   for (std::size_t i = 0; i < o.specs.size(); ++i) {
-    TreeSpec spec = ParseTreeSpec(o.specs[i], inputs);
+    TreePlan spec = ParseTreePlan(o.specs[i], inputs);
     const bool deterministic = drafter->deterministic() || !spec.is_static();
     const VerifyRule rule = DefaultVerifyRule(greedy, deterministic);
     const ChildDraw draw = RequiredChildDraw(rule);

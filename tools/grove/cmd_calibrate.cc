@@ -12,8 +12,8 @@
 #include "prompt_file.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "spec/model_drafter.h"
-#include "spec/spec_decoder.h"
+#include "speculate/model_drafter.h"
+#include "speculate/spec_decoder.h"
 
 namespace grove::cli {
 namespace {
@@ -44,8 +44,8 @@ void RunCalibrate(CalibrateOptions o) {
   const bool greedy = o.sampling.greedy();
   SpecOptions so{.rule = DefaultVerifyRule(greedy, /*deterministic_children=*/false), .sampling = o.sampling,
                  .n_predict = o.n_predict};
-  TreeSpecInputs inputs{.max_tokens = target->max_batch()};
-  TreeBuilder builder(ParseTreeSpec("kconfig:" + std::to_string(o.width), inputs),
+  TreePlanInputs inputs{.max_tokens = target->max_batch()};
+  TreeBuilder builder(ParseTreePlan("kconfig:" + std::to_string(o.width), inputs),
                       RequiredChildDraw(so.rule), target->config().n_vocab,
                       o.seed);
   ModelDrafter drafter(*draft, *target, o.sampling);

@@ -16,9 +16,9 @@
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "spec/model_drafter.h"
-#include "spec/ngram_drafter.h"
-#include "spec/spec_decoder.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/spec_decoder.h"
 
 namespace grove::cli {
 namespace {
@@ -140,14 +140,14 @@ void RunGenerate(RunOptions o) {
   SpecOptions so{.sampling = o.sampling, .n_predict = o.n_predict, .stop_at_eog = !o.ignore_eos};
   std::unique_ptr<TreeBuilder> builder;
   if (drafter) {
-    TreeSpecInputs inputs{.max_tokens = model->max_batch()};
+    TreePlanInputs inputs{.max_tokens = model->max_batch()};
     if (!o.accept_file.empty()) {
       AcceptanceFile accept = ReadAcceptanceFile(o.accept_file);
       inputs.acceptance = accept.acceptance;
       inputs.draft_seconds_per_level = accept.draft_seconds_per_level;
     }
     if (!o.profile_file.empty()) inputs.verify_cost = ReadVerifyProfile(o.profile_file);
-    TreeSpec spec = ParseTreeSpec(o.spec, inputs);
+    TreePlan spec = ParseTreePlan(o.spec, inputs);
     const bool deterministic_tree = drafter->deterministic() || !spec.is_static();
     so.rule = o.verify.empty() ? DefaultVerifyRule(o.sampling.greedy(), deterministic_tree)
                                : ParseVerifyRule(o.verify);

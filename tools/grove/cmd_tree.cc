@@ -6,8 +6,8 @@
 
 #include "base/error.h"
 #include "commands.h"
-#include "spec/sequoia.h"
-#include "spec/tree_spec.h"
+#include "speculate/sequoia.h"
+#include "speculate/tree_plan.h"
 
 namespace grove::cli {
 namespace {
@@ -26,10 +26,10 @@ void RunTree(const TreeOptions& o) {
   AcceptanceFile accept = ReadAcceptanceFile(o.accept);
   TokenTree tree;
   if (!o.profile.empty()) {
-    TreeSpecInputs inputs{.acceptance = accept.acceptance, .verify_cost = ReadVerifyProfile(o.profile),
+    TreePlanInputs inputs{.acceptance = accept.acceptance, .verify_cost = ReadVerifyProfile(o.profile),
                           .draft_seconds_per_level = o.draft_cost >= 0 ? o.draft_cost : accept.draft_seconds_per_level,
                           .max_tokens = o.budget};
-    TreeSpec spec = ParseTreeSpec("sequoia:auto", inputs);
+    TreePlan spec = ParseTreePlan("sequoia:auto", inputs);
     const SizeDepthChoice& c = *spec.sequoia_choice;
     tree = spec.shape;
     std::printf("hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | step %.3f ms "

@@ -1,4 +1,4 @@
-#include "spec/tree_builder.h"
+#include "speculate/tree_builder.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 
 namespace grove {
 
-TreeBuilder::TreeBuilder(TreeSpec spec, ChildDraw draw, int32_t n_vocab, uint64_t seed)
+TreeBuilder::TreeBuilder(TreePlan spec, ChildDraw draw, int32_t n_vocab, uint64_t seed)
     : spec_(std::move(spec)), draw_(draw), n_vocab_(n_vocab), rng_(seed) {
   rows_.resize(static_cast<std::size_t>(spec_.max_nodes() + 1) * n_vocab_);
 }

@@ -1,4 +1,4 @@
-#include "spec/opt_tree.h"
+#include "speculate/opt_tree.h"
 
 #include <algorithm>
 #include <cmath>

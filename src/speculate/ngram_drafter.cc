@@ -1,4 +1,4 @@
-#include "spec/ngram_drafter.h"
+#include "speculate/ngram_drafter.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "spec/model_drafter.h"
+#include "speculate/model_drafter.h"
 
 #include <algorithm>
 

@@ -9,9 +9,9 @@
 
 #include "model/model.h"
 #include "sample/sampler.h"
-#include "spec/drafter.h"
-#include "spec/tree_builder.h"
-#include "spec/verify.h"
+#include "speculate/drafter.h"
+#include "speculate/tree_builder.h"
+#include "speculate/verify.h"
 
 namespace grove {
 

@@ -1,4 +1,4 @@
-#include "spec/spec_decoder.h"
+#include "speculate/spec_decoder.h"
 
 #include <algorithm>
 

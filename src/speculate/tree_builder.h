@@ -1,23 +1,23 @@
 // Builds each step's draft tree with a drafter: static shapes (chain, kconfig, file, sequoia) are
 // filled level by level, each level one Expand call; OPT-Tree grows its own shape from the draft
-// probabilities. Children are drawn the way the verification rule needs (spec/verify.h):
+// probabilities. Children are drawn the way the verification rule needs (speculate/verify.h):
 // deterministic top-k, or sampled with or without replacement using draws the verifier never uses.
 #pragma once
 
 #include <vector>
 
 #include "sample/rng.h"
-#include "spec/drafter.h"
-#include "spec/tree_spec.h"
-#include "spec/verify.h"
+#include "speculate/drafter.h"
+#include "speculate/tree_plan.h"
+#include "speculate/verify.h"
 
 namespace grove {
 
 class TreeBuilder {
  public:
-  TreeBuilder(TreeSpec spec, ChildDraw draw, int32_t n_vocab, uint64_t seed);
+  TreeBuilder(TreePlan spec, ChildDraw draw, int32_t n_vocab, uint64_t seed);
 
-  const TreeSpec& spec() const { return spec_; }
+  const TreePlan& spec() const { return spec_; }
   ChildDraw draw() const { return draw_; }
 
   // Drafts this step's tree after the root at root_position.
@@ -35,7 +35,7 @@ class TreeBuilder {
   void BuildOpt(Drafter& drafter);
   void ExpandInto(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier);
 
-  TreeSpec spec_;
+  TreePlan spec_;
   ChildDraw draw_;
   int32_t n_vocab_;
   CounterRng rng_;

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "spec/drafter.h"
+#include "speculate/drafter.h"
 
 namespace grove {
 

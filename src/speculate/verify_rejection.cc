@@ -16,7 +16,7 @@
 #include <algorithm>
 
 #include "sample/sampler.h"
-#include "spec/verify.h"
+#include "speculate/verify.h"
 
 namespace grove {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "model/model.h"
 #include "sample/sampler.h"
-#include "spec/drafter.h"
+#include "speculate/drafter.h"
 
 namespace grove {
 

@@ -4,7 +4,7 @@
 
 #include "base/error.h"
 #include "sample/sampler.h"
-#include "spec/verify.h"
+#include "speculate/verify.h"
 
 namespace grove {
 namespace {

@@ -1,6 +1,6 @@
 // Rule names, the losslessness check, and the tree walk shared by every rule. The per-node
 // rejection step of chain / specinfer / sequoia is in verify_rejection.cc.
-#include "spec/verify.h"
+#include "speculate/verify.h"
 
 #include <algorithm>
 #include <array>

@@ -20,7 +20,7 @@
 #include <span>
 #include <vector>
 
-#include "spec/token_tree.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 

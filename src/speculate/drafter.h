@@ -1,5 +1,5 @@
 // What proposes draft tokens: a small model, or a cheap guesser such as prompt lookup. Tree builders
-// (spec/tree_builder.h) ask a drafter for next-token distributions one tree level at a time; the
+// (speculate/tree_builder.h) ask a drafter for next-token distributions one tree level at a time; the
 // decoding loop tells it which tokens were committed.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <span>
 #include <string_view>
 
-#include "spec/token_tree.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 

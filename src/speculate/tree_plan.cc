@@ -1,4 +1,4 @@
-#include "spec/tree_spec.h"
+#include "speculate/tree_plan.h"
 
 #include <charconv>
 #include <fstream>
@@ -138,8 +138,8 @@ VerifyCostCurve ReadVerifyProfile(const std::string& path) {
   }
 }
 
-TreeSpec ParseTreeSpec(std::string_view text, const TreeSpecInputs& inputs) {
-  TreeSpec spec;
+TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
+  TreePlan spec;
   spec.text = std::string(text);
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon + 1 == text.size()) {

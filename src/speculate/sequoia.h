@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "spec/token_tree.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 

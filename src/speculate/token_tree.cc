@@ -1,4 +1,4 @@
-#include "spec/token_tree.h"
+#include "speculate/token_tree.h"
 
 #include <algorithm>
 #include <sstream>

@@ -6,7 +6,7 @@
 // of size() nodes is verified by a batch of size() + 1 tokens. Nodes at depth 1 are the root's
 // children and have parent -1. This matches OPT-Tree's node budget n (root excluded); Sequoia
 // counts the root in its tree size, so a Sequoia tree of size n has n - 1 nodes here (see
-// spec/sequoia.h).
+// speculate/sequoia.h).
 //
 // Nodes are stored in level order: every node's parent comes before it and depths never decrease
 // with the index. Hence the depth-d nodes are contiguous, a node's position in the verify batch is

@@ -1,4 +1,5 @@
-// Tree specifications as users write them (`--spec`), and the static shapes they stand for:
+// Tree plans: what users write after `--spec`, and the static shapes (or the adaptive rule) they
+// stand for:
 //   chain:K          K draft tokens in a row
 //   kconfig:a,b,c    a children of the root, b children of each of those, ... (SEED's (2,2,1))
 //   file:TREE.json   a static shape: {"parents": [-1, -1, 0, 0, 1, ...]} in level order
@@ -14,23 +15,23 @@
 #include <string_view>
 #include <vector>
 
-#include "spec/opt_tree.h"
-#include "spec/sequoia.h"
-#include "spec/token_tree.h"
+#include "speculate/opt_tree.h"
+#include "speculate/sequoia.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 
 enum class TreeKind { kChain, kKConfig, kFile, kSequoia, kOpt };
 
 // What `sequoia:` specs need. Each is optional until a spec asks for it.
-struct TreeSpecInputs {
+struct TreePlanInputs {
   std::vector<double> acceptance;                 // p_1..p_W
   std::optional<VerifyCostCurve> verify_cost;     // t(n), seconds, n counts the root
   double draft_seconds_per_level = 0.0;           // c
   int32_t max_tokens = 1024;                      // largest verify batch allowed (root included)
 };
 
-struct TreeSpec {
+struct TreePlan {
   TreeKind kind = TreeKind::kChain;
   std::string text;            // as written, for logs and tables
   TokenTree shape;             // static kinds: the shape, tokens kNoToken, prob = positional guess
@@ -44,7 +45,7 @@ struct TreeSpec {
 
 // Throws grove::Error naming what is wrong: unknown kind, bad numbers, a budget beyond
 // inputs.max_tokens, a sequoia spec without an acceptance vector, a malformed tree file.
-TreeSpec ParseTreeSpec(std::string_view text, const TreeSpecInputs& inputs);
+TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs);
 
 // Static shape files: {"parents": [...]} with nodes in level order (-1: child of the root).
 TokenTree ReadTreeFile(const std::string& path);

@@ -1,4 +1,4 @@
-#include "spec/sequoia.h"
+#include "speculate/sequoia.h"
 
 #include <algorithm>
 #include <cmath>

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "sample/rng.h"
-#include "spec/token_tree.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 
