@@ -1,14 +1,69 @@
 #include "train/gemm.h"
 
+#include <dlfcn.h>
+
+#include <mutex>
 #include <vector>
 
 #include "base/error.h"
-
-#if GROVE_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
+#include "base/log.h"
 
 namespace grove {
+namespace {
+
+// OpenBLAS is opened on first use instead of linked: a linked OpenBLAS starts its worker threads
+// when the program loads, and they spin (sched_yield) beside the inference thread pool for ~0.1 s
+// after every BLAS call and at start-up — on a 2-core machine that takes a core from `grove run`,
+// which never multiplies with it. Only training opens it. The CBLAS enum values are fixed by the
+// reference CBLAS interface.
+constexpr int kCblasRowMajor = 101;
+constexpr int kCblasNoTrans = 111;
+constexpr int kCblasTrans = 112;
+
+using SgemmFn = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                         const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                         int ldc);
+using GetThreadsFn = int (*)();
+using SetThreadsFn = void (*)(int);
+
+struct Blas {
+  SgemmFn sgemm = nullptr;
+  GetThreadsFn get_threads = nullptr;
+  SetThreadsFn set_threads = nullptr;
+};
+
+const Blas& OpenBlas() {
+  static Blas blas;
+  static std::once_flag once;
+  std::call_once(once, [] {
+#ifdef GROVE_OPENBLAS_LIBRARY
+    const char* names[] = {GROVE_OPENBLAS_LIBRARY, "libopenblas.so.0"};
+#else
+    const char* names[] = {"libopenblas.so.0"};
+#endif
+    void* handle = nullptr;
+    for (const char* name : names) {
+      if ((handle = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+    }
+    if (handle == nullptr) {
+      Log(LogLevel::kWarn, "train: OpenBLAS not found (", dlerror(),
+                 "); matrix products use the built-in loop (slow)");
+      return;
+    }
+    Blas found{reinterpret_cast<SgemmFn>(dlsym(handle, "cblas_sgemm")),
+               reinterpret_cast<GetThreadsFn>(dlsym(handle, "openblas_get_num_threads")),
+               reinterpret_cast<SetThreadsFn>(dlsym(handle, "openblas_set_num_threads"))};
+    if (found.sgemm == nullptr || found.get_threads == nullptr || found.set_threads == nullptr) {
+      Log(LogLevel::kWarn, "train: the OpenBLAS library lacks cblas_sgemm or its thread functions; using the ",
+                 "built-in loop");
+      return;
+    }
+    blas = found;
+  });
+  return blas;
+}
+
+}  // namespace
 
 void SgemmReference(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                     int lda, const float* b, int ldb, float beta, float* c, int ldc) {
@@ -18,7 +73,8 @@ void SgemmReference(bool trans_a, bool trans_b, int m, int n, int k, float alpha
   for (int i = 0; i < m; ++i) {
     std::fill(row.begin(), row.end(), 0.0f);
     for (int p = 0; p < k; ++p) {
-      const float av = trans_a ? a[static_cast<int64_t>(p) * lda + i] : a[static_cast<int64_t>(i) * lda + p];
+      const float av =
+          trans_a ? a[static_cast<int64_t>(p) * lda + i] : a[static_cast<int64_t>(i) * lda + p];
       if (av == 0.0f) continue;
       if (!trans_b) {
         const float* brow = b + static_cast<int64_t>(p) * ldb;
@@ -36,28 +92,22 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
            const float* b, int ldb, float beta, float* c, int ldc) {
   GROVE_CHECK(m >= 0 && n >= 0 && k >= 0);
   if (m == 0 || n == 0) return;
-#if GROVE_HAVE_OPENBLAS
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-#else
+  if (const Blas& blas = OpenBlas(); blas.sgemm != nullptr) {
+    blas.sgemm(kCblasRowMajor, trans_a ? kCblasTrans : kCblasNoTrans,
+               trans_b ? kCblasTrans : kCblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   SgemmReference(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-#endif
 }
 
 std::string GemmBackendName() {
-#if GROVE_HAVE_OPENBLAS
-  return StrCat("OpenBLAS (", openblas_get_num_threads(), " threads)");
-#else
-  return "built-in";
-#endif
+  const Blas& blas = OpenBlas();
+  if (blas.sgemm == nullptr) return "built-in";
+  return StrCat("OpenBLAS (", blas.get_threads(), " threads)");
 }
 
 void SetGemmThreads(int n_threads) {
-#if GROVE_HAVE_OPENBLAS
-  openblas_set_num_threads(n_threads);
-#else
-  (void)n_threads;
-#endif
+  if (const Blas& blas = OpenBlas(); blas.set_threads != nullptr) blas.set_threads(n_threads);
 }
 
 }  // namespace grove
