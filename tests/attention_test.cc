@@ -54,7 +54,7 @@ std::vector<float> Attend(const KernelSet& k, const Cache& c, const std::vector<
 }
 
 TEST(AttentionTest, EveryLevelMatchesDoubleReference) {
-  for (int32_t head_dim : {8, 32, 64, 100, 128}) {
+  for (int32_t head_dim : {8, 32, 64, 100, 128, 256}) {
     for (int32_t n : {1, 7, 16, 17, 40, 300}) {
       const Cache c = MakeCache(n, head_dim, static_cast<uint32_t>(head_dim * 1000 + n));
       // Scaled queries make some softmaxes sharp (scores spread over tens of units).
@@ -105,6 +105,43 @@ TEST(AttentionTest, PrefixOrExtraSlotsGiveIdenticalBits) {
       EXPECT_EQ(Attend(*k, c, q, 33, tail), whole) << k->name << " head_dim " << head_dim;
       EXPECT_EQ(Attend(*k, c, q, 30, scattered), Attend(*k, compact, q, 33, {}))
           << k->name << " head_dim " << head_dim;
+    }
+  }
+}
+
+// A group of queries sharing a prefix (blocked over keys, ops/attention.h) gives every query the
+// bits AttendHead gives it alone, at every level: prefixes shorter and longer than a key block,
+// each query with its own extra slots (none, one, several).
+TEST(AttentionTest, QueryGroupMatchesEachQueryAloneBitForBit) {
+  for (int32_t head_dim : {8, 64, 100}) {
+    for (int32_t n_prefix : {1, 5, 32, 33, 130}) {
+      const int32_t n_slots = n_prefix + 6;
+      const Cache c = MakeCache(n_slots, head_dim, static_cast<uint32_t>(n_prefix));
+      const int32_t n_q = 5;
+      const int64_t q_stride = head_dim * 3 + 1;  // other heads' queries lie between
+      const std::vector<float> q = Random(n_q * q_stride, 9, 2.0f);
+      // Query i sees extra slots n_prefix .. n_prefix + i - 1 (a chain in the tree).
+      std::vector<int32_t> extra, extra_begin = {0};
+      for (int32_t i = 0; i < n_q; ++i) {
+        for (int32_t e = 0; e < i; ++e) extra.push_back(n_prefix + e);
+        extra_begin.push_back(static_cast<int32_t>(extra.size()));
+      }
+      for (const KernelSet* k : AvailableLevels()) {
+        std::vector<float> out(n_q * q_stride, -7.0f);
+        std::vector<float> scores(n_q * (n_slots + 1));
+        const QueryGroup g{q.data(), q_stride, n_q, c.keys.data(), c.values.data(), c.stride, n_prefix,
+                           extra_begin.data(), extra.data(), head_dim,
+                           1.0f / std::sqrt(static_cast<float>(head_dim)), out.data(), q_stride};
+        AttendQueriesWithKernels(*k, g, scores.data());
+        for (int32_t i = 0; i < n_q; ++i) {
+          const std::vector<float> qi(q.begin() + i * q_stride, q.begin() + i * q_stride + head_dim);
+          const std::vector<float> alone =
+              Attend(*k, c, qi, n_prefix, std::span<const int32_t>(extra.data() + extra_begin[i], i));
+          const std::vector<float> got(out.begin() + i * q_stride, out.begin() + i * q_stride + head_dim);
+          EXPECT_EQ(got, alone) << k->name << " head_dim " << head_dim << " prefix " << n_prefix << " query " << i;
+          EXPECT_EQ(out[i * q_stride + head_dim], -7.0f) << "wrote past its head";
+        }
+      }
     }
   }
 }

@@ -402,17 +402,30 @@ TEST(Model, MultipleSequencesInOneBatchAreIndependent) {
 // Barriers per decoded token (issue 3): per layer one dispatch for Q/K/V, one for attention, one
 // for the output projection, one for gate/up/SwiGLU, one for down (norms of a few rows run on the
 // calling thread); one more for the logits.
+// Decoding dispatches to the pool only where splitting pays (ops/parallel.h): a tiny model runs
+// every op on the calling thread; a wide one splits its four matmuls per layer (Q/K/V fused,
+// output projection, gate/up/SwiGLU fused, down) and the logits, and nothing else.
 TEST(Model, DecodeDispatchesPerToken) {
-  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2});
-  const int32_t nv = model->config().n_vocab;
-  Batch prefix;
-  prefix.AddChain(SomeTokens(4, nv, 3), 0, 0);
-  model->Forward(prefix);
-  Batch one;
-  one.Add(SomeTokens(1, nv, 4)[0], 4, 0, -1, true);
-  const uint64_t before = model->pool().dispatch_count();
-  model->Forward(one);
-  EXPECT_EQ(model->pool().dispatch_count() - before, 5u * model->config().n_layer + 1);
+  for (const bool wide : {false, true}) {
+    RandomModelSpec spec = TinySpec(GgmlType::kQ8_0);
+    if (wide) {
+      spec.n_embd = 768;
+      spec.n_head = 12;
+      spec.n_head_kv = 4;
+      spec.n_ff = 2048;
+      spec.n_vocab = 1024;
+    }
+    auto model = MakeRandomModel(spec, {.n_threads = 2});
+    const int32_t nv = model->config().n_vocab;
+    Batch prefix;
+    prefix.AddChain(SomeTokens(4, nv, 3), 0, 0);
+    model->Forward(prefix);
+    Batch one;
+    one.Add(SomeTokens(1, nv, 4)[0], 4, 0, -1, true);
+    const uint64_t before = model->pool().dispatch_count();
+    model->Forward(one);
+    EXPECT_EQ(model->pool().dispatch_count() - before, wide ? 4u * model->config().n_layer + 1 : 0u) << wide;
+  }
 }
 
 // A prompt longer than max_batch runs in chunks; the last logits equal one big batch bit for bit.

@@ -19,6 +19,10 @@ void SetLogCallback(LogCallback callback) {
 
 void SetLogLevel(LogLevel min_level) { g_min_level = static_cast<int>(min_level); }
 
+bool LogEnabled(LogLevel level) {
+  return static_cast<int>(level) >= g_min_level.load(std::memory_order_relaxed);
+}
+
 void LogMessage(LogLevel level, std::string_view message) {
   if (static_cast<int>(level) < g_min_level.load(std::memory_order_relaxed)) return;
   std::lock_guard<std::mutex> lock(g_log_mutex);

@@ -18,9 +18,13 @@ void SetLogCallback(LogCallback callback);
 void SetLogLevel(LogLevel min_level);
 void LogMessage(LogLevel level, std::string_view message);
 
+// Whether a message of this level would be passed on (the hot path checks before formatting).
+bool LogEnabled(LogLevel level);
+
+// Formats only messages that pass the level, so a filtered message costs no allocation.
 template <typename... Args>
 void Log(LogLevel level, Args&&... args) {
-  LogMessage(level, StrCat(std::forward<Args>(args)...));
+  if (LogEnabled(level)) LogMessage(level, StrCat(std::forward<Args>(args)...));
 }
 
 }  // namespace grove

@@ -441,21 +441,73 @@ float SoftmaxExp(float* x, int32_t n) {
   return Hsum(acc);
 }
 
+// Up to 8 chunks of 8 values at once, key after key (independent FMA chains; each element still
+// adds p[j] v[j] in key order, as one chunk alone would).
+template <int C>
+void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0, float* out) {
+  __m256 acc[C];
+  for (int c = 0; c < C; ++c) acc[c] = _mm256_loadu_ps(out + d0 + 8 * c);
+  for (int32_t j = 0; j < n; ++j) {
+    const __m256 pj = _mm256_set1_ps(p[j]);
+    const float* v = values + j * stride + d0;
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), acc[c]);
+  }
+  for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
+}
+
 void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
                      int32_t head_dim, float* out) {
   const int32_t whole = head_dim / 8 * 8;
-  for (int32_t d = 0; d < whole; d += 8) {
-    __m256 acc = _mm256_loadu_ps(out + d);
-    for (int32_t j = 0; j < n; ++j) {
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(values + j * stride + d), acc);
-    }
-    _mm256_storeu_ps(out + d, acc);
-  }
+  int32_t d0 = 0;
+  for (; d0 + 64 <= whole; d0 += 64) WeightedSumChunks<8>(p, values, stride, n, d0, out);
+  for (; d0 + 32 <= whole; d0 += 32) WeightedSumChunks<4>(p, values, stride, n, d0, out);
+  for (; d0 < whole; d0 += 8) WeightedSumChunks<1>(p, values, stride, n, d0, out);
   for (int32_t d = whole; d < head_dim; ++d) {
     float acc = out[d];
     for (int32_t j = 0; j < n; ++j) acc = std::fma(p[j], values[j * stride + d], acc);
     out[d] = acc;
   }
+}
+
+// silu(g) = 1 / (1 + exp(-g)) for g >= 0 and exp(g) / (1 + exp(g)) otherwise: one exponential of
+// -|g| (never overflows) serves both.
+__m256 SiluMul8(__m256 g, __m256 u) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  const __m256 e = ExpNonPositive(_mm256_or_ps(g, sign));  // exp(-|g|)
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 numerator = _mm256_blendv_ps(one, e, g);   // sign bit of g set: e
+  return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(numerator, _mm256_add_ps(one, e))), u);
+}
+
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, SiluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    alignas(32) float g[8] = {}, u[8] = {};
+    for (int64_t j = i; j < n; ++j) {
+      g[j - i] = gate[j];
+      u[j - i] = up[j];
+    }
+    _mm256_store_ps(g, SiluMul8(_mm256_load_ps(g), _mm256_load_ps(u)));
+    for (int64_t j = i; j < n; ++j) out[j] = g[j - i];
+  }
+}
+
+// Two chains of four doubles over eight floats at a time, then the tail in order.
+double SumSquares(const float* x, int64_t n) {
+  __m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256d lo = _mm256_cvtps_pd(_mm_loadu_ps(x + i));
+    const __m256d hi = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+    a = _mm256_fmadd_pd(lo, lo, a);
+    b = _mm256_fmadd_pd(hi, hi, b);
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(a, b));
+  double sum = (lanes[0] + lanes[2]) + (lanes[1] + lanes[3]);
+  for (; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
 }
 
 }  // namespace
@@ -480,6 +532,8 @@ extern const KernelSet kAvx2Kernels = {
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
+    .silu_mul = &SiluMul,
+    .sum_squares = &SumSquares,
 };
 
 }  // namespace grove

@@ -726,22 +726,49 @@ void QuantizeActGrouped(const float* x, int64_t n_in, void* act_row) {
 
 __mmask16 TailMask(int32_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 
+// One key's dot product: one accumulator over the head in order, masked tail last.
+inline __m512 KeyDot(const float* q, const float* k, int32_t whole, __mmask16 tail) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int32_t d = 0; d < whole; d += 16) {
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
+  }
+  if (tail) {
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole), _mm512_maskz_loadu_ps(tail, k + whole), acc);
+  }
+  return acc;
+}
+
+// The horizontal sums of four vectors at once, each by exactly Hsum's tree (lane i + lane i ^ 8,
+// then i ^ 4, i ^ 2, i ^ 1: the same pairs of operands, so the same bits), in lanes 0, 4, 8 and 12.
+inline __m512 Hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+  __m512 v = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  v = _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(1, 0, 3, 2)));
+  return _mm512_add_ps(v, _mm512_permute_ps(v, _MM_SHUFFLE(2, 3, 0, 1)));
+}
+
+// Four keys at a time: four independent accumulator chains hide the FMA latency that one key's
+// chain is bound by, and one reduction serves all four. Every key's sum is computed by the same
+// operations as alone (KeyDot, then Hsum's tree), so a key's score does not depend on its
+// neighbours (contract 2: a tree node's extra slots are scored one at a time).
 void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
                 float scale, float* scores) {
   const int32_t whole = head_dim / 16 * 16;
   const __mmask16 tail = TailMask(head_dim - whole);
-  for (int32_t j = 0; j < n; ++j) {
+  const __m512i lanes = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
+  int32_t j = 0;
+  for (; j + 4 <= n; j += 4) {
     const float* k = keys + j * stride;
-    __m512 acc = _mm512_setzero_ps();
-    for (int32_t d = 0; d < whole; d += 16) {
-      acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
-    }
-    if (tail) {
-      acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole),
-                            _mm512_maskz_loadu_ps(tail, k + whole), acc);
-    }
-    scores[j] = Hsum(acc) * scale;
+    const __m512 sums = Hsum4(KeyDot(q, k, whole, tail), KeyDot(q, k + stride, whole, tail),
+                              KeyDot(q, k + 2 * stride, whole, tail), KeyDot(q, k + 3 * stride, whole, tail));
+    const __m128 four = _mm512_castps512_ps128(_mm512_permutexvar_ps(lanes, sums));
+    _mm_storeu_ps(scores + j, _mm_mul_ps(four, _mm_set1_ps(scale)));
   }
+  for (; j < n; ++j) scores[j] = Hsum(KeyDot(q, keys + j * stride, whole, tail)) * scale;
 }
 
 // exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
@@ -783,17 +810,84 @@ float SoftmaxExp(float* x, int32_t n) {
   return Hsum(acc);
 }
 
+// Up to 8 chunks of 16 values (128 elements) are accumulated at once, key after key: their FMA
+// chains are independent, so one key costs a few cycles of throughput instead of a chain's latency.
+// Each element still adds p[j] v[j] in key order, as one chunk alone would.
+template <int C>
+void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0,
+                       int32_t head_dim, float* out) {
+  __m512 acc[C];
+  __mmask16 mask[C];
+  for (int c = 0; c < C; ++c) {
+    const int32_t left = head_dim - (d0 + 16 * c);
+    mask[c] = left >= 16 ? __mmask16{0xffff} : TailMask(left);
+    acc[c] = _mm512_maskz_loadu_ps(mask[c], out + d0 + 16 * c);
+  }
+  for (int32_t j = 0; j < n; ++j) {
+    const __m512 pj = _mm512_set1_ps(p[j]);
+    const float* v = values + j * stride + d0;
+    for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(mask[c], v + 16 * c), acc[c]);
+  }
+  for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(out + d0 + 16 * c, mask[c], acc[c]);
+}
+
 void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
                      int32_t head_dim, float* out) {
-  for (int32_t d = 0; d < head_dim; d += 16) {
-    const __mmask16 m = head_dim - d >= 16 ? __mmask16{0xffff} : TailMask(head_dim - d);
-    __m512 acc = _mm512_maskz_loadu_ps(m, out + d);
-    for (int32_t j = 0; j < n; ++j) {
-      acc = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, values + j * stride + d),
-                            acc);
+  for (int32_t d0 = 0; d0 < head_dim; d0 += 128) {
+    switch (((head_dim - d0 < 128 ? head_dim - d0 : 128) + 15) / 16) {
+      case 1: WeightedSumChunks<1>(p, values, stride, n, d0, head_dim, out); break;
+      case 2: WeightedSumChunks<2>(p, values, stride, n, d0, head_dim, out); break;
+      case 3: WeightedSumChunks<3>(p, values, stride, n, d0, head_dim, out); break;
+      case 4: WeightedSumChunks<4>(p, values, stride, n, d0, head_dim, out); break;
+      case 5: WeightedSumChunks<5>(p, values, stride, n, d0, head_dim, out); break;
+      case 6: WeightedSumChunks<6>(p, values, stride, n, d0, head_dim, out); break;
+      case 7: WeightedSumChunks<7>(p, values, stride, n, d0, head_dim, out); break;
+      default: WeightedSumChunks<8>(p, values, stride, n, d0, head_dim, out); break;
     }
-    _mm512_mask_storeu_ps(out + d, m, acc);
   }
+}
+
+// silu(g) = 1 / (1 + exp(-g)) for g >= 0 and exp(g) / (1 + exp(g)) otherwise: one exponential of
+// -|g| (never overflows) serves both.
+__m512 SiluMul16(__m512 g, __m512 u) {
+  const __m512 e = ExpNonPositive(_mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_castps_si512(g), _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)))));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __mmask16 negative = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 numerator = _mm512_mask_blend_ps(negative, one, e);
+  return _mm512_mul_ps(_mm512_mul_ps(g, _mm512_div_ps(numerator, _mm512_add_ps(one, e))), u);
+}
+
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(out + i, SiluMul16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = TailMask(static_cast<int32_t>(n - i));
+    _mm512_mask_storeu_ps(out + i, m, SiluMul16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
+// Two chains of eight doubles over sixteen floats at a time; the masked tail adds exact zeros.
+double SumSquares(const float* x, int64_t n) {
+  __m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+    a = _mm512_fmadd_pd(lo, lo, a);
+    b = _mm512_fmadd_pd(hi, hi, b);
+  }
+  if (i < n) {
+    const __mmask16 m = TailMask(static_cast<int32_t>(n - i));
+    const __m512 t = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(t));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+    a = _mm512_fmadd_pd(lo, lo, a);
+    b = _mm512_fmadd_pd(hi, hi, b);
+  }
+  return _mm512_reduce_add_pd(_mm512_add_pd(a, b));
 }
 
 }  // namespace
@@ -818,6 +912,8 @@ extern const KernelSet kAvx512Kernels = {
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
+    .silu_mul = &SiluMul,
+    .sum_squares = &SumSquares,
 };
 
 }  // namespace grove

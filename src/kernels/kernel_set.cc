@@ -62,12 +62,6 @@ int64_t OddCacheLines(int64_t bytes) {
 
 }  // namespace
 
-int64_t ActQ8ScaleOffset(int64_t n_in) { return (n_in + 63) / 64 * 64; }
-
-int64_t ActQ8SumOffset(int64_t n_in) {
-  return ActQ8ScaleOffset(n_in) + n_in / 32 * static_cast<int64_t>(sizeof(float));
-}
-
 int64_t ActQ8RowBytes(int64_t n_in) {
   const int64_t n_blocks = n_in / 32;
   return OddCacheLines(ActQ8SumOffset(n_in) + n_blocks * static_cast<int64_t>(sizeof(float)));

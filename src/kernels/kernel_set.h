@@ -36,10 +36,13 @@ inline constexpr int kMaxTileRows = 8;
 //   integer
 //                                 sum), for the min term of Q4_K: sum_j (s q_j - m) x_j needs
 //                                 sum_j x_j, and it depends on the activations only
-// n_in must be a multiple of 32. Defined out of line on purpose: the SIMD files call them, and an
-// inline function compiled there could become the program's only copy (see CMakeLists.txt).
-int64_t ActQ8ScaleOffset(int64_t n_in);
-int64_t ActQ8SumOffset(int64_t n_in);
+// n_in must be a multiple of 32. `static`: each file gets its own copy, so the SIMD files (built
+// with -mavx512*) inline them into their loops, and no copy compiled for AVX-512 can become the one
+// a scalar file calls (an ordinary inline function could; see CMakeLists.txt).
+static constexpr int64_t ActQ8ScaleOffset(int64_t n_in) { return (n_in + 63) / 64 * 64; }
+static constexpr int64_t ActQ8SumOffset(int64_t n_in) {
+  return ActQ8ScaleOffset(n_in) + n_in / 32 * static_cast<int64_t>(sizeof(float));
+}
 // Padded to an odd number of cache lines so that the rows of a tile do not compete for one set.
 int64_t ActQ8RowBytes(int64_t n_in);
 
@@ -76,6 +79,13 @@ using SoftmaxExpFn = float (*)(float* x, int32_t n);
 using AttnWeightedSumFn = void (*)(const float* p, const float* values, int64_t stride, int32_t n,
                                    int32_t head_dim, float* out);
 
+// Element-wise and row-wise ops of the forward pass; like the others, each result depends only on
+// its own inputs and n, never on how a batch is split.
+//   out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)); out may be gate
+using SiluMulFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+//   sum of x[i]^2 accumulated in double (RMSNorm), in an order that depends only on n
+using SumSquaresFn = double (*)(const float* x, int64_t n);
+
 struct KernelSet {
   KernelLevel level;
   const char* name;  // "scalar", "avx2", "avx512_vnni"
@@ -104,6 +114,9 @@ struct KernelSet {
   AttnScoresFn attn_scores;
   SoftmaxExpFn softmax_exp;
   AttnWeightedSumFn attn_weighted_sum;
+
+  SiluMulFn silu_mul;
+  SumSquaresFn sum_squares;
 };
 
 // The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen

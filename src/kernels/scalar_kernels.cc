@@ -206,6 +206,16 @@ void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_
   }
 }
 
+void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+double SumSquares(const float* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
 }  // namespace
 
 extern const KernelSet kScalarKernels = {
@@ -228,6 +238,8 @@ extern const KernelSet kScalarKernels = {
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
+    .silu_mul = &SiluMul,
+    .sum_squares = &SumSquares,
 };
 
 }  // namespace grove

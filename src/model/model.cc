@@ -11,6 +11,7 @@
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/norm.h"
+#include "ops/parallel.h"
 #include "quant/quant.h"
 
 namespace grove {
@@ -54,7 +55,7 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
       weights_(BindWeights(*gguf_, config_)),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : std::min(config_.n_ctx_train, 4096)),
       max_batch_(options.max_batch),
-      pool_(options.n_threads) {
+      pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.n_threads)) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
   if (options.n_seq < 1 || options.n_seq > 1024) Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
   if (max_batch_ < 1 || max_batch_ > 8192) Fail("model: max_batch ", max_batch_, " out of range 1..8192");
@@ -87,7 +88,11 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
   up_.Resize(b * c.n_ff);
   proj_.Resize(b * c.n_embd);
   rope_cs_.Resize(b * c.n_rot);
-  scores_.Resize(static_cast<std::size_t>(pool_.size()) * n_ctx_);
+  rope_table_.Resize(static_cast<std::size_t>(n_ctx_) * c.n_rot);
+  for (int32_t pos = 0; pos < n_ctx_; ++pos) {
+    RopeAngles(rope_, pos, rope_table_.data() + static_cast<std::size_t>(pos) * c.n_rot);
+  }
+  scores_.Resize(static_cast<std::size_t>(pool_->size()) * AttentionScratchPerThread());
   logits_.Resize(b * c.n_vocab);
   slot_.Resize(b);
   prefix_len_.Resize(b);
@@ -97,6 +102,7 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
   visible_.Resize(b * (b + 1) / 2 + b * 256);
   visible_cache_parent_.Resize(b);
   out_rows_.Resize(b);
+  query_group_begin_.Resize(b + 1);
   seq_count_.Resize(caches_.size());
 }
 
@@ -113,7 +119,7 @@ void Model::GroupWeights() {
     const WeightView rows = *w;
     AlignedBuffer<uint8_t>& buffer =
         grouped_.emplace_back(static_cast<std::size_t>(GroupedMatrixBytes(rows)));
-    *w = PackMatrix(rows, buffer.data(), pool_);
+    *w = PackMatrix(rows, buffer.data(), *pool_);
     // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
     if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
   }
@@ -168,6 +174,7 @@ void Model::PrepareBatch(const Batch& batch) {
   // What each token sees: cache slots [0, prefix_len_[i]), then visible_ (increasing slots): the
   // speculative cache ancestors its chain continues from, its batch ancestors (root first), itself.
   int32_t offset = 0;
+  attention_keys_ = 0;
   const int32_t capacity = static_cast<int32_t>(visible_.size());
   for (int32_t i = 0; i < n; ++i) {
     const KvCache& cache = caches_[batch.seq_ids[i]];
@@ -189,10 +196,30 @@ void Model::PrepareBatch(const Batch& batch) {
     for (; anchor >= cache.chain_length(); anchor = cache.parent(anchor)) visible_[--k] = anchor;
     prefix_len_[i] = anchor + 1;
     offset += n_spec + depth;
+    attention_keys_ += prefix_len_[i] + n_spec + depth;
   }
   visible_begin_[n] = offset;
+  // Query groups for attention: consecutive tokens of one sequence that see the same committed
+  // prefix (a tree's nodes, a prompt chunk), at most kMaxQueryGroup each.
+  n_query_groups_ = 0;
   for (int32_t i = 0; i < n; ++i) {
-    RopeAngles(rope_, batch.positions[i], rope_cs_.data() + static_cast<std::size_t>(i) * config_.n_rot);
+    const int32_t first = n_query_groups_ > 0 ? query_group_begin_[n_query_groups_ - 1] : -1;
+    if (first < 0 || i - first >= kMaxQueryGroup || batch.seq_ids[i] != batch.seq_ids[first] ||
+        prefix_len_[i] != prefix_len_[first]) {
+      query_group_begin_[n_query_groups_++] = i;
+    }
+  }
+  query_group_begin_[n_query_groups_] = n;
+  // Rotations from the table of every position the context can hold (computed once at load:
+  // sin/cos in double were 2% of a draft model's forward); positions past it are computed.
+  const std::size_t n_rot = static_cast<std::size_t>(config_.n_rot);
+  for (int32_t i = 0; i < n; ++i) {
+    float* cs = rope_cs_.data() + i * n_rot;
+    if (batch.positions[i] < n_ctx_) {
+      std::memcpy(cs, rope_table_.data() + batch.positions[i] * n_rot, n_rot * sizeof(float));
+    } else {
+      RopeAngles(rope_, batch.positions[i], cs);
+    }
   }
 }
 
@@ -222,7 +249,7 @@ std::span<const float> Model::Forward(const Batch& batch) {
     out_rows_[n_out++] = i;
   }
   if (n_out == 0) return {};
-  MatMul(weights_.output, xb_.data(), n_out, logits_.data(), matmul_scratch_, pool_);
+  MatMul(weights_.output, xb_.data(), n_out, logits_.data(), matmul_scratch_, *pool_);
   return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
 }
 
@@ -247,12 +274,12 @@ void Model::Layer(const Batch& batch, int32_t layer) {
 
   // Attention block. Q, K and V read the same normalised rows: one dispatch, activations
   // quantized once (see MatMulFused).
-  RmsNormRows(x_.data(), w.attn_norm.data(), xb_.data(), n, d, c.rms_eps, pool_);
+  RmsNormRows(x_.data(), w.attn_norm.data(), xb_.data(), n, d, c.rms_eps, *pool_);
   const MatMulOutput qkv[] = {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}};
   if (CanFuseMatMuls(qkv)) {
-    MatMulFused(qkv, xb_.data(), n, matmul_scratch_, pool_);
+    MatMulFused(qkv, xb_.data(), n, matmul_scratch_, *pool_);
   } else {
-    for (const MatMulOutput& out : qkv) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, pool_);
+    for (const MatMulOutput& out : qkv) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
   }
   const int32_t q_dim = c.q_dim();
   const int32_t kv_dim = c.kv_dim();
@@ -266,31 +293,41 @@ void Model::Layer(const Batch& batch, int32_t layer) {
   }
   const int32_t group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  const int64_t n_tasks = static_cast<int64_t>(n) * c.n_head;
-  pool_.Run([&](int thread, int n_threads) {
-    float* scores = scores_.data() + static_cast<std::size_t>(thread) * n_ctx_;
+  // One task per (query group, head): a group's queries read their shared prefix together
+  // (ops/attention.h), each with the bits it would get alone.
+  const int64_t n_tasks = static_cast<int64_t>(n_query_groups_) * c.n_head;
+  // Scores and weighted sum: two multiply-adds per visible key and head element.
+  const int64_t attention_macs = 2 * attention_keys_ * c.n_head * c.head_dim;
+  RunWork(*pool_, attention_macs, [&](int thread, int n_threads) {
+    float* scores = scores_.data() + static_cast<std::size_t>(thread) * AttentionScratchPerThread();
     const int64_t begin = n_tasks * thread / n_threads;
     const int64_t end = n_tasks * (thread + 1) / n_threads;
     for (int64_t task = begin; task < end; ++task) {
-      const int32_t i = static_cast<int32_t>(task / c.n_head);
+      const int32_t first = query_group_begin_[task / c.n_head];
+      const int32_t n_q = query_group_begin_[task / c.n_head + 1] - first;
       const int32_t h = static_cast<int32_t>(task % c.n_head);
       const int32_t g = h / group;
-      const KvCache& cache = caches_[batch.seq_ids[i]];
-      AttentionInput in{
-          .q = q_.data() + static_cast<std::size_t>(i) * q_dim + static_cast<std::size_t>(h) * c.head_dim,
+      const KvCache& cache = caches_[batch.seq_ids[first]];
+      const std::size_t head = static_cast<std::size_t>(h) * c.head_dim;
+      const QueryGroup queries{
+          .q = q_.data() + static_cast<std::size_t>(first) * q_dim + head,
+          .q_stride = q_dim,
+          .n_q = n_q,
           .keys = cache.key(layer, 0) + static_cast<std::size_t>(g) * c.head_dim,
           .values = cache.value(layer, 0) + static_cast<std::size_t>(g) * c.head_dim,
           .row_stride = kv_dim,
-          .n_prefix = prefix_len_[i],
-          .extra_slots = {visible_.data() + visible_begin_[i],
-                          static_cast<std::size_t>(visible_begin_[i + 1] - visible_begin_[i])},
+          .n_prefix = prefix_len_[first],
+          .extra_begin = visible_begin_.data() + first,
+          .extra = visible_.data(),
           .head_dim = c.head_dim,
           .scale = scale,
+          .out = att_.data() + static_cast<std::size_t>(first) * q_dim + head,
+          .out_stride = q_dim,
       };
-      AttendHead(in, scores, att_.data() + static_cast<std::size_t>(i) * q_dim + static_cast<std::size_t>(h) * c.head_dim);
+      AttendQueries(queries, scores);
     }
   });
-  MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, pool_);
+  MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, *pool_);
   for (std::size_t j = 0; j < static_cast<std::size_t>(n) * d; ++j) x_[j] += proj_[j];
 
   // Feed-forward block (SwiGLU).
@@ -300,7 +337,7 @@ void Model::Layer(const Batch& batch, int32_t layer) {
   // TinyLlama Q8_0 at n = 16 and 64 (2 threads) the column-fused form gained nothing measurable and
   // may have lost a few percent (within this machine's run-to-run noise); the barriers it saves are
   // ~2 us against milliseconds of matmul per layer there. The bits are the same either way.
-  RmsNormRows(x_.data(), w.ffn_norm.data(), xb_.data(), n, d, c.rms_eps, pool_);
+  RmsNormRows(x_.data(), w.ffn_norm.data(), xb_.data(), n, d, c.rms_eps, *pool_);
   const std::size_t ff = c.n_ff;
   auto swiglu = [&](int64_t o_begin, int64_t o_end) {
     for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
@@ -310,16 +347,16 @@ void Model::Layer(const Batch& batch, int32_t layer) {
   };
   const MatMulOutput gate_up[] = {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}};
   if (static_cast<int64_t>(n) * c.n_ff < kParallelRowsMin && CanFuseMatMuls(gate_up)) {
-    MatMulColumns(gate_up, xb_.data(), n, swiglu, matmul_scratch_, pool_);
+    MatMulColumns(gate_up, xb_.data(), n, swiglu, matmul_scratch_, *pool_);
   } else {
-    for (const MatMulOutput& out : gate_up) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, pool_);
-    pool_.ParallelFor(n, [&](int64_t begin, int64_t end) {
+    for (const MatMulOutput& out : gate_up) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
+    ParallelForWork(*pool_, n, static_cast<int64_t>(n) * c.n_ff, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         SwiGlu(gate_.data() + i * ff, up_.data() + i * ff, gate_.data() + i * ff, c.n_ff);
       }
     });
   }
-  MatMul(w.w_down, gate_.data(), n, proj_.data(), matmul_scratch_, pool_);
+  MatMul(w.w_down, gate_.data(), n, proj_.data(), matmul_scratch_, *pool_);
   for (std::size_t j = 0; j < static_cast<std::size_t>(n) * d; ++j) x_[j] += proj_[j];
 }
 

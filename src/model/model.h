@@ -14,6 +14,7 @@
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/weights.h"
+#include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/rope.h"
 
@@ -22,11 +23,16 @@ namespace grove {
 class GgufFile;
 class Tokenizer;
 
+inline constexpr int32_t kDefaultMaxBatch = 512;
+
 struct ModelOptions {
-  int n_threads = 0;        // 0: all hardware threads
+  int n_threads = 0;        // 0: all hardware threads (ignored when `pool` is given)
+  // A thread pool shared with other models of the process (target and draft): one set of workers,
+  // so no model's workers spin while another model computes. Null: the model creates its own.
+  std::shared_ptr<ThreadPool> pool;
   int32_t n_ctx = 0;        // 0: the training context, at most 4096
   int32_t n_seq = 1;        // sequences (KV caches) held at once
-  int32_t max_batch = 512;  // most tokens in one Forward; longer prompts are split by the caller
+  int32_t max_batch = kDefaultMaxBatch;  // most tokens in one Forward; longer prompts are split by the caller
   // Regroup the matrices that the active kernels have a group kernel for (quant/packed.h) at load.
   // Off: every matrix is computed from the file's rows (tests compare the two).
   bool group_weights = true;
@@ -46,7 +52,8 @@ class Model {
   int32_t n_ctx() const { return n_ctx_; }
   int32_t n_seq() const { return static_cast<int32_t>(caches_.size()); }
   int32_t max_batch() const { return max_batch_; }
-  ThreadPool& pool() { return pool_; }
+  ThreadPool& pool() { return *pool_; }
+  const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
   KvCache& cache(int32_t seq) { return caches_.at(seq); }
   const KvCache& cache(int32_t seq) const { return caches_.at(seq); }
@@ -83,7 +90,7 @@ class Model {
   std::unique_ptr<Tokenizer> tokenizer_;
   int32_t n_ctx_;
   int32_t max_batch_;
-  ThreadPool pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<KvCache> caches_;
   RopeParams rope_;
   uint64_t weight_bytes_ = 0;
@@ -101,7 +108,13 @@ class Model {
   AlignedBuffer<float> up_;       // (max_batch, n_ff)
   AlignedBuffer<float> proj_;     // (max_batch, n_embd) output of wo / w_down
   AlignedBuffer<float> rope_cs_;  // (max_batch, n_rot) cos/sin pairs per token
-  AlignedBuffer<float> scores_;   // (n_threads, n_ctx) attention scores per thread
+  AlignedBuffer<float> rope_table_;  // (n_ctx, n_rot) cos/sin pairs of every position
+  // Attention scores of one query group (ops/attention.h): its queries' rows of visible keys (at
+  // most n_ctx each), and their softmax sums.
+  std::size_t AttentionScratchPerThread() const {
+    return static_cast<std::size_t>(kMaxQueryGroup) * (static_cast<std::size_t>(n_ctx_) + 1);
+  }
+  AlignedBuffer<float> scores_;   // (n_threads, AttentionScratchPerThread()) attention scratch
   AlignedBuffer<float> logits_;   // (max_batch, n_vocab)
   AlignedBuffer<int32_t> slot_;           // (max_batch) cache slot of each token
   AlignedBuffer<int32_t> prefix_len_;     // (max_batch) cache slots [0, prefix) each token sees
@@ -110,6 +123,9 @@ class Model {
   AlignedBuffer<int32_t> visible_;        // slots of ancestors then self, per token, increasing
   AlignedBuffer<int32_t> out_rows_;       // (max_batch) batch index of each logits row
   AlignedBuffer<int32_t> seq_count_;      // (n_seq) tokens of each sequence in this batch
+  int64_t attention_keys_ = 0;            // keys visible to the batch's tokens, summed (one head)
+  AlignedBuffer<int32_t> query_group_begin_;  // (max_batch + 1) first token of each query group
+  int32_t n_query_groups_ = 0;
 };
 
 }  // namespace grove

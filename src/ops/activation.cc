@@ -2,10 +2,13 @@
 
 #include <cmath>
 
+#include "base/error.h"
+#include "kernels/kernel_set.h"
+
 namespace grove {
 
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+  ActiveKernels().silu_mul(gate, up, out, n);
 }
 
 void Softmax(float* x, int64_t n) {
@@ -18,6 +21,11 @@ void Softmax(float* x, int64_t n) {
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+float ExpSubMax(float* x, int64_t n) {
+  GROVE_CHECK(n >= 1 && n <= INT32_MAX);
+  return ActiveKernels().softmax_exp(x, static_cast<int32_t>(n));
 }
 
 }  // namespace grove

@@ -30,4 +30,34 @@ struct KernelSet;
 void AttendHeadWithKernels(const KernelSet& kernels, const AttentionInput& in, float* scores,
                            float* out);
 
+// Several queries of one head that see the same committed prefix (the nodes of a draft tree, the
+// tokens of a prompt chunk), each with its own extra slots. Query i's output is bit-identical to
+// AttendHead's for that query alone: the keys and values of the prefix are visited in blocks
+// small enough to stay in L1 while every query reads them, and the kernels' result for a key
+// does not depend on the block it falls in (kernel_set.h). A tree of n nodes then reads its
+// prefix from L2 once instead of n times.
+struct QueryGroup {
+  const float* q;        // query i (rotated) at q + i * q_stride, head_dim floats
+  int64_t q_stride;
+  int32_t n_q;
+  const float* keys;     // as AttentionInput
+  const float* values;
+  int64_t row_stride;
+  int32_t n_prefix;
+  // Query i's extra slots: extra[extra_begin[i]] .. extra[extra_begin[i + 1] - 1], increasing.
+  const int32_t* extra_begin;
+  const int32_t* extra;
+  int32_t head_dim;
+  float scale;
+  float* out;            // query i's output at out + i * out_stride
+  int64_t out_stride;
+};
+
+// Most queries one group holds (the scratch AttendQueries needs grows with it).
+inline constexpr int32_t kMaxQueryGroup = 16;
+
+// scores: scratch of n_q * (n_prefix + the most extra slots of a query + 1) floats.
+void AttendQueries(const QueryGroup& group, float* scores);
+void AttendQueriesWithKernels(const KernelSet& kernels, const QueryGroup& group, float* scores);
+
 }  // namespace grove

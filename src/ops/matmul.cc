@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "kernels/kernel_set.h"
+#include "ops/parallel.h"
 #include "quant/packed.h"
 
 namespace grove {
@@ -222,7 +223,8 @@ void MatMulWithKernels(const KernelSet& kernels, const WeightView& w, const floa
   const Activations act =
       PrepareActivations(kernels, ActFormatOf(w), w.n_in, x, n_rows, scratch, pool);
   // Threads split the output rows in chunks, never k (see ComputeRange).
-  pool.ParallelFor(ChunkCount(w.n_out), [&](int64_t c_begin, int64_t c_end) {
+  const int64_t macs = n_rows * w.n_in * w.n_out;
+  ParallelForWork(pool, ChunkCount(w.n_out), macs, [&](int64_t c_begin, int64_t c_end) {
     ComputeChunks(kernels, w, act, n_rows, c_begin, c_end, y);
   });
 }
@@ -282,7 +284,7 @@ void MatMulFused(std::span<const MatMulOutput> outs, const float* x, int n_rows,
   // several matrices. Every row costs the same (same n_in), so the split stays balanced.
   int64_t n_chunks = 0;
   for (const MatMulOutput& out : outs) n_chunks += ChunkCount(out.w.n_out);
-  pool.ParallelFor(n_chunks, [&](int64_t begin, int64_t end) {
+  ParallelForWork(pool, n_chunks, n_rows * outs[0].w.n_in * n_total, [&](int64_t begin, int64_t end) {
     int64_t base = 0;
     for (const MatMulOutput& out : outs) {
       const int64_t c_begin = std::max<int64_t>(begin - base, 0);
@@ -308,7 +310,8 @@ void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_row
   const Activations act = PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x,
                                              n_rows, scratch, pool);
   // Ranges start at multiples of kOutChunk so that each matrix's chunks stay whole cache lines.
-  pool.ParallelFor(ChunkCount(n_out), [&](int64_t c_begin, int64_t c_end) {
+  const int64_t macs = n_rows * outs[0].w.n_in * n_out * static_cast<int64_t>(outs.size());
+  ParallelForWork(pool, ChunkCount(n_out), macs, [&](int64_t c_begin, int64_t c_end) {
     for (const MatMulOutput& out : outs) {
       ComputeChunks(kernels, out.w, act, n_rows, c_begin, c_end, out.y);
     }
