@@ -2,7 +2,10 @@
 // goodness-of-fit check of the draws against the distribution they come from.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
+#include <random>
 #include <set>
 
 #include "base/error.h"
@@ -33,6 +36,70 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
   std::vector<float> probs(4);
   s.Distribution(logits, probs);
   EXPECT_EQ(probs, (std::vector<float>{0, 1, 0, 0}));
+}
+
+// The filters as their definition reads: sort the whole vocabulary by logit (lower id first on
+// ties), cut top-k, then the smallest prefix reaching top-p, then min-p; renormalise. Double
+// precision throughout. Sampler::Distribution selects instead of sorting and must agree.
+std::vector<double> ReferenceDistribution(const std::vector<float>& logits, const SamplerParams& p) {
+  const int32_t n = static_cast<int32_t>(logits.size());
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  int32_t kept = p.top_k > 0 && p.top_k < n ? p.top_k : n;
+  std::vector<double> e(n);
+  for (int32_t i = 0; i < n; ++i) e[i] = std::exp((logits[order[i]] - logits[order[0]]) / double{p.temperature});
+  const double sum = std::accumulate(e.begin(), e.begin() + kept, 0.0);
+  double mass = 0;
+  for (int32_t i = 0; i < kept; ++i) {
+    mass += e[i] / sum;
+    if (mass >= p.top_p) {
+      kept = i + 1;
+      break;
+    }
+  }
+  int32_t i = 1;
+  while (i < kept && e[i] >= p.min_p) ++i;
+  kept = i;
+  const double total = std::accumulate(e.begin(), e.begin() + kept, 0.0);
+  std::vector<double> probs(n, 0.0);
+  for (int32_t j = 0; j < kept; ++j) probs[order[j]] = e[j] / total;
+  return probs;
+}
+
+TEST(Sampler, DistributionMatchesTheSortedDefinition) {
+  std::mt19937 rng(3);
+  for (int32_t n : {5, 64, 3072, 32000}) {
+    for (float spread : {0.5f, 4.0f}) {
+      std::normal_distribution<float> normal(0.0f, spread);
+      std::vector<float> logits(n);
+      for (float& l : logits) l = normal(rng);
+      logits[n / 2] = logits[n / 3];  // a tie
+      for (const SamplerParams& params :
+           {SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},
+            SamplerParams{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},
+            SamplerParams{.temperature = 1.3f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f},
+            SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 0.999f, .min_p = 0.0f},
+            SamplerParams{.temperature = 0.8f, .top_k = 3, .top_p = 1.0f, .min_p = 0.2f}}) {
+        Sampler sampler(params);
+        std::vector<float> probs(n);
+        sampler.Distribution(logits, probs);
+        const std::vector<double> want = ReferenceDistribution(logits, params);
+        int32_t differ_in_support = 0;
+        for (int32_t t = 0; t < n; ++t) {
+          // A candidate right at a cut may fall either side by float rounding; nothing else may.
+          if ((probs[t] > 0) != (want[t] > 0)) {
+            ++differ_in_support;
+            continue;
+          }
+          ASSERT_NEAR(probs[t], want[t], 2e-6 + 1e-4 * want[t]) << "n " << n << " token " << t;
+        }
+        EXPECT_LE(differ_in_support, 1) << "n " << n << " spread " << spread;
+      }
+    }
+  }
 }
 
 TEST(Sampler, FiltersCutTheSortedPrefix) {

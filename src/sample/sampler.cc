@@ -5,8 +5,18 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "ops/activation.h"
 
 namespace grove {
+namespace {
+
+// Top-p sorts only as much of the vocabulary as it needs: the most likely kFirstSortedChunk
+// candidates first (one O(vocab) selection), then four times more each time the mass is still short.
+// A peaked distribution stops after the first chunk, a flat one after a few rounds; never a sort of
+// the whole vocabulary up front.
+constexpr int32_t kFirstSortedChunk = 64;
+
+}  // namespace
 
 void SamplerParams::Validate() const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature)) {
@@ -25,46 +35,81 @@ int32_t Sampler::Argmax(std::span<const float> logits) {
 
 void Sampler::Distribution(std::span<const float> logits, std::span<float> probs) {
   const int32_t n = static_cast<int32_t>(logits.size());
-  GROVE_CHECK(probs.size() == logits.size());
+  GROVE_CHECK(probs.size() == logits.size() && n > 0);
   std::fill(probs.begin(), probs.end(), 0.0f);
   if (params_.greedy()) {
     probs[Argmax(logits)] = 1.0f;
     return;
   }
-  // Candidates sorted by logit (ties: lower id first) so each filter is a prefix cut.
+  // Candidates in the order every filter cuts along: logit descending, lower id first on ties.
+  auto before = [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  };
   order_.resize(n);
   std::iota(order_.begin(), order_.end(), 0);
   int32_t kept = n;
-  if (params_.top_k > 0 && params_.top_k < n) kept = params_.top_k;
-  auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  std::partial_sort(order_.begin(), order_.begin() + kept, order_.end(), by_logit);
-
-  const double inv_t = 1.0 / params_.temperature;
-  const double max = logits[order_[0]] * inv_t;
+  if (params_.top_k > 0 && params_.top_k < n) {
+    kept = params_.top_k;
+    std::nth_element(order_.begin(), order_.begin() + (kept - 1), order_.end(), before);
+  }
+  // exp((l - max) / T) once per candidate; the top candidate's value is exactly 1, so the min-p
+  // test compares values with min_p directly, and top-p reads each candidate's mass as value / sum.
+  const float inv_t = 1.0f / params_.temperature;
+  values_.resize(n);
+  for (int32_t i = 0; i < kept; ++i) values_[i] = logits[order_[i]] * inv_t;
+  ExpSubMax(values_.data(), kept);
+  // Summed again in double: the kernel's float sum drifts by ~1e-5 over a large vocabulary, which
+  // would move top-p's cut by several candidates of the flat tail.
   double sum = 0.0;
-  for (int32_t i = 0; i < kept; ++i) sum += std::exp(logits[order_[i]] * inv_t - max);
-  // top-p: the smallest prefix whose mass reaches p.
-  if (params_.top_p < 1.0f) {
-    double mass = 0.0;
+  for (int32_t i = 0; i < kept; ++i) sum += values_[i];
+  // min-p and top-p both keep a prefix of the candidate order, so the kept set is the shorter of
+  // the two prefixes: drop every candidate under min_p first (no order needed), then find top-p's
+  // cut among the rest. top-p's masses stay relative to the top-k set, as when it runs first.
+  if (params_.min_p > 0.0f) {
+    int32_t out = 0;
     for (int32_t i = 0; i < kept; ++i) {
-      mass += std::exp(logits[order_[i]] * inv_t - max) / sum;
-      if (mass >= params_.top_p) {
-        kept = i + 1;
-        break;
+      if (values_[i] >= params_.min_p) {
+        values_[out] = values_[i];
+        order_[out++] = order_[i];
       }
     }
+    kept = out;
   }
-  // min-p: drop tokens below min_p times the top probability (exp(0) = 1 after max subtraction).
-  if (params_.min_p > 0.0f) {
-    int32_t i = 1;
-    while (i < kept && std::exp(logits[order_[i]] * inv_t - max) >= params_.min_p) ++i;
-    kept = i;
+  if (params_.top_p < 1.0f) {
+    // Sort the candidates' (value, id) pairs chunk by chunk until the mass reaches top_p.
+    pairs_.reserve(static_cast<std::size_t>(n));  // kept varies from row to row; grow once
+    pairs_.resize(kept);
+    for (int32_t i = 0; i < kept; ++i) pairs_[i] = {order_[i], values_[i]};
+    auto pair_before = [&](const Candidate& a, const Candidate& b) { return before(a.token, b.token); };
+    const double target = params_.top_p * sum;
+    double mass = 0.0;
+    int32_t sorted = 0, cut = kept;
+    while (sorted < kept && cut == kept) {
+      const int32_t chunk_end = std::min(kept, std::max(kFirstSortedChunk, 4 * sorted));
+      if (chunk_end < kept) {
+        std::nth_element(pairs_.begin() + sorted, pairs_.begin() + (chunk_end - 1), pairs_.end(),
+                         pair_before);
+      }
+      std::sort(pairs_.begin() + sorted, pairs_.begin() + chunk_end, pair_before);
+      for (int32_t i = sorted; i < chunk_end; ++i) {
+        mass += pairs_[i].value;
+        if (mass >= target) {
+          cut = i + 1;
+          break;
+        }
+      }
+      sorted = chunk_end;
+    }
+    kept = cut;
+    for (int32_t i = 0; i < kept; ++i) {
+      order_[i] = pairs_[i].token;
+      values_[i] = pairs_[i].value;
+    }
   }
   double total = 0.0;
-  for (int32_t i = 0; i < kept; ++i) total += std::exp(logits[order_[i]] * inv_t - max);
-  for (int32_t i = 0; i < kept; ++i) {
-    probs[order_[i]] = static_cast<float>(std::exp(logits[order_[i]] * inv_t - max) / total);
-  }
+  for (int32_t i = 0; i < kept; ++i) total += values_[i];
+  const double inv_total = 1.0 / total;
+  for (int32_t i = 0; i < kept; ++i) probs[order_[i]] = static_cast<float>(values_[i] * inv_total);
 }
 
 int32_t Sampler::DrawFrom(std::span<const float> probs, double u) {
@@ -87,6 +132,24 @@ int32_t Sampler::Sample(std::span<const float> logits, uint64_t sequence, uint64
   probs_.resize(logits.size());
   Distribution(logits, probs_);
   return DrawFrom(probs_, rng_.Uniform(sequence, position, draw));
+}
+
+void TopTokens(std::span<const float> scores, int32_t k, float floor, std::vector<int32_t>& tokens) {
+  tokens.clear();
+  if (k <= 0) return;
+  const int32_t n = static_cast<int32_t>(scores.size());
+  // Scanning ids upward, a token enters only if strictly better than the current k-th: on ties
+  // the earlier (lower) id stays ahead, which is the order's tie rule.
+  float kth = floor;
+  for (int32_t x = 0; x < n; ++x) {
+    const float s = scores[x];
+    if (!(s > kth)) continue;
+    if (static_cast<int32_t>(tokens.size()) == k) tokens.pop_back();
+    std::size_t at = tokens.size();
+    while (at > 0 && scores[tokens[at - 1]] < s) --at;
+    tokens.insert(tokens.begin() + static_cast<std::ptrdiff_t>(at), x);
+    if (static_cast<int32_t>(tokens.size()) == k) kth = scores[tokens.back()];
+  }
 }
 
 }  // namespace grove

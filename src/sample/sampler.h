@@ -31,7 +31,8 @@ class Sampler {
   const SamplerParams& params() const { return params_; }
 
   // The distribution plain sampling draws from, as dense probabilities over the vocabulary
-  // (zeros outside the kept set). For temperature 0 it is one-hot at the argmax.
+  // (zeros outside the kept set). For temperature 0 it is one-hot at the argmax. O(vocab): the
+  // filters select instead of sorting the vocabulary (top-p sorts only the head it keeps).
   void Distribution(std::span<const float> logits, std::span<float> probs);
 
   // Samples a token for (sequence, position); draw distinguishes several draws at one position.
@@ -44,8 +45,21 @@ class Sampler {
  private:
   SamplerParams params_;
   CounterRng rng_;
+  struct Candidate {
+    int32_t token;
+    float value;
+  };
   std::vector<float> probs_;
-  std::vector<int32_t> order_;
+  std::vector<int32_t> order_;     // candidate token ids
+  std::vector<float> values_;      // exp((logit - max) / T) of each candidate
+  std::vector<Candidate> pairs_;   // top-p's partially sorted candidates
 };
+
+// Writes into `tokens` the k best tokens of `scores` (probabilities or logits) in the order (score
+// descending, lower id first on ties), skipping tokens whose score is not above `floor` (0 for
+// probabilities: a token without mass is never proposed; -inf for logits). Fewer than k when fewer
+// qualify. O(vocab) for the small k of draft trees (a sorted insertion into k entries, rarely
+// taken once they are full); no allocation once `tokens` has capacity k.
+void TopTokens(std::span<const float> scores, int32_t k, float floor, std::vector<int32_t>& tokens);
 
 }  // namespace grove
