@@ -9,7 +9,7 @@
 
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "speculate/spec_decoder.h"
+#include "speculate/plain_decoding.h"
 #include "train/corpus.h"
 
 #ifndef GROVE_MODELS_DIR
@@ -57,11 +57,9 @@ TEST(BundledModels, GreedyStoryIsMadeOfTheCorpussWordsAndSentences) {
   auto target = Model::Load(kTarget);
   const Tokenizer& tok = *target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode("Once upon a time", /*add_bos=*/false);
-  SpecOptions options;
-  options.n_predict = 120;
-  options.sampling.temperature = 0.0f;
   std::vector<int32_t> all = prompt;
-  const std::vector<int32_t> out = GeneratePlain(*target, prompt, options, nullptr);
+  const std::vector<int32_t> out =
+      GeneratePlain(*target, prompt, SamplerParams{.temperature = 0.0f}, {.n_predict = 120}, nullptr);
   all.insert(all.end(), out.begin(), out.end());
   const std::string text = tok.Decode(all);
   SCOPED_TRACE(text);

@@ -243,15 +243,29 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
   EXPECT_NE(r.err.find("τ = "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
 
-  r = Grove("bench -m " + Model("q8_0") + " --draft ngram --spec chain:3 --spec kconfig:2,2 -r 1 -t 1 "
+  // The default plan with a draft is auto; the stats name the step's time split.
+  r = Grove("run -m " + Model("f32") + " --draft " + draft + " -p hello -n 12 --temp 0 -t 1 --ignore-eos --compare");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("speculative: auto"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("draft fwd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("verify fwd"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
+
+  r = Grove("bench -m " + Model("q8_0") + " --draft ngram --spec chain:3 --spec kconfig:2,2 --spec auto -r 1 -t 1 "
             "--spec-tokens 8 -o json --prompts " + Path("prompts.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json b = Json::parse(r.out);
-  ASSERT_EQ(b["specs"].size(), 2u);
-  for (const auto& spec : b["specs"]) {
-    EXPECT_TRUE(spec["greedy_identical"].get<bool>());
-    EXPECT_GE(spec["tau"].get<double>(), 1.0);
-    EXPECT_GT(spec["tps_mean"].get<double>(), 0.0);
+  ASSERT_EQ(b["runs"].size(), 1u);
+  ASSERT_EQ(b["runs"][0]["plans"].size(), 3u);
+  for (const auto& plan : b["runs"][0]["plans"]) {
+    EXPECT_TRUE(plan["greedy_identical"].get<bool>());
+    EXPECT_GE(plan["tau"].get<double>(), 1.0);
+    EXPECT_GT(plan["tps_median"].get<double>(), 0.0);
+    const Json& split = plan["split"];
+    const double parts = split["draft_forward_ms"].get<double>() + split["tree_building_ms"].get<double>() +
+                         split["verify_forward_ms"].get<double>() + split["verification_ms"].get<double>() +
+                         split["cache_ms"].get<double>() + split["other_ms"].get<double>();
+    EXPECT_NEAR(parts, split["step_ms"].get<double>(), 1e-6 * split["step_ms"].get<double>() + 1e-9);
   }
 
   // Bad speculative input: named errors, non-zero exit.

@@ -28,7 +28,7 @@ std::vector<int32_t> PathTokens(const TokenTree& tree, int32_t node) {
 // A drafter given as a table from token path to children; paths not listed have none.
 DraftExpandFn TableDrafter(std::map<Path, std::vector<DraftCandidate>> table) {
   return [table = std::move(table)](const TokenTree& drafted, std::span<const int32_t> frontier,
-                                    int32_t k, std::vector<std::vector<DraftCandidate>>& out) {
+                                    int32_t k, std::span<std::vector<DraftCandidate>> out) {
     for (size_t i = 0; i < frontier.size(); ++i) {
       auto it = table.find(PathTokens(drafted, frontier[i]));
       if (it == table.end()) continue;
@@ -61,7 +61,7 @@ TEST(OptTree, ReproducesTheFigure4Example) {
   std::vector<int32_t> drafted_sizes;
   DraftExpandFn inner = Figure4Drafter();
   DraftExpandFn spy = [&](const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
-                          std::vector<std::vector<DraftCandidate>>& out) {
+                          std::span<std::vector<DraftCandidate>> out) {
     EXPECT_EQ(k, 9);
     frontiers.emplace_back(frontier.begin(), frontier.end());
     drafted_sizes.push_back(drafted.size());
@@ -121,7 +121,7 @@ std::vector<DraftCandidate> HashedChildren(const Path& path, uint64_t seed) {
 
 DraftExpandFn HashedDrafter(uint64_t seed) {
   return [seed](const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
-                std::vector<std::vector<DraftCandidate>>& out) {
+                std::span<std::vector<DraftCandidate>> out) {
     for (size_t i = 0; i < frontier.size(); ++i) {
       out[i] = HashedChildren(PathTokens(drafted, frontier[i]), seed);
       std::sort(out[i].begin(), out[i].end(),
@@ -203,7 +203,7 @@ TEST(OptTree, PaperDepthCapWithZeroDeltaIsTheGlobalOptimum) {
 // layer 2 (0.6 + 0.36 + 0.3); layer 3 changes nothing.
 DraftExpandFn ConstantDrafter() {
   return [](const TokenTree&, std::span<const int32_t> frontier, int32_t k,
-            std::vector<std::vector<DraftCandidate>>& out) {
+            std::span<std::vector<DraftCandidate>> out) {
     for (auto& o : out) o = {{0, 0.6f}, {1, 0.3f}, {2, 0.1f}};
   };
 }
@@ -235,7 +235,7 @@ TEST(OptTree, DeltaDecidesHowManyLayersAreDrafted) {
   // The paper's own cap: a chain drafter with prob 1 stops at depth n.
   OptTreeResult chain = BuildOptTree({.n_nodes = 4, .delta = 0.0},
                                      [](const TokenTree&, std::span<const int32_t>, int32_t,
-                                        std::vector<std::vector<DraftCandidate>>& out) {
+                                        std::span<std::vector<DraftCandidate>> out) {
                                        for (auto& o : out) o = {{7, 1.0f}};
                                      });
   EXPECT_EQ(chain.draft_steps, 4);
@@ -279,13 +279,10 @@ TEST(OptTree, RejectsBadParamsAndBadDrafters) {
   expect_error(TableDrafter({{{}, {{1, 0.3f}, {1, 0.2f}}}}), "drafted twice");
   expect_error(
       [](const TokenTree&, std::span<const int32_t>, int32_t,
-         std::vector<std::vector<DraftCandidate>>& out) {
+         std::span<std::vector<DraftCandidate>> out) {
         out[0] = {{1, 0.3f}, {2, 0.2f}, {3, 0.1f}};  // three for k = 2
       },
       "more than the 2");
-  expect_error([](const TokenTree&, std::span<const int32_t>, int32_t,
-                  std::vector<std::vector<DraftCandidate>>& out) { out.clear(); },
-               "candidate lists");
 }
 
 }  // namespace

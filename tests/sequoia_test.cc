@@ -296,16 +296,23 @@ TEST(ChooseSizeAndDepth, PicksTheKneeOfAFlatThenLinearCurve) {
   EXPECT_NEAR(c.speedup, g / 1.4, 1e-12);  // t(1) = 1 s
 }
 
-TEST(ChooseSizeAndDepth, CostlyDraftingPrefersOneWideLevel) {
-  // Drafting a level costs 10 t(1): depth 2 (one draft pass over the root) wins. Its best value,
-  // 1 + 0.5 + 0.3 + 0.1 = 1.9, needs n = 4; larger n adds nothing, so ties keep n = 4. Depth 3
-  // reaches at most 1 + 0.9 + 0.9^2 = 2.71 for cost 31 (0.087 < 1.9/21 = 0.0905).
+TEST(ChooseSizeAndDepth, CostlyDraftingFallsBackToPlainDecoding) {
+  // Drafting a level costs 10 t(1). The best tree would be depth 2 (one draft pass over the root):
+  // 1 + 0.5 + 0.3 + 0.1 = 1.9 tokens for 21 t(1), far below plain decoding's one token per t(1),
+  // which is a candidate and wins.
   SequoiaTable table = SequoiaTable::Build(std::vector<double>{0.5, 0.3, 0.1}, 16, 6);
   VerifyCostCurve curve({{1, 1.0}, {16, 1.0}});
   SizeDepthChoice c = ChooseSizeAndDepth(table, curve, 10.0);
-  EXPECT_EQ(c.depth, 2);
-  EXPECT_EQ(c.size, 4);
-  EXPECT_NEAR(c.tokens_per_second, 1.9 / 21.0, 1e-12);
+  EXPECT_EQ(c.size, 1);
+  EXPECT_EQ(c.depth, 1);
+  EXPECT_DOUBLE_EQ(c.speedup, 1.0);
+  EXPECT_TRUE(table.Tree(c.size, c.depth).empty());
+  // Cheaper drafting (0.3 t(1) a level) makes a tree pay: depth 3, every node with three children,
+  // 1 + 0.9 + 0.81 = 2.71 tokens for 1.9 t(1).
+  SizeDepthChoice cheap = ChooseSizeAndDepth(table, curve, 0.3);
+  EXPECT_EQ(cheap.depth, 3);
+  EXPECT_EQ(cheap.size, 13);
+  EXPECT_NEAR(cheap.tokens_per_second, 2.71 / 1.9, 1e-9);
   EXPECT_THROW(ChooseSizeAndDepth(SequoiaTable::Build(std::vector<double>{0.5}, 8), curve, 0.1),
                Error);
   EXPECT_THROW(ChooseSizeAndDepth(table, curve, -1.0), Error);

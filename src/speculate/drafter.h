@@ -1,6 +1,9 @@
-// What proposes draft tokens: a small model, or a cheap guesser such as prompt lookup. Tree builders
-// (speculate/tree_builder.h) ask a drafter for next-token distributions one tree level at a time; the
-// decoding loop tells it which tokens were committed.
+// What proposes draft tokens: a small model, or a cheap guesser such as prompt lookup. The tree
+// builder (speculate/tree_builder.h) asks a drafter for next-token logits one tree level at a time
+// and decides itself what to make of them (a distribution to sample from, or a ranking); the
+// session tells the drafter which nodes the target accepted.
+//
+// A drafter serves one sequence at a time (it holds that sequence's draft state, e.g. a KV cache).
 #pragma once
 
 #include <cstdint>
@@ -17,23 +20,31 @@ class Drafter {
 
   virtual std::string_view name() const = 0;
   virtual int32_t n_vocab() const = 0;
-  // True when the rows are guesses (one-hot or empty) rather than a distribution the children are
-  // sampled from: only verification rules that are lossless for any tree may then be used.
+  // True when the logits are guesses (one token per row, or none) rather than a distribution the
+  // children are sampled from: only verification rules that are lossless for any tree may then be
+  // used, and children are always the top guesses (speculate/speculation.h decides this).
   virtual bool deterministic() const = 0;
 
   // Starts a sequence whose committed tokens are `context`; the last one is the root of the first
   // tree (it is not in the target's KV cache yet either).
   virtual void Begin(std::span<const int32_t> context) = 0;
 
-  // Writes, for each frontier node of `tree` (-1 is the root), the distribution of the token that
-  // follows it into rows[i * n_vocab(), (i + 1) * n_vocab()). A step starts with the frontier {-1};
-  // later calls pass one level at a time, in order, each node's parent expanded before it. `tree`
-  // only grows between calls of one step (new nodes are appended).
-  virtual void Expand(const TokenTree& tree, std::span<const int32_t> frontier, std::span<float> rows) = 0;
+  // Returns, for each frontier node of `tree` (-1 is the root), the logits of the token that
+  // follows it: frontier.size() rows of n_vocab() floats, valid until the next call. -inf marks a
+  // token the drafter does not propose; a row of -inf proposes nothing. A step starts with the
+  // frontier {-1}; later calls pass one level at a time, in order, each node's parent expanded
+  // before it. `tree` only grows between calls of one step (new nodes are appended).
+  virtual std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) = 0;
 
-  // Ends a step: the tokens the target accepted along one root-to-node path, then the next token,
-  // which becomes the root of the next step.
-  virtual void Commit(std::span<const int32_t> accepted_tokens, int32_t next_token) = 0;
+  // Ends a step: `accepted` are the nodes of `tree` (this step's tree, possibly empty) the target
+  // accepted, root to leaf; `next_token` follows them and becomes the root of the next step. A
+  // step without a tree (plain decoding) commits nothing but the next token.
+  virtual void Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) = 0;
+
+  // Whether a step that expands up to `fed_nodes` tree nodes (in Expand calls after the first)
+  // still fits the drafter's cache beside the committed text; drafters without a cache always fit.
+  // The session speculates only while it does, and decodes plainly after that.
+  virtual bool HasRoomFor(int32_t fed_nodes) const = 0;
 };
 
 }  // namespace grove

@@ -6,6 +6,11 @@
 #include "io/gguf.h"
 
 namespace grove {
+namespace {
+
+constexpr std::size_t kReservedTreeNodes = 4096;
+
+}  // namespace
 
 void CheckSameVocabulary(const Model& draft, const Model& target) {
   const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
@@ -25,107 +30,101 @@ void CheckSameVocabulary(const Model& draft, const Model& target) {
   }
 }
 
-namespace {
-
-// At temperature 0 plain sampling's distribution is one-hot, which would leave a top-k tree one child
-// per node. Greedy verification never reads the draft rows, so rank candidates (and give OPT-Tree its
-// probabilities) by the draft's own softmax instead.
-SamplerParams DraftParams(const SamplerParams& sampling) {
-  if (!sampling.greedy()) return sampling;
-  return SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = sampling.seed};
-}
-
-}  // namespace
-
-ModelDrafter::ModelDrafter(Model& draft, const Model& target, const SamplerParams& sampling)
-    : draft_(draft), sampler_(DraftParams(sampling)) {
+ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq) : draft_(draft), seq_(seq) {
   CheckSameVocabulary(draft, target);
+  if (seq < 0 || seq >= draft.n_seq()) Fail("draft model: sequence ", seq, " outside 0..", draft.n_seq() - 1);
   batch_.tokens.reserve(draft.max_batch());
-  fed_.reserve(256);
-  fed_of_node_.reserve(256);
+  // Every committed token may wait here while the session decodes plainly (a long context).
+  pending_.reserve(static_cast<std::size_t>(draft.n_ctx()) + 1);
+  // An accepted path is at most as long as the context; a step's tree (OPT-Tree's drafted layers
+  // included) rarely has more than a few hundred nodes. Reserved so steps do not allocate.
+  kept_slots_.reserve(static_cast<std::size_t>(draft.n_ctx()));
+  slot_of_node_.reserve(kReservedTreeNodes);
 }
 
 void ModelDrafter::Begin(std::span<const int32_t> context) {
   GROVE_CHECK(!context.empty());
-  draft_.cache(0).Clear();
-  // Everything but the root goes into the cache now; the root is fed with the first level.
-  draft_.ForwardChain(context.first(context.size() - 1), 0, 0, batch_, /*want_logits=*/false);
-  pending_.assign(1, context.back());
+  draft_.cache(seq_).Clear();
+  pending_.assign(context.begin(), context.end());
   root_position_ = static_cast<int32_t>(context.size()) - 1;
+  root_slot_ = -1;
+  // The prompt goes into the cache now, as a prefill; the root is fed with the first level.
+  FeedPendingBeforeRoot();
 }
 
-void ModelDrafter::FeedPending() {
-  // Tokens committed since the last step that the draft has not seen: the accepted tokens beyond the
-  // levels it drafted, then the new root. One chain; only the root's row is needed.
-  KvCache& cache = draft_.cache(0);
-  const int32_t first_position = root_position_ - static_cast<int32_t>(pending_.size()) + 1;
-  batch_.Clear();
-  batch_.AddChain(pending_, first_position, 0);
-  GROVE_CHECK(cache.length() == first_position, "draft cache out of step with the committed text");
-  pending_.clear();
+void ModelDrafter::FeedPendingBeforeRoot() {
+  const int32_t n_before_root = static_cast<int32_t>(pending_.size()) - 1;
+  if (n_before_root <= 0) return;
+  const int32_t first_position = root_position_ - n_before_root;
+  GROVE_CHECK(draft_.cache(seq_).length() == first_position, "draft cache out of step with the committed text");
+  draft_.ForwardChain(std::span<const int32_t>(pending_).first(n_before_root), first_position, seq_, batch_,
+                      /*want_logits=*/false);
+  pending_.erase(pending_.begin(), pending_.begin() + n_before_root);
 }
 
-void ModelDrafter::Expand(const TokenTree& tree, std::span<const int32_t> frontier, std::span<float> rows) {
-  const int32_t nv = n_vocab();
-  GROVE_CHECK(rows.size() >= frontier.size() * static_cast<std::size_t>(nv));
-  KvCache& cache = draft_.cache(0);
-  if (frontier.size() == 1 && frontier[0] == -1) {
-    FeedPending();
-    fed_.clear();
-    fed_of_node_.clear();
+std::span<const float> ModelDrafter::Expand(const TokenTree& tree, std::span<const int32_t> frontier) {
+  KvCache& cache = draft_.cache(seq_);
+  const bool root_level = frontier.size() == 1 && frontier[0] == -1;
+  if (root_level) {
+    // Tokens committed since the last step that the draft has not seen: the accepted tokens beyond
+    // the levels it drafted, then the new root. Only the root's row is needed. A long backlog (after
+    // plain steps) goes in max_batch chunks first.
+    if (static_cast<int32_t>(pending_.size()) > draft_.max_batch()) FeedPendingBeforeRoot();
+    const int32_t first_position = root_position_ - static_cast<int32_t>(pending_.size()) + 1;
+    GROVE_CHECK(cache.length() == first_position, "draft cache out of step with the committed text");
+    batch_.Clear();
+    batch_.AddChain(pending_, first_position, seq_);
+    pending_.clear();
+    std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
   } else {
     batch_.Clear();
     for (int32_t node : frontier) {
       const TreeNode& t = tree.node(node);
       int32_t parent_slot = root_slot_;
       if (t.parent >= 0) {
-        GROVE_CHECK(static_cast<std::size_t>(t.parent) < fed_of_node_.size() && fed_of_node_[t.parent] >= 0,
+        GROVE_CHECK(static_cast<std::size_t>(t.parent) < slot_of_node_.size() && slot_of_node_[t.parent] >= 0,
                     "draft: node ", node, " expanded before its parent");
-        parent_slot = fed_[fed_of_node_[t.parent]].slot;
+        parent_slot = slot_of_node_[t.parent];
       }
-      batch_.Add(t.token, root_position_ + t.depth, 0, -1, true, parent_slot);
+      batch_.Add(t.token, root_position_ + t.depth, seq_, -1, true, parent_slot);
     }
   }
   const int32_t first_slot = cache.length();
   std::span<const float> logits = draft_.Forward(batch_);
-  if (frontier.size() == 1 && frontier[0] == -1) {
+  if (root_level) {
     root_slot_ = cache.length() - 1;
   } else {
-    if (fed_of_node_.size() < static_cast<std::size_t>(tree.size())) fed_of_node_.resize(tree.size(), -1);
+    if (slot_of_node_.size() < static_cast<std::size_t>(tree.size())) slot_of_node_.resize(tree.size(), -1);
     for (std::size_t i = 0; i < frontier.size(); ++i) {
-      const TreeNode& t = tree.node(frontier[i]);
-      fed_of_node_[frontier[i]] = static_cast<int32_t>(fed_.size());
-      fed_.push_back({t.parent < 0 ? -1 : fed_of_node_[t.parent], t.token, first_slot + static_cast<int32_t>(i)});
+      slot_of_node_[frontier[i]] = first_slot + static_cast<int32_t>(i);
     }
   }
-  for (std::size_t i = 0; i < frontier.size(); ++i) {
-    sampler_.Distribution(logits.subspan(i * nv, nv), rows.subspan(i * nv, nv));
-  }
+  return logits;
 }
 
-void ModelDrafter::Commit(std::span<const int32_t> accepted_tokens, int32_t next_token) {
-  // Walk the accepted path through the nodes the draft has seen; keep their cache slots.
+void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) {
+  // The accepted nodes the draft has already fed keep their cache slots (a prefix of the path);
+  // the rest, then the next token, wait for the next step's first forward.
   kept_slots_.clear();
-  int32_t current = -1;
   std::size_t n_fed = 0;
-  for (; n_fed < accepted_tokens.size(); ++n_fed) {
-    int32_t found = -1;
-    for (std::size_t f = 0; f < fed_.size(); ++f) {
-      if (fed_[f].parent == current && fed_[f].token == accepted_tokens[n_fed]) {
-        found = static_cast<int32_t>(f);
-        break;
-      }
-    }
-    if (found < 0) break;
-    kept_slots_.push_back(fed_[found].slot);
-    current = found;
+  for (; n_fed < accepted.size(); ++n_fed) {
+    const int32_t node = accepted[n_fed];
+    if (static_cast<std::size_t>(node) >= slot_of_node_.size() || slot_of_node_[node] < 0) break;
+    kept_slots_.push_back(slot_of_node_[node]);
   }
-  draft_.cache(0).Compact(root_slot_ + 1, kept_slots_);
-  pending_.assign(accepted_tokens.begin() + n_fed, accepted_tokens.end());
+  if (root_slot_ >= 0) {
+    draft_.cache(seq_).Compact(root_slot_ + 1, kept_slots_);
+    root_slot_ = -1;
+  }
+  for (std::size_t i = n_fed; i < accepted.size(); ++i) pending_.push_back(tree.node(accepted[i]).token);
   pending_.push_back(next_token);
-  root_position_ += static_cast<int32_t>(accepted_tokens.size()) + 1;
-  fed_.clear();
-  fed_of_node_.clear();
+  root_position_ += static_cast<int32_t>(accepted.size()) + 1;
+  std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
+}
+
+bool ModelDrafter::HasRoomFor(int32_t fed_nodes) const {
+  const KvCache& cache = draft_.cache(seq_);
+  return static_cast<int64_t>(cache.length()) + static_cast<int64_t>(pending_.size()) + fed_nodes <= draft_.n_ctx();
 }
 
 }  // namespace grove

@@ -2,37 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_set>
 
 #include "base/error.h"
 
 namespace grove {
-namespace {
-
-// One drafted child of a frontier node, before the layer's top-n cut.
-struct Candidate {
-  double path_prob;  // p̂ = p̂(parent) * prob
-  int32_t order;     // generation order: frontier position, then draft rank (the tie-break)
-  int32_t parent;    // node index in the drafted tree, -1 for the root
-  int32_t token;
-  float prob;
-};
-
-bool MorePromising(const Candidate& a, const Candidate& b) {
-  return a.path_prob != b.path_prob ? a.path_prob > b.path_prob : a.order < b.order;
-}
-
-// E_sub: the sum of the n largest p̂ drafted so far.
-double TopSum(std::vector<double> values, int32_t n) {
-  const auto keep = std::min(values.size(), static_cast<size_t>(n));
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(keep), values.end(),
-                   std::greater<>());
-  double sum = 0.0;
-  for (size_t i = 0; i < keep; ++i) sum += values[i];
-  return sum;
-}
-
-}  // namespace
 
 void OptTreeParams::Validate() const {
   if (n_nodes < 1) Fail("opt-tree: node budget ", n_nodes, " must be >= 1");
@@ -40,101 +13,138 @@ void OptTreeParams::Validate() const {
   if (max_depth < 0) Fail("opt-tree: depth cap ", max_depth, " must be >= 1, or 0 for the default");
 }
 
-OptTreeResult BuildOptTree(const OptTreeParams& params, const DraftExpandFn& expand) {
+void OptTreeWorkspace::Reserve(const OptTreeParams& params) {
+  const size_t n = static_cast<size_t>(params.n_nodes);
+  const size_t drafted_max = n * static_cast<size_t>(params.depth_cap());
+  drafted.Reserve(static_cast<int32_t>(drafted_max), params.n_nodes);
+  for (auto* v : {&path_prob, &top_sum}) v->reserve(drafted_max);
+  for (auto* v : {&keep, &new_index}) v->reserve(drafted_max);
+  frontier.reserve(n);
+  tokens.reserve(n);
+  layer.reserve(n * n);
+  if (out.size() < n) out.resize(n);
+  for (auto& list : out) list.reserve(n);
+}
+
+void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWorkspace& ws,
+                  OptTreeResult& result) {
+  using Candidate = OptTreeWorkspace::Candidate;
   params.Validate();
   const int32_t n = params.n_nodes;
-  const int32_t max_depth = params.max_depth == 0 ? n : params.max_depth;
+  const int32_t max_depth = params.depth_cap();
+  auto more_promising = [](const Candidate& a, const Candidate& b) {
+    return a.path_prob != b.path_prob ? a.path_prob > b.path_prob : a.order < b.order;
+  };
 
-  OptTreeResult result;
-  TokenTree drafted;              // every layer drafted so far, L[1] ∪ L[2] ∪ ...
-  std::vector<double> path_prob;  // p̂ per drafted node
-  std::vector<int32_t> frontier = {-1};
-  std::vector<std::vector<DraftCandidate>> out;
-  std::vector<Candidate> layer;
-  std::unordered_set<int32_t> seen;
+  result.tree.Clear();
+  result.expected_length = 1.0;
+  result.draft_steps = 0;
+  result.e_sub.clear();
+  ws.drafted.Clear();
+  ws.path_prob.clear();
+  ws.frontier.assign(1, -1);
   double e_prev = 0.0;
   while (true) {
     // One drafting step: the top-n children of every frontier node. n per node suffices: a child
     // outside its parent's top n has n siblings with larger p̂ and cannot make the layer's top n.
-    out.assign(frontier.size(), {});
-    expand(drafted, frontier, n, out);
+    if (ws.out.size() < ws.frontier.size()) ws.out.resize(ws.frontier.size());
+    const std::span<std::vector<DraftCandidate>> out(ws.out.data(), ws.frontier.size());
+    for (auto& list : out) list.clear();
+    expand(ws.drafted, ws.frontier, n, out);
     ++result.draft_steps;
-    if (out.size() != frontier.size()) {
-      Fail("opt-tree: expand returned ", out.size(), " candidate lists for ", frontier.size(),
-           " frontier nodes");
-    }
-    layer.clear();
-    for (size_t i = 0; i < frontier.size(); ++i) {
+    ws.layer.clear();
+    for (size_t i = 0; i < ws.frontier.size(); ++i) {
       auto& cands = out[i];
       if (cands.size() > static_cast<size_t>(n)) {
-        Fail("opt-tree: expand returned ", cands.size(), " candidates for node ", frontier[i],
+        Fail("opt-tree: expand returned ", cands.size(), " candidates for node ", ws.frontier[i],
              ", more than the ", n, " asked for");
       }
-      // Rank order = descending draft probability (the order verification tries siblings in).
-      std::stable_sort(cands.begin(), cands.end(),
-                       [](const auto& a, const auto& b) { return a.prob > b.prob; });
-      seen.clear();
+      // Rank order = descending draft probability (the order verification tries siblings in),
+      // equal ones in the order given. An insertion sort: stable without std::stable_sort's
+      // temporary buffer, and linear for the drafter's candidates, which come sorted.
+      for (size_t j = 1; j < cands.size(); ++j) {
+        const DraftCandidate c = cands[j];
+        size_t at = j;
+        for (; at > 0 && cands[at - 1].prob < c.prob; --at) cands[at] = cands[at - 1];
+        cands[at] = c;
+      }
+      ws.tokens.clear();
+      for (const DraftCandidate& c : cands) ws.tokens.push_back(c.token);
+      std::sort(ws.tokens.begin(), ws.tokens.end());
+      if (auto dup = std::adjacent_find(ws.tokens.begin(), ws.tokens.end()); dup != ws.tokens.end()) {
+        Fail("opt-tree: token ", *dup, " drafted twice under node ", ws.frontier[i]);
+      }
       const double parent_prob =
-          frontier[i] < 0 ? 1.0 : path_prob[static_cast<size_t>(frontier[i])];
+          ws.frontier[i] < 0 ? 1.0 : ws.path_prob[static_cast<size_t>(ws.frontier[i])];
       for (const DraftCandidate& c : cands) {
         if (!(c.prob >= 0.0f && c.prob <= 1.0f)) {
           Fail("opt-tree: draft probability ", c.prob, " of token ", c.token, " under node ",
-               frontier[i], " is outside [0, 1]");
-        }
-        if (!seen.insert(c.token).second) {
-          Fail("opt-tree: token ", c.token, " drafted twice under node ", frontier[i]);
+               ws.frontier[i], " is outside [0, 1]");
         }
         if (c.prob == 0.0f) continue;  // adds nothing to E(A), would only cost a verify row
-        layer.push_back({.path_prob = parent_prob * c.prob,
-                         .order = static_cast<int32_t>(layer.size()),
-                         .parent = frontier[i],
-                         .token = c.token,
-                         .prob = c.prob});
+        ws.layer.push_back({.path_prob = parent_prob * c.prob,
+                            .order = static_cast<int32_t>(ws.layer.size()),
+                            .parent = ws.frontier[i],
+                            .token = c.token,
+                            .prob = c.prob});
       }
     }
-    if (layer.empty()) break;  // the drafter's support ran out
+    if (ws.layer.empty()) break;  // the drafter's support ran out
     // The next layer: the n best candidates, then back in generation order so each parent's
     // children stay together in rank order.
-    if (layer.size() > static_cast<size_t>(n)) {
-      std::partial_sort(layer.begin(), layer.begin() + n, layer.end(), MorePromising);
-      layer.resize(static_cast<size_t>(n));
+    if (ws.layer.size() > static_cast<size_t>(n)) {
+      std::nth_element(ws.layer.begin(), ws.layer.begin() + (n - 1), ws.layer.end(), more_promising);
+      ws.layer.resize(static_cast<size_t>(n));
     }
-    std::sort(layer.begin(), layer.end(),
+    std::sort(ws.layer.begin(), ws.layer.end(),
               [](const Candidate& a, const Candidate& b) { return a.order < b.order; });
-    frontier.clear();
-    for (const Candidate& c : layer) {
-      frontier.push_back(drafted.AddChild(c.parent, c.token, c.prob));
-      path_prob.push_back(c.path_prob);
+    ws.frontier.clear();
+    for (const Candidate& c : ws.layer) {
+      ws.frontier.push_back(ws.drafted.AddChild(c.parent, c.token, c.prob));
+      ws.path_prob.push_back(c.path_prob);
     }
-    const double e_cur = TopSum(path_prob, n);
+    // E_sub: the sum of the n largest p̂ drafted so far.
+    ws.top_sum.assign(ws.path_prob.begin(), ws.path_prob.end());
+    const auto top = std::min(ws.top_sum.size(), static_cast<size_t>(n));
+    std::nth_element(ws.top_sum.begin(), ws.top_sum.begin() + static_cast<std::ptrdiff_t>(top) - 1,
+                     ws.top_sum.end(), std::greater<>());
+    double e_cur = 0.0;
+    for (size_t i = 0; i < top; ++i) e_cur += ws.top_sum[i];
     result.e_sub.push_back(e_cur);
     // Algorithm 1: continue while D(T) < n (here the cap) and E_sub grew by more than δ.
-    if (drafted.depth() >= max_depth || !(e_cur - e_prev > params.delta)) break;
+    if (ws.drafted.depth() >= max_depth || !(e_cur - e_prev > params.delta)) break;
     e_prev = e_cur;
   }
 
   // T_opt: the n drafted nodes with the largest p̂; ties to the smaller index, which is level order,
   // so a parent (p̂ >= its child's, as every prob <= 1) always precedes its child.
-  std::vector<int32_t> keep(static_cast<size_t>(drafted.size()));
-  for (int32_t v = 0; v < drafted.size(); ++v) keep[static_cast<size_t>(v)] = v;
+  const int32_t n_drafted = ws.drafted.size();
+  ws.keep.resize(static_cast<size_t>(n_drafted));
+  for (int32_t v = 0; v < n_drafted; ++v) ws.keep[static_cast<size_t>(v)] = v;
   auto better = [&](int32_t a, int32_t b) {
-    const double pa = path_prob[static_cast<size_t>(a)], pb = path_prob[static_cast<size_t>(b)];
+    const double pa = ws.path_prob[static_cast<size_t>(a)], pb = ws.path_prob[static_cast<size_t>(b)];
     return pa != pb ? pa > pb : a < b;
   };
-  if (keep.size() > static_cast<size_t>(n)) {
-    std::partial_sort(keep.begin(), keep.begin() + n, keep.end(), better);
-    keep.resize(static_cast<size_t>(n));
+  if (ws.keep.size() > static_cast<size_t>(n)) {
+    std::nth_element(ws.keep.begin(), ws.keep.begin() + (n - 1), ws.keep.end(), better);
+    ws.keep.resize(static_cast<size_t>(n));
   }
-  std::sort(keep.begin(), keep.end());
-  std::vector<int32_t> new_index(static_cast<size_t>(drafted.size()), -1);
-  for (int32_t v : keep) {
-    const TreeNode& node = drafted.node(v);
-    const int32_t parent = node.parent < 0 ? -1 : new_index[static_cast<size_t>(node.parent)];
-    GROVE_CHECK(node.parent < 0 || parent >= 0, "opt-tree: selected node ", v,
-                " without its parent ", node.parent);
-    new_index[static_cast<size_t>(v)] = result.tree.AddChild(parent, node.token, node.prob);
-    result.expected_length += path_prob[static_cast<size_t>(v)];
+  std::sort(ws.keep.begin(), ws.keep.end());
+  ws.new_index.assign(static_cast<size_t>(n_drafted), -1);
+  for (int32_t v : ws.keep) {
+    const TreeNode& node = ws.drafted.node(v);
+    const int32_t parent = node.parent < 0 ? -1 : ws.new_index[static_cast<size_t>(node.parent)];
+    GROVE_CHECK(node.parent < 0 || parent >= 0, "opt-tree: selected node ", v, " without its parent ",
+                node.parent);
+    ws.new_index[static_cast<size_t>(v)] = result.tree.AddChild(parent, node.token, node.prob);
+    result.expected_length += ws.path_prob[static_cast<size_t>(v)];
   }
+}
+
+OptTreeResult BuildOptTree(const OptTreeParams& params, DraftExpandRef expand) {
+  OptTreeWorkspace workspace;
+  OptTreeResult result;
+  BuildOptTree(params, expand, workspace, result);
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "base/function_ref.h"
 #include "speculate/token_tree.h"
 
 namespace grove {
@@ -31,10 +32,11 @@ struct DraftCandidate {
 
 // Fills out[i] with up to k candidates for frontier[i] (a node of `drafted`, or -1 for the root),
 // in any order. Tokens must be distinct per node and probabilities in [0, 1]; out arrives with
-// frontier.size() empty vectors.
-using DraftExpandFn =
-    std::function<void(const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
-                       std::vector<std::vector<DraftCandidate>>& out)>;
+// frontier.size() empty vectors (their capacity kept from earlier calls).
+using DraftExpandFn = std::function<void(const TokenTree& drafted, std::span<const int32_t> frontier,
+                                         int32_t k, std::span<std::vector<DraftCandidate>> out)>;
+using DraftExpandRef = FunctionRef<void(const TokenTree& drafted, std::span<const int32_t> frontier,
+                                        int32_t k, std::span<std::vector<DraftCandidate>> out)>;
 
 struct OptTreeParams {
   int32_t n_nodes = 50;  // node budget n, root excluded (the verify batch has n + 1 tokens)
@@ -42,6 +44,7 @@ struct OptTreeParams {
   int32_t max_depth = 0;  // draft layers at most; 0: the paper's cap (drafts while depth < n)
   // Throws grove::Error naming the bad value.
   void Validate() const;
+  int32_t depth_cap() const { return max_depth == 0 ? n_nodes : max_depth; }
 };
 
 struct OptTreeResult {
@@ -51,10 +54,42 @@ struct OptTreeResult {
   std::vector<double> e_sub;     // E_sub after each drafted layer (non-decreasing, Theorem 3.2)
 };
 
+// Scratch of one sequence's OPT-Tree builds, kept across steps so a build allocates nothing once
+// the buffers have grown to the budget (n candidates per frontier node, n frontier nodes).
+class OptTreeWorkspace {
+ public:
+  // Grows every buffer to what builds with `params` need at most (n nodes per layer, up to the
+  // depth cap), so that no build allocates.
+  void Reserve(const OptTreeParams& params);
+
+ private:
+  friend void BuildOptTree(const OptTreeParams&, DraftExpandRef, OptTreeWorkspace&, OptTreeResult&);
+  struct Candidate {
+    double path_prob;  // p̂ = p̂(parent) * prob
+    int32_t order;     // generation order: frontier position, then draft rank (the tie-break)
+    int32_t parent;    // node index in the drafted tree, -1 for the root
+    int32_t token;
+    float prob;
+  };
+  TokenTree drafted;              // every layer drafted so far, L[1] ∪ L[2] ∪ ...
+  std::vector<double> path_prob;  // p̂ per drafted node
+  std::vector<double> top_sum;    // scratch of E_sub
+  std::vector<int32_t> frontier;
+  std::vector<std::vector<DraftCandidate>> out;
+  std::vector<Candidate> layer;
+  std::vector<int32_t> tokens;    // duplicate check
+  std::vector<int32_t> keep;
+  std::vector<int32_t> new_index;
+};
+
 // Algorithm 1. Candidates with zero probability are dropped (they add nothing to E(A) and would
 // cost a verify row), so the tree has fewer than n nodes when the drafter's support runs out.
 // Ties in p̂ prefer the node drafted first, hence a parent before its child and a shallower node
 // before a deeper one (digest §4.3: needed for ancestor-closure when a probability is exactly 1).
-OptTreeResult BuildOptTree(const OptTreeParams& params, const DraftExpandFn& expand);
+// `result` is overwritten (its tree keeps its capacity).
+void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWorkspace& workspace,
+                  OptTreeResult& result);
+// The same with a fresh workspace (allocates: for tests and one-off trees).
+OptTreeResult BuildOptTree(const OptTreeParams& params, DraftExpandRef expand);
 
 }  // namespace grove

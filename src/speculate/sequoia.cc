@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 
 #include "base/error.h"
@@ -46,10 +45,16 @@ double PositionalExpectedLength(const TokenTree& tree, std::span<const double> a
 
 SequoiaTable SequoiaTable::Build(std::span<const double> acceptance, int32_t max_size,
                                  int32_t max_depth) {
+  SequoiaTable t;
+  t.Compute(acceptance, max_size, max_depth);
+  return t;
+}
+
+void SequoiaTable::Compute(std::span<const double> acceptance, int32_t max_size, int32_t max_depth) {
   ValidateAcceptanceVector(acceptance);
   if (max_size < 1) Fail("sequoia: tree size ", max_size, " must be >= 1 (the root)");
   if (max_depth < 0) Fail("sequoia: depth bound ", max_depth, " must be >= 1, or 0 for none");
-  SequoiaTable t;
+  SequoiaTable& t = *this;
   t.acceptance_.assign(acceptance.begin(), acceptance.end());
   t.max_size_ = max_size;
   t.max_depth_ = max_depth;
@@ -61,6 +66,8 @@ SequoiaTable SequoiaTable::Build(std::span<const double> acceptance, int32_t max
   t.best_.assign(static_cast<size_t>(max_size + 1) * t.n_slots_, kMinusInf);
   t.best_b_.assign(t.best_.size(), 0);
   t.best_size_.assign(t.best_.size(), 0);
+  t.queue_.reserve(static_cast<size_t>(max_size));
+  t.child_sizes_.reserve(static_cast<size_t>(t.max_branch_));
 
   // Slots that exist: 0 when unbounded; depth budgets 1..D when bounded (slot 0 stays -inf).
   const int32_t first_slot = max_depth == 0 ? 0 : 1;
@@ -115,7 +122,6 @@ SequoiaTable SequoiaTable::Build(std::span<const double> acceptance, int32_t max
       }
     }
   }
-  return t;
 }
 
 int32_t SequoiaTable::Slot(int32_t depth) const {
@@ -137,14 +143,23 @@ double SequoiaTable::Value(int32_t size, int32_t depth) const {
 }
 
 TokenTree SequoiaTable::Tree(int32_t size) const {
-  return max_depth_ == 0 ? Rebuild(size, 0) : Tree(size, max_depth_);
+  if (max_depth_ != 0) return Tree(size, max_depth_);
+  TokenTree tree;
+  Rebuild(size, 0, tree);
+  return tree;
 }
 
 TokenTree SequoiaTable::Tree(int32_t size, int32_t depth) const {
-  return Rebuild(size, Slot(depth));
+  TokenTree tree;
+  TreeInto(size, depth, tree);
+  return tree;
 }
 
-TokenTree SequoiaTable::Rebuild(int32_t size, int32_t slot) const {
+void SequoiaTable::TreeInto(int32_t size, int32_t depth, TokenTree& tree) const {
+  Rebuild(size, Slot(depth), tree);
+}
+
+void SequoiaTable::Rebuild(int32_t size, int32_t slot, TokenTree& tree) const {
   if (size < 1 || size > max_size_) {
     Fail("sequoia: tree size ", size, " is outside the table's [1, ", max_size_, "]");
   }
@@ -154,36 +169,28 @@ TokenTree SequoiaTable::Rebuild(int32_t size, int32_t slot) const {
   // Breadth-first expansion of (node, subtree size, slot) so nodes come out in level order. Each
   // subtree is rebuilt from its own pointers: the paper's Python shares subtree objects (a DAG); a
   // flat node array needs a copy per occurrence, which this gives for free.
-  struct Pending {
-    int32_t node;  // -1: the root
-    int32_t size;
-    int32_t slot;
-  };
-  TokenTree tree;
-  std::deque<Pending> queue = {{-1, size, slot}};
-  std::vector<int32_t> child_sizes;
-  while (!queue.empty()) {
-    const Pending p = queue.front();
-    queue.pop_front();
+  tree.Clear();
+  queue_.assign(1, {-1, size, slot});
+  for (std::size_t head = 0; head < queue_.size(); ++head) {
+    const Pending p = queue_[head];
     const int32_t actual = best_size_[AtBest(p.size, p.slot)];  // may be below the bound p.size
     if (actual == 1) continue;
     const int32_t branches = best_b_[AtBest(actual, p.slot)];
     // Peel the last child off first (the recursion splits off child b), then emit in rank order.
-    child_sizes.assign(static_cast<size_t>(branches), 0);
+    child_sizes_.assign(static_cast<size_t>(branches), 0);
     int32_t rest = actual;
     for (int32_t b = branches; b >= 1; --b) {
       const int32_t m = split_[At(rest, p.slot, b)];
-      child_sizes[static_cast<size_t>(b - 1)] = m;
+      child_sizes_[static_cast<size_t>(b - 1)] = m;
       rest -= m;
     }
     GROVE_CHECK(rest == 1, "sequoia: split pointers leave ", rest, " nodes for the root");
     for (int32_t b = 1; b <= branches; ++b) {
       const int32_t child = tree.AddChild(
           p.node, kNoToken, static_cast<float>(acceptance_[static_cast<size_t>(b - 1)]));
-      queue.push_back({child, child_sizes[static_cast<size_t>(b - 1)], ChildSlot(p.slot)});
+      queue_.push_back({child, child_sizes_[static_cast<size_t>(b - 1)], ChildSlot(p.slot)});
     }
   }
-  return tree;
 }
 
 VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
@@ -203,6 +210,12 @@ VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
   }
 }
 
+void VerifyCostCurve::ScaleFrom(const VerifyCostCurve& other, double factor) {
+  if (!(factor > 0.0) || !std::isfinite(factor)) Fail("verify cost: scale ", factor, " must be positive");
+  points_.assign(other.points_.begin(), other.points_.end());
+  for (auto& point : points_) point.second *= factor;
+}
+
 double VerifyCostCurve::Seconds(int32_t n) const {
   if (n < 1 || n > max_size()) {
     Fail("verify cost: n = ", n, " is outside the measured [1, ", max_size(), "]");
@@ -217,24 +230,31 @@ double VerifyCostCurve::Seconds(int32_t n) const {
 
 SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
                                    double draft_seconds_per_level) {
+  return ChooseSizeAndDepth(table, verify_cost, SizeDepthSearch{.draft_seconds_per_level = draft_seconds_per_level});
+}
+
+SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
+                                   const SizeDepthSearch& search) {
   if (table.max_depth() == 0) {
     Fail("sequoia: the (n, d) search needs a depth-bounded table (max_depth > 0)");
   }
-  if (!(draft_seconds_per_level >= 0.0) || !std::isfinite(draft_seconds_per_level)) {
-    Fail("sequoia: draft cost ", draft_seconds_per_level, " s per level must be >= 0");
-  }
+  const double c = search.draft_seconds_per_level;
+  if (!(c >= 0.0) || !std::isfinite(c)) Fail("sequoia: draft cost ", c, " s per level must be >= 0");
   const double plain_seconds = verify_cost.Seconds(1);
   const int32_t max_n = std::min(table.max_size(), verify_cost.max_size());
-  if (max_n < 2 || table.max_depth() < 2) {
-    Fail("sequoia: no speculative tree to choose from (sizes up to ", max_n, ", depths up to ",
-         table.max_depth(), ")");
-  }
-  SizeDepthChoice best;
+  // Plain decoding is a candidate: one token per t(1).
+  SizeDepthChoice best{.size = 1,
+                       .depth = 1,
+                       .expected_tokens = 1.0,
+                       .step_seconds = plain_seconds,
+                       .tokens_per_second = search.include_plain ? 1.0 / plain_seconds : 0.0,
+                       .speedup = 1.0};
+  const int32_t passes_offset = search.root_level_drafted ? 0 : 1;
   for (int32_t n = 2; n <= max_n; ++n) {
     const double verify_seconds = verify_cost.Seconds(n);
     for (int32_t d = 2; d <= table.max_depth(); ++d) {
       const double g = table.Value(n, d);
-      const double step = verify_seconds + d * draft_seconds_per_level;
+      const double step = verify_seconds + (d - passes_offset) * c;
       const double rate = g / step;
       if (rate > best.tokens_per_second) {
         best = {.size = n,
@@ -246,6 +266,7 @@ SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCu
       }
     }
   }
+  if (!search.include_plain && best.size == 1) best.tokens_per_second = 1.0 / plain_seconds;
   return best;
 }
 

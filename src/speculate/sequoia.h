@@ -39,6 +39,9 @@ class SequoiaTable {
   // waste a node.
   static SequoiaTable Build(std::span<const double> acceptance, int32_t max_size,
                             int32_t max_depth = 0);
+  // Build in place, reusing this table's storage: no allocation once it has held a table as large
+  // (the auto planner recomputes its table every few dozen steps).
+  void Compute(std::span<const double> acceptance, int32_t max_size, int32_t max_depth);
 
   int32_t max_size() const { return max_size_; }
   int32_t max_depth() const { return max_depth_; }  // 0: unbounded
@@ -57,6 +60,8 @@ class SequoiaTable {
   // equals the value). Ties go to the smaller tree, then the smallest branching and first split.
   TokenTree Tree(int32_t size) const;
   TokenTree Tree(int32_t size, int32_t depth) const;
+  // Tree(size, depth) written into `tree` (cleared first; its capacity reused).
+  void TreeInto(int32_t size, int32_t depth, TokenTree& tree) const;
 
  private:
   int32_t Slot(int32_t depth) const;  // table slot of a depth budget
@@ -65,7 +70,7 @@ class SequoiaTable {
     return (static_cast<size_t>(n) * n_slots_ + slot) * (max_branch_ + 1) + b;
   }
   size_t AtBest(int32_t n, int32_t slot) const { return static_cast<size_t>(n) * n_slots_ + slot; }
-  TokenTree Rebuild(int32_t size, int32_t slot) const;
+  void Rebuild(int32_t size, int32_t slot, TokenTree& tree) const;
 
   std::vector<double> acceptance_;
   int32_t max_size_ = 0;
@@ -77,6 +82,13 @@ class SequoiaTable {
   std::vector<double> best_;     // G[n][slot]: best over trees of at most n nodes
   std::vector<int32_t> best_b_;  // argmax_b T[n][slot][b] at exactly n
   std::vector<int32_t> best_size_;  // size <= n of the tree achieving G[n][slot]
+  struct Pending {
+    int32_t node;  // -1: the root
+    int32_t size;
+    int32_t slot;
+  };
+  mutable std::vector<Pending> queue_;       // Rebuild's breadth-first queue
+  mutable std::vector<int32_t> child_sizes_;  // Rebuild's scratch
 };
 
 // Hardware-aware choice of (n, d) (digest §2.4, Eq. 5; paper §4.1 and App. G.5).
@@ -94,13 +106,17 @@ class VerifyCostCurve {
   explicit VerifyCostCurve(std::vector<std::pair<int32_t, double>> points);
   int32_t max_size() const { return points_.back().first; }
   double Seconds(int32_t n) const;  // n in [1, max_size()]
+  std::span<const std::pair<int32_t, double>> points() const { return points_; }
+  // This curve becomes `other` with every time multiplied by factor > 0; no allocation when both
+  // have as many points.
+  void ScaleFrom(const VerifyCostCurve& other, double factor);
 
  private:
   std::vector<std::pair<int32_t, double>> points_;
 };
 
 struct SizeDepthChoice {
-  int32_t size = 1;              // n, root included
+  int32_t size = 1;              // n, root included; 1 is plain decoding (no tree)
   int32_t depth = 1;             // d, root level included = draft passes per step
   double expected_tokens = 1.0;  // G(n, d)
   double step_seconds = 0.0;     // tau_v(n) + d * tau_d
@@ -109,9 +125,21 @@ struct SizeDepthChoice {
 };
 
 // Searches every n in [2, min(table.max_size(), curve.max_size())] and d in [2, table.max_depth()]
-// (the paper's ranges: d = 1 is no speculation) for the best tokens_per_second; ties keep the
-// smaller n, then the smaller d. The table must be depth-bounded. draft_seconds_per_level >= 0.
+// (the paper's ranges) for the best tokens_per_second, against plain decoding (n = d = 1: one token
+// per t(1)), which wins unless a tree is strictly faster; ties keep the smaller n, then the smaller
+// d. The table must be depth-bounded. draft_seconds_per_level >= 0.
 SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
                                    double draft_seconds_per_level);
+
+// The same search with grove's own cost model options.
+struct SizeDepthSearch {
+  double draft_seconds_per_level = 0.0;
+  // Draft passes of a tree of depth d: d in the paper's model (§4.1); d - 1 for grove's builders,
+  // which never feed the deepest level to the draft (one pass per level of nodes).
+  bool root_level_drafted = true;
+  bool include_plain = true;  // false: the best tree even if plain decoding is faster
+};
+SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
+                                   const SizeDepthSearch& search);
 
 }  // namespace grove

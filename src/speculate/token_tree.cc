@@ -10,6 +10,13 @@ namespace grove {
 AncestorMasks::AncestorMasks(int32_t n_nodes)
     : words_((n_nodes + 63) / 64), bits_(static_cast<size_t>(n_nodes) * words_, 0) {}
 
+void TokenTree::Reserve(int32_t n_nodes, int32_t max_children) {
+  nodes_.reserve(static_cast<size_t>(n_nodes));
+  ranks_.reserve(static_cast<size_t>(n_nodes));
+  if (children_.size() < static_cast<size_t>(n_nodes) + 1) children_.resize(static_cast<size_t>(n_nodes) + 1);
+  for (auto& list : children_) list.reserve(static_cast<size_t>(max_children));
+}
+
 int32_t TokenTree::AddChild(int32_t parent, int32_t token, float prob) {
   const int32_t index = size();
   if (parent < -1 || parent >= index) {
@@ -28,7 +35,11 @@ int32_t TokenTree::AddChild(int32_t parent, int32_t token, float prob) {
   nodes_.push_back({.token = token, .parent = parent, .depth = depth, .prob = prob});
   ranks_.push_back(static_cast<int32_t>(siblings.size()));
   siblings.push_back(index);
-  children_.emplace_back();
+  if (children_.size() <= static_cast<size_t>(index) + 1) {
+    children_.emplace_back();
+  } else {
+    children_[static_cast<size_t>(index) + 1].clear();
+  }
   return index;
 }
 

@@ -67,13 +67,17 @@ class TokenTree {
  public:
   TokenTree() : children_(1) {}
 
-  // Removes every node (a builder reuses one tree across steps).
+  // Removes every node. Capacity is kept (child lists included), so a tree rebuilt every step
+  // stops allocating once it has reached its largest size.
   void Clear() {
     nodes_.clear();
     ranks_.clear();
-    children_.resize(1);
     children_[0].clear();
   }
+
+  // Reserves room for n_nodes nodes of at most max_children children each, so that building any
+  // tree within those bounds (again and again: a tree rebuilt every step) never allocates.
+  void Reserve(int32_t n_nodes, int32_t max_children);
 
   int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
   bool empty() const { return nodes_.empty(); }
@@ -122,7 +126,9 @@ class TokenTree {
  private:
   std::vector<TreeNode> nodes_;
   std::vector<int32_t> ranks_;
-  std::vector<std::vector<int32_t>> children_;  // children_[i + 1]: children of node i (0: root)
+  // children_[i + 1]: children of node i (0: the root), for i < size(); lists past size() are
+  // kept from earlier, larger trees and cleared when their node is added again.
+  std::vector<std::vector<int32_t>> children_;
 };
 
 }  // namespace grove

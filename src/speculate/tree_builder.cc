@@ -1,86 +1,147 @@
 #include "speculate/tree_builder.h"
 
 #include <algorithm>
-#include <cstring>
-#include <numeric>
+#include <limits>
 
 #include "base/error.h"
+#include "base/timer.h"
+#include "ops/activation.h"
 
 namespace grove {
+namespace {
 
-TreeBuilder::TreeBuilder(TreePlan spec, ChildDraw draw, int32_t n_vocab, uint64_t seed)
-    : spec_(std::move(spec)), draw_(draw), n_vocab_(n_vocab), rng_(seed) {
-  rows_.resize(static_cast<std::size_t>(spec_.max_nodes() + 1) * n_vocab_);
+// At temperature 0 plain sampling's distribution is one-hot, which would leave a top-k tree one
+// child per node. Greedy verification never reads the draft rows, so rank candidates (and give
+// OPT-Tree its probabilities) by the draft's own softmax instead.
+SamplerParams DraftSampling(const SamplerParams& sampling) {
+  if (!sampling.greedy()) return sampling;
+  return SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = sampling.seed};
 }
 
-void TreeBuilder::Build(Drafter& drafter, uint64_t sequence, int64_t root_position) {
-  tree_.Clear();
-  draft_calls_ = 0;
-  if (spec_.is_static()) {
-    BuildStatic(drafter, sequence, root_position);
-  } else {
-    BuildOpt(drafter);
+}  // namespace
+
+DraftState::DraftState(const SamplerParams& draft_sampling, int32_t n_vocab)
+    : n_vocab_(n_vocab), sampler_(draft_sampling), ranking_(static_cast<std::size_t>(n_vocab)) {}
+
+void DraftState::Reserve(const TreePlan& plan) {
+  const int32_t n = plan.max_nodes();
+  tree_.Reserve(n, n);
+  for (auto* v : {&frontier_, &next_frontier_, &shape_frontier_, &next_shape_frontier_}) {
+    v->reserve(static_cast<std::size_t>(n) + 1);
+  }
+  tokens_.reserve(2 * static_cast<std::size_t>(n));  // DrawChildren's scratch
+  if (!plan.is_static()) {
+    opt_workspace_.Reserve(plan.opt);
+    opt_result_.tree.Reserve(n, n);
+    opt_result_.e_sub.reserve(static_cast<std::size_t>(plan.opt.depth_cap()));
   }
 }
 
-void TreeBuilder::ExpandInto(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier) {
-  scratch_.resize(frontier.size() * static_cast<std::size_t>(n_vocab_));
-  drafter.Expand(tree, frontier, scratch_);
-  ++draft_calls_;
+TreeBuilder::TreeBuilder(ChildDraw draw, const SamplerParams& sampling)
+    : draw_(draw), greedy_(sampling.greedy()), draft_sampling_(DraftSampling(sampling)) {}
+
+std::span<const float> TreeBuilder::Expand(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier,
+                                           DraftState& state) const {
+  Timer timer;
+  std::span<const float> logits = drafter.Expand(tree, frontier);
+  state.expand_seconds_ += timer.Seconds();
+  ++state.expand_calls_;
+  GROVE_CHECK(logits.size() == frontier.size() * static_cast<std::size_t>(state.n_vocab_),
+              "drafter '", drafter.name(), "' returned ", logits.size(), " logits for ", frontier.size(), " rows");
+  return logits;
 }
 
-void TreeBuilder::BuildStatic(Drafter& drafter, uint64_t sequence, int64_t root_position) {
-  const TokenTree& shape = spec_.shape;
+std::span<const float> TreeBuilder::TopChildren(std::span<const float> logits, int32_t k, DraftState& state) const {
+  std::vector<float>& r = state.ranking_;
+  if (greedy_) {
+    // The draft's plain softmax, for the k best only: their logits rank them, one exp pass gives
+    // the denominator. No distribution over the vocabulary is written.
+    TopTokens(logits, k, -std::numeric_limits<float>::infinity(), state.tokens_);
+    if (state.tokens_.empty()) return {};
+    std::copy(logits.begin(), logits.end(), r.begin());
+    const float inv_sum = 1.0f / ExpSubMax(r.data(), static_cast<int64_t>(r.size()));
+    for (int32_t token : state.tokens_) r[token] *= inv_sum;
+    return r;
+  }
+  state.sampler_.Distribution(logits, r);
+  TopTokens(r, k, 0.0f, state.tokens_);
+  return r;
+}
+
+void TreeBuilder::Build(const TreePlan& plan, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
+                        int64_t root_position, DraftState& state) const {
+  if (plan.is_static()) {
+    BuildShape(plan.shape, drafter, rng, sequence, root_position, state);
+  } else {
+    BuildOpt(plan.opt, drafter, state);
+  }
+}
+
+void TreeBuilder::BuildShape(const TokenTree& shape, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
+                             int64_t root_position, DraftState& state) const {
+  state.ClearTree();
+  if (shape.empty()) return;
+  const int32_t nv = state.n_vocab_;
+  if (draw_ != ChildDraw::kDeterministic) {
+    const std::size_t rows = static_cast<std::size_t>(shape.size() + 1) * nv;
+    if (state.rows_.size() < rows) state.rows_.resize(rows);
+  }
+  TokenTree& tree = state.tree_;
   // Level by level: the frontier is every placed node (the root first) whose shape has children.
-  frontier_.assign(1, -1);
-  shape_frontier_.assign(1, -1);
-  while (!frontier_.empty()) {
-    ExpandInto(drafter, tree_, frontier_);
-    next_frontier_.clear();
-    next_shape_frontier_.clear();
-    for (std::size_t i = 0; i < frontier_.size(); ++i) {
-      const int32_t node = frontier_[i];
-      std::span<const float> q(scratch_.data() + i * n_vocab_, n_vocab_);
-      std::copy(q.begin(), q.end(), rows_.begin() + static_cast<std::size_t>(node + 1) * n_vocab_);
-      std::span<const int32_t> wanted = shape.children(shape_frontier_[i]);
-      const int32_t depth = node < 0 ? 1 : tree_.node(node).depth + 1;
-      int32_t k = static_cast<int32_t>(wanted.size());
+  state.frontier_.assign(1, -1);
+  state.shape_frontier_.assign(1, -1);
+  while (!state.frontier_.empty()) {
+    const std::span<const float> logits = Expand(drafter, tree, state.frontier_, state);
+    state.next_frontier_.clear();
+    state.next_shape_frontier_.clear();
+    for (std::size_t i = 0; i < state.frontier_.size(); ++i) {
+      const int32_t node = state.frontier_[i];
+      const std::span<const float> row = logits.subspan(i * nv, nv);
+      const std::span<const int32_t> wanted = shape.children(state.shape_frontier_[i]);
+      const int32_t depth = node < 0 ? 1 : tree.node(node).depth + 1;
+      std::span<const float> q;
       if (draw_ == ChildDraw::kDeterministic) {
         // Top-k guesses: only tokens the drafter gives mass (a prompt-lookup miss adds no child).
-        k = std::min<int32_t>(k, static_cast<int32_t>(std::count_if(q.begin(), q.end(), [](float p) { return p > 0; })));
-      } else if (std::all_of(q.begin(), q.end(), [](float p) { return p <= 0; })) {
-        k = 0;
+        q = TopChildren(row, static_cast<int32_t>(wanted.size()), state);
+      } else {
+        const std::span<float> stored(state.rows_.data() + static_cast<std::size_t>(node + 1) * nv, nv);
+        state.sampler_.Distribution(row, stored);
+        q = stored;
+        if (std::all_of(q.begin(), q.end(), [](float p) { return p <= 0; })) continue;
+        DrawChildren(q, static_cast<int32_t>(wanted.size()), draw_, rng, sequence, root_position + depth,
+                     state.tokens_);
       }
-      if (k == 0) continue;
-      DrawChildren(q, k, draw_, rng_, sequence, root_position + depth, tokens_);
-      for (int32_t c = 0; c < k; ++c) {
-        const int32_t child = tree_.AddChild(node, tokens_[c], q[tokens_[c]]);
+      for (std::size_t c = 0; c < state.tokens_.size(); ++c) {
+        const int32_t token = state.tokens_[c];
+        const int32_t child = tree.AddChild(node, token, q[token]);
         const int32_t shape_child = wanted[c];
         if (!shape.children(shape_child).empty()) {
-          next_frontier_.push_back(child);
-          next_shape_frontier_.push_back(shape_child);
+          state.next_frontier_.push_back(child);
+          state.next_shape_frontier_.push_back(shape_child);
         }
       }
     }
-    frontier_.swap(next_frontier_);
-    shape_frontier_.swap(next_shape_frontier_);
+    state.frontier_.swap(state.next_frontier_);
+    state.shape_frontier_.swap(state.next_shape_frontier_);
   }
 }
 
-void TreeBuilder::BuildOpt(Drafter& drafter) {
+void TreeBuilder::BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftState& state) const {
+  state.ClearTree();
+  const int32_t nv = state.n_vocab_;
   // OPT-Tree asks for the top-k children of each frontier node by draft probability.
-  DraftExpandFn expand = [&](const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
-                             std::vector<std::vector<DraftCandidate>>& out) {
-    ExpandInto(drafter, drafted, frontier);
+  auto expand = [&](const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
+                    std::span<std::vector<DraftCandidate>> out) {
+    const std::span<const float> logits = Expand(drafter, drafted, frontier, state);
     for (std::size_t i = 0; i < frontier.size(); ++i) {
-      std::span<const float> q(scratch_.data() + i * n_vocab_, n_vocab_);
-      DrawChildren(q, std::min<int32_t>(k, n_vocab_), ChildDraw::kDeterministic, rng_, 0, 0, tokens_);
-      for (int32_t token : tokens_) {
-        if (q[token] > 0) out[i].push_back({token, q[token]});
-      }
+      const std::span<const float> q = TopChildren(logits.subspan(i * nv, nv), std::min(k, nv), state);
+      for (int32_t token : state.tokens_) out[i].push_back({token, q[token]});
     }
   };
-  tree_ = BuildOptTree(spec_.opt, expand).tree;
+  BuildOptTree(params, expand, state.opt_workspace_, state.opt_result_);
+  // The tree is copied into the state's own (capacity reused); the result keeps its buffers too.
+  TokenTree& tree = state.tree_;
+  for (const TreeNode& node : state.opt_result_.tree.nodes()) tree.AddChild(node.parent, node.token, node.prob);
 }
 
 }  // namespace grove

@@ -1,53 +1,95 @@
-// Builds each step's draft tree with a drafter: static shapes (chain, kconfig, file, sequoia) are
-// filled level by level, each level one Expand call; OPT-Tree grows its own shape from the draft
-// probabilities. Children are drawn the way the verification rule needs (speculate/verify.h):
-// deterministic top-k, or sampled with or without replacement using draws the verifier never uses.
+// Drafts each step's token tree with a drafter. Static plans (chain, kconfig, file, sequoia, and
+// what the auto planner picks) fill a fixed shape level by level, each level one Drafter::Expand
+// call; OPT-Tree grows its own shape from the draft probabilities. Children are drawn the way the
+// verification rule needs (speculate/verify.h): deterministic top-k, or sampled with or without
+// replacement using draws the verifier never uses.
+//
+// The builder is policy only (how children are drawn, how draft logits become distributions) and
+// may be shared; everything one sequence's step writes lives in its DraftState, which the session
+// owns and reuses, so a step allocates nothing once the state has grown.
 #pragma once
 
 #include <vector>
 
 #include "sample/rng.h"
+#include "sample/sampler.h"
 #include "speculate/drafter.h"
+#include "speculate/opt_tree.h"
 #include "speculate/tree_plan.h"
 #include "speculate/verify.h"
 
 namespace grove {
 
-class TreeBuilder {
+// One sequence's drafting state.
+class DraftState {
  public:
-  TreeBuilder(TreePlan spec, ChildDraw draw, int32_t n_vocab, uint64_t seed);
+  DraftState(const SamplerParams& draft_sampling, int32_t n_vocab);
 
-  const TreePlan& spec() const { return spec_; }
-  ChildDraw draw() const { return draw_; }
-
-  // Drafts this step's tree after the root at root_position.
-  void Build(Drafter& drafter, uint64_t sequence, int64_t root_position);
-
+  // This step's tree (empty for a plain step).
   const TokenTree& tree() const { return tree_; }
-  // Draft distributions the children were drawn from: row 0 the root's, row i + 1 node i's (rows of
-  // nodes without children are unspecified). Valid until the next Build.
+  // Draft distributions the children were drawn from, for the rejection rules: row 0 the root's,
+  // row v + 1 node v's. Written for sampled draws only, and only for nodes with children.
   ProbRows draft_rows() const { return {rows_.data(), n_vocab_, tree_.size() + 1}; }
-  // Expand calls (draft forward passes) of the last Build.
-  int32_t draft_calls() const { return draft_calls_; }
+  // Of the last Build: seconds inside Drafter::Expand (draft forwards), and the number of calls.
+  double expand_seconds() const { return expand_seconds_; }
+  int32_t expand_calls() const { return expand_calls_; }
+  // Grows every buffer to what trees of `plan` need, so that no Build allocates.
+  void Reserve(const TreePlan& plan);
+  // Empties the tree: this step verifies the root alone (plain decoding).
+  void ClearTree() {
+    tree_.Clear();
+    expand_seconds_ = 0.0;
+    expand_calls_ = 0;
+  }
 
  private:
-  void BuildStatic(Drafter& drafter, uint64_t sequence, int64_t root_position);
-  void BuildOpt(Drafter& drafter);
-  void ExpandInto(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier);
-
-  TreePlan spec_;
-  ChildDraw draw_;
+  friend class TreeBuilder;
   int32_t n_vocab_;
-  CounterRng rng_;
+  Sampler sampler_;  // turns draft logits into the draft distribution (see TreeBuilder)
   TokenTree tree_;
-  std::vector<float> rows_;     // (max_nodes + 1, n_vocab)
-  std::vector<float> scratch_;  // (frontier, n_vocab) rows of one Expand call
-  // Level-by-level frontiers of the tree being built and of the shape; swapped, never reallocated
-  // once grown.
+  std::vector<float> rows_;     // (max_nodes + 1, n_vocab), see draft_rows()
+  std::vector<float> ranking_;  // (n_vocab) one row's ranking distribution
   std::vector<int32_t> frontier_, next_frontier_;
   std::vector<int32_t> shape_frontier_, next_shape_frontier_;
   std::vector<int32_t> tokens_;
-  int32_t draft_calls_ = 0;
+  OptTreeWorkspace opt_workspace_;
+  OptTreeResult opt_result_;
+  double expand_seconds_ = 0.0;
+  int32_t expand_calls_ = 0;
+};
+
+class TreeBuilder {
+ public:
+  // `sampling` are the target's sampling parameters: the draft distribution of a node is the
+  // drafter's logits shaped by the same temperature and filters, as plain sampling from the draft
+  // would shape them. At temperature 0 (greedy verification reads no draft distribution) the
+  // children are ranked by the drafter's plain softmax instead, which also gives OPT-Tree its
+  // probabilities.
+  TreeBuilder(ChildDraw draw, const SamplerParams& sampling);
+
+  ChildDraw draw() const { return draw_; }
+  DraftState NewState(int32_t n_vocab) const { return DraftState(draft_sampling_, n_vocab); }
+
+  // Drafts the tree of `plan` (a static shape, or OPT-Tree) after the root at root_position into
+  // state. Random draws use (sequence, position of the drawn token, kDraftDrawBase + i).
+  void Build(const TreePlan& plan, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
+             int64_t root_position, DraftState& state) const;
+  // The same for a static shape given directly (the auto planner's choice).
+  void BuildShape(const TokenTree& shape, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
+                  int64_t root_position, DraftState& state) const;
+
+ private:
+  // Expand, timed into the state.
+  std::span<const float> Expand(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier,
+                                DraftState& state) const;
+  // The up-to-k deterministic children of one frontier row: state.tokens_ in rank order; their
+  // probabilities under the ranking distribution are read from the returned span.
+  std::span<const float> TopChildren(std::span<const float> logits, int32_t k, DraftState& state) const;
+  void BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftState& state) const;
+
+  ChildDraw draw_;
+  bool greedy_;
+  SamplerParams draft_sampling_;
 };
 
 }  // namespace grove

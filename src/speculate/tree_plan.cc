@@ -138,9 +138,22 @@ VerifyCostCurve ReadVerifyProfile(const std::string& path) {
   }
 }
 
+TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path, int32_t max_tokens) {
+  TreePlanInputs inputs{.max_tokens = max_tokens};
+  if (!accept_path.empty()) {
+    AcceptanceFile accept = ReadAcceptanceFile(accept_path);
+    inputs.acceptance = std::move(accept.acceptance);
+    inputs.draft_seconds_per_level = accept.draft_seconds_per_level;
+  }
+  if (!profile_path.empty()) inputs.verify_cost = ReadVerifyProfile(profile_path);
+  return inputs;
+}
+
 TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
   TreePlan spec;
   spec.text = std::string(text);
+  const std::string default_auto = "auto:" + std::to_string(std::min(kAutoMaxTokens, inputs.max_tokens));
+  if (text == "auto") text = default_auto;
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon + 1 == text.size()) {
     Fail("tree spec '", text, "': expected KIND:ARGS (chain:4, kconfig:2,2,1, file:T.json, sequoia:32, "
@@ -198,7 +211,14 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
         spec.shape = SequoiaTable::Build(inputs.acceptance, n).Tree(n);
       }
     }
-    if (spec.shape.empty()) Fail("tree spec '", text, "' gives an empty tree");
+    // sequoia:auto may find that no tree beats plain decoding: the shape is then empty.
+    if (spec.shape.empty() && !spec.sequoia_choice) Fail("tree spec '", text, "' gives an empty tree");
+  } else if (kind == "auto") {
+    spec.kind = TreeKind::kAuto;
+    auto v = ParseNumbers(args, text);
+    if (v.size() != 1) Fail("tree spec '", text, "': auto takes at most one number, the largest verify batch");
+    spec.auto_max_tokens = PositiveInt(v[0], "verify batch", text, inputs.max_tokens);
+    if (spec.auto_max_tokens < 2) Fail("tree spec '", text, "': the verify batch counts the root, so it must be at least 2");
   } else if (kind == "opt") {
     spec.kind = TreeKind::kOpt;
     auto v = ParseNumbers(args, text);
@@ -207,7 +227,7 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
     spec.opt.delta = v[1];
     spec.opt.Validate();
   } else {
-    Fail("tree spec '", text, "': unknown kind '", kind, "' (chain, kconfig, file, sequoia, opt)");
+    Fail("tree spec '", text, "': unknown kind '", kind, "' (chain, kconfig, file, sequoia, opt, auto)");
   }
   return spec;
 }

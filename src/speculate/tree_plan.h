@@ -8,6 +8,9 @@
 //   sequoia:auto     Sequoia's hardware-aware choice of (N, D): G(N, D) / (t(N) + D c), from the
 //                    acceptance vector, the target's verify curve t(n) and the draft cost c
 //   opt:N,δ          OPT-Tree: rebuilt every step from draft probabilities, N nodes, stop at gain δ
+//   auto[:N]         the auto planner (speculate/auto_planner.h) picks a Sequoia tree of at most N
+//                    tokens (root included; default kAutoMaxTokens), or no speculation, from the
+//                    verify cost, draft cost and acceptance it measures while decoding
 #pragma once
 
 #include <optional>
@@ -21,7 +24,11 @@
 
 namespace grove {
 
-enum class TreeKind { kChain, kKConfig, kFile, kSequoia, kOpt };
+enum class TreeKind { kChain, kKConfig, kFile, kSequoia, kOpt, kAuto };
+
+// Largest verify batch (root included) `auto` considers unless told otherwise: past 32 tokens the
+// verify forward of every model grove targets costs several plain steps, which no tree repays.
+inline constexpr int32_t kAutoMaxTokens = 32;
 
 // What `sequoia:` specs need. Each is optional until a spec asks for it.
 struct TreePlanInputs {
@@ -34,13 +41,22 @@ struct TreePlanInputs {
 struct TreePlan {
   TreeKind kind = TreeKind::kChain;
   std::string text;            // as written, for logs and tables
-  TokenTree shape;             // static kinds: the shape, tokens kNoToken, prob = positional guess
+  TokenTree shape;             // fixed kinds: the shape, tokens kNoToken, prob = positional guess
   OptTreeParams opt;           // kOpt
+  int32_t auto_max_tokens = kAutoMaxTokens;       // kAuto: largest verify batch, root included
   std::optional<SizeDepthChoice> sequoia_choice;  // sequoia:auto: what was chosen and why
 
+  // Every step's tree has a static shape (fixed, or chosen by the auto planner) whose nodes are
+  // filled by the child draw; OPT-Tree alone shapes its tree from the draft probabilities.
   bool is_static() const { return kind != TreeKind::kOpt; }
-  // Most nodes a tree of this spec can have (the verify batch holds one more: the root).
-  int32_t max_nodes() const { return is_static() ? shape.size() : opt.n_nodes; }
+  bool is_auto() const { return kind == TreeKind::kAuto; }
+  // Most nodes a tree of this plan can have (the verify batch holds one more: the root).
+  int32_t max_nodes() const {
+    return is_auto() ? auto_max_tokens - 1 : is_static() ? shape.size() : opt.n_nodes;
+  }
+  // Most nodes one step may feed to the drafter (its cache must hold them): OPT-Tree drafts up to
+  // n candidates per layer, of which it keeps n in all.
+  int32_t max_fed_nodes() const { return is_static() ? max_nodes() : opt.n_nodes * opt.depth_cap(); }
 };
 
 // Throws grove::Error naming what is wrong: unknown kind, bad numbers, a budget beyond
@@ -61,5 +77,8 @@ AcceptanceFile ReadAcceptanceFile(const std::string& path);
 // Verify-cost profiles as `grove bench --verify-curve --profile-out` writes them; the curve's n counts
 // the verified tokens (root included).
 VerifyCostCurve ReadVerifyProfile(const std::string& path);
+
+// The inputs of a plan from the files users pass (--accept, --profile; empty: absent).
+TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path, int32_t max_tokens);
 
 }  // namespace grove

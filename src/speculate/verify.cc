@@ -146,13 +146,22 @@ void CheckLossless(VerifyRule rule, ChildDraw draw, const TokenTree& tree, bool 
 
 void Verifier::Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& target, const ProbRows& draft,
                       const CounterRng& rng, uint64_t sequence, int64_t root_position, VerifyResult& result) {
-  const int32_t n_vocab = target.n_vocab;
   const std::string_view rule_name = VerifyRuleName(rule);
-  if (n_vocab <= 0 || target.data == nullptr) Fail("verify: rule '", rule_name, "': no target rows");
+  if (target.n_vocab <= 0 || target.data == nullptr) Fail("verify: rule '", rule_name, "': no target rows");
   if (target.n_rows < tree.size() + 1) {
     Fail("verify: rule '", rule_name, "': ", target.n_rows, " target rows for a tree of ", tree.size(),
          " nodes (need one after the root and one after each node: ", tree.size() + 1, ")");
   }
+  Verify(
+      rule, tree, [&](int32_t row) { return target.Row(row); }, target.n_vocab, draft, rng, sequence,
+      root_position, result);
+}
+
+void Verifier::Verify(VerifyRule rule, const TokenTree& tree, TargetRowFn target_row, int32_t n_vocab,
+                      const ProbRows& draft, const CounterRng& rng, uint64_t sequence, int64_t root_position,
+                      VerifyResult& result) {
+  const std::string_view rule_name = VerifyRuleName(rule);
+  if (n_vocab <= 0) Fail("verify: rule '", rule_name, "': no target rows");
   const bool uses_draft = IsRejectionRule(rule);
   int32_t last_parent = -1;  // the draft rows needed: up to the last node with children
   for (int32_t v = 0; v < tree.size(); ++v) {
@@ -179,7 +188,8 @@ void Verifier::Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& ta
   int32_t node = -1;
   int64_t position = root_position + 1;  // position of the token decided at `node`
   for (;; ++position) {
-    const std::span<const float> p = target.Row(node + 1);
+    const std::span<const float> p = target_row(node + 1);
+    GROVE_CHECK(p.size() == static_cast<std::size_t>(n_vocab), "verify: target row of ", p.size(), " entries");
     const uint64_t pos = static_cast<uint64_t>(position);
     int32_t next = -1;
     if (tree.children(node).empty()) {

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/function_ref.h"
 #include "sample/rng.h"
 #include "speculate/token_tree.h"
 
@@ -100,6 +101,16 @@ class Verifier {
   // vocabulary) or the chain rule meets a node with two children; `result` is then unspecified.
   void Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& target, const ProbRows& draft,
               const CounterRng& rng, uint64_t sequence, int64_t root_position, VerifyResult& result);
+
+  // The same walk with the target rows computed on demand: target_row(r) returns row r (r = 0 after
+  // the root, v + 1 after node v) of n_vocab entries, valid until the next call. The walk asks only
+  // for the rows of the nodes it reaches: the root and the accepted path, each once, in that order.
+  // So a caller turns only those rows of logits into distributions. For the greedy rule a row of
+  // logits serves as well (the argmax is the same). The caller guarantees tree.size() + 1 rows.
+  using TargetRowFn = FunctionRef<std::span<const float>(int32_t row)>;
+  void Verify(VerifyRule rule, const TokenTree& tree, TargetRowFn target_row, int32_t n_vocab,
+              const ProbRows& draft, const CounterRng& rng, uint64_t sequence, int64_t root_position,
+              VerifyResult& result);
 
  private:
   // One node of the rejection rules: returns the accepted child's node index, or -1 with

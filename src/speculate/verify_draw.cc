@@ -1,6 +1,7 @@
 // The draft side of the verification rules: how a node's children are drawn from its draft row so
 // that the rule verifying them replays the same proposal distributions (see verify.h).
 #include <algorithm>
+#include <limits>
 
 #include "base/error.h"
 #include "sample/sampler.h"
@@ -13,7 +14,7 @@ namespace {
 // undrawn token has q > 0 (Sequoia Algorithm 2, lines 10-16). Whether the fallback applies is
 // decided on the support, as Verifier::LoadSequoiaDraft does, so both switch at the same draw.
 // O(vocab) per draw: the sorted drawn list is walked beside the vocabulary.
-int32_t DrawWithoutReplacement(std::span<const float> q, const std::vector<int32_t>& drawn_sorted, double u) {
+int32_t DrawWithoutReplacement(std::span<const float> q, std::span<const int32_t> drawn_sorted, double u) {
   const int32_t n = static_cast<int32_t>(q.size());
   double remaining = 0.0;
   size_t next_drawn = 0;
@@ -56,20 +57,9 @@ void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const Cou
   }
   const uint64_t pos = static_cast<uint64_t>(position);
   switch (draw) {
-    case ChildDraw::kDeterministic: {
-      // The k largest q in the order (q descending, id ascending): each pick is the best token
-      // strictly after the previous pick in that order, so O(vocab) per child and no membership test.
-      auto before = [&](int32_t a, int32_t b) { return q[a] > q[b] || (q[a] == q[b] && a < b); };
-      for (int32_t i = 0; i < k; ++i) {
-        int32_t best = -1;
-        for (int32_t x = 0; x < n; ++x) {
-          if (!tokens.empty() && !before(tokens.back(), x)) continue;
-          if (best < 0 || before(x, best)) best = x;
-        }
-        tokens.push_back(best);
-      }
+    case ChildDraw::kDeterministic:
+      TopTokens(q, k, -std::numeric_limits<float>::infinity(), tokens);
       return;
-    }
     case ChildDraw::kWithReplacement: {
       double total = 0.0;
       for (float v : q) total += v > 0.0f ? v : 0.0f;
@@ -80,14 +70,22 @@ void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const Cou
       return;
     }
     case ChildDraw::kWithoutReplacement: {
-      std::vector<int32_t> drawn_sorted;  // one allocation per node, none per draw
-      drawn_sorted.reserve(static_cast<size_t>(k));
+      // `tokens` doubles as the sorted list of drawn tokens while drawing (no scratch to allocate),
+      // and is put back in draw order at the end from the draw order kept in its tail.
+      tokens.resize(2 * static_cast<size_t>(k));
+      const auto drawn_sorted = tokens.begin();
+      const auto in_order = tokens.begin() + k;
       for (int32_t i = 0; i < k; ++i) {
+        const std::span<const int32_t> drawn(&*drawn_sorted, static_cast<size_t>(i));
         const int32_t x =
-            DrawWithoutReplacement(q, drawn_sorted, rng.Uniform(sequence, pos, kDraftDrawBase + static_cast<uint32_t>(i)));
-        tokens.push_back(x);
-        drawn_sorted.insert(std::upper_bound(drawn_sorted.begin(), drawn_sorted.end(), x), x);
+            DrawWithoutReplacement(q, drawn, rng.Uniform(sequence, pos, kDraftDrawBase + static_cast<uint32_t>(i)));
+        in_order[i] = x;
+        auto at = std::upper_bound(drawn_sorted, drawn_sorted + i, x);
+        std::copy_backward(at, drawn_sorted + i, drawn_sorted + i + 1);
+        *at = x;
       }
+      std::copy(in_order, in_order + k, tokens.begin());
+      tokens.resize(static_cast<size_t>(k));
       return;
     }
   }

@@ -20,7 +20,7 @@
 #include "bench_memory.h"
 #include "bench_stats.h"
 #include "bench_timing.h"
-#include "bench_spec.h"
+#include "bench_speculative.h"
 #include "commands.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
@@ -32,7 +32,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr int32_t kMaxBatch = ModelOptions{}.max_batch;
+constexpr int32_t kMaxBatch = kDefaultMaxBatch;
 constexpr int kProbePasses = 5;
 
 struct BenchOptions {
@@ -369,11 +369,9 @@ void RunBench(BenchOptions o) {
   InstallStderrLog(o.verbose);
   if (!o.spec.specs.empty()) {
     if (o.models.size() != 1) Fail("bench --spec takes one target model (-m)");
-    if (o.threads.size() > 1) Fail("bench --spec takes one thread count");
     if (o.repetitions < 1) Fail("-r ", o.repetitions, " must be >= 1");
     if (o.output != "md" && o.output != "json") Fail("-o ", o.output, ": expected md or json");
-    const bool identical = RunSpecBench(o.spec, o.models[0], o.threads.empty() ? 0 : o.threads[0], o.repetitions,
-                                        o.output == "json", o.seed);
+    const bool identical = RunSpecBench(o.spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
     if (!identical) Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
     return;
   }
@@ -507,7 +505,7 @@ void AddBenchCommand(CLI::App& app) {
                   "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
   cmd->add_option("--draft", o->spec.draft, "With --spec: draft GGUF, or 'ngram' for prompt lookup");
   cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
-  cmd->add_option("--accept", o->spec.accept, "With --spec: acceptance vector JSON for sequoia specs");
+  cmd->add_option("--accept", o->spec.accept, "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
   cmd->add_option("--profile", o->spec.profile, "With --spec: verify profile JSON for sequoia:auto");
   cmd->add_option("--temp", o->spec.temperature, "With --spec: temperature (0: greedy, outputs checked)");
   cmd->add_option("--spec-tokens", o->spec.n_predict, "With --spec: tokens generated per prompt");

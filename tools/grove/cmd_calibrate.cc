@@ -12,8 +12,8 @@
 #include "prompt_file.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "speculate/model_drafter.h"
-#include "speculate/spec_decoder.h"
+#include "speculate/open_drafter.h"
+#include "speculate/session.h"
 
 namespace grove::cli {
 namespace {
@@ -36,33 +36,29 @@ void RunCalibrate(CalibrateOptions o) {
   const std::vector<std::string> prompts = ReadPromptFile(o.prompts);
   ModelOptions mo{.n_threads = o.threads};
   auto target = Model::Load(o.model, mo);
-  mo.n_ctx = target->n_ctx();
-  auto draft = Model::Load(o.draft, mo);
   if (!target->tokenizer()) Fail("'", o.model, "' has no tokenizer");
   if (o.width >= target->config().n_vocab) Fail("--width ", o.width, " must be below the vocabulary size");
+  OpenedDrafter drafter = OpenDrafter(o.draft, *target);
+  // A star tree of W children, verified with the default rule for the sampling (children drawn as
+  // that rule needs), as Sequoia's estimator E1 prescribes.
+  const SpeculationPolicy policy =
+      ResolveSpeculation({.plan = "kconfig:" + std::to_string(o.width)}, TreePlanInputs{.max_tokens = target->max_batch()},
+                         *drafter.drafter, o.sampling);
 
-  const bool greedy = o.sampling.greedy();
-  SpecOptions so{.rule = DefaultVerifyRule(greedy, /*deterministic_children=*/false), .sampling = o.sampling,
-                 .n_predict = o.n_predict};
-  TreePlanInputs inputs{.max_tokens = target->max_batch()};
-  TreeBuilder builder(ParseTreePlan("kconfig:" + std::to_string(o.width), inputs),
-                      RequiredChildDraw(so.rule), target->config().n_vocab,
-                      o.seed);
-  ModelDrafter drafter(*draft, *target, o.sampling);
   std::vector<int64_t> counts(o.width + 1, 0);
   double draft_seconds = 0;
   int64_t steps = 0;
   const std::size_t n = std::min<std::size_t>(prompts.size(), o.max_prompts);
   for (std::size_t i = 0; i < n; ++i) {
-    so.sequence = i;
-    SpecDecoder decoder(*target, drafter, builder, so);
-    decoder.Generate(target->tokenizer()->Encode(prompts[i], true), {});
-    const SpecStats& s = decoder.stats();
+    SpeculativeSession session(*target, *drafter.drafter, policy, {.n_predict = o.n_predict, .sequence = i});
+    session.Generate(target->tokenizer()->Encode(prompts[i], true), {});
+    const SpeculationStats& s = session.stats();
     for (std::size_t k = 0; k < s.first_rank.size(); ++k) counts[k] += s.first_rank[k];
-    draft_seconds += s.draft_seconds;
-    steps += s.steps;
+    draft_seconds += s.times.draft_forward;  // one level per step: the star's
+    steps += s.steps - s.plain_steps;
     std::fprintf(stderr, "\rcalibrating: prompt %zu/%zu, %lld steps", i + 1, n, static_cast<long long>(steps));
   }
+  if (steps == 0) Fail("calibrate: no step verified a tree (prompts too long for the context?)");
   std::fprintf(stderr, "\n");
   nlohmann::json p = nlohmann::json::array();
   std::string shown;

@@ -16,9 +16,10 @@
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "speculate/model_drafter.h"
-#include "speculate/ngram_drafter.h"
-#include "speculate/spec_decoder.h"
+#include "speculate/open_drafter.h"
+#include "speculate/plain_decoding.h"
+#include "speculate/session.h"
+#include "speculation_report.h"
 
 namespace grove::cli {
 namespace {
@@ -40,7 +41,7 @@ struct RunOptions {
   bool verbose = false;
   // Speculative decoding.
   std::string draft;
-  std::string spec = "chain:4";
+  std::string spec = "auto";
   std::string verify;
   std::string draw;
   std::string accept_file;
@@ -77,30 +78,6 @@ std::string ReadPrompt(const RunOptions& o) {
   return ss.str();
 }
 
-void PrintSpecStats(const SpecStats& s, const std::string& spec, VerifyRule rule,
-                    std::string_view drafter) {
-  const double busy = std::max(s.draft_seconds + s.verify_seconds, 1e-9);
-  std::fprintf(stderr,
-               "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps, τ = "
-               "%.2f tokens/step"
-               " | %.1f t/s | draft %.0f%%, verify %.0f%% of the time | %.1f nodes/tree\n",
-               spec.c_str(), std::string(drafter).c_str(),
-               std::string(VerifyRuleName(rule)).c_str(), static_cast<long long>(s.generated),
-               static_cast<long long>(s.steps), s.tau(), s.tokens_per_second(),
-               100 * s.draft_seconds / busy, 100 * s.verify_seconds / busy,
-               s.steps ? static_cast<double>(s.tree_nodes) / s.steps : 0.0);
-  std::string by_depth;
-  for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1,
-                  s.reached_depth[d]
-                      ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d]
-                      : 0.0);
-    by_depth += buf;
-  }
-  std::fprintf(stderr, "[grove] acceptance by depth:%s\n", by_depth.c_str());
-}
-
 void RunGenerate(RunOptions o) {
   InstallStderrLog(o.verbose);
   ResolveModels(o);
@@ -117,17 +94,9 @@ void RunGenerate(RunOptions o) {
   if (!tok)
     Fail("'", o.model, "' has no tokenizer (no 'tokenizer.ggml.model'); cannot run a text prompt");
 
-  // The drafter, if any: a second model (sharing the target's thread count), or prompt lookup.
-  std::unique_ptr<Model> draft_model;
-  std::unique_ptr<Drafter> drafter;
-  if (o.draft == "ngram") {
-    drafter = std::make_unique<NgramDrafter>(model->config().n_vocab);
-  } else if (!o.draft.empty()) {
-    ModelOptions dmo = mo;
-    dmo.n_ctx = model->n_ctx();
-    draft_model = Model::Load(o.draft, dmo);
-    drafter = std::make_unique<ModelDrafter>(*draft_model, *model, o.sampling);
-  }
+  // The drafter, if any: a second model (sharing the target's thread pool), or prompt lookup.
+  OpenedDrafter drafter;
+  if (!o.draft.empty()) drafter = OpenDrafter(o.draft, *model);
   const double load_s = load_timer.Seconds();
 
   std::vector<int32_t> prompt = tok->Encode(prompt_text, !o.no_bos && tok->add_bos_by_default());
@@ -137,24 +106,16 @@ void RunGenerate(RunOptions o) {
          " (raise it with -c, up to the model's ", model->config().n_ctx_train, ")");
   }
 
-  SpecOptions so{.sampling = o.sampling, .n_predict = o.n_predict, .stop_at_eog = !o.ignore_eos};
-  std::unique_ptr<TreeBuilder> builder;
-  if (drafter) {
-    TreePlanInputs inputs{.max_tokens = model->max_batch()};
-    if (!o.accept_file.empty()) {
-      AcceptanceFile accept = ReadAcceptanceFile(o.accept_file);
-      inputs.acceptance = accept.acceptance;
-      inputs.draft_seconds_per_level = accept.draft_seconds_per_level;
-    }
-    if (!o.profile_file.empty()) inputs.verify_cost = ReadVerifyProfile(o.profile_file);
-    TreePlan spec = ParseTreePlan(o.spec, inputs);
-    const bool deterministic_tree = drafter->deterministic() || !spec.is_static();
-    so.rule = o.verify.empty() ? DefaultVerifyRule(o.sampling.greedy(), deterministic_tree)
-                               : ParseVerifyRule(o.verify);
-    ChildDraw draw = o.draw.empty() ? RequiredChildDraw(so.rule) : ParseChildDraw(o.draw);
-    if (drafter->deterministic()) draw = ChildDraw::kDeterministic;
-    builder = std::make_unique<TreeBuilder>(std::move(spec), draw, model->config().n_vocab,
-                                            o.sampling.seed);
+  const SessionOptions so{.n_predict = o.n_predict, .stop_at_eog = !o.ignore_eos};
+  std::unique_ptr<SpeculativeSession> session;
+  if (drafter.drafter) {
+    // The bundled pair comes with its measured acceptance (auto's starting point).
+    const std::string accept =
+        o.accept_file.empty() ? BundledAcceptanceFor(o.model, o.draft, o.sampling.greedy()) : o.accept_file;
+    const SpeculationPolicy policy =
+        ResolveSpeculation({.plan = o.spec, .verify = o.verify, .draw = o.draw},
+                           ReadPlanInputs(accept, o.profile_file, model->max_batch()), *drafter.drafter, o.sampling);
+    session = std::make_unique<SpeculativeSession>(*model, *drafter.drafter, policy, so);
   }
 
   if (!o.no_display_prompt) {
@@ -176,13 +137,10 @@ void RunGenerate(RunOptions o) {
 
   std::vector<int32_t> output;
   PlainTiming plain_timing;
-  SpecStats spec_stats;
-  if (builder) {
-    SpecDecoder spec_decoder(*model, *drafter, *builder, so);
-    output = spec_decoder.Generate(prompt, emit);
-    spec_stats = spec_decoder.stats();
+  if (session) {
+    output = session->Generate(prompt, emit);
   } else {
-    output = GeneratePlain(*model, prompt, so, emit, &plain_timing);
+    output = GeneratePlain(*model, prompt, o.sampling, so, emit, &plain_timing);
   }
   std::string tail = decoder.Flush();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
@@ -195,7 +153,7 @@ void RunGenerate(RunOptions o) {
                          ? "end of text"
                      : static_cast<int32_t>(output.size()) >= o.n_predict ? "length"
                                                                           : "context full";
-  if (!builder) {
+  if (!session) {
     std::fprintf(
         stderr,
         "\n[grove] load %.2f s | prompt %zu tokens, %.1f t/s | generation %zu tokens, %.1f t/s | "
@@ -206,18 +164,30 @@ void RunGenerate(RunOptions o) {
         model->pool().size(), model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
     return;
   }
+  const SpeculationStats& s = session->stats();
+  const SpeculationPolicy& policy = session->policy();
   std::fprintf(stderr,
                "\n[grove] load %.2f s | prompt %zu tokens (prefill %.2f s) | stop: %s | threads "
                "%d, ctx %d, seed %llu\n",
-               load_s, prompt.size(), spec_stats.prefill_seconds, stop, model->pool().size(),
-               model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
-  PrintSpecStats(spec_stats, builder->spec().text, so.rule, drafter->name());
+               load_s, prompt.size(), s.prefill_seconds, stop, model->pool().size(), model->n_ctx(),
+               static_cast<unsigned long long>(o.sampling.seed));
+  std::fprintf(stderr,
+               "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps (%lld plain), "
+               "τ = %.2f tokens/step | %.1f t/s | %.1f nodes/tree\n",
+               policy.plan.text.c_str(), std::string(drafter.drafter->name()).c_str(),
+               std::string(VerifyRuleName(policy.rule)).c_str(), static_cast<long long>(s.generated),
+               static_cast<long long>(s.steps), static_cast<long long>(s.plain_steps), s.tau(),
+               s.tokens_per_second(),
+               s.steps > s.plain_steps ? static_cast<double>(s.tree_nodes) / (s.steps - s.plain_steps) : 0.0);
+  std::fprintf(stderr, "[grove] step %.3f ms: %s\n", s.steps ? 1e3 * s.times.total() / s.steps : 0.0,
+               FormatStepSplit(s.times).c_str());
+  std::fprintf(stderr, "[grove] acceptance by depth:%s\n", FormatAcceptanceByDepth(s).c_str());
+  if (session->planner()) std::fprintf(stderr, "[grove] %s\n", FormatPlannerChoice(*session).c_str());
   if (o.compare && !g_interrupted) {
-    const std::vector<int32_t> plain = GeneratePlain(*model, prompt, so, {}, &plain_timing);
+    const std::vector<int32_t> plain = GeneratePlain(*model, prompt, o.sampling, so, {}, &plain_timing);
     const double plain_tps = plain.size() / std::max(plain_timing.generation_seconds, 1e-9);
     std::fprintf(stderr, "[grove] plain decoding: %zu tokens, %.1f t/s | speedup %.2fx",
-                 plain.size(), plain_tps,
-                 spec_stats.tokens_per_second() / std::max(plain_tps, 1e-9));
+                 plain.size(), plain_tps, s.tokens_per_second() / std::max(plain_tps, 1e-9));
     if (o.sampling.greedy()) {
       std::fprintf(stderr, " | outputs %s",
                    plain == output ? "identical" : "DIFFER (a bug: please report it)");
@@ -262,8 +232,8 @@ void AddRunCommand(CLI::App& app) {
       "--draft", o->draft,
       "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");
   cmd->add_option("--spec", o->spec,
-                  "Tree: chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, "
-                  "opt:N,DELTA")
+                  "Tree: auto[:N] (choose the tree, or none, from measured costs and acceptance), "
+                  "chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, opt:N,DELTA")
       ->capture_default_str();
   cmd->add_option(
       "--verify", o->verify,
@@ -274,10 +244,10 @@ void AddRunCommand(CLI::App& app) {
                   "(default: what the "
                   "rule needs)");
   cmd->add_option("--accept", o->accept_file,
-                  "Acceptance vector JSON from `grove calibrate` (for sequoia specs)");
+                  "Acceptance vector JSON from `grove calibrate` (for sequoia specs; auto's prior)");
   cmd->add_option("--profile", o->profile_file,
                   "Verify-cost profile JSON from `grove bench --verify-curve --profile-out` (for "
-                  "sequoia:auto)");
+                  "sequoia:auto; auto measures its own when absent)");
   cmd->add_flag("--compare", o->compare, "Also run plain decoding and report the speedup");
   cmd->callback([o, cmd] {
     for (const char* flag :

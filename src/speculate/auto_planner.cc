@@ -1,0 +1,230 @@
+#include "speculate/auto_planner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/timer.h"
+
+namespace grove {
+namespace {
+
+// Before any measurement: a draft whose first guess is the target's token 60% of the time and later
+// ones rarely (pairs chosen for speculation are usually at least that good). Weak (kPriorWeight observations), so a few dozen verified nodes
+// outweigh it; a calibrated vector from --accept counts as kCalibratedWeight.
+constexpr double kDefaultPrior[AutoPlanner::kRanks] = {0.6, 0.1, 0.05, 0.03, 0.02, 0.01, 0.01, 0.01};
+constexpr double kPriorWeight = 2.0;
+constexpr double kCalibratedWeight = 32.0;
+// The first plan is redone after this many steps (its draft cost was a guess), later ones every
+// kReplanSteps.
+constexpr int32_t kFirstReplan = 4;
+// Running means of the draft cost per level and of the verify cost's scale: weight of the newest
+// step.
+constexpr double kDraftCostWeight = 0.2;
+constexpr double kVerifyScaleWeight = 0.05;
+// Measuring t(n) costs at most this (a pass over the sizes, then as many repetitions as fit) ...
+constexpr double kMeasureBudgetSeconds = 0.03;
+// ... and is repeated once the context has doubled, by at least kMinContextGrowth tokens, if it
+// costs at most kMeasureShare of the decoding time since the last time.
+constexpr int32_t kMinContextGrowth = 64;
+constexpr double kMeasureShare = 0.05;
+// Deepest tree considered, root level included (grove's trees are rarely deeper than 10 accepted).
+constexpr int32_t kMaxDepth = 16;
+constexpr int32_t kMaxProbeInterval = 256;
+constexpr int32_t kFirstProbeInterval = 16;
+
+}  // namespace
+
+AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
+    : max_tokens_(plan.auto_max_tokens),
+      measured_curve_(!inputs.verify_cost.has_value()),
+      verify_cost_(inputs.verify_cost),
+      prior_(kRanks, 0.0),
+      tried_(kRanks, 0.0),
+      accepted_(kRanks, 0.0),
+      acceptance_(kRanks, 0.0) {
+  GROVE_CHECK(plan.is_auto(), "auto planner: plan '", plan.text, "' is not auto");
+  double weight = kPriorWeight;
+  if (!inputs.acceptance.empty()) {
+    for (int32_t k = 0; k < kRanks && k < static_cast<int32_t>(inputs.acceptance.size()); ++k) {
+      prior_[k] = inputs.acceptance[k];
+    }
+    weight = kCalibratedWeight;
+  } else {
+    std::copy(std::begin(kDefaultPrior), std::end(kDefaultPrior), prior_.begin());
+  }
+  // The prior enters as `weight` pseudo-observations of every rank.
+  for (int32_t k = 0; k < kRanks; ++k) {
+    tried_[k] = weight;
+    accepted_[k] = weight * prior_[k];
+  }
+  if (inputs.draft_seconds_per_level > 0) {
+    draft_seconds_per_level_ = inputs.draft_seconds_per_level;
+  }
+  shape_.Reserve(max_tokens_, kRanks);
+}
+
+void AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root_position) {
+  if (measured_curve_) {
+    Timer timer;
+    verify_cost_ = MeasureVerifyCost(target, seq, root, root_position, max_tokens_, kMeasureBudgetSeconds);
+    measure_seconds_ = timer.Seconds();
+    verify_scale_ = 1.0;
+  }
+  measured_at_ = root_position;
+  seconds_since_measure_ = 0.0;
+  // Until drafting is measured, a level is guessed to cost a tenth of a plain step (a draft about
+  // ten times cheaper than its target, the usual pairing).
+  if (!(draft_seconds_per_level_ > 0)) draft_seconds_per_level_ = verify_cost_->Seconds(1) / 10;
+  Replan();
+  if (!draft_cost_measured_) steps_since_plan_ = kReplanSteps - kFirstReplan;
+}
+
+bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
+  return measured_curve_ && root_position >= 2 * measured_at_ && root_position - measured_at_ >= kMinContextGrowth &&
+         seconds_since_measure_ * kMeasureShare >= measure_seconds_;
+}
+
+void AutoPlanner::Replan() {
+  // The estimate: faded counts with the prior mixed in; positional acceptance events are disjoint,
+  // so a sum above 1 (counting noise) is scaled back.
+  double sum = 0.0;
+  for (int32_t k = 0; k < kRanks; ++k) {
+    acceptance_[k] = tried_[k] > 0 ? std::clamp(accepted_[k] / tried_[k], 0.0, 1.0) : 0.0;
+    sum += acceptance_[k];
+  }
+  if (sum > 1.0) {
+    for (double& p : acceptance_) p /= sum * (1.0 + 1e-9);
+  }
+  ScaleVerifyCost();
+  const int32_t max_size = std::min(max_tokens_, scaled_cost_->max_size());
+  table_.Compute(acceptance_, max_size, std::min(max_size, kMaxDepth));
+  SizeDepthSearch search{.draft_seconds_per_level = draft_seconds_per_level_, .root_level_drafted = false};
+  choice_ = ChooseSizeAndDepth(table_, *scaled_cost_, search);
+  // While plain wins, the probes use the best tree.
+  search.include_plain = false;
+  const SizeDepthChoice tree = choice_.size > 1 ? choice_ : ChooseSizeAndDepth(table_, *scaled_cost_, search);
+  if (tree.size > 1) {
+    table_.TreeInto(tree.size, tree.depth, shape_);
+  } else {
+    shape_.Clear();
+  }
+  if (choice_.size > 1) probe_interval_ = kFirstProbeInterval;
+  steps_since_plan_ = 0;
+  Log(LogLevel::kDebug, "auto: p1..3 ", acceptance_[0], " ", acceptance_[1], " ", acceptance_[2], ", draft ",
+      1e3 * draft_seconds_per_level_, " ms/level, t(1) ", 1e3 * scaled_cost_->Seconds(1), " ms (x", verify_scale_,
+      ") -> ", choice_.size == 1 ? "plain" : StrCat("n ", choice_.size, " d ", choice_.depth), ", ",
+      choice_.expected_tokens, " tokens/step predicted");
+}
+
+const TokenTree& AutoPlanner::NextShape() {
+  GROVE_CHECK(verify_cost_.has_value(), "auto planner: NextShape before Prepare");
+  if (steps_since_plan_ >= kReplanSteps) Replan();
+  ++steps_since_plan_;
+  if (choice_.size > 1) {
+    plain_run_ = 0;
+    return shape_;
+  }
+  if (++plain_run_ < probe_interval_) return none_;
+  plain_run_ = 0;
+  probe_interval_ = std::min(kMaxProbeInterval, 2 * probe_interval_);
+  return shape_;
+}
+
+void AutoPlanner::ScaleVerifyCost() {
+  // The points of the measured curve, times the current scale (allocates only when the curve was
+  // measured again: the points vector keeps its size).
+  if (!scaled_cost_ || scaled_cost_->points().size() != verify_cost_->points().size()) scaled_cost_ = verify_cost_;
+  scaled_cost_->ScaleFrom(*verify_cost_, verify_scale_);
+}
+
+void AutoPlanner::Observe(const Step& step) {
+  const TokenTree& tree = step.tree;
+  const std::span<const int32_t> accepted = step.accepted;
+  seconds_since_measure_ += step.draft_seconds + step.verify_seconds;
+  const int32_t n = tree.size() + 1;
+  if (step.verify_seconds > 0 && n <= verify_cost_->max_size()) {
+    const double ratio = step.verify_seconds / verify_cost_->Seconds(n);
+    verify_scale_ += kVerifyScaleWeight * (ratio - verify_scale_);
+  }
+  if (tree.empty()) return;
+  if (step.draft_calls > 0 && !step.drafter_caught_up) {
+    const double per_level = step.draft_seconds / step.draft_calls;
+    draft_seconds_per_level_ = draft_cost_measured_
+                                   ? draft_seconds_per_level_ + kDraftCostWeight * (per_level - draft_seconds_per_level_)
+                                   : per_level;
+    draft_cost_measured_ = true;
+  }
+  const double fade = std::exp2(-1.0 / kHalfLifeSteps);
+  for (int32_t k = 0; k < kRanks; ++k) {
+    tried_[k] *= fade;
+    accepted_[k] *= fade;
+  }
+  // Every node the walk reached: the root, then each accepted node; the last one's children (if
+  // any) were all rejected.
+  auto observe = [&](int32_t node, int32_t accepted_rank) {
+    const int32_t m = std::min<int32_t>(static_cast<int32_t>(tree.children(node).size()), kRanks);
+    for (int32_t k = 0; k < m; ++k) tried_[k] += 1.0;
+    if (accepted_rank >= 0 && accepted_rank < kRanks) accepted_[accepted_rank] += 1.0;
+  };
+  int32_t node = -1;
+  for (int32_t next : accepted) {
+    observe(node, tree.rank(next));
+    node = next;
+  }
+  observe(node, -1);
+}
+
+VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
+                                  double budget_seconds) {
+  KvCache& cache = target.cache(seq);
+  GROVE_CHECK(cache.length() == position, "verify cost: the cache holds ", cache.length(), " slots, not ", position);
+  const int32_t limit = std::min({max_tokens, target.max_batch(), target.n_ctx() - position});
+  if (limit < 1) Fail("verify cost: no room in the context to measure at position ", position);
+  std::vector<int32_t> sizes;
+  for (int32_t n : {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128}) {
+    if (n <= limit) sizes.push_back(n);
+  }
+  Batch batch;
+  auto forward = [&](int32_t n) {
+    batch.Clear();
+    for (int32_t i = 0; i < n; ++i) batch.Add(token, position + i, seq, i - 1, true);
+    Timer timer;
+    target.Forward(batch);
+    const double seconds = timer.Seconds();
+    cache.Truncate(position);
+    return seconds;
+  };
+  // Each size is timed in a run of its own, after one untimed forward, as decoding repeats one
+  // shape: interleaving sizes would charge the small ones for the caches the large ones evicted.
+  // A first pass says what the whole costs; a large model keeps powers of two only.
+  auto one_pass = [&] {
+    double total = 0.0;
+    for (int32_t n : sizes) total += forward(n);
+    return total;
+  };
+  double pass = one_pass();
+  if (pass > budget_seconds / 4) {
+    std::erase_if(sizes, [](int32_t n) { return (n & (n - 1)) != 0; });
+    pass = one_pass();
+  }
+  const int32_t reps = std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
+  std::vector<std::vector<double>> samples(sizes.size());
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    forward(sizes[i]);
+    for (int32_t r = 0; r < reps; ++r) samples[i].push_back(forward(sizes[i]));
+  }
+  std::vector<std::pair<int32_t, double>> points;
+  double floor = 0.0;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<double>& s = samples[i];
+    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
+    // More tokens never cost less; a dip is noise, and would lure the search to a larger tree.
+    floor = std::max(floor, s[s.size() / 2]);
+    points.emplace_back(sizes[i], floor);
+  }
+  return VerifyCostCurve(std::move(points));
+}
+
+}  // namespace grove

@@ -1,0 +1,117 @@
+// `--spec auto`: before every step, the tree that maximises expected tokens per second — or no tree
+// at all, when nothing beats plain decoding — from three measurements, each refreshed as decoding
+// goes:
+//
+//   t(n)  the target's verify cost for n tokens (root included): from --profile, else measured on
+//         the sequence's own context when the session starts (Measure), within ~30 ms; measured
+//         again once the context has doubled (attention grows with it), at most 5% of the time
+//         spent since. Between measurements the whole curve is scaled by the running ratio of the
+//         verify forwards actually timed to what the curve predicted for their n: what the cache
+//         left behind by drafting, other load and the context's growth do to it;
+//   c     the draft cost of one tree level: from --accept's draft_seconds_per_level, else an initial
+//         guess of t(1) / 10, then the running mean of the levels actually drafted;
+//   p_k   the positional acceptance vector (Sequoia Def. 3.1): a prior (from --accept, else a
+//         modest default) updated with every verified node whose children were tried.
+//
+// The choice is Sequoia's hardware-aware search (ChooseSizeAndDepth) over the depth-bounded DP
+// table, with the draft cost counted per drafted level ((d - 1) forwards for a tree of depth d, the
+// root counted), plain decoding as a candidate. It is redone every kReplanSteps steps.
+//
+// Estimating p_k: a verified node with m children whose rank-r child was accepted is one
+// observation of "rank i accepted" for each i <= m (yes for i = r, no otherwise); with none
+// accepted, a "no" for every i <= m. Under the positional model the rate of yes among nodes with at
+// least i children is p_i. Observations fade with a half-life of kHalfLifeSteps steps, so the
+// estimate follows a text whose predictability changes.
+//
+// While plain decoding wins, p_k would never be observed again; so every so many plain steps
+// (16, doubling up to 256 while plain keeps winning) one step speculates with the best tree: a
+// bounded cost (under 1/16 of the steps, then far less) that lets the planner return when the text
+// becomes predictable.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "model/model.h"
+#include "speculate/sequoia.h"
+#include "speculate/token_tree.h"
+#include "speculate/tree_plan.h"
+
+namespace grove {
+
+class AutoPlanner {
+ public:
+  // Ranks of the acceptance vector the planner estimates (children per node at most).
+  static constexpr int32_t kRanks = 8;
+  static constexpr int32_t kReplanSteps = 16;
+  static constexpr double kHalfLifeSteps = 128.0;
+
+  // plan: a kAuto plan (its verify budget); inputs: what the files gave (all optional).
+  AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs);
+
+  // Called once the prompt, all but the root, is in the target's cache for `seq` (root_position
+  // slots), and again whenever WantsMeasurement: measures t(n) on that context (unless a profile
+  // was given), restores the cache, and replans.
+  void Measure(Model& target, int32_t seq, int32_t root, int32_t root_position);
+  bool WantsMeasurement(int32_t root_position) const;
+
+  // The shape of the next step's tree; empty for a plain step. Valid until the next call.
+  const TokenTree& NextShape();
+
+  // What a step did: its tree (empty for a plain step), the accepted nodes (root to leaf), the time
+  // and number of its drafter calls, and its target forward's time. After plain steps the first
+  // drafter call also feeds the tokens the drafter missed (catching up): its time is not a level's.
+  struct Step {
+    const TokenTree& tree;
+    std::span<const int32_t> accepted;
+    double draft_seconds;
+    int32_t draft_calls;
+    double verify_seconds;
+    bool drafter_caught_up;
+  };
+  void Observe(const Step& step);
+
+  // The current choice (size 1: plain decoding) and the estimates behind it, for logs and tests.
+  const SizeDepthChoice& choice() const { return choice_; }
+  std::span<const double> acceptance() const { return acceptance_; }
+  double draft_seconds_per_level() const { return draft_seconds_per_level_; }
+  // The curve as last measured (or given), and the factor the planner scales it by now.
+  const std::optional<VerifyCostCurve>& verify_cost() const { return verify_cost_; }
+  double verify_cost_scale() const { return verify_scale_; }
+
+ private:
+  void Replan();
+  void ScaleVerifyCost();
+
+  int32_t max_tokens_;
+  bool measured_curve_;                 // false: the curve came from a profile file
+  std::optional<VerifyCostCurve> verify_cost_;
+  std::optional<VerifyCostCurve> scaled_cost_;  // verify_cost_ x verify_scale_, what Replan uses
+  double verify_scale_ = 1.0;
+  int32_t measured_at_ = 0;             // context length of the last measurement
+  double measure_seconds_ = 0.0;        // what it cost
+  double seconds_since_measure_ = 0.0;  // step time observed since
+  double draft_seconds_per_level_ = 0.0;
+  bool draft_cost_measured_ = false;
+  std::vector<double> prior_;     // (kRanks) p_k before any observation
+  std::vector<double> tried_;     // (kRanks) faded count of nodes with >= k children verified
+  std::vector<double> accepted_;  // (kRanks) faded count of those that accepted their rank-k child
+  std::vector<double> acceptance_;  // (kRanks) the current estimate
+  SequoiaTable table_;
+  SizeDepthChoice choice_;
+  TokenTree shape_;  // the chosen tree (empty: plain)
+  TokenTree none_;   // an empty tree, for plain steps
+  int32_t steps_since_plan_ = 0;
+  int32_t plain_run_ = 0;         // plain steps since the last speculative one
+  int32_t probe_interval_ = 16;   // plain steps between probes
+};
+
+// t(n) of `target` for a verify batch of n tokens continuing sequence `seq` (whose cache holds
+// `position` slots) at the sizes grove's planners use up to max_tokens, within about
+// budget_seconds: the median of repeated forwards of a chain of `token`. The cache is left as found.
+VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
+                                  double budget_seconds);
+
+}  // namespace grove

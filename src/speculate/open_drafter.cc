@@ -1,0 +1,20 @@
+#include "speculate/open_drafter.h"
+
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+
+namespace grove {
+
+OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
+  OpenedDrafter opened;
+  if (name == "ngram") {
+    opened.drafter = std::make_unique<NgramDrafter>(target.config().n_vocab, target.n_ctx());
+    return opened;
+  }
+  const ModelOptions options{.pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()};
+  opened.model = Model::Load(name, options);
+  opened.drafter = std::make_unique<ModelDrafter>(*opened.model, target);
+  return opened;
+}
+
+}  // namespace grove

@@ -1,0 +1,225 @@
+#include "speculate/session.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "model/tokenizer.h"
+#include "speculate/auto_planner.h"
+
+namespace grove {
+namespace {
+
+// Depths and ranks the statistics vectors hold without growing.
+constexpr std::size_t kStatsReserve = 64;
+
+}  // namespace
+
+SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter, const SpeculationPolicy& policy,
+                                       const SessionOptions& options)
+    : target_(target),
+      drafter_(drafter),
+      policy_(policy),
+      options_(options),
+      builder_(policy.draw, policy.sampling),
+      draft_(builder_.NewState(target.config().n_vocab)),
+      target_sampler_(policy.sampling),
+      rng_(policy.sampling.seed),
+      target_row_(static_cast<std::size_t>(target.config().n_vocab)) {
+  if (drafter.n_vocab() != target.config().n_vocab) {
+    Fail("drafter '", drafter.name(), "' has ", drafter.n_vocab(), " tokens, the target ", target.config().n_vocab);
+  }
+  if (options.target_seq < 0 || options.target_seq >= target.n_seq()) {
+    Fail("session: target sequence ", options.target_seq, " outside 0..", target.n_seq() - 1);
+  }
+  if (options.n_predict < 0) Fail("session: n_predict ", options.n_predict, " is negative");
+  const int32_t max_rows = policy.plan.max_nodes() + 1;
+  if (max_rows > target.max_batch()) {
+    Fail("tree spec '", policy.plan.text, "' verifies up to ", max_rows, " tokens, more than the target's batch of ",
+         target.max_batch());
+  }
+  if (policy.plan.is_auto()) planner_ = std::make_unique<AutoPlanner>(policy.plan, policy.inputs);
+  draft_.Reserve(policy.plan);
+  batch_.tokens.reserve(target.max_batch());
+  kept_slots_.reserve(static_cast<std::size_t>(max_rows));
+  emitted_.reserve(static_cast<std::size_t>(max_rows) + 1);
+  result_.accepted.reserve(static_cast<std::size_t>(max_rows));
+}
+
+SpeculativeSession::~SpeculativeSession() = default;
+
+bool SpeculativeSession::IsStop(int32_t token) const {
+  return options_.stop_at_eog && target_.tokenizer() && target_.tokenizer()->IsEndOfGeneration(token);
+}
+
+void SpeculativeSession::Start(std::span<const int32_t> prompt) {
+  if (prompt.empty()) Fail("speculative decoding needs at least one prompt token");
+  // Plain decoding's rule: the prompt must leave room for at least one generated token.
+  if (static_cast<int64_t>(prompt.size()) >= target_.n_ctx()) {
+    Fail("the prompt is ", prompt.size(), " tokens but the context holds ", target_.n_ctx());
+  }
+  stats_ = SpeculationStats{};
+  stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
+  for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) v->reserve(kStatsReserve);
+  Timer prefill;
+  KvCache& cache = target_.cache(options_.target_seq);
+  cache.Clear();
+  target_.ForwardChain(prompt.first(prompt.size() - 1), 0, options_.target_seq, batch_, /*want_logits=*/false);
+  drafter_.Begin(prompt);
+  root_ = prompt.back();
+  root_position_ = static_cast<int32_t>(prompt.size()) - 1;
+  previous_step_plain_ = false;  // Begin fed the prompt: the drafter has nothing to catch up
+  if (planner_) planner_->Measure(target_, options_.target_seq, root_, root_position_);
+  stats_.prefill_seconds = prefill.Seconds();
+  done_ = options_.n_predict == 0;
+}
+
+void SpeculativeSession::Draft() {
+  GROVE_CHECK(!done_, "session: Draft after the end of generation");
+  step_timer_.Reset();
+  step_ = StepTimes{};
+  Timer timer;
+  // The planner measures the target again when the context has grown (counted as tree building).
+  if (planner_ && planner_->WantsMeasurement(root_position_)) {
+    planner_->Measure(target_, options_.target_seq, root_, root_position_);
+  }
+  const TokenTree* shape = planner_ ? &planner_->NextShape() : nullptr;
+  const TreePlan& plan = policy_.plan;
+  const int32_t max_nodes = shape ? shape->size() : plan.max_nodes();
+  const int32_t max_fed = shape ? shape->size() : plan.max_fed_nodes();
+  // Speculate only while the tree, and the token after its deepest node, fit the context (plain
+  // decoding's last token sits at n_ctx - 1) and the drafter has room; then decode plainly.
+  const bool room = static_cast<int64_t>(root_position_) + max_nodes + 2 <= target_.n_ctx() &&
+                    drafter_.HasRoomFor(max_fed);
+  if (!room || (shape && shape->empty())) {
+    draft_.ClearTree();
+  } else if (shape) {
+    builder_.BuildShape(*shape, drafter_, rng_, options_.sequence, root_position_, draft_);
+  } else {
+    builder_.Build(plan, drafter_, rng_, options_.sequence, root_position_, draft_);
+  }
+  step_.draft_forward = draft_.expand_seconds();
+  step_.tree_building = timer.Seconds() - draft_.expand_seconds();
+}
+
+void SpeculativeSession::AppendVerify(Batch& batch) {
+  first_row_ = static_cast<int32_t>(std::count(batch.logits.begin(), batch.logits.end(), uint8_t{1}));
+  const int32_t root_index = batch.size();
+  batch.Add(root_, root_position_, options_.target_seq, -1, true);
+  draft_.tree().AppendToBatch(batch, root_position_ + 1, options_.target_seq, root_index);
+}
+
+std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logits) {
+  const TokenTree& tree = draft_.tree();
+  const int32_t nv = target_.config().n_vocab;
+  const int32_t n_rows = tree.size() + 1;
+  GROVE_CHECK(logits.size() >= static_cast<std::size_t>(first_row_ + n_rows) * nv,
+              "session: the batch's logits do not cover this session's rows");
+  const float* rows = logits.data() + static_cast<std::size_t>(first_row_) * nv;
+
+  // Verification reads the target's distribution only at the rows its walk reaches; greedy reads
+  // the logits' argmax, which is the one-hot distribution's.
+  Timer timer;
+  const bool greedy = policy_.rule == VerifyRule::kGreedy;
+  auto target_row = [&](int32_t r) -> std::span<const float> {
+    const std::span<const float> row(rows + static_cast<std::size_t>(r) * nv, static_cast<std::size_t>(nv));
+    if (greedy) return row;
+    target_sampler_.Distribution(row, target_row_);
+    return target_row_;
+  };
+  verifier_.Verify(policy_.rule, tree, target_row, nv, draft_.draft_rows(), rng_, options_.sequence, root_position_,
+                   result_);
+  step_.verification = timer.Seconds();
+
+  // Commit: the root stays at its slot, the accepted nodes move down behind it; the drafter keeps
+  // the nodes it has fed, by node id.
+  timer.Reset();
+  kept_slots_.clear();
+  for (int32_t node : result_.accepted) kept_slots_.push_back(root_position_ + 1 + node);
+  target_.cache(options_.target_seq).Compact(root_position_ + 1, kept_slots_);
+  drafter_.Commit(tree, result_.accepted, result_.next_token);
+  step_.cache = timer.Seconds();
+
+  ++stats_.steps;
+  if (tree.empty()) ++stats_.plain_steps;
+  RecordTreeStats(tree);
+  if (planner_) {
+    planner_->Observe({.tree = tree,
+                       .accepted = result_.accepted,
+                       .draft_seconds = step_.draft_forward,
+                       .draft_calls = draft_.expand_calls(),
+                       .verify_seconds = step_.verify_forward,
+                       .drafter_caught_up = previous_step_plain_});
+  }
+  previous_step_plain_ = tree.empty();
+  emitted_.clear();
+  for (int32_t node : result_.accepted) emitted_.push_back(tree.node(node).token);
+  emitted_.push_back(result_.next_token);
+  std::size_t n_emit = 0;
+  while (n_emit < emitted_.size() && !done_) {
+    const int32_t token = emitted_[n_emit++];
+    ++stats_.generated;
+    if (IsStop(token) || stats_.generated >= options_.n_predict) done_ = true;
+  }
+  emitted_.resize(n_emit);
+  root_ = result_.next_token;
+  root_position_ += static_cast<int32_t>(result_.accepted.size()) + 1;
+  if (root_position_ >= target_.n_ctx() - 1) done_ = true;  // the context is full
+  // "other": whatever the step's span (Draft to here) spent outside the measured parts.
+  step_.other = std::max(0.0, step_timer_.Seconds() - step_.total());
+  AddStepTimes(step_);
+  return emitted_;
+}
+
+void SpeculativeSession::AddStepTimes(const StepTimes& step) {
+  StepTimes& t = stats_.times;
+  t.draft_forward += step.draft_forward;
+  t.tree_building += step.tree_building;
+  t.verify_forward += step.verify_forward;
+  t.verification += step.verification;
+  t.cache += step.cache;
+  t.other += step.other;
+}
+
+void SpeculativeSession::RecordTreeStats(const TokenTree& tree) {
+  if (tree.empty()) return;
+  stats_.tree_nodes += tree.size();
+  const std::size_t depth = static_cast<std::size_t>(tree.depth());
+  if (stats_.reached_depth.size() < depth) {
+    stats_.reached_depth.resize(depth, 0);
+    stats_.accepted_at_depth.resize(depth, 0);
+  }
+  for (std::size_t d = 0; d < depth; ++d) ++stats_.reached_depth[d];
+  for (std::size_t d = 0; d < result_.accepted.size(); ++d) ++stats_.accepted_at_depth[d];
+  const std::size_t rank = result_.accepted.empty() ? 0 : tree.rank(result_.accepted[0]) + 1;
+  if (stats_.first_rank.size() <= rank) stats_.first_rank.resize(rank + 1, 0);
+  ++stats_.first_rank[rank];
+}
+
+std::vector<int32_t> SpeculativeSession::Generate(std::span<const int32_t> prompt,
+                                                  const std::function<bool(int32_t)>& on_token) {
+  Start(prompt);
+  std::vector<int32_t> out;
+  out.reserve(static_cast<std::size_t>(options_.n_predict));
+  Timer total;
+  bool stopped = false;
+  while (!done_ && !stopped) {
+    Draft();
+    batch_.Clear();
+    AppendVerify(batch_);
+    Timer forward;
+    const std::span<const float> logits = target_.Forward(batch_);
+    RecordVerifyForward(forward.Seconds());
+    for (int32_t token : Accept(logits)) {
+      out.push_back(token);
+      if (on_token && !on_token(token)) {
+        stopped = true;
+        break;
+      }
+    }
+  }
+  stats_.total_seconds = total.Seconds();
+  return out;
+}
+
+}  // namespace grove

@@ -1,0 +1,147 @@
+// One sequence's speculative decoding, as three phases that a driver calls in turn:
+//
+//   Draft()              the drafter builds this step's tree (empty: a plain step);
+//   AppendVerify(batch)  the root and the tree go into a target Batch, possibly beside other
+//                        sequences' trees (each session verifies in its own KV cache);
+//   Accept(logits)       after the driver's target Forward: verify this session's rows, commit the
+//                        accepted tokens and the next one, compact both caches.
+//
+// Generate() drives the three alone, one target forward per step; the scheduler, the pipeline and
+// the server drive the same calls (several sessions per forward). None of them re-implements a
+// step. A session allocates nothing per step once its buffers have grown (a test checks it).
+//
+// Randomness: one key per sequence (SessionOptions::sequence). Draws are (sequence, position, draw)
+// counters of the sampling seed (contract 4), so the output does not depend on what else shares a
+// batch, nor on timing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "base/timer.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "speculate/drafter.h"
+#include "speculate/speculation.h"
+#include "speculate/tree_builder.h"
+#include "speculate/verify.h"
+
+namespace grove {
+
+class AutoPlanner;
+
+// Where a step's time goes, in seconds summed over steps. Every speculative figure grove prints
+// carries this split.
+struct StepTimes {
+  double draft_forward = 0.0;   // Drafter::Expand: draft model forwards (or n-gram lookups)
+  double tree_building = 0.0;   // the rest of Draft(): draft distributions, children, planning
+  double verify_forward = 0.0;  // the target forward over the root and the tree
+  double verification = 0.0;    // target distributions of the rows the rule reads, and the rule
+  double cache = 0.0;           // compaction of the target and draft KV caches
+  double other = 0.0;           // the rest of the step: batch building, statistics, the driver
+
+  double total() const {
+    return draft_forward + tree_building + verify_forward + verification + cache + other;
+  }
+};
+
+struct SpeculationStats {
+  int64_t steps = 0;
+  int64_t plain_steps = 0;       // steps without a tree (the plan chose plain decoding, or no room)
+  int64_t prompt_tokens = 0;
+  int64_t generated = 0;         // tokens emitted (accepted + next), the stop token included
+  int64_t tree_nodes = 0;        // draft nodes verified, summed over steps
+  double prefill_seconds = 0.0;  // target prompt + drafter Begin
+  double total_seconds = 0.0;    // generation only (prefill excluded)
+  StepTimes times;
+  // accepted_at_depth[d - 1]: steps that accepted a node at depth d; reached_depth[d - 1]: steps
+  // whose tree had a node at depth d (acceptance by depth = accepted / reached).
+  std::vector<int64_t> accepted_at_depth;
+  std::vector<int64_t> reached_depth;
+  // first_rank[0]: steps with a tree that accepted no node; first_rank[k]: steps whose accepted
+  // depth-1 node was the root's k-th child. With a star tree this is Sequoia's on-policy acceptance
+  // estimate (E1).
+  std::vector<int64_t> first_rank;
+
+  // Mean tokens per step: accepted + 1 (τ).
+  double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
+  double tokens_per_second() const { return total_seconds > 0 ? generated / total_seconds : 0.0; }
+};
+
+struct SessionOptions {
+  int32_t n_predict = 128;
+  bool stop_at_eog = true;  // stop after an end-of-generation token (needs the target's tokenizer)
+  uint64_t sequence = 0;    // the RNG key of this sequence (a server gives each request its own)
+  int32_t target_seq = 0;   // the target KV cache this session decodes in
+};
+
+class SpeculativeSession {
+ public:
+  // The drafter serves this session alone while it runs. Throws grove::Error if the drafter's
+  // vocabulary differs from the target's or the plan's trees do not fit the target's batch.
+  SpeculativeSession(Model& target, Drafter& drafter, const SpeculationPolicy& policy,
+                     const SessionOptions& options);
+  ~SpeculativeSession();
+
+  // Prefills the prompt (at least one token; all but the last go into the target cache) and starts
+  // the drafter. Resets the statistics. Throws grove::Error if the prompt does not fit the context.
+  void Start(std::span<const int32_t> prompt);
+  // True once n_predict tokens were emitted, an end-of-generation token was, or the context is full.
+  bool done() const { return done_; }
+
+  void Draft();
+  // Appends the root and this step's tree for sequence options.target_seq; every row wants logits.
+  void AppendVerify(Batch& batch);
+  // `logits` is what the target's Forward returned for the batch. Returns the tokens this step
+  // emits (valid until the next call), at most n_predict in all, ending at a stop token.
+  std::span<const int32_t> Accept(std::span<const float> logits);
+  // The driver's target forward time for this step, for the time split (a shared forward may be
+  // attributed as the driver sees fit).
+  void RecordVerifyForward(double seconds) { step_.verify_forward += seconds; }
+
+  // Start, then the three phases with one target forward per step until done, calling on_token
+  // for each emitted token in order (the stop token included); on_token returns false to stop.
+  // Returns the generated tokens.
+  std::vector<int32_t> Generate(std::span<const int32_t> prompt, const std::function<bool(int32_t)>& on_token);
+
+  const SpeculationStats& stats() const { return stats_; }
+  // This step's tree (after Draft), e.g. for a live view.
+  const TokenTree& tree() const { return draft_.tree(); }
+  const SpeculationPolicy& policy() const { return policy_; }
+  // The planner's current choice, for `auto` plans (null otherwise).
+  const AutoPlanner* planner() const { return planner_.get(); }
+
+ private:
+  bool IsStop(int32_t token) const;
+  void RecordTreeStats(const TokenTree& tree);
+  void AddStepTimes(const StepTimes& step);
+
+  Model& target_;
+  Drafter& drafter_;
+  SpeculationPolicy policy_;
+  SessionOptions options_;
+  TreeBuilder builder_;
+  DraftState draft_;
+  std::unique_ptr<AutoPlanner> planner_;
+  Sampler target_sampler_;
+  Verifier verifier_;
+  CounterRng rng_;
+  VerifyResult result_;
+  std::vector<float> target_row_;  // (n_vocab) the distribution of the row the rule reads now
+  std::vector<int32_t> kept_slots_;
+  std::vector<int32_t> emitted_;
+  Batch batch_;  // Generate's own batch
+  int32_t root_ = -1;
+  int32_t root_position_ = 0;
+  int32_t first_row_ = 0;  // this session's first logits row in the batch it was appended to
+  Timer step_timer_;  // from Draft() to the end of Accept()
+  StepTimes step_;    // this step's parts
+  bool done_ = true;
+  bool previous_step_plain_ = false;
+  SpeculationStats stats_;
+};
+
+}  // namespace grove

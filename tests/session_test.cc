@@ -1,0 +1,523 @@
+// One sequence's speculative session end to end: speculative greedy output equals plain greedy
+// output token for token for every tree plan x drafter; sampled output has exactly the target's
+// joint distribution over two tokens (enumerated from a tiny-vocabulary model) for every sampling
+// rule; a step allocates nothing after warm-up; two sessions verified in one target forward give
+// what each gives alone; the policy refuses lossy combinations.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <map>
+
+#include "base/error.h"
+#include "io/gguf.h"
+#include "model/layer_slice.h"
+#include "model/tokenizer.h"
+#include "speculate/auto_planner.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/plain_decoding.h"
+#include "speculate/session.h"
+#include "test_support.h"
+
+// Counting allocator: a session step must not allocate after warm-up. Counts only while armed.
+namespace {
+std::atomic<bool> g_count_allocations{false};
+std::atomic<int64_t> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t n) {
+  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+// noinline: inlined into library code, malloc/free pairs trip GCC's -Wmismatched-new-delete.
+__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
+__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace grove {
+namespace {
+
+using testing::MakeRandomModel;
+using testing::TinySpec;
+
+const std::vector<double> kAcceptance = {0.6, 0.2, 0.1};
+
+TreePlanInputs Inputs() {
+  TreePlanInputs inputs;
+  inputs.acceptance = kAcceptance;
+  return inputs;
+}
+
+TreePlan Spec(const std::string& text) { return ParseTreePlan(text, Inputs()); }
+
+SpeculationPolicy Policy(const std::string& plan, const Drafter& drafter, const SamplerParams& sampling,
+                         const std::string& verify = "", const std::string& draw = "") {
+  return ResolveSpeculation({.plan = plan, .verify = verify, .draw = draw}, Inputs(), drafter, sampling);
+}
+
+std::vector<int32_t> Prompt(int n, int32_t n_vocab) {
+  std::vector<int32_t> t(n);
+  for (int i = 0; i < n; ++i) t[i] = (i * 7 + 3) % n_vocab;
+  // Repeat a stretch so prompt lookup finds matches.
+  for (int i = n / 2; i < n; ++i) t[i] = t[i - n / 2];
+  return t;
+}
+
+std::string TreeFile() {
+  const std::string path = testing::TempPath("tree.json");
+  std::ofstream(path) << R"({"parents": [-1, -1, 0, 0, 1, 2, 5]})";
+  return path;
+}
+
+struct Case {
+  std::string spec;
+  std::string drafter;  // "same", "other", "slice", "ngram"
+};
+
+class GreedyEquality : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
+  const Case& c = GetParam();
+  ModelOptions mo{.n_threads = 2};
+  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  mo.pool = target->shared_pool();  // target and draft share one pool, as the CLI does
+  std::unique_ptr<Model> draft;
+  std::string slice_path;
+  if (c.drafter == "same") draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  if (c.drafter == "other") draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 99), mo);
+  if (c.drafter == "slice") {
+    slice_path = testing::TempPath("slice.gguf");
+    LayerSliceWriter(target->gguf(), 1).WriteFile(slice_path);
+    draft = Model::Load(slice_path, mo);
+  }
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SessionOptions options{.n_predict = 48, .stop_at_eog = false};
+  std::unique_ptr<Drafter> drafter;
+  if (draft) {
+    drafter = std::make_unique<ModelDrafter>(*draft, *target);
+  } else {
+    drafter = std::make_unique<NgramDrafter>(nv, target->n_ctx());
+  }
+  const std::string spec_text = c.spec == "file" ? "file:" + TreeFile() : c.spec;
+  const SpeculationPolicy policy = Policy(spec_text, *drafter, greedy);
+  EXPECT_EQ(policy.rule, VerifyRule::kGreedy);
+  const std::vector<int32_t> prompt = Prompt(12, nv);
+
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  SpeculativeSession session(*target, *drafter, policy, options);
+  const std::vector<int32_t> spec = session.Generate(prompt, {});
+  EXPECT_EQ(spec, plain);
+  EXPECT_EQ(session.stats().generated, 48);
+  if (c.drafter != "ngram" && c.spec == "kconfig:2,2,1") {
+    // At temperature 0 the drafter still ranks candidates: the tree keeps its 10 nodes.
+    EXPECT_EQ(session.stats().tree_nodes, session.stats().steps * 10);
+  }
+  if (c.drafter == "same" && !policy.plan.is_auto()) {
+    // A drafter identical to the target is always right: every step accepts at least its first level
+    // (OPT-Tree may stop there when the random model's probabilities are flat).
+    EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+  }
+  if (!slice_path.empty()) std::remove(slice_path.c_str());
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (const char* spec :
+       {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05", "file", "auto", "auto:6"}) {
+    for (const char* drafter : {"same", "other", "slice", "ngram"}) cases.push_back({spec, drafter});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(BuildersAndDrafters, GreedyEquality, ::testing::ValuesIn(AllCases()),
+                         [](const auto& info) {
+                           std::string name = info.param.spec + "_" + info.param.drafter;
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+// stories260K with a draft made of its first four layers: greedy speculative output equals plain.
+TEST(Stories260KSpeculative, GreedyEqualsPlainWithSlicedDraft) {
+  const std::string path = testing::SharedPath("models/stories260K.gguf");
+  GROVE_SKIP_IF_MISSING(path);
+  ModelOptions mo{.n_threads = 2, .n_ctx = 512};
+  auto target = Model::Load(path, mo);
+  const std::string slice_path = testing::TempPath("stories_slice.gguf");
+  LayerSliceWriter(target->gguf(), 4).WriteFile(slice_path);
+  auto draft = Model::Load(slice_path, mo);
+  const std::vector<int32_t> prompt = target->tokenizer()->Encode("Once upon a time", true);
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SessionOptions options{.n_predict = 120};
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  for (const char* spec : {"chain:3", "kconfig:2,2,1", "sequoia:8", "opt:8,0.05", "auto"}) {
+    ModelDrafter drafter(*draft, *target);
+    SpeculativeSession session(*target, drafter, Policy(spec, drafter, greedy), options);
+    EXPECT_EQ(session.Generate(prompt, {}), plain) << spec;
+    // (auto may find plain decoding faster for this tiny pair and speculate rarely.)
+    if (!session.policy().plan.is_auto()) {
+      EXPECT_GT(session.stats().tau(), 1.3) << spec << ": the sliced draft should often agree";
+    }
+  }
+  std::remove(slice_path.c_str());
+}
+
+// ---- Sampling: the joint distribution of the first two generated tokens.
+
+constexpr int32_t kTinyVocab = 6;
+
+RandomModelSpec TinyVocabSpec(uint64_t seed) {
+  RandomModelSpec s = TinySpec(GgmlType::kF32, seed);
+  s.n_vocab = kTinyVocab;
+  s.with_vocab = false;
+  return s;
+}
+
+// p(x1, x2) after the prompt, from the target's own logits under the given sampling parameters.
+std::vector<double> ExactJoint(Model& target, const std::vector<int32_t>& prompt, const SamplerParams& params) {
+  Sampler sampler(params);
+  std::vector<float> p1(kTinyVocab), p2(kTinyVocab);
+  Batch batch;
+  target.cache(0).Clear();
+  batch.AddChain(prompt, 0, 0);
+  auto logits = target.Forward(batch);
+  sampler.Distribution(logits, p1);
+  const int32_t p = target.cache(0).length();
+  std::vector<double> joint(kTinyVocab * kTinyVocab);
+  for (int32_t x1 = 0; x1 < kTinyVocab; ++x1) {
+    target.cache(0).Truncate(p);
+    batch.Clear();
+    batch.Add(x1, p, 0, -1, true);
+    sampler.Distribution(target.Forward(batch), p2);
+    for (int32_t x2 = 0; x2 < kTinyVocab; ++x2) joint[x1 * kTinyVocab + x2] = double{p1[x1]} * p2[x2];
+  }
+  return joint;
+}
+
+// Pearson chi-square over cells with expected count >= 5 (the rest pooled into one cell), and its
+// critical value at significance 1e-3 (Wilson-Hilferty approximation of the chi-square quantile).
+std::pair<double, double> ChiSquare(const std::vector<int64_t>& counts, const std::vector<double>& p, int64_t n) {
+  double stat = 0, pooled_expected = 0;
+  int64_t pooled_observed = 0;
+  int cells = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const double expected = p[i] * n;
+    if (expected >= 5) {
+      stat += (counts[i] - expected) * (counts[i] - expected) / expected;
+      ++cells;
+    } else {
+      pooled_expected += expected;
+      pooled_observed += counts[i];
+    }
+  }
+  if (pooled_expected > 0) {
+    stat += (pooled_observed - pooled_expected) * (pooled_observed - pooled_expected) / std::max(pooled_expected, 1e-9);
+    ++cells;
+  }
+  const double df = cells - 1, z = 3.09;
+  const double crit = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
+  return {stat, crit};
+}
+
+struct SamplingCase {
+  VerifyRule rule;
+  ChildDraw draw;
+  std::string spec;
+};
+
+class SampledDistribution : public ::testing::TestWithParam<SamplingCase> {};
+
+TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
+  const SamplingCase& c = GetParam();
+  ModelOptions mo{.n_threads = 1, .n_ctx = 64};
+  auto target = MakeRandomModel(TinyVocabSpec(11), mo);
+  auto draft = MakeRandomModel(TinyVocabSpec(12), mo);  // a different model: many rejections
+  // Temperature 1.5 flattens the random model's logits so that every pair has mass.
+  const SamplerParams params{.temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
+  const std::vector<int32_t> prompt = {1, 4, 2};
+  const std::vector<double> joint = ExactJoint(*target, prompt, params);
+
+  ModelDrafter drafter(*draft, *target);
+  SpeculationPolicy policy =
+      Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)), std::string(ChildDrawName(c.draw)));
+  // auto: a flat verify curve makes the planner branch (and spares a measurement per trial).
+  policy.inputs.verify_cost = VerifyCostCurve({{1, 1e-3}, {8, 1e-3}});
+  const int64_t trials = 6000;
+  std::vector<int64_t> counts(kTinyVocab * kTinyVocab, 0);
+  for (int64_t t = 0; t < trials; ++t) {
+    SpeculativeSession run(*target, drafter, policy,
+                           {.n_predict = 2, .stop_at_eog = false, .sequence = static_cast<uint64_t>(t)});
+    std::vector<int32_t> out = run.Generate(prompt, {});
+    ASSERT_EQ(out.size(), 2u);
+    ++counts[out[0] * kTinyVocab + out[1]];
+  }
+  auto [stat, crit] = ChiSquare(counts, joint, trials);
+  EXPECT_LT(stat, crit) << VerifyRuleName(c.rule) << " on " << c.spec;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, SampledDistribution,
+    ::testing::Values(SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "kconfig:3,2"},
+                      SamplingCase{VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, "kconfig:3,2"},
+                      SamplingCase{VerifyRule::kChain, ChildDraw::kWithReplacement, "chain:3"},
+                      SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2"},
+                      SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "sequoia:6"},
+                      SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "opt:4,0.0"},
+                      SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"}),
+    [](const auto& info) {
+      std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec;
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+// With the same seed, target-sample verification reproduces plain sampling token for token: both
+// draw the emitted token with the same counter (sequence, position, 0).
+TEST(Session, TargetSampleReproducesPlainSampling) {
+  auto target = MakeRandomModel(TinySpec(GgmlType::kF32, 3), {.n_threads = 1});
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kF32, 4), {.n_threads = 1});
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams hot{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 9};
+  const SessionOptions options{.n_predict = 40, .stop_at_eog = false};
+  const auto prompt = Prompt(8, nv);
+  const auto plain = GeneratePlain(*target, prompt, hot, options, {});
+  ModelDrafter drafter(*draft, *target);
+  SpeculativeSession session(*target, drafter, Policy("kconfig:3,2", drafter, hot, "target-sample"), options);
+  EXPECT_EQ(session.Generate(prompt, {}), plain);
+}
+
+TEST(Speculation, RefusesLossyCombinations) {
+  auto target = MakeRandomModel(TinySpec(), {.n_threads = 1});
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kF32, 8), {.n_threads = 1});
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams hot{.temperature = 1.0f};
+  const SamplerParams cold{.temperature = 0.0f};
+  ModelDrafter drafter(*draft, *target);
+  NgramDrafter ngram(nv, target->n_ctx());
+  EXPECT_THROW(Policy("kconfig:2,2", drafter, hot, "sequoia", "with-replacement"), Error);
+  EXPECT_THROW(Policy("kconfig:2,2", drafter, hot, "specinfer", "without-replacement"), Error);
+  EXPECT_THROW(Policy("kconfig:2,2", drafter, hot, "chain"), Error);  // a branching tree
+  EXPECT_THROW(Policy("opt:8,0.1", drafter, hot, "sequoia"), Error);
+  EXPECT_NO_THROW(Policy("opt:8,0.1", drafter, hot, "target-sample"));
+  EXPECT_THROW(Policy("chain:3", ngram, hot, "chain"), Error);  // a drafter that guesses
+  EXPECT_THROW(Policy("chain:3", ngram, cold, "", "with-replacement"), Error);
+  EXPECT_THROW(Policy("chain:3", drafter, hot, "greedy"), Error);
+  EXPECT_THROW(Policy("auto", drafter, hot, "chain"), Error);  // auto may branch
+  EXPECT_THROW(Policy("chain:3", drafter, hot, "no-such-rule"), Error);
+  // What the defaults resolve to.
+  EXPECT_EQ(Policy("auto", drafter, cold).rule, VerifyRule::kGreedy);
+  EXPECT_EQ(Policy("auto", drafter, hot).rule, VerifyRule::kSequoia);
+  EXPECT_EQ(Policy("auto", drafter, hot).draw, ChildDraw::kWithoutReplacement);
+  EXPECT_EQ(Policy("auto", ngram, hot).rule, VerifyRule::kTargetSample);
+  EXPECT_EQ(Policy("auto", ngram, hot).draw, ChildDraw::kDeterministic);
+  EXPECT_EQ(Policy("opt:8,0.1", drafter, hot).rule, VerifyRule::kTargetSample);
+  EXPECT_EQ(Policy("chain:3", drafter, hot, "specinfer").draw, ChildDraw::kWithReplacement);
+}
+
+// The defaults are always a lossless pairing.
+TEST(Speculation, DefaultRuleAndDrawAreLossless) {
+  const TreePlan spec = Spec("kconfig:2,2");
+  for (bool greedy : {true, false}) {
+    for (bool deterministic : {true, false}) {
+      const VerifyRule rule = DefaultVerifyRule(greedy, deterministic);
+      const ChildDraw draw = deterministic ? ChildDraw::kDeterministic : RequiredChildDraw(rule);
+      EXPECT_NO_THROW(CheckLossless(rule, draw, spec.shape, greedy)) << VerifyRuleName(rule);
+    }
+  }
+  EXPECT_EQ(DefaultVerifyRule(false, false), VerifyRule::kSequoia);
+  EXPECT_EQ(DefaultVerifyRule(false, true), VerifyRule::kTargetSample);
+  EXPECT_EQ(RequiredChildDraw(VerifyRule::kSpecInfer), ChildDraw::kWithReplacement);
+}
+
+TEST(Session, VocabularyMismatchIsAnError) {
+  auto target = MakeRandomModel(TinySpec(), {.n_threads = 1});
+  RandomModelSpec other = TinySpec();
+  other.n_vocab = 400;
+  auto draft = MakeRandomModel(other, {.n_threads = 1});
+  try {
+    ModelDrafter drafter(*draft, *target);
+    FAIL() << "expected a vocabulary error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vocabularies differ"), std::string::npos) << e.what();
+  }
+}
+
+// After a few warm-up steps (buffers grow to the plan's largest tree), a step allocates nothing:
+// Draft, AppendVerify, the target Forward and Accept, for every kind of plan and drafter, greedy
+// and sampled.
+TEST(Session, StepDoesNotAllocateAfterWarmUp) {
+  ModelOptions mo{.n_threads = 2, .n_ctx = 256};
+  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  mo.pool = target->shared_pool();
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 8), mo);
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams cold{.temperature = 0.0f};
+  const SamplerParams hot{.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .min_p = 0.02f, .seed = 3};
+  struct Case {
+    std::string plan;
+    bool ngram;
+    SamplerParams sampling;
+  };
+  for (const Case& c : {Case{"chain:4", false, cold}, Case{"kconfig:2,2,1", false, hot}, Case{"opt:8,0.05", false, cold},
+                        Case{"sequoia:10", false, hot}, Case{"auto", false, cold}, Case{"auto", false, hot},
+                        Case{"chain:3", true, cold}}) {
+    SCOPED_TRACE(c.plan + (c.ngram ? " ngram" : " draft") + (c.sampling.greedy() ? " greedy" : " sampled"));
+    ModelDrafter model_drafter(*draft, *target);
+    NgramDrafter ngram(nv, target->n_ctx());
+    Drafter& drafter = c.ngram ? static_cast<Drafter&>(ngram) : model_drafter;
+    SpeculationPolicy policy = Policy(c.plan, drafter, c.sampling);
+    // auto: a flat verify curve, so the planner keeps speculating (no start-up measurement).
+    policy.inputs.verify_cost = VerifyCostCurve({{1, 1e-3}, {32, 1.1e-3}});
+    SpeculativeSession session(*target, drafter, policy, {.n_predict = 180, .stop_at_eog = false});
+    session.Start(Prompt(16, nv));
+    Batch batch;
+    batch.tokens.reserve(target->max_batch());  // the driver's batch is the driver's business
+    int64_t allocations = 0;
+    for (int step = 0; step < 40 && !session.done(); ++step) {
+      const bool counted = step >= 16;
+      g_allocations = 0;
+      g_count_allocations = counted;
+      session.Draft();
+      batch.Clear();
+      session.AppendVerify(batch);
+      session.Accept(target->Forward(batch));
+      g_count_allocations = false;
+      allocations += g_allocations.load();
+    }
+    EXPECT_EQ(allocations, 0);
+    EXPECT_GT(session.stats().steps - session.stats().plain_steps, 16);
+  }
+}
+
+// Two sequences verified in one target forward (each session appends its tree to the same batch,
+// in its own KV cache) produce exactly what each produces alone: greedy, and sampled with its own
+// RNG key.
+TEST(Session, TwoSessionsShareOneTargetForward) {
+  ModelOptions mo{.n_threads = 2, .n_seq = 2};
+  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  mo.pool = target->shared_pool();
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 9), mo);
+  const int32_t nv = target->config().n_vocab;
+  for (const SamplerParams& sampling :
+       {SamplerParams{.temperature = 0.0f}, SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 4}}) {
+    const std::vector<int32_t> prompts[2] = {Prompt(10, nv), Prompt(17, nv)};
+    const SessionOptions options[2] = {{.n_predict = 40, .stop_at_eog = false, .sequence = 11, .target_seq = 0},
+                                       {.n_predict = 40, .stop_at_eog = false, .sequence = 12, .target_seq = 1}};
+    ModelDrafter drafters[2] = {ModelDrafter(*draft, *target, 0), ModelDrafter(*draft, *target, 1)};
+    const SpeculationPolicy policy = Policy("kconfig:2,2", drafters[0], sampling);
+    std::vector<int32_t> alone[2];
+    for (int i = 0; i < 2; ++i) {
+      SpeculativeSession session(*target, drafters[i], policy, options[i]);
+      alone[i] = session.Generate(prompts[i], {});
+    }
+    SpeculativeSession a(*target, drafters[0], policy, options[0]);
+    SpeculativeSession b(*target, drafters[1], policy, options[1]);
+    a.Start(prompts[0]);
+    b.Start(prompts[1]);
+    std::vector<int32_t> together[2];
+    Batch batch;
+    while (!a.done() || !b.done()) {
+      batch.Clear();
+      SpeculativeSession* sessions[2] = {&a, &b};
+      for (SpeculativeSession* s : sessions) {
+        if (s->done()) continue;
+        s->Draft();
+        s->AppendVerify(batch);
+      }
+      const std::span<const float> logits = target->Forward(batch);
+      for (int i = 0; i < 2; ++i) {
+        if (sessions[i]->done()) continue;
+        for (int32_t token : sessions[i]->Accept(logits)) together[i].push_back(token);
+      }
+    }
+    EXPECT_EQ(together[0], alone[0]) << "temperature " << sampling.temperature;
+    EXPECT_EQ(together[1], alone[1]) << "temperature " << sampling.temperature;
+    EXPECT_EQ(alone[0].size(), 40u);
+  }
+}
+
+// Decoding to the end of the context stops where plain decoding stops, with the same tokens, for
+// every plan: a tree that no longer fits (in the target's cache or the drafter's) gives way to
+// plain steps instead of failing.
+TEST(Session, RunsToTheEndOfTheContextLikePlainDecoding) {
+  ModelOptions mo{.n_threads = 1, .n_ctx = 96};
+  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  mo.pool = target->shared_pool();
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SessionOptions options{.n_predict = 1000, .stop_at_eog = false};
+  const std::vector<int32_t> prompt = Prompt(10, nv);
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  EXPECT_EQ(plain.size(), 96u - 10u);
+  for (const char* plan : {"chain:6", "opt:16,0.0", "sequoia:12", "auto"}) {
+    ModelDrafter drafter(*draft, *target);
+    SpeculativeSession session(*target, drafter, Policy(plan, drafter, greedy), options);
+    EXPECT_EQ(session.Generate(prompt, {}), plain) << plan;
+    EXPECT_TRUE(session.done());
+  }
+}
+
+// The time split accounts for the whole step: its parts are measured, "other" is the remainder.
+TEST(Session, StepTimesAddUpToTheGeneration) {
+  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), {.n_threads = 1});
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), {.n_threads = 1, .pool = target->shared_pool()});
+  ModelDrafter drafter(*draft, *target);
+  const SamplerParams greedy{.temperature = 0.0f};
+  SpeculativeSession session(*target, drafter, Policy("chain:3", drafter, greedy), {.n_predict = 60});
+  session.Generate(Prompt(8, target->config().n_vocab), {});
+  const StepTimes& t = session.stats().times;
+  EXPECT_GT(t.draft_forward, 0);
+  EXPECT_GT(t.verify_forward, 0);
+  EXPECT_GT(t.verification, 0);
+  EXPECT_GE(t.other, 0);
+  EXPECT_LE(t.total(), session.stats().total_seconds * 1.0001);
+  EXPECT_GT(t.total(), 0.5 * session.stats().total_seconds);
+}
+
+TEST(TreePlan, ParsesEveryKindAndRejectsBadSpecs) {
+  EXPECT_EQ(Spec("chain:4").shape.size(), 4);
+  EXPECT_EQ(Spec("kconfig:2,2,1").shape.size(), 2 + 4 + 4);
+  EXPECT_EQ(Spec("sequoia:10").shape.size(), 9);
+  EXPECT_LE(Spec("sequoia:12,3").shape.depth(), 2);
+  EXPECT_EQ(Spec("opt:16,0.2").max_nodes(), 16);
+  EXPECT_EQ(Spec("auto").max_nodes(), kAutoMaxTokens - 1);
+  EXPECT_EQ(Spec("auto:8").max_nodes(), 7);
+  EXPECT_TRUE(Spec("auto:8").is_auto());
+  EXPECT_EQ(Spec("file:" + TreeFile()).shape.size(), 7);
+  for (const char* bad : {"chain", "chain:0", "chain:x", "kconfig:2,0", "tree:3", "opt:8", "opt:0,0.1",
+                          "sequoia:1", "file:/nonexistent.json", "chain:5000", "auto:1", "auto:x", "auto:4,2"}) {
+    EXPECT_THROW(Spec(bad), Error) << bad;
+  }
+  EXPECT_THROW(ParseTreePlan("sequoia:8", TreePlanInputs{}), Error);  // no acceptance vector
+  EXPECT_THROW(ParseTreePlan("sequoia:auto", TreePlanInputs{.acceptance = kAcceptance}), Error);  // no curve
+  const std::string bad_file = testing::TempPath("bad_tree.json");
+  std::ofstream(bad_file) << R"({"parents": [-1, 3]})";
+  EXPECT_THROW(Spec("file:" + bad_file), Error);
+}
+
+TEST(TreePlan, SequoiaAutoPicksFromTheCurve) {
+  TreePlanInputs inputs;
+  inputs.acceptance = {0.8};
+  // Flat to n = 8, then linear: with a cheap draft the best tree is a chain filling the flat part.
+  inputs.verify_cost = VerifyCostCurve({{1, 1.0}, {8, 1.0}, {16, 2.0}, {32, 4.0}});
+  inputs.draft_seconds_per_level = 0.05;
+  TreePlan spec = ParseTreePlan("sequoia:auto", inputs);
+  ASSERT_TRUE(spec.sequoia_choice.has_value());
+  EXPECT_EQ(spec.sequoia_choice->size, 8);
+  EXPECT_EQ(spec.shape.size(), 7);
+  // A verify forward that costs as much as the tree is long: plain decoding wins, an empty shape.
+  inputs.verify_cost = VerifyCostCurve({{1, 1.0}, {32, 32.0}});
+  TreePlan plain = ParseTreePlan("sequoia:auto", inputs);
+  EXPECT_EQ(plain.sequoia_choice->size, 1);
+  EXPECT_TRUE(plain.shape.empty());
+}
+
+}  // namespace
+}  // namespace grove

@@ -1,0 +1,215 @@
+#include "bench_speculative.h"
+
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "bench_stats.h"
+#include "bundled_models.h"
+#include "kernels/kernel_set.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "prompt_file.h"
+#include "speculate/auto_planner.h"
+#include "speculate/open_drafter.h"
+#include "speculate/plain_decoding.h"
+#include "speculate/session.h"
+#include "speculation_report.h"
+
+namespace grove::cli {
+namespace {
+
+// Used when no --prompts file is given: short openings in the style of small story models.
+const std::vector<std::string> kDefaultPrompts = {
+    "Once upon a time", "One day, a little girl named Lily", "The big dog ran to the park and",
+    "Tom and his mom went to the store. They wanted to buy"};
+
+struct PlanRow {
+  SpeculationPolicy policy;
+  std::vector<double> tps;      // per repetition
+  std::vector<double> speedup;  // per repetition, against plain decoding of the same repetition
+  SpeculationStats totals;      // summed over every prompt and repetition
+  bool identical = true;
+
+  void Add(const SpeculationStats& s) {
+    totals.steps += s.steps;
+    totals.plain_steps += s.plain_steps;
+    totals.generated += s.generated;
+    totals.tree_nodes += s.tree_nodes;
+    totals.total_seconds += s.total_seconds;
+    StepTimes& t = totals.times;
+    t.draft_forward += s.times.draft_forward;
+    t.tree_building += s.times.tree_building;
+    t.verify_forward += s.times.verify_forward;
+    t.verification += s.times.verification;
+    t.cache += s.times.cache;
+    t.other += s.times.other;
+  }
+  // τ / (draft forward time per step + t(mean verified tokens)): what the step would reach if it
+  // cost nothing beyond its two forwards.
+  double Predicted(const VerifyCostCurve& curve) const {
+    if (totals.steps == 0) return 0;
+    const double mean_rows = 1.0 + static_cast<double>(totals.tree_nodes) / totals.steps;
+    const int32_t n = std::min(curve.max_size(), static_cast<int32_t>(mean_rows + 0.5));
+    return totals.tau() / (totals.times.draft_forward / totals.steps + curve.Seconds(n));
+  }
+};
+
+nlohmann::ordered_json SplitJson(const StepTimes& t, int64_t steps) {
+  const double per = steps ? 1e3 / steps : 0;
+  return {{"step_ms", t.total() * per},         {"draft_forward_ms", t.draft_forward * per},
+          {"tree_building_ms", t.tree_building * per}, {"verify_forward_ms", t.verify_forward * per},
+          {"verification_ms", t.verification * per},   {"cache_ms", t.cache * per},
+          {"other_ms", t.other * per}};
+}
+
+// One thread count: returns false if a greedy output differed.
+bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int threads, int repetitions, bool json,
+                  uint64_t seed, const std::vector<std::string>& prompts, nlohmann::ordered_json& out) {
+  auto target = Model::Load(model_path, ModelOptions{.n_threads = threads});
+  if (!target->tokenizer()) Fail("'", model_path, "' has no tokenizer");
+  OpenedDrafter drafter = OpenDrafter(o.draft, *target);
+  SamplerParams sampling{.temperature = o.temperature, .seed = seed};
+  if (o.temperature > 0) {
+    sampling = SamplerParams{.temperature = o.temperature, .top_k = 0, .top_p = 1, .min_p = 0, .seed = seed};
+  }
+  // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`.
+  const std::string accept = o.accept.empty() ? BundledAcceptanceFor(model_path, o.draft, sampling.greedy()) : o.accept;
+  const TreePlanInputs inputs = ReadPlanInputs(accept, o.profile, target->max_batch());
+  std::vector<PlanRow> rows;
+  for (const std::string& spec : o.specs) {
+    rows.push_back({.policy = ResolveSpeculation({.plan = spec}, inputs, *drafter.drafter, sampling)});
+  }
+  std::vector<std::vector<int32_t>> encoded;
+  for (const std::string& p : prompts) encoded.push_back(target->tokenizer()->Encode(p, true));
+  const bool greedy = sampling.greedy();
+
+  // The target's verify curve in this run, for the predicted column: measured after the first
+  // prompt and half the generation (the mean context of a generation), as decoding sees it.
+  const VerifyCostCurve curve = [&] {
+    std::vector<int32_t> context = encoded[0];
+    context.resize(context.size() + o.n_predict / 2, context.back());
+    Batch batch;
+    target->cache(0).Clear();
+    target->ForwardChain(std::span<const int32_t>(context).first(context.size() - 1), 0, 0, batch, false);
+    return MeasureVerifyCost(*target, 0, context.back(), static_cast<int32_t>(context.size()) - 1, 64, 0.3);
+  }();
+
+  std::vector<double> plain_tps;
+  SessionOptions so{.n_predict = o.n_predict, .stop_at_eog = false};
+  GeneratePlain(*target, encoded[0], sampling, so, {});  // warm-up: page in, settle the pool
+  for (int r = 0; r < repetitions; ++r) {
+    std::vector<std::vector<int32_t>> plain_out;
+    double seconds = 0;
+    int64_t tokens = 0;
+    for (std::size_t p = 0; p < encoded.size(); ++p) {
+      so.sequence = p;
+      PlainTiming timing;
+      plain_out.push_back(GeneratePlain(*target, encoded[p], sampling, so, {}, &timing));
+      seconds += timing.generation_seconds;
+      tokens += static_cast<int64_t>(plain_out.back().size());
+    }
+    plain_tps.push_back(tokens / seconds);
+    for (PlanRow& row : rows) {
+      double spec_seconds = 0;
+      int64_t spec_tokens = 0;
+      for (std::size_t p = 0; p < encoded.size(); ++p) {
+        so.sequence = p;
+        SpeculativeSession session(*target, *drafter.drafter, row.policy, so);
+        const std::vector<int32_t> generated = session.Generate(encoded[p], {});
+        spec_seconds += session.stats().total_seconds;
+        spec_tokens += static_cast<int64_t>(generated.size());
+        row.Add(session.stats());
+        if (greedy && generated != plain_out[p]) row.identical = false;
+      }
+      row.tps.push_back(spec_tokens / spec_seconds);
+      row.speedup.push_back(row.tps.back() / plain_tps.back());
+    }
+    if (!json) std::fprintf(stderr, "\rbench --spec: %d threads, repetition %d/%d", target->pool().size(), r + 1, repetitions);
+  }
+  if (!json) std::fprintf(stderr, "\n");
+  const SampleStats plain = Summarize(plain_tps);
+  bool all_identical = true;
+  for (const PlanRow& row : rows) all_identical = all_identical && row.identical;
+
+  nlohmann::ordered_json j = {{"threads", target->pool().size()},
+                              {"plain", {{"tps_median", plain.median}, {"tps_sd", plain.sd}, {"tps_samples", plain_tps}}},
+                              {"verify_curve_ms", nlohmann::ordered_json::object()}};
+  for (int32_t n : {1, 2, 4, 8, 16}) {
+    if (n <= curve.max_size()) j["verify_curve_ms"][std::to_string(n)] = 1e3 * curve.Seconds(n);
+  }
+  if (!json) {
+    std::printf("\n%d threads | plain %.1f ± %.1f t/s | verify t(1) %.3f ms", target->pool().size(), plain.median,
+                plain.sd, 1e3 * curve.Seconds(1));
+    for (int32_t n : {2, 5, 8, 16}) {
+      if (n <= curve.max_size()) std::printf(", t(%d)/t(1) %.2f", n, curve.Seconds(n) / curve.Seconds(1));
+    }
+    std::printf("\n\n| spec | verify | τ | t/s | speedup | predicted t/s | step ms | draft fwd | tree | verify fwd "
+                "| verification | cache | other | greedy output |\n"
+                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    std::printf("| plain | - | 1.00 | %.1f ± %.1f | 1.00 | - | %.3f | | | | | | | - |\n", plain.median, plain.sd,
+                1e3 / plain.median);
+  }
+  for (const PlanRow& row : rows) {
+    const SampleStats s = Summarize(row.tps);
+    const SampleStats up = Summarize(row.speedup);
+    const SpeculationStats& t = row.totals;
+    const double predicted = row.Predicted(curve);
+    const std::string verify(VerifyRuleName(row.policy.rule));
+    if (json) {
+      j["plans"].push_back({{"spec", row.policy.plan.text},
+                            {"verify", verify},
+                            {"tau", t.tau()},
+                            {"plain_steps", t.plain_steps},
+                            {"tps_median", s.median},
+                            {"tps_sd", s.sd},
+                            {"tps_samples", row.tps},
+                            {"speedup_median", up.median},
+                            {"speedup_samples", row.speedup},
+                            {"predicted_tps", predicted},
+                            {"split", SplitJson(t.times, t.steps)},
+                            {"greedy_identical", greedy ? nlohmann::ordered_json(row.identical) : nullptr}});
+      continue;
+    }
+    const StepTimes& x = t.times;
+    const double total = std::max(x.total(), 1e-12);
+    auto pct = [&](double part) { return 100.0 * part / total; };
+    std::printf("| %s | %s | %.2f | %.1f ± %.1f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
+                row.policy.plan.text.c_str(), verify.c_str(), t.tau(), s.median, s.sd, up.median, predicted,
+                t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward), pct(x.tree_building),
+                pct(x.verify_forward), pct(x.verification), pct(x.cache), pct(x.other),
+                greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
+  }
+  out.push_back(j);
+  return all_identical;
+}
+
+}  // namespace
+
+bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path, const std::vector<int>& threads,
+                  int repetitions, bool json, uint64_t seed) {
+  if (o.draft.empty()) Fail("bench --spec needs --draft (a GGUF draft model, or 'ngram')");
+  if (o.n_predict < 1) Fail("--spec-tokens ", o.n_predict, " must be >= 1");
+  const std::vector<std::string> prompts = o.prompts.empty() ? kDefaultPrompts : ReadPromptFile(o.prompts);
+  if (!json) {
+    std::printf("target %s | draft %s | kernels %s | temperature %g | %zu prompts x %d tokens, %d repetitions\n",
+                model_path.c_str(), o.draft.c_str(), ActiveKernels().name, o.temperature, prompts.size(),
+                o.n_predict, repetitions);
+  }
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  bool identical = true;
+  for (int t : threads.empty() ? std::vector<int>{0} : threads) {
+    identical = BenchThreads(o, model_path, t, repetitions, json, seed, prompts, runs) && identical;
+  }
+  if (json) {
+    nlohmann::ordered_json j = {{"model", model_path},      {"draft", o.draft},
+                                {"kernels", ActiveKernels().name}, {"temperature", o.temperature},
+                                {"n_predict", o.n_predict}, {"prompts", prompts.size()},
+                                {"repetitions", repetitions}, {"runs", runs}};
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return identical;
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,59 @@
+#include "speculation_report.h"
+
+#include <cstdio>
+
+#include "speculate/auto_planner.h"
+
+namespace grove::cli {
+namespace {
+
+std::string Percent(const char* name, double part, double total) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%s %.0f%%", name, 100.0 * part / total);
+  return buf;
+}
+
+}  // namespace
+
+std::string FormatStepSplit(const StepTimes& t) {
+  const double total = std::max(t.total(), 1e-12);
+  return Percent("draft fwd", t.draft_forward, total) + " | " + Percent("tree", t.tree_building, total) + " | " +
+         Percent("verify fwd", t.verify_forward, total) + " | " + Percent("verification", t.verification, total) +
+         " | " + Percent("cache", t.cache, total) + " | " + Percent("other", t.other, total);
+}
+
+std::string FormatAcceptanceByDepth(const SpeculationStats& s) {
+  std::string out;
+  for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1,
+                  s.reached_depth[d] ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d] : 0.0);
+    out += buf;
+  }
+  return out.empty() ? " (no tree verified)" : out;
+}
+
+std::string FormatPlannerChoice(const SpeculativeSession& session) {
+  const AutoPlanner* planner = session.planner();
+  if (planner == nullptr) return "";
+  const SizeDepthChoice& c = planner->choice();
+  char buf[256];
+  if (c.size == 1) {
+    std::snprintf(buf, sizeof(buf), "auto: plain decoding (no tree predicted to beat it)");
+  } else {
+    std::snprintf(buf, sizeof(buf), "auto: tree of %d tokens, depth %d, predicted %.2f tokens/step, %.2fx", c.size,
+                  c.depth, c.expected_tokens, c.speedup);
+  }
+  std::string out = buf;
+  std::snprintf(buf, sizeof(buf), " | t(1) %.3f ms, draft %.3f ms/level | p =",
+                1e3 * planner->verify_cost()->Seconds(1) * planner->verify_cost_scale(),
+                1e3 * planner->draft_seconds_per_level());
+  out += buf;
+  for (std::size_t k = 0; k < 4 && k < planner->acceptance().size(); ++k) {
+    std::snprintf(buf, sizeof(buf), " %.2f", planner->acceptance()[k]);
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace grove::cli
