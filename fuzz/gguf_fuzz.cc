@@ -1,8 +1,8 @@
 // libFuzzer target for the GGUF parser: any input must parse or throw grove::Error, never crash,
 // hang or read out of bounds. Build with the "fuzz" preset (clang), then run e.g.
 //   build/fuzz/fuzz/gguf_fuzz -max_total_time=60 corpus/
-// Seeding the corpus with small real files (a random "tiny" model from `grove synth`) helps it reach
-// the tensor table quickly.
+// Seeding the corpus with small real files (a random "tiny" model from `grove synth`) helps it
+// reach the tensor table quickly.
 #include <cstddef>
 #include <cstdint>
 #include <span>

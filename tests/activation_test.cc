@@ -47,7 +47,8 @@ TEST(ActivationKernels, SiluMulMatchesDoubleReference) {
         const double g = gate[i];
         const double want = g / (1.0 + std::exp(-g)) * up[i];
         // exp's polynomial (2e-7), one divide and two multiplies: a few float ulps.
-        ASSERT_NEAR(out[i], want, 1e-6 * std::fabs(want) + 1e-30) << k->name << " n " << n << " i " << i;
+        ASSERT_NEAR(out[i], want, 1e-6 * std::fabs(want) + 1e-30)
+            << k->name << " n " << n << " i " << i;
       }
       // In place (out = gate), as the forward pass calls it.
       std::vector<float> in_place = gate;
@@ -65,9 +66,11 @@ TEST(ActivationKernels, SumSquaresMatchesLongDoubleReference) {
       long double want = 0;
       for (int64_t i = 1; i <= n; ++i) want += static_cast<long double>(x[i]) * x[i];
       const double got = k->sum_squares(x.data() + 1, n);
-      EXPECT_NEAR(got, static_cast<double>(want), 1e-14 * static_cast<double>(want)) << k->name << " n " << n;
+      EXPECT_NEAR(got, static_cast<double>(want), 1e-14 * static_cast<double>(want))
+          << k->name << " n " << n;
       std::vector<float> copy(x.begin() + 1, x.end());
-      EXPECT_EQ(k->sum_squares(copy.data(), n), got) << k->name << ": the sum depends on the address";
+      EXPECT_EQ(k->sum_squares(copy.data(), n), got)
+          << k->name << ": the sum depends on the address";
     }
   }
 }
@@ -81,7 +84,8 @@ TEST(ActivationKernels, OpsUseTheKernels) {
   double ss = 0;
   for (float v : x) ss += static_cast<double>(v) * v;
   const double scale = 1.0 / std::sqrt(ss / n + 1e-5);
-  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(out[i], x[i] * scale * w[i], 1e-5 * std::fabs(x[i] * scale * w[i]) + 1e-7);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(out[i], x[i] * scale * w[i], 1e-5 * std::fabs(x[i] * scale * w[i]) + 1e-7);
   SwiGlu(x.data(), w.data(), out.data(), n);
   for (int64_t i = 0; i < n; ++i) {
     const double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i]))) * w[i];

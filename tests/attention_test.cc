@@ -40,15 +40,16 @@ struct Cache {
 
 Cache MakeCache(int32_t n_slots, int32_t head_dim, uint32_t seed) {
   const int64_t stride = head_dim + 3;  // not a multiple of the vector width
-  return {head_dim, stride, Random(n_slots * stride, seed, 1.0f), Random(n_slots * stride, seed + 1, 1.0f)};
+  return {head_dim, stride, Random(n_slots * stride, seed, 1.0f),
+          Random(n_slots * stride, seed + 1, 1.0f)};
 }
 
 std::vector<float> Attend(const KernelSet& k, const Cache& c, const std::vector<float>& q,
                           int32_t n_prefix, std::span<const int32_t> extra) {
   std::vector<float> scores(n_prefix + extra.size()), out(c.head_dim);
-  const AttentionInput in{q.data(),  c.keys.data(), c.values.data(),
-                          c.stride,  n_prefix,      extra,
-                          c.head_dim, 1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  const AttentionInput in{
+      q.data(), c.keys.data(), c.values.data(), c.stride,
+      n_prefix, extra,         c.head_dim,      1.0f / std::sqrt(static_cast<float>(c.head_dim))};
   AttendHeadWithKernels(k, in, scores.data(), out.data());
   return out;
 }
@@ -129,16 +130,29 @@ TEST(AttentionTest, QueryGroupMatchesEachQueryAloneBitForBit) {
       for (const KernelSet* k : AvailableLevels()) {
         std::vector<float> out(n_q * q_stride, -7.0f);
         std::vector<float> scores(n_q * (n_slots + 1));
-        const QueryGroup g{q.data(), q_stride, n_q, c.keys.data(), c.values.data(), c.stride, n_prefix,
-                           extra_begin.data(), extra.data(), head_dim,
-                           1.0f / std::sqrt(static_cast<float>(head_dim)), out.data(), q_stride};
+        const QueryGroup g{q.data(),
+                           q_stride,
+                           n_q,
+                           c.keys.data(),
+                           c.values.data(),
+                           c.stride,
+                           n_prefix,
+                           extra_begin.data(),
+                           extra.data(),
+                           head_dim,
+                           1.0f / std::sqrt(static_cast<float>(head_dim)),
+                           out.data(),
+                           q_stride};
         AttendQueriesWithKernels(*k, g, scores.data());
         for (int32_t i = 0; i < n_q; ++i) {
-          const std::vector<float> qi(q.begin() + i * q_stride, q.begin() + i * q_stride + head_dim);
-          const std::vector<float> alone =
-              Attend(*k, c, qi, n_prefix, std::span<const int32_t>(extra.data() + extra_begin[i], i));
-          const std::vector<float> got(out.begin() + i * q_stride, out.begin() + i * q_stride + head_dim);
-          EXPECT_EQ(got, alone) << k->name << " head_dim " << head_dim << " prefix " << n_prefix << " query " << i;
+          const std::vector<float> qi(q.begin() + i * q_stride,
+                                      q.begin() + i * q_stride + head_dim);
+          const std::vector<float> alone = Attend(
+              *k, c, qi, n_prefix, std::span<const int32_t>(extra.data() + extra_begin[i], i));
+          const std::vector<float> got(out.begin() + i * q_stride,
+                                       out.begin() + i * q_stride + head_dim);
+          EXPECT_EQ(got, alone) << k->name << " head_dim " << head_dim << " prefix " << n_prefix
+                                << " query " << i;
           EXPECT_EQ(out[i * q_stride + head_dim], -7.0f) << "wrote past its head";
         }
       }

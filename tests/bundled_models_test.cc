@@ -58,8 +58,8 @@ TEST(BundledModels, GreedyStoryIsMadeOfTheCorpussWordsAndSentences) {
   const Tokenizer& tok = *target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode("Once upon a time", /*add_bos=*/false);
   std::vector<int32_t> all = prompt;
-  const std::vector<int32_t> out =
-      GeneratePlain(*target, prompt, SamplerParams{.temperature = 0.0f}, {.n_predict = 120}, nullptr);
+  const std::vector<int32_t> out = GeneratePlain(
+      *target, prompt, SamplerParams{.temperature = 0.0f}, {.n_predict = 120}, nullptr);
   all.insert(all.end(), out.begin(), out.end());
   const std::string text = tok.Decode(all);
   SCOPED_TRACE(text);

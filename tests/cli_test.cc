@@ -79,8 +79,9 @@ class CliTest : public ::testing::Test {
 fs::path* CliTest::dir_ = nullptr;
 
 TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
-  for (const char* cmd : {"", "run", "info", "tokenize", "synth", "bench", "quantize", "slice", "calibrate",
-                          "tree", "corpus", "tokenizer-train", "train", "export", "eval"}) {
+  for (const char* cmd :
+       {"", "run", "info", "tokenize", "synth", "bench", "quantize", "slice", "calibrate", "tree",
+        "corpus", "tokenizer-train", "train", "export", "eval"}) {
     const CommandResult r = Grove(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
@@ -222,8 +223,8 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
   ASSERT_EQ(Grove("slice -m " + Model("f32") + " --layers 1 -o " + draft).exit_code, 0);
   std::ofstream(Path("prompts.txt")) << "hello world\n\nabc abc abc\nsecond line\n";
   const std::string accept = Path("accept.json");
-  CommandResult r = Grove("calibrate -m " + Model("f32") + " --draft " + draft + " --prompts " + Path("prompts.txt") +
-                          " --width 4 -n 8 -t 1 -o " + accept);
+  CommandResult r = Grove("calibrate -m " + Model("f32") + " --draft " + draft + " --prompts " +
+                          Path("prompts.txt") + " --width 4 -n 8 -t 1 -o " + accept);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json a = Json::parse(ReadAll(accept));
   ASSERT_EQ(a["acceptance"].size(), 4u);
@@ -244,15 +245,18 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
 
   // The default plan with a draft is auto; the stats name the step's time split.
-  r = Grove("run -m " + Model("f32") + " --draft " + draft + " -p hello -n 12 --temp 0 -t 1 --ignore-eos --compare");
+  r = Grove("run -m " + Model("f32") + " --draft " + draft +
+            " -p hello -n 12 --temp 0 -t 1 --ignore-eos --compare");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("speculative: auto"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("draft fwd"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("verify fwd"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
 
-  r = Grove("bench -m " + Model("q8_0") + " --draft ngram --spec chain:3 --spec kconfig:2,2 --spec auto -r 1 -t 1 "
-            "--spec-tokens 8 -o json --prompts " + Path("prompts.txt"));
+  r = Grove("bench -m " + Model("q8_0") +
+            " --draft ngram --spec chain:3 --spec kconfig:2,2 --spec auto -r 1 -t 1 "
+            "--spec-tokens 8 -o json --prompts " +
+            Path("prompts.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json b = Json::parse(r.out);
   ASSERT_EQ(b["runs"].size(), 1u);
@@ -262,18 +266,24 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
     EXPECT_GE(plan["tau"].get<double>(), 1.0);
     EXPECT_GT(plan["tps_median"].get<double>(), 0.0);
     const Json& split = plan["split"];
-    const double parts = split["draft_forward_ms"].get<double>() + split["tree_building_ms"].get<double>() +
-                         split["verify_forward_ms"].get<double>() + split["verification_ms"].get<double>() +
-                         split["cache_ms"].get<double>() + split["other_ms"].get<double>();
-    EXPECT_NEAR(parts, split["step_ms"].get<double>(), 1e-6 * split["step_ms"].get<double>() + 1e-9);
+    const double parts =
+        split["draft_forward_ms"].get<double>() + split["tree_building_ms"].get<double>() +
+        split["verify_forward_ms"].get<double>() + split["verification_ms"].get<double>() +
+        split["cache_ms"].get<double>() + split["other_ms"].get<double>();
+    EXPECT_NEAR(parts, split["step_ms"].get<double>(),
+                1e-6 * split["step_ms"].get<double>() + 1e-9);
   }
 
   // Bad speculative input: named errors, non-zero exit.
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
-           {"run -m " + Model("f32") + " --draft " + draft + " --spec tree:3", "unknown kind 'tree'"},
-           {"run -m " + Model("f32") + " --draft " + draft + " --spec sequoia:8", "acceptance vector"},
-           {"run -m " + Model("f32") + " --draft " + draft + " --verify medusa", "unknown verify rule"},
-           {"run -m " + Model("f32") + " --draft " + draft + " --temp 0.8 --verify specinfer --draw deterministic",
+           {"run -m " + Model("f32") + " --draft " + draft + " --spec tree:3",
+            "unknown kind 'tree'"},
+           {"run -m " + Model("f32") + " --draft " + draft + " --spec sequoia:8",
+            "acceptance vector"},
+           {"run -m " + Model("f32") + " --draft " + draft + " --verify medusa",
+            "unknown verify rule"},
+           {"run -m " + Model("f32") + " --draft " + draft +
+                " --temp 0.8 --verify specinfer --draw deterministic",
             "specinfer"},
            {"run -m " + Model("f32") + " --spec chain:2", "--draft"},
            {"tree --accept " + Path("missing.json"), "missing.json"},
@@ -289,11 +299,14 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
 TEST_F(CliTest, TrainingCommandsEndToEnd) {
   const std::string corpus = Path("corpus"), run = Path("run");
   ASSERT_EQ(Grove("corpus --out " + corpus + " --tokens 20000").exit_code, 0);
-  CommandResult r = Grove("tokenizer-train --corpus " + corpus + " --vocab 384 -o " + corpus + "/tok.gguf");
+  CommandResult r =
+      Grove("tokenizer-train --corpus " + corpus + " --vocab 384 -o " + corpus + "/tok.gguf");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string train = "train --corpus " + corpus + " --tokenizer " + corpus + "/tok.gguf -o " + run +
-                            " --dim 32 --layers 1 --heads 2 --ffn 64 --ctx 64 --seq-len 32 --batch 4 --steps 20"
-                            " --warmup 2 --eval-every 10 -t 1 --export " + run + "/m.gguf";
+  const std::string train =
+      "train --corpus " + corpus + " --tokenizer " + corpus + "/tok.gguf -o " + run +
+      " --dim 32 --layers 1 --heads 2 --ffn 64 --ctx 64 --seq-len 32 --batch 4 --steps 20"
+      " --warmup 2 --eval-every 10 -t 1 --export " +
+      run + "/m.gguf";
   r = Grove(train);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("step 20/20"), std::string::npos) << r.err;
@@ -307,7 +320,8 @@ TEST_F(CliTest, TrainingCommandsEndToEnd) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("resumed"), std::string::npos) << r.err;
 
-  r = Grove("eval -m " + run + "/m.gguf --draft " + run + "/m.gguf --corpus " + corpus + " --windows 4 --seq-len 32");
+  r = Grove("eval -m " + run + "/m.gguf --draft " + run + "/m.gguf --corpus " + corpus +
+            " --windows 4 --seq-len 32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("greedy agreement with the model 1.0000"), std::string::npos) << r.out;
   r = Grove("export " + run + "/checkpoint.gguf -o " + run + "/m16.gguf --type f16");
@@ -316,9 +330,13 @@ TEST_F(CliTest, TrainingCommandsEndToEnd) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
-           {"train --corpus " + Path("nope") + " --tokenizer " + corpus + "/tok.gguf -o " + Path("r2"), "nope"},
-           {"train --corpus " + corpus + " --tokenizer " + corpus + "/tok.gguf -o " + Path("r3") + " --export x.gguf"
-            " --export-type q4_0", "q4_0"},
+           {"train --corpus " + Path("nope") + " --tokenizer " + corpus + "/tok.gguf -o " +
+                Path("r2"),
+            "nope"},
+           {"train --corpus " + corpus + " --tokenizer " + corpus + "/tok.gguf -o " + Path("r3") +
+                " --export x.gguf"
+                " --export-type q4_0",
+            "q4_0"},
            {train + " --lr 0.5", "lr"},
            {"export " + Path("nope.gguf") + " -o " + Path("x.gguf"), "nope.gguf"},
        }) {

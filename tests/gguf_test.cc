@@ -1,4 +1,5 @@
-// GGUF reader and writer: round trips, the shared real files, and one test per kind of malformed file.
+// GGUF reader and writer: round trips, the shared real files, and one test per kind of malformed
+// file.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -39,7 +40,8 @@ void ExpectParseError(const std::vector<uint8_t>& bytes, const std::string& need
     FAIL() << "expected an error containing '" << needle << "'";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("bad.gguf"), std::string::npos) << "error must name the file";
+    EXPECT_NE(std::string(e.what()).find("bad.gguf"), std::string::npos)
+        << "error must name the file";
   }
 }
 
@@ -273,8 +275,8 @@ TEST(GgufMalformed, BadAlignmentKey) {
   ExpectParseError(w.WriteToBytes(), "not a power of two");
 }
 
-// Flips every byte of a small file in turn: each variant either parses or throws grove::Error, never
-// crashes (AddressSanitizer builds turn any overread into a failure).
+// Flips every byte of a small file in turn: each variant either parses or throws grove::Error,
+// never crashes (AddressSanitizer builds turn any overread into a failure).
 TEST(GgufMalformed, EveryByteCorruptionFailsCleanly) {
   const std::vector<uint8_t> good = SampleWriter().WriteToBytes();
   int rejected = 0;

@@ -442,8 +442,8 @@ TEST(MatMulTest, FusedMatMulsEqualSeparateCalls) {
         MatMul(b.View(), x.data(), n_rows, want_b.data(), scratch, pool);
         MatMul(c.View(), x.data(), n_rows, want_c.data(), scratch, pool);
         std::vector<float> got_a(want_a.size()), got_b(want_b.size()), got_c(want_c.size());
-        const MatMulOutput three[] = {{a.View(), got_a.data()}, {b.View(), got_b.data()},
-                                      {c.View(), got_c.data()}};
+        const MatMulOutput three[] = {
+            {a.View(), got_a.data()}, {b.View(), got_b.data()}, {c.View(), got_c.data()}};
         ASSERT_TRUE(CanFuseMatMuls(three));
         MatMulFused(three, x.data(), n_rows, scratch, pool);
         EXPECT_EQ(got_a, want_a) << GgmlTypeName(type) << " threads " << threads;
@@ -475,7 +475,8 @@ TEST(MatMulTest, FusedMatMulsEqualSeparateCalls) {
   const TestWeights q = MakeWeights(GgmlType::kQ8_0, 160, 8, 2);
   const TestWeights wide = MakeWeights(GgmlType::kQ8_0, 192, 8, 3);
   EXPECT_FALSE(CanFuseMatMuls(std::vector<MatMulOutput>{{f.View(), nullptr}, {q.View(), nullptr}}));
-  EXPECT_FALSE(CanFuseMatMuls(std::vector<MatMulOutput>{{q.View(), nullptr}, {wide.View(), nullptr}}));
+  EXPECT_FALSE(
+      CanFuseMatMuls(std::vector<MatMulOutput>{{q.View(), nullptr}, {wide.View(), nullptr}}));
 }
 
 TEST(MatMulTest, ScratchLimitsAreChecked) {
@@ -535,7 +536,8 @@ TEST(GroupLayoutTest, GroupedActivationsHoldTheScalarQuants) {
       AvailableLevels()[0]->quantize_act(x.data(), n_in, want.data());
       k->quantize_act_grouped(x.data(), n_in, got.data());
       ASSERT_TRUE(std::equal(want.begin(), want.begin() + n_in, got.begin())) << k->name;
-      const auto* want_scales = reinterpret_cast<const float*>(want.data() + ActQ8ScaleOffset(n_in));
+      const auto* want_scales =
+          reinterpret_cast<const float*>(want.data() + ActQ8ScaleOffset(n_in));
       const auto* got_scales = reinterpret_cast<const float*>(got.data() + ActQ8ScaleOffset(n_in));
       const auto* neg_sums = reinterpret_cast<const int32_t*>(got.data() + ActQ8SumOffset(n_in));
       for (int64_t b = 0; b < n_in / 32; ++b) {
@@ -575,7 +577,8 @@ TEST(GroupLayoutTest, FusedGroupedMatMulsEqualSeparateCalls) {
         EXPECT_EQ(got_b, want_b) << GgmlTypeName(type) << " threads " << threads;
       }
     }
-    EXPECT_FALSE(CanFuseMatMuls(std::vector<MatMulOutput>{{a.grouped, nullptr}, {a.View(), nullptr}}));
+    EXPECT_FALSE(
+        CanFuseMatMuls(std::vector<MatMulOutput>{{a.grouped, nullptr}, {a.View(), nullptr}}));
   }
 }
 

@@ -32,10 +32,12 @@ class ReferenceLlama {
     const int d = c_.n_embd, hd = c_.head_dim, kvd = c_.kv_dim();
     std::vector<std::vector<double>> x(n);
     auto embd = Matrix("token_embd.weight");
-    for (int i = 0; i < n; ++i) x[i].assign(embd.begin() + tokens[i] * d, embd.begin() + (tokens[i] + 1) * d);
+    for (int i = 0; i < n; ++i)
+      x[i].assign(embd.begin() + tokens[i] * d, embd.begin() + (tokens[i] + 1) * d);
     for (int l = 0; l < c_.n_layer; ++l) {
       const std::string p = "blk." + std::to_string(l) + ".";
-      auto wq = Matrix(p + "attn_q.weight"), wk = Matrix(p + "attn_k.weight"), wv = Matrix(p + "attn_v.weight");
+      auto wq = Matrix(p + "attn_q.weight"), wk = Matrix(p + "attn_k.weight"),
+           wv = Matrix(p + "attn_v.weight");
       auto wo = Matrix(p + "attn_output.weight");
       std::vector<std::vector<double>> q(n), k(n), v(n);
       for (int i = 0; i < n; ++i) {
@@ -67,7 +69,8 @@ class ReferenceLlama {
         auto o = MatVec(wo, att, d);
         for (int e = 0; e < d; ++e) x[i][e] += o[e];
       }
-      auto wg = Matrix(p + "ffn_gate.weight"), wu = Matrix(p + "ffn_up.weight"), wd = Matrix(p + "ffn_down.weight");
+      auto wg = Matrix(p + "ffn_gate.weight"), wu = Matrix(p + "ffn_up.weight"),
+           wd = Matrix(p + "ffn_down.weight");
       for (int i = 0; i < n; ++i) {
         auto h = Norm(x[i], Matrix(p + "ffn_norm.weight"));
         auto gate = MatVec(wg, h, c_.n_ff), up = MatVec(wu, h, c_.n_ff);
@@ -98,7 +101,8 @@ class ReferenceLlama {
     }
     return m;
   }
-  static std::vector<double> MatVec(const std::vector<double>& m, const std::vector<double>& x, int n_out) {
+  static std::vector<double> MatVec(const std::vector<double>& m, const std::vector<double>& x,
+                                    int n_out) {
     const std::size_t n_in = x.size();
     std::vector<double> y(n_out, 0.0);
     for (int o = 0; o < n_out; ++o) {
@@ -117,7 +121,8 @@ class ReferenceLlama {
   void Rope(std::vector<double>& x, int pos, int n_heads) const {
     for (int h = 0; h < n_heads; ++h) {
       for (int i = 0; i < c_.n_rot / 2; ++i) {
-        const double theta = pos * c_.rope_freq_scale * std::pow(c_.rope_freq_base, -2.0 * i / c_.n_rot);
+        const double theta =
+            pos * c_.rope_freq_scale * std::pow(c_.rope_freq_base, -2.0 * i / c_.n_rot);
         double& a = x[h * c_.head_dim + 2 * i];
         double& b = x[h * c_.head_dim + 2 * i + 1];
         const double a0 = a, b0 = b;
@@ -212,11 +217,12 @@ TEST(ForwardVsReference, GroupedAndRowWeightsBothMatchReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, ForwardVsReference,
-                         ::testing::Values(TypeBound{GgmlType::kF32, 1e-4}, TypeBound{GgmlType::kF16, 1e-4},
-                                           TypeBound{GgmlType::kBF16, 1e-4}, TypeBound{GgmlType::kQ8_0, 3e-2},
-                                           TypeBound{GgmlType::kQ4_0, 3e-2}),
-                         [](const auto& info) { return std::string(GgmlTypeName(info.param.type)); });
+INSTANTIATE_TEST_SUITE_P(
+    Types, ForwardVsReference,
+    ::testing::Values(TypeBound{GgmlType::kF32, 1e-4}, TypeBound{GgmlType::kF16, 1e-4},
+                      TypeBound{GgmlType::kBF16, 1e-4}, TypeBound{GgmlType::kQ8_0, 3e-2},
+                      TypeBound{GgmlType::kQ4_0, 3e-2}),
+    [](const auto& info) { return std::string(GgmlTypeName(info.param.type)); });
 
 // A 64-node tree: node i > 0 hangs under node (i - 1) / 3 (a ternary tree in BFS order), above a
 // committed prefix. Returns the batch.
@@ -257,7 +263,8 @@ TEST_P(Contract2, TreeBatchRowsEqualEachPathRunAlone) {
     chain.AddChain(path, prefix_len, 0);
     std::span<const float> alone = model->Forward(chain);
     ASSERT_EQ(alone.size(), static_cast<std::size_t>(nv));
-    EXPECT_EQ(0, std::memcmp(alone.data(), tree_logits.data() + static_cast<std::size_t>(node) * nv, nv * sizeof(float)))
+    EXPECT_EQ(0, std::memcmp(alone.data(), tree_logits.data() + static_cast<std::size_t>(node) * nv,
+                             nv * sizeof(float)))
         << "node " << node << " differs between the tree batch and its path alone";
   }
 }
@@ -281,7 +288,8 @@ TEST_P(Contract2, TokenAloneEqualsTokenInsideBatch) {
     Batch one;
     one.Add(tokens[i], i, 0, -1, true);
     std::span<const float> alone = model->Forward(one);
-    EXPECT_EQ(0, std::memcmp(alone.data(), all.data() + static_cast<std::size_t>(i) * nv, nv * sizeof(float)))
+    EXPECT_EQ(0, std::memcmp(alone.data(), all.data() + static_cast<std::size_t>(i) * nv,
+                             nv * sizeof(float)))
         << "token " << i;
   }
 }
@@ -298,7 +306,8 @@ TEST_P(Contract2, ThreadCountDoesNotChangeLogits) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, Contract2,
-                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0),
+                         ::testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0,
+                                           GgmlType::kQ4_0),
                          [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
 
 TEST(KvCache, CompactThenContinueEqualsRecompute) {
@@ -359,8 +368,9 @@ TEST(KvCache, LevelByLevelTreeEqualsOneBatch) {
     std::span<const float> level = model->Forward(batch);
     for (int node = begin; node < end; ++node) {
       slot_of[node] = first_slot + (node - begin);
-      EXPECT_EQ(0, std::memcmp(level.data() + static_cast<std::size_t>(node - begin) * nv,
-                               whole.data() + static_cast<std::size_t>(node) * nv, nv * sizeof(float)))
+      EXPECT_EQ(0,
+                std::memcmp(level.data() + static_cast<std::size_t>(node - begin) * nv,
+                            whole.data() + static_cast<std::size_t>(node) * nv, nv * sizeof(float)))
           << "node " << node;
     }
   }
@@ -424,7 +434,8 @@ TEST(Model, DecodeDispatchesPerToken) {
     one.Add(SomeTokens(1, nv, 4)[0], 4, 0, -1, true);
     const uint64_t before = model->pool().dispatch_count();
     model->Forward(one);
-    EXPECT_EQ(model->pool().dispatch_count() - before, wide ? 4u * model->config().n_layer + 1 : 0u) << wide;
+    EXPECT_EQ(model->pool().dispatch_count() - before, wide ? 4u * model->config().n_layer + 1 : 0u)
+        << wide;
   }
 }
 
@@ -439,11 +450,13 @@ TEST(Model, ForwardChainSplitsLongPromptsExactly) {
   ASSERT_EQ(x.size(), static_cast<std::size_t>(chunked->config().n_vocab));
   EXPECT_EQ(0, std::memcmp(x.data(), y.data(), x.size_bytes()));
   EXPECT_EQ(chunked->cache(0).length(), 21);
-  EXPECT_TRUE(chunked->ForwardChain(std::span<const int32_t>(tokens).first(3), 21, 0, a, false).empty());
+  EXPECT_TRUE(
+      chunked->ForwardChain(std::span<const int32_t>(tokens).first(3), 21, 0, a, false).empty());
 }
 
 TEST(Model, RejectsMalformedBatches) {
-  auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 1, .n_ctx = 16, .max_batch = 8});
+  auto model =
+      MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 1, .n_ctx = 16, .max_batch = 8});
   Batch b;
   EXPECT_THROW(model->Forward(b), Error);  // empty
   b.Add(100000, 0, 0, -1, true);
@@ -526,8 +539,9 @@ TEST(ModelMalformed, UnsupportedWeightTypeNamesTensor) {
         for (const auto& [key, value] : good->metadata()) w.SetValue(key, value);
         for (const GgufTensor& t : good->tensors()) {
           if (t.name == "blk.1.attn_q.weight") {
-            w.AddTensor(t.name, t.shape, GgmlType::kQ4_1,
-                        std::vector<uint8_t>(GgmlRowBytes(GgmlType::kQ4_1, t.shape[0]) * t.shape[1]));
+            w.AddTensor(
+                t.name, t.shape, GgmlType::kQ4_1,
+                std::vector<uint8_t>(GgmlRowBytes(GgmlType::kQ4_1, t.shape[0]) * t.shape[1]));
           } else {
             w.AddTensor(t.name, t.shape, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
           }
@@ -556,7 +570,10 @@ TEST(Stories260K, GreedyFromBosMatchesKnownText) {
     logits = model->Forward(batch);
   }
   const std::string text = tok.Decode(tokens);
-  EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0), 0u)
+  EXPECT_EQ(text.rfind("Once upon a time, there was a little girl named Lily. She loved to play "
+                       "outside in the park.",
+                       0),
+            0u)
       << "got: " << text;
 }
 

@@ -41,7 +41,8 @@ TEST(Sampler, GreedyIsArgmaxWithLowestIdOnTies) {
 // The filters as their definition reads: sort the whole vocabulary by logit (lower id first on
 // ties), cut top-k, then the smallest prefix reaching top-p, then min-p; renormalise. Double
 // precision throughout. Sampler::Distribution selects instead of sorting and must agree.
-std::vector<double> ReferenceDistribution(const std::vector<float>& logits, const SamplerParams& p) {
+std::vector<double> ReferenceDistribution(const std::vector<float>& logits,
+                                          const SamplerParams& p) {
   const int32_t n = static_cast<int32_t>(logits.size());
   std::vector<int32_t> order(n);
   std::iota(order.begin(), order.end(), 0);
@@ -50,7 +51,8 @@ std::vector<double> ReferenceDistribution(const std::vector<float>& logits, cons
   });
   int32_t kept = p.top_k > 0 && p.top_k < n ? p.top_k : n;
   std::vector<double> e(n);
-  for (int32_t i = 0; i < n; ++i) e[i] = std::exp((logits[order[i]] - logits[order[0]]) / double{p.temperature});
+  for (int32_t i = 0; i < n; ++i)
+    e[i] = std::exp((logits[order[i]] - logits[order[0]]) / double{p.temperature});
   const double sum = std::accumulate(e.begin(), e.begin() + kept, 0.0);
   double mass = 0;
   for (int32_t i = 0; i < kept; ++i) {
@@ -150,7 +152,8 @@ TEST(Sampler, DrawsFollowTheDistribution) {
   std::vector<float> p = {0.3f, 0.25f, 0.2f, 0.15f, 0.07f, 0.03f};
   std::vector<float> logits;
   for (float v : p) logits.push_back(std::log(v));
-  Sampler s(SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 7});
+  Sampler s(
+      SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 7});
   std::vector<int> counts(6, 0);
   const int n = 20000;
   for (int i = 0; i < n; ++i) ++counts[s.Sample(logits, 0, i)];

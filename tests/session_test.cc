@@ -27,7 +27,7 @@ std::atomic<bool> g_count_allocations{false};
 std::atomic<int64_t> g_allocations{0};
 }  // namespace
 
-void* operator new(std::size_t n) {
+__attribute__((noinline)) void* operator new(std::size_t n) {
   if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
   void* p = std::malloc(n == 0 ? 1 : n);
   if (p == nullptr) throw std::bad_alloc();
@@ -53,9 +53,11 @@ TreePlanInputs Inputs() {
 
 TreePlan Spec(const std::string& text) { return ParseTreePlan(text, Inputs()); }
 
-SpeculationPolicy Policy(const std::string& plan, const Drafter& drafter, const SamplerParams& sampling,
-                         const std::string& verify = "", const std::string& draw = "") {
-  return ResolveSpeculation({.plan = plan, .verify = verify, .draw = draw}, Inputs(), drafter, sampling);
+SpeculationPolicy Policy(const std::string& plan, const Drafter& drafter,
+                         const SamplerParams& sampling, const std::string& verify = "",
+                         const std::string& draw = "") {
+  return ResolveSpeculation({.plan = plan, .verify = verify, .draw = draw}, Inputs(), drafter,
+                            sampling);
 }
 
 std::vector<int32_t> Prompt(int n, int32_t n_vocab) {
@@ -117,8 +119,8 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
     EXPECT_EQ(session.stats().tree_nodes, session.stats().steps * 10);
   }
   if (c.drafter == "same" && !policy.plan.is_auto()) {
-    // A drafter identical to the target is always right: every step accepts at least its first level
-    // (OPT-Tree may stop there when the random model's probabilities are flat).
+    // A drafter identical to the target is always right: every step accepts at least its first
+    // level (OPT-Tree may stop there when the random model's probabilities are flat).
     EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
   }
   if (!slice_path.empty()) std::remove(slice_path.c_str());
@@ -126,9 +128,10 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
 
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
-  for (const char* spec :
-       {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05", "file", "auto", "auto:6"}) {
-    for (const char* drafter : {"same", "other", "slice", "ngram"}) cases.push_back({spec, drafter});
+  for (const char* spec : {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05",
+                           "file", "auto", "auto:6"}) {
+    for (const char* drafter : {"same", "other", "slice", "ngram"})
+      cases.push_back({spec, drafter});
   }
   return cases;
 }
@@ -179,7 +182,8 @@ RandomModelSpec TinyVocabSpec(uint64_t seed) {
 }
 
 // p(x1, x2) after the prompt, from the target's own logits under the given sampling parameters.
-std::vector<double> ExactJoint(Model& target, const std::vector<int32_t>& prompt, const SamplerParams& params) {
+std::vector<double> ExactJoint(Model& target, const std::vector<int32_t>& prompt,
+                               const SamplerParams& params) {
   Sampler sampler(params);
   std::vector<float> p1(kTinyVocab), p2(kTinyVocab);
   Batch batch;
@@ -194,14 +198,16 @@ std::vector<double> ExactJoint(Model& target, const std::vector<int32_t>& prompt
     batch.Clear();
     batch.Add(x1, p, 0, -1, true);
     sampler.Distribution(target.Forward(batch), p2);
-    for (int32_t x2 = 0; x2 < kTinyVocab; ++x2) joint[x1 * kTinyVocab + x2] = double{p1[x1]} * p2[x2];
+    for (int32_t x2 = 0; x2 < kTinyVocab; ++x2)
+      joint[x1 * kTinyVocab + x2] = double{p1[x1]} * p2[x2];
   }
   return joint;
 }
 
 // Pearson chi-square over cells with expected count >= 5 (the rest pooled into one cell), and its
 // critical value at significance 1e-3 (Wilson-Hilferty approximation of the chi-square quantile).
-std::pair<double, double> ChiSquare(const std::vector<int64_t>& counts, const std::vector<double>& p, int64_t n) {
+std::pair<double, double> ChiSquare(const std::vector<int64_t>& counts,
+                                    const std::vector<double>& p, int64_t n) {
   double stat = 0, pooled_expected = 0;
   int64_t pooled_observed = 0;
   int cells = 0;
@@ -216,7 +222,8 @@ std::pair<double, double> ChiSquare(const std::vector<int64_t>& counts, const st
     }
   }
   if (pooled_expected > 0) {
-    stat += (pooled_observed - pooled_expected) * (pooled_observed - pooled_expected) / std::max(pooled_expected, 1e-9);
+    stat += (pooled_observed - pooled_expected) * (pooled_observed - pooled_expected) /
+            std::max(pooled_expected, 1e-9);
     ++cells;
   }
   const double df = cells - 1, z = 3.09;
@@ -238,20 +245,22 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   auto target = MakeRandomModel(TinyVocabSpec(11), mo);
   auto draft = MakeRandomModel(TinyVocabSpec(12), mo);  // a different model: many rejections
   // Temperature 1.5 flattens the random model's logits so that every pair has mass.
-  const SamplerParams params{.temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
+  const SamplerParams params{
+      .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
   const std::vector<int32_t> prompt = {1, 4, 2};
   const std::vector<double> joint = ExactJoint(*target, prompt, params);
 
   ModelDrafter drafter(*draft, *target);
-  SpeculationPolicy policy =
-      Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)), std::string(ChildDrawName(c.draw)));
+  SpeculationPolicy policy = Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)),
+                                    std::string(ChildDrawName(c.draw)));
   // auto: a flat verify curve makes the planner branch (and spares a measurement per trial).
   policy.inputs.verify_cost = VerifyCostCurve({{1, 1e-3}, {8, 1e-3}});
   const int64_t trials = 6000;
   std::vector<int64_t> counts(kTinyVocab * kTinyVocab, 0);
   for (int64_t t = 0; t < trials; ++t) {
-    SpeculativeSession run(*target, drafter, policy,
-                           {.n_predict = 2, .stop_at_eog = false, .sequence = static_cast<uint64_t>(t)});
+    SpeculativeSession run(
+        *target, drafter, policy,
+        {.n_predict = 2, .stop_at_eog = false, .sequence = static_cast<uint64_t>(t)});
     std::vector<int32_t> out = run.Generate(prompt, {});
     ASSERT_EQ(out.size(), 2u);
     ++counts[out[0] * kTinyVocab + out[1]];
@@ -262,13 +271,14 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
 
 INSTANTIATE_TEST_SUITE_P(
     Rules, SampledDistribution,
-    ::testing::Values(SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "kconfig:3,2"},
-                      SamplingCase{VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, "kconfig:3,2"},
-                      SamplingCase{VerifyRule::kChain, ChildDraw::kWithReplacement, "chain:3"},
-                      SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2"},
-                      SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "sequoia:6"},
-                      SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "opt:4,0.0"},
-                      SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"}),
+    ::testing::Values(
+        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "kconfig:3,2"},
+        SamplingCase{VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, "kconfig:3,2"},
+        SamplingCase{VerifyRule::kChain, ChildDraw::kWithReplacement, "chain:3"},
+        SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2"},
+        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "sequoia:6"},
+        SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "opt:4,0.0"},
+        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"}),
     [](const auto& info) {
       std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec;
       for (char& ch : name) {
@@ -288,7 +298,8 @@ TEST(Session, TargetSampleReproducesPlainSampling) {
   const auto prompt = Prompt(8, nv);
   const auto plain = GeneratePlain(*target, prompt, hot, options, {});
   ModelDrafter drafter(*draft, *target);
-  SpeculativeSession session(*target, drafter, Policy("kconfig:3,2", drafter, hot, "target-sample"), options);
+  SpeculativeSession session(*target, drafter, Policy("kconfig:3,2", drafter, hot, "target-sample"),
+                             options);
   EXPECT_EQ(session.Generate(prompt, {}), plain);
 }
 
@@ -358,16 +369,19 @@ TEST(Session, StepDoesNotAllocateAfterWarmUp) {
   auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 8), mo);
   const int32_t nv = target->config().n_vocab;
   const SamplerParams cold{.temperature = 0.0f};
-  const SamplerParams hot{.temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .min_p = 0.02f, .seed = 3};
+  const SamplerParams hot{
+      .temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .min_p = 0.02f, .seed = 3};
   struct Case {
     std::string plan;
     bool ngram;
     SamplerParams sampling;
   };
-  for (const Case& c : {Case{"chain:4", false, cold}, Case{"kconfig:2,2,1", false, hot}, Case{"opt:8,0.05", false, cold},
-                        Case{"sequoia:10", false, hot}, Case{"auto", false, cold}, Case{"auto", false, hot},
-                        Case{"chain:3", true, cold}}) {
-    SCOPED_TRACE(c.plan + (c.ngram ? " ngram" : " draft") + (c.sampling.greedy() ? " greedy" : " sampled"));
+  for (const Case& c :
+       {Case{"chain:4", false, cold}, Case{"kconfig:2,2,1", false, hot},
+        Case{"opt:8,0.05", false, cold}, Case{"sequoia:10", false, hot}, Case{"auto", false, cold},
+        Case{"auto", false, hot}, Case{"chain:3", true, cold}}) {
+    SCOPED_TRACE(c.plan + (c.ngram ? " ngram" : " draft") +
+                 (c.sampling.greedy() ? " greedy" : " sampled"));
     ModelDrafter model_drafter(*draft, *target);
     NgramDrafter ngram(nv, target->n_ctx());
     Drafter& drafter = c.ngram ? static_cast<Drafter&>(ngram) : model_drafter;
@@ -405,10 +419,12 @@ TEST(Session, TwoSessionsShareOneTargetForward) {
   auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 9), mo);
   const int32_t nv = target->config().n_vocab;
   for (const SamplerParams& sampling :
-       {SamplerParams{.temperature = 0.0f}, SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 4}}) {
+       {SamplerParams{.temperature = 0.0f},
+        SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 4}}) {
     const std::vector<int32_t> prompts[2] = {Prompt(10, nv), Prompt(17, nv)};
-    const SessionOptions options[2] = {{.n_predict = 40, .stop_at_eog = false, .sequence = 11, .target_seq = 0},
-                                       {.n_predict = 40, .stop_at_eog = false, .sequence = 12, .target_seq = 1}};
+    const SessionOptions options[2] = {
+        {.n_predict = 40, .stop_at_eog = false, .sequence = 11, .target_seq = 0},
+        {.n_predict = 40, .stop_at_eog = false, .sequence = 12, .target_seq = 1}};
     ModelDrafter drafters[2] = {ModelDrafter(*draft, *target, 0), ModelDrafter(*draft, *target, 1)};
     const SpeculationPolicy policy = Policy("kconfig:2,2", drafters[0], sampling);
     std::vector<int32_t> alone[2];
@@ -467,10 +483,12 @@ TEST(Session, RunsToTheEndOfTheContextLikePlainDecoding) {
 // The time split accounts for the whole step: its parts are measured, "other" is the remainder.
 TEST(Session, StepTimesAddUpToTheGeneration) {
   auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), {.n_threads = 1});
-  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), {.n_threads = 1, .pool = target->shared_pool()});
+  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7),
+                               {.n_threads = 1, .pool = target->shared_pool()});
   ModelDrafter drafter(*draft, *target);
   const SamplerParams greedy{.temperature = 0.0f};
-  SpeculativeSession session(*target, drafter, Policy("chain:3", drafter, greedy), {.n_predict = 60});
+  SpeculativeSession session(*target, drafter, Policy("chain:3", drafter, greedy),
+                             {.n_predict = 60});
   session.Generate(Prompt(8, target->config().n_vocab), {});
   const StepTimes& t = session.stats().times;
   EXPECT_GT(t.draft_forward, 0);
@@ -491,12 +509,14 @@ TEST(TreePlan, ParsesEveryKindAndRejectsBadSpecs) {
   EXPECT_EQ(Spec("auto:8").max_nodes(), 7);
   EXPECT_TRUE(Spec("auto:8").is_auto());
   EXPECT_EQ(Spec("file:" + TreeFile()).shape.size(), 7);
-  for (const char* bad : {"chain", "chain:0", "chain:x", "kconfig:2,0", "tree:3", "opt:8", "opt:0,0.1",
-                          "sequoia:1", "file:/nonexistent.json", "chain:5000", "auto:1", "auto:x", "auto:4,2"}) {
+  for (const char* bad :
+       {"chain", "chain:0", "chain:x", "kconfig:2,0", "tree:3", "opt:8", "opt:0,0.1", "sequoia:1",
+        "file:/nonexistent.json", "chain:5000", "auto:1", "auto:x", "auto:4,2"}) {
     EXPECT_THROW(Spec(bad), Error) << bad;
   }
   EXPECT_THROW(ParseTreePlan("sequoia:8", TreePlanInputs{}), Error);  // no acceptance vector
-  EXPECT_THROW(ParseTreePlan("sequoia:auto", TreePlanInputs{.acceptance = kAcceptance}), Error);  // no curve
+  EXPECT_THROW(ParseTreePlan("sequoia:auto", TreePlanInputs{.acceptance = kAcceptance}),
+               Error);  // no curve
   const std::string bad_file = testing::TempPath("bad_tree.json");
   std::ofstream(bad_file) << R"({"parents": [-1, 3]})";
   EXPECT_THROW(Spec("file:" + bad_file), Error);

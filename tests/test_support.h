@@ -20,7 +20,8 @@ bool FileExists(const std::string& path);
 std::string TempPath(const std::string& name);
 
 // Writes a random model of the given spec to a temporary file and loads it.
-std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelOptions& options = {});
+std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec,
+                                       const ModelOptions& options = {});
 
 // A small spec that exercises grouped-query attention, RoPE on part of the head, and every matrix;
 // widths are multiples of 32 so quantized types work.
@@ -28,10 +29,10 @@ RandomModelSpec TinySpec(GgmlType type = GgmlType::kF32, uint64_t seed = 7);
 
 }  // namespace grove::testing
 
-#define GROVE_SKIP_IF_MISSING(path)                                                       \
-  do {                                                                                    \
-    if (!::grove::testing::FileExists(path)) {                                            \
-      GTEST_SKIP() << "test data not found: " << (path)                                   \
+#define GROVE_SKIP_IF_MISSING(path)                                                        \
+  do {                                                                                     \
+    if (!::grove::testing::FileExists(path)) {                                             \
+      GTEST_SKIP() << "test data not found: " << (path)                                    \
                    << " (tests read ../shared beside the checkout; set GROVE_SHARED_DIR)"; \
-    }                                                                                     \
+    }                                                                                      \
   } while (0)

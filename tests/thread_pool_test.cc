@@ -16,7 +16,8 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
       pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) hits[i]++;
       });
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(hits[i].load(), 1) << "threads " << threads << " n " << n;
     }
   }
 }

@@ -37,7 +37,8 @@ double MaxGradError(std::vector<float>& x, const std::vector<float>& analytic,
     const double down = loss();
     x[i] = saved;
     const double numeric = (up - down) / (2.0 * h);
-    const double scale = std::max({std::fabs(numeric), std::fabs(static_cast<double>(analytic[i])), floor});
+    const double scale =
+        std::max({std::fabs(numeric), std::fabs(static_cast<double>(analytic[i])), floor});
     worst = std::max(worst, std::fabs(numeric - analytic[i]) / scale);
   }
   return worst;
@@ -54,7 +55,8 @@ constexpr double kTolerance = 2e-2;
 
 TEST(TrainGrad, Linear) {
   const int rows = 3, n_in = 5, n_out = 4;
-  auto x = RandomVector(rows * n_in, 1), w = RandomVector(n_out * n_in, 2), c = RandomVector(rows * n_out, 3);
+  auto x = RandomVector(rows * n_in, 1), w = RandomVector(n_out * n_in, 2),
+       c = RandomVector(rows * n_out, 3);
   std::vector<float> y(rows * n_out), dx(x.size()), dw(w.size());
   LinearBackward(x.data(), w.data(), c.data(), dx.data(), dw.data(), rows, n_in, n_out);
   auto loss = [&] {
@@ -72,12 +74,15 @@ TEST(TrainGrad, GemmMatchesReferenceInEveryLayout) {
       auto a = RandomVector(m * k, 4), b = RandomVector(k * n, 5);
       std::vector<float> c1(m * n, 1.0f), c2(m * n, 1.0f);
       Sgemm(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 2.0f, c1.data(), n);
-      SgemmReference(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 2.0f, c2.data(), n);
+      SgemmReference(ta, tb, m, n, k, 0.5f, a.data(), ta ? m : k, b.data(), tb ? k : n, 2.0f,
+                     c2.data(), n);
       // An independent triple loop.
       for (int i = 0; i < m; ++i) {
         for (int j = 0; j < n; ++j) {
           double s = 0.0;
-          for (int p = 0; p < k; ++p) s += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+          for (int p = 0; p < k; ++p)
+            s += static_cast<double>(ta ? a[p * m + i] : a[i * k + p]) *
+                 (tb ? b[j * k + p] : b[p * n + j]);
           const double want = 0.5 * s + 2.0;
           EXPECT_NEAR(c1[i * n + j], want, 1e-4) << ta << tb;
           EXPECT_NEAR(c2[i * n + j], want, 1e-4) << ta << tb;
@@ -104,7 +109,8 @@ TEST(TrainGrad, RmsNorm) {
 TEST(TrainGrad, Rope) {
   const int heads = 2, head_dim = 4, rows = 3;
   RopeParams p{.head_dim = head_dim, .n_rot = head_dim, .freq_base = 10000.0f};
-  const std::vector<float> table = RopeAngleTable(p, 8, false), inverse = RopeAngleTable(p, 8, true);
+  const std::vector<float> table = RopeAngleTable(p, 8, false),
+                           inverse = RopeAngleTable(p, 8, true);
   const std::vector<int32_t> positions = {0, 5, 7};
   auto x = RandomVector(rows * heads * head_dim, 9), c = RandomVector(x.size(), 10);
   std::vector<float> dx = c;
@@ -120,8 +126,10 @@ TEST(TrainGrad, Rope) {
 TEST(TrainGrad, CausalAttention) {
   const AttentionShape s{.n_seq = 2, .seq_len = 4, .n_heads = 2, .head_dim = 3};
   const std::size_t n = static_cast<std::size_t>(s.n_seq * s.seq_len * s.n_heads * s.head_dim);
-  auto q = RandomVector(n, 11), k = RandomVector(n, 12), v = RandomVector(n, 13), c = RandomVector(n, 14);
-  std::vector<float> probs(static_cast<std::size_t>(s.n_seq * s.n_heads * s.seq_len * s.seq_len)), out(n);
+  auto q = RandomVector(n, 11), k = RandomVector(n, 12), v = RandomVector(n, 13),
+       c = RandomVector(n, 14);
+  std::vector<float> probs(static_cast<std::size_t>(s.n_seq * s.n_heads * s.seq_len * s.seq_len)),
+      out(n);
   std::vector<float> dq(n), dk(n), dv(n), scratch(static_cast<std::size_t>(s.seq_len * s.seq_len));
   auto loss = [&] {
     CausalAttentionForward(s, q.data(), k.data(), v.data(), probs.data(), out.data());
@@ -139,8 +147,8 @@ TEST(TrainGrad, CausalAttention) {
     }
     EXPECT_NEAR(sum, 1.0, 1e-6);
   }
-  CausalAttentionBackward(s, q.data(), k.data(), v.data(), probs.data(), c.data(), dq.data(), dk.data(), dv.data(),
-                          scratch.data());
+  CausalAttentionBackward(s, q.data(), k.data(), v.data(), probs.data(), c.data(), dq.data(),
+                          dk.data(), dv.data(), scratch.data());
   EXPECT_LT(MaxGradError(q, dq, loss), kTolerance);
   EXPECT_LT(MaxGradError(k, dk, loss), kTolerance);
   EXPECT_LT(MaxGradError(v, dv, loss), kTolerance);
@@ -164,11 +172,17 @@ TEST(TrainGrad, CrossEntropyAndDistillation) {
   const std::vector<int32_t> targets = {0, 6, 3};
   std::vector<float> dz(z.size()), scratch(z.size());
   CrossEntropy(z.data(), targets.data(), dz.data(), rows, vocab);
-  EXPECT_LT(MaxGradError(z, dz, [&] { return CrossEntropy(z.data(), targets.data(), scratch.data(), rows, vocab); }, 1e-3f),
+  EXPECT_LT(MaxGradError(
+                z, dz,
+                [&] { return CrossEntropy(z.data(), targets.data(), scratch.data(), rows, vocab); },
+                1e-3f),
             kTolerance);
   DistillKl(z.data(), teacher.data(), dz.data(), rows, vocab);
-  EXPECT_LT(MaxGradError(z, dz, [&] { return DistillKl(z.data(), teacher.data(), scratch.data(), rows, vocab); }, 1e-3f),
-            kTolerance);
+  EXPECT_LT(
+      MaxGradError(
+          z, dz, [&] { return DistillKl(z.data(), teacher.data(), scratch.data(), rows, vocab); },
+          1e-3f),
+      kTolerance);
   // KL of a distribution with itself is zero, and its gradient vanishes.
   EXPECT_NEAR(DistillKl(teacher.data(), teacher.data(), dz.data(), rows, vocab), 0.0, 1e-9);
   for (float g : dz) EXPECT_NEAR(g, 0.0f, 1e-7f);
@@ -176,7 +190,13 @@ TEST(TrainGrad, CrossEntropyAndDistillation) {
 
 // The whole model, every parameter tensor, tied and untied output, cross-entropy and distillation.
 void CheckWholeModel(bool tied, bool distill) {
-  const TrainShape shape{.n_vocab = 11, .n_embd = 8, .n_layer = 2, .n_head = 2, .n_ff = 12, .n_ctx = 8, .tied_output = tied};
+  const TrainShape shape{.n_vocab = 11,
+                         .n_embd = 8,
+                         .n_layer = 2,
+                         .n_head = 2,
+                         .n_ff = 12,
+                         .n_ctx = 8,
+                         .tied_output = tied};
   const ParamLayout layout(shape);
   std::vector<float> params = InitParams(layout, 3);
   // 4x the 0.02 initialisation, so every path carries gradient well above float rounding, yet the
@@ -193,8 +213,10 @@ void CheckWholeModel(bool tied, bool distill) {
   graph.Backward(params.data(), grads.data());
   auto loss = [&] { return graph.Forward(params.data(), tokens.data(), targets.data(), t); };
   for (const ParamTensor& tensor : layout.tensors()) {
-    std::vector<float> x(params.begin() + tensor.offset, params.begin() + tensor.offset + tensor.size);
-    std::vector<float> g(grads.begin() + tensor.offset, grads.begin() + tensor.offset + tensor.size);
+    std::vector<float> x(params.begin() + tensor.offset,
+                         params.begin() + tensor.offset + tensor.size);
+    std::vector<float> g(grads.begin() + tensor.offset,
+                         grads.begin() + tensor.offset + tensor.size);
     auto tensor_loss = [&] {
       std::copy(x.begin(), x.end(), params.begin() + tensor.offset);
       return loss();
@@ -204,7 +226,8 @@ void CheckWholeModel(bool tied, bool distill) {
     double largest = 0.0;
     for (float v : g) largest = std::max(largest, std::fabs(static_cast<double>(v)));
     ASSERT_GT(largest, 1e-3) << tensor.name << ": gradient too small to check";
-    EXPECT_LT(MaxGradError(x, g, tensor_loss, 1e-3f, 0.1 * largest), 5e-2) << tensor.name << " max |g| " << largest;
+    EXPECT_LT(MaxGradError(x, g, tensor_loss, 1e-3f, 0.1 * largest), 5e-2)
+        << tensor.name << " max |g| " << largest;
     std::copy(x.begin(), x.end(), params.begin() + tensor.offset);
   }
 }

@@ -87,7 +87,8 @@ TEST(Trainer, LossFallsBelowBoundOnTinyCorpus) {
   // beat that by a wide margin, i.e. it has learned to use the context.
   auto gguf = GgufFile::Open(Data().tokenizer);
   auto tok = Tokenizer::FromGguf(*gguf);
-  const std::vector<int32_t> valid = TokenizeCorpus(*tok, ReadCorpusFile(Data().dir, kCorpusValidFile), 0);
+  const std::vector<int32_t> valid =
+      TokenizeCorpus(*tok, ReadCorpusFile(Data().dir, kCorpusValidFile), 0);
   std::vector<double> counts(384);
   for (int32_t t : valid) counts[static_cast<std::size_t>(t)] += 1;
   double unigram = 0;
@@ -95,7 +96,8 @@ TEST(Trainer, LossFallsBelowBoundOnTinyCorpus) {
     if (c > 0) unigram -= c / valid.size() * std::log(c / valid.size());
   }
   EXPECT_GT(first_loss, 5.5);
-  EXPECT_LT(r.last_valid_loss, unigram - 1.0) << "first loss " << first_loss << ", unigram entropy " << unigram;
+  EXPECT_LT(r.last_valid_loss, unigram - 1.0)
+      << "first loss " << first_loss << ", unigram entropy " << unigram;
 }
 
 TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
@@ -107,7 +109,8 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   // finishes and is saved; then the same options run again.
   o.out_dir = resumed;
   std::atomic<bool> stop{false};
-  const TrainResult first = Train(o, [&](const TrainProgress& p) { stop = p.step >= 9; }, &stop);
+  const TrainResult first = Train(
+      o, [&](const TrainProgress& p) { stop = p.step >= 9; }, &stop);
   EXPECT_TRUE(first.interrupted);
   EXPECT_EQ(first.step, 10);
   const TrainResult second = Train(o, {});
@@ -117,11 +120,13 @@ TEST(Trainer, ResumeIsBitIdenticalToAnUninterruptedRun) {
   auto a = GgufFile::Open(CheckpointPath(straight));
   auto b = GgufFile::Open(CheckpointPath(resumed));
   ASSERT_EQ(a->tensors().size(), b->tensors().size());
-  for (const GgufTensor& t : a->tensors()) EXPECT_EQ(TensorBytes(*a, t.name), TensorBytes(*b, t.name)) << t.name;
+  for (const GgufTensor& t : a->tensors())
+    EXPECT_EQ(TensorBytes(*a, t.name), TensorBytes(*b, t.name)) << t.name;
 }
 
 TEST(Trainer, SameSeedSameModelOtherSeedOtherModel) {
-  const std::string d1 = FreshDir("train-seed-1"), d2 = FreshDir("train-seed-2"), d3 = FreshDir("train-seed-3");
+  const std::string d1 = FreshDir("train-seed-1"), d2 = FreshDir("train-seed-2"),
+                    d3 = FreshDir("train-seed-3");
   TrainOptions o = TinyOptions(d1, 5);
   Train(o, {});
   o.out_dir = d2;
@@ -129,7 +134,8 @@ TEST(Trainer, SameSeedSameModelOtherSeedOtherModel) {
   o.out_dir = d3;
   o.seed = 2;
   Train(o, {});
-  auto f1 = GgufFile::Open(CheckpointPath(d1)), f2 = GgufFile::Open(CheckpointPath(d2)), f3 = GgufFile::Open(CheckpointPath(d3));
+  auto f1 = GgufFile::Open(CheckpointPath(d1)), f2 = GgufFile::Open(CheckpointPath(d2)),
+       f3 = GgufFile::Open(CheckpointPath(d3));
   EXPECT_EQ(TensorBytes(*f1, "blk.0.attn_q.weight"), TensorBytes(*f2, "blk.0.attn_q.weight"));
   EXPECT_NE(TensorBytes(*f1, "blk.0.attn_q.weight"), TensorBytes(*f3, "blk.0.attn_q.weight"));
 }
@@ -159,7 +165,8 @@ TEST(Trainer, ExportedModelGivesTheTrainersLogitsInTheInferenceEngine) {
   const std::span<const float> logits = model->Forward(batch);
   ASSERT_EQ(logits.size(), static_cast<std::size_t>(T) * m.shape.n_vocab);
   double worst = 0;
-  for (std::size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(logits[i]) - graph.logits()[i]));
+  for (std::size_t i = 0; i < logits.size(); ++i)
+    worst = std::max(worst, std::fabs(static_cast<double>(logits[i]) - graph.logits()[i]));
   EXPECT_LT(worst, 2e-3);
 
   // Quantized exports load too and stay close.
@@ -169,13 +176,15 @@ TEST(Trainer, ExportedModelGivesTheTrainersLogitsInTheInferenceEngine) {
     auto q = Model::Load(path);
     const std::span<const float> ql = q->Forward(batch);
     double diff = 0;
-    for (std::size_t i = 0; i < ql.size(); ++i) diff = std::max(diff, std::fabs(static_cast<double>(ql[i]) - graph.logits()[i]));
+    for (std::size_t i = 0; i < ql.size(); ++i)
+      diff = std::max(diff, std::fabs(static_cast<double>(ql[i]) - graph.logits()[i]));
     EXPECT_LT(diff, 0.15) << GgmlTypeName(type);
   }
 }
 
 TEST(Trainer, DistillationMovesTheStudentTowardTheTeacher) {
-  const std::string teacher_dir = FreshDir("train-teacher"), student_dir = FreshDir("train-student");
+  const std::string teacher_dir = FreshDir("train-teacher"),
+                    student_dir = FreshDir("train-student");
   Train(TinyOptions(teacher_dir, 150), {});
   TrainOptions o = TinyOptions(student_dir, 100);
   o.shape = {.n_embd = 16, .n_layer = 1, .n_head = 2, .n_ff = 32, .n_ctx = 64};

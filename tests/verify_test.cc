@@ -69,16 +69,17 @@ struct MarkovPair {
   int32_t root = 0;  // the token before the first emitted one
 };
 
-// Builds a tree whose depth-d nodes each get shape[d - 1] children drawn from the draft row of their
-// token, exactly as a builder would (DrawChildren at the children's position), and the target and
-// draft rows in verify's layout.
+// Builds a tree whose depth-d nodes each get shape[d - 1] children drawn from the draft row of
+// their token, exactly as a builder would (DrawChildren at the children's position), and the target
+// and draft rows in verify's layout.
 struct DrawnTree {
   TokenTree tree;
   std::vector<float> target, draft;  // (tree.size() + 1, n_vocab)
 };
 
-void DrawTree(const MarkovPair& m, const std::vector<int32_t>& shape, ChildDraw draw, const CounterRng& rng,
-              uint64_t seq, int64_t root_position, int32_t root_token, DrawnTree& out) {
+void DrawTree(const MarkovPair& m, const std::vector<int32_t>& shape, ChildDraw draw,
+              const CounterRng& rng, uint64_t seq, int64_t root_position, int32_t root_token,
+              DrawnTree& out) {
   out.tree = TokenTree();
   out.target.assign(m.p[root_token].begin(), m.p[root_token].end());
   out.draft.assign(m.q[root_token].begin(), m.q[root_token].end());
@@ -88,7 +89,8 @@ void DrawTree(const MarkovPair& m, const std::vector<int32_t>& shape, ChildDraw 
     std::vector<int32_t> next_level;
     for (int32_t parent : level) {
       const int32_t parent_token = parent < 0 ? root_token : out.tree.node(parent).token;
-      DrawChildren(m.q[parent_token], shape[d], draw, rng, seq, root_position + static_cast<int64_t>(d) + 1, tokens);
+      DrawChildren(m.q[parent_token], shape[d], draw, rng, seq,
+                   root_position + static_cast<int64_t>(d) + 1, tokens);
       for (int32_t t : tokens) {
         next_level.push_back(out.tree.AddChild(parent, t, 0.0f));
         out.target.insert(out.target.end(), m.p[t].begin(), m.p[t].end());
@@ -104,22 +106,26 @@ ProbRows Rows(const std::vector<float>& data, int32_t n_vocab) {
 }
 
 // One verification step as the decoding loop runs it; returns the emitted tokens.
-using StepFn = std::function<void(const DrawnTree&, uint64_t seq, int64_t root_position, std::vector<int32_t>&)>;
+using StepFn = std::function<void(const DrawnTree&, uint64_t seq, int64_t root_position,
+                                  std::vector<int32_t>&)>;
 
 StepFn RuleStep(VerifyRule rule, const MarkovPair& m, const CounterRng& rng) {
   auto verifier = std::make_shared<Verifier>();
   auto result = std::make_shared<VerifyResult>();
-  return [=, &m, &rng](const DrawnTree& t, uint64_t seq, int64_t pos, std::vector<int32_t>& emitted) {
-    verifier->Verify(rule, t.tree, Rows(t.target, m.n_vocab), Rows(t.draft, m.n_vocab), rng, seq, pos, *result);
-    for (int32_t v : result->accepted) emitted.push_back(t.tree.node(v).token);
-    emitted.push_back(result->next_token);
-  };
+  return
+      [=, &m, &rng](const DrawnTree& t, uint64_t seq, int64_t pos, std::vector<int32_t>& emitted) {
+        verifier->Verify(rule, t.tree, Rows(t.target, m.n_vocab), Rows(t.draft, m.n_vocab), rng,
+                         seq, pos, *result);
+        for (int32_t v : result->accepted) emitted.push_back(t.tree.node(v).token);
+        emitted.push_back(result->next_token);
+      };
 }
 
 // Decodes until n_tokens are emitted (several steps when a step emits fewer), `trials` times with
 // distinct sequence ids, and counts the first n_tokens as one index in [0, n_vocab^n_tokens).
-std::vector<int64_t> EmittedCounts(const MarkovPair& m, const std::vector<int32_t>& shape, ChildDraw draw,
-                                   const CounterRng& rng, const StepFn& step, int n_tokens, int trials) {
+std::vector<int64_t> EmittedCounts(const MarkovPair& m, const std::vector<int32_t>& shape,
+                                   ChildDraw draw, const CounterRng& rng, const StepFn& step,
+                                   int n_tokens, int trials) {
   int64_t cells = 1;
   for (int i = 0; i < n_tokens; ++i) cells *= m.n_vocab;
   std::vector<int64_t> counts(static_cast<size_t>(cells), 0);
@@ -191,16 +197,21 @@ struct FitCase {
 void ExpectFits(const FitCase& c, int n_tokens, uint64_t seed) {
   const MarkovPair m = SixTokenPair(c.p, c.q);
   const CounterRng rng(seed);
-  CheckLossless(c.rule, c.draw, [&] {
-    DrawnTree t;
-    DrawTree(m, c.shape, c.draw, rng, 0, 0, m.root, t);
-    return t.tree;
-  }(), /*greedy_sampling=*/false);
-  const auto counts = EmittedCounts(m, c.shape, c.draw, rng, RuleStep(c.rule, m, rng), n_tokens, kTrials);
+  CheckLossless(
+      c.rule, c.draw,
+      [&] {
+        DrawnTree t;
+        DrawTree(m, c.shape, c.draw, rng, 0, 0, m.root, t);
+        return t.tree;
+      }(),
+      /*greedy_sampling=*/false);
+  const auto counts =
+      EmittedCounts(m, c.shape, c.draw, rng, RuleStep(c.rule, m, rng), n_tokens, kTrials);
   const Fit fit = ChiSquare(counts, TargetJoint(m, n_tokens));
   EXPECT_EQ(fit.impossible, 0) << c.name << ": emitted a token the target gives probability 0";
-  EXPECT_LT(fit.statistic, fit.critical()) << c.name << ": chi-square " << fit.statistic << " on " << fit.df
-                                           << " df (critical " << fit.critical() << " at alpha 0.001)";
+  EXPECT_LT(fit.statistic, fit.critical())
+      << c.name << ": chi-square " << fit.statistic << " on " << fit.df << " df (critical "
+      << fit.critical() << " at alpha 0.001)";
 }
 
 TEST(VerifyFit, FirstTokenMatchesTargetForEveryRule) {
@@ -211,13 +222,26 @@ TEST(VerifyFit, FirstTokenMatchesTargetForEveryRule) {
       {"target-sample top-3", VerifyRule::kTargetSample, ChildDraw::kDeterministic, {3}, kP, kQ},
       {"target-sample iid-3", VerifyRule::kTargetSample, ChildDraw::kWithReplacement, {3}, kP, kQ},
       // supp(q) = {3, 4} and 5 children: the uniform fallback draws the last three.
-      {"sequoia fallback", VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, {5}, kP, {0, 0, 0, 1, 1, 0}},
+      {"sequoia fallback",
+       VerifyRule::kSequoia,
+       ChildDraw::kWithoutReplacement,
+       {5},
+       kP,
+       {0, 0, 0, 1, 1, 0}},
       {"sequoia k=|V|", VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, {6}, kP, kQ},
       // Target zeros where the draft has mass and vice versa.
-      {"specinfer disjoint-ish", VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, {4},
-       {0.5f, 0.3f, 0.2f, 0, 0, 0}, {0, 0, 0.2f, 0.3f, 0.5f, 0}},
-      {"sequoia disjoint-ish", VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, {4},
-       {0.5f, 0.3f, 0.2f, 0, 0, 0}, {0, 0, 0.2f, 0.3f, 0.5f, 0}},
+      {"specinfer disjoint-ish",
+       VerifyRule::kSpecInfer,
+       ChildDraw::kWithReplacement,
+       {4},
+       {0.5f, 0.3f, 0.2f, 0, 0, 0},
+       {0, 0, 0.2f, 0.3f, 0.5f, 0}},
+      {"sequoia disjoint-ish",
+       VerifyRule::kSequoia,
+       ChildDraw::kWithoutReplacement,
+       {4},
+       {0.5f, 0.3f, 0.2f, 0, 0, 0},
+       {0, 0, 0.2f, 0.3f, 0.5f, 0}},
       {"sequoia p == q", VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, {3}, kP, kP},
   };
   uint64_t seed = 11;
@@ -229,7 +253,12 @@ TEST(VerifyFit, TwoTokenJointMatchesTargetOnDepthTwoTrees) {
       {"chain 2", VerifyRule::kChain, ChildDraw::kWithReplacement, {1, 1}, kP, kQ},
       {"specinfer 3x2", VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, {3, 2}, kP, kQ},
       {"sequoia 3x2", VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, {3, 2}, kP, kQ},
-      {"target-sample top 2x2", VerifyRule::kTargetSample, ChildDraw::kDeterministic, {2, 2}, kP, kQ},
+      {"target-sample top 2x2",
+       VerifyRule::kTargetSample,
+       ChildDraw::kDeterministic,
+       {2, 2},
+       kP,
+       kQ},
   };
   uint64_t seed = 101;
   for (const FitCase& c : cases) ExpectFits(c, 2, seed++);
@@ -237,10 +266,12 @@ TEST(VerifyFit, TwoTokenJointMatchesTargetOnDepthTwoTrees) {
 
 TEST(VerifyFit, OneHotTargetEmitsOnlyItsToken) {
   // P one-hot (temperature 0 rows) under sampling rules: the output must be that token every time.
-  for (VerifyRule rule : {VerifyRule::kSpecInfer, VerifyRule::kSequoia, VerifyRule::kTargetSample}) {
+  for (VerifyRule rule :
+       {VerifyRule::kSpecInfer, VerifyRule::kSequoia, VerifyRule::kTargetSample}) {
     const MarkovPair m = SixTokenPair({0, 0, 1, 0, 0, 0}, kQ);
     const CounterRng rng(5);
-    const ChildDraw draw = rule == VerifyRule::kSequoia ? ChildDraw::kWithoutReplacement : ChildDraw::kWithReplacement;
+    const ChildDraw draw =
+        rule == VerifyRule::kSequoia ? ChildDraw::kWithoutReplacement : ChildDraw::kWithReplacement;
     const auto counts = EmittedCounts(m, {3}, draw, rng, RuleStep(rule, m, rng), 1, 2000);
     EXPECT_EQ(counts[2], 2000) << VerifyRuleName(rule);
   }
@@ -250,9 +281,10 @@ TEST(VerifyFit, OneHotTargetEmitsOnlyItsToken) {
 TEST(VerifyFit, CheckDetectsBiasedRules) {
   const MarkovPair m = SixTokenPair(kP, kQ);
   const CounterRng rng(77);
-  // SpecInfer without the residual: accept with min(1, p/q), on rejection try the next child against
-  // the unchanged p, finally sample p. Tokens the draft likes are over-emitted.
-  const StepFn no_residual = [&](const DrawnTree& t, uint64_t seq, int64_t pos, std::vector<int32_t>& emitted) {
+  // SpecInfer without the residual: accept with min(1, p/q), on rejection try the next child
+  // against the unchanged p, finally sample p. Tokens the draft likes are over-emitted.
+  const StepFn no_residual = [&](const DrawnTree& t, uint64_t seq, int64_t pos,
+                                 std::vector<int32_t>& emitted) {
     const auto children = t.tree.children(-1);
     const auto p = Rows(t.target, m.n_vocab).Row(0);
     const auto q = Rows(t.draft, m.n_vocab).Row(0);
@@ -265,7 +297,8 @@ TEST(VerifyFit, CheckDetectsBiasedRules) {
     }
     emitted.push_back(Sampler::DrawFrom(p, rng.Uniform(seq, pos + 1, 0)));
   };
-  const auto biased = EmittedCounts(m, {3}, ChildDraw::kWithReplacement, rng, no_residual, 1, kTrials);
+  const auto biased =
+      EmittedCounts(m, {3}, ChildDraw::kWithReplacement, rng, no_residual, 1, kTrials);
   const Fit fit = ChiSquare(biased, TargetJoint(m, 1));
   EXPECT_GT(fit.statistic, fit.critical()) << "no-residual rule passed: the check has no power";
 
@@ -274,13 +307,14 @@ TEST(VerifyFit, CheckDetectsBiasedRules) {
   const auto sequoia_iid = EmittedCounts(m, {3}, ChildDraw::kWithReplacement, rng,
                                          RuleStep(VerifyRule::kSequoia, m, rng), 1, kTrials);
   const Fit fit_sequoia = ChiSquare(sequoia_iid, TargetJoint(m, 1));
-  EXPECT_GT(fit_sequoia.statistic, fit_sequoia.critical()) << "sequoia on i.i.d. children looked lossless";
+  EXPECT_GT(fit_sequoia.statistic, fit_sequoia.critical())
+      << "sequoia on i.i.d. children looked lossless";
   const auto specinfer_wor = EmittedCounts(m, {3}, ChildDraw::kWithoutReplacement, rng,
                                            RuleStep(VerifyRule::kSpecInfer, m, rng), 1, kTrials);
   const Fit fit_specinfer = ChiSquare(specinfer_wor, TargetJoint(m, 1));
-  EXPECT_GT(fit_specinfer.statistic, fit_specinfer.critical()) << "specinfer without replacement looked lossless";
+  EXPECT_GT(fit_specinfer.statistic, fit_specinfer.critical())
+      << "specinfer without replacement looked lossless";
 }
-
 
 // --- Acceptance: the Sequoia paper's robustness properties and counter-examples (App. F.3) -------
 
@@ -295,8 +329,8 @@ MarkovPair StarPair(const Row& p, const Row& q) {
 
 // Fraction of `trials` star trees (k children of the root, drawn as `draw`) in which a child is
 // accepted.
-double AcceptRate(VerifyRule rule, ChildDraw draw, const Row& p, const Row& q, int32_t k, int trials,
-                  uint64_t seed) {
+double AcceptRate(VerifyRule rule, ChildDraw draw, const Row& p, const Row& q, int32_t k,
+                  int trials, uint64_t seed) {
   const MarkovPair m = StarPair(p, q);
   const CounterRng rng(seed);
   Verifier verifier;
@@ -319,9 +353,10 @@ TEST(VerifyAcceptance, CoverCounterExampleSpecInferRedrawsTheBadToken) {
   // P = [1, 0], Q = [.5, .5], k = 2: SpecInfer rejects when both i.i.d. children are token 1
   // (probability 1/4), so it accepts 0.75; Sequoia never redraws token 1 and always accepts.
   const Row p = {1.0f, 0.0f}, q = {0.5f, 0.5f};
-  EXPECT_NEAR(AcceptRate(VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, p, q, 2, kTrials, 1), 0.75,
-              kRateTolerance);
-  EXPECT_EQ(AcceptRate(VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, p, q, 2, kTrials, 2), 1.0);
+  EXPECT_NEAR(AcceptRate(VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, p, q, 2, kTrials, 1),
+              0.75, kRateTolerance);
+  EXPECT_EQ(AcceptRate(VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, p, q, 2, kTrials, 2),
+            1.0);
 }
 
 TEST(VerifyAcceptance, TopKCounterExampleTargetSampleMissesOptimalTransport) {
@@ -329,10 +364,12 @@ TEST(VerifyAcceptance, TopKCounterExampleTargetSampleMissesOptimalTransport) {
   // 0.6, while a sampled child under Sequoia / SpecInfer / chain is accepted with
   // 1 - |P - Q| / 2 = 1.
   const Row pq = {0.6f, 0.4f};
-  EXPECT_NEAR(AcceptRate(VerifyRule::kTargetSample, ChildDraw::kDeterministic, pq, pq, 1, kTrials, 3), 0.6,
-              kRateTolerance);
+  EXPECT_NEAR(
+      AcceptRate(VerifyRule::kTargetSample, ChildDraw::kDeterministic, pq, pq, 1, kTrials, 3), 0.6,
+      kRateTolerance);
   for (VerifyRule rule : {VerifyRule::kChain, VerifyRule::kSpecInfer, VerifyRule::kSequoia}) {
-    EXPECT_EQ(AcceptRate(rule, ChildDraw::kWithoutReplacement, pq, pq, 1, kTrials, 4), 1.0) << VerifyRuleName(rule);
+    EXPECT_EQ(AcceptRate(rule, ChildDraw::kWithoutReplacement, pq, pq, 1, kTrials, 4), 1.0)
+        << VerifyRuleName(rule);
   }
 }
 
@@ -341,7 +378,8 @@ TEST(VerifyAcceptance, OneChildAcceptsWithTheOverlapOfTargetAndDraft) {
   double overlap = 0.0;
   for (size_t x = 0; x < kP.size(); ++x) overlap += std::min(kP[x], kQ[x]);
   for (VerifyRule rule : {VerifyRule::kChain, VerifyRule::kSpecInfer, VerifyRule::kSequoia}) {
-    EXPECT_NEAR(AcceptRate(rule, ChildDraw::kWithReplacement, kP, kQ, 1, kTrials, 5), overlap, kRateTolerance)
+    EXPECT_NEAR(AcceptRate(rule, ChildDraw::kWithReplacement, kP, kQ, 1, kTrials, 5), overlap,
+                kRateTolerance)
         << VerifyRuleName(rule);
   }
 }
@@ -350,14 +388,17 @@ TEST(VerifyAcceptance, SequoiaCoversTheVocabularyThroughTheUniformFallback) {
   // Cover property: |V| children drawn without replacement are the whole vocabulary, so some child
   // is always accepted -- also when the draft's support is two tokens and the other four children
   // come from the uniform fallback.
-  EXPECT_EQ(AcceptRate(VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, kP, {0, 0, 0, 0.5f, 0.5f, 0}, 6,
-                       5000, 6), 1.0);
+  EXPECT_EQ(AcceptRate(VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, kP,
+                       {0, 0, 0, 0.5f, 0.5f, 0}, 6, 5000, 6),
+            1.0);
   // And when supp(Q) (size k) contains supp(P), k children suffice.
   EXPECT_EQ(AcceptRate(VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, {0.7f, 0.3f, 0, 0},
-                       {0.1f, 0.2f, 0.7f, 0}, 3, 5000, 7), 1.0);
+                       {0.1f, 0.2f, 0.7f, 0}, 3, 5000, 7),
+            1.0);
   // SpecInfer's i.i.d. children do not cover: the same setting rejects sometimes.
   EXPECT_LT(AcceptRate(VerifyRule::kSpecInfer, ChildDraw::kWithReplacement, {0.7f, 0.3f, 0, 0},
-                       {0.1f, 0.2f, 0.7f, 0}, 3, 5000, 8), 0.9);
+                       {0.1f, 0.2f, 0.7f, 0}, 3, 5000, 8),
+            0.9);
 }
 
 // --- Greedy -------------------------------------------------------------------------------------
@@ -390,13 +431,15 @@ TEST(VerifyGreedy, FollowsTheArgmaxPathAndEmitsTheArgmaxAfterIt) {
 
   // The deepest path: root argmax 3 -> #0, then 1 -> #3, then 2 -> #5 (a leaf), then its argmax.
   const std::vector<float> deep = OneHotRows({3, 1, 0, 0, 2, 5, 4}, n_vocab);
-  const VerifyResult d = Verify(VerifyRule::kGreedy, tree, {deep.data(), n_vocab, 7}, {}, CounterRng(1), 0, 10);
+  const VerifyResult d =
+      Verify(VerifyRule::kGreedy, tree, {deep.data(), n_vocab, 7}, {}, CounterRng(1), 0, 10);
   EXPECT_EQ(d.accepted, (std::vector<int32_t>{0, 3, 5}));
   EXPECT_EQ(d.next_token, 4);
 
   // No child matches the root's argmax: nothing accepted, the argmax is the next token.
   const std::vector<float> none = OneHotRows({2, 1, 0, 0, 2, 5, 4}, n_vocab);
-  const VerifyResult n = Verify(VerifyRule::kGreedy, tree, {none.data(), n_vocab, 7}, {}, CounterRng(1), 0, 10);
+  const VerifyResult n =
+      Verify(VerifyRule::kGreedy, tree, {none.data(), n_vocab, 7}, {}, CounterRng(1), 0, 10);
   EXPECT_TRUE(n.accepted.empty());
   EXPECT_EQ(n.next_token, 2);
 }
@@ -405,7 +448,8 @@ TEST(VerifyGreedy, ArgmaxOfSoftRowsPrefersTheLowestIdOnTies) {
   TokenTree tree;
   tree.AddChild(-1, 2, 1.0f);
   const std::vector<float> target = {0.1f, 0.4f, 0.4f, 0.1f, /*after #0*/ 0.3f, 0.3f, 0.3f, 0.1f};
-  const VerifyResult r = Verify(VerifyRule::kGreedy, tree, {target.data(), 4, 2}, {}, CounterRng(1), 0, 0);
+  const VerifyResult r =
+      Verify(VerifyRule::kGreedy, tree, {target.data(), 4, 2}, {}, CounterRng(1), 0, 0);
   EXPECT_TRUE(r.accepted.empty());  // argmax is token 1 (tied with 2, lower id wins), not child 2
   EXPECT_EQ(r.next_token, 1);
 }
@@ -428,18 +472,20 @@ TEST(VerifyGreedy, SamplingRulesOnOneHotRowsAgreeWithGreedyForTopKTrees) {
   VerifyResult greedy, other;
   DrawnTree t;
   for (int32_t root = 0; root < n_vocab; ++root) {
-    for (const std::vector<int32_t>& shape : {std::vector<int32_t>{3, 2, 2}, std::vector<int32_t>{1, 1, 1}}) {
+    for (const std::vector<int32_t>& shape :
+         {std::vector<int32_t>{3, 2, 2}, std::vector<int32_t>{1, 1, 1}}) {
       DrawTree(m, shape, ChildDraw::kDeterministic, rng, 0, 0, root, t);
       const ProbRows target = Rows(t.target, n_vocab), draft = Rows(t.draft, n_vocab);
       verifier.Verify(VerifyRule::kGreedy, t.tree, target, draft, rng, 0, 0, greedy);
-      for (VerifyRule rule : {VerifyRule::kSpecInfer, VerifyRule::kSequoia, VerifyRule::kTargetSample,
-                              VerifyRule::kChain}) {
+      for (VerifyRule rule : {VerifyRule::kSpecInfer, VerifyRule::kSequoia,
+                              VerifyRule::kTargetSample, VerifyRule::kChain}) {
         if (rule == VerifyRule::kChain && shape[0] != 1) continue;
         CheckLossless(rule, ChildDraw::kDeterministic, t.tree, /*greedy_sampling=*/true);
         for (uint64_t seq = 0; seq < 20; ++seq) {
           verifier.Verify(rule, t.tree, target, draft, rng, seq, 0, other);
           EXPECT_EQ(other.accepted, greedy.accepted) << VerifyRuleName(rule) << " root " << root;
-          EXPECT_EQ(other.next_token, greedy.next_token) << VerifyRuleName(rule) << " root " << root;
+          EXPECT_EQ(other.next_token, greedy.next_token)
+              << VerifyRuleName(rule) << " root " << root;
         }
       }
     }
@@ -505,7 +551,8 @@ TEST(VerifyCheckLossless, RefusesEachLossyCombinationNamingRuleAndDraw) {
 
 TEST(VerifyCheckLossless, AcceptsTheLosslessCombinations) {
   const TokenTree star = Star(3), chain = Chain(3), empty;
-  for (ChildDraw draw : {ChildDraw::kDeterministic, ChildDraw::kWithReplacement, ChildDraw::kWithoutReplacement}) {
+  for (ChildDraw draw :
+       {ChildDraw::kDeterministic, ChildDraw::kWithReplacement, ChildDraw::kWithoutReplacement}) {
     for (bool greedy : {false, true}) {
       EXPECT_EQ(Refusal(VerifyRule::kTargetSample, draw, star, greedy), "");  // any tree, any draw
     }
@@ -520,7 +567,8 @@ TEST(VerifyCheckLossless, AcceptsTheLosslessCombinations) {
   // With one child per node the two sampled draw modes coincide.
   for (VerifyRule rule : {VerifyRule::kChain, VerifyRule::kSpecInfer, VerifyRule::kSequoia}) {
     EXPECT_EQ(Refusal(rule, ChildDraw::kWithReplacement, chain, false), "") << VerifyRuleName(rule);
-    EXPECT_EQ(Refusal(rule, ChildDraw::kWithoutReplacement, chain, false), "") << VerifyRuleName(rule);
+    EXPECT_EQ(Refusal(rule, ChildDraw::kWithoutReplacement, chain, false), "")
+        << VerifyRuleName(rule);
     EXPECT_EQ(Refusal(rule, ChildDraw::kWithReplacement, empty, false), "") << VerifyRuleName(rule);
   }
 }
@@ -528,12 +576,13 @@ TEST(VerifyCheckLossless, AcceptsTheLosslessCombinations) {
 // --- Names, purity, input checks -----------------------------------------------------------------
 
 TEST(VerifyNames, RoundTripAndUnknownNamesAreRefused) {
-  for (VerifyRule rule : {VerifyRule::kGreedy, VerifyRule::kChain, VerifyRule::kSpecInfer, VerifyRule::kSequoia,
-                          VerifyRule::kTargetSample}) {
+  for (VerifyRule rule : {VerifyRule::kGreedy, VerifyRule::kChain, VerifyRule::kSpecInfer,
+                          VerifyRule::kSequoia, VerifyRule::kTargetSample}) {
     EXPECT_EQ(ParseVerifyRule(VerifyRuleName(rule)), rule);
   }
   EXPECT_EQ(VerifyRuleName(VerifyRule::kTargetSample), "target-sample");
-  for (ChildDraw draw : {ChildDraw::kDeterministic, ChildDraw::kWithReplacement, ChildDraw::kWithoutReplacement}) {
+  for (ChildDraw draw :
+       {ChildDraw::kDeterministic, ChildDraw::kWithReplacement, ChildDraw::kWithoutReplacement}) {
     EXPECT_EQ(ParseChildDraw(ChildDrawName(draw)), draw);
   }
   try {
@@ -570,7 +619,8 @@ TEST(VerifyPurity, SameInputsSameOutputAndLeavesSampleLikePlainSampling) {
   // An empty tree is one plain sample of the target at root_position + 1, draw 0 -- the draw
   // Sampler::Sample makes for that position -- for every sampling rule.
   const TokenTree empty;
-  for (VerifyRule rule : {VerifyRule::kChain, VerifyRule::kSpecInfer, VerifyRule::kSequoia, VerifyRule::kTargetSample}) {
+  for (VerifyRule rule : {VerifyRule::kChain, VerifyRule::kSpecInfer, VerifyRule::kSequoia,
+                          VerifyRule::kTargetSample}) {
     for (uint64_t seq = 0; seq < 50; ++seq) {
       const VerifyResult r = Verify(rule, empty, target, draft, rng, seq, 50);
       EXPECT_TRUE(r.accepted.empty());
@@ -584,7 +634,8 @@ TEST(VerifyInput, MismatchedRowsAndTokensAreNamed) {
   const std::vector<float> rows(3 * 4, 0.25f);
   const ProbRows target{rows.data(), 4, 3};
   const CounterRng rng(1);
-  auto message = [&](VerifyRule rule, const TokenTree& t, const ProbRows& p, const ProbRows& q) -> std::string {
+  auto message = [&](VerifyRule rule, const TokenTree& t, const ProbRows& p,
+                     const ProbRows& q) -> std::string {
     try {
       Verify(rule, t, p, q, rng, 0, 0);
     } catch (const Error& e) {
@@ -592,15 +643,19 @@ TEST(VerifyInput, MismatchedRowsAndTokensAreNamed) {
     }
     return "";
   };
-  EXPECT_NE(message(VerifyRule::kGreedy, tree, {rows.data(), 4, 2}, {}).find("2 target rows for a tree of 2 nodes"),
+  EXPECT_NE(message(VerifyRule::kGreedy, tree, {rows.data(), 4, 2}, {})
+                .find("2 target rows for a tree of 2 nodes"),
             std::string::npos);
   EXPECT_NE(message(VerifyRule::kSequoia, tree, target, {}).find("draft rows"), std::string::npos);
-  EXPECT_NE(message(VerifyRule::kSpecInfer, tree, target, {rows.data(), 3, 4}).find("draft rows"), std::string::npos);
+  EXPECT_NE(message(VerifyRule::kSpecInfer, tree, target, {rows.data(), 3, 4}).find("draft rows"),
+            std::string::npos);
   tree.AddChild(0, 9, 0.5f);
   const std::vector<float> more(4 * 4, 0.25f);
-  EXPECT_NE(message(VerifyRule::kTargetSample, tree, {more.data(), 4, 4}, {}).find("node 2 has token 9"),
+  EXPECT_NE(
+      message(VerifyRule::kTargetSample, tree, {more.data(), 4, 4}, {}).find("node 2 has token 9"),
+      std::string::npos);
+  EXPECT_NE(message(VerifyRule::kChain, Star(2), target, target).find("the root has 2 children"),
             std::string::npos);
-  EXPECT_NE(message(VerifyRule::kChain, Star(2), target, target).find("the root has 2 children"), std::string::npos);
 }
 
 TEST(VerifyDraw, DrawModesProduceTheirKindOfChildren) {
@@ -620,7 +675,8 @@ TEST(VerifyDraw, DrawModesProduceTheirKindOfChildren) {
     for (int32_t x : tokens) EXPECT_TRUE(x == 1 || x == 3);
   }
   EXPECT_THROW(DrawChildren(two, 7, ChildDraw::kWithoutReplacement, rng, 0, 0, tokens), Error);
-  EXPECT_THROW(DrawChildren(Row(6, 0.0f), 1, ChildDraw::kWithReplacement, rng, 0, 0, tokens), Error);
+  EXPECT_THROW(DrawChildren(Row(6, 0.0f), 1, ChildDraw::kWithReplacement, rng, 0, 0, tokens),
+               Error);
 }
 
 }  // namespace

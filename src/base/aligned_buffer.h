@@ -1,4 +1,5 @@
-// Owning, 64-byte aligned, uninitialised storage for kernels (one cache line, one AVX-512 register).
+// Owning, 64-byte aligned, uninitialised storage for kernels (one cache line, one AVX-512
+// register).
 #pragma once
 
 #include <cstddef>

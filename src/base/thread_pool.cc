@@ -9,11 +9,12 @@
 namespace grove {
 namespace {
 
-// Waiting has three stages. Pure spinning (~2-5 us) catches the common case of the next parallel loop
-// of a forward pass arriving at once. Then the waiter yields between checks: when the machine has more
-// runnable threads than cores (a build, a second model), a spinning thread would otherwise hold the core
-// that the thread it waits for needs, for a whole scheduler time slice (~ms). After ~1 ms of yielding a
-// worker parks on the condition variable, so an idle model costs no CPU between requests.
+// Waiting has three stages. Pure spinning (~2-5 us) catches the common case of the next parallel
+// loop of a forward pass arriving at once. Then the waiter yields between checks: when the machine
+// has more runnable threads than cores (a build, a second model), a spinning thread would otherwise
+// hold the core that the thread it waits for needs, for a whole scheduler time slice (~ms). After
+// ~1 ms of yielding a worker parks on the condition variable, so an idle model costs no CPU between
+// requests.
 constexpr int kSpinIterations = 100;
 constexpr int kYieldIterations = 2000;
 
@@ -26,7 +27,8 @@ inline void CpuRelax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0) n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n_threads <= 0)
+    n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   n_threads_ = n_threads;
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });

@@ -1,9 +1,9 @@
 // One persistent pool of worker threads per model (contract: no thread creation in the token loop).
 //
-// A forward pass dispatches a few parallel loops per layer; with thousands of dispatches per token a
-// futex wake-up (~5-50 us) would dominate, so idle workers spin on an atomic generation counter for
-// a short while before parking on a condition variable. The calling thread does share 0 of each job,
-// so a pool of n threads starts n-1 workers.
+// A forward pass dispatches a few parallel loops per layer; with thousands of dispatches per token
+// a futex wake-up (~5-50 us) would dominate, so idle workers spin on an atomic generation counter
+// for a short while before parking on a condition variable. The calling thread does share 0 of each
+// job, so a pool of n threads starts n-1 workers.
 #pragma once
 
 #include <atomic>
@@ -30,8 +30,9 @@ class ThreadPool {
   // Calls fn(thread_index, n_threads) once on every thread and returns when all have finished.
   void Run(FunctionRef<void(int, int)> fn);
 
-  // Splits [0, n) into size() contiguous ranges, one per thread: fn(begin, end). Which thread computes
-  // which index never changes the result, since each index is computed by exactly one call.
+  // Splits [0, n) into size() contiguous ranges, one per thread: fn(begin, end). Which thread
+  // computes which index never changes the result, since each index is computed by exactly one
+  // call.
   void ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn);
 
   // Number of Run/ParallelFor dispatches since construction (each one ends in a barrier).

@@ -90,22 +90,33 @@ bool IsValidValueType(uint32_t t) { return t <= static_cast<uint32_t>(GgufValueT
 GgufValue::Scalar ReadScalar(Cursor& in, GgufValueType t, std::string_view what,
                              const std::string& file) {
   switch (t) {
-    case GgufValueType::kUint8: return uint64_t{in.Read<uint8_t>(what)};
-    case GgufValueType::kInt8: return int64_t{in.Read<int8_t>(what)};
-    case GgufValueType::kUint16: return uint64_t{in.Read<uint16_t>(what)};
-    case GgufValueType::kInt16: return int64_t{in.Read<int16_t>(what)};
-    case GgufValueType::kUint32: return uint64_t{in.Read<uint32_t>(what)};
-    case GgufValueType::kInt32: return int64_t{in.Read<int32_t>(what)};
-    case GgufValueType::kFloat32: return double{in.Read<float>(what)};
-    case GgufValueType::kUint64: return in.Read<uint64_t>(what);
-    case GgufValueType::kInt64: return in.Read<int64_t>(what);
-    case GgufValueType::kFloat64: return in.Read<double>(what);
+    case GgufValueType::kUint8:
+      return uint64_t{in.Read<uint8_t>(what)};
+    case GgufValueType::kInt8:
+      return int64_t{in.Read<int8_t>(what)};
+    case GgufValueType::kUint16:
+      return uint64_t{in.Read<uint16_t>(what)};
+    case GgufValueType::kInt16:
+      return int64_t{in.Read<int16_t>(what)};
+    case GgufValueType::kUint32:
+      return uint64_t{in.Read<uint32_t>(what)};
+    case GgufValueType::kInt32:
+      return int64_t{in.Read<int32_t>(what)};
+    case GgufValueType::kFloat32:
+      return double{in.Read<float>(what)};
+    case GgufValueType::kUint64:
+      return in.Read<uint64_t>(what);
+    case GgufValueType::kInt64:
+      return in.Read<int64_t>(what);
+    case GgufValueType::kFloat64:
+      return in.Read<double>(what);
     case GgufValueType::kBool: {
       uint8_t b = in.Read<uint8_t>(what);
       if (b > 1) Fail("gguf: '", file, "': ", what, " is a bool with value ", int{b});
       return b != 0;
     }
-    default: break;
+    default:
+      break;
   }
   Fail("gguf: '", file, "': ", what, " is not a scalar");
 }
@@ -113,9 +124,9 @@ GgufValue::Scalar ReadScalar(Cursor& in, GgufValueType t, std::string_view what,
 }  // namespace
 
 std::string_view GgufValueTypeName(GgufValueType type) {
-  static constexpr std::string_view kNames[] = {"uint8",  "int8",  "uint16", "int16", "uint32",
-                                                "int32",  "float32", "bool", "string", "array",
-                                                "uint64", "int64", "float64"};
+  static constexpr std::string_view kNames[] = {"uint8",  "int8",    "uint16", "int16",  "uint32",
+                                                "int32",  "float32", "bool",   "string", "array",
+                                                "uint64", "int64",   "float64"};
   auto i = static_cast<uint32_t>(type);
   return i < std::size(kNames) ? kNames[i] : "invalid";
 }
@@ -169,13 +180,15 @@ std::unique_ptr<GgufFile> GgufFile::FromBytes(std::span<const uint8_t> bytes, st
 void GgufFile::Parse() {
   Cursor in(bytes_, name_);
   const std::string& file = name_;
-  if (bytes_.size() < 4) Fail("gguf: '", file, "': file is ", bytes_.size(), " bytes, too short for a GGUF header");
+  if (bytes_.size() < 4)
+    Fail("gguf: '", file, "': file is ", bytes_.size(), " bytes, too short for a GGUF header");
   uint32_t magic = in.Read<uint32_t>("magic");
   if (magic != kGgufMagic) {
     Fail("gguf: '", file, "': bad magic (not a GGUF file): first bytes are 0x", std::hex, magic);
   }
   version_ = in.Read<uint32_t>("version");
-  if (version_ == 1) Fail("gguf: '", file, "': GGUF version 1 is obsolete and not supported (need 2 or 3)");
+  if (version_ == 1)
+    Fail("gguf: '", file, "': GGUF version 1 is obsolete and not supported (need 2 or 3)");
   if (__builtin_bswap32(version_) == 2 || __builtin_bswap32(version_) == 3) {
     Fail("gguf: '", file, "': big-endian GGUF files are not supported");
   }
@@ -184,7 +197,8 @@ void GgufFile::Parse() {
   }
   uint64_t n_tensors = in.Read<uint64_t>("tensor count");
   uint64_t n_kv = in.Read<uint64_t>("metadata count");
-  // A key-value pair needs at least 8 (key length) + 4 (type) + 1 bytes; a tensor info 8 + 4 + 4 + 8.
+  // A key-value pair needs at least 8 (key length) + 4 (type) + 1 bytes; a tensor info 8 + 4 + 4
+  // + 8.
   in.CheckCount(n_kv, 13, "metadata");
   in.CheckCount(n_tensors, 24, "tensor");
 
@@ -195,7 +209,8 @@ void GgufFile::Parse() {
     if (key.empty()) Fail("gguf: '", file, "': metadata entry ", i, " has an empty key");
     if (metadata_index_.count(key)) Fail("gguf: '", file, "': duplicate metadata key '", key, "'");
     uint32_t raw_type = in.Read<uint32_t>(what + " type");
-    if (!IsValidValueType(raw_type)) Fail("gguf: '", file, "': ", what, " has invalid value type ", raw_type);
+    if (!IsValidValueType(raw_type))
+      Fail("gguf: '", file, "': ", what, " has invalid value type ", raw_type);
     GgufValue value;
     value.type = static_cast<GgufValueType>(raw_type);
     if (value.type == GgufValueType::kString) {
@@ -228,10 +243,12 @@ void GgufFile::Parse() {
   }
 
   if (const GgufValue* a = Find("general.alignment")) {
-    if (!a->is_integer()) Fail("gguf: '", file, "': metadata 'general.alignment' must be an integer");
+    if (!a->is_integer())
+      Fail("gguf: '", file, "': metadata 'general.alignment' must be an integer");
     alignment_ = GetUint("general.alignment");
     if (alignment_ == 0 || !std::has_single_bit(alignment_) || alignment_ > (1u << 20)) {
-      Fail("gguf: '", file, "': metadata 'general.alignment' = ", alignment_, " is not a power of two");
+      Fail("gguf: '", file, "': metadata 'general.alignment' = ", alignment_,
+           " is not a power of two");
     }
   }
 
@@ -244,7 +261,8 @@ void GgufFile::Parse() {
     if (tensor_index_.count(t.name)) Fail("gguf: '", file, "': duplicate ", what);
     uint32_t n_dims = in.Read<uint32_t>(what + " dimension count");
     if (n_dims == 0 || n_dims > kMaxDims) {
-      Fail("gguf: '", file, "': ", what, " has ", n_dims, " dimensions (must be 1 to ", kMaxDims, ")");
+      Fail("gguf: '", file, "': ", what, " has ", n_dims, " dimensions (must be 1 to ", kMaxDims,
+           ")");
     }
     int64_t n_elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
@@ -266,7 +284,8 @@ void GgufFile::Parse() {
     }
     t.offset = in.Read<uint64_t>(what + " offset");
     if (t.offset % alignment_ != 0) {
-      Fail("gguf: '", file, "': ", what, " data offset ", t.offset, " is not aligned to ", alignment_);
+      Fail("gguf: '", file, "': ", what, " data offset ", t.offset, " is not aligned to ",
+           alignment_);
     }
     // n_elements / block_size * type_size cannot overflow: n_elements < 2^63 and type_size <= 292
     // would overflow only past ~2^54 blocks, which is checked against the file size below.
@@ -285,8 +304,8 @@ void GgufFile::Parse() {
   uint64_t data_size = bytes_.size() - std::min<uint64_t>(data_offset_, bytes_.size());
   for (GgufTensor& t : tensors_) {
     if (t.offset > data_size || t.n_bytes > data_size - t.offset) {
-      Fail("gguf: '", file, "': tensor '", t.name, "' (", t.n_bytes, " bytes at data offset ", t.offset,
-           ") extends past the end of the file (data section is ", data_size, " bytes)");
+      Fail("gguf: '", file, "': tensor '", t.name, "' (", t.n_bytes, " bytes at data offset ",
+           t.offset, ") extends past the end of the file (data section is ", data_size, " bytes)");
     }
     t.data = bytes_.data() + data_offset_ + t.offset;
   }
@@ -370,7 +389,8 @@ uint64_t GgufFile::GetUint(std::string_view key) const {
   const GgufValue* v = Find(key);
   if (!v) Fail("gguf: '", name_, "': missing metadata '", key, "'");
   uint64_t out = 0;
-  if (!v->is_integer() || !ScalarAs(v->scalar, &out)) WrongType(name_, key, *v, "a non-negative integer");
+  if (!v->is_integer() || !ScalarAs(v->scalar, &out))
+    WrongType(name_, key, *v, "a non-negative integer");
   return out;
 }
 

@@ -39,7 +39,8 @@ enum class GgufValueType : uint32_t {
 };
 std::string_view GgufValueTypeName(GgufValueType type);
 
-// One metadata value. Arrays hold scalars or strings (nested arrays are rejected: no model uses them).
+// One metadata value. Arrays hold scalars or strings (nested arrays are rejected: no model uses
+// them).
 struct GgufValue {
   using Scalar = std::variant<uint64_t, int64_t, double, bool>;
   GgufValueType type = GgufValueType::kUint32;
@@ -51,14 +52,16 @@ struct GgufValue {
 
   bool is_integer() const;
   bool is_number() const;  // integer or float
-  std::size_t array_size() const { return type == GgufValueType::kArray ? array.size() + strings.size() : 0; }
+  std::size_t array_size() const {
+    return type == GgufValueType::kArray ? array.size() + strings.size() : 0;
+  }
 };
 
 struct GgufTensor {
   std::string name;
   std::vector<int64_t> shape;  // ne[0] (contiguous, row length) first, as in the file
   GgmlType type = GgmlType::kF32;
-  uint64_t offset = 0;         // from the start of the data section
+  uint64_t offset = 0;  // from the start of the data section
   const uint8_t* data = nullptr;
   uint64_t n_bytes = 0;
 
@@ -71,7 +74,8 @@ class GgufFile {
   // Maps and parses a file. Throws grove::Error ("gguf: '<path>': ...") on any malformation.
   static std::unique_ptr<GgufFile> Open(const std::string& path);
   // Parses bytes that the caller keeps alive for the lifetime of the result (tests, fuzzing).
-  static std::unique_ptr<GgufFile> FromBytes(std::span<const uint8_t> bytes, std::string name = "<memory>");
+  static std::unique_ptr<GgufFile> FromBytes(std::span<const uint8_t> bytes,
+                                             std::string name = "<memory>");
 
   const std::string& name() const { return name_; }
   uint32_t version() const { return version_; }
@@ -89,8 +93,9 @@ class GgufFile {
   bool Has(std::string_view key) const { return Find(key) != nullptr; }
 
   // Typed getters. The Get* forms throw an Error naming the key when it is absent or of a type that
-  // cannot represent the request (e.g. a negative value read as unsigned, a string read as a number);
-  // the forms with a default return it when the key is absent (and still throw on a wrong type).
+  // cannot represent the request (e.g. a negative value read as unsigned, a string read as a
+  // number); the forms with a default return it when the key is absent (and still throw on a wrong
+  // type).
   std::string GetString(std::string_view key) const;
   std::string GetString(std::string_view key, std::string_view fallback) const;
   uint64_t GetUint(std::string_view key) const;

@@ -23,22 +23,47 @@ void PutString(const Sink& sink, const std::string& s) {
 }
 
 void PutScalar(const Sink& sink, GgufValueType t, const GgufValue::Scalar& s) {
-  auto as_u = [&] { return std::holds_alternative<uint64_t>(s) ? std::get<uint64_t>(s)
-                                                               : static_cast<uint64_t>(std::get<int64_t>(s)); };
+  auto as_u = [&] {
+    return std::holds_alternative<uint64_t>(s) ? std::get<uint64_t>(s)
+                                               : static_cast<uint64_t>(std::get<int64_t>(s));
+  };
   auto as_d = [&] { return std::get<double>(s); };
   switch (t) {
-    case GgufValueType::kUint8: Put<uint8_t>(sink, static_cast<uint8_t>(as_u())); break;
-    case GgufValueType::kInt8: Put<int8_t>(sink, static_cast<int8_t>(as_u())); break;
-    case GgufValueType::kUint16: Put<uint16_t>(sink, static_cast<uint16_t>(as_u())); break;
-    case GgufValueType::kInt16: Put<int16_t>(sink, static_cast<int16_t>(as_u())); break;
-    case GgufValueType::kUint32: Put<uint32_t>(sink, static_cast<uint32_t>(as_u())); break;
-    case GgufValueType::kInt32: Put<int32_t>(sink, static_cast<int32_t>(as_u())); break;
-    case GgufValueType::kUint64: Put<uint64_t>(sink, as_u()); break;
-    case GgufValueType::kInt64: Put<int64_t>(sink, static_cast<int64_t>(as_u())); break;
-    case GgufValueType::kFloat32: Put<float>(sink, static_cast<float>(as_d())); break;
-    case GgufValueType::kFloat64: Put<double>(sink, as_d()); break;
-    case GgufValueType::kBool: Put<uint8_t>(sink, std::get<bool>(s) ? 1 : 0); break;
-    default: GROVE_CHECK(false, "not a scalar type");
+    case GgufValueType::kUint8:
+      Put<uint8_t>(sink, static_cast<uint8_t>(as_u()));
+      break;
+    case GgufValueType::kInt8:
+      Put<int8_t>(sink, static_cast<int8_t>(as_u()));
+      break;
+    case GgufValueType::kUint16:
+      Put<uint16_t>(sink, static_cast<uint16_t>(as_u()));
+      break;
+    case GgufValueType::kInt16:
+      Put<int16_t>(sink, static_cast<int16_t>(as_u()));
+      break;
+    case GgufValueType::kUint32:
+      Put<uint32_t>(sink, static_cast<uint32_t>(as_u()));
+      break;
+    case GgufValueType::kInt32:
+      Put<int32_t>(sink, static_cast<int32_t>(as_u()));
+      break;
+    case GgufValueType::kUint64:
+      Put<uint64_t>(sink, as_u());
+      break;
+    case GgufValueType::kInt64:
+      Put<int64_t>(sink, static_cast<int64_t>(as_u()));
+      break;
+    case GgufValueType::kFloat32:
+      Put<float>(sink, static_cast<float>(as_d()));
+      break;
+    case GgufValueType::kFloat64:
+      Put<double>(sink, as_d());
+      break;
+    case GgufValueType::kBool:
+      Put<uint8_t>(sink, std::get<bool>(s) ? 1 : 0);
+      break;
+    default:
+      GROVE_CHECK(false, "not a scalar type");
   }
 }
 
@@ -100,7 +125,8 @@ void GgufWriter::AddTensor(const std::string& name, std::vector<int64_t> shape, 
   GgmlTypeTraits t = GgmlTraits(type);
   GROVE_CHECK(shape[0] % t.block_size == 0, "tensor '", name, "' row not a whole number of blocks");
   uint64_t n_bytes = static_cast<uint64_t>(n / t.block_size * t.type_size);
-  GROVE_CHECK(data.size() == n_bytes, "tensor '", name, "' has ", data.size(), " bytes, expected ", n_bytes);
+  GROVE_CHECK(data.size() == n_bytes, "tensor '", name, "' has ", data.size(), " bytes, expected ",
+              n_bytes);
   tensors_.push_back({name, std::move(shape), type, n_bytes, std::move(data), {}});
 }
 
@@ -187,10 +213,11 @@ void GgufWriter::WriteFile(const std::string& path,
   if (!f) Fail("cannot write '", tmp, "': ", std::strerror(errno));
   bool ok = true;
   try {
-    Emit([&](const void* p, std::size_t n) {
-           if (ok && std::fwrite(p, 1, n, f.get()) != n) ok = false;
-         },
-         progress);
+    Emit(
+        [&](const void* p, std::size_t n) {
+          if (ok && std::fwrite(p, 1, n, f.get()) != n) ok = false;
+        },
+        progress);
   } catch (...) {
     // A tensor filler failed (or was interrupted): leave nothing behind under either name.
     f.reset();
@@ -213,11 +240,12 @@ void GgufWriter::WriteFile(const std::string& path,
 
 std::vector<uint8_t> GgufWriter::WriteToBytes() const {
   std::vector<uint8_t> out;
-  Emit([&](const void* p, std::size_t n) {
-         const auto* b = static_cast<const uint8_t*>(p);
-         out.insert(out.end(), b, b + n);
-       },
-       {});
+  Emit(
+      [&](const void* p, std::size_t n) {
+        const auto* b = static_cast<const uint8_t*>(p);
+        out.insert(out.end(), b, b + n);
+      },
+      {});
   return out;
 }
 

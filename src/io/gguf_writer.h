@@ -1,6 +1,6 @@
-// GGUF writer (version 3). Used by tests to build models and malformed files, by `grove synth` to write
-// random-weight models, and later by the trainer to export. Metadata is written in insertion order;
-// tensors are laid out in insertion order, each aligned to general.alignment.
+// GGUF writer (version 3). Used by tests to build models and malformed files, by `grove synth` to
+// write random-weight models, and later by the trainer to export. Metadata is written in insertion
+// order; tensors are laid out in insertion order, each aligned to general.alignment.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +40,9 @@ class GgufWriter {
                  TensorFiller filler);
   void AddF32Tensor(const std::string& name, std::vector<int64_t> shape, std::span<const float> v);
 
-  // Writes to a temporary file beside `path` and renames it into place, so an interrupted write never
-  // leaves a truncated model under the final name. `progress(done, total)` is called per tensor.
+  // Writes to a temporary file beside `path` and renames it into place, so an interrupted write
+  // never leaves a truncated model under the final name. `progress(done, total)` is called per
+  // tensor.
   void WriteFile(const std::string& path,
                  const std::function<void(std::size_t, std::size_t)>& progress = {}) const;
   std::vector<uint8_t> WriteToBytes() const;

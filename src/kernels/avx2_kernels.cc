@@ -409,7 +409,8 @@ __m256 ExpNonPositive(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_andnot_ps(too_small, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
 }
 
@@ -444,7 +445,8 @@ float SoftmaxExp(float* x, int32_t n) {
 // Up to 8 chunks of 8 values at once, key after key (independent FMA chains; each element still
 // adds p[j] v[j] in key order, as one chunk alone would).
 template <int C>
-void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0, float* out) {
+void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0,
+                       float* out) {
   __m256 acc[C];
   for (int c = 0; c < C; ++c) acc[c] = _mm256_loadu_ps(out + d0 + 8 * c);
   for (int32_t j = 0; j < n; ++j) {
@@ -475,13 +477,14 @@ __m256 SiluMul8(__m256 g, __m256 u) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 e = ExpNonPositive(_mm256_or_ps(g, sign));  // exp(-|g|)
   const __m256 one = _mm256_set1_ps(1.0f);
-  const __m256 numerator = _mm256_blendv_ps(one, e, g);   // sign bit of g set: e
+  const __m256 numerator = _mm256_blendv_ps(one, e, g);  // sign bit of g set: e
   return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(numerator, _mm256_add_ps(one, e))), u);
 }
 
 void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, SiluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, SiluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   if (i < n) {
     alignas(32) float g[8] = {}, u[8] = {};
     for (int64_t j = i; j < n; ++j) {

@@ -585,9 +585,8 @@ void GroupTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stri
     }
     BlockSums<R> sums(offsets);
     PrefetchLines(group + b * G::kQuantBytes + kPrefetchBytes, G::kQuantBytes);
-    G::ForEachChunk(group + b * G::kQuantBytes, [&](__m512i w, int index, int offset) {
-      sums.Add(rows, b, index, offset, w);
-    });
+    G::ForEachChunk(group + b * G::kQuantBytes,
+                    [&](__m512i w, int index, int offset) { sums.Add(rows, b, index, offset, w); });
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(scales + b));
     for (int i = 0; i < R; ++i) acc[i] = _mm512_fmadd_ps(sums.Scaled(rows, b, i), d, acc[i]);
   }
@@ -612,7 +611,8 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
   for (int64_t s = 0; s < n_in / kKBlock; ++s) {
     const uint8_t* base = group + s * kSuperBytes;
     PrefetchLines(base + 2 * kPrefetchBytes, kSuperBytes);
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2048)));
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2048)));
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2080)));
     const __m512i a0 = _mm512_loadu_si512(base + 2112);
@@ -621,17 +621,20 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
     // Byte t of lane j: scale (min) of sub-block t (lo) or 4 + t (hi) of row j.
     const __m512i sc_lo = _mm512_and_si512(a0, low6);
     const __m512i m_lo = _mm512_and_si512(a1, low6);
-    const __m512i sc_hi = _mm512_or_si512(
-        _mm512_and_si512(a2, low4), _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a0, 6), low2), 4));
+    const __m512i sc_hi =
+        _mm512_or_si512(_mm512_and_si512(a2, low4),
+                        _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a0, 6), low2), 4));
     const __m512i m_hi =
         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(a2, 4), low4),
                         _mm512_slli_epi32(_mm512_and_si512(_mm512_srli_epi32(a1, 6), low2), 4));
     for (int sub = 0; sub < 8; ++sub) {
       const int shift = 8 * (sub % 4);
-      const __m512 scale = _mm512_mul_ps(
-          d, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sub < 4 ? sc_lo : sc_hi, shift), byte)));
-      const __m512 min = _mm512_mul_ps(
-          dmin, _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(sub < 4 ? m_lo : m_hi, shift), byte)));
+      const __m512 scale =
+          _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_and_si512(
+                               _mm512_srli_epi32(sub < 4 ? sc_lo : sc_hi, shift), byte)));
+      const __m512 min =
+          _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(_mm512_and_si512(
+                                  _mm512_srli_epi32(sub < 4 ? m_lo : m_hi, shift), byte)));
       const int64_t b = s * (kKBlock / kQBlock) + sub;
       const uint8_t* quants = base + (sub / 2) * 8 * 64;
       BlockSums<R> sums(nullptr);
@@ -673,12 +676,14 @@ void GroupF16Tile(const uint16_t* group, int64_t n, const void* x, int64_t x_str
   __m512 even[R], odd[R];
   for (int i = 0; i < R; ++i) even[i] = odd[i] = _mm512_setzero_ps();
   auto load = [&](int64_t k) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + k * kGroupRows)));
+    return _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + k * kGroupRows)));
   };
   int64_t k = 0;
   for (; k + 2 <= n; k += 2) {
     // Two elements of 16 rows are one cache line; fetch the line kPrefetchF16 elements ahead.
-    _mm_prefetch(reinterpret_cast<const char*>(group + (k + kPrefetchF16) * kGroupRows), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(group + (k + kPrefetchF16) * kGroupRows),
+                 _MM_HINT_T0);
     const __m512 w0 = load(k);
     const __m512 w1 = load(k + 1);
     for (int i = 0; i < R; ++i) {
@@ -733,7 +738,8 @@ inline __m512 KeyDot(const float* q, const float* k, int32_t whole, __mmask16 ta
     acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
   }
   if (tail) {
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole), _mm512_maskz_loadu_ps(tail, k + whole), acc);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole),
+                          _mm512_maskz_loadu_ps(tail, k + whole), acc);
   }
   return acc;
 }
@@ -763,8 +769,9 @@ void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, in
   int32_t j = 0;
   for (; j + 4 <= n; j += 4) {
     const float* k = keys + j * stride;
-    const __m512 sums = Hsum4(KeyDot(q, k, whole, tail), KeyDot(q, k + stride, whole, tail),
-                              KeyDot(q, k + 2 * stride, whole, tail), KeyDot(q, k + 3 * stride, whole, tail));
+    const __m512 sums =
+        Hsum4(KeyDot(q, k, whole, tail), KeyDot(q, k + stride, whole, tail),
+              KeyDot(q, k + 2 * stride, whole, tail), KeyDot(q, k + 3 * stride, whole, tail));
     const __m128 four = _mm512_castps512_ps128(_mm512_permutexvar_ps(lanes, sums));
     _mm_storeu_ps(scores + j, _mm_mul_ps(four, _mm_set1_ps(scale)));
   }
@@ -826,7 +833,8 @@ void WeightedSumChunks(const float* p, const float* values, int64_t stride, int3
   for (int32_t j = 0; j < n; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
     const float* v = values + j * stride + d0;
-    for (int c = 0; c < C; ++c) acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(mask[c], v + 16 * c), acc[c]);
+    for (int c = 0; c < C; ++c)
+      acc[c] = _mm512_fmadd_ps(pj, _mm512_maskz_loadu_ps(mask[c], v + 16 * c), acc[c]);
   }
   for (int c = 0; c < C; ++c) _mm512_mask_storeu_ps(out + d0 + 16 * c, mask[c], acc[c]);
 }
@@ -835,14 +843,30 @@ void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_
                      int32_t head_dim, float* out) {
   for (int32_t d0 = 0; d0 < head_dim; d0 += 128) {
     switch (((head_dim - d0 < 128 ? head_dim - d0 : 128) + 15) / 16) {
-      case 1: WeightedSumChunks<1>(p, values, stride, n, d0, head_dim, out); break;
-      case 2: WeightedSumChunks<2>(p, values, stride, n, d0, head_dim, out); break;
-      case 3: WeightedSumChunks<3>(p, values, stride, n, d0, head_dim, out); break;
-      case 4: WeightedSumChunks<4>(p, values, stride, n, d0, head_dim, out); break;
-      case 5: WeightedSumChunks<5>(p, values, stride, n, d0, head_dim, out); break;
-      case 6: WeightedSumChunks<6>(p, values, stride, n, d0, head_dim, out); break;
-      case 7: WeightedSumChunks<7>(p, values, stride, n, d0, head_dim, out); break;
-      default: WeightedSumChunks<8>(p, values, stride, n, d0, head_dim, out); break;
+      case 1:
+        WeightedSumChunks<1>(p, values, stride, n, d0, head_dim, out);
+        break;
+      case 2:
+        WeightedSumChunks<2>(p, values, stride, n, d0, head_dim, out);
+        break;
+      case 3:
+        WeightedSumChunks<3>(p, values, stride, n, d0, head_dim, out);
+        break;
+      case 4:
+        WeightedSumChunks<4>(p, values, stride, n, d0, head_dim, out);
+        break;
+      case 5:
+        WeightedSumChunks<5>(p, values, stride, n, d0, head_dim, out);
+        break;
+      case 6:
+        WeightedSumChunks<6>(p, values, stride, n, d0, head_dim, out);
+        break;
+      case 7:
+        WeightedSumChunks<7>(p, values, stride, n, d0, head_dim, out);
+        break;
+      default:
+        WeightedSumChunks<8>(p, values, stride, n, d0, head_dim, out);
+        break;
     }
   }
 }
@@ -850,8 +874,8 @@ void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_
 // silu(g) = 1 / (1 + exp(-g)) for g >= 0 and exp(g) / (1 + exp(g)) otherwise: one exponential of
 // -|g| (never overflows) serves both.
 __m512 SiluMul16(__m512 g, __m512 u) {
-  const __m512 e = ExpNonPositive(_mm512_castsi512_ps(
-      _mm512_or_si512(_mm512_castps_si512(g), _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)))));
+  const __m512 e = ExpNonPositive(_mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(g), _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)))));
   const __m512 one = _mm512_set1_ps(1.0f);
   const __mmask16 negative = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
   const __m512 numerator = _mm512_mask_blend_ps(negative, one, e);
@@ -865,7 +889,9 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   }
   if (i < n) {
     const __mmask16 m = TailMask(static_cast<int32_t>(n - i));
-    _mm512_mask_storeu_ps(out + i, m, SiluMul16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+    _mm512_mask_storeu_ps(
+        out + i, m,
+        SiluMul16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
   }
 }
 
@@ -883,7 +909,8 @@ double SumSquares(const float* x, int64_t n) {
     const __mmask16 m = TailMask(static_cast<int32_t>(n - i));
     const __m512 t = _mm512_maskz_loadu_ps(m, x + i);
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(t));
-    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+    const __m512d hi =
+        _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
     a = _mm512_fmadd_pd(lo, lo, a);
     b = _mm512_fmadd_pd(hi, hi, b);
   }

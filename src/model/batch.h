@@ -1,13 +1,14 @@
 // The one input shape of Model::Forward (contract 1): prefill, decode, tree verification and
 // multi-sequence verification are all a Batch.
 //
-// Token i belongs to sequence seq_ids[i] (one KV cache each) and sits at RoPE position positions[i].
-// It sees itself and the chain of earlier batch tokens reached by following parents[i]. The first
-// token of that chain (parent -1) continues a slot of the sequence's cache: cache_parents[i], or by
-// default (kContinueCache) the cache's last slot, and the token sees that slot and its ancestors (see
-// kv_cache.h). A causal chain is parents[i] = i - 1; a token tree is any parent array in BFS order;
-// a draft model expanding a tree one level per call points the new level at the cache slots of the
-// previous level; two sequences may share one batch. Only rows with logits[i] set produce logits.
+// Token i belongs to sequence seq_ids[i] (one KV cache each) and sits at RoPE position
+// positions[i]. It sees itself and the chain of earlier batch tokens reached by following
+// parents[i]. The first token of that chain (parent -1) continues a slot of the sequence's cache:
+// cache_parents[i], or by default (kContinueCache) the cache's last slot, and the token sees that
+// slot and its ancestors (see kv_cache.h). A causal chain is parents[i] = i - 1; a token tree is
+// any parent array in BFS order; a draft model expanding a tree one level per call points the new
+// level at the cache slots of the previous level; two sequences may share one batch. Only rows with
+// logits[i] set produce logits.
 #pragma once
 
 #include <cstdint>

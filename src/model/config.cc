@@ -11,7 +11,8 @@ namespace {
 
 int32_t PositiveInt(const GgufFile& gguf, const std::string& key, uint64_t max) {
   uint64_t v = gguf.GetUint(key);
-  if (v == 0 || v > max) Fail("model: metadata '", key, "' = ", v, " is out of range (1 to ", max, ")");
+  if (v == 0 || v > max)
+    Fail("model: metadata '", key, "' = ", v, " is out of range (1 to ", max, ")");
   return static_cast<int32_t>(v);
 }
 
@@ -45,7 +46,8 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
                       ? PositiveInt(gguf, p + "context_length", std::numeric_limits<int32_t>::max())
                       : 2048;
   if (c.n_head % c.n_head_kv != 0) {
-    Fail("model: attention.head_count ", c.n_head, " is not a multiple of head_count_kv ", c.n_head_kv);
+    Fail("model: attention.head_count ", c.n_head, " is not a multiple of head_count_kv ",
+         c.n_head_kv);
   }
   if (gguf.Has(p + "attention.key_length")) {
     c.head_dim = PositiveInt(gguf, p + "attention.key_length", kMaxDim);
@@ -74,9 +76,11 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   }
   std::string scaling = gguf.GetString(p + "rope.scaling.type", "none");
   double factor = gguf.GetFloat(p + "rope.scaling.factor", 0.0);
-  if (scaling == "linear" || (scaling == "none" && factor > 0.0 && !gguf.Has(p + "rope.scaling.type"))) {
+  if (scaling == "linear" ||
+      (scaling == "none" && factor > 0.0 && !gguf.Has(p + "rope.scaling.type"))) {
     if (factor > 0.0) {
-      if (!(factor >= 1.0 && factor < 1e6)) Fail("model: rope.scaling.factor = ", factor, " is out of range");
+      if (!(factor >= 1.0 && factor < 1e6))
+        Fail("model: rope.scaling.factor = ", factor, " is out of range");
       c.rope_freq_scale = static_cast<float>(1.0 / factor);
     }
   } else if (scaling != "none") {
@@ -92,11 +96,13 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   }
   const GgufTensor& embd = gguf.GetTensor("token_embd.weight");
   if (embd.shape.size() != 2 || embd.shape[0] != c.n_embd) {
-    Fail("model: tensor 'token_embd.weight': expected ", c.n_embd, "xN_VOCAB, got ", embd.shape_string());
+    Fail("model: tensor 'token_embd.weight': expected ", c.n_embd, "xN_VOCAB, got ",
+         embd.shape_string());
   }
   if (embd.shape[1] > std::numeric_limits<int32_t>::max()) Fail("model: vocabulary too large");
   c.n_vocab = static_cast<int32_t>(embd.shape[1]);
-  if (gguf.Has(p + "vocab_size") && gguf.GetUint(p + "vocab_size") != static_cast<uint64_t>(c.n_vocab)) {
+  if (gguf.Has(p + "vocab_size") &&
+      gguf.GetUint(p + "vocab_size") != static_cast<uint64_t>(c.n_vocab)) {
     Fail("model: metadata '", p, "vocab_size' = ", gguf.GetUint(p + "vocab_size"),
          " but tensor 'token_embd.weight' has ", c.n_vocab, " rows");
   }

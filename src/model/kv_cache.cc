@@ -34,11 +34,13 @@ void KvCache::Append(int32_t n) {
 }
 
 void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
-  if (prefix < 0 || prefix > length_) Fail("kv cache: compact prefix ", prefix, " outside 0..", length_);
+  if (prefix < 0 || prefix > length_)
+    Fail("kv cache: compact prefix ", prefix, " outside 0..", length_);
   int32_t previous = prefix - 1;
   for (int32_t slot : kept_slots) {
     if (slot <= previous || slot >= length_) {
-      Fail("kv cache: compact slots must increase and lie in [", prefix, ", ", length_, "); got ", slot);
+      Fail("kv cache: compact slots must increase and lie in [", prefix, ", ", length_, "); got ",
+           slot);
     }
     previous = slot;
   }

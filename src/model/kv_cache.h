@@ -1,13 +1,14 @@
-// Per-sequence key/value cache (contract 3): preallocated for the whole context at load, positional,
-// and edited in place. A verified tree leaves its accepted path scattered among rejected nodes;
-// Compact moves just those slots down, so its cost is O(kept), and nothing is ever reallocated.
+// Per-sequence key/value cache (contract 3): preallocated for the whole context at load,
+// positional, and edited in place. A verified tree leaves its accepted path scattered among
+// rejected nodes; Compact moves just those slots down, so its cost is O(kept), and nothing is ever
+// reallocated.
 //
 // Each slot records its parent slot, so a cache can hold a speculative tree next to the committed
-// text: a draft model that expands a tree one level per forward pass keeps earlier levels here, and a
-// token continuing from slot s sees s and its ancestors only, not the siblings drafted beside them.
-// Slots [0, chain_length()) form a plain chain (slot i's parent is i - 1): the committed text, and
-// whatever extends it linearly. A token whose ancestry reaches slot s < chain_length() sees all of
-// [0, s], so ordinary decoding never walks parent links.
+// text: a draft model that expands a tree one level per forward pass keeps earlier levels here, and
+// a token continuing from slot s sees s and its ancestors only, not the siblings drafted beside
+// them. Slots [0, chain_length()) form a plain chain (slot i's parent is i - 1): the committed
+// text, and whatever extends it linearly. A token whose ancestry reaches slot s < chain_length()
+// sees all of [0, s], so ordinary decoding never walks parent links.
 #pragma once
 
 #include <cstdint>
@@ -40,14 +41,15 @@ class KvCache {
 
   // Drops every slot from n on.
   void Truncate(int32_t n);
-  // Keeps slots [0, prefix) and then the given slots (strictly increasing, each >= prefix), moved down
-  // to prefix, prefix + 1, ... Used after tree verification to keep the accepted path: the kept slots
-  // become a chain continuing slot prefix - 1.
+  // Keeps slots [0, prefix) and then the given slots (strictly increasing, each >= prefix), moved
+  // down to prefix, prefix + 1, ... Used after tree verification to keep the accepted path: the
+  // kept slots become a chain continuing slot prefix - 1.
   void Compact(int32_t prefix, std::span<const int32_t> kept_slots);
   void Clear() { Truncate(0); }
 
-  // Used by the forward pass: claims slots [length, length + n), then records each new slot's position
-  // and parent (in slot order, which extends the chain when the parent is the previous slot).
+  // Used by the forward pass: claims slots [length, length + n), then records each new slot's
+  // position and parent (in slot order, which extends the chain when the parent is the previous
+  // slot).
   void Append(int32_t n);
   void SetSlot(int32_t slot, int32_t position, int32_t parent_slot);
 
@@ -61,8 +63,8 @@ class KvCache {
   int32_t kv_dim_;
   int32_t length_ = 0;
   int32_t chain_length_ = 0;
-  AlignedBuffer<float> k_;  // (n_layer, n_ctx, kv_dim)
-  AlignedBuffer<float> v_;  // (n_layer, n_ctx, kv_dim)
+  AlignedBuffer<float> k_;            // (n_layer, n_ctx, kv_dim)
+  AlignedBuffer<float> v_;            // (n_layer, n_ctx, kv_dim)
   AlignedBuffer<int32_t> positions_;  // (n_ctx)
   AlignedBuffer<int32_t> parents_;    // (n_ctx)
 };

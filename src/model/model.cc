@@ -25,8 +25,8 @@ uint64_t MatrixBytes(const WeightView& w) { return static_cast<uint64_t>(w.row_b
 constexpr int64_t kParallelRowsMin = 1 << 15;
 
 // RMSNorm of n rows of d, in parallel only when the batch is large (see kParallelRowsMin).
-void RmsNormRows(const float* x, const float* weight, float* out, int32_t n, std::size_t d, float eps,
-                 ThreadPool& pool) {
+void RmsNormRows(const float* x, const float* weight, float* out, int32_t n, std::size_t d,
+                 float eps, ThreadPool& pool) {
   auto rows = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) RmsNorm(x + i * d, weight, out + i * d, d, eps);
   };
@@ -43,7 +43,8 @@ std::unique_ptr<Model> Model::Load(const std::string& path, const ModelOptions& 
   return FromGguf(GgufFile::Open(path), options);
 }
 
-std::unique_ptr<Model> Model::FromGguf(std::unique_ptr<GgufFile> gguf, const ModelOptions& options) {
+std::unique_ptr<Model> Model::FromGguf(std::unique_ptr<GgufFile> gguf,
+                                       const ModelOptions& options) {
   return std::unique_ptr<Model>(new Model(std::move(gguf), options));
 }
 
@@ -57,8 +58,10 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
       max_batch_(options.max_batch),
       pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.n_threads)) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
-  if (options.n_seq < 1 || options.n_seq > 1024) Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
-  if (max_batch_ < 1 || max_batch_ > 8192) Fail("model: max_batch ", max_batch_, " out of range 1..8192");
+  if (options.n_seq < 1 || options.n_seq > 1024)
+    Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
+  if (max_batch_ < 1 || max_batch_ > 8192)
+    Fail("model: max_batch ", max_batch_, " out of range 1..8192");
   if (gguf_->Has("tokenizer.ggml.model")) {
     tokenizer_ = Tokenizer::FromGguf(*gguf_);
     if (tokenizer_->n_vocab() != config_.n_vocab) {
@@ -67,8 +70,9 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
     }
   }
   const ModelConfig& c = config_;
-  rope_ = RopeParams{c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale,
-                     weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
+  rope_ =
+      RopeParams{c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale,
+                 weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
 
   if (options.group_weights) GroupWeights();
   for (const WeightView* w : ForwardMatrices(weights_)) weight_bytes_ += MatrixBytes(*w);
@@ -129,21 +133,23 @@ void Model::Validate(const Batch& batch) {
   const int32_t n = batch.size();
   if (n == 0) Fail("forward: empty batch");
   if (n > max_batch_) Fail("forward: batch of ", n, " tokens exceeds max_batch ", max_batch_);
-  if (batch.positions.size() != batch.tokens.size() || batch.seq_ids.size() != batch.tokens.size() ||
-      batch.parents.size() != batch.tokens.size() || batch.logits.size() != batch.tokens.size() ||
+  if (batch.positions.size() != batch.tokens.size() ||
+      batch.seq_ids.size() != batch.tokens.size() || batch.parents.size() != batch.tokens.size() ||
+      batch.logits.size() != batch.tokens.size() ||
       batch.cache_parents.size() != batch.tokens.size()) {
     Fail("forward: batch arrays differ in length");
   }
   std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
   for (int32_t i = 0; i < n; ++i) {
     if (batch.tokens[i] < 0 || batch.tokens[i] >= config_.n_vocab) {
-      Fail("forward: token ", batch.tokens[i], " at batch index ", i, " is outside the vocabulary (",
-           config_.n_vocab, ")");
+      Fail("forward: token ", batch.tokens[i], " at batch index ", i,
+           " is outside the vocabulary (", config_.n_vocab, ")");
     }
     const int32_t seq = batch.seq_ids[i];
     if (seq < 0 || seq >= n_seq()) Fail("forward: sequence id ", seq, " outside 0..", n_seq() - 1);
     const int32_t parent = batch.parents[i];
-    if (parent >= i || parent < -1) Fail("forward: token ", i, " has parent ", parent, " (must be earlier)");
+    if (parent >= i || parent < -1)
+      Fail("forward: token ", i, " has parent ", parent, " (must be earlier)");
     if (parent >= 0 && batch.seq_ids[parent] != seq) {
       Fail("forward: token ", i, " and its parent ", parent, " belong to different sequences");
     }
@@ -157,8 +163,9 @@ void Model::Validate(const Batch& batch) {
   }
   for (int32_t s = 0; s < n_seq(); ++s) {
     if (caches_[s].length() + seq_count_[s] > n_ctx_) {
-      Fail("forward: context full: sequence ", s, " holds ", caches_[s].length(), " tokens and the batch adds ",
-           seq_count_[s], ", but the context is ", n_ctx_, " tokens");
+      Fail("forward: context full: sequence ", s, " holds ", caches_[s].length(),
+           " tokens and the batch adds ", seq_count_[s], ", but the context is ", n_ctx_,
+           " tokens");
     }
   }
 }
@@ -236,7 +243,8 @@ std::span<const float> Model::Forward(const Batch& batch) {
   for (int32_t i = 0; i < n; ++i) {
     const auto* row = static_cast<const uint8_t*>(weights_.token_embd.data) +
                       static_cast<std::size_t>(batch.tokens[i]) * weights_.token_embd.row_bytes;
-    DequantizeRow(weights_.token_embd.type, row, x_.data() + static_cast<std::size_t>(i) * c.n_embd, c.n_embd);
+    DequantizeRow(weights_.token_embd.type, row, x_.data() + static_cast<std::size_t>(i) * c.n_embd,
+                  c.n_embd);
   }
   for (int32_t layer = 0; layer < c.n_layer; ++layer) Layer(batch, layer);
 
@@ -253,13 +261,14 @@ std::span<const float> Model::Forward(const Batch& batch) {
   return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
 }
 
-std::span<const float> Model::ForwardChain(std::span<const int32_t> tokens, int32_t first_position, int32_t seq,
-                                           Batch& batch, bool want_logits) {
+std::span<const float> Model::ForwardChain(std::span<const int32_t> tokens, int32_t first_position,
+                                           int32_t seq, Batch& batch, bool want_logits) {
   std::span<const float> logits;
   for (std::size_t begin = 0; begin < tokens.size(); begin += max_batch_) {
     const std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(max_batch_));
     batch.Clear();
-    batch.AddChain(tokens.subspan(begin, end - begin), first_position + static_cast<int32_t>(begin), seq);
+    batch.AddChain(tokens.subspan(begin, end - begin), first_position + static_cast<int32_t>(begin),
+                   seq);
     if (!want_logits) batch.logits.back() = 0;
     logits = Forward(batch);
   }
@@ -279,7 +288,8 @@ void Model::Layer(const Batch& batch, int32_t layer) {
   if (CanFuseMatMuls(qkv)) {
     MatMulFused(qkv, xb_.data(), n, matmul_scratch_, *pool_);
   } else {
-    for (const MatMulOutput& out : qkv) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
+    for (const MatMulOutput& out : qkv)
+      MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
   }
   const int32_t q_dim = c.q_dim();
   const int32_t kv_dim = c.kv_dim();
@@ -288,8 +298,10 @@ void Model::Layer(const Batch& batch, int32_t layer) {
     RopeApply(rope_, cs, q_.data() + static_cast<std::size_t>(i) * q_dim, c.n_head);
     RopeApply(rope_, cs, k_.data() + static_cast<std::size_t>(i) * kv_dim, c.n_head_kv);
     KvCache& cache = caches_[batch.seq_ids[i]];
-    std::memcpy(cache.key(layer, slot_[i]), k_.data() + static_cast<std::size_t>(i) * kv_dim, sizeof(float) * kv_dim);
-    std::memcpy(cache.value(layer, slot_[i]), v_.data() + static_cast<std::size_t>(i) * kv_dim, sizeof(float) * kv_dim);
+    std::memcpy(cache.key(layer, slot_[i]), k_.data() + static_cast<std::size_t>(i) * kv_dim,
+                sizeof(float) * kv_dim);
+    std::memcpy(cache.value(layer, slot_[i]), v_.data() + static_cast<std::size_t>(i) * kv_dim,
+                sizeof(float) * kv_dim);
   }
   const int32_t group = c.n_head / c.n_head_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -332,24 +344,25 @@ void Model::Layer(const Batch& batch, int32_t layer) {
 
   // Feed-forward block (SwiGLU).
   // Small batches (decode, short chains): gate, up and SwiGLU in one dispatch; each thread computes
-  // the same columns of gate and up, then SwiGLU over them (elementwise, so a column range gives the
-  // bits of whole rows). Larger batches keep separate gate/up matmuls and a row-split SwiGLU: on
-  // TinyLlama Q8_0 at n = 16 and 64 (2 threads) the column-fused form gained nothing measurable and
-  // may have lost a few percent (within this machine's run-to-run noise); the barriers it saves are
-  // ~2 us against milliseconds of matmul per layer there. The bits are the same either way.
+  // the same columns of gate and up, then SwiGLU over them (elementwise, so a column range gives
+  // the bits of whole rows). Larger batches keep separate gate/up matmuls and a row-split SwiGLU:
+  // on TinyLlama Q8_0 at n = 16 and 64 (2 threads) the column-fused form gained nothing measurable
+  // and may have lost a few percent (within this machine's run-to-run noise); the barriers it saves
+  // are ~2 us against milliseconds of matmul per layer there. The bits are the same either way.
   RmsNormRows(x_.data(), w.ffn_norm.data(), xb_.data(), n, d, c.rms_eps, *pool_);
   const std::size_t ff = c.n_ff;
   auto swiglu = [&](int64_t o_begin, int64_t o_end) {
     for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
-      SwiGlu(gate_.data() + i * ff + o_begin, up_.data() + i * ff + o_begin, gate_.data() + i * ff + o_begin,
-             o_end - o_begin);
+      SwiGlu(gate_.data() + i * ff + o_begin, up_.data() + i * ff + o_begin,
+             gate_.data() + i * ff + o_begin, o_end - o_begin);
     }
   };
   const MatMulOutput gate_up[] = {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}};
   if (static_cast<int64_t>(n) * c.n_ff < kParallelRowsMin && CanFuseMatMuls(gate_up)) {
     MatMulColumns(gate_up, xb_.data(), n, swiglu, matmul_scratch_, *pool_);
   } else {
-    for (const MatMulOutput& out : gate_up) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
+    for (const MatMulOutput& out : gate_up)
+      MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
     ParallelForWork(*pool_, n, static_cast<int64_t>(n) * c.n_ff, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         SwiGlu(gate_.data() + i * ff, up_.data() + i * ff, gate_.data() + i * ff, c.n_ff);

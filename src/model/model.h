@@ -1,5 +1,5 @@
-// A loaded Llama-family model: config, weights used in place from the GGUF map, the tokenizer, one KV
-// cache per sequence, and the preallocated state of the forward pass.
+// A loaded Llama-family model: config, weights used in place from the GGUF map, the tokenizer, one
+// KV cache per sequence, and the preallocated state of the forward pass.
 #pragma once
 
 #include <cstdint>
@@ -26,13 +26,14 @@ class Tokenizer;
 inline constexpr int32_t kDefaultMaxBatch = 512;
 
 struct ModelOptions {
-  int n_threads = 0;        // 0: all hardware threads (ignored when `pool` is given)
+  int n_threads = 0;  // 0: all hardware threads (ignored when `pool` is given)
   // A thread pool shared with other models of the process (target and draft): one set of workers,
   // so no model's workers spin while another model computes. Null: the model creates its own.
   std::shared_ptr<ThreadPool> pool;
-  int32_t n_ctx = 0;        // 0: the training context, at most 4096
-  int32_t n_seq = 1;        // sequences (KV caches) held at once
-  int32_t max_batch = kDefaultMaxBatch;  // most tokens in one Forward; longer prompts are split by the caller
+  int32_t n_ctx = 0;  // 0: the training context, at most 4096
+  int32_t n_seq = 1;  // sequences (KV caches) held at once
+  int32_t max_batch =
+      kDefaultMaxBatch;  // most tokens in one Forward; longer prompts are split by the caller
   // Regroup the matrices that the active kernels have a group kernel for (quant/packed.h) at load.
   // Off: every matrix is computed from the file's rows (tests compare the two).
   bool group_weights = true;
@@ -42,7 +43,8 @@ class Model {
  public:
   // Opens, validates and binds a GGUF model. Throws grove::Error naming the problem.
   static std::unique_ptr<Model> Load(const std::string& path, const ModelOptions& options = {});
-  static std::unique_ptr<Model> FromGguf(std::unique_ptr<GgufFile> gguf, const ModelOptions& options);
+  static std::unique_ptr<Model> FromGguf(std::unique_ptr<GgufFile> gguf,
+                                         const ModelOptions& options);
   ~Model();
 
   const ModelConfig& config() const { return config_; }
@@ -59,16 +61,17 @@ class Model {
   const KvCache& cache(int32_t seq) const { return caches_.at(seq); }
 
   // Runs the batch (see batch.h), appends its tokens to their sequences' caches in batch order, and
-  // returns the logits of the rows that asked for them, in batch order: (n_rows, n_vocab) floats, valid
-  // until the next call. Throws grove::Error, changing nothing, on a malformed batch or a full cache.
+  // returns the logits of the rows that asked for them, in batch order: (n_rows, n_vocab) floats,
+  // valid until the next call. Throws grove::Error, changing nothing, on a malformed batch or a
+  // full cache.
   std::span<const float> Forward(const Batch& batch);
 
   // Runs `tokens` as a causal chain continuing sequence `seq` at first_position, in chunks of
   // max_batch (a prompt may be longer than one batch). Returns the last token's logits, or nothing
   // when want_logits is false. `batch` is the caller's scratch, reused so repeated calls do not
   // allocate.
-  std::span<const float> ForwardChain(std::span<const int32_t> tokens, int32_t first_position, int32_t seq,
-                                      Batch& batch, bool want_logits);
+  std::span<const float> ForwardChain(std::span<const int32_t> tokens, int32_t first_position,
+                                      int32_t seq, Batch& batch, bool want_logits);
 
   // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
@@ -98,32 +101,32 @@ class Model {
 
   // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
   MatMulScratch matmul_scratch_;
-  AlignedBuffer<float> x_;        // (max_batch, n_embd) residual stream
-  AlignedBuffer<float> xb_;       // (max_batch, n_embd) normalised input of a sub-layer
-  AlignedBuffer<float> q_;        // (max_batch, q_dim)
-  AlignedBuffer<float> k_;        // (max_batch, kv_dim)
-  AlignedBuffer<float> v_;        // (max_batch, kv_dim)
-  AlignedBuffer<float> att_;      // (max_batch, q_dim) attention output
-  AlignedBuffer<float> gate_;     // (max_batch, n_ff)
-  AlignedBuffer<float> up_;       // (max_batch, n_ff)
-  AlignedBuffer<float> proj_;     // (max_batch, n_embd) output of wo / w_down
-  AlignedBuffer<float> rope_cs_;  // (max_batch, n_rot) cos/sin pairs per token
+  AlignedBuffer<float> x_;           // (max_batch, n_embd) residual stream
+  AlignedBuffer<float> xb_;          // (max_batch, n_embd) normalised input of a sub-layer
+  AlignedBuffer<float> q_;           // (max_batch, q_dim)
+  AlignedBuffer<float> k_;           // (max_batch, kv_dim)
+  AlignedBuffer<float> v_;           // (max_batch, kv_dim)
+  AlignedBuffer<float> att_;         // (max_batch, q_dim) attention output
+  AlignedBuffer<float> gate_;        // (max_batch, n_ff)
+  AlignedBuffer<float> up_;          // (max_batch, n_ff)
+  AlignedBuffer<float> proj_;        // (max_batch, n_embd) output of wo / w_down
+  AlignedBuffer<float> rope_cs_;     // (max_batch, n_rot) cos/sin pairs per token
   AlignedBuffer<float> rope_table_;  // (n_ctx, n_rot) cos/sin pairs of every position
   // Attention scores of one query group (ops/attention.h): its queries' rows of visible keys (at
   // most n_ctx each), and their softmax sums.
   std::size_t AttentionScratchPerThread() const {
     return static_cast<std::size_t>(kMaxQueryGroup) * (static_cast<std::size_t>(n_ctx_) + 1);
   }
-  AlignedBuffer<float> scores_;   // (n_threads, AttentionScratchPerThread()) attention scratch
-  AlignedBuffer<float> logits_;   // (max_batch, n_vocab)
-  AlignedBuffer<int32_t> slot_;           // (max_batch) cache slot of each token
-  AlignedBuffer<int32_t> prefix_len_;     // (max_batch) cache slots [0, prefix) each token sees
+  AlignedBuffer<float> scores_;        // (n_threads, AttentionScratchPerThread()) attention scratch
+  AlignedBuffer<float> logits_;        // (max_batch, n_vocab)
+  AlignedBuffer<int32_t> slot_;        // (max_batch) cache slot of each token
+  AlignedBuffer<int32_t> prefix_len_;  // (max_batch) cache slots [0, prefix) each token sees
   AlignedBuffer<int32_t> visible_cache_parent_;  // (max_batch) parent slot recorded for each token
-  AlignedBuffer<int32_t> visible_begin_;  // (max_batch + 1) offsets into visible_
-  AlignedBuffer<int32_t> visible_;        // slots of ancestors then self, per token, increasing
-  AlignedBuffer<int32_t> out_rows_;       // (max_batch) batch index of each logits row
-  AlignedBuffer<int32_t> seq_count_;      // (n_seq) tokens of each sequence in this batch
-  int64_t attention_keys_ = 0;            // keys visible to the batch's tokens, summed (one head)
+  AlignedBuffer<int32_t> visible_begin_;         // (max_batch + 1) offsets into visible_
+  AlignedBuffer<int32_t> visible_;    // slots of ancestors then self, per token, increasing
+  AlignedBuffer<int32_t> out_rows_;   // (max_batch) batch index of each logits row
+  AlignedBuffer<int32_t> seq_count_;  // (n_seq) tokens of each sequence in this batch
+  int64_t attention_keys_ = 0;        // keys visible to the batch's tokens, summed (one head)
   AlignedBuffer<int32_t> query_group_begin_;  // (max_batch + 1) first token of each query group
   int32_t n_query_groups_ = 0;
 };

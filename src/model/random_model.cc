@@ -20,7 +20,9 @@ class SplitMix {
     return z ^ (z >> 31);
   }
   // Uniform in [-1, 1).
-  float Symmetric() { return static_cast<float>(static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0); }
+  float Symmetric() {
+    return static_cast<float>(static_cast<double>(Next() >> 11) * 0x1.0p-52 - 1.0);
+  }
 
  private:
   uint64_t state_;
@@ -36,7 +38,8 @@ uint64_t HashName(std::string_view s, uint64_t seed) {
 // piece of length k > 1 splits into a piece of length k - 1 and one symbol (SentencePiece merges
 // only ever join existing pieces).
 void AddVocab(GgufWriter& w, int32_t n_vocab) {
-  if (n_vocab < 3 + 256 + 27) Fail("random model: vocabulary of ", n_vocab, " is too small (>= 286)");
+  if (n_vocab < 3 + 256 + 27)
+    Fail("random model: vocabulary of ", n_vocab, " is too small (>= 286)");
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
   for (int b = 0; b < 256; ++b) {
@@ -59,7 +62,8 @@ void AddVocab(GgufWriter& w, int32_t n_vocab) {
     frontier = std::move(next);
   }
   std::vector<float> scores(tokens.size());
-  for (std::size_t i = 0; i < scores.size(); ++i) scores[i] = types[i] == 1 ? -static_cast<float>(i) : 0.0f;
+  for (std::size_t i = 0; i < scores.size(); ++i)
+    scores[i] = types[i] == 1 ? -static_cast<float>(i) : 0.0f;
   w.SetString("tokenizer.ggml.model", "llama");
   w.SetStringArray("tokenizer.ggml.tokens", std::move(tokens));
   w.SetFloat32Array("tokenizer.ggml.scores", scores);
@@ -75,9 +79,11 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
   RandomModelSpec s;
   s.name = std::string(name);
   if (name == "tinyllama-1.1b") {
-    s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4, s.n_ff = 5632;
+    s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4,
+    s.n_ff = 5632;
   } else if (name == "draft-68m") {
-    s.n_vocab = 32000, s.n_embd = 768, s.n_layer = 2, s.n_head = 12, s.n_head_kv = 12, s.n_ff = 3072;
+    s.n_vocab = 32000, s.n_embd = 768, s.n_layer = 2, s.n_head = 12, s.n_head_kv = 12,
+    s.n_ff = 3072;
   } else if (name == "tiny") {
     s.n_vocab = 512, s.n_embd = 64, s.n_layer = 2, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 160;
   } else {
@@ -89,10 +95,12 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
 std::vector<std::string> NamedModelShapes() { return {"tinyllama-1.1b", "draft-68m", "tiny"}; }
 
 GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
-  if (!IsSupportedWeightType(spec.type)) Fail("random model: type ", GgmlTypeName(spec.type), " is not supported");
+  if (!IsSupportedWeightType(spec.type))
+    Fail("random model: type ", GgmlTypeName(spec.type), " is not supported");
   const int64_t block = GgmlTraits(spec.type).block_size;
   if (spec.n_embd % spec.n_head != 0 || spec.n_head % spec.n_head_kv != 0) {
-    Fail("random model: heads (", spec.n_head, "/", spec.n_head_kv, ") do not divide width ", spec.n_embd);
+    Fail("random model: heads (", spec.n_head, "/", spec.n_head_kv, ") do not divide width ",
+         spec.n_embd);
   }
   if (spec.n_embd % block != 0 || spec.n_ff % block != 0) {
     Fail("random model: widths ", spec.n_embd, " and ", spec.n_ff, " must be multiples of the ",

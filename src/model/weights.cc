@@ -20,7 +20,8 @@ const GgufTensor& Expect(const GgufFile& gguf, const std::string& name,
                          std::initializer_list<int64_t> shape) {
   const GgufTensor* t = gguf.FindTensor(name);
   if (!t) Fail("model: missing tensor '", name, "'");
-  if (t->shape.size() != shape.size() || !std::equal(shape.begin(), shape.end(), t->shape.begin())) {
+  if (t->shape.size() != shape.size() ||
+      !std::equal(shape.begin(), shape.end(), t->shape.begin())) {
     Fail("model: tensor '", name, "': expected ", ShapeString(shape), ", got ", t->shape_string());
   }
   if (!IsSupportedWeightType(t->type)) {

@@ -1,5 +1,5 @@
-// Weights bound in place from a GGUF file: matrices stay in the memory map (no copy); the small norm
-// vectors are converted to f32 once, since they are read for every token.
+// Weights bound in place from a GGUF file: matrices stay in the memory map (no copy); the small
+// norm vectors are converted to f32 once, since they are read for every token.
 #pragma once
 
 #include <vector>
@@ -24,9 +24,9 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  WeightView token_embd;           // (n_vocab rows, n_embd)
-  std::vector<float> output_norm;  // (n_embd)
-  WeightView output;               // (n_vocab rows, n_embd); token_embd when tied
+  WeightView token_embd;                 // (n_vocab rows, n_embd)
+  std::vector<float> output_norm;        // (n_embd)
+  WeightView output;                     // (n_vocab rows, n_embd); token_embd when tied
   std::vector<float> rope_freq_factors;  // (n_rot / 2) or empty: per-frequency divisors (Llama 3.1)
   std::vector<LayerWeights> layers;
 };

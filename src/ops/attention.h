@@ -1,8 +1,8 @@
-// Attention of one query head over a set of cached keys: the committed prefix of a sequence plus any
-// extra slots (the ancestors of a tree node, then the node itself). Keys are visited in slot order,
-// which is position order for every visible key, so a token's result is bit-identical whether its
-// ancestors sit in the committed prefix or in the same tree batch (contract 2). Cost is linear in the
-// number of visible keys: nothing is recomputed per token.
+// Attention of one query head over a set of cached keys: the committed prefix of a sequence plus
+// any extra slots (the ancestors of a tree node, then the node itself). Keys are visited in slot
+// order, which is position order for every visible key, so a token's result is bit-identical
+// whether its ancestors sit in the committed prefix or in the same tree batch (contract 2). Cost is
+// linear in the number of visible keys: nothing is recomputed per token.
 #pragma once
 
 #include <cstdint>
@@ -11,14 +11,14 @@
 namespace grove {
 
 struct AttentionInput {
-  const float* q;       // (head_dim) query of one head, already rotated
-  const float* keys;    // key of slot s, this head's group: keys + s * row_stride
-  const float* values;  // likewise
-  int64_t row_stride;   // floats between consecutive slots (kv_dim)
-  int32_t n_prefix;     // slots [0, n_prefix) are visible
+  const float* q;                        // (head_dim) query of one head, already rotated
+  const float* keys;                     // key of slot s, this head's group: keys + s * row_stride
+  const float* values;                   // likewise
+  int64_t row_stride;                    // floats between consecutive slots (kv_dim)
+  int32_t n_prefix;                      // slots [0, n_prefix) are visible
   std::span<const int32_t> extra_slots;  // then these, increasing, all >= n_prefix
   int32_t head_dim;
-  float scale;          // 1 / sqrt(head_dim)
+  float scale;  // 1 / sqrt(head_dim)
 };
 
 // scores: scratch of at least n_prefix + extra_slots.size() floats. out: (head_dim). Requires at
@@ -37,10 +37,10 @@ void AttendHeadWithKernels(const KernelSet& kernels, const AttentionInput& in, f
 // does not depend on the block it falls in (kernel_set.h). A tree of n nodes then reads its
 // prefix from L2 once instead of n times.
 struct QueryGroup {
-  const float* q;        // query i (rotated) at q + i * q_stride, head_dim floats
+  const float* q;  // query i (rotated) at q + i * q_stride, head_dim floats
   int64_t q_stride;
   int32_t n_q;
-  const float* keys;     // as AttentionInput
+  const float* keys;  // as AttentionInput
   const float* values;
   int64_t row_stride;
   int32_t n_prefix;
@@ -49,7 +49,7 @@ struct QueryGroup {
   const int32_t* extra;
   int32_t head_dim;
   float scale;
-  float* out;            // query i's output at out + i * out_stride
+  float* out;  // query i's output at out + i * out_stride
   int64_t out_stride;
 };
 

@@ -159,8 +159,8 @@ Activations PrepareActivations(const KernelSet& kernels, ActFormat format, int64
 // of kOutChunk. Each output is computed whole by one kernel call, whose accumulation order depends
 // on n_in only, so neither the thread count, nor the output range, nor the tiling of rows changes
 // a bit of the result.
-void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activations& act,
-                  int n_rows, int64_t o_begin, int64_t o_end, float* y) {
+void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activations& act, int n_rows,
+                  int64_t o_begin, int64_t o_end, float* y) {
   const RowKernelFn kernel = KernelFor(kernels, w.type);
   const GroupKernelFn group_kernel = w.grouped ? GroupKernelFor(kernels, w.type) : nullptr;
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
@@ -169,8 +169,9 @@ void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activatio
   // A group kernel reads each activation row once per group of 16 weight rows (32 bytes per block
   // at a time), not once per weight row, so its tiles need not fit in L1.
   const int tile_rows =
-      group_kernel ? kMaxTileRows
-                   : static_cast<int>(std::clamp<int64_t>(kTileActBytes / act.stride, 1, kMaxTileRows));
+      group_kernel
+          ? kMaxTileRows
+          : static_cast<int>(std::clamp<int64_t>(kTileActBytes / act.stride, 1, kMaxTileRows));
   // Kernels write a chunk's outputs here, 16 floats (one cache line) per row, and each row's
   // line is copied to y afterwards. Writing y directly stores to n_rows addresses n_out floats
   // apart, a power of two in every model (8 KiB for n_out = 2048), which alias in L1 and made
@@ -278,21 +279,23 @@ void MatMulFused(std::span<const MatMulOutput> outs, const float* x, int n_rows,
     n_total += out.w.n_out;
   }
   if (n_rows == 0 || n_total == 0) return;
-  const Activations act = PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x,
-                                             n_rows, scratch, pool);
+  const Activations act =
+      PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x, n_rows, scratch, pool);
   // Threads split the concatenated output chunks of all matrices; a thread's range may span
   // several matrices. Every row costs the same (same n_in), so the split stays balanced.
   int64_t n_chunks = 0;
   for (const MatMulOutput& out : outs) n_chunks += ChunkCount(out.w.n_out);
-  ParallelForWork(pool, n_chunks, n_rows * outs[0].w.n_in * n_total, [&](int64_t begin, int64_t end) {
-    int64_t base = 0;
-    for (const MatMulOutput& out : outs) {
-      const int64_t c_begin = std::max<int64_t>(begin - base, 0);
-      const int64_t c_end = std::min<int64_t>(end - base, ChunkCount(out.w.n_out));
-      if (c_begin < c_end) ComputeChunks(kernels, out.w, act, n_rows, c_begin, c_end, out.y);
-      base += ChunkCount(out.w.n_out);
-    }
-  });
+  ParallelForWork(pool, n_chunks, n_rows * outs[0].w.n_in * n_total,
+                  [&](int64_t begin, int64_t end) {
+                    int64_t base = 0;
+                    for (const MatMulOutput& out : outs) {
+                      const int64_t c_begin = std::max<int64_t>(begin - base, 0);
+                      const int64_t c_end = std::min<int64_t>(end - base, ChunkCount(out.w.n_out));
+                      if (c_begin < c_end)
+                        ComputeChunks(kernels, out.w, act, n_rows, c_begin, c_end, out.y);
+                      base += ChunkCount(out.w.n_out);
+                    }
+                  });
 }
 
 void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_rows,
@@ -307,8 +310,8 @@ void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_row
   }
   const int64_t n_out = outs[0].w.n_out;
   if (n_rows == 0 || n_out == 0) return;
-  const Activations act = PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x,
-                                             n_rows, scratch, pool);
+  const Activations act =
+      PrepareActivations(kernels, ActFormatOf(outs[0].w), outs[0].w.n_in, x, n_rows, scratch, pool);
   // Ranges start at multiples of kOutChunk so that each matrix's chunks stay whole cache lines.
   const int64_t macs = n_rows * outs[0].w.n_in * n_out * static_cast<int64_t>(outs.size());
   ParallelForWork(pool, ChunkCount(n_out), macs, [&](int64_t c_begin, int64_t c_end) {

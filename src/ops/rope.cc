@@ -5,7 +5,8 @@
 namespace grove {
 
 void RopeAngles(const RopeParams& p, int32_t position, float* cos_sin) {
-  // Angles in double: at position 100k the float product pos * theta would carry errors of ~0.01 rad.
+  // Angles in double: at position 100k the float product pos * theta would carry errors of ~0.01
+  // rad.
   const double pos = static_cast<double>(position) * p.freq_scale;
   for (int32_t i = 0; i < p.n_rot / 2; ++i) {
     double theta = pos * std::pow(static_cast<double>(p.freq_base), -2.0 * i / p.n_rot);

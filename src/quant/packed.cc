@@ -52,7 +52,8 @@ void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
     for (int i = 0; i < 32; ++i) fn(Piece{4 + 12 + 4 * i, base + i * kChunk + 4 * j, 4, false});
     fn(Piece{0, base + 2048 + 2 * j, 2, false});
     fn(Piece{2, base + 2048 + 32 + 2 * j, 2, false});
-    for (int w = 0; w < 3; ++w) fn(Piece{4 + 4 * w, base + 2048 + 64 + w * kChunk + 4 * j, 4, false});
+    for (int w = 0; w < 3; ++w)
+      fn(Piece{4 + 4 * w, base + 2048 + 64 + w * kChunk + 4 * j, 4, false});
     return;
   }
   // Q8_0 / Q4_0: the quants of all blocks first, 8 (4) chunks per block, so that every block

@@ -1,5 +1,5 @@
-// The row-group layout: weight rows of a Q8_0, Q4_0, Q4_K or F16 matrix regrouped at load so that one SIMD
-// register holds the same 4 elements of 16 rows (kernels/kernel_set.h, GroupKernelFn).
+// The row-group layout: weight rows of a Q8_0, Q4_0, Q4_K or F16 matrix regrouped at load so that
+// one SIMD register holds the same 4 elements of 16 rows (kernels/kernel_set.h, GroupKernelFn).
 //
 // A row-wise kernel computes one output per weight row and reduces 16 lanes horizontally for each
 // of them; with the rows regrouped, lane j of every vpdpbusd accumulates row j of the group, so a

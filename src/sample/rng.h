@@ -10,12 +10,14 @@ namespace grove {
 
 class CounterRng {
  public:
-  explicit CounterRng(uint64_t seed) : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)} {}
+  explicit CounterRng(uint64_t seed)
+      : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)} {}
 
   // Four independent 32-bit words for one counter value.
   std::array<uint32_t, 4> Bits(uint64_t sequence, uint64_t position, uint32_t draw) const {
-    std::array<uint32_t, 4> ctr = {static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32),
-                                   static_cast<uint32_t>(sequence), draw ^ static_cast<uint32_t>(sequence >> 32)};
+    std::array<uint32_t, 4> ctr = {
+        static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32),
+        static_cast<uint32_t>(sequence), draw ^ static_cast<uint32_t>(sequence >> 32)};
     std::array<uint32_t, 2> key = key_;
     for (int round = 0; round < 10; ++round) {
       const uint64_t p0 = uint64_t{0xD2511F53} * ctr[0];

@@ -11,9 +11,9 @@ namespace grove {
 namespace {
 
 // Top-p sorts only as much of the vocabulary as it needs: the most likely kFirstSortedChunk
-// candidates first (one O(vocab) selection), then four times more each time the mass is still short.
-// A peaked distribution stops after the first chunk, a flat one after a few rounds; never a sort of
-// the whole vocabulary up front.
+// candidates first (one O(vocab) selection), then four times more each time the mass is still
+// short. A peaked distribution stops after the first chunk, a flat one after a few rounds; never a
+// sort of the whole vocabulary up front.
 constexpr int32_t kFirstSortedChunk = 64;
 
 }  // namespace
@@ -80,7 +80,9 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
     pairs_.reserve(static_cast<std::size_t>(n));  // kept varies from row to row; grow once
     pairs_.resize(kept);
     for (int32_t i = 0; i < kept; ++i) pairs_[i] = {order_[i], values_[i]};
-    auto pair_before = [&](const Candidate& a, const Candidate& b) { return before(a.token, b.token); };
+    auto pair_before = [&](const Candidate& a, const Candidate& b) {
+      return before(a.token, b.token);
+    };
     const double target = params_.top_p * sum;
     double mass = 0.0;
     int32_t sorted = 0, cut = kept;
@@ -127,14 +129,16 @@ int32_t Sampler::DrawFrom(std::span<const float> probs, double u) {
   return last;  // rounding left u just above the total: the last token with mass
 }
 
-int32_t Sampler::Sample(std::span<const float> logits, uint64_t sequence, uint64_t position, uint32_t draw) {
+int32_t Sampler::Sample(std::span<const float> logits, uint64_t sequence, uint64_t position,
+                        uint32_t draw) {
   if (params_.greedy()) return Argmax(logits);
   probs_.resize(logits.size());
   Distribution(logits, probs_);
   return DrawFrom(probs_, rng_.Uniform(sequence, position, draw));
 }
 
-void TopTokens(std::span<const float> scores, int32_t k, float floor, std::vector<int32_t>& tokens) {
+void TopTokens(std::span<const float> scores, int32_t k, float floor,
+               std::vector<int32_t>& tokens) {
   tokens.clear();
   if (k <= 0) return;
   const int32_t n = static_cast<int32_t>(scores.size());

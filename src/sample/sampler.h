@@ -1,7 +1,8 @@
 // From logits to a token: temperature, then top-k, top-p and min-p (the order vLLM and Hugging Face
-// use), then one draw from the counter-based RNG. Temperature 0 is greedy (argmax, lowest id on ties).
-// Every function here is pure in its inputs (contract 4); verification rules reuse Distribution so the
-// draft and target distributions are computed exactly as plain sampling computes them.
+// use), then one draw from the counter-based RNG. Temperature 0 is greedy (argmax, lowest id on
+// ties). Every function here is pure in its inputs (contract 4); verification rules reuse
+// Distribution so the draft and target distributions are computed exactly as plain sampling
+// computes them.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +15,9 @@ namespace grove {
 
 struct SamplerParams {
   float temperature = 0.8f;
-  int32_t top_k = 40;      // 0: off
-  float top_p = 0.95f;     // 1: off
-  float min_p = 0.05f;     // 0: off
+  int32_t top_k = 40;   // 0: off
+  float top_p = 0.95f;  // 1: off
+  float min_p = 0.05f;  // 0: off
   uint64_t seed = 0;
 
   bool greedy() const { return temperature == 0.0f; }
@@ -36,7 +37,8 @@ class Sampler {
   void Distribution(std::span<const float> logits, std::span<float> probs);
 
   // Samples a token for (sequence, position); draw distinguishes several draws at one position.
-  int32_t Sample(std::span<const float> logits, uint64_t sequence, uint64_t position, uint32_t draw = 0);
+  int32_t Sample(std::span<const float> logits, uint64_t sequence, uint64_t position,
+                 uint32_t draw = 0);
 
   // Inverse-CDF draw from a probability vector with one uniform number u in [0, 1).
   static int32_t DrawFrom(std::span<const float> probs, double u);
@@ -50,9 +52,9 @@ class Sampler {
     float value;
   };
   std::vector<float> probs_;
-  std::vector<int32_t> order_;     // candidate token ids
-  std::vector<float> values_;      // exp((logit - max) / T) of each candidate
-  std::vector<Candidate> pairs_;   // top-p's partially sorted candidates
+  std::vector<int32_t> order_;    // candidate token ids
+  std::vector<float> values_;     // exp((logit - max) / T) of each candidate
+  std::vector<Candidate> pairs_;  // top-p's partially sorted candidates
 };
 
 // Writes into `tokens` the k best tokens of `scores` (probabilities or logits) in the order (score

@@ -11,9 +11,11 @@ namespace grove {
 namespace {
 
 // Before any measurement: a draft whose first guess is the target's token 60% of the time and later
-// ones rarely (pairs chosen for speculation are usually at least that good). Weak (kPriorWeight observations), so a few dozen verified nodes
-// outweigh it; a calibrated vector from --accept counts as kCalibratedWeight.
-constexpr double kDefaultPrior[AutoPlanner::kRanks] = {0.6, 0.1, 0.05, 0.03, 0.02, 0.01, 0.01, 0.01};
+// ones rarely (pairs chosen for speculation are usually at least that good). Weak (kPriorWeight
+// observations), so a few dozen verified nodes outweigh it; a calibrated vector from --accept
+// counts as kCalibratedWeight.
+constexpr double kDefaultPrior[AutoPlanner::kRanks] = {0.6,  0.1,  0.05, 0.03,
+                                                       0.02, 0.01, 0.01, 0.01};
 constexpr double kPriorWeight = 2.0;
 constexpr double kCalibratedWeight = 32.0;
 // The first plan is redone after this many steps (its draft cost was a guess), later ones every
@@ -68,7 +70,8 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
 void AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root_position) {
   if (measured_curve_) {
     Timer timer;
-    verify_cost_ = MeasureVerifyCost(target, seq, root, root_position, max_tokens_, kMeasureBudgetSeconds);
+    verify_cost_ =
+        MeasureVerifyCost(target, seq, root, root_position, max_tokens_, kMeasureBudgetSeconds);
     measure_seconds_ = timer.Seconds();
     verify_scale_ = 1.0;
   }
@@ -82,7 +85,8 @@ void AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root
 }
 
 bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
-  return measured_curve_ && root_position >= 2 * measured_at_ && root_position - measured_at_ >= kMinContextGrowth &&
+  return measured_curve_ && root_position >= 2 * measured_at_ &&
+         root_position - measured_at_ >= kMinContextGrowth &&
          seconds_since_measure_ * kMeasureShare >= measure_seconds_;
 }
 
@@ -100,11 +104,13 @@ void AutoPlanner::Replan() {
   ScaleVerifyCost();
   const int32_t max_size = std::min(max_tokens_, scaled_cost_->max_size());
   table_.Compute(acceptance_, max_size, std::min(max_size, kMaxDepth));
-  SizeDepthSearch search{.draft_seconds_per_level = draft_seconds_per_level_, .root_level_drafted = false};
+  SizeDepthSearch search{.draft_seconds_per_level = draft_seconds_per_level_,
+                         .root_level_drafted = false};
   choice_ = ChooseSizeAndDepth(table_, *scaled_cost_, search);
   // While plain wins, the probes use the best tree.
   search.include_plain = false;
-  const SizeDepthChoice tree = choice_.size > 1 ? choice_ : ChooseSizeAndDepth(table_, *scaled_cost_, search);
+  const SizeDepthChoice tree =
+      choice_.size > 1 ? choice_ : ChooseSizeAndDepth(table_, *scaled_cost_, search);
   if (tree.size > 1) {
     table_.TreeInto(tree.size, tree.depth, shape_);
   } else {
@@ -112,9 +118,10 @@ void AutoPlanner::Replan() {
   }
   if (choice_.size > 1) probe_interval_ = kFirstProbeInterval;
   steps_since_plan_ = 0;
-  Log(LogLevel::kDebug, "auto: p1..3 ", acceptance_[0], " ", acceptance_[1], " ", acceptance_[2], ", draft ",
-      1e3 * draft_seconds_per_level_, " ms/level, t(1) ", 1e3 * scaled_cost_->Seconds(1), " ms (x", verify_scale_,
-      ") -> ", choice_.size == 1 ? "plain" : StrCat("n ", choice_.size, " d ", choice_.depth), ", ",
+  Log(LogLevel::kDebug, "auto: p1..3 ", acceptance_[0], " ", acceptance_[1], " ", acceptance_[2],
+      ", draft ", 1e3 * draft_seconds_per_level_, " ms/level, t(1) ",
+      1e3 * scaled_cost_->Seconds(1), " ms (x", verify_scale_, ") -> ",
+      choice_.size == 1 ? "plain" : StrCat("n ", choice_.size, " d ", choice_.depth), ", ",
       choice_.expected_tokens, " tokens/step predicted");
 }
 
@@ -135,7 +142,8 @@ const TokenTree& AutoPlanner::NextShape() {
 void AutoPlanner::ScaleVerifyCost() {
   // The points of the measured curve, times the current scale (allocates only when the curve was
   // measured again: the points vector keeps its size).
-  if (!scaled_cost_ || scaled_cost_->points().size() != verify_cost_->points().size()) scaled_cost_ = verify_cost_;
+  if (!scaled_cost_ || scaled_cost_->points().size() != verify_cost_->points().size())
+    scaled_cost_ = verify_cost_;
   scaled_cost_->ScaleFrom(*verify_cost_, verify_scale_);
 }
 
@@ -151,9 +159,10 @@ void AutoPlanner::Observe(const Step& step) {
   if (tree.empty()) return;
   if (step.draft_calls > 0 && !step.drafter_caught_up) {
     const double per_level = step.draft_seconds / step.draft_calls;
-    draft_seconds_per_level_ = draft_cost_measured_
-                                   ? draft_seconds_per_level_ + kDraftCostWeight * (per_level - draft_seconds_per_level_)
-                                   : per_level;
+    draft_seconds_per_level_ =
+        draft_cost_measured_
+            ? draft_seconds_per_level_ + kDraftCostWeight * (per_level - draft_seconds_per_level_)
+            : per_level;
     draft_cost_measured_ = true;
   }
   const double fade = std::exp2(-1.0 / kHalfLifeSteps);
@@ -176,10 +185,11 @@ void AutoPlanner::Observe(const Step& step) {
   observe(node, -1);
 }
 
-VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
-                                  double budget_seconds) {
+VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
+                                  int32_t max_tokens, double budget_seconds) {
   KvCache& cache = target.cache(seq);
-  GROVE_CHECK(cache.length() == position, "verify cost: the cache holds ", cache.length(), " slots, not ", position);
+  GROVE_CHECK(cache.length() == position, "verify cost: the cache holds ", cache.length(),
+              " slots, not ", position);
   const int32_t limit = std::min({max_tokens, target.max_batch(), target.n_ctx() - position});
   if (limit < 1) Fail("verify cost: no room in the context to measure at position ", position);
   std::vector<int32_t> sizes;
@@ -209,7 +219,8 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
     std::erase_if(sizes, [](int32_t n) { return (n & (n - 1)) != 0; });
     pass = one_pass();
   }
-  const int32_t reps = std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
+  const int32_t reps =
+      std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
   std::vector<std::vector<double>> samples(sizes.size());
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     forward(sizes[i]);

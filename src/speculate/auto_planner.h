@@ -8,7 +8,8 @@
 //         spent since. Between measurements the whole curve is scaled by the running ratio of the
 //         verify forwards actually timed to what the curve predicted for their n: what the cache
 //         left behind by drafting, other load and the context's growth do to it;
-//   c     the draft cost of one tree level: from --accept's draft_seconds_per_level, else an initial
+//   c     the draft cost of one tree level: from --accept's draft_seconds_per_level, else an
+//   initial
 //         guess of t(1) / 10, then the running mean of the levels actually drafted;
 //   p_k   the positional acceptance vector (Sequoia Def. 3.1): a prior (from --accept, else a
 //         modest default) updated with every verified node whose children were tried.
@@ -86,7 +87,7 @@ class AutoPlanner {
   void ScaleVerifyCost();
 
   int32_t max_tokens_;
-  bool measured_curve_;                 // false: the curve came from a profile file
+  bool measured_curve_;  // false: the curve came from a profile file
   std::optional<VerifyCostCurve> verify_cost_;
   std::optional<VerifyCostCurve> scaled_cost_;  // verify_cost_ x verify_scale_, what Replan uses
   double verify_scale_ = 1.0;
@@ -104,14 +105,15 @@ class AutoPlanner {
   TokenTree shape_;  // the chosen tree (empty: plain)
   TokenTree none_;   // an empty tree, for plain steps
   int32_t steps_since_plan_ = 0;
-  int32_t plain_run_ = 0;         // plain steps since the last speculative one
-  int32_t probe_interval_ = 16;   // plain steps between probes
+  int32_t plain_run_ = 0;        // plain steps since the last speculative one
+  int32_t probe_interval_ = 16;  // plain steps between probes
 };
 
 // t(n) of `target` for a verify batch of n tokens continuing sequence `seq` (whose cache holds
 // `position` slots) at the sizes grove's planners use up to max_tokens, within about
-// budget_seconds: the median of repeated forwards of a chain of `token`. The cache is left as found.
-VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
-                                  double budget_seconds);
+// budget_seconds: the median of repeated forwards of a chain of `token`. The cache is left as
+// found.
+VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
+                                  int32_t max_tokens, double budget_seconds);
 
 }  // namespace grove

@@ -34,12 +34,14 @@ class Drafter {
   // token the drafter does not propose; a row of -inf proposes nothing. A step starts with the
   // frontier {-1}; later calls pass one level at a time, in order, each node's parent expanded
   // before it. `tree` only grows between calls of one step (new nodes are appended).
-  virtual std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) = 0;
+  virtual std::span<const float> Expand(const TokenTree& tree,
+                                        std::span<const int32_t> frontier) = 0;
 
   // Ends a step: `accepted` are the nodes of `tree` (this step's tree, possibly empty) the target
   // accepted, root to leaf; `next_token` follows them and becomes the root of the next step. A
   // step without a tree (plain decoding) commits nothing but the next token.
-  virtual void Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) = 0;
+  virtual void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+                      int32_t next_token) = 0;
 
   // Whether a step that expands up to `fed_nodes` tree nodes (in Expand calls after the first)
   // still fits the drafter's cache beside the committed text; drafters without a cache always fit.

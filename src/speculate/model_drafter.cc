@@ -30,9 +30,11 @@ void CheckSameVocabulary(const Model& draft, const Model& target) {
   }
 }
 
-ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq) : draft_(draft), seq_(seq) {
+ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq)
+    : draft_(draft), seq_(seq) {
   CheckSameVocabulary(draft, target);
-  if (seq < 0 || seq >= draft.n_seq()) Fail("draft model: sequence ", seq, " outside 0..", draft.n_seq() - 1);
+  if (seq < 0 || seq >= draft.n_seq())
+    Fail("draft model: sequence ", seq, " outside 0..", draft.n_seq() - 1);
   batch_.tokens.reserve(draft.max_batch());
   // Every committed token may wait here while the session decodes plainly (a long context).
   pending_.reserve(static_cast<std::size_t>(draft.n_ctx()) + 1);
@@ -56,22 +58,26 @@ void ModelDrafter::FeedPendingBeforeRoot() {
   const int32_t n_before_root = static_cast<int32_t>(pending_.size()) - 1;
   if (n_before_root <= 0) return;
   const int32_t first_position = root_position_ - n_before_root;
-  GROVE_CHECK(draft_.cache(seq_).length() == first_position, "draft cache out of step with the committed text");
-  draft_.ForwardChain(std::span<const int32_t>(pending_).first(n_before_root), first_position, seq_, batch_,
+  GROVE_CHECK(draft_.cache(seq_).length() == first_position,
+              "draft cache out of step with the committed text");
+  draft_.ForwardChain(std::span<const int32_t>(pending_).first(n_before_root), first_position, seq_,
+                      batch_,
                       /*want_logits=*/false);
   pending_.erase(pending_.begin(), pending_.begin() + n_before_root);
 }
 
-std::span<const float> ModelDrafter::Expand(const TokenTree& tree, std::span<const int32_t> frontier) {
+std::span<const float> ModelDrafter::Expand(const TokenTree& tree,
+                                            std::span<const int32_t> frontier) {
   KvCache& cache = draft_.cache(seq_);
   const bool root_level = frontier.size() == 1 && frontier[0] == -1;
   if (root_level) {
     // Tokens committed since the last step that the draft has not seen: the accepted tokens beyond
-    // the levels it drafted, then the new root. Only the root's row is needed. A long backlog (after
-    // plain steps) goes in max_batch chunks first.
+    // the levels it drafted, then the new root. Only the root's row is needed. A long backlog
+    // (after plain steps) goes in max_batch chunks first.
     if (static_cast<int32_t>(pending_.size()) > draft_.max_batch()) FeedPendingBeforeRoot();
     const int32_t first_position = root_position_ - static_cast<int32_t>(pending_.size()) + 1;
-    GROVE_CHECK(cache.length() == first_position, "draft cache out of step with the committed text");
+    GROVE_CHECK(cache.length() == first_position,
+                "draft cache out of step with the committed text");
     batch_.Clear();
     batch_.AddChain(pending_, first_position, seq_);
     pending_.clear();
@@ -82,7 +88,8 @@ std::span<const float> ModelDrafter::Expand(const TokenTree& tree, std::span<con
       const TreeNode& t = tree.node(node);
       int32_t parent_slot = root_slot_;
       if (t.parent >= 0) {
-        GROVE_CHECK(static_cast<std::size_t>(t.parent) < slot_of_node_.size() && slot_of_node_[t.parent] >= 0,
+        GROVE_CHECK(static_cast<std::size_t>(t.parent) < slot_of_node_.size() &&
+                        slot_of_node_[t.parent] >= 0,
                     "draft: node ", node, " expanded before its parent");
         parent_slot = slot_of_node_[t.parent];
       }
@@ -94,7 +101,8 @@ std::span<const float> ModelDrafter::Expand(const TokenTree& tree, std::span<con
   if (root_level) {
     root_slot_ = cache.length() - 1;
   } else {
-    if (slot_of_node_.size() < static_cast<std::size_t>(tree.size())) slot_of_node_.resize(tree.size(), -1);
+    if (slot_of_node_.size() < static_cast<std::size_t>(tree.size()))
+      slot_of_node_.resize(tree.size(), -1);
     for (std::size_t i = 0; i < frontier.size(); ++i) {
       slot_of_node_[frontier[i]] = first_slot + static_cast<int32_t>(i);
     }
@@ -102,7 +110,8 @@ std::span<const float> ModelDrafter::Expand(const TokenTree& tree, std::span<con
   return logits;
 }
 
-void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) {
+void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+                          int32_t next_token) {
   // The accepted nodes the draft has already fed keep their cache slots (a prefix of the path);
   // the rest, then the next token, wait for the next step's first forward.
   kept_slots_.clear();
@@ -116,7 +125,8 @@ void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accept
     draft_.cache(seq_).Compact(root_slot_ + 1, kept_slots_);
     root_slot_ = -1;
   }
-  for (std::size_t i = n_fed; i < accepted.size(); ++i) pending_.push_back(tree.node(accepted[i]).token);
+  for (std::size_t i = n_fed; i < accepted.size(); ++i)
+    pending_.push_back(tree.node(accepted[i]).token);
   pending_.push_back(next_token);
   root_position_ += static_cast<int32_t>(accepted.size()) + 1;
   std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
@@ -124,7 +134,8 @@ void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accept
 
 bool ModelDrafter::HasRoomFor(int32_t fed_nodes) const {
   const KvCache& cache = draft_.cache(seq_);
-  return static_cast<int64_t>(cache.length()) + static_cast<int64_t>(pending_.size()) + fed_nodes <= draft_.n_ctx();
+  return static_cast<int64_t>(cache.length()) + static_cast<int64_t>(pending_.size()) + fed_nodes <=
+         draft_.n_ctx();
 }
 
 }  // namespace grove

@@ -1,7 +1,7 @@
-// A draft model (any GGUF with the target's vocabulary) as a drafter. Each tree level is one batched
-// draft forward; earlier levels stay in the draft KV cache as speculative slots (model/kv_cache.h),
-// and after verification the accepted path is compacted in place, so the draft never recomputes a
-// token it has already seen.
+// A draft model (any GGUF with the target's vocabulary) as a drafter. Each tree level is one
+// batched draft forward; earlier levels stay in the draft KV cache as speculative slots
+// (model/kv_cache.h), and after verification the accepted path is compacted in place, so the draft
+// never recomputes a token it has already seen.
 #pragma once
 
 #include <vector>
@@ -22,7 +22,8 @@ class ModelDrafter : public Drafter {
   bool deterministic() const override { return false; }
   void Begin(std::span<const int32_t> context) override;
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
-  void Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) override;
+  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+              int32_t next_token) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
 
  private:
@@ -32,9 +33,9 @@ class ModelDrafter : public Drafter {
   Model& draft_;
   int32_t seq_;
   Batch batch_;
-  std::vector<int32_t> pending_;   // committed tokens not yet in the draft cache (last: the root)
-  int32_t root_position_ = 0;      // position of the root token
-  int32_t root_slot_ = -1;         // the root's draft cache slot, once the first level ran
+  std::vector<int32_t> pending_;  // committed tokens not yet in the draft cache (last: the root)
+  int32_t root_position_ = 0;     // position of the root token
+  int32_t root_slot_ = -1;        // the root's draft cache slot, once the first level ran
   std::vector<int32_t> slot_of_node_;  // tree node -> draft cache slot, or -1 if never fed
   std::vector<int32_t> kept_slots_;
 };

@@ -7,17 +7,21 @@
 
 namespace grove {
 
-NgramDrafter::NgramDrafter(int32_t n_vocab, int32_t max_context, int32_t max_ngram, int32_t min_ngram)
+NgramDrafter::NgramDrafter(int32_t n_vocab, int32_t max_context, int32_t max_ngram,
+                           int32_t min_ngram)
     : n_vocab_(n_vocab), max_ngram_(max_ngram), min_ngram_(min_ngram) {
   if (min_ngram < 1 || max_ngram < min_ngram || max_ngram > 16) {
-    Fail("ngram drafter: n-gram sizes ", min_ngram, "..", max_ngram, " must satisfy 1 <= min <= max <= 16");
+    Fail("ngram drafter: n-gram sizes ", min_ngram, "..", max_ngram,
+         " must satisfy 1 <= min <= max <= 16");
   }
   // The history and a node's path never exceed the context: no allocation once decoding runs.
   history_.reserve(static_cast<std::size_t>(std::max(max_context, 1)));
   scratch_.reserve(static_cast<std::size_t>(std::max(max_context, 1)) + 64);
 }
 
-void NgramDrafter::Begin(std::span<const int32_t> context) { history_.assign(context.begin(), context.end()); }
+void NgramDrafter::Begin(std::span<const int32_t> context) {
+  history_.assign(context.begin(), context.end());
+}
 
 int32_t NgramDrafter::Predict(std::span<const int32_t> text) const {
   const int64_t len = static_cast<int64_t>(text.size());
@@ -31,15 +35,18 @@ int32_t NgramDrafter::Predict(std::span<const int32_t> text) const {
   return -1;
 }
 
-std::span<const float> NgramDrafter::Expand(const TokenTree& tree, std::span<const int32_t> frontier) {
+std::span<const float> NgramDrafter::Expand(const TokenTree& tree,
+                                            std::span<const int32_t> frontier) {
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);
   rows_.resize(std::max(rows_.size(), frontier.size() * nv));
-  std::fill(rows_.begin(), rows_.begin() + frontier.size() * nv, -std::numeric_limits<float>::infinity());
+  std::fill(rows_.begin(), rows_.begin() + frontier.size() * nv,
+            -std::numeric_limits<float>::infinity());
   for (std::size_t i = 0; i < frontier.size(); ++i) {
     scratch_.assign(history_.begin(), history_.end());
     if (frontier[i] >= 0) {
       const std::size_t base = scratch_.size();
-      for (int32_t v = frontier[i]; v >= 0; v = tree.node(v).parent) scratch_.push_back(tree.node(v).token);
+      for (int32_t v = frontier[i]; v >= 0; v = tree.node(v).parent)
+        scratch_.push_back(tree.node(v).token);
       std::reverse(scratch_.begin() + base, scratch_.end());
     }
     const int32_t guess = Predict(scratch_);
@@ -48,7 +55,8 @@ std::span<const float> NgramDrafter::Expand(const TokenTree& tree, std::span<con
   return {rows_.data(), frontier.size() * nv};
 }
 
-void NgramDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) {
+void NgramDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+                          int32_t next_token) {
   for (int32_t node : accepted) history_.push_back(tree.node(node).token);
   history_.push_back(next_token);
 }

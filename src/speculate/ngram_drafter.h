@@ -22,7 +22,8 @@ class NgramDrafter : public Drafter {
   void Begin(std::span<const int32_t> context) override;
   // Rows of logits: 0 at the guess, -inf elsewhere (no guess: -inf everywhere).
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
-  void Commit(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token) override;
+  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+              int32_t next_token) override;
   bool HasRoomFor(int32_t) const override { return true; }
 
   // The guess after `text` (whose suffix is matched against earlier parts of itself), or -1.

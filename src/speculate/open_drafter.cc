@@ -11,7 +11,8 @@ OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
     opened.drafter = std::make_unique<NgramDrafter>(target.config().n_vocab, target.n_ctx());
     return opened;
   }
-  const ModelOptions options{.pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()};
+  const ModelOptions options{
+      .pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()};
   opened.model = Model::Load(name, options);
   opened.drafter = std::make_unique<ModelDrafter>(*opened.model, target);
   return opened;

@@ -71,7 +71,8 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
       ws.tokens.clear();
       for (const DraftCandidate& c : cands) ws.tokens.push_back(c.token);
       std::sort(ws.tokens.begin(), ws.tokens.end());
-      if (auto dup = std::adjacent_find(ws.tokens.begin(), ws.tokens.end()); dup != ws.tokens.end()) {
+      if (auto dup = std::adjacent_find(ws.tokens.begin(), ws.tokens.end());
+          dup != ws.tokens.end()) {
         Fail("opt-tree: token ", *dup, " drafted twice under node ", ws.frontier[i]);
       }
       const double parent_prob =
@@ -93,7 +94,8 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
     // The next layer: the n best candidates, then back in generation order so each parent's
     // children stay together in rank order.
     if (ws.layer.size() > static_cast<size_t>(n)) {
-      std::nth_element(ws.layer.begin(), ws.layer.begin() + (n - 1), ws.layer.end(), more_promising);
+      std::nth_element(ws.layer.begin(), ws.layer.begin() + (n - 1), ws.layer.end(),
+                       more_promising);
       ws.layer.resize(static_cast<size_t>(n));
     }
     std::sort(ws.layer.begin(), ws.layer.end(),
@@ -122,7 +124,8 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
   ws.keep.resize(static_cast<size_t>(n_drafted));
   for (int32_t v = 0; v < n_drafted; ++v) ws.keep[static_cast<size_t>(v)] = v;
   auto better = [&](int32_t a, int32_t b) {
-    const double pa = ws.path_prob[static_cast<size_t>(a)], pb = ws.path_prob[static_cast<size_t>(b)];
+    const double pa = ws.path_prob[static_cast<size_t>(a)],
+                 pb = ws.path_prob[static_cast<size_t>(b)];
     return pa != pb ? pa > pb : a < b;
   };
   if (ws.keep.size() > static_cast<size_t>(n)) {
@@ -134,8 +137,8 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
   for (int32_t v : ws.keep) {
     const TreeNode& node = ws.drafted.node(v);
     const int32_t parent = node.parent < 0 ? -1 : ws.new_index[static_cast<size_t>(node.parent)];
-    GROVE_CHECK(node.parent < 0 || parent >= 0, "opt-tree: selected node ", v, " without its parent ",
-                node.parent);
+    GROVE_CHECK(node.parent < 0 || parent >= 0, "opt-tree: selected node ", v,
+                " without its parent ", node.parent);
     ws.new_index[static_cast<size_t>(v)] = result.tree.AddChild(parent, node.token, node.prob);
     result.expected_length += ws.path_prob[static_cast<size_t>(v)];
   }

@@ -33,8 +33,9 @@ struct DraftCandidate {
 // Fills out[i] with up to k candidates for frontier[i] (a node of `drafted`, or -1 for the root),
 // in any order. Tokens must be distinct per node and probabilities in [0, 1]; out arrives with
 // frontier.size() empty vectors (their capacity kept from earlier calls).
-using DraftExpandFn = std::function<void(const TokenTree& drafted, std::span<const int32_t> frontier,
-                                         int32_t k, std::span<std::vector<DraftCandidate>> out)>;
+using DraftExpandFn =
+    std::function<void(const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
+                       std::span<std::vector<DraftCandidate>> out)>;
 using DraftExpandRef = FunctionRef<void(const TokenTree& drafted, std::span<const int32_t> frontier,
                                         int32_t k, std::span<std::vector<DraftCandidate>> out)>;
 
@@ -77,7 +78,7 @@ class OptTreeWorkspace {
   std::vector<int32_t> frontier;
   std::vector<std::vector<DraftCandidate>> out;
   std::vector<Candidate> layer;
-  std::vector<int32_t> tokens;    // duplicate check
+  std::vector<int32_t> tokens;  // duplicate check
   std::vector<int32_t> keep;
   std::vector<int32_t> new_index;
 };

@@ -6,8 +6,9 @@
 
 namespace grove {
 
-std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> prompt, const SamplerParams& sampling,
-                                   const SessionOptions& options, const std::function<bool(int32_t)>& on_token,
+std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> prompt,
+                                   const SamplerParams& sampling, const SessionOptions& options,
+                                   const std::function<bool(int32_t)>& on_token,
                                    PlainTiming* timing) {
   if (prompt.empty()) Fail("generation needs at least one prompt token");
   if (static_cast<int64_t>(prompt.size()) >= target.n_ctx()) {
@@ -30,7 +31,8 @@ std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> promp
     out.push_back(token);
     if (on_token && !on_token(token)) break;
     if (options.stop_at_eog && tokenizer && tokenizer->IsEndOfGeneration(token)) break;
-    if (position + 1 >= target.n_ctx() || static_cast<int32_t>(out.size()) == options.n_predict) break;
+    if (position + 1 >= target.n_ctx() || static_cast<int32_t>(out.size()) == options.n_predict)
+      break;
     batch.Clear();
     batch.Add(token, position, seq, -1, true);
     logits = target.Forward(batch);

@@ -21,10 +21,12 @@ struct PlainTiming {
 };
 
 // Generates after `prompt` (at least one token) in the target cache options.target_seq, calling
-// on_token for each token (the stop token included); on_token returns false to stop. Stops as a session does: n_predict
-// tokens, an end-of-generation token (options.stop_at_eog), or a full context.
-std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> prompt, const SamplerParams& sampling,
-                                   const SessionOptions& options, const std::function<bool(int32_t)>& on_token,
+// on_token for each token (the stop token included); on_token returns false to stop. Stops as a
+// session does: n_predict tokens, an end-of-generation token (options.stop_at_eog), or a full
+// context.
+std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> prompt,
+                                   const SamplerParams& sampling, const SessionOptions& options,
+                                   const std::function<bool(int32_t)>& on_token,
                                    PlainTiming* timing = nullptr);
 
 }  // namespace grove

@@ -50,7 +50,8 @@ SequoiaTable SequoiaTable::Build(std::span<const double> acceptance, int32_t max
   return t;
 }
 
-void SequoiaTable::Compute(std::span<const double> acceptance, int32_t max_size, int32_t max_depth) {
+void SequoiaTable::Compute(std::span<const double> acceptance, int32_t max_size,
+                           int32_t max_depth) {
   ValidateAcceptanceVector(acceptance);
   if (max_size < 1) Fail("sequoia: tree size ", max_size, " must be >= 1 (the root)");
   if (max_depth < 0) Fail("sequoia: depth bound ", max_depth, " must be >= 1, or 0 for none");
@@ -211,7 +212,8 @@ VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
 }
 
 void VerifyCostCurve::ScaleFrom(const VerifyCostCurve& other, double factor) {
-  if (!(factor > 0.0) || !std::isfinite(factor)) Fail("verify cost: scale ", factor, " must be positive");
+  if (!(factor > 0.0) || !std::isfinite(factor))
+    Fail("verify cost: scale ", factor, " must be positive");
   points_.assign(other.points_.begin(), other.points_.end());
   for (auto& point : points_) point.second *= factor;
 }
@@ -230,7 +232,8 @@ double VerifyCostCurve::Seconds(int32_t n) const {
 
 SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
                                    double draft_seconds_per_level) {
-  return ChooseSizeAndDepth(table, verify_cost, SizeDepthSearch{.draft_seconds_per_level = draft_seconds_per_level});
+  return ChooseSizeAndDepth(table, verify_cost,
+                            SizeDepthSearch{.draft_seconds_per_level = draft_seconds_per_level});
 }
 
 SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
@@ -239,7 +242,8 @@ SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCu
     Fail("sequoia: the (n, d) search needs a depth-bounded table (max_depth > 0)");
   }
   const double c = search.draft_seconds_per_level;
-  if (!(c >= 0.0) || !std::isfinite(c)) Fail("sequoia: draft cost ", c, " s per level must be >= 0");
+  if (!(c >= 0.0) || !std::isfinite(c))
+    Fail("sequoia: draft cost ", c, " s per level must be >= 0");
   const double plain_seconds = verify_cost.Seconds(1);
   const int32_t max_n = std::min(table.max_size(), verify_cost.max_size());
   // Plain decoding is a candidate: one token per t(1).

@@ -87,7 +87,7 @@ class SequoiaTable {
     int32_t size;
     int32_t slot;
   };
-  mutable std::vector<Pending> queue_;       // Rebuild's breadth-first queue
+  mutable std::vector<Pending> queue_;        // Rebuild's breadth-first queue
   mutable std::vector<int32_t> child_sizes_;  // Rebuild's scratch
 };
 

@@ -15,7 +15,8 @@ constexpr std::size_t kStatsReserve = 64;
 
 }  // namespace
 
-SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter, const SpeculationPolicy& policy,
+SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
+                                       const SpeculationPolicy& policy,
                                        const SessionOptions& options)
     : target_(target),
       drafter_(drafter),
@@ -27,7 +28,8 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter, const Sp
       rng_(policy.sampling.seed),
       target_row_(static_cast<std::size_t>(target.config().n_vocab)) {
   if (drafter.n_vocab() != target.config().n_vocab) {
-    Fail("drafter '", drafter.name(), "' has ", drafter.n_vocab(), " tokens, the target ", target.config().n_vocab);
+    Fail("drafter '", drafter.name(), "' has ", drafter.n_vocab(), " tokens, the target ",
+         target.config().n_vocab);
   }
   if (options.target_seq < 0 || options.target_seq >= target.n_seq()) {
     Fail("session: target sequence ", options.target_seq, " outside 0..", target.n_seq() - 1);
@@ -35,8 +37,8 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter, const Sp
   if (options.n_predict < 0) Fail("session: n_predict ", options.n_predict, " is negative");
   const int32_t max_rows = policy.plan.max_nodes() + 1;
   if (max_rows > target.max_batch()) {
-    Fail("tree spec '", policy.plan.text, "' verifies up to ", max_rows, " tokens, more than the target's batch of ",
-         target.max_batch());
+    Fail("tree spec '", policy.plan.text, "' verifies up to ", max_rows,
+         " tokens, more than the target's batch of ", target.max_batch());
   }
   if (policy.plan.is_auto()) planner_ = std::make_unique<AutoPlanner>(policy.plan, policy.inputs);
   draft_.Reserve(policy.plan);
@@ -49,7 +51,8 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter, const Sp
 SpeculativeSession::~SpeculativeSession() = default;
 
 bool SpeculativeSession::IsStop(int32_t token) const {
-  return options_.stop_at_eog && target_.tokenizer() && target_.tokenizer()->IsEndOfGeneration(token);
+  return options_.stop_at_eog && target_.tokenizer() &&
+         target_.tokenizer()->IsEndOfGeneration(token);
 }
 
 void SpeculativeSession::Start(std::span<const int32_t> prompt) {
@@ -60,11 +63,13 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   }
   stats_ = SpeculationStats{};
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
-  for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) v->reserve(kStatsReserve);
+  for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank})
+    v->reserve(kStatsReserve);
   Timer prefill;
   KvCache& cache = target_.cache(options_.target_seq);
   cache.Clear();
-  target_.ForwardChain(prompt.first(prompt.size() - 1), 0, options_.target_seq, batch_, /*want_logits=*/false);
+  target_.ForwardChain(prompt.first(prompt.size() - 1), 0, options_.target_seq, batch_,
+                       /*want_logits=*/false);
   drafter_.Begin(prompt);
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;
@@ -103,7 +108,8 @@ void SpeculativeSession::Draft() {
 }
 
 void SpeculativeSession::AppendVerify(Batch& batch) {
-  first_row_ = static_cast<int32_t>(std::count(batch.logits.begin(), batch.logits.end(), uint8_t{1}));
+  first_row_ =
+      static_cast<int32_t>(std::count(batch.logits.begin(), batch.logits.end(), uint8_t{1}));
   const int32_t root_index = batch.size();
   batch.Add(root_, root_position_, options_.target_seq, -1, true);
   draft_.tree().AppendToBatch(batch, root_position_ + 1, options_.target_seq, root_index);
@@ -122,13 +128,14 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   Timer timer;
   const bool greedy = policy_.rule == VerifyRule::kGreedy;
   auto target_row = [&](int32_t r) -> std::span<const float> {
-    const std::span<const float> row(rows + static_cast<std::size_t>(r) * nv, static_cast<std::size_t>(nv));
+    const std::span<const float> row(rows + static_cast<std::size_t>(r) * nv,
+                                     static_cast<std::size_t>(nv));
     if (greedy) return row;
     target_sampler_.Distribution(row, target_row_);
     return target_row_;
   };
-  verifier_.Verify(policy_.rule, tree, target_row, nv, draft_.draft_rows(), rng_, options_.sequence, root_position_,
-                   result_);
+  verifier_.Verify(policy_.rule, tree, target_row, nv, draft_.draft_rows(), rng_, options_.sequence,
+                   root_position_, result_);
   step_.verification = timer.Seconds();
 
   // Commit: the root stays at its slot, the accepted nodes move down behind it; the drafter keeps

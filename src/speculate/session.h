@@ -50,7 +50,7 @@ struct StepTimes {
 
 struct SpeculationStats {
   int64_t steps = 0;
-  int64_t plain_steps = 0;       // steps without a tree (the plan chose plain decoding, or no room)
+  int64_t plain_steps = 0;  // steps without a tree (the plan chose plain decoding, or no room)
   int64_t prompt_tokens = 0;
   int64_t generated = 0;         // tokens emitted (accepted + next), the stop token included
   int64_t tree_nodes = 0;        // draft nodes verified, summed over steps
@@ -89,7 +89,8 @@ class SpeculativeSession {
   // Prefills the prompt (at least one token; all but the last go into the target cache) and starts
   // the drafter. Resets the statistics. Throws grove::Error if the prompt does not fit the context.
   void Start(std::span<const int32_t> prompt);
-  // True once n_predict tokens were emitted, an end-of-generation token was, or the context is full.
+  // True once n_predict tokens were emitted, an end-of-generation token was, or the context is
+  // full.
   bool done() const { return done_; }
 
   void Draft();
@@ -105,7 +106,8 @@ class SpeculativeSession {
   // Start, then the three phases with one target forward per step until done, calling on_token
   // for each emitted token in order (the stop token included); on_token returns false to stop.
   // Returns the generated tokens.
-  std::vector<int32_t> Generate(std::span<const int32_t> prompt, const std::function<bool(int32_t)>& on_token);
+  std::vector<int32_t> Generate(std::span<const int32_t> prompt,
+                                const std::function<bool(int32_t)>& on_token);
 
   const SpeculationStats& stats() const { return stats_; }
   // This step's tree (after Draft), e.g. for a live view.
@@ -137,8 +139,8 @@ class SpeculativeSession {
   int32_t root_ = -1;
   int32_t root_position_ = 0;
   int32_t first_row_ = 0;  // this session's first logits row in the batch it was appended to
-  Timer step_timer_;  // from Draft() to the end of Accept()
-  StepTimes step_;    // this step's parts
+  Timer step_timer_;       // from Draft() to the end of Accept()
+  StepTimes step_;         // this step's parts
   bool done_ = true;
   bool previous_step_plain_ = false;
   SpeculationStats stats_;

@@ -4,10 +4,12 @@
 
 namespace grove {
 
-SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request, const TreePlanInputs& inputs,
-                                     const Drafter& drafter, const SamplerParams& sampling) {
+SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
+                                     const TreePlanInputs& inputs, const Drafter& drafter,
+                                     const SamplerParams& sampling) {
   sampling.Validate();
-  SpeculationPolicy policy{.plan = ParseTreePlan(request.plan, inputs), .sampling = sampling, .inputs = inputs};
+  SpeculationPolicy policy{
+      .plan = ParseTreePlan(request.plan, inputs), .sampling = sampling, .inputs = inputs};
   const TreePlan& plan = policy.plan;
   const bool greedy = sampling.greedy();
   // Children are top-k guesses when the drafter guesses (its rows are not a distribution to sample
@@ -16,13 +18,15 @@ SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request, const Tr
   policy.rule = request.verify.empty() ? DefaultVerifyRule(greedy, deterministic_children)
                                        : ParseVerifyRule(request.verify);
   if (request.draw.empty()) {
-    policy.draw = deterministic_children ? ChildDraw::kDeterministic : RequiredChildDraw(policy.rule);
+    policy.draw =
+        deterministic_children ? ChildDraw::kDeterministic : RequiredChildDraw(policy.rule);
   } else {
     policy.draw = ParseChildDraw(request.draw);
     if (deterministic_children && policy.draw != ChildDraw::kDeterministic) {
       Fail("--draw ", request.draw, ": ",
-           drafter.deterministic() ? StrCat("drafter '", drafter.name(), "' proposes guesses")
-                                   : StrCat("tree spec '", plan.text, "' picks the top-k draft tokens"),
+           drafter.deterministic()
+               ? StrCat("drafter '", drafter.name(), "' proposes guesses")
+               : StrCat("tree spec '", plan.text, "' picks the top-k draft tokens"),
            ", so children cannot be drawn '", request.draw, "'");
     }
   }
@@ -31,11 +35,13 @@ SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request, const Tr
     Fail("--verify greedy needs temperature 0 (it would silently change the output distribution)");
   }
   if (!plan.is_static() && !greedy && policy.rule != VerifyRule::kTargetSample) {
-    Fail("tree spec '", plan.text, "' picks the top-k draft tokens (OPT-Tree); at temperature > 0 only "
+    Fail("tree spec '", plan.text,
+         "' picks the top-k draft tokens (OPT-Tree); at temperature > 0 only "
          "--verify target-sample is lossless for such trees");
   }
   if (drafter.deterministic() && !greedy && policy.rule != VerifyRule::kTargetSample) {
-    Fail("drafter '", drafter.name(), "' guesses tokens instead of sampling them; at temperature > 0 only "
+    Fail("drafter '", drafter.name(),
+         "' guesses tokens instead of sampling them; at temperature > 0 only "
          "--verify target-sample is lossless with it");
   }
   if (plan.is_auto()) {
@@ -43,7 +49,8 @@ SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request, const Tr
     TokenTree branching;
     for (int32_t parent : {-1, -1, 0, 0}) branching.AddChild(parent, kNoToken, 0.5f);
     if (policy.rule == VerifyRule::kChain) {
-      Fail("tree spec '", plan.text, "' may branch, and --verify chain needs a chain; use sequoia or specinfer");
+      Fail("tree spec '", plan.text,
+           "' may branch, and --verify chain needs a chain; use sequoia or specinfer");
     }
     CheckLossless(policy.rule, policy.draw, branching, greedy);
   } else if (plan.is_static()) {

@@ -32,7 +32,8 @@ struct SpeculationPolicy {
 // Throws grove::Error naming the problem: a malformed plan or name, or a lossy combination (a rule
 // whose accept test assumes sampled children with top-k children, the chain rule on a branching
 // tree, greedy verification at temperature > 0, a sampling rule with a drafter that guesses).
-SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request, const TreePlanInputs& inputs,
-                                     const Drafter& drafter, const SamplerParams& sampling);
+SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
+                                     const TreePlanInputs& inputs, const Drafter& drafter,
+                                     const SamplerParams& sampling);
 
 }  // namespace grove

@@ -13,7 +13,8 @@ AncestorMasks::AncestorMasks(int32_t n_nodes)
 void TokenTree::Reserve(int32_t n_nodes, int32_t max_children) {
   nodes_.reserve(static_cast<size_t>(n_nodes));
   ranks_.reserve(static_cast<size_t>(n_nodes));
-  if (children_.size() < static_cast<size_t>(n_nodes) + 1) children_.resize(static_cast<size_t>(n_nodes) + 1);
+  if (children_.size() < static_cast<size_t>(n_nodes) + 1)
+    children_.resize(static_cast<size_t>(n_nodes) + 1);
   for (auto& list : children_) list.reserve(static_cast<size_t>(max_children));
 }
 

@@ -15,7 +15,8 @@ namespace {
 // OPT-Tree its probabilities) by the draft's own softmax instead.
 SamplerParams DraftSampling(const SamplerParams& sampling) {
   if (!sampling.greedy()) return sampling;
-  return SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = sampling.seed};
+  return SamplerParams{
+      .temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = sampling.seed};
 }
 
 }  // namespace
@@ -40,18 +41,21 @@ void DraftState::Reserve(const TreePlan& plan) {
 TreeBuilder::TreeBuilder(ChildDraw draw, const SamplerParams& sampling)
     : draw_(draw), greedy_(sampling.greedy()), draft_sampling_(DraftSampling(sampling)) {}
 
-std::span<const float> TreeBuilder::Expand(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier,
+std::span<const float> TreeBuilder::Expand(Drafter& drafter, const TokenTree& tree,
+                                           std::span<const int32_t> frontier,
                                            DraftState& state) const {
   Timer timer;
   std::span<const float> logits = drafter.Expand(tree, frontier);
   state.expand_seconds_ += timer.Seconds();
   ++state.expand_calls_;
   GROVE_CHECK(logits.size() == frontier.size() * static_cast<std::size_t>(state.n_vocab_),
-              "drafter '", drafter.name(), "' returned ", logits.size(), " logits for ", frontier.size(), " rows");
+              "drafter '", drafter.name(), "' returned ", logits.size(), " logits for ",
+              frontier.size(), " rows");
   return logits;
 }
 
-std::span<const float> TreeBuilder::TopChildren(std::span<const float> logits, int32_t k, DraftState& state) const {
+std::span<const float> TreeBuilder::TopChildren(std::span<const float> logits, int32_t k,
+                                                DraftState& state) const {
   std::vector<float>& r = state.ranking_;
   if (greedy_) {
     // The draft's plain softmax, for the k best only: their logits rank them, one exp pass gives
@@ -68,8 +72,8 @@ std::span<const float> TreeBuilder::TopChildren(std::span<const float> logits, i
   return r;
 }
 
-void TreeBuilder::Build(const TreePlan& plan, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
-                        int64_t root_position, DraftState& state) const {
+void TreeBuilder::Build(const TreePlan& plan, Drafter& drafter, const CounterRng& rng,
+                        uint64_t sequence, int64_t root_position, DraftState& state) const {
   if (plan.is_static()) {
     BuildShape(plan.shape, drafter, rng, sequence, root_position, state);
   } else {
@@ -77,8 +81,8 @@ void TreeBuilder::Build(const TreePlan& plan, Drafter& drafter, const CounterRng
   }
 }
 
-void TreeBuilder::BuildShape(const TokenTree& shape, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
-                             int64_t root_position, DraftState& state) const {
+void TreeBuilder::BuildShape(const TokenTree& shape, Drafter& drafter, const CounterRng& rng,
+                             uint64_t sequence, int64_t root_position, DraftState& state) const {
   state.ClearTree();
   if (shape.empty()) return;
   const int32_t nv = state.n_vocab_;
@@ -104,12 +108,13 @@ void TreeBuilder::BuildShape(const TokenTree& shape, Drafter& drafter, const Cou
         // Top-k guesses: only tokens the drafter gives mass (a prompt-lookup miss adds no child).
         q = TopChildren(row, static_cast<int32_t>(wanted.size()), state);
       } else {
-        const std::span<float> stored(state.rows_.data() + static_cast<std::size_t>(node + 1) * nv, nv);
+        const std::span<float> stored(state.rows_.data() + static_cast<std::size_t>(node + 1) * nv,
+                                      nv);
         state.sampler_.Distribution(row, stored);
         q = stored;
         if (std::all_of(q.begin(), q.end(), [](float p) { return p <= 0; })) continue;
-        DrawChildren(q, static_cast<int32_t>(wanted.size()), draw_, rng, sequence, root_position + depth,
-                     state.tokens_);
+        DrawChildren(q, static_cast<int32_t>(wanted.size()), draw_, rng, sequence,
+                     root_position + depth, state.tokens_);
       }
       for (std::size_t c = 0; c < state.tokens_.size(); ++c) {
         const int32_t token = state.tokens_[c];
@@ -134,14 +139,16 @@ void TreeBuilder::BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftS
                     std::span<std::vector<DraftCandidate>> out) {
     const std::span<const float> logits = Expand(drafter, drafted, frontier, state);
     for (std::size_t i = 0; i < frontier.size(); ++i) {
-      const std::span<const float> q = TopChildren(logits.subspan(i * nv, nv), std::min(k, nv), state);
+      const std::span<const float> q =
+          TopChildren(logits.subspan(i * nv, nv), std::min(k, nv), state);
       for (int32_t token : state.tokens_) out[i].push_back({token, q[token]});
     }
   };
   BuildOptTree(params, expand, state.opt_workspace_, state.opt_result_);
   // The tree is copied into the state's own (capacity reused); the result keeps its buffers too.
   TokenTree& tree = state.tree_;
-  for (const TreeNode& node : state.opt_result_.tree.nodes()) tree.AddChild(node.parent, node.token, node.prob);
+  for (const TreeNode& node : state.opt_result_.tree.nodes())
+    tree.AddChild(node.parent, node.token, node.prob);
 }
 
 }  // namespace grove

@@ -75,16 +75,17 @@ class TreeBuilder {
   void Build(const TreePlan& plan, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
              int64_t root_position, DraftState& state) const;
   // The same for a static shape given directly (the auto planner's choice).
-  void BuildShape(const TokenTree& shape, Drafter& drafter, const CounterRng& rng, uint64_t sequence,
-                  int64_t root_position, DraftState& state) const;
+  void BuildShape(const TokenTree& shape, Drafter& drafter, const CounterRng& rng,
+                  uint64_t sequence, int64_t root_position, DraftState& state) const;
 
  private:
   // Expand, timed into the state.
-  std::span<const float> Expand(Drafter& drafter, const TokenTree& tree, std::span<const int32_t> frontier,
-                                DraftState& state) const;
+  std::span<const float> Expand(Drafter& drafter, const TokenTree& tree,
+                                std::span<const int32_t> frontier, DraftState& state) const;
   // The up-to-k deterministic children of one frontier row: state.tokens_ in rank order; their
   // probabilities under the ranking distribution are read from the returned span.
-  std::span<const float> TopChildren(std::span<const float> logits, int32_t k, DraftState& state) const;
+  std::span<const float> TopChildren(std::span<const float> logits, int32_t k,
+                                     DraftState& state) const;
   void BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftState& state) const;
 
   ChildDraw draw_;

@@ -42,7 +42,8 @@ TokenTree KConfigShape(const std::vector<int32_t>& widths) {
   for (int32_t width : widths) {
     std::vector<int32_t> next;
     for (int32_t parent : level) {
-      for (int32_t k = 0; k < width; ++k) next.push_back(shape.AddChild(parent, kNoToken, 1.0f / (k + 2)));
+      for (int32_t k = 0; k < width; ++k)
+        next.push_back(shape.AddChild(parent, kNoToken, 1.0f / (k + 2)));
     }
     level = std::move(next);
   }
@@ -121,13 +122,15 @@ AcceptanceFile ReadAcceptanceFile(const std::string& path) {
 VerifyCostCurve ReadVerifyProfile(const std::string& path) {
   nlohmann::json j = ReadJson(path, "verify profile");
   if (!j.is_object() || !j.contains("curve") || !j["curve"].is_array()) {
-    Fail("verify profile '", path, "': expected {\"curve\": [{\"n\": 1, \"seconds_median\": ...}, ...]}");
+    Fail("verify profile '", path,
+         "': expected {\"curve\": [{\"n\": 1, \"seconds_median\": ...}, ...]}");
   }
   std::vector<std::pair<int32_t, double>> points;
   for (const auto& point : j["curve"]) {
     if (!point.is_object() || !point.contains("n") || !point.contains("seconds_median") ||
         !point["n"].is_number_integer() || !point["seconds_median"].is_number()) {
-      Fail("verify profile '", path, "': each curve point needs integer n and number seconds_median");
+      Fail("verify profile '", path,
+           "': each curve point needs integer n and number seconds_median");
     }
     points.emplace_back(point["n"].get<int32_t>(), point["seconds_median"].get<double>());
   }
@@ -138,7 +141,8 @@ VerifyCostCurve ReadVerifyProfile(const std::string& path) {
   }
 }
 
-TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path, int32_t max_tokens) {
+TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path,
+                              int32_t max_tokens) {
   TreePlanInputs inputs{.max_tokens = max_tokens};
   if (!accept_path.empty()) {
     AcceptanceFile accept = ReadAcceptanceFile(accept_path);
@@ -152,11 +156,13 @@ TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string&
 TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
   TreePlan spec;
   spec.text = std::string(text);
-  const std::string default_auto = "auto:" + std::to_string(std::min(kAutoMaxTokens, inputs.max_tokens));
+  const std::string default_auto =
+      "auto:" + std::to_string(std::min(kAutoMaxTokens, inputs.max_tokens));
   if (text == "auto") text = default_auto;
   const std::size_t colon = text.find(':');
   if (colon == std::string_view::npos || colon + 1 == text.size()) {
-    Fail("tree spec '", text, "': expected KIND:ARGS (chain:4, kconfig:2,2,1, file:T.json, sequoia:32, "
+    Fail("tree spec '", text,
+         "': expected KIND:ARGS (chain:4, kconfig:2,2,1, file:T.json, sequoia:32, "
          "sequoia:auto, opt:32,0.2)");
   }
   const std::string_view kind = text.substr(0, colon);
@@ -183,21 +189,25 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
     spec.kind = TreeKind::kFile;
     spec.shape = ReadTreeFile(std::string(args));
     if (spec.shape.size() > max_nodes) {
-      Fail("tree file '", args, "' has ", spec.shape.size(), " nodes, more than the ", max_nodes, " allowed");
+      Fail("tree file '", args, "' has ", spec.shape.size(), " nodes, more than the ", max_nodes,
+           " allowed");
     }
   } else if (kind == "sequoia") {
     spec.kind = TreeKind::kSequoia;
     if (inputs.acceptance.empty()) {
-      Fail("tree spec '", text, "' needs an acceptance vector: run `grove calibrate` and pass --accept FILE");
+      Fail("tree spec '", text,
+           "' needs an acceptance vector: run `grove calibrate` and pass --accept FILE");
     }
     if (args == "auto") {
       if (!inputs.verify_cost) {
-        Fail("tree spec '", text, "' needs the target's verify curve (--profile FILE from "
+        Fail("tree spec '", text,
+             "' needs the target's verify curve (--profile FILE from "
              "`grove bench --verify-curve ... --profile-out FILE`)");
       }
       const int32_t max_size = std::min(inputs.verify_cost->max_size(), inputs.max_tokens);
       SequoiaTable table = SequoiaTable::Build(inputs.acceptance, max_size, std::min(max_size, 16));
-      spec.sequoia_choice = ChooseSizeAndDepth(table, *inputs.verify_cost, inputs.draft_seconds_per_level);
+      spec.sequoia_choice =
+          ChooseSizeAndDepth(table, *inputs.verify_cost, inputs.draft_seconds_per_level);
       spec.shape = table.Tree(spec.sequoia_choice->size, spec.sequoia_choice->depth);
     } else {
       auto v = ParseNumbers(args, text);
@@ -212,13 +222,16 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
       }
     }
     // sequoia:auto may find that no tree beats plain decoding: the shape is then empty.
-    if (spec.shape.empty() && !spec.sequoia_choice) Fail("tree spec '", text, "' gives an empty tree");
+    if (spec.shape.empty() && !spec.sequoia_choice)
+      Fail("tree spec '", text, "' gives an empty tree");
   } else if (kind == "auto") {
     spec.kind = TreeKind::kAuto;
     auto v = ParseNumbers(args, text);
-    if (v.size() != 1) Fail("tree spec '", text, "': auto takes at most one number, the largest verify batch");
+    if (v.size() != 1)
+      Fail("tree spec '", text, "': auto takes at most one number, the largest verify batch");
     spec.auto_max_tokens = PositiveInt(v[0], "verify batch", text, inputs.max_tokens);
-    if (spec.auto_max_tokens < 2) Fail("tree spec '", text, "': the verify batch counts the root, so it must be at least 2");
+    if (spec.auto_max_tokens < 2)
+      Fail("tree spec '", text, "': the verify batch counts the root, so it must be at least 2");
   } else if (kind == "opt") {
     spec.kind = TreeKind::kOpt;
     auto v = ParseNumbers(args, text);
@@ -227,7 +240,8 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
     spec.opt.delta = v[1];
     spec.opt.Validate();
   } else {
-    Fail("tree spec '", text, "': unknown kind '", kind, "' (chain, kconfig, file, sequoia, opt, auto)");
+    Fail("tree spec '", text, "': unknown kind '", kind,
+         "' (chain, kconfig, file, sequoia, opt, auto)");
   }
   return spec;
 }

@@ -32,17 +32,17 @@ inline constexpr int32_t kAutoMaxTokens = 32;
 
 // What `sequoia:` specs need. Each is optional until a spec asks for it.
 struct TreePlanInputs {
-  std::vector<double> acceptance;                 // p_1..p_W
-  std::optional<VerifyCostCurve> verify_cost;     // t(n), seconds, n counts the root
-  double draft_seconds_per_level = 0.0;           // c
-  int32_t max_tokens = 1024;                      // largest verify batch allowed (root included)
+  std::vector<double> acceptance;              // p_1..p_W
+  std::optional<VerifyCostCurve> verify_cost;  // t(n), seconds, n counts the root
+  double draft_seconds_per_level = 0.0;        // c
+  int32_t max_tokens = 1024;                   // largest verify batch allowed (root included)
 };
 
 struct TreePlan {
   TreeKind kind = TreeKind::kChain;
-  std::string text;            // as written, for logs and tables
-  TokenTree shape;             // fixed kinds: the shape, tokens kNoToken, prob = positional guess
-  OptTreeParams opt;           // kOpt
+  std::string text;   // as written, for logs and tables
+  TokenTree shape;    // fixed kinds: the shape, tokens kNoToken, prob = positional guess
+  OptTreeParams opt;  // kOpt
   int32_t auto_max_tokens = kAutoMaxTokens;       // kAuto: largest verify batch, root included
   std::optional<SizeDepthChoice> sequoia_choice;  // sequoia:auto: what was chosen and why
 
@@ -56,7 +56,9 @@ struct TreePlan {
   }
   // Most nodes one step may feed to the drafter (its cache must hold them): OPT-Tree drafts up to
   // n candidates per layer, of which it keeps n in all.
-  int32_t max_fed_nodes() const { return is_static() ? max_nodes() : opt.n_nodes * opt.depth_cap(); }
+  int32_t max_fed_nodes() const {
+    return is_static() ? max_nodes() : opt.n_nodes * opt.depth_cap();
+  }
 };
 
 // Throws grove::Error naming what is wrong: unknown kind, bad numbers, a budget beyond
@@ -74,11 +76,12 @@ struct AcceptanceFile {
   double draft_seconds_per_level = 0.0;
 };
 AcceptanceFile ReadAcceptanceFile(const std::string& path);
-// Verify-cost profiles as `grove bench --verify-curve --profile-out` writes them; the curve's n counts
-// the verified tokens (root included).
+// Verify-cost profiles as `grove bench --verify-curve --profile-out` writes them; the curve's n
+// counts the verified tokens (root included).
 VerifyCostCurve ReadVerifyProfile(const std::string& path);
 
 // The inputs of a plan from the files users pass (--accept, --profile; empty: absent).
-TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path, int32_t max_tokens);
+TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path,
+                              int32_t max_tokens);
 
 }  // namespace grove

@@ -79,7 +79,8 @@ struct ProbRows {
   int32_t n_rows = 0;
 
   std::span<const float> Row(int32_t i) const {
-    return {data + static_cast<size_t>(i) * static_cast<size_t>(n_vocab), static_cast<size_t>(n_vocab)};
+    return {data + static_cast<size_t>(i) * static_cast<size_t>(n_vocab),
+            static_cast<size_t>(n_vocab)};
   }
 };
 
@@ -100,7 +101,8 @@ class Verifier {
   // rows do not match the tree (too few rows, different vocabularies, a token outside the
   // vocabulary) or the chain rule meets a node with two children; `result` is then unspecified.
   void Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& target, const ProbRows& draft,
-              const CounterRng& rng, uint64_t sequence, int64_t root_position, VerifyResult& result);
+              const CounterRng& rng, uint64_t sequence, int64_t root_position,
+              VerifyResult& result);
 
   // The same walk with the target rows computed on demand: target_row(r) returns row r (r = 0 after
   // the root, v + 1 after node v) of n_vocab entries, valid until the next call. The walk asks only
@@ -109,8 +111,8 @@ class Verifier {
   // logits serves as well (the argmax is the same). The caller guarantees tree.size() + 1 rows.
   using TargetRowFn = FunctionRef<std::span<const float>(int32_t row)>;
   void Verify(VerifyRule rule, const TokenTree& tree, TargetRowFn target_row, int32_t n_vocab,
-              const ProbRows& draft, const CounterRng& rng, uint64_t sequence, int64_t root_position,
-              VerifyResult& result);
+              const ProbRows& draft, const CounterRng& rng, uint64_t sequence,
+              int64_t root_position, VerifyResult& result);
 
  private:
   // One node of the rejection rules: returns the accepted child's node index, or -1 with
@@ -126,16 +128,17 @@ class Verifier {
 };
 
 // Convenience for callers without a Verifier (allocates its scratch per call).
-VerifyResult Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& target, const ProbRows& draft,
-                    const CounterRng& rng, uint64_t sequence, int64_t root_position);
+VerifyResult Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& target,
+                    const ProbRows& draft, const CounterRng& rng, uint64_t sequence,
+                    int64_t root_position);
 
 // Draws k children tokens from the draft row q the way `draw` says, at the position of the tokens
 // being drawn, with draws kDraftDrawBase + i. kWithoutReplacement follows Sequoia Algorithm 2
 // exactly: each draw from q with earlier draws removed, then uniform over the tokens not yet drawn
 // once q's support is used up (so k may be up to the vocabulary size). kDeterministic gives the k
 // most probable tokens (lowest id first on ties). Throws grove::Error if k exceeds the vocabulary
-// (without replacement, deterministic) or q has no mass (with replacement). The builders of sampled trees call this so the
-// verifier's replay of the draft matches the draw.
+// (without replacement, deterministic) or q has no mass (with replacement). The builders of sampled
+// trees call this so the verifier's replay of the draft matches the draw.
 void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const CounterRng& rng,
                   uint64_t sequence, int64_t position, std::vector<int32_t>& tokens);
 

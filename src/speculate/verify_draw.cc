@@ -14,7 +14,8 @@ namespace {
 // undrawn token has q > 0 (Sequoia Algorithm 2, lines 10-16). Whether the fallback applies is
 // decided on the support, as Verifier::LoadSequoiaDraft does, so both switch at the same draw.
 // O(vocab) per draw: the sorted drawn list is walked beside the vocabulary.
-int32_t DrawWithoutReplacement(std::span<const float> q, std::span<const int32_t> drawn_sorted, double u) {
+int32_t DrawWithoutReplacement(std::span<const float> q, std::span<const int32_t> drawn_sorted,
+                               double u) {
   const int32_t n = static_cast<int32_t>(q.size());
   double remaining = 0.0;
   size_t next_drawn = 0;
@@ -26,7 +27,8 @@ int32_t DrawWithoutReplacement(std::span<const float> q, std::span<const int32_t
     }
   }
   const bool fallback = !(remaining > 0.0);
-  const double total = fallback ? static_cast<double>(n) - static_cast<double>(drawn_sorted.size()) : remaining;
+  const double total =
+      fallback ? static_cast<double>(n) - static_cast<double>(drawn_sorted.size()) : remaining;
   const double target = u * total;
   double acc = 0.0;
   int32_t last = -1;
@@ -47,13 +49,14 @@ int32_t DrawWithoutReplacement(std::span<const float> q, std::span<const int32_t
 
 }  // namespace
 
-void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const CounterRng& rng, uint64_t sequence,
-                  int64_t position, std::vector<int32_t>& tokens) {
+void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const CounterRng& rng,
+                  uint64_t sequence, int64_t position, std::vector<int32_t>& tokens) {
   const int32_t n = static_cast<int32_t>(q.size());
   tokens.clear();
   if (k < 0) Fail("draw children: k = ", k, " is negative");
   if (draw != ChildDraw::kWithReplacement && k > n) {
-    Fail("draw children: ", k, " children ", ChildDrawName(draw), " from a vocabulary of ", n, " tokens");
+    Fail("draw children: ", k, " children ", ChildDrawName(draw), " from a vocabulary of ", n,
+         " tokens");
   }
   const uint64_t pos = static_cast<uint64_t>(position);
   switch (draw) {
@@ -65,7 +68,8 @@ void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const Cou
       for (float v : q) total += v > 0.0f ? v : 0.0f;
       if (k > 0 && !(total > 0.0)) Fail("draw children: the draft row has no probability mass");
       for (int32_t i = 0; i < k; ++i) {
-        tokens.push_back(Sampler::DrawFrom(q, rng.Uniform(sequence, pos, kDraftDrawBase + static_cast<uint32_t>(i))));
+        tokens.push_back(Sampler::DrawFrom(
+            q, rng.Uniform(sequence, pos, kDraftDrawBase + static_cast<uint32_t>(i))));
       }
       return;
     }
@@ -77,8 +81,8 @@ void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const Cou
       const auto in_order = tokens.begin() + k;
       for (int32_t i = 0; i < k; ++i) {
         const std::span<const int32_t> drawn(&*drawn_sorted, static_cast<size_t>(i));
-        const int32_t x =
-            DrawWithoutReplacement(q, drawn, rng.Uniform(sequence, pos, kDraftDrawBase + static_cast<uint32_t>(i)));
+        const int32_t x = DrawWithoutReplacement(
+            q, drawn, rng.Uniform(sequence, pos, kDraftDrawBase + static_cast<uint32_t>(i)));
         in_order[i] = x;
         auto at = std::upper_bound(drawn_sorted, drawn_sorted + i, x);
         std::copy_backward(at, drawn_sorted + i, drawn_sorted + i + 1);

@@ -5,7 +5,8 @@
 //     if u_i < R(s_i) / D(s_i): accept s_i
 //     R <- norm(max(R - D, 0))              (uses D before the update below)
 //     sequoia only (the "blue" lines 10-16):
-//       D(s_i) <- 0 ; if sum(D) = 0: D <- 1 on every token not yet drawn, 0 on the drawn ; D <- norm(D)
+//       D(s_i) <- 0 ; if sum(D) = 0: D <- 1 on every token not yet drawn, 0 on the drawn ; D <-
+//       norm(D)
 //   all rejected: emit x ~ R
 //
 // specinfer keeps D = Q for every child (children drawn i.i.d. from Q); chain is the same with one
@@ -59,9 +60,10 @@ void Verifier::LoadSequoiaDraft(std::span<const float> q) {
   }
 }
 
-int32_t Verifier::RejectAtNode(VerifyRule rule, const TokenTree& tree, int32_t node, std::span<const float> p,
-                               std::span<const float> q, const CounterRng& rng, uint64_t sequence,
-                               int64_t position, int32_t& next_token) {
+int32_t Verifier::RejectAtNode(VerifyRule rule, const TokenTree& tree, int32_t node,
+                               std::span<const float> p, std::span<const float> q,
+                               const CounterRng& rng, uint64_t sequence, int64_t position,
+                               int32_t& next_token) {
   const size_t n = p.size();
   if (residual_.size() < n) {
     residual_.resize(n);

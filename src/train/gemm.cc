@@ -47,15 +47,16 @@ const Blas& OpenBlas() {
     }
     if (handle == nullptr) {
       Log(LogLevel::kWarn, "train: OpenBLAS not found (", dlerror(),
-                 "); matrix products use the built-in loop (slow)");
+          "); matrix products use the built-in loop (slow)");
       return;
     }
     Blas found{reinterpret_cast<SgemmFn>(dlsym(handle, "cblas_sgemm")),
                reinterpret_cast<GetThreadsFn>(dlsym(handle, "openblas_get_num_threads")),
                reinterpret_cast<SetThreadsFn>(dlsym(handle, "openblas_set_num_threads"))};
     if (found.sgemm == nullptr || found.get_threads == nullptr || found.set_threads == nullptr) {
-      Log(LogLevel::kWarn, "train: the OpenBLAS library lacks cblas_sgemm or its thread functions; using the ",
-                 "built-in loop");
+      Log(LogLevel::kWarn,
+          "train: the OpenBLAS library lacks cblas_sgemm or its thread functions; using the ",
+          "built-in loop");
       return;
     }
     blas = found;

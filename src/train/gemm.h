@@ -1,10 +1,10 @@
 // Single-precision matrix products for training: C = alpha * op(A) * op(B) + beta * C, row-major.
 //
-// Training multiplies large f32 matrices in three layouts (X W^T forward, dY W and dY^T X backward),
-// which is what a BLAS is built for: Debian's OpenBLAS reaches about 235 GFLOP/s on this 2-core
-// machine for the trainer's shapes, several times grove's own inference kernels, which are built for
-// quantized weights times a few rows. So grove uses OpenBLAS when CMake finds it and a plain
-// built-in loop otherwise (same results up to rounding; slow, but the trainer still works).
+// Training multiplies large f32 matrices in three layouts (X W^T forward, dY W and dY^T X
+// backward), which is what a BLAS is built for: Debian's OpenBLAS reaches about 235 GFLOP/s on this
+// 2-core machine for the trainer's shapes, several times grove's own inference kernels, which are
+// built for quantized weights times a few rows. So grove uses OpenBLAS when CMake finds it and a
+// plain built-in loop otherwise (same results up to rounding; slow, but the trainer still works).
 // Both are deterministic for a given thread count: OpenBLAS splits the output, never the sum.
 #pragma once
 

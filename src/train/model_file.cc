@@ -13,7 +13,8 @@ GgufKeyValues TokenizerKeys(const GgufFile& file) {
   for (const auto& [key, value] : file.metadata()) {
     if (key.starts_with("tokenizer.")) keys.emplace_back(key, value);
   }
-  if (!file.Has("tokenizer.ggml.tokens")) Fail("train: '", file.name(), "' has no tokenizer (tokenizer.ggml.tokens)");
+  if (!file.Has("tokenizer.ggml.tokens"))
+    Fail("train: '", file.name(), "' has no tokenizer (tokenizer.ggml.tokens)");
   return keys;
 }
 
@@ -25,24 +26,30 @@ int32_t TokenizerVocabSize(const GgufKeyValues& keys) {
 }
 
 bool IsTrainerExportType(GgmlType type) {
-  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 || type == GgmlType::kQ8_0;
+  return type == GgmlType::kF32 || type == GgmlType::kF16 || type == GgmlType::kBF16 ||
+         type == GgmlType::kQ8_0;
 }
 
-GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params, const GgufKeyValues& tokenizer,
-                              GgmlType type, const std::string& name) {
+GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params,
+                              const GgufKeyValues& tokenizer, GgmlType type,
+                              const std::string& name) {
   if (!IsTrainerExportType(type)) {
-    Fail("export: type ", GgmlTypeName(type), " is not one the trainer exports (f32, f16, bf16, q8_0)");
+    Fail("export: type ", GgmlTypeName(type),
+         " is not one the trainer exports (f32, f16, bf16, q8_0)");
   }
   const TrainShape& s = layout.shape();
   const int64_t block = GgmlTraits(type).block_size;
   if (s.n_embd % block != 0 || s.n_ff % block != 0) {
-    Fail("export: widths ", s.n_embd, " and ", s.n_ff, " must be multiples of the ", GgmlTypeName(type),
-         " block size ", block);
+    Fail("export: widths ", s.n_embd, " and ", s.n_ff, " must be multiples of the ",
+         GgmlTypeName(type), " block size ", block);
   }
   GgufWriter w;
   w.SetString("general.architecture", "llama");
   w.SetString("general.name", name);
-  w.SetUint32("general.file_type", type == GgmlType::kF32 ? 0 : type == GgmlType::kF16 ? 1 : type == GgmlType::kQ8_0 ? 7 : 32);
+  w.SetUint32("general.file_type", type == GgmlType::kF32    ? 0
+                                   : type == GgmlType::kF16  ? 1
+                                   : type == GgmlType::kQ8_0 ? 7
+                                                             : 32);
   w.SetUint32("llama.context_length", static_cast<uint32_t>(s.n_ctx));
   w.SetUint32("llama.embedding_length", static_cast<uint32_t>(s.n_embd));
   w.SetUint32("llama.block_count", static_cast<uint32_t>(s.n_layer));
@@ -65,7 +72,8 @@ GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params, co
     const int64_t n_in = t.shape[0], n_out = t.shape[1];
     w.AddTensor(t.name, t.shape, type, [data, n_in, n_out, type](std::span<uint8_t> out) {
       const int64_t row_bytes = GgmlRowBytes(type, n_in);
-      for (int64_t r = 0; r < n_out; ++r) QuantizeRow(type, data + r * n_in, out.data() + r * row_bytes, n_in);
+      for (int64_t r = 0; r < n_out; ++r)
+        QuantizeRow(type, data + r * n_in, out.data() + r * row_bytes, n_in);
     });
   }
   return w;
@@ -74,20 +82,31 @@ GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params, co
 LoadedTrainModel LoadTrainModel(const GgufFile& file) {
   const ModelConfig c = ConfigFromGguf(file);
   auto refuse = [&](const std::string& why) { Fail("train: '", file.name(), "': ", why); };
-  if (c.n_head_kv != c.n_head) refuse(StrCat("grouped-query attention (", c.n_head, "/", c.n_head_kv, " heads) is not supported by the trainer"));
+  if (c.n_head_kv != c.n_head)
+    refuse(StrCat("grouped-query attention (", c.n_head, "/", c.n_head_kv,
+                  " heads) is not supported by the trainer"));
   if (c.head_dim * c.n_head != c.n_embd) refuse("head size times heads differs from the width");
   if (c.n_rot != c.head_dim) refuse("RoPE over part of the head is not supported by the trainer");
-  if (c.rope_freq_scale != 1.0f || file.FindTensor("rope_freqs.weight")) refuse("RoPE scaling is not supported by the trainer");
+  if (c.rope_freq_scale != 1.0f || file.FindTensor("rope_freqs.weight"))
+    refuse("RoPE scaling is not supported by the trainer");
   LoadedTrainModel m;
-  m.shape = {.n_vocab = c.n_vocab, .n_embd = c.n_embd, .n_layer = c.n_layer, .n_head = c.n_head,
-             .n_ff = c.n_ff, .n_ctx = c.n_ctx_train, .rope_freq_base = c.rope_freq_base,
-             .rms_eps = c.rms_eps, .tied_output = c.tied_output};
+  m.shape = {.n_vocab = c.n_vocab,
+             .n_embd = c.n_embd,
+             .n_layer = c.n_layer,
+             .n_head = c.n_head,
+             .n_ff = c.n_ff,
+             .n_ctx = c.n_ctx_train,
+             .rope_freq_base = c.rope_freq_base,
+             .rms_eps = c.rms_eps,
+             .tied_output = c.tied_output};
   const ParamLayout layout(m.shape);
   m.params.resize(static_cast<std::size_t>(layout.total()));
   for (const ParamTensor& t : layout.tensors()) {
     const GgufTensor& g = file.GetTensor(t.name);
-    if (g.shape != t.shape) refuse(StrCat("tensor '", t.name, "' is ", g.shape_string(), ", expected another shape"));
-    if (!IsSupportedWeightType(g.type)) refuse(StrCat("tensor '", t.name, "' has unsupported type ", GgmlTypeName(g.type)));
+    if (g.shape != t.shape)
+      refuse(StrCat("tensor '", t.name, "' is ", g.shape_string(), ", expected another shape"));
+    if (!IsSupportedWeightType(g.type))
+      refuse(StrCat("tensor '", t.name, "' has unsupported type ", GgmlTypeName(g.type)));
     const int64_t n_in = t.shape[0];
     const int64_t row_bytes = GgmlRowBytes(g.type, n_in);
     for (int64_t r = 0; r < t.size / n_in; ++r) {

@@ -29,8 +29,9 @@ bool IsTrainerExportType(GgmlType type);
 // A writer holding the llama metadata, the tokenizer keys and every tensor of `params`: matrices in
 // `type` (f32, f16, bf16 or q8_0; rows must be whole blocks), norm gains always f32. The caller may
 // add keys and tensors before writing. params must outlive the writer.
-GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params, const GgufKeyValues& tokenizer,
-                              GgmlType type, const std::string& name);
+GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params,
+                              const GgufKeyValues& tokenizer, GgmlType type,
+                              const std::string& name);
 
 struct LoadedTrainModel {
   TrainShape shape;

@@ -13,7 +13,8 @@ void ValidateOptimizerConfig(const OptimizerConfig& c) {
   check(c.lr > 0 && c.lr <= 1, "learning rate (--lr)", c.lr);
   check(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1, "--min-lr-ratio", c.min_lr_ratio);
   check(c.steps >= 1, "--steps", static_cast<double>(c.steps));
-  check(c.warmup >= 0 && c.warmup <= c.steps, "--warmup (must not exceed --steps)", static_cast<double>(c.warmup));
+  check(c.warmup >= 0 && c.warmup <= c.steps, "--warmup (must not exceed --steps)",
+        static_cast<double>(c.warmup));
   check(c.beta1 >= 0 && c.beta1 < 1, "--beta1", c.beta1);
   check(c.beta2 >= 0 && c.beta2 < 1, "--beta2", c.beta2);
   check(c.eps > 0, "Adam epsilon", c.eps);
@@ -25,7 +26,9 @@ double LearningRate(const OptimizerConfig& c, int64_t step) {
   if (step < c.warmup) return c.lr * static_cast<double>(step + 1) / static_cast<double>(c.warmup);
   const int64_t span = c.steps - c.warmup;
   const double progress =
-      span <= 1 ? 1.0 : std::min(1.0, static_cast<double>(step - c.warmup) / static_cast<double>(span - 1));
+      span <= 1
+          ? 1.0
+          : std::min(1.0, static_cast<double>(step - c.warmup) / static_cast<double>(span - 1));
   const double min_lr = c.lr * c.min_lr_ratio;
   return min_lr + 0.5 * (c.lr - min_lr) * (1.0 + std::cos(M_PI * progress));
 }
@@ -37,7 +40,9 @@ double GlobalNorm(const std::vector<float>& v) {
 }
 
 AdamW::AdamW(const ParamLayout& layout, const OptimizerConfig& config)
-    : layout_(layout), config_(config), m_(static_cast<std::size_t>(layout.total())),
+    : layout_(layout),
+      config_(config),
+      m_(static_cast<std::size_t>(layout.total())),
       v_(static_cast<std::size_t>(layout.total())) {
   ValidateOptimizerConfig(config);
 }

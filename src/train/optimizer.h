@@ -10,15 +10,15 @@
 namespace grove {
 
 struct OptimizerConfig {
-  double lr = 1e-3;          // peak learning rate
-  double min_lr_ratio = 0.1; // the cosine ends at lr * min_lr_ratio
-  int64_t warmup = 100;      // steps of linear warm-up from lr / warmup
-  int64_t steps = 1000;      // total steps (the cosine spans warmup..steps)
+  double lr = 1e-3;           // peak learning rate
+  double min_lr_ratio = 0.1;  // the cosine ends at lr * min_lr_ratio
+  int64_t warmup = 100;       // steps of linear warm-up from lr / warmup
+  int64_t steps = 1000;       // total steps (the cosine spans warmup..steps)
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  double weight_decay = 0.1; // matrices only
-  double clip = 1.0;         // max global gradient norm; 0 disables
+  double weight_decay = 0.1;  // matrices only
+  double clip = 1.0;          // max global gradient norm; 0 disables
 };
 
 // Throws grove::Error naming the hyper-parameter that is out of range.
@@ -35,9 +35,9 @@ class AdamW {
  public:
   AdamW(const ParamLayout& layout, const OptimizerConfig& config);
 
-  // One update at 0-based step `step` (bias correction uses step + 1), with the gradient scaled down
-  // to norm config.clip if it is longer (grads itself is left as it is). Returns the norm before
-  // clipping.
+  // One update at 0-based step `step` (bias correction uses step + 1), with the gradient scaled
+  // down to norm config.clip if it is longer (grads itself is left as it is). Returns the norm
+  // before clipping.
   double Step(std::vector<float>& params, std::vector<float>& grads, int64_t step);
 
   std::vector<float>& m() { return m_; }

@@ -21,8 +21,10 @@ void ValidateTrainShape(const TrainShape& s) {
   in_range("FFN width", s.n_ff, 1, 65536);
   in_range("context", s.n_ctx, 2, 1 << 20);
   if (s.n_embd % s.n_head != 0) Fail("train: ", s.n_head, " heads do not divide width ", s.n_embd);
-  if (s.head_dim() % 2 != 0) Fail("train: head size ", s.head_dim(), " must be even (RoPE rotates pairs)");
-  if (!(s.rms_eps > 0.0f) || !(s.rope_freq_base > 1.0f)) Fail("train: RMS epsilon and RoPE base must be positive");
+  if (s.head_dim() % 2 != 0)
+    Fail("train: head size ", s.head_dim(), " must be even (RoPE rotates pairs)");
+  if (!(s.rms_eps > 0.0f) || !(s.rope_freq_base > 1.0f))
+    Fail("train: RMS epsilon and RoPE base must be positive");
 }
 
 std::string DescribeTrainShape(const TrainShape& s) {
@@ -87,7 +89,8 @@ std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed) {
       std::fill(p, p + t.size, 1.0f);
       continue;
     }
-    const bool residual = t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
+    const bool residual =
+        t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
     const double stddev = 0.02 * (residual ? residual_scale : 1.0f);
     // Box-Muller over a SplitMix stream keyed by the tensor's name: the same seed gives the same
     // weights whatever the order tensors are created in.
@@ -106,10 +109,13 @@ std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed) {
 TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len)
     : layout_(layout), shape_(layout.shape()), n_seq_(n_seq), seq_len_(seq_len) {
   if (n_seq < 1 || seq_len < 1) Fail("train: batch of ", n_seq, " x ", seq_len, " is empty");
-  if (seq_len > shape_.n_ctx) Fail("train: sequence length ", seq_len, " exceeds the context ", shape_.n_ctx);
+  if (seq_len > shape_.n_ctx)
+    Fail("train: sequence length ", seq_len, " exceeds the context ", shape_.n_ctx);
   const std::size_t R = static_cast<std::size_t>(rows());
   const std::size_t D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab, T = seq_len;
-  rope_ = {.head_dim = shape_.head_dim(), .n_rot = shape_.head_dim(), .freq_base = shape_.rope_freq_base};
+  rope_ = {.head_dim = shape_.head_dim(),
+           .n_rot = shape_.head_dim(),
+           .freq_base = shape_.rope_freq_base};
   rope_table_ = RopeAngleTable(rope_, seq_len, /*inverse=*/false);
   rope_inverse_ = RopeAngleTable(rope_, seq_len, /*inverse=*/true);
   positions_.resize(R);
@@ -138,19 +144,22 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
   const int R = rows(), D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab;
   const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
   for (int r = 0; r < R; ++r) {
-    if (tokens[r] < 0 || tokens[r] >= V) Fail("train: token id ", tokens[r], " is outside the vocabulary of ", V);
+    if (tokens[r] < 0 || tokens[r] >= V)
+      Fail("train: token id ", tokens[r], " is outside the vocabulary of ", V);
     tokens_[static_cast<std::size_t>(r)] = tokens[r];
   }
   // Token embeddings into the first layer's input.
   float* x = acts_.empty() ? x_final_.data() : acts_[0].x_in.data();
   for (int r = 0; r < R; ++r) {
-    std::memcpy(x + static_cast<int64_t>(r) * D, params + layout_.token_embd() + static_cast<int64_t>(tokens[r]) * D,
+    std::memcpy(x + static_cast<int64_t>(r) * D,
+                params + layout_.token_embd() + static_cast<int64_t>(tokens[r]) * D,
                 sizeof(float) * static_cast<std::size_t>(D));
   }
   for (int i = 0; i < shape_.n_layer; ++i) {
     const ParamLayout::Layer& w = layout_.layer(i);
     LayerActs& a = acts_[static_cast<std::size_t>(i)];
-    RmsNormForward(a.x_in.data(), params + w.attn_norm, a.h1.data(), a.rstd1.data(), R, D, shape_.rms_eps);
+    RmsNormForward(a.x_in.data(), params + w.attn_norm, a.h1.data(), a.rstd1.data(), R, D,
+                   shape_.rms_eps);
     LinearForward(a.h1.data(), params + w.wq, a.q.data(), R, D, D);
     LinearForward(a.h1.data(), params + w.wk, a.k.data(), R, D, D);
     LinearForward(a.h1.data(), params + w.wv, a.v.data(), R, D, D);
@@ -159,16 +168,18 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
     CausalAttentionForward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), a.att.data());
     a.x_mid = a.x_in;
     Sgemm(false, true, R, D, D, 1.0f, a.att.data(), D, params + w.wo, D, 1.0f, a.x_mid.data(), D);
-    RmsNormForward(a.x_mid.data(), params + w.ffn_norm, a.h2.data(), a.rstd2.data(), R, D, shape_.rms_eps);
+    RmsNormForward(a.x_mid.data(), params + w.ffn_norm, a.h2.data(), a.rstd2.data(), R, D,
+                   shape_.rms_eps);
     LinearForward(a.h2.data(), params + w.w_gate, a.gate.data(), R, D, F);
     LinearForward(a.h2.data(), params + w.w_up, a.up.data(), R, D, F);
     SwiGluForward(a.gate.data(), a.up.data(), a.act.data(), static_cast<int64_t>(R) * F);
-    float* next = i + 1 < shape_.n_layer ? acts_[static_cast<std::size_t>(i) + 1].x_in.data() : x_final_.data();
+    float* next = i + 1 < shape_.n_layer ? acts_[static_cast<std::size_t>(i) + 1].x_in.data()
+                                         : x_final_.data();
     std::memcpy(next, a.x_mid.data(), sizeof(float) * a.x_mid.size());
     Sgemm(false, true, R, D, F, 1.0f, a.act.data(), F, params + w.w_down, F, 1.0f, next, D);
   }
-  RmsNormForward(x_final_.data(), params + layout_.output_norm(), h_final_.data(), rstd_final_.data(), R, D,
-                 shape_.rms_eps);
+  RmsNormForward(x_final_.data(), params + layout_.output_norm(), h_final_.data(),
+                 rstd_final_.data(), R, D, shape_.rms_eps);
   LinearForward(h_final_.data(), params + layout_.output(), logits_.data(), R, D, V);
 
   has_loss_ = targets != nullptr || teacher_logits != nullptr;
@@ -187,27 +198,30 @@ void TrainGraph::Backward(const float* params, float* grads) {
   LinearBackward(h_final_.data(), params + layout_.output(), dlogits_.data(), dh_.data(),
                  grads + layout_.output(), R, D, V);
   zero(dx_);
-  RmsNormBackward(x_final_.data(), params + layout_.output_norm(), rstd_final_.data(), dh_.data(), dx_.data(),
-                  grads + layout_.output_norm(), R, D);
+  RmsNormBackward(x_final_.data(), params + layout_.output_norm(), rstd_final_.data(), dh_.data(),
+                  dx_.data(), grads + layout_.output_norm(), R, D);
   for (int i = shape_.n_layer - 1; i >= 0; --i) {
     const ParamLayout::Layer& w = layout_.layer(i);
     LayerActs& a = acts_[static_cast<std::size_t>(i)];
     // x_next = x_mid + act W_down^T, with dx_ = d(x_next).
     zero(dact_);
-    LinearBackward(a.act.data(), params + w.w_down, dx_.data(), dact_.data(), grads + w.w_down, R, F, D);
+    LinearBackward(a.act.data(), params + w.w_down, dx_.data(), dact_.data(), grads + w.w_down, R,
+                   F, D);
     SwiGluBackward(a.gate.data(), a.up.data(), dact_.data(), dgate_.data(), dup_.data(),
                    static_cast<int64_t>(R) * F);
     zero(dh_);
-    LinearBackward(a.h2.data(), params + w.w_gate, dgate_.data(), dh_.data(), grads + w.w_gate, R, D, F);
+    LinearBackward(a.h2.data(), params + w.w_gate, dgate_.data(), dh_.data(), grads + w.w_gate, R,
+                   D, F);
     LinearBackward(a.h2.data(), params + w.w_up, dup_.data(), dh_.data(), grads + w.w_up, R, D, F);
     dx_mid_ = dx_;
     RmsNormBackward(a.x_mid.data(), params + w.ffn_norm, a.rstd2.data(), dh_.data(), dx_mid_.data(),
                     grads + w.ffn_norm, R, D);
     // x_mid = x_in + att W_o^T.
     zero(datt_);
-    LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D, D);
-    CausalAttentionBackward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt_.data(), dq_.data(),
-                            dk_.data(), dv_.data(), dprobs_.data());
+    LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D,
+                   D);
+    CausalAttentionBackward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt_.data(),
+                            dq_.data(), dk_.data(), dv_.data(), dprobs_.data());
     RopeRotate(rope_, rope_inverse_.data(), positions_, dq_.data(), shape_.n_head);
     RopeRotate(rope_, rope_inverse_.data(), positions_, dk_.data(), shape_.n_head);
     zero(dh_);

@@ -24,7 +24,7 @@ struct TrainShape {
   int32_t n_layer = 0;
   int32_t n_head = 0;  // multi-head attention: as many key/value heads as query heads
   int32_t n_ff = 0;
-  int32_t n_ctx = 0;   // context length written to the model file
+  int32_t n_ctx = 0;  // context length written to the model file
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_output = true;  // logits reuse token_embd (no output.weight)
@@ -45,7 +45,7 @@ struct ParamTensor {
   std::vector<int64_t> shape;  // ne[0] (row length) first, as in GGUF
   int64_t offset = 0;          // into the flat buffer, in floats
   int64_t size = 0;
-  bool is_matrix = false;      // weight decay applies to matrices only, not to norm gains
+  bool is_matrix = false;  // weight decay applies to matrices only, not to norm gains
 };
 
 class ParamLayout {
@@ -76,8 +76,9 @@ class ParamLayout {
   int64_t token_embd_ = 0, output_norm_ = 0, output_ = 0;
 };
 
-// GPT-2 style initialisation, deterministic for a seed: matrices ~ N(0, 0.02^2), the two projections
-// that feed the residual stream (attn_output, ffn_down) scaled by 1/sqrt(2 n_layer), norm gains 1.
+// GPT-2 style initialisation, deterministic for a seed: matrices ~ N(0, 0.02^2), the two
+// projections that feed the residual stream (attn_output, ffn_down) scaled by 1/sqrt(2 n_layer),
+// norm gains 1.
 std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed);
 
 // One batch of n_seq sequences of seq_len tokens: forward with activations kept, loss, backward.

@@ -21,7 +21,8 @@ void LinearBackward(const float* x, const float* w, const float* dy, float* dx, 
   Sgemm(true, false, n_out, n_in, rows, 1.0f, dy, n_out, x, n_in, 1.0f, dw, n_in);
 }
 
-void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps) {
+void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n,
+                    float eps) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + static_cast<int64_t>(r) * n;
     // The same sum and rounding as ops/RmsNorm, which computes y.
@@ -63,8 +64,8 @@ std::vector<float> RopeAngleTable(const RopeParams& p, int n_positions, bool inv
   return table;
 }
 
-void RopeRotate(const RopeParams& p, const float* table, std::span<const int32_t> positions, float* x,
-                int n_heads) {
+void RopeRotate(const RopeParams& p, const float* table, std::span<const int32_t> positions,
+                float* x, int n_heads) {
   const int64_t width = static_cast<int64_t>(n_heads) * p.head_dim;
   for (std::size_t r = 0; r < positions.size(); ++r) {
     RopeApply(p, table + static_cast<int64_t>(positions[r]) * p.n_rot, x + r * width, n_heads);
@@ -88,7 +89,9 @@ HeadBlock HeadAt(const AttentionShape& s, int b, int h) {
           (static_cast<int64_t>(b) * s.n_heads + h) * T * T, width};
 }
 
-float ScoreScale(const AttentionShape& s) { return 1.0f / std::sqrt(static_cast<float>(s.head_dim)); }
+float ScoreScale(const AttentionShape& s) {
+  return 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+}
 
 }  // namespace
 
@@ -111,9 +114,9 @@ void CausalAttentionForward(const AttentionShape& s, const float* q, const float
   }
 }
 
-void CausalAttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                             const float* probs, const float* dout, float* dq, float* dk, float* dv,
-                             float* scratch) {
+void CausalAttentionBackward(const AttentionShape& s, const float* q, const float* k,
+                             const float* v, const float* probs, const float* dout, float* dq,
+                             float* dk, float* dv, float* scratch) {
   const int T = s.seq_len;
   const float scale = ScoreScale(s);
   for (int b = 0; b < s.n_seq; ++b) {
@@ -141,7 +144,9 @@ void CausalAttentionBackward(const AttentionShape& s, const float* q, const floa
   }
 }
 
-void SwiGluForward(const float* gate, const float* up, float* out, int64_t n) { SwiGlu(gate, up, out, n); }
+void SwiGluForward(const float* gate, const float* up, float* out, int64_t n) {
+  SwiGlu(gate, up, out, n);
+}
 
 void SwiGluBackward(const float* gate, const float* up, const float* dout, float* dgate, float* dup,
                     int64_t n) {
@@ -167,7 +172,8 @@ double LogSumExp(const float* z, int n) {
 
 }  // namespace
 
-double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits, int rows, int n_vocab) {
+double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits, int rows,
+                    int n_vocab) {
   GROVE_CHECK(rows > 0);
   double total = 0.0;
   const double inv_rows = 1.0 / rows;

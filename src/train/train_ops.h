@@ -22,7 +22,8 @@ void LinearBackward(const float* x, const float* w, const float* dy, float* dx, 
                     int n_in, int n_out);
 
 // y = x * rstd * w per row, rstd = 1 / sqrt(mean(x^2) + eps) (saved, rows values).
-void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n, float eps);
+void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n,
+                    float eps);
 void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx,
                      float* dw, int rows, int n);
 
@@ -33,8 +34,8 @@ std::vector<float> RopeAngleTable(const RopeParams& p, int n_positions, bool inv
 
 // Rotates n_heads heads of each row in place by the table's angles; row r has position
 // positions[r].
-void RopeRotate(const RopeParams& p, const float* table, std::span<const int32_t> positions, float* x,
-                int n_heads);
+void RopeRotate(const RopeParams& p, const float* table, std::span<const int32_t> positions,
+                float* x, int n_heads);
 
 // Causal self-attention of n_seq sequences of seq_len rows each (rows = n_seq * seq_len), n_heads
 // heads of head_dim, q/k/v/out laid out (rows x n_heads * head_dim). probs (n_seq * n_heads *
@@ -48,9 +49,9 @@ struct AttentionShape {
 void CausalAttentionForward(const AttentionShape& s, const float* q, const float* k, const float* v,
                             float* probs, float* out);
 // Gradients of q, k, v (overwritten, not added). scratch: seq_len * seq_len floats.
-void CausalAttentionBackward(const AttentionShape& s, const float* q, const float* k, const float* v,
-                             const float* probs, const float* dout, float* dq, float* dk, float* dv,
-                             float* scratch);
+void CausalAttentionBackward(const AttentionShape& s, const float* q, const float* k,
+                             const float* v, const float* probs, const float* dout, float* dq,
+                             float* dk, float* dv, float* scratch);
 
 // out = silu(gate) * up (the inference op), and its backward: dgate, dup overwritten.
 void SwiGluForward(const float* gate, const float* up, float* out, int64_t n);
@@ -59,10 +60,11 @@ void SwiGluBackward(const float* gate, const float* up, const float* dout, float
 
 // Mean cross-entropy of rows of logits (rows x n_vocab) against targets; writes d(loss)/d(logits)
 // into dlogits. Returns the mean loss. Accumulates in double.
-double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits, int rows, int n_vocab);
+double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits, int rows,
+                    int n_vocab);
 
-// Mean KL(teacher || student) over rows, both given as logits: sum_v p_t (log p_t - log p_s). Writes
-// d(loss)/d(student logits) = (p_s - p_t) / rows into dlogits.
+// Mean KL(teacher || student) over rows, both given as logits: sum_v p_t (log p_t - log p_s).
+// Writes d(loss)/d(student logits) = (p_s - p_t) / rows into dlogits.
 double DistillKl(const float* student_logits, const float* teacher_logits, float* dlogits, int rows,
                  int n_vocab);
 

@@ -27,7 +27,8 @@ std::string FormatDouble(double v) {
 }
 
 // Everything that shapes the result besides the model shape; a resumed run must agree on all of it.
-std::vector<std::pair<std::string, std::string>> RunSettings(const TrainOptions& o, int64_t train_tokens,
+std::vector<std::pair<std::string, std::string>> RunSettings(const TrainOptions& o,
+                                                             int64_t train_tokens,
                                                              int64_t valid_tokens) {
   const OptimizerConfig& c = o.optimizer;
   return {
@@ -43,7 +44,8 @@ std::vector<std::pair<std::string, std::string>> RunSettings(const TrainOptions&
       {"eps", FormatDouble(c.eps)},
       {"weight_decay", FormatDouble(c.weight_decay)},
       {"clip", FormatDouble(c.clip)},
-      {"teacher", o.teacher_path.empty() ? "" : std::filesystem::path(o.teacher_path).filename().string()},
+      {"teacher",
+       o.teacher_path.empty() ? "" : std::filesystem::path(o.teacher_path).filename().string()},
       {"train_tokens", std::to_string(train_tokens)},
       {"valid_tokens", std::to_string(valid_tokens)},
   };
@@ -73,16 +75,19 @@ void SaveCheckpoint(const std::string& path, const ParamLayout& layout, const Ru
   w.SetString("grove.train.last_valid_loss", FormatDouble(state.last_valid_loss));
   for (const auto& [key, value] : settings) w.SetString(kSettingsPrefix + key, value);
   for (const ParamTensor& t : layout.tensors()) {
-    w.AddF32Tensor("adam_m." + t.name, t.shape, {adam.m().data() + t.offset, static_cast<std::size_t>(t.size)});
-    w.AddF32Tensor("adam_v." + t.name, t.shape, {adam.v().data() + t.offset, static_cast<std::size_t>(t.size)});
+    w.AddF32Tensor("adam_m." + t.name, t.shape,
+                   {adam.m().data() + t.offset, static_cast<std::size_t>(t.size)});
+    w.AddF32Tensor("adam_v." + t.name, t.shape,
+                   {adam.v().data() + t.offset, static_cast<std::size_t>(t.size)});
   }
   w.WriteFile(path);
 }
 
 // Reads the run state and loads the optimizer's moments into `adam`.
-RunState LoadCheckpoint(const std::string& path, const ParamLayout& layout, const GgufKeyValues& tokenizer,
-                        const std::string& tokenizer_path,
-                        const std::vector<std::pair<std::string, std::string>>& settings, AdamW& adam) {
+RunState LoadCheckpoint(const std::string& path, const ParamLayout& layout,
+                        const GgufKeyValues& tokenizer, const std::string& tokenizer_path,
+                        const std::vector<std::pair<std::string, std::string>>& settings,
+                        AdamW& adam) {
   auto file = GgufFile::Open(path);
   const std::string where = StrCat("train: checkpoint '", path, "'");
   LoadedTrainModel model = LoadTrainModel(*file);
@@ -105,14 +110,17 @@ RunState LoadCheckpoint(const std::string& path, const ParamLayout& layout, cons
   for (const ParamTensor& t : layout.tensors()) {
     for (auto [prefix, dst] : {std::pair{"adam_m.", &adam.m()}, std::pair{"adam_v.", &adam.v()}}) {
       const GgufTensor& g = file->GetTensor(prefix + t.name);
-      if (g.type != GgmlType::kF32 || g.shape != t.shape) Fail(where, ": tensor '", g.name, "' has the wrong type or shape");
+      if (g.type != GgmlType::kF32 || g.shape != t.shape)
+        Fail(where, ": tensor '", g.name, "' has the wrong type or shape");
       std::memcpy(dst->data() + t.offset, g.data, static_cast<std::size_t>(t.size) * sizeof(float));
     }
   }
   s.step = static_cast<int64_t>(file->GetUint("grove.train.step"));
-  if (s.step > std::stoll(file->GetString(std::string(kSettingsPrefix) + "steps"))) Fail(where, ": step is past the end");
+  if (s.step > std::stoll(file->GetString(std::string(kSettingsPrefix) + "steps")))
+    Fail(where, ": step is past the end");
   s.elapsed_s = static_cast<double>(file->GetUint("grove.train.elapsed_ms", 0)) / 1000.0;
-  s.last_valid_loss = std::strtod(file->GetString("grove.train.last_valid_loss", "nan").c_str(), nullptr);
+  s.last_valid_loss =
+      std::strtod(file->GetString("grove.train.last_valid_loss", "nan").c_str(), nullptr);
   return s;
 }
 
@@ -154,13 +162,15 @@ void ValidateTrainOptions(const TrainOptions& o) {
   if (o.out_dir.empty()) Fail("train: no run directory (--out)");
 }
 
-std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view text, int32_t eos) {
+std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view text,
+                                    int32_t eos) {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3);
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t end = text.find("\n\n", pos);
-    end = end == std::string_view::npos ? text.size() : end + 1;  // the document keeps its last newline
+    end = end == std::string_view::npos ? text.size()
+                                        : end + 1;  // the document keeps its last newline
     const std::string_view doc = text.substr(pos, end - pos);
     out.push_back(eos);
     const std::vector<int32_t> ids = tokenizer.Encode(doc, /*add_bos=*/false);
@@ -173,11 +183,14 @@ std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view
 
 int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, int32_t seq_len) {
   const uint64_t range = static_cast<uint64_t>(n_tokens - seq_len);  // offsets 0 .. n - seq_len - 1
-  const uint64_t h = Mix(Mix(seed ^ 0x5851f42d4c957f2dull) ^ Mix(static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b)));
+  const uint64_t h =
+      Mix(Mix(seed ^ 0x5851f42d4c957f2dull) ^
+          Mix(static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b)));
   return static_cast<int64_t>(h % range);
 }
 
-TrainResult Train(const TrainOptions& options, const std::function<void(const TrainProgress&)>& progress,
+TrainResult Train(const TrainOptions& options,
+                  const std::function<void(const TrainProgress&)>& progress,
                   const std::atomic<bool>* stop) {
   ValidateTrainOptions(options);
   TrainOptions o = options;
@@ -187,15 +200,19 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
   auto tok_file = GgufFile::Open(o.tokenizer_path);
   const GgufKeyValues tokenizer_keys = TokenizerKeys(*tok_file);
   auto tokenizer = Tokenizer::FromGguf(*tok_file);
-  if (!tok_file->Has("tokenizer.ggml.eos_token_id")) Fail("train: tokenizer '", o.tokenizer_path, "' has no end-of-text token");
+  if (!tok_file->Has("tokenizer.ggml.eos_token_id"))
+    Fail("train: tokenizer '", o.tokenizer_path, "' has no end-of-text token");
   const auto eos = static_cast<int32_t>(tok_file->GetUint("tokenizer.ggml.eos_token_id"));
   o.shape.n_vocab = TokenizerVocabSize(tokenizer_keys);
-  const std::vector<int32_t> train = TokenizeCorpus(*tokenizer, ReadCorpusFile(o.corpus_dir, kCorpusTrainFile), eos);
-  const std::vector<int32_t> valid = TokenizeCorpus(*tokenizer, ReadCorpusFile(o.corpus_dir, kCorpusValidFile), eos);
-  for (const auto& [part, n] : {std::pair{"training", train.size()}, std::pair{"validation", valid.size()}}) {
+  const std::vector<int32_t> train =
+      TokenizeCorpus(*tokenizer, ReadCorpusFile(o.corpus_dir, kCorpusTrainFile), eos);
+  const std::vector<int32_t> valid =
+      TokenizeCorpus(*tokenizer, ReadCorpusFile(o.corpus_dir, kCorpusValidFile), eos);
+  for (const auto& [part, n] :
+       {std::pair{"training", train.size()}, std::pair{"validation", valid.size()}}) {
     if (static_cast<int64_t>(n) < o.seq_len + 2) {
-      Fail("train: the ", part, " part of '", o.corpus_dir, "' has ", n, " tokens, fewer than one sequence of ",
-           o.seq_len + 1);
+      Fail("train: the ", part, " part of '", o.corpus_dir, "' has ", n,
+           " tokens, fewer than one sequence of ", o.seq_len + 1);
     }
   }
 
@@ -208,15 +225,19 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
     auto file = GgufFile::Open(o.teacher_path);
     teacher = std::make_unique<LoadedTrainModel>(LoadTrainModel(*file));
     if (TokenTexts(teacher->tokenizer) != TokenTexts(tokenizer_keys)) {
-      Fail("train: teacher '", o.teacher_path, "' has another vocabulary than tokenizer '", o.tokenizer_path, "'");
+      Fail("train: teacher '", o.teacher_path, "' has another vocabulary than tokenizer '",
+           o.tokenizer_path, "'");
     }
-    if (teacher->shape.n_ctx < o.seq_len) Fail("train: teacher's context ", teacher->shape.n_ctx, " is shorter than --seq-len ", o.seq_len);
+    if (teacher->shape.n_ctx < o.seq_len)
+      Fail("train: teacher's context ", teacher->shape.n_ctx, " is shorter than --seq-len ",
+           o.seq_len);
     teacher_layout = std::make_unique<ParamLayout>(teacher->shape);
     teacher_graph = std::make_unique<TrainGraph>(*teacher_layout, o.batch, o.seq_len);
   }
   TrainGraph graph(layout, o.batch, o.seq_len);
   AdamW adam(layout, o.optimizer);
-  const auto settings = RunSettings(o, static_cast<int64_t>(train.size()), static_cast<int64_t>(valid.size()));
+  const auto settings =
+      RunSettings(o, static_cast<int64_t>(train.size()), static_cast<int64_t>(valid.size()));
 
   std::filesystem::create_directories(o.out_dir);
   TrainResult result;
@@ -226,7 +247,8 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
   result.n_params = layout.total();
   RunState state;
   if (std::filesystem::exists(result.checkpoint)) {
-    state = LoadCheckpoint(result.checkpoint, layout, tokenizer_keys, o.tokenizer_path, settings, adam);
+    state =
+        LoadCheckpoint(result.checkpoint, layout, tokenizer_keys, o.tokenizer_path, settings, adam);
     result.resumed = true;
   } else {
     state.params = InitParams(layout, o.seed);
@@ -243,7 +265,8 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
     double sum = 0.0;
     for (int32_t e = 0; e < o.eval_batches; ++e) {
       for (int32_t b = 0; b < o.batch; ++b) {
-        offsets[static_cast<std::size_t>(b)] = (static_cast<int64_t>(e) * o.batch + b) * span / count;
+        offsets[static_cast<std::size_t>(b)] =
+            (static_cast<int64_t>(e) * o.batch + b) * span / count;
       }
       FillBatch(valid, offsets, o.seq_len, tokens.data(), targets.data());
       sum += graph.Forward(state.params.data(), tokens.data(), targets.data());
@@ -256,7 +279,8 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
   Timer timer;
   while (state.step < o.optimizer.steps) {
     for (int32_t b = 0; b < o.batch; ++b) {
-      offsets[static_cast<std::size_t>(b)] = BatchOffset(o.seed, state.step, b, static_cast<int64_t>(train.size()), o.seq_len);
+      offsets[static_cast<std::size_t>(b)] =
+          BatchOffset(o.seed, state.step, b, static_cast<int64_t>(train.size()), o.seq_len);
     }
     FillBatch(train, offsets, o.seq_len, tokens.data(), targets.data());
     const float* teacher_logits = nullptr;
@@ -265,7 +289,8 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
       teacher_logits = teacher_graph->logits();
     }
     std::fill(grads.begin(), grads.end(), 0.0f);
-    const double loss = graph.Forward(state.params.data(), tokens.data(), targets.data(), teacher_logits);
+    const double loss =
+        graph.Forward(state.params.data(), tokens.data(), targets.data(), teacher_logits);
     if (!std::isfinite(loss)) {
       Fail("train: the loss became ", loss, " at step ", state.step + 1,
            "; the last checkpoint is kept. Try a lower --lr or a longer --warmup");
@@ -281,8 +306,10 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
     const double sitting_s = timer.Seconds();
     state.elapsed_s = elapsed_before + sitting_s;
     p.elapsed_s = state.elapsed_s;
-    p.tokens_per_s = static_cast<double>((state.step - first_step) * static_cast<int64_t>(rows)) / sitting_s;
-    p.eta_s = sitting_s / static_cast<double>(state.step - first_step) * static_cast<double>(o.optimizer.steps - state.step);
+    p.tokens_per_s =
+        static_cast<double>((state.step - first_step) * static_cast<int64_t>(rows)) / sitting_s;
+    p.eta_s = sitting_s / static_cast<double>(state.step - first_step) *
+              static_cast<double>(o.optimizer.steps - state.step);
     const bool last = state.step == o.optimizer.steps;
     const bool stopping = stop && stop->load();
     if (state.step % o.eval_every == 0 || last) {
@@ -305,13 +332,13 @@ TrainResult Train(const TrainOptions& options, const std::function<void(const Tr
   return result;
 }
 
-
 EvalResult EvaluateModels(const std::string& model_path, const std::string& draft_path,
                           const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows) {
   if (windows < 1 || seq_len < 2) Fail("eval: need at least one window of two tokens");
   constexpr int32_t kBatch = 4;
   windows = (windows + kBatch - 1) / kBatch * kBatch;  // whole batches: every window counted once
-  if (static_cast<int64_t>(tokens.size()) < seq_len + 2) Fail("eval: the text has fewer than ", seq_len + 2, " tokens");
+  if (static_cast<int64_t>(tokens.size()) < seq_len + 2)
+    Fail("eval: the text has fewer than ", seq_len + 2, " tokens");
   struct Loaded {
     LoadedTrainModel model;
     std::unique_ptr<ParamLayout> layout;
@@ -320,7 +347,8 @@ EvalResult EvaluateModels(const std::string& model_path, const std::string& draf
   auto load = [&](const std::string& path) {
     auto file = GgufFile::Open(path);
     Loaded l{LoadTrainModel(*file), nullptr, nullptr};
-    if (l.model.shape.n_ctx < seq_len) Fail("eval: '", path, "' has a context of ", l.model.shape.n_ctx, " < ", seq_len);
+    if (l.model.shape.n_ctx < seq_len)
+      Fail("eval: '", path, "' has a context of ", l.model.shape.n_ctx, " < ", seq_len);
     l.layout = std::make_unique<ParamLayout>(l.model.shape);
     l.graph = std::make_unique<TrainGraph>(*l.layout, kBatch, seq_len);
     return l;
@@ -347,7 +375,8 @@ EvalResult EvaluateModels(const std::string& model_path, const std::string& draf
   auto argmax = [V](const float* row) { return std::max_element(row, row + V) - row; };
   for (int32_t first = 0; first < windows; first += kBatch, ++batches) {
     offsets.clear();
-    for (int32_t b = 0; b < kBatch; ++b) offsets.push_back(static_cast<int64_t>(first + b) * span / windows);
+    for (int32_t b = 0; b < kBatch; ++b)
+      offsets.push_back(static_cast<int64_t>(first + b) * span / windows);
     FillBatch(tokens, offsets, seq_len, in.data(), out.data());
     loss += model.graph->Forward(model.model.params.data(), in.data(), out.data());
     if (!draft) continue;

@@ -5,8 +5,8 @@
 // A run lives in one directory: RUN/checkpoint.gguf holds the parameters (a valid f32 llama GGUF),
 // AdamW's moments, the step and every setting that shapes the result. Running the same command
 // again resumes from it, and the resumed run ends with bit-identical parameters to one that never
-// stopped: batches are drawn from (seed, step) alone and the state is saved exactly. Checkpoints are
-// written through a temporary file and renamed, so an interruption never leaves a broken one.
+// stopped: batches are drawn from (seed, step) alone and the state is saved exactly. Checkpoints
+// are written through a temporary file and renamed, so an interruption never leaves a broken one.
 #pragma once
 
 #include <atomic>
@@ -31,11 +31,11 @@ struct TrainOptions {
   std::string name = "grove";  // general.name of the model files
   TrainShape shape;            // n_vocab is taken from the tokenizer
   OptimizerConfig optimizer;
-  int32_t batch = 16;          // sequences per step
-  int32_t seq_len = 256;       // tokens per sequence
-  uint64_t seed = 1;           // initialisation and batch order
-  int64_t eval_every = 200;    // steps between validation losses (and the last step)
-  int32_t eval_batches = 4;    // batches of the validation part per evaluation
+  int32_t batch = 16;        // sequences per step
+  int32_t seq_len = 256;     // tokens per sequence
+  uint64_t seed = 1;         // initialisation and batch order
+  int64_t eval_every = 200;  // steps between validation losses (and the last step)
+  int32_t eval_batches = 4;  // batches of the validation part per evaluation
   int64_t checkpoint_every = 200;
   int32_t threads = 2;
 };
@@ -44,35 +44,37 @@ struct TrainOptions {
 void ValidateTrainOptions(const TrainOptions& o);
 
 struct TrainProgress {
-  int64_t step = 0;       // steps done
-  int64_t steps = 0;      // total
-  double loss = 0;        // of the last step (KL when distilling)
+  int64_t step = 0;   // steps done
+  int64_t steps = 0;  // total
+  double loss = 0;    // of the last step (KL when distilling)
   double lr = 0;
   double grad_norm = 0;
   double tokens_per_s = 0;  // over this sitting
   double elapsed_s = 0;     // over all sittings
   double eta_s = 0;
-  double valid_loss = NAN;  // cross-entropy on the validation part; NaN when not evaluated this step
+  double valid_loss =
+      NAN;  // cross-entropy on the validation part; NaN when not evaluated this step
   bool checkpointed = false;
 };
 
 struct TrainResult {
   int64_t step = 0;
-  bool resumed = false;       // started from an existing checkpoint
-  bool interrupted = false;   // stopped by the stop flag; the checkpoint holds the last step done
-  int64_t train_tokens = 0;   // size of the tokenized training part
+  bool resumed = false;      // started from an existing checkpoint
+  bool interrupted = false;  // stopped by the stop flag; the checkpoint holds the last step done
+  int64_t train_tokens = 0;  // size of the tokenized training part
   int64_t valid_tokens = 0;
   int64_t n_params = 0;
   double last_valid_loss = NAN;
-  double elapsed_s = 0;       // over all sittings
-  std::string checkpoint;     // path
+  double elapsed_s = 0;    // over all sittings
+  std::string checkpoint;  // path
 };
 
 // Trains until optimizer.steps or until *stop becomes true (checked after each step). Calls
 // `progress` after every step. Throws grove::Error for a missing or empty corpus, a tokenizer or
 // teacher whose vocabulary does not match, or a checkpoint that is corrupt or was made with other
 // settings (the message names the setting).
-TrainResult Train(const TrainOptions& options, const std::function<void(const TrainProgress&)>& progress,
+TrainResult Train(const TrainOptions& options,
+                  const std::function<void(const TrainProgress&)>& progress,
                   const std::atomic<bool>* stop = nullptr);
 
 // Tokenizes one corpus part: documents (separated by an empty line) each preceded by `eos`.
@@ -85,11 +87,10 @@ int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, in
 // Path of the checkpoint inside a run directory.
 std::string CheckpointPath(const std::string& out_dir);
 
-
 struct EvalResult {
-  double loss = 0;            // mean next-token cross-entropy of the model
-  double draft_loss = NAN;    // of the draft, when one is given
-  double agreement = NAN;     // share of positions where the draft's argmax is the model's argmax
+  double loss = 0;          // mean next-token cross-entropy of the model
+  double draft_loss = NAN;  // of the draft, when one is given
+  double agreement = NAN;   // share of positions where the draft's argmax is the model's argmax
   int64_t positions = 0;
 };
 

@@ -58,28 +58,35 @@ struct PlanRow {
 
 nlohmann::ordered_json SplitJson(const StepTimes& t, int64_t steps) {
   const double per = steps ? 1e3 / steps : 0;
-  return {{"step_ms", t.total() * per},         {"draft_forward_ms", t.draft_forward * per},
-          {"tree_building_ms", t.tree_building * per}, {"verify_forward_ms", t.verify_forward * per},
-          {"verification_ms", t.verification * per},   {"cache_ms", t.cache * per},
+  return {{"step_ms", t.total() * per},
+          {"draft_forward_ms", t.draft_forward * per},
+          {"tree_building_ms", t.tree_building * per},
+          {"verify_forward_ms", t.verify_forward * per},
+          {"verification_ms", t.verification * per},
+          {"cache_ms", t.cache * per},
           {"other_ms", t.other * per}};
 }
 
 // One thread count: returns false if a greedy output differed.
-bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int threads, int repetitions, bool json,
-                  uint64_t seed, const std::vector<std::string>& prompts, nlohmann::ordered_json& out) {
+bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int threads,
+                  int repetitions, bool json, uint64_t seed,
+                  const std::vector<std::string>& prompts, nlohmann::ordered_json& out) {
   auto target = Model::Load(model_path, ModelOptions{.n_threads = threads});
   if (!target->tokenizer()) Fail("'", model_path, "' has no tokenizer");
   OpenedDrafter drafter = OpenDrafter(o.draft, *target);
   SamplerParams sampling{.temperature = o.temperature, .seed = seed};
   if (o.temperature > 0) {
-    sampling = SamplerParams{.temperature = o.temperature, .top_k = 0, .top_p = 1, .min_p = 0, .seed = seed};
+    sampling = SamplerParams{
+        .temperature = o.temperature, .top_k = 0, .top_p = 1, .min_p = 0, .seed = seed};
   }
   // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`.
-  const std::string accept = o.accept.empty() ? BundledAcceptanceFor(model_path, o.draft, sampling.greedy()) : o.accept;
+  const std::string accept =
+      o.accept.empty() ? BundledAcceptanceFor(model_path, o.draft, sampling.greedy()) : o.accept;
   const TreePlanInputs inputs = ReadPlanInputs(accept, o.profile, target->max_batch());
   std::vector<PlanRow> rows;
   for (const std::string& spec : o.specs) {
-    rows.push_back({.policy = ResolveSpeculation({.plan = spec}, inputs, *drafter.drafter, sampling)});
+    rows.push_back(
+        {.policy = ResolveSpeculation({.plan = spec}, inputs, *drafter.drafter, sampling)});
   }
   std::vector<std::vector<int32_t>> encoded;
   for (const std::string& p : prompts) encoded.push_back(target->tokenizer()->Encode(p, true));
@@ -92,8 +99,10 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
     context.resize(context.size() + o.n_predict / 2, context.back());
     Batch batch;
     target->cache(0).Clear();
-    target->ForwardChain(std::span<const int32_t>(context).first(context.size() - 1), 0, 0, batch, false);
-    return MeasureVerifyCost(*target, 0, context.back(), static_cast<int32_t>(context.size()) - 1, 64, 0.3);
+    target->ForwardChain(std::span<const int32_t>(context).first(context.size() - 1), 0, 0, batch,
+                         false);
+    return MeasureVerifyCost(*target, 0, context.back(), static_cast<int32_t>(context.size()) - 1,
+                             64, 0.3);
   }();
 
   std::vector<double> plain_tps;
@@ -126,30 +135,36 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
       row.tps.push_back(spec_tokens / spec_seconds);
       row.speedup.push_back(row.tps.back() / plain_tps.back());
     }
-    if (!json) std::fprintf(stderr, "\rbench --spec: %d threads, repetition %d/%d", target->pool().size(), r + 1, repetitions);
+    if (!json)
+      std::fprintf(stderr, "\rbench --spec: %d threads, repetition %d/%d", target->pool().size(),
+                   r + 1, repetitions);
   }
   if (!json) std::fprintf(stderr, "\n");
   const SampleStats plain = Summarize(plain_tps);
   bool all_identical = true;
   for (const PlanRow& row : rows) all_identical = all_identical && row.identical;
 
-  nlohmann::ordered_json j = {{"threads", target->pool().size()},
-                              {"plain", {{"tps_median", plain.median}, {"tps_sd", plain.sd}, {"tps_samples", plain_tps}}},
-                              {"verify_curve_ms", nlohmann::ordered_json::object()}};
+  nlohmann::ordered_json j = {
+      {"threads", target->pool().size()},
+      {"plain", {{"tps_median", plain.median}, {"tps_sd", plain.sd}, {"tps_samples", plain_tps}}},
+      {"verify_curve_ms", nlohmann::ordered_json::object()}};
   for (int32_t n : {1, 2, 4, 8, 16}) {
     if (n <= curve.max_size()) j["verify_curve_ms"][std::to_string(n)] = 1e3 * curve.Seconds(n);
   }
   if (!json) {
-    std::printf("\n%d threads | plain %.1f ± %.1f t/s | verify t(1) %.3f ms", target->pool().size(), plain.median,
-                plain.sd, 1e3 * curve.Seconds(1));
+    std::printf("\n%d threads | plain %.1f ± %.1f t/s | verify t(1) %.3f ms", target->pool().size(),
+                plain.median, plain.sd, 1e3 * curve.Seconds(1));
     for (int32_t n : {2, 5, 8, 16}) {
-      if (n <= curve.max_size()) std::printf(", t(%d)/t(1) %.2f", n, curve.Seconds(n) / curve.Seconds(1));
+      if (n <= curve.max_size())
+        std::printf(", t(%d)/t(1) %.2f", n, curve.Seconds(n) / curve.Seconds(1));
     }
-    std::printf("\n\n| spec | verify | τ | t/s | speedup | predicted t/s | step ms | draft fwd | tree | verify fwd "
-                "| verification | cache | other | greedy output |\n"
-                "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    std::printf("| plain | - | 1.00 | %.1f ± %.1f | 1.00 | - | %.3f | | | | | | | - |\n", plain.median, plain.sd,
-                1e3 / plain.median);
+    std::printf(
+        "\n\n| spec | verify | τ | t/s | speedup | predicted t/s | step ms | draft fwd | tree | "
+        "verify fwd "
+        "| verification | cache | other | greedy output |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    std::printf("| plain | - | 1.00 | %.1f ± %.1f | 1.00 | - | %.3f | | | | | | | - |\n",
+                plain.median, plain.sd, 1e3 / plain.median);
   }
   for (const PlanRow& row : rows) {
     const SampleStats s = Summarize(row.tps);
@@ -158,28 +173,31 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
     const double predicted = row.Predicted(curve);
     const std::string verify(VerifyRuleName(row.policy.rule));
     if (json) {
-      j["plans"].push_back({{"spec", row.policy.plan.text},
-                            {"verify", verify},
-                            {"tau", t.tau()},
-                            {"plain_steps", t.plain_steps},
-                            {"tps_median", s.median},
-                            {"tps_sd", s.sd},
-                            {"tps_samples", row.tps},
-                            {"speedup_median", up.median},
-                            {"speedup_samples", row.speedup},
-                            {"predicted_tps", predicted},
-                            {"split", SplitJson(t.times, t.steps)},
-                            {"greedy_identical", greedy ? nlohmann::ordered_json(row.identical) : nullptr}});
+      j["plans"].push_back(
+          {{"spec", row.policy.plan.text},
+           {"verify", verify},
+           {"tau", t.tau()},
+           {"plain_steps", t.plain_steps},
+           {"tps_median", s.median},
+           {"tps_sd", s.sd},
+           {"tps_samples", row.tps},
+           {"speedup_median", up.median},
+           {"speedup_samples", row.speedup},
+           {"predicted_tps", predicted},
+           {"split", SplitJson(t.times, t.steps)},
+           {"greedy_identical", greedy ? nlohmann::ordered_json(row.identical) : nullptr}});
       continue;
     }
     const StepTimes& x = t.times;
     const double total = std::max(x.total(), 1e-12);
     auto pct = [&](double part) { return 100.0 * part / total; };
-    std::printf("| %s | %s | %.2f | %.1f ± %.1f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
-                row.policy.plan.text.c_str(), verify.c_str(), t.tau(), s.median, s.sd, up.median, predicted,
-                t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward), pct(x.tree_building),
-                pct(x.verify_forward), pct(x.verification), pct(x.cache), pct(x.other),
-                greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
+    std::printf(
+        "| %s | %s | %.2f | %.1f ± %.1f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | "
+        "%.0f%% | %.0f%% | %s |\n",
+        row.policy.plan.text.c_str(), verify.c_str(), t.tau(), s.median, s.sd, up.median, predicted,
+        t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward), pct(x.tree_building),
+        pct(x.verify_forward), pct(x.verification), pct(x.cache), pct(x.other),
+        greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
   }
   out.push_back(j);
   return all_identical;
@@ -187,15 +205,18 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
 
 }  // namespace
 
-bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path, const std::vector<int>& threads,
-                  int repetitions, bool json, uint64_t seed) {
+bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path,
+                  const std::vector<int>& threads, int repetitions, bool json, uint64_t seed) {
   if (o.draft.empty()) Fail("bench --spec needs --draft (a GGUF draft model, or 'ngram')");
   if (o.n_predict < 1) Fail("--spec-tokens ", o.n_predict, " must be >= 1");
-  const std::vector<std::string> prompts = o.prompts.empty() ? kDefaultPrompts : ReadPromptFile(o.prompts);
+  const std::vector<std::string> prompts =
+      o.prompts.empty() ? kDefaultPrompts : ReadPromptFile(o.prompts);
   if (!json) {
-    std::printf("target %s | draft %s | kernels %s | temperature %g | %zu prompts x %d tokens, %d repetitions\n",
-                model_path.c_str(), o.draft.c_str(), ActiveKernels().name, o.temperature, prompts.size(),
-                o.n_predict, repetitions);
+    std::printf(
+        "target %s | draft %s | kernels %s | temperature %g | %zu prompts x %d tokens, %d "
+        "repetitions\n",
+        model_path.c_str(), o.draft.c_str(), ActiveKernels().name, o.temperature, prompts.size(),
+        o.n_predict, repetitions);
   }
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   bool identical = true;
@@ -203,10 +224,14 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path, cons
     identical = BenchThreads(o, model_path, t, repetitions, json, seed, prompts, runs) && identical;
   }
   if (json) {
-    nlohmann::ordered_json j = {{"model", model_path},      {"draft", o.draft},
-                                {"kernels", ActiveKernels().name}, {"temperature", o.temperature},
-                                {"n_predict", o.n_predict}, {"prompts", prompts.size()},
-                                {"repetitions", repetitions}, {"runs", runs}};
+    nlohmann::ordered_json j = {{"model", model_path},
+                                {"draft", o.draft},
+                                {"kernels", ActiveKernels().name},
+                                {"temperature", o.temperature},
+                                {"n_predict", o.n_predict},
+                                {"prompts", prompts.size()},
+                                {"repetitions", repetitions},
+                                {"runs", runs}};
     std::printf("%s\n", j.dump(2).c_str());
   }
   return identical;

@@ -1,8 +1,8 @@
 // grove bench --spec: plain decoding and each tree plan over the same prompts, repeated, in one run
 // (so ratios compare like with like on a noisy machine), at each thread count. Reports the median
-// tokens/s with its spread, the speedup (median of the per-repetition ratios), the step's time split,
-// and the tokens/s that τ, the measured draft time and the target's verify curve predict. Checks at
-// temperature 0 that every plan's output equals plain decoding token for token.
+// tokens/s with its spread, the speedup (median of the per-repetition ratios), the step's time
+// split, and the tokens/s that τ, the measured draft time and the target's verify curve predict.
+// Checks at temperature 0 that every plan's output equals plain decoding token for token.
 #pragma once
 
 #include <string>
@@ -21,7 +21,7 @@ struct SpecBenchOptions {
 };
 
 // Returns false if a greedy plan's output differed from plain decoding (a losslessness failure).
-bool RunSpecBench(const SpecBenchOptions& o, const std::string& model, const std::vector<int>& threads,
-                  int repetitions, bool json, uint64_t seed);
+bool RunSpecBench(const SpecBenchOptions& o, const std::string& model,
+                  const std::vector<int>& threads, int repetitions, bool json, uint64_t seed);
 
 }  // namespace grove::cli

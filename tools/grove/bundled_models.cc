@@ -25,9 +25,12 @@ std::optional<BundledModels> FindBundledModels() {
     const fs::path target = dir / kBundledTarget, draft = dir / kBundledDraft;
     if (fs::is_regular_file(target, ec) && fs::is_regular_file(draft, ec)) {
       BundledModels found{target.lexically_normal().string(), draft.lexically_normal().string()};
-      const fs::path greedy = dir / kBundledGreedyAcceptance, sampled = dir / kBundledSampledAcceptance;
-      if (fs::is_regular_file(greedy, ec)) found.greedy_acceptance = greedy.lexically_normal().string();
-      if (fs::is_regular_file(sampled, ec)) found.sampled_acceptance = sampled.lexically_normal().string();
+      const fs::path greedy = dir / kBundledGreedyAcceptance,
+                     sampled = dir / kBundledSampledAcceptance;
+      if (fs::is_regular_file(greedy, ec))
+        found.greedy_acceptance = greedy.lexically_normal().string();
+      if (fs::is_regular_file(sampled, ec))
+        found.sampled_acceptance = sampled.lexically_normal().string();
       return found;
     }
   }
@@ -39,7 +42,8 @@ std::string BundledAcceptanceFor(const std::string& target, const std::string& d
   const std::optional<BundledModels> bundled = FindBundledModels();
   if (!bundled) return "";
   std::error_code ec;
-  if (!fs::equivalent(target, bundled->target, ec) || ec || !fs::equivalent(draft, bundled->draft, ec) || ec) {
+  if (!fs::equivalent(target, bundled->target, ec) || ec ||
+      !fs::equivalent(draft, bundled->draft, ec) || ec) {
     return "";
   }
   return bundled->acceptance(greedy);

@@ -20,7 +20,9 @@ struct BundledModels {
   std::string greedy_acceptance;
   std::string sampled_acceptance;
 
-  const std::string& acceptance(bool greedy) const { return greedy ? greedy_acceptance : sampled_acceptance; }
+  const std::string& acceptance(bool greedy) const {
+    return greedy ? greedy_acceptance : sampled_acceptance;
+  }
 };
 
 // Looks in $GROVE_MODELS, then in models/ of the source tree the binary was built in (walking up

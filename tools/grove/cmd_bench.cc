@@ -18,9 +18,9 @@
 #include "base/error.h"
 #include "bench_bandwidth.h"
 #include "bench_memory.h"
+#include "bench_speculative.h"
 #include "bench_stats.h"
 #include "bench_timing.h"
-#include "bench_speculative.h"
 #include "commands.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
@@ -371,8 +371,10 @@ void RunBench(BenchOptions o) {
     if (o.models.size() != 1) Fail("bench --spec takes one target model (-m)");
     if (o.repetitions < 1) Fail("-r ", o.repetitions, " must be >= 1");
     if (o.output != "md" && o.output != "json") Fail("-o ", o.output, ": expected md or json");
-    const bool identical = RunSpecBench(o.spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
-    if (!identical) Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
+    const bool identical =
+        RunSpecBench(o.spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
+    if (!identical)
+      Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
     return;
   }
   Validate(o);
@@ -501,13 +503,18 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random token ids")->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
-  cmd->add_option("--spec", o->spec.specs,
-                  "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
-  cmd->add_option("--draft", o->spec.draft, "With --spec: draft GGUF, or 'ngram' for prompt lookup");
+  cmd->add_option(
+      "--spec", o->spec.specs,
+      "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
+  cmd->add_option("--draft", o->spec.draft,
+                  "With --spec: draft GGUF, or 'ngram' for prompt lookup");
   cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
-  cmd->add_option("--accept", o->spec.accept, "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
-  cmd->add_option("--profile", o->spec.profile, "With --spec: verify profile JSON for sequoia:auto");
-  cmd->add_option("--temp", o->spec.temperature, "With --spec: temperature (0: greedy, outputs checked)");
+  cmd->add_option("--accept", o->spec.accept,
+                  "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
+  cmd->add_option("--profile", o->spec.profile,
+                  "With --spec: verify profile JSON for sequoia:auto");
+  cmd->add_option("--temp", o->spec.temperature,
+                  "With --spec: temperature (0: greedy, outputs checked)");
   cmd->add_option("--spec-tokens", o->spec.n_predict, "With --spec: tokens generated per prompt");
   cmd->callback([o] { RunBench(*o); });
 }

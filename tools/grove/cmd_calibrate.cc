@@ -1,7 +1,8 @@
-// grove calibrate: the acceptance vector p_1..p_W of a (target, draft, temperature) on a prompt file,
-// measured on-policy as Sequoia does (digest 001, §2.5, estimator E1): decode each prompt with a star
-// tree of W children (drawn without replacement, or the top-W at temperature 0) and count which child
-// the verifier accepts. Also measures the draft cost per tree level, which sequoia:auto needs.
+// grove calibrate: the acceptance vector p_1..p_W of a (target, draft, temperature) on a prompt
+// file, measured on-policy as Sequoia does (digest 001, §2.5, estimator E1): decode each prompt
+// with a star tree of W children (drawn without replacement, or the top-W at temperature 0) and
+// count which child the verifier accepts. Also measures the draft cost per tree level, which
+// sequoia:auto needs.
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -9,9 +10,9 @@
 
 #include "base/error.h"
 #include "commands.h"
-#include "prompt_file.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "prompt_file.h"
 #include "speculate/open_drafter.h"
 #include "speculate/session.h"
 
@@ -37,26 +38,29 @@ void RunCalibrate(CalibrateOptions o) {
   ModelOptions mo{.n_threads = o.threads};
   auto target = Model::Load(o.model, mo);
   if (!target->tokenizer()) Fail("'", o.model, "' has no tokenizer");
-  if (o.width >= target->config().n_vocab) Fail("--width ", o.width, " must be below the vocabulary size");
+  if (o.width >= target->config().n_vocab)
+    Fail("--width ", o.width, " must be below the vocabulary size");
   OpenedDrafter drafter = OpenDrafter(o.draft, *target);
   // A star tree of W children, verified with the default rule for the sampling (children drawn as
   // that rule needs), as Sequoia's estimator E1 prescribes.
-  const SpeculationPolicy policy =
-      ResolveSpeculation({.plan = "kconfig:" + std::to_string(o.width)}, TreePlanInputs{.max_tokens = target->max_batch()},
-                         *drafter.drafter, o.sampling);
+  const SpeculationPolicy policy = ResolveSpeculation(
+      {.plan = "kconfig:" + std::to_string(o.width)},
+      TreePlanInputs{.max_tokens = target->max_batch()}, *drafter.drafter, o.sampling);
 
   std::vector<int64_t> counts(o.width + 1, 0);
   double draft_seconds = 0;
   int64_t steps = 0;
   const std::size_t n = std::min<std::size_t>(prompts.size(), o.max_prompts);
   for (std::size_t i = 0; i < n; ++i) {
-    SpeculativeSession session(*target, *drafter.drafter, policy, {.n_predict = o.n_predict, .sequence = i});
+    SpeculativeSession session(*target, *drafter.drafter, policy,
+                               {.n_predict = o.n_predict, .sequence = i});
     session.Generate(target->tokenizer()->Encode(prompts[i], true), {});
     const SpeculationStats& s = session.stats();
     for (std::size_t k = 0; k < s.first_rank.size(); ++k) counts[k] += s.first_rank[k];
     draft_seconds += s.times.draft_forward;  // one level per step: the star's
     steps += s.steps - s.plain_steps;
-    std::fprintf(stderr, "\rcalibrating: prompt %zu/%zu, %lld steps", i + 1, n, static_cast<long long>(steps));
+    std::fprintf(stderr, "\rcalibrating: prompt %zu/%zu, %lld steps", i + 1, n,
+                 static_cast<long long>(steps));
   }
   if (steps == 0) Fail("calibrate: no step verified a tree (prompts too long for the context?)");
   std::fprintf(stderr, "\n");
@@ -85,24 +89,32 @@ void RunCalibrate(CalibrateOptions o) {
   std::ofstream f(o.out);
   if (!f) Fail("cannot write '", o.out, "'");
   f << out.dump(2) << "\n";
-  std::printf("acceptance (p_1..p_8): %s ... | none %.3f | %lld steps over %zu prompts | draft %.3f ms/level\nwrote %s\n",
-              shown.c_str(), static_cast<double>(counts[0]) / steps, static_cast<long long>(steps), n,
-              1e3 * draft_seconds / steps, o.out.c_str());
+  std::printf(
+      "acceptance (p_1..p_8): %s ... | none %.3f | %lld steps over %zu prompts | draft %.3f "
+      "ms/level\nwrote %s\n",
+      shown.c_str(), static_cast<double>(counts[0]) / steps, static_cast<long long>(steps), n,
+      1e3 * draft_seconds / steps, o.out.c_str());
 }
 
 }  // namespace
 
 void AddCalibrateCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("calibrate", "Measure the acceptance vector of a target/draft pair (for sequoia trees)");
+  auto* cmd = app.add_subcommand(
+      "calibrate", "Measure the acceptance vector of a target/draft pair (for sequoia trees)");
   auto o = std::make_shared<CalibrateOptions>();
   cmd->add_option("-m,--model", o->model, "Target GGUF")->required();
   cmd->add_option("--draft", o->draft, "Draft GGUF (same vocabulary)")->required();
-  cmd->add_option("--prompts", o->prompts, "Text file of prompts separated by blank lines")->required();
+  cmd->add_option("--prompts", o->prompts, "Text file of prompts separated by blank lines")
+      ->required();
   cmd->add_option("-o,--out", o->out, "Output JSON")->required();
-  cmd->add_option("--width", o->width, "Children of the star tree: entries of the vector")->capture_default_str();
-  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens decoded per prompt")->capture_default_str();
-  cmd->add_option("--max-prompts", o->max_prompts, "Use at most this many prompts")->capture_default_str();
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--width", o->width, "Children of the star tree: entries of the vector")
+      ->capture_default_str();
+  cmd->add_option("-n,--n-predict", o->n_predict, "Tokens decoded per prompt")
+      ->capture_default_str();
+  cmd->add_option("--max-prompts", o->max_prompts, "Use at most this many prompts")
+      ->capture_default_str();
+  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")
+      ->capture_default_str();
   cmd->add_option("--top-k", o->sampling.top_k, "As for run")->capture_default_str();
   cmd->add_option("--top-p", o->sampling.top_p, "As for run")->capture_default_str();
   cmd->add_option("--min-p", o->sampling.min_p, "As for run")->capture_default_str();

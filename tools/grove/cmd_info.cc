@@ -22,9 +22,12 @@ std::string Quoted(const std::string& s, std::size_t max = 60) {
   std::string out = "'";
   for (std::size_t i = 0; i < s.size() && i < max; ++i) {
     unsigned char c = s[i];
-    if (c == '\n') out += "\\n";
-    else if (c < 0x20) out += StrCat("\\x", std::hex, int{c});
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c < 0x20)
+      out += StrCat("\\x", std::hex, int{c});
+    else
+      out += static_cast<char>(c);
   }
   return out + (s.size() > max ? "...'" : "'");
 }
@@ -42,10 +45,14 @@ std::string ValueText(const GgufValue& v) {
 
 std::string Bytes(uint64_t n) {
   char buf[32];
-  if (n >= (1ull << 30)) std::snprintf(buf, sizeof(buf), "%.2f GiB", n / 1073741824.0);
-  else if (n >= (1ull << 20)) std::snprintf(buf, sizeof(buf), "%.2f MiB", n / 1048576.0);
-  else if (n >= 1024) std::snprintf(buf, sizeof(buf), "%.1f KiB", n / 1024.0);
-  else std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(n));
+  if (n >= (1ull << 30))
+    std::snprintf(buf, sizeof(buf), "%.2f GiB", n / 1073741824.0);
+  else if (n >= (1ull << 20))
+    std::snprintf(buf, sizeof(buf), "%.2f MiB", n / 1048576.0);
+  else if (n >= 1024)
+    std::snprintf(buf, sizeof(buf), "%.1f KiB", n / 1024.0);
+  else
+    std::snprintf(buf, sizeof(buf), "%llu B", static_cast<unsigned long long>(n));
   return buf;
 }
 
@@ -69,8 +76,8 @@ void RunInfo(const std::string& path, bool all_tensors) {
     total_bytes += t.n_bytes;
     total_elements += t.n_elements();
   }
-  std::printf("\ntensors (%zu, %.2f M elements, %s):\n", gguf->tensors().size(), total_elements / 1e6,
-              Bytes(total_bytes).c_str());
+  std::printf("\ntensors (%zu, %.2f M elements, %s):\n", gguf->tensors().size(),
+              total_elements / 1e6, Bytes(total_bytes).c_str());
   for (const auto& [type, e] : by_type) {
     std::printf("  %-6s %4d tensors  %s\n", type.c_str(), e.first, Bytes(e.second).c_str());
   }
@@ -90,10 +97,11 @@ void RunInfo(const std::string& path, bool all_tensors) {
   if (gguf->GetString("general.architecture", "") == "llama") {
     ModelConfig c = ConfigFromGguf(*gguf);
     std::printf(
-        "\nmodel: llama, %.2f M parameters, %d layers, width %d, %d heads (%d KV), head dim %d, FFN %d, "
+        "\nmodel: llama, %.2f M parameters, %d layers, width %d, %d heads (%d KV), head dim %d, "
+        "FFN %d, "
         "vocab %d, context %d, rope base %g%s\n",
-        c.n_params() / 1e6, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
-        c.n_ctx_train, c.rope_freq_base, c.tied_output ? ", tied output" : "");
+        c.n_params() / 1e6, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff,
+        c.n_vocab, c.n_ctx_train, c.rope_freq_base, c.tied_output ? ", tied output" : "");
   }
 }
 

@@ -110,11 +110,12 @@ void RunGenerate(RunOptions o) {
   std::unique_ptr<SpeculativeSession> session;
   if (drafter.drafter) {
     // The bundled pair comes with its measured acceptance (auto's starting point).
-    const std::string accept =
-        o.accept_file.empty() ? BundledAcceptanceFor(o.model, o.draft, o.sampling.greedy()) : o.accept_file;
-    const SpeculationPolicy policy =
-        ResolveSpeculation({.plan = o.spec, .verify = o.verify, .draw = o.draw},
-                           ReadPlanInputs(accept, o.profile_file, model->max_batch()), *drafter.drafter, o.sampling);
+    const std::string accept = o.accept_file.empty()
+                                   ? BundledAcceptanceFor(o.model, o.draft, o.sampling.greedy())
+                                   : o.accept_file;
+    const SpeculationPolicy policy = ResolveSpeculation(
+        {.plan = o.spec, .verify = o.verify, .draw = o.draw},
+        ReadPlanInputs(accept, o.profile_file, model->max_batch()), *drafter.drafter, o.sampling);
     session = std::make_unique<SpeculativeSession>(*model, *drafter.drafter, policy, so);
   }
 
@@ -171,20 +172,24 @@ void RunGenerate(RunOptions o) {
                "%d, ctx %d, seed %llu\n",
                load_s, prompt.size(), s.prefill_seconds, stop, model->pool().size(), model->n_ctx(),
                static_cast<unsigned long long>(o.sampling.seed));
-  std::fprintf(stderr,
-               "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps (%lld plain), "
-               "τ = %.2f tokens/step | %.1f t/s | %.1f nodes/tree\n",
-               policy.plan.text.c_str(), std::string(drafter.drafter->name()).c_str(),
-               std::string(VerifyRuleName(policy.rule)).c_str(), static_cast<long long>(s.generated),
-               static_cast<long long>(s.steps), static_cast<long long>(s.plain_steps), s.tau(),
-               s.tokens_per_second(),
-               s.steps > s.plain_steps ? static_cast<double>(s.tree_nodes) / (s.steps - s.plain_steps) : 0.0);
-  std::fprintf(stderr, "[grove] step %.3f ms: %s\n", s.steps ? 1e3 * s.times.total() / s.steps : 0.0,
-               FormatStepSplit(s.times).c_str());
+  std::fprintf(
+      stderr,
+      "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps (%lld plain), "
+      "τ = %.2f tokens/step | %.1f t/s | %.1f nodes/tree\n",
+      policy.plan.text.c_str(), std::string(drafter.drafter->name()).c_str(),
+      std::string(VerifyRuleName(policy.rule)).c_str(), static_cast<long long>(s.generated),
+      static_cast<long long>(s.steps), static_cast<long long>(s.plain_steps), s.tau(),
+      s.tokens_per_second(),
+      s.steps > s.plain_steps ? static_cast<double>(s.tree_nodes) / (s.steps - s.plain_steps)
+                              : 0.0);
+  std::fprintf(stderr, "[grove] step %.3f ms: %s\n",
+               s.steps ? 1e3 * s.times.total() / s.steps : 0.0, FormatStepSplit(s.times).c_str());
   std::fprintf(stderr, "[grove] acceptance by depth:%s\n", FormatAcceptanceByDepth(s).c_str());
-  if (session->planner()) std::fprintf(stderr, "[grove] %s\n", FormatPlannerChoice(*session).c_str());
+  if (session->planner())
+    std::fprintf(stderr, "[grove] %s\n", FormatPlannerChoice(*session).c_str());
   if (o.compare && !g_interrupted) {
-    const std::vector<int32_t> plain = GeneratePlain(*model, prompt, o.sampling, so, {}, &plain_timing);
+    const std::vector<int32_t> plain =
+        GeneratePlain(*model, prompt, o.sampling, so, {}, &plain_timing);
     const double plain_tps = plain.size() / std::max(plain_timing.generation_seconds, 1e-9);
     std::fprintf(stderr, "[grove] plain decoding: %zu tokens, %.1f t/s | speedup %.2fx",
                  plain.size(), plain_tps, s.tokens_per_second() / std::max(plain_tps, 1e-9));
@@ -243,8 +248,9 @@ void AddRunCommand(CLI::App& app) {
                   "How children are drawn: deterministic, with-replacement, without-replacement "
                   "(default: what the "
                   "rule needs)");
-  cmd->add_option("--accept", o->accept_file,
-                  "Acceptance vector JSON from `grove calibrate` (for sequoia specs; auto's prior)");
+  cmd->add_option(
+      "--accept", o->accept_file,
+      "Acceptance vector JSON from `grove calibrate` (for sequoia specs; auto's prior)");
   cmd->add_option("--profile", o->profile_file,
                   "Verify-cost profile JSON from `grove bench --verify-curve --profile-out` (for "
                   "sequoia:auto; auto measures its own when absent)");

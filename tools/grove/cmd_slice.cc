@@ -22,7 +22,8 @@ void AddSliceCommand(CLI::App& app) {
   cmd->callback([o] {
     auto source = GgufFile::Open(o->model);
     LayerSliceWriter(*source, o->layers).WriteFile(o->out);
-    std::fprintf(stderr, "wrote %s (first %d layers of %s)\n", o->out.c_str(), o->layers, o->model.c_str());
+    std::fprintf(stderr, "wrote %s (first %d layers of %s)\n", o->out.c_str(), o->layers,
+                 o->model.c_str());
   });
 }
 

@@ -50,10 +50,12 @@ void RunSynth(const SynthOptions& o) {
 }  // namespace
 
 void AddSynthCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("synth", "Write a random-weight model of a named shape (for benchmarks)");
+  auto* cmd =
+      app.add_subcommand("synth", "Write a random-weight model of a named shape (for benchmarks)");
   auto o = std::make_shared<SynthOptions>();
   cmd->add_option("--shape", o->shape, "tinyllama-1.1b, draft-68m or tiny")->capture_default_str();
-  cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
   cmd->callback([o] { RunSynth(*o); });

@@ -20,9 +20,11 @@ struct TokenizeOptions {
 
 void RunTokenize(const TokenizeOptions& o) {
   auto gguf = GgufFile::Open(o.model);
-  if (!gguf->Has("tokenizer.ggml.model")) Fail("'", o.model, "' has no tokenizer (no 'tokenizer.ggml.model')");
+  if (!gguf->Has("tokenizer.ggml.model"))
+    Fail("'", o.model, "' has no tokenizer (no 'tokenizer.ggml.model')");
   auto tok = Tokenizer::FromGguf(*gguf);
-  std::vector<int32_t> ids = tok->Encode(o.prompt, !o.no_bos && tok->add_bos_by_default(), o.parse_special);
+  std::vector<int32_t> ids =
+      tok->Encode(o.prompt, !o.no_bos && tok->add_bos_by_default(), o.parse_special);
   if (o.ids_only) {
     std::printf("[");
     for (std::size_t i = 0; i < ids.size(); ++i) std::printf("%s%d", i ? ", " : "", ids[i]);
@@ -42,7 +44,8 @@ void AddTokenizeCommand(CLI::App& app) {
   cmd->add_option("-p,--prompt", o->prompt, "Text to tokenize")->required();
   cmd->add_flag("--ids", o->ids_only, "Print only the list of token ids");
   cmd->add_flag("--no-bos", o->no_bos, "Do not prepend the BOS token");
-  cmd->add_flag("--parse-special", o->parse_special, "Turn special-token text (e.g. <s>) into its token");
+  cmd->add_flag("--parse-special", o->parse_special,
+                "Turn special-token text (e.g. <s>) into its token");
   cmd->callback([o] { RunTokenize(*o); });
 }
 

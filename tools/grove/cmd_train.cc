@@ -53,18 +53,20 @@ GgmlType ExportType(const std::string& name) {
   return *type;
 }
 
-void ExportCheckpoint(const std::string& checkpoint, const std::string& out, const std::string& type_name,
-                      const std::string& name) {
+void ExportCheckpoint(const std::string& checkpoint, const std::string& out,
+                      const std::string& type_name, const std::string& name) {
   const GgmlType type = ExportType(type_name);
   auto file = GgufFile::Open(checkpoint);
   const LoadedTrainModel model = LoadTrainModel(*file);
   const ParamLayout layout(model.shape);
   const std::string model_name = name.empty() ? file->GetString("general.name", "grove") : name;
   GgufWriter w = TrainedModelWriter(layout, model.params.data(), model.tokenizer, type, model_name);
-  if (file->Has("grove.train.step")) w.SetUint64("grove.train.step", file->GetUint("grove.train.step"));
+  if (file->Has("grove.train.step"))
+    w.SetUint64("grove.train.step", file->GetUint("grove.train.step"));
   w.WriteFile(out);
-  std::fprintf(stderr, "wrote %s (%s, %s, %.1f M parameters, %.2f MB)\n", out.c_str(), model_name.c_str(),
-               std::string(GgmlTypeName(type)).c_str(), static_cast<double>(layout.total()) / 1e6,
+  std::fprintf(stderr, "wrote %s (%s, %s, %.1f M parameters, %.2f MB)\n", out.c_str(),
+               model_name.c_str(), std::string(GgmlTypeName(type)).c_str(),
+               static_cast<double>(layout.total()) / 1e6,
                static_cast<double>(std::filesystem::file_size(out)) / 1e6);
 }
 
@@ -79,7 +81,8 @@ struct TrainCliOptions {
 void RunTrain(TrainCliOptions& c) {
   TrainOptions& o = c.train;
   o.shape.tied_output = !c.untied;
-  if (!c.export_path.empty()) ExportType(c.export_type);  // refuse a bad type before hours of training
+  if (!c.export_path.empty())
+    ExportType(c.export_type);  // refuse a bad type before hours of training
   std::filesystem::create_directories(o.out_dir);
   const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
   const bool new_log = !std::filesystem::exists(log_path);
@@ -99,20 +102,23 @@ void RunTrain(TrainCliOptions& c) {
   auto progress = [&](const TrainProgress& p) {
     char valid[32] = "";
     if (!std::isnan(p.valid_loss)) std::snprintf(valid, sizeof(valid), " valid %.4f", p.valid_loss);
-    log << p.step << '\t' << p.loss << '\t' << (std::isnan(p.valid_loss) ? std::string("") : std::to_string(p.valid_loss))
-        << '\t' << p.lr << '\t' << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
+    log << p.step << '\t' << p.loss << '\t'
+        << (std::isnan(p.valid_loss) ? std::string("") : std::to_string(p.valid_loss)) << '\t'
+        << p.lr << '\t' << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
     if (g_stop && !announced_stop) {
-      std::fprintf(stderr, "%sinterrupted: saving the checkpoint after step %lld\n", tty ? "\n" : "",
-                   static_cast<long long>(p.step));
+      std::fprintf(stderr, "%sinterrupted: saving the checkpoint after step %lld\n",
+                   tty ? "\n" : "", static_cast<long long>(p.step));
       announced_stop = true;
     }
     const bool line = p.step % c.log_every == 0 || !std::isnan(p.valid_loss) || p.step == p.steps;
     if (!tty && !line) return;
-    std::fprintf(stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tok/s  elapsed %s  ETA %s%s%s",
-                 tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps), p.loss,
-                 valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.elapsed_s).c_str(),
-                 FormatDuration(p.eta_s).c_str(), p.checkpointed ? "  [saved]" : "",
-                 tty && !line ? "" : "\n");
+    std::fprintf(
+        stderr,
+        "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tok/s  elapsed %s  ETA %s%s%s",
+        tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
+        p.loss, valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.elapsed_s).c_str(),
+        FormatDuration(p.eta_s).c_str(), p.checkpointed ? "  [saved]" : "",
+        tty && !line ? "" : "\n");
     std::fflush(stderr);
   };
   TrainResult r;
@@ -124,10 +130,13 @@ void RunTrain(TrainCliOptions& c) {
   }
   std::signal(SIGINT, SIG_DFL);
   log.flush();
-  std::fprintf(stderr, "%s at step %lld of %lld (%s%.2f M parameters, %lld training tokens); checkpoint %s\n",
-               r.interrupted ? "stopped" : "done", static_cast<long long>(r.step),
-               static_cast<long long>(o.optimizer.steps), r.resumed ? "resumed, " : "",
-               static_cast<double>(r.n_params) / 1e6, static_cast<long long>(r.train_tokens), r.checkpoint.c_str());
+  std::fprintf(
+      stderr,
+      "%s at step %lld of %lld (%s%.2f M parameters, %lld training tokens); checkpoint %s\n",
+      r.interrupted ? "stopped" : "done", static_cast<long long>(r.step),
+      static_cast<long long>(o.optimizer.steps), r.resumed ? "resumed, " : "",
+      static_cast<double>(r.n_params) / 1e6, static_cast<long long>(r.train_tokens),
+      r.checkpoint.c_str());
   if (r.interrupted) {
     std::fprintf(stderr, "run the same command again to resume\n");
     throw Error("train: interrupted");
@@ -138,43 +147,80 @@ void RunTrain(TrainCliOptions& c) {
 }  // namespace
 
 void AddTrainCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "Train a model on a corpus, or distill one from a teacher (resumable)");
+  auto* cmd = app.add_subcommand(
+      "train", "Train a model on a corpus, or distill one from a teacher (resumable)");
   auto c = std::make_shared<TrainCliOptions>();
   TrainOptions& o = c->train;
   o.shape = {.n_embd = 256, .n_layer = 4, .n_head = 4, .n_ff = 768, .n_ctx = 512};
-  cmd->add_option("--corpus", o.corpus_dir, "Corpus directory (train.txt, valid.txt from `grove corpus`)")->required();
-  cmd->add_option("--tokenizer", o.tokenizer_path, "Tokenizer GGUF (from `grove tokenizer-train`)")->required();
-  cmd->add_option("-o,--out", o.out_dir, "Run directory: checkpoint.gguf and log.tsv; an existing checkpoint is resumed")
+  cmd->add_option("--corpus", o.corpus_dir,
+                  "Corpus directory (train.txt, valid.txt from `grove corpus`)")
       ->required();
-  cmd->add_option("--teacher", o.teacher_path, "Distill from this model (GGUF with the same vocabulary)");
+  cmd->add_option("--tokenizer", o.tokenizer_path, "Tokenizer GGUF (from `grove tokenizer-train`)")
+      ->required();
+  cmd->add_option("-o,--out", o.out_dir,
+                  "Run directory: checkpoint.gguf and log.tsv; an existing checkpoint is resumed")
+      ->required();
+  cmd->add_option("--teacher", o.teacher_path,
+                  "Distill from this model (GGUF with the same vocabulary)");
   cmd->add_option("--name", o.name, "general.name of the model files")->capture_default_str();
   auto* shape = "Model shape";
   cmd->add_option("--dim", o.shape.n_embd, "Model width")->capture_default_str()->group(shape);
-  cmd->add_option("--layers", o.shape.n_layer, "Transformer blocks")->capture_default_str()->group(shape);
-  cmd->add_option("--heads", o.shape.n_head, "Attention heads")->capture_default_str()->group(shape);
-  cmd->add_option("--ffn", o.shape.n_ff, "SwiGLU hidden width")->capture_default_str()->group(shape);
-  cmd->add_option("--ctx", o.shape.n_ctx, "Context length written to the model")->capture_default_str()->group(shape);
-  cmd->add_option("--rope-base", o.shape.rope_freq_base, "RoPE frequency base")->capture_default_str()->group(shape);
-  cmd->add_flag("--untied", c->untied, "Separate output matrix instead of reusing the token embedding")->group(shape);
+  cmd->add_option("--layers", o.shape.n_layer, "Transformer blocks")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--heads", o.shape.n_head, "Attention heads")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--ffn", o.shape.n_ff, "SwiGLU hidden width")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--ctx", o.shape.n_ctx, "Context length written to the model")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--rope-base", o.shape.rope_freq_base, "RoPE frequency base")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_flag("--untied", c->untied,
+                "Separate output matrix instead of reusing the token embedding")
+      ->group(shape);
   auto* opt = "Optimisation";
-  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")->capture_default_str()->group(opt);
-  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")->capture_default_str()->group(opt);
+  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")
+      ->capture_default_str()
+      ->group(opt);
   cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str()->group(opt);
-  cmd->add_option("--min-lr-ratio", o.optimizer.min_lr_ratio, "Final learning rate / peak")->capture_default_str()->group(opt);
-  cmd->add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay (matrices)")->capture_default_str()->group(opt);
+  cmd->add_option("--min-lr-ratio", o.optimizer.min_lr_ratio, "Final learning rate / peak")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay (matrices)")
+      ->capture_default_str()
+      ->group(opt);
   cmd->add_option("--beta1", o.optimizer.beta1, "AdamW beta1")->capture_default_str()->group(opt);
   cmd->add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str()->group(opt);
-  cmd->add_option("--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)")->capture_default_str()->group(opt);
+  cmd->add_option("--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)")
+      ->capture_default_str()
+      ->group(opt);
   cmd->add_option("--batch", o.batch, "Sequences per step")->capture_default_str()->group(opt);
   cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->capture_default_str()->group(opt);
-  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")->capture_default_str()->group(opt);
-  cmd->add_option("--eval-every", o.eval_every, "Steps between validation losses")->capture_default_str();
-  cmd->add_option("--eval-batches", o.eval_batches, "Validation batches per evaluation")->capture_default_str();
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints")->capture_default_str();
-  cmd->add_option("--log-every", c->log_every, "Steps between progress lines when not on a terminal")->capture_default_str();
-  cmd->add_option("-t,--threads", o.threads, "Threads of the matrix products")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--eval-every", o.eval_every, "Steps between validation losses")
+      ->capture_default_str();
+  cmd->add_option("--eval-batches", o.eval_batches, "Validation batches per evaluation")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints")
+      ->capture_default_str();
+  cmd->add_option("--log-every", c->log_every,
+                  "Steps between progress lines when not on a terminal")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o.threads, "Threads of the matrix products")
+      ->capture_default_str();
   cmd->add_option("--export", c->export_path, "When training ends, write the model here");
-  cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")->capture_default_str();
+  cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")
+      ->capture_default_str();
   cmd->callback([c] { RunTrain(*c); });
 }
 
@@ -184,7 +230,9 @@ void AddExportCommand(CLI::App& app) {
     std::string checkpoint, out, type = "q8_0", name;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("checkpoint", o->checkpoint, "RUN/checkpoint.gguf (or any model the trainer can load)")->required();
+  cmd->add_option("checkpoint", o->checkpoint,
+                  "RUN/checkpoint.gguf (or any model the trainer can load)")
+      ->required();
   cmd->add_option("-o,--out", o->out, "Output GGUF")->required();
   cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0")->capture_default_str();
   cmd->add_option("--name", o->name, "general.name (default: the checkpoint's)");
@@ -192,31 +240,40 @@ void AddExportCommand(CLI::App& app) {
 }
 
 void AddEvalCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("eval", "Loss of a model on a corpus part, and a draft's greedy agreement with it");
+  auto* cmd = app.add_subcommand(
+      "eval", "Loss of a model on a corpus part, and a draft's greedy agreement with it");
   struct Options {
     std::string model, draft, corpus, part = "valid";
     int32_t windows = 64, seq_len = 256;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("-m,--model", o->model, "Model GGUF (f32, f16, bf16 or q8_0 weights)")->required();
+  cmd->add_option("-m,--model", o->model, "Model GGUF (f32, f16, bf16 or q8_0 weights)")
+      ->required();
   cmd->add_option("--draft", o->draft, "Draft GGUF with the same vocabulary");
   cmd->add_option("--corpus", o->corpus, "Corpus directory")->required();
-  cmd->add_option("--part", o->part, "train or valid")->capture_default_str()->check(CLI::IsMember({"train", "valid"}));
-  cmd->add_option("--windows", o->windows, "Windows of text evaluated (rounded up to a multiple of 4)")->capture_default_str();
+  cmd->add_option("--part", o->part, "train or valid")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"train", "valid"}));
+  cmd->add_option("--windows", o->windows,
+                  "Windows of text evaluated (rounded up to a multiple of 4)")
+      ->capture_default_str();
   cmd->add_option("--seq-len", o->seq_len, "Tokens per window")->capture_default_str();
   cmd->callback([o] {
     auto file = GgufFile::Open(o->model);
     auto tokenizer = Tokenizer::FromGguf(*file);
-    if (!file->Has("tokenizer.ggml.eos_token_id")) Fail("eval: '", o->model, "' has no end-of-text token");
+    if (!file->Has("tokenizer.ggml.eos_token_id"))
+      Fail("eval: '", o->model, "' has no end-of-text token");
     const auto eos = static_cast<int32_t>(file->GetUint("tokenizer.ggml.eos_token_id"));
     const std::vector<int32_t> tokens = TokenizeCorpus(
-        *tokenizer, ReadCorpusFile(o->corpus, o->part == "train" ? kCorpusTrainFile : kCorpusValidFile), eos);
+        *tokenizer,
+        ReadCorpusFile(o->corpus, o->part == "train" ? kCorpusTrainFile : kCorpusValidFile), eos);
     const EvalResult r = EvaluateModels(o->model, o->draft, tokens, o->seq_len, o->windows);
-    std::printf("model %s: %s loss %.4f (perplexity %.2f) over %lld positions\n", o->model.c_str(), o->part.c_str(),
-                r.loss, std::exp(r.loss), static_cast<long long>(r.positions));
+    std::printf("model %s: %s loss %.4f (perplexity %.2f) over %lld positions\n", o->model.c_str(),
+                o->part.c_str(), r.loss, std::exp(r.loss), static_cast<long long>(r.positions));
     if (!o->draft.empty()) {
-      std::printf("draft %s: %s loss %.4f (perplexity %.2f); greedy agreement with the model %.4f\n",
-                  o->draft.c_str(), o->part.c_str(), r.draft_loss, std::exp(r.draft_loss), r.agreement);
+      std::printf(
+          "draft %s: %s loss %.4f (perplexity %.2f); greedy agreement with the model %.4f\n",
+          o->draft.c_str(), o->part.c_str(), r.draft_loss, std::exp(r.draft_loss), r.agreement);
     }
   });
 }

@@ -21,21 +21,27 @@ struct TreeOptions {
 };
 
 void RunTree(const TreeOptions& o) {
-  if (o.budget < 2 || o.budget > 1024) Fail("--budget ", o.budget, " must be in 2..1024 (tokens, root included)");
-  if (o.max_depth < 0 || o.max_depth > o.budget) Fail("--max-depth ", o.max_depth, " must be in 1..budget");
+  if (o.budget < 2 || o.budget > 1024)
+    Fail("--budget ", o.budget, " must be in 2..1024 (tokens, root included)");
+  if (o.max_depth < 0 || o.max_depth > o.budget)
+    Fail("--max-depth ", o.max_depth, " must be in 1..budget");
   AcceptanceFile accept = ReadAcceptanceFile(o.accept);
   TokenTree tree;
   if (!o.profile.empty()) {
-    TreePlanInputs inputs{.acceptance = accept.acceptance, .verify_cost = ReadVerifyProfile(o.profile),
-                          .draft_seconds_per_level = o.draft_cost >= 0 ? o.draft_cost : accept.draft_seconds_per_level,
+    TreePlanInputs inputs{.acceptance = accept.acceptance,
+                          .verify_cost = ReadVerifyProfile(o.profile),
+                          .draft_seconds_per_level =
+                              o.draft_cost >= 0 ? o.draft_cost : accept.draft_seconds_per_level,
                           .max_tokens = o.budget};
     TreePlan spec = ParseTreePlan("sequoia:auto", inputs);
     const SizeDepthChoice& c = *spec.sequoia_choice;
     tree = spec.shape;
-    std::printf("hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | step %.3f ms "
-                "(verify t(n) + d x c, c = %.3f ms) | predicted %.1f t/s, speedup %.2fx over plain decoding\n",
-                c.size, c.depth, c.expected_tokens, 1e3 * c.step_seconds, 1e3 * inputs.draft_seconds_per_level,
-                c.tokens_per_second, c.speedup);
+    std::printf(
+        "hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | step %.3f ms "
+        "(verify t(n) + d x c, c = %.3f ms) | predicted %.1f t/s, speedup %.2fx over plain "
+        "decoding\n",
+        c.size, c.depth, c.expected_tokens, 1e3 * c.step_seconds,
+        1e3 * inputs.draft_seconds_per_level, c.tokens_per_second, c.speedup);
   } else {
     SequoiaTable table = SequoiaTable::Build(accept.acceptance, o.budget, o.max_depth);
     tree = o.max_depth ? table.Tree(o.budget, o.max_depth) : table.Tree(o.budget);
@@ -60,13 +66,18 @@ void RunTree(const TreeOptions& o) {
 }  // namespace
 
 void AddTreeCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand("tree", "Print the optimal Sequoia tree for an acceptance vector and budget");
+  auto* cmd = app.add_subcommand(
+      "tree", "Print the optimal Sequoia tree for an acceptance vector and budget");
   auto o = std::make_shared<TreeOptions>();
   cmd->add_option("--accept", o->accept, "Acceptance vector JSON (grove calibrate)")->required();
-  cmd->add_option("--profile", o->profile, "Verify-cost profile JSON (grove bench --profile-out): choose n and d");
-  cmd->add_option("--budget", o->budget, "Most tokens verified per step, root included")->capture_default_str();
-  cmd->add_option("--max-depth", o->max_depth, "Depth bound, root level included (0: none)")->capture_default_str();
-  cmd->add_option("--draft-cost", o->draft_cost, "Draft seconds per level (default: from --accept)");
+  cmd->add_option("--profile", o->profile,
+                  "Verify-cost profile JSON (grove bench --profile-out): choose n and d");
+  cmd->add_option("--budget", o->budget, "Most tokens verified per step, root included")
+      ->capture_default_str();
+  cmd->add_option("--max-depth", o->max_depth, "Depth bound, root level included (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--draft-cost", o->draft_cost,
+                  "Draft seconds per level (default: from --accept)");
   cmd->add_flag("--dot", o->dot, "Print Graphviz DOT instead of text");
   cmd->add_option("-o,--out", o->out, "Also write the shape as a tree file for --spec file:");
   cmd->callback([o] { RunTree(*o); });

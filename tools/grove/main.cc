@@ -15,8 +15,8 @@ void InstallStderrLog(bool verbose) {
   SetLogLevel(verbose ? LogLevel::kDebug : LogLevel::kWarn);
   SetLogCallback([](LogLevel level, std::string_view message) {
     static constexpr const char* kPrefix[] = {"debug: ", "", "warning: ", "error: "};
-    std::fprintf(stderr, "%s%.*s\n", kPrefix[static_cast<int>(level)], static_cast<int>(message.size()),
-                 message.data());
+    std::fprintf(stderr, "%s%.*s\n", kPrefix[static_cast<int>(level)],
+                 static_cast<int>(message.size()), message.data());
   });
 }
 

@@ -17,9 +17,11 @@ std::string Percent(const char* name, double part, double total) {
 
 std::string FormatStepSplit(const StepTimes& t) {
   const double total = std::max(t.total(), 1e-12);
-  return Percent("draft fwd", t.draft_forward, total) + " | " + Percent("tree", t.tree_building, total) + " | " +
-         Percent("verify fwd", t.verify_forward, total) + " | " + Percent("verification", t.verification, total) +
-         " | " + Percent("cache", t.cache, total) + " | " + Percent("other", t.other, total);
+  return Percent("draft fwd", t.draft_forward, total) + " | " +
+         Percent("tree", t.tree_building, total) + " | " +
+         Percent("verify fwd", t.verify_forward, total) + " | " +
+         Percent("verification", t.verification, total) + " | " + Percent("cache", t.cache, total) +
+         " | " + Percent("other", t.other, total);
 }
 
 std::string FormatAcceptanceByDepth(const SpeculationStats& s) {
@@ -27,7 +29,9 @@ std::string FormatAcceptanceByDepth(const SpeculationStats& s) {
   for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1,
-                  s.reached_depth[d] ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d] : 0.0);
+                  s.reached_depth[d]
+                      ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d]
+                      : 0.0);
     out += buf;
   }
   return out.empty() ? " (no tree verified)" : out;
@@ -41,7 +45,8 @@ std::string FormatPlannerChoice(const SpeculativeSession& session) {
   if (c.size == 1) {
     std::snprintf(buf, sizeof(buf), "auto: plain decoding (no tree predicted to beat it)");
   } else {
-    std::snprintf(buf, sizeof(buf), "auto: tree of %d tokens, depth %d, predicted %.2f tokens/step, %.2fx", c.size,
+    std::snprintf(buf, sizeof(buf),
+                  "auto: tree of %d tokens, depth %d, predicted %.2f tokens/step, %.2fx", c.size,
                   c.depth, c.expected_tokens, c.speedup);
   }
   std::string out = buf;

@@ -13,7 +13,8 @@ namespace grove::cli {
 std::string FormatStepSplit(const StepTimes& times);
 // " d1 0.90 d2 0.88 ..."
 std::string FormatAcceptanceByDepth(const SpeculationStats& stats);
-// What the auto planner chose, e.g. "auto chose 5 tokens, depth 5 (predicted 2.1x); p = 0.86 0.05 ...".
+// What the auto planner chose, e.g. "auto chose 5 tokens, depth 5 (predicted 2.1x); p = 0.86 0.05
+// ...".
 std::string FormatPlannerChoice(const SpeculativeSession& session);
 
 }  // namespace grove::cli
