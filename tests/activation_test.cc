@@ -1,7 +1,9 @@
 // The element-wise and row-wise kernels of the forward pass at every level: SwiGLU's silu(g) * u
 // and RMSNorm's sum of squares, against double-precision references over awkward lengths (tails
 // of every size, lengths below one vector), with explicit error bounds.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -71,6 +73,40 @@ TEST(ActivationKernels, SumSquaresMatchesLongDoubleReference) {
       std::vector<float> copy(x.begin() + 1, x.end());
       EXPECT_EQ(k->sum_squares(copy.data(), n), got)
           << k->name << ": the sum depends on the address";
+    }
+  }
+}
+
+TEST(ActivationKernels, IndicesAboveListsEveryPassingIndexInOrder) {
+  for (const KernelSet* k : AvailableLevels()) {
+    for (int64_t n : kLengths) {
+      const std::vector<float> x = Random(n, static_cast<uint32_t>(7 * n), 1.0f);
+      for (float threshold : {-10.0f, 0.0f, 0.7f, 10.0f}) {
+        std::vector<int32_t> want;
+        for (int32_t i = 0; i < n; ++i) {
+          if (x[i] > threshold) want.push_back(i);
+        }
+        std::vector<int32_t> got(n + 16, -1);
+        got.resize(k->indices_above(x.data(), static_cast<int32_t>(n), threshold, got.data()));
+        EXPECT_EQ(got, want) << k->name << " n " << n << " threshold " << threshold;
+      }
+    }
+  }
+}
+
+TEST(ActivationKernels, SumExpMatchesDoubleReference) {
+  for (const KernelSet* k : AvailableLevels()) {
+    for (int64_t n : kLengths) {
+      std::vector<float> x = Random(n, static_cast<uint32_t>(5 * n), 4.0f);
+      if (n > 1) x[0] = -std::numeric_limits<float>::infinity();  // a token nobody proposes
+      float max = -std::numeric_limits<float>::infinity();
+      for (float v : x) max = std::max(max, v);
+      double want = 0;
+      for (float v : x) want += std::exp(static_cast<double>(v) - max);
+      const std::vector<float> before = x;
+      const float got = k->sum_exp(x.data(), static_cast<int32_t>(n), max);
+      EXPECT_NEAR(got, want, 2e-6 * want) << k->name << " n " << n;
+      EXPECT_EQ(x, before) << k->name << ": the input must not change";
     }
   }
 }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -99,6 +100,32 @@ TEST(Sampler, DistributionMatchesTheSortedDefinition) {
           ASSERT_NEAR(probs[t], want[t], 2e-6 + 1e-4 * want[t]) << "n " << n << " token " << t;
         }
         EXPECT_LE(differ_in_support, 1) << "n " << n << " spread " << spread;
+      }
+    }
+  }
+}
+
+// TopTokens: the k best in (score descending, id ascending) order above the floor, as a full sort
+// gives them: ties, a floor that leaves fewer than k, k beyond the vocabulary, blocks of the scan.
+TEST(Sampler, TopTokensMatchesASort) {
+  std::mt19937 rng(11);
+  for (int32_t n : {1, 7, 600, 3072}) {
+    std::uniform_int_distribution<int> coarse(0, 40);  // many ties
+    std::vector<float> scores(n);
+    for (float& x : scores) x = static_cast<float>(coarse(rng)) / 8.0f;
+    for (int32_t k : {1, 2, 16, 64, 5000}) {
+      for (float floor : {-std::numeric_limits<float>::infinity(), 2.5f}) {
+        std::vector<int32_t> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int32_t a, int32_t b) { return scores[a] > scores[b]; });
+        std::vector<int32_t> want;
+        for (int32_t t : order) {
+          if (static_cast<int32_t>(want.size()) < k && scores[t] > floor) want.push_back(t);
+        }
+        std::vector<int32_t> got;
+        TopTokens(scores, k, floor, got);
+        EXPECT_EQ(got, want) << "n " << n << " k " << k << " floor " << floor;
       }
     }
   }

@@ -513,6 +513,39 @@ double SumSquares(const float* x, int64_t n) {
   return sum;
 }
 
+// Eight at a time: a compare mask, and the set bits' indices only where a lane passed.
+int32_t IndicesAbove(const float* x, int32_t n, float threshold, int32_t* indices) {
+  const __m256 t = _mm256_set1_ps(threshold);
+  int32_t count = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    unsigned mask = static_cast<unsigned>(
+        _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), t, _CMP_GT_OQ)));
+    while (mask != 0) {
+      indices[count++] = i + __builtin_ctz(mask);
+      mask &= mask - 1;
+    }
+  }
+  for (; i < n; ++i) {
+    if (x[i] > threshold) indices[count++] = i;
+  }
+  return count;
+}
+
+float SumExp(const float* x, int32_t n, float max) {
+  const __m256 vm = _mm256_set1_ps(max);
+  __m256 acc = _mm256_setzero_ps();
+  int32_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    acc = _mm256_add_ps(acc, ExpNonPositive(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm)));
+  if (j < n) {
+    // Lanes past n hold -inf, whose exponential is exactly 0.
+    alignas(32) float tail[8];
+    for (int32_t i = 0; i < 8; ++i) tail[i] = j + i < n ? x[j + i] - max : -INFINITY;
+    acc = _mm256_add_ps(acc, ExpNonPositive(_mm256_load_ps(tail)));
+  }
+  return Hsum(acc);
+}
+
 }  // namespace
 
 extern const KernelSet kAvx2Kernels = {
@@ -537,6 +570,8 @@ extern const KernelSet kAvx2Kernels = {
     .attn_weighted_sum = &AttnWeightedSum,
     .silu_mul = &SiluMul,
     .sum_squares = &SumSquares,
+    .indices_above = &IndicesAbove,
+    .sum_exp = &SumExp,
 };
 
 }  // namespace grove

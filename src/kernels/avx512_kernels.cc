@@ -917,6 +917,37 @@ double SumSquares(const float* x, int64_t n) {
   return _mm512_reduce_add_pd(_mm512_add_pd(a, b));
 }
 
+// Sixteen at a time: the passing lanes' indices are compressed into place (vpcompressd).
+int32_t IndicesAbove(const float* x, int32_t n, float threshold, int32_t* indices) {
+  const __m512 t = _mm512_set1_ps(threshold);
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  int32_t count = 0, i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 valid = n - i >= 16 ? __mmask16{0xffff} : TailMask(n - i);
+    const __mmask16 above =
+        _mm512_mask_cmp_ps_mask(valid, _mm512_maskz_loadu_ps(valid, x + i), t, _CMP_GT_OQ);
+    if (above == 0) continue;
+    _mm512_mask_compressstoreu_epi32(indices + count, above,
+                                     _mm512_add_epi32(lane, _mm512_set1_epi32(i)));
+    count += __builtin_popcount(above);
+  }
+  return count;
+}
+
+float SumExp(const float* x, int32_t n, float max) {
+  const __m512 vm = _mm512_set1_ps(max);
+  __m512 acc = _mm512_setzero_ps();
+  int32_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    acc = _mm512_add_ps(acc, ExpNonPositive(_mm512_sub_ps(_mm512_loadu_ps(x + j), vm)));
+  if (j < n) {
+    const __mmask16 tail = TailMask(n - j);
+    acc = _mm512_mask_add_ps(acc, tail, acc,
+                             ExpNonPositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + j), vm)));
+  }
+  return Hsum(acc);
+}
+
 }  // namespace
 
 extern const KernelSet kAvx512Kernels = {
@@ -941,6 +972,8 @@ extern const KernelSet kAvx512Kernels = {
     .attn_weighted_sum = &AttnWeightedSum,
     .silu_mul = &SiluMul,
     .sum_squares = &SumSquares,
+    .indices_above = &IndicesAbove,
+    .sum_exp = &SumExp,
 };
 
 }  // namespace grove

@@ -75,6 +75,9 @@ using AttnScoresFn = void (*)(const float* q, const float* keys, int64_t stride,
                               int32_t head_dim, float scale, float* scores);
 //   x[j] = exp(x[j] - max_j x[j]) for j in [0, n), n >= 1; returns their sum
 using SoftmaxExpFn = float (*)(float* x, int32_t n);
+//   sum of exp(x[j] - max) for j in [0, n), x unchanged (max >= every x[j]: a softmax's
+//   denominator when only a few of its probabilities are wanted)
+using SumExpFn = float (*)(const float* x, int32_t n, float max);
 //   out[d] += p[j] * values[j * stride + d], j = 0, 1, ... in order for each d
 using AttnWeightedSumFn = void (*)(const float* p, const float* values, int64_t stride, int32_t n,
                                    int32_t head_dim, float* out);
@@ -85,6 +88,9 @@ using AttnWeightedSumFn = void (*)(const float* p, const float* values, int64_t 
 using SiluMulFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
 //   sum of x[i]^2 accumulated in double (RMSNorm), in an order that depends only on n
 using SumSquaresFn = double (*)(const float* x, int64_t n);
+//   writes the indices i (increasing) with x[i] > threshold to indices, returns how many: the scan
+//   behind top-k selection over a vocabulary row (sample/sampler.h, TopTokens)
+using IndicesAboveFn = int32_t (*)(const float* x, int32_t n, float threshold, int32_t* indices);
 
 struct KernelSet {
   KernelLevel level;
@@ -117,6 +123,8 @@ struct KernelSet {
 
   SiluMulFn silu_mul;
   SumSquaresFn sum_squares;
+  IndicesAboveFn indices_above;
+  SumExpFn sum_exp;
 };
 
 // The kernels this process uses: the best level the CPU supports, capped by GROVE_KERNELS. Chosen

@@ -216,6 +216,20 @@ double SumSquares(const float* x, int64_t n) {
   return sum;
 }
 
+int32_t IndicesAbove(const float* x, int32_t n, float threshold, int32_t* indices) {
+  int32_t count = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    if (x[i] > threshold) indices[count++] = i;
+  }
+  return count;
+}
+
+float SumExp(const float* x, int32_t n, float max) {
+  float sum = 0.0f;
+  for (int32_t j = 0; j < n; ++j) sum += std::exp(x[j] - max);
+  return sum;
+}
+
 }  // namespace
 
 extern const KernelSet kScalarKernels = {
@@ -240,6 +254,8 @@ extern const KernelSet kScalarKernels = {
     .attn_weighted_sum = &AttnWeightedSum,
     .silu_mul = &SiluMul,
     .sum_squares = &SumSquares,
+    .indices_above = &IndicesAbove,
+    .sum_exp = &SumExp,
 };
 
 }  // namespace grove

@@ -28,4 +28,9 @@ float ExpSubMax(float* x, int64_t n) {
   return ActiveKernels().softmax_exp(x, static_cast<int32_t>(n));
 }
 
+float SumExp(const float* x, int64_t n, float max) {
+  GROVE_CHECK(n >= 0 && n <= INT32_MAX);
+  return ActiveKernels().sum_exp(x, static_cast<int32_t>(n), max);
+}
+
 }  // namespace grove

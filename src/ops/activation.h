@@ -15,4 +15,7 @@ void Softmax(float* x, int64_t n);
 // (the softmax's denominator). The largest entry becomes exactly 1.
 float ExpSubMax(float* x, int64_t n);
 
+// sum of exp(x[i] - max) with the active SIMD kernel, x unchanged; max >= every x[i].
+float SumExp(const float* x, int64_t n, float max);
+
 }  // namespace grove

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "kernels/kernel_set.h"
 #include "ops/activation.h"
 
 namespace grove {
@@ -15,6 +16,9 @@ namespace {
 // short. A peaked distribution stops after the first chunk, a flat one after a few rounds; never a
 // sort of the whole vocabulary up front.
 constexpr int32_t kFirstSortedChunk = 64;
+
+// Scores TopTokens scans per SIMD call (a stack buffer of candidate indices this long).
+constexpr int32_t kTopTokensBlock = 512;
 
 }  // namespace
 
@@ -142,17 +146,32 @@ void TopTokens(std::span<const float> scores, int32_t k, float floor,
   tokens.clear();
   if (k <= 0) return;
   const int32_t n = static_cast<int32_t>(scores.size());
+  const IndicesAboveFn indices_above = ActiveKernels().indices_above;
   // Scanning ids upward, a token enters only if strictly better than the current k-th: on ties
-  // the earlier (lower) id stays ahead, which is the order's tie rule.
+  // the earlier (lower) id stays ahead, which is the order's tie rule. A SIMD scan of each block
+  // lists the tokens above the k-th as it stood at the block's start (a superset of the ones that
+  // can enter), so the sorted insertion runs for a few dozen tokens of a vocabulary row.
   float kth = floor;
-  for (int32_t x = 0; x < n; ++x) {
+  tokens.reserve(static_cast<std::size_t>(k) + 1);
+  auto offer = [&](int32_t x) {
     const float s = scores[x];
-    if (!(s > kth)) continue;
-    if (static_cast<int32_t>(tokens.size()) == k) tokens.pop_back();
+    if (!(s > kth)) return;
+    // Sorted insertion, shifting by hand (vector::insert calls memmove for a few elements).
     std::size_t at = tokens.size();
-    while (at > 0 && scores[tokens[at - 1]] < s) --at;
-    tokens.insert(tokens.begin() + static_cast<std::ptrdiff_t>(at), x);
+    tokens.push_back(x);
+    for (; at > 0 && scores[tokens[at - 1]] < s; --at) tokens[at] = tokens[at - 1];
+    tokens[at] = x;
+    if (static_cast<int32_t>(tokens.size()) > k) tokens.pop_back();
     if (static_cast<int32_t>(tokens.size()) == k) kth = scores[tokens.back()];
+  };
+  // The first k tokens fill the list directly, so the scans that follow start from a k-th best.
+  const int32_t head = std::min(k, n);
+  for (int32_t x = 0; x < head; ++x) offer(x);
+  int32_t candidates[kTopTokensBlock];
+  for (int32_t block = head; block < n; block += kTopTokensBlock) {
+    const int32_t len = std::min(kTopTokensBlock, n - block);
+    const int32_t found = indices_above(scores.data() + block, len, kth, candidates);
+    for (int32_t c = 0; c < found; ++c) offer(block + candidates[c]);
   }
 }
 

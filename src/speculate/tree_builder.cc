@@ -1,6 +1,7 @@
 #include "speculate/tree_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "base/error.h"
@@ -62,9 +63,9 @@ std::span<const float> TreeBuilder::TopChildren(std::span<const float> logits, i
     // the denominator. No distribution over the vocabulary is written.
     TopTokens(logits, k, -std::numeric_limits<float>::infinity(), state.tokens_);
     if (state.tokens_.empty()) return {};
-    std::copy(logits.begin(), logits.end(), r.begin());
-    const float inv_sum = 1.0f / ExpSubMax(r.data(), static_cast<int64_t>(r.size()));
-    for (int32_t token : state.tokens_) r[token] *= inv_sum;
+    const float max = logits[state.tokens_[0]];
+    const float inv_sum = 1.0f / SumExp(logits.data(), static_cast<int64_t>(logits.size()), max);
+    for (int32_t token : state.tokens_) r[token] = std::exp(logits[token] - max) * inv_sum;
     return r;
   }
   state.sampler_.Distribution(logits, r);
