@@ -36,12 +36,19 @@ void RunTree(const TreeOptions& o) {
     TreePlan spec = ParseTreePlan("sequoia:auto", inputs);
     const SizeDepthChoice& c = *spec.sequoia_choice;
     tree = spec.shape;
-    std::printf(
-        "hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | step %.3f ms "
-        "(verify t(n) + d x c, c = %.3f ms) | predicted %.1f t/s, speedup %.2fx over plain "
-        "decoding\n",
-        c.size, c.depth, c.expected_tokens, 1e3 * c.step_seconds,
-        1e3 * inputs.draft_seconds_per_level, c.tokens_per_second, c.speedup);
+    if (c.size == 1) {
+      std::printf(
+          "hardware-aware choice: plain decoding | no tree up to %d tokens is predicted faster "
+          "than one token per t(1) = %.3f ms with c = %.3f ms per draft level\n",
+          o.budget, 1e3 * c.step_seconds, 1e3 * inputs.draft_seconds_per_level);
+    } else {
+      std::printf(
+          "hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | "
+          "step %.3f ms (verify t(n) + d x c, c = %.3f ms) | predicted %.1f t/s, "
+          "speedup %.2fx over plain decoding\n",
+          c.size, c.depth, c.expected_tokens, 1e3 * c.step_seconds,
+          1e3 * inputs.draft_seconds_per_level, c.tokens_per_second, c.speedup);
+    }
   } else {
     SequoiaTable table = SequoiaTable::Build(accept.acceptance, o.budget, o.max_depth);
     tree = o.max_depth ? table.Tree(o.budget, o.max_depth) : table.Tree(o.budget);
