@@ -12,30 +12,21 @@
 #include "kernels/kernel_set.h"
 #include "ops/activation.h"
 #include "ops/norm.h"
+#include "test_support.h"
 
 namespace grove {
 namespace {
 
-std::vector<const KernelSet*> AvailableLevels() {
-  std::vector<const KernelSet*> levels;
-  for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    if (const KernelSet* k = KernelsForLevel(level)) levels.push_back(k);
-  }
-  return levels;
-}
+using testing::AvailableKernelLevels;
 
 std::vector<float> Random(std::size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
+  return testing::RandomNormal(n, seed, scale);
 }
 
 constexpr int64_t kLengths[] = {1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 100, 1024, 1027};
 
 TEST(ActivationKernels, SiluMulMatchesDoubleReference) {
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) {
     for (int64_t n : kLengths) {
       std::vector<float> gate = Random(n, static_cast<uint32_t>(n), 6.0f);
       const std::vector<float> up = Random(n, static_cast<uint32_t>(n) + 1, 1.0f);
@@ -61,7 +52,7 @@ TEST(ActivationKernels, SiluMulMatchesDoubleReference) {
 }
 
 TEST(ActivationKernels, SumSquaresMatchesLongDoubleReference) {
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) {
     for (int64_t n : kLengths) {
       // Read at an odd offset too: unaligned rows give the same sum.
       std::vector<float> x = Random(n + 1, static_cast<uint32_t>(3 * n), 3.0f);
@@ -78,7 +69,7 @@ TEST(ActivationKernels, SumSquaresMatchesLongDoubleReference) {
 }
 
 TEST(ActivationKernels, IndicesAboveListsEveryPassingIndexInOrder) {
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) {
     for (int64_t n : kLengths) {
       const std::vector<float> x = Random(n, static_cast<uint32_t>(7 * n), 1.0f);
       for (float threshold : {-10.0f, 0.0f, 0.7f, 10.0f}) {
@@ -95,7 +86,7 @@ TEST(ActivationKernels, IndicesAboveListsEveryPassingIndexInOrder) {
 }
 
 TEST(ActivationKernels, SumExpMatchesDoubleReference) {
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) {
     for (int64_t n : kLengths) {
       std::vector<float> x = Random(n, static_cast<uint32_t>(5 * n), 4.0f);
       if (n > 1) x[0] = -std::numeric_limits<float>::infinity();  // a token nobody proposes

@@ -11,24 +11,15 @@
 #include <gtest/gtest.h>
 
 #include "kernels/kernel_set.h"
+#include "test_support.h"
 
 namespace grove {
 namespace {
 
-std::vector<const KernelSet*> AvailableLevels() {
-  std::vector<const KernelSet*> levels;
-  for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    if (const KernelSet* k = KernelsForLevel(level)) levels.push_back(k);
-  }
-  return levels;
-}
+using testing::AvailableKernelLevels;
 
 std::vector<float> Random(std::size_t n, uint32_t seed, float scale) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = normal(rng);
-  return v;
+  return testing::RandomNormal(n, seed, scale);
 }
 
 // Slots of head_dim floats, stride floats apart (as the KV cache holds one head's group).
@@ -73,7 +64,7 @@ TEST(AttentionTest, EveryLevelMatchesDoubleReference) {
       for (int32_t j = 0; j < n; ++j) {
         for (int32_t d = 0; d < head_dim; ++d) want[d] += s[j] / sum * c.values[j * c.stride + d];
       }
-      for (const KernelSet* k : AvailableLevels()) {
+      for (const KernelSet* k : AvailableKernelLevels()) {
         const std::vector<float> got = Attend(*k, c, q, n, {});
         for (int32_t d = 0; d < head_dim; ++d) {
           // Outputs are convex combinations of values of magnitude ~1: absolute error.
@@ -101,7 +92,7 @@ TEST(AttentionTest, PrefixOrExtraSlotsGiveIdenticalBits) {
         compact.values[(30 + e) * c.stride + d] = c.values[scattered[e] * c.stride + d];
       }
     }
-    for (const KernelSet* k : AvailableLevels()) {
+    for (const KernelSet* k : AvailableKernelLevels()) {
       const std::vector<float> whole = Attend(*k, c, q, 40, {});
       EXPECT_EQ(Attend(*k, c, q, 33, tail), whole) << k->name << " head_dim " << head_dim;
       EXPECT_EQ(Attend(*k, c, q, 30, scattered), Attend(*k, compact, q, 33, {}))
@@ -127,7 +118,7 @@ TEST(AttentionTest, QueryGroupMatchesEachQueryAloneBitForBit) {
         for (int32_t e = 0; e < i; ++e) extra.push_back(n_prefix + e);
         extra_begin.push_back(static_cast<int32_t>(extra.size()));
       }
-      for (const KernelSet* k : AvailableLevels()) {
+      for (const KernelSet* k : AvailableKernelLevels()) {
         std::vector<float> out(n_q * q_stride, -7.0f);
         std::vector<float> scores(n_q * (n_slots + 1));
         const QueryGroup g{q.data(),
@@ -166,7 +157,7 @@ TEST(AttentionTest, SoftmaxExpIsAccurate) {
   std::vector<float> x;
   for (float v = -100.0f; v <= 0.0f; v += 0.0137f) x.push_back(v);
   x.push_back(0.0f);
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) {
     std::vector<float> e = x;
     const float sum = k->softmax_exp(e.data(), static_cast<int32_t>(e.size()));
     double want_sum = 0;

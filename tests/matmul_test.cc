@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "allocation_counter.h"
 #include "base/error.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
@@ -23,22 +24,6 @@
 #include "quant/k_quants.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
-
-// Counting allocator: MatMul must not allocate (the token loop does not). Only counts while armed.
-namespace {
-std::atomic<bool> g_count_allocations{false};
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-// noinline: inlined into library code, malloc/free pairs trip GCC's -Wmismatched-new-delete.
-__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace grove {
 namespace {
@@ -409,16 +394,14 @@ TEST(MatMulTest, DoesNotAllocate) {
     for (const Variant& v : Variants(w)) {
       const WeightView view = v.grouped ? w.grouped : w.View();
       MatMulWithKernels(*v.k, view, x.data(), 16, y.data(), scratch, pool);  // warm up
-      g_allocations = 0;
-      g_count_allocations = true;
+      testing::AllocationCounter allocations;
       for (int n_rows : {1, 5, 16}) {
         MatMulWithKernels(*v.k, view, x.data(), n_rows, y.data(), scratch, pool);
       }
       if (!v.grouped || CanGroup(ActiveKernels(), w.View())) {
         MatMul(view, x.data(), 16, y.data(), scratch, pool);
       }
-      g_count_allocations = false;
-      EXPECT_EQ(g_allocations.load(), 0) << Describe(v, w, 16);
+      EXPECT_EQ(allocations.count(), 0) << Describe(v, w, 16);
     }
   }
 }

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "allocation_counter.h"
 #include "base/error.h"
 #include "io/gguf.h"
 #include "model/layer_slice.h"
@@ -21,22 +22,6 @@
 #include "speculate/session.h"
 #include "test_support.h"
 
-// Counting allocator: a session step must not allocate after warm-up. Counts only while armed.
-namespace {
-std::atomic<bool> g_count_allocations{false};
-std::atomic<int64_t> g_allocations{0};
-}  // namespace
-
-__attribute__((noinline)) void* operator new(std::size_t n) {
-  if (g_count_allocations.load(std::memory_order_relaxed)) g_allocations.fetch_add(1);
-  void* p = std::malloc(n == 0 ? 1 : n);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-// noinline: inlined into library code, malloc/free pairs trip GCC's -Wmismatched-new-delete.
-__attribute__((noinline)) void operator delete(void* p) noexcept { std::free(p); }
-__attribute__((noinline)) void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
 namespace grove {
 namespace {
 
@@ -44,6 +29,18 @@ using testing::MakeRandomModel;
 using testing::TinySpec;
 
 const std::vector<double> kAcceptance = {0.6, 0.2, 0.1};
+
+// A target and a draft of the tiny shape sharing one thread pool, as the CLI pairs them.
+struct Pair {
+  std::unique_ptr<Model> target, draft;
+};
+Pair MakePair(ModelOptions options, uint64_t target_seed, uint64_t draft_seed) {
+  Pair pair;
+  pair.target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, target_seed), options);
+  options.pool = pair.target->shared_pool();
+  pair.draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, draft_seed), options);
+  return pair;
+}
 
 TreePlanInputs Inputs() {
   TreePlanInputs inputs;
@@ -363,10 +360,7 @@ TEST(Session, VocabularyMismatchIsAnError) {
 // Draft, AppendVerify, the target Forward and Accept, for every kind of plan and drafter, greedy
 // and sampled.
 TEST(Session, StepDoesNotAllocateAfterWarmUp) {
-  ModelOptions mo{.n_threads = 2, .n_ctx = 256};
-  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
-  mo.pool = target->shared_pool();
-  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 8), mo);
+  const auto [target, draft] = MakePair({.n_threads = 2, .n_ctx = 256}, 7, 8);
   const int32_t nv = target->config().n_vocab;
   const SamplerParams cold{.temperature = 0.0f};
   const SamplerParams hot{
@@ -392,19 +386,16 @@ TEST(Session, StepDoesNotAllocateAfterWarmUp) {
     session.Start(Prompt(16, nv));
     Batch batch;
     batch.tokens.reserve(target->max_batch());  // the driver's batch is the driver's business
-    int64_t allocations = 0;
-    for (int step = 0; step < 40 && !session.done(); ++step) {
-      const bool counted = step >= 16;
-      g_allocations = 0;
-      g_count_allocations = counted;
+    auto step = [&] {
       session.Draft();
       batch.Clear();
       session.AppendVerify(batch);
       session.Accept(target->Forward(batch));
-      g_count_allocations = false;
-      allocations += g_allocations.load();
-    }
-    EXPECT_EQ(allocations, 0);
+    };
+    for (int i = 0; i < 16 && !session.done(); ++i) step();  // warm-up: buffers grow
+    testing::AllocationCounter allocations;
+    for (int i = 0; i < 24 && !session.done(); ++i) step();
+    EXPECT_EQ(allocations.count(), 0);
     EXPECT_GT(session.stats().steps - session.stats().plain_steps, 16);
   }
 }
@@ -413,10 +404,7 @@ TEST(Session, StepDoesNotAllocateAfterWarmUp) {
 // in its own KV cache) produce exactly what each produces alone: greedy, and sampled with its own
 // RNG key.
 TEST(Session, TwoSessionsShareOneTargetForward) {
-  ModelOptions mo{.n_threads = 2, .n_seq = 2};
-  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
-  mo.pool = target->shared_pool();
-  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 9), mo);
+  const auto [target, draft] = MakePair({.n_threads = 2, .n_seq = 2}, 7, 9);
   const int32_t nv = target->config().n_vocab;
   for (const SamplerParams& sampling :
        {SamplerParams{.temperature = 0.0f},
@@ -462,10 +450,7 @@ TEST(Session, TwoSessionsShareOneTargetForward) {
 // every plan: a tree that no longer fits (in the target's cache or the drafter's) gives way to
 // plain steps instead of failing.
 TEST(Session, RunsToTheEndOfTheContextLikePlainDecoding) {
-  ModelOptions mo{.n_threads = 1, .n_ctx = 96};
-  auto target = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
-  mo.pool = target->shared_pool();
-  auto draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  const auto [target, draft] = MakePair({.n_threads = 1, .n_ctx = 96}, 7, 7);
   const int32_t nv = target->config().n_vocab;
   const SamplerParams greedy{.temperature = 0.0f};
   const SessionOptions options{.n_predict = 1000, .stop_at_eog = false};

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <system_error>
 #include <vector>
 
@@ -78,6 +79,22 @@ RandomModelSpec TinySpec(GgmlType type, uint64_t seed) {
   s.type = type;
   s.seed = seed;
   return s;
+}
+
+std::vector<const KernelSet*> AvailableKernelLevels() {
+  std::vector<const KernelSet*> levels;
+  for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
+    if (const KernelSet* k = KernelsForLevel(level)) levels.push_back(k);
+  }
+  return levels;
+}
+
+std::vector<float> RandomNormal(std::size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
 }
 
 }  // namespace grove::testing

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_set.h"
 #include "model/model.h"
 #include "model/random_model.h"
 
@@ -22,6 +23,12 @@ std::string TempPath(const std::string& name);
 // Writes a random model of the given spec to a temporary file and loads it.
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec,
                                        const ModelOptions& options = {});
+
+// Every kernel level this CPU runs (kernels/kernel_set.h), scalar first.
+std::vector<const KernelSet*> AvailableKernelLevels();
+
+// n floats from N(0, scale^2), deterministic for a seed.
+std::vector<float> RandomNormal(std::size_t n, uint32_t seed, float scale);
 
 // A small spec that exercises grouped-query attention, RoPE on part of the head, and every matrix;
 // widths are multiples of 32 so quantized types work.

@@ -841,33 +841,13 @@ void WeightedSumChunks(const float* p, const float* values, int64_t stride, int3
 
 void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
                      int32_t head_dim, float* out) {
+  using ChunksFn = void (*)(const float*, const float*, int64_t, int32_t, int32_t, int32_t, float*);
+  static constexpr ChunksFn kChunks[] = {
+      &WeightedSumChunks<1>, &WeightedSumChunks<2>, &WeightedSumChunks<3>, &WeightedSumChunks<4>,
+      &WeightedSumChunks<5>, &WeightedSumChunks<6>, &WeightedSumChunks<7>, &WeightedSumChunks<8>};
   for (int32_t d0 = 0; d0 < head_dim; d0 += 128) {
-    switch (((head_dim - d0 < 128 ? head_dim - d0 : 128) + 15) / 16) {
-      case 1:
-        WeightedSumChunks<1>(p, values, stride, n, d0, head_dim, out);
-        break;
-      case 2:
-        WeightedSumChunks<2>(p, values, stride, n, d0, head_dim, out);
-        break;
-      case 3:
-        WeightedSumChunks<3>(p, values, stride, n, d0, head_dim, out);
-        break;
-      case 4:
-        WeightedSumChunks<4>(p, values, stride, n, d0, head_dim, out);
-        break;
-      case 5:
-        WeightedSumChunks<5>(p, values, stride, n, d0, head_dim, out);
-        break;
-      case 6:
-        WeightedSumChunks<6>(p, values, stride, n, d0, head_dim, out);
-        break;
-      case 7:
-        WeightedSumChunks<7>(p, values, stride, n, d0, head_dim, out);
-        break;
-      default:
-        WeightedSumChunks<8>(p, values, stride, n, d0, head_dim, out);
-        break;
-    }
+    const int32_t width = head_dim - d0 < 128 ? head_dim - d0 : 128;
+    kChunks[(width + 15) / 16 - 1](p, values, stride, n, d0, head_dim, out);
   }
 }
 
