@@ -261,6 +261,16 @@ std::span<const float> Model::Forward(const Batch& batch) {
   return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
 }
 
+void Model::WarmUp() {
+  constexpr int32_t kWarmUpTokens = 8;
+  Batch batch;
+  const std::vector<int32_t> tokens(
+      static_cast<std::size_t>(std::min({kWarmUpTokens, max_batch_, n_ctx_})), 0);
+  caches_[0].Clear();
+  ForwardChain(tokens, 0, 0, batch, /*want_logits=*/true);
+  caches_[0].Clear();
+}
+
 std::span<const float> Model::ForwardChain(std::span<const int32_t> tokens, int32_t first_position,
                                            int32_t seq, Batch& batch, bool want_logits) {
   std::span<const float> logits;

@@ -73,6 +73,11 @@ class Model {
   std::span<const float> ForwardChain(std::span<const int32_t> tokens, int32_t first_position,
                                       int32_t seq, Batch& batch, bool want_logits);
 
+  // One untimed forward over a few tokens, then the cache of sequence 0 is cleared: the first real
+  // forward then finds the weights, its scratch and its code paged in and warm (llama.cpp warms up
+  // the same way at start-up). A CLI calls it after loading; the library never does on its own.
+  void WarmUp();
+
   // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Bytes of matrices regrouped at load (ModelOptions::group_weights); 0 if none.

@@ -65,9 +65,11 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
     draft_seconds_per_level_ = inputs.draft_seconds_per_level;
   }
   shape_.Reserve(max_tokens_, kRanks);
+  if (verify_cost_) Plan(/*first=*/true);  // a profile was given: plan now, Measure only re-plans
 }
 
 void AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root_position) {
+  const bool first = !scaled_cost_.has_value();
   if (measured_curve_) {
     Timer timer;
     verify_cost_ =
@@ -77,11 +79,15 @@ void AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root
   }
   measured_at_ = root_position;
   seconds_since_measure_ = 0.0;
+  Plan(first);
+}
+
+void AutoPlanner::Plan(bool first) {
   // Until drafting is measured, a level is guessed to cost a tenth of a plain step (a draft about
   // ten times cheaper than its target, the usual pairing).
   if (!(draft_seconds_per_level_ > 0)) draft_seconds_per_level_ = verify_cost_->Seconds(1) / 10;
   Replan();
-  if (!draft_cost_measured_) steps_since_plan_ = kReplanSteps - kFirstReplan;
+  if (first) steps_since_plan_ = kReplanSteps - kFirstReplan;
 }
 
 bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
@@ -157,13 +163,13 @@ void AutoPlanner::Observe(const Step& step) {
     verify_scale_ += kVerifyScaleWeight * (ratio - verify_scale_);
   }
   if (tree.empty()) return;
-  if (step.draft_calls > 0 && !step.drafter_caught_up) {
-    const double per_level = step.draft_seconds / step.draft_calls;
-    draft_seconds_per_level_ =
-        draft_cost_measured_
-            ? draft_seconds_per_level_ + kDraftCostWeight * (per_level - draft_seconds_per_level_)
-            : per_level;
-    draft_cost_measured_ = true;
+  // The draft cost per level, a running mean that starts from the guess (so one cold first
+  // forward does not set it): every level, or the levels after a first that caught up.
+  const int32_t levels = step.drafter_caught_up ? step.draft_calls - 1 : step.draft_calls;
+  if (levels > 0) {
+    const double seconds =
+        step.drafter_caught_up ? step.draft_seconds - step.first_draft_seconds : step.draft_seconds;
+    draft_seconds_per_level_ += kDraftCostWeight * (seconds / levels - draft_seconds_per_level_);
   }
   const double fade = std::exp2(-1.0 / kHalfLifeSteps);
   for (int32_t k = 0; k < kRanks; ++k) {

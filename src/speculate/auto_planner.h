@@ -54,7 +54,8 @@ class AutoPlanner {
 
   // Called once the prompt, all but the root, is in the target's cache for `seq` (root_position
   // slots), and again whenever WantsMeasurement: measures t(n) on that context (unless a profile
-  // was given), restores the cache, and replans.
+  // was given), restores the cache, and replans. With a profile the planner plans at
+  // construction already.
   void Measure(Model& target, int32_t seq, int32_t root, int32_t root_position);
   bool WantsMeasurement(int32_t root_position) const;
 
@@ -62,12 +63,14 @@ class AutoPlanner {
   const TokenTree& NextShape();
 
   // What a step did: its tree (empty for a plain step), the accepted nodes (root to leaf), the time
-  // and number of its drafter calls, and its target forward's time. After plain steps the first
-  // drafter call also feeds the tokens the drafter missed (catching up): its time is not a level's.
+  // and number of its drafter calls and the first call's time, and its target forward's time.
+  // After plain steps the first drafter call also feeds the tokens the drafter missed (catching
+  // up): its time is then not a level's, and only the later calls measure the draft cost.
   struct Step {
     const TokenTree& tree;
     std::span<const int32_t> accepted;
     double draft_seconds;
+    double first_draft_seconds;
     int32_t draft_calls;
     double verify_seconds;
     bool drafter_caught_up;
@@ -83,6 +86,7 @@ class AutoPlanner {
   double verify_cost_scale() const { return verify_scale_; }
 
  private:
+  void Plan(bool first);
   void Replan();
   void ScaleVerifyCost();
 
@@ -95,7 +99,6 @@ class AutoPlanner {
   double measure_seconds_ = 0.0;        // what it cost
   double seconds_since_measure_ = 0.0;  // step time observed since
   double draft_seconds_per_level_ = 0.0;
-  bool draft_cost_measured_ = false;
   std::vector<double> prior_;     // (kRanks) p_k before any observation
   std::vector<double> tried_;     // (kRanks) faded count of nodes with >= k children verified
   std::vector<double> accepted_;  // (kRanks) faded count of those that accepted their rank-k child

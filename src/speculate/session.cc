@@ -154,6 +154,7 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
     planner_->Observe({.tree = tree,
                        .accepted = result_.accepted,
                        .draft_seconds = step_.draft_forward,
+                       .first_draft_seconds = draft_.first_expand_seconds(),
                        .draft_calls = draft_.expand_calls(),
                        .verify_seconds = step_.verify_forward,
                        .drafter_caught_up = previous_step_plain_});

@@ -47,7 +47,9 @@ std::span<const float> TreeBuilder::Expand(Drafter& drafter, const TokenTree& tr
                                            DraftState& state) const {
   Timer timer;
   std::span<const float> logits = drafter.Expand(tree, frontier);
-  state.expand_seconds_ += timer.Seconds();
+  const double seconds = timer.Seconds();
+  if (state.expand_calls_ == 0) state.first_expand_seconds_ = seconds;
+  state.expand_seconds_ += seconds;
   ++state.expand_calls_;
   GROVE_CHECK(logits.size() == frontier.size() * static_cast<std::size_t>(state.n_vocab_),
               "drafter '", drafter.name(), "' returned ", logits.size(), " logits for ",

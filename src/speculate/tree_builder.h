@@ -33,12 +33,15 @@ class DraftState {
   // Of the last Build: seconds inside Drafter::Expand (draft forwards), and the number of calls.
   double expand_seconds() const { return expand_seconds_; }
   int32_t expand_calls() const { return expand_calls_; }
+  // The first call's share: it also feeds the tokens the drafter has not seen yet.
+  double first_expand_seconds() const { return first_expand_seconds_; }
   // Grows every buffer to what trees of `plan` need, so that no Build allocates.
   void Reserve(const TreePlan& plan);
   // Empties the tree: this step verifies the root alone (plain decoding).
   void ClearTree() {
     tree_.Clear();
     expand_seconds_ = 0.0;
+    first_expand_seconds_ = 0.0;
     expand_calls_ = 0;
   }
 
@@ -55,6 +58,7 @@ class DraftState {
   OptTreeWorkspace opt_workspace_;
   OptTreeResult opt_result_;
   double expand_seconds_ = 0.0;
+  double first_expand_seconds_ = 0.0;
   int32_t expand_calls_ = 0;
 };
 

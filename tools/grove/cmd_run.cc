@@ -97,6 +97,8 @@ void RunGenerate(RunOptions o) {
   // The drafter, if any: a second model (sharing the target's thread pool), or prompt lookup.
   OpenedDrafter drafter;
   if (!o.draft.empty()) drafter = OpenDrafter(o.draft, *model);
+  model->WarmUp();
+  if (drafter.model) drafter.model->WarmUp();
   const double load_s = load_timer.Seconds();
 
   std::vector<int32_t> prompt = tok->Encode(prompt_text, !o.no_bos && tok->add_bos_by_default());
