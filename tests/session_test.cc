@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -446,6 +447,54 @@ TEST(Session, TwoSessionsShareOneTargetForward) {
   }
 }
 
+// The drafter's cache after every step holds exactly the committed text: with a draft identical
+// to the target, its keys for every committed slot are the target's, bit for bit (contract 2:
+// neither batch composition nor tree shape changes a row). A drafter that kept the wrong slots
+// (OPT-Tree verifies a selection of the layers it drafted) would differ.
+TEST(Session, DraftCacheHoldsTheCommittedText) {
+  // The bundled draft as both models: a trained model's peaked distributions make OPT-Tree draft
+  // several layers and select a part of them (a random model's flat ones stop it at one).
+  const std::string path = std::string(GROVE_MODELS_DIR) + "/grove-draft.gguf";
+  ASSERT_TRUE(testing::FileExists(path)) << path;
+  auto target = Model::Load(path, {.n_threads = 1, .n_ctx = 256});
+  auto draft = Model::Load(path, {.pool = target->shared_pool(), .n_ctx = 256});
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams greedy{.temperature = 0.0f};
+  for (const char* plan :
+       {"chain:4", "kconfig:2,2,1", "sequoia:10", "opt:10,0.05", "opt:16,0.2", "auto"}) {
+    SCOPED_TRACE(plan);
+    ModelDrafter drafter(*draft, *target);
+    SpeculativeSession session(*target, drafter, Policy(plan, drafter, greedy),
+                               {.n_predict = 120, .stop_at_eog = false});
+    session.Start(target->tokenizer()->Encode("Once upon a time, there was a", true));
+    Batch batch;
+    int32_t compared = 0;
+    while (!session.done()) {
+      session.Draft();
+      batch.Clear();
+      session.AppendVerify(batch);
+      session.Accept(target->Forward(batch));
+      const KvCache& t = target->cache(0);
+      const KvCache& d = draft->cache(0);
+      const int32_t n = std::min(t.length(), d.length());
+      for (int32_t layer = 0; layer < target->config().n_layer; ++layer) {
+        for (int32_t slot = 0; slot < n; ++slot) {
+          ASSERT_EQ(0,
+                    std::memcmp(t.key(layer, slot), d.key(layer, slot), sizeof(float) * t.kv_dim()))
+              << "layer " << layer << " slot " << slot << " after step " << session.stats().steps;
+        }
+      }
+      compared = n;
+    }
+    EXPECT_GT(compared, 50);
+    // A perfect drafter: a static tree's path is accepted whole (OPT-Tree's flat random-model
+    // probabilities stop it at depth 1; auto may find plain decoding faster for this tiny pair).
+    if (session.policy().plan.is_static() && !session.policy().plan.is_auto()) {
+      EXPECT_GT(session.stats().tau(), 3.0);
+    }
+  }
+}
+
 // Decoding to the end of the context stops where plain decoding stops, with the same tokens, for
 // every plan: a tree that no longer fits (in the target's cache or the drafter's) gives way to
 // plain steps instead of failing.
@@ -462,6 +511,11 @@ TEST(Session, RunsToTheEndOfTheContextLikePlainDecoding) {
     SpeculativeSession session(*target, drafter, Policy(plan, drafter, greedy), options);
     EXPECT_EQ(session.Generate(prompt, {}), plain) << plan;
     EXPECT_TRUE(session.done());
+    // Room runs out only near the end (OPT-Tree stops drafting layers that do not fit; auto may
+    // choose plain decoding for this tiny pair).
+    if (!session.policy().plan.is_auto()) {
+      EXPECT_GT(session.stats().steps - session.stats().plain_steps, 4) << plan;
+    }
   }
 }
 

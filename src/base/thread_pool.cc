@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/error.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -71,6 +73,15 @@ void ThreadPool::WorkerLoop(int index) {
 }
 
 void ThreadPool::Run(FunctionRef<void(int, int)> fn) {
+  // A second caller (another thread, or a job that dispatches from inside itself) would overwrite
+  // the job under way; fail loudly instead.
+  const bool was_running = running_.exchange(true, std::memory_order_acquire);
+  GROVE_CHECK(!was_running,
+              "thread pool: Run while another job is under way (one caller at a time)");
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running.store(false, std::memory_order_release); }
+  } done{running_};
   ++dispatch_count_;
   if (n_threads_ == 1) {
     fn(0, 1);

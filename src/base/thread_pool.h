@@ -1,4 +1,7 @@
-// One persistent pool of worker threads per model (contract: no thread creation in the token loop).
+// One persistent pool of worker threads, shared by the models of a process (a target and its
+// draft) or owned by one model; no thread is created in the token loop. One caller at a time: a
+// pool runs one job, and Run checks that no other is under way (two threads forwarding two models
+// that share a pool at once would be a bug; give them a pool each).
 //
 // A forward pass dispatches a few parallel loops per layer; with thousands of dispatches per token
 // a futex wake-up (~5-50 us) would dominate, so idle workers spin on an atomic generation counter
@@ -50,6 +53,7 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<int> parked_{0};
+  std::atomic<bool> running_{false};  // a job is under way (one caller at a time)
   uint64_t dispatch_count_ = 0;
 };
 

@@ -32,10 +32,9 @@ inline constexpr int kMaxTileRows = 8;
 //                                 encoding (the AVX-512 level interleaves pairs of blocks and
 //                                 stores q + 128, see act_q8_unsigned)
 //   [ActQ8ScaleOffset(n_in), ...) the scales d_b, one float per block
-//   [ActQ8SumOffset(n_in), ...)   per block d_b * sum_j q_bj (one float multiply of an exact
-//   integer
-//                                 sum), for the min term of Q4_K: sum_j (s q_j - m) x_j needs
-//                                 sum_j x_j, and it depends on the activations only
+//   [ActQ8SumOffset(n_in), ...)   per block d_b * sum_j q_bj (a float multiply of an exact
+//                                 integer sum), for the min term of Q4_K: sum_j (s q_j - m) x_j
+//                                 needs sum_j x_j, and it depends on the activations only
 // n_in must be a multiple of 32. `static`: each file gets its own copy, so the SIMD files (built
 // with -mavx512*) inline them into their loops, and no copy compiled for AVX-512 can become the one
 // a scalar file calls (an ordinary inline function could; see CMakeLists.txt).

@@ -22,7 +22,8 @@ struct AttentionInput {
 };
 
 // scores: scratch of at least n_prefix + extra_slots.size() floats. out: (head_dim). Requires at
-// least one visible key. Uses ActiveKernels().
+// least one visible key. Uses ActiveKernels(). The forward pass attends by query group
+// (AttendQueries, below); this one query form is the reference the groups are tested against.
 void AttendHead(const AttentionInput& in, float* scores, float* out);
 
 struct KernelSet;

@@ -61,7 +61,7 @@ class Sampler {
 // descending, lower id first on ties), skipping tokens whose score is not above `floor` (0 for
 // probabilities: a token without mass is never proposed; -inf for logits). Fewer than k when fewer
 // qualify. O(vocab) for the small k of draft trees (a sorted insertion into k entries, rarely
-// taken once they are full); no allocation once `tokens` has capacity k.
+// taken once they are full); no allocation once `tokens` has capacity k + 1.
 void TopTokens(std::span<const float> scores, int32_t k, float floor, std::vector<int32_t>& tokens);
 
 }  // namespace grove

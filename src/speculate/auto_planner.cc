@@ -124,15 +124,17 @@ void AutoPlanner::Replan() {
   }
   if (choice_.size > 1) probe_interval_ = kFirstProbeInterval;
   steps_since_plan_ = 0;
-  Log(LogLevel::kDebug, "auto: p1..3 ", acceptance_[0], " ", acceptance_[1], " ", acceptance_[2],
-      ", draft ", 1e3 * draft_seconds_per_level_, " ms/level, t(1) ",
-      1e3 * scaled_cost_->Seconds(1), " ms (x", verify_scale_, ") -> ",
-      choice_.size == 1 ? "plain" : StrCat("n ", choice_.size, " d ", choice_.depth), ", ",
-      choice_.expected_tokens, " tokens/step predicted");
+  if (LogEnabled(LogLevel::kDebug)) {  // (`grove run -v`) the choice's string is built only then
+    Log(LogLevel::kDebug, "auto: p1..3 ", acceptance_[0], " ", acceptance_[1], " ", acceptance_[2],
+        ", draft ", 1e3 * draft_seconds_per_level_, " ms/level, t(1) ",
+        1e3 * scaled_cost_->Seconds(1), " ms (x", verify_scale_, ") -> ",
+        choice_.size == 1 ? "plain" : StrCat("n ", choice_.size, " d ", choice_.depth), ", ",
+        choice_.expected_tokens, " tokens/step predicted");
+  }
 }
 
 const TokenTree& AutoPlanner::NextShape() {
-  GROVE_CHECK(verify_cost_.has_value(), "auto planner: NextShape before Prepare");
+  GROVE_CHECK(verify_cost_.has_value(), "auto planner: NextShape before the first Measure");
   if (steps_since_plan_ >= kReplanSteps) Replan();
   ++steps_since_plan_;
   if (choice_.size > 1) {

@@ -8,9 +8,9 @@
 //         spent since. Between measurements the whole curve is scaled by the running ratio of the
 //         verify forwards actually timed to what the curve predicted for their n: what the cache
 //         left behind by drafting, other load and the context's growth do to it;
-//   c     the draft cost of one tree level: from --accept's draft_seconds_per_level, else an
-//   initial
-//         guess of t(1) / 10, then the running mean of the levels actually drafted;
+//   c     the draft cost of one tree level: from --accept's draft_seconds_per_level, else a
+//         guess of t(1) / 10, then a running mean of the levels actually drafted (not a first
+//         level that caught up after plain steps);
 //   p_k   the positional acceptance vector (Sequoia Def. 3.1): a prior (from --accept, else a
 //         modest default) updated with every verified node whose children were tried.
 //

@@ -37,11 +37,17 @@ class Drafter {
   virtual std::span<const float> Expand(const TokenTree& tree,
                                         std::span<const int32_t> frontier) = 0;
 
-  // Ends a step: `accepted` are the nodes of `tree` (this step's tree, possibly empty) the target
-  // accepted, root to leaf; `next_token` follows them and becomes the root of the next step. A
-  // step without a tree (plain decoding) commits nothing but the next token.
+  // Ends a step: `accepted` are the nodes of `tree` the target accepted, root to leaf, where `tree`
+  // is the tree the drafter expanded this step (OPT-Tree's drafted layers, of which the verified
+  // tree is a selection; possibly empty); `next_token` follows them and becomes the root of the
+  // next step. A step without a tree (plain decoding) commits nothing but the next token.
   virtual void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
                       int32_t next_token) = 0;
+
+  // Grows what the drafter keeps per call and per tree node to frontiers of `max_frontier` nodes
+  // and trees of `max_tree_nodes` (OPT-Tree's drafted layers included), so that steps do not
+  // allocate.
+  virtual void Reserve(int32_t max_frontier, int32_t max_tree_nodes) = 0;
 
   // Whether a step that expands up to `fed_nodes` tree nodes (in Expand calls after the first)
   // still fits the drafter's cache beside the committed text; drafters without a cache always fit.

@@ -6,12 +6,6 @@
 #include "io/gguf.h"
 
 namespace grove {
-namespace {
-
-constexpr std::size_t kReservedTreeNodes = 4096;
-
-}  // namespace
-
 void CheckSameVocabulary(const Model& draft, const Model& target) {
   const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
   if (nd != nt) {
@@ -38,10 +32,8 @@ ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq)
   batch_.tokens.reserve(draft.max_batch());
   // Every committed token may wait here while the session decodes plainly (a long context).
   pending_.reserve(static_cast<std::size_t>(draft.n_ctx()) + 1);
-  // An accepted path is at most as long as the context; a step's tree (OPT-Tree's drafted layers
-  // included) rarely has more than a few hundred nodes. Reserved so steps do not allocate.
+  // An accepted path is at most as long as the context: reserved so steps do not allocate.
   kept_slots_.reserve(static_cast<std::size_t>(draft.n_ctx()));
-  slot_of_node_.reserve(kReservedTreeNodes);
 }
 
 void ModelDrafter::Begin(std::span<const int32_t> context) {
@@ -130,6 +122,11 @@ void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accept
   pending_.push_back(next_token);
   root_position_ += static_cast<int32_t>(accepted.size()) + 1;
   std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
+}
+
+void ModelDrafter::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
+  batch_.tokens.reserve(static_cast<std::size_t>(std::max(max_frontier, draft_.max_batch())));
+  slot_of_node_.reserve(static_cast<std::size_t>(max_tree_nodes));
 }
 
 bool ModelDrafter::HasRoomFor(int32_t fed_nodes) const {

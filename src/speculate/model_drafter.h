@@ -25,6 +25,7 @@ class ModelDrafter : public Drafter {
   void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
               int32_t next_token) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
+  void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
 
  private:
   // Puts the committed tokens the draft has not seen, all but the root, into its cache.

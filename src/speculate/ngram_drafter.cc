@@ -35,6 +35,11 @@ int32_t NgramDrafter::Predict(std::span<const int32_t> text) const {
   return -1;
 }
 
+void NgramDrafter::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
+  rows_.reserve(static_cast<std::size_t>(max_frontier) * static_cast<std::size_t>(n_vocab_));
+  scratch_.reserve(history_.capacity() + static_cast<std::size_t>(max_tree_nodes));
+}
+
 std::span<const float> NgramDrafter::Expand(const TokenTree& tree,
                                             std::span<const int32_t> frontier) {
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);

@@ -25,6 +25,7 @@ class NgramDrafter : public Drafter {
   void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
               int32_t next_token) override;
   bool HasRoomFor(int32_t) const override { return true; }
+  void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
 
   // The guess after `text` (whose suffix is matched against earlier parts of itself), or -1.
   int32_t Predict(std::span<const int32_t> text) const;

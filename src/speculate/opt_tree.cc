@@ -16,7 +16,7 @@ void OptTreeParams::Validate() const {
 void OptTreeWorkspace::Reserve(const OptTreeParams& params) {
   const size_t n = static_cast<size_t>(params.n_nodes);
   const size_t drafted_max = n * static_cast<size_t>(params.depth_cap());
-  drafted.Reserve(static_cast<int32_t>(drafted_max), params.n_nodes);
+  drafted_.Reserve(static_cast<int32_t>(drafted_max), params.n_nodes);
   for (auto* v : {&path_prob, &top_sum}) v->reserve(drafted_max);
   for (auto* v : {&keep, &new_index}) v->reserve(drafted_max);
   frontier.reserve(n);
@@ -37,10 +37,11 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
   };
 
   result.tree.Clear();
+  result.drafted_index.clear();
   result.expected_length = 1.0;
   result.draft_steps = 0;
   result.e_sub.clear();
-  ws.drafted.Clear();
+  ws.drafted_.Clear();
   ws.path_prob.clear();
   ws.frontier.assign(1, -1);
   double e_prev = 0.0;
@@ -50,7 +51,7 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
     if (ws.out.size() < ws.frontier.size()) ws.out.resize(ws.frontier.size());
     const std::span<std::vector<DraftCandidate>> out(ws.out.data(), ws.frontier.size());
     for (auto& list : out) list.clear();
-    expand(ws.drafted, ws.frontier, n, out);
+    expand(ws.drafted_, ws.frontier, n, out);
     ++result.draft_steps;
     ws.layer.clear();
     for (size_t i = 0; i < ws.frontier.size(); ++i) {
@@ -102,7 +103,7 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
               [](const Candidate& a, const Candidate& b) { return a.order < b.order; });
     ws.frontier.clear();
     for (const Candidate& c : ws.layer) {
-      ws.frontier.push_back(ws.drafted.AddChild(c.parent, c.token, c.prob));
+      ws.frontier.push_back(ws.drafted_.AddChild(c.parent, c.token, c.prob));
       ws.path_prob.push_back(c.path_prob);
     }
     // E_sub: the sum of the n largest p̂ drafted so far.
@@ -114,13 +115,13 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
     for (size_t i = 0; i < top; ++i) e_cur += ws.top_sum[i];
     result.e_sub.push_back(e_cur);
     // Algorithm 1: continue while D(T) < n (here the cap) and E_sub grew by more than δ.
-    if (ws.drafted.depth() >= max_depth || !(e_cur - e_prev > params.delta)) break;
+    if (ws.drafted_.depth() >= max_depth || !(e_cur - e_prev > params.delta)) break;
     e_prev = e_cur;
   }
 
   // T_opt: the n drafted nodes with the largest p̂; ties to the smaller index, which is level order,
   // so a parent (p̂ >= its child's, as every prob <= 1) always precedes its child.
-  const int32_t n_drafted = ws.drafted.size();
+  const int32_t n_drafted = ws.drafted_.size();
   ws.keep.resize(static_cast<size_t>(n_drafted));
   for (int32_t v = 0; v < n_drafted; ++v) ws.keep[static_cast<size_t>(v)] = v;
   auto better = [&](int32_t a, int32_t b) {
@@ -135,11 +136,12 @@ void BuildOptTree(const OptTreeParams& params, DraftExpandRef expand, OptTreeWor
   std::sort(ws.keep.begin(), ws.keep.end());
   ws.new_index.assign(static_cast<size_t>(n_drafted), -1);
   for (int32_t v : ws.keep) {
-    const TreeNode& node = ws.drafted.node(v);
+    const TreeNode& node = ws.drafted_.node(v);
     const int32_t parent = node.parent < 0 ? -1 : ws.new_index[static_cast<size_t>(node.parent)];
     GROVE_CHECK(node.parent < 0 || parent >= 0, "opt-tree: selected node ", v,
                 " without its parent ", node.parent);
     ws.new_index[static_cast<size_t>(v)] = result.tree.AddChild(parent, node.token, node.prob);
+    result.drafted_index.push_back(v);
     result.expected_length += ws.path_prob[static_cast<size_t>(v)];
   }
 }

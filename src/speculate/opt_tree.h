@@ -49,7 +49,10 @@ struct OptTreeParams {
 };
 
 struct OptTreeResult {
-  TokenTree tree;                // the selected nodes, level order, prob = draft probability
+  TokenTree tree;  // the selected nodes, level order, prob = draft probability
+  // drafted_index[v]: node v's index in the tree the expand callback saw (every drafted layer),
+  // which is what a drafter knows it by.
+  std::vector<int32_t> drafted_index;
   double expected_length = 1.0;  // E(A) = 1 + E_sub(tree, n), the estimate to log per step
   int32_t draft_steps = 0;       // expand calls (one draft forward each)
   std::vector<double> e_sub;     // E_sub after each drafted layer (non-decreasing, Theorem 3.2)
@@ -62,6 +65,8 @@ class OptTreeWorkspace {
   // Grows every buffer to what builds with `params` need at most (n nodes per layer, up to the
   // depth cap), so that no build allocates.
   void Reserve(const OptTreeParams& params);
+  // Every layer drafted by the last build (the tree the expand callback saw).
+  const TokenTree& drafted() const { return drafted_; }
 
  private:
   friend void BuildOptTree(const OptTreeParams&, DraftExpandRef, OptTreeWorkspace&, OptTreeResult&);
@@ -72,7 +77,7 @@ class OptTreeWorkspace {
     int32_t token;
     float prob;
   };
-  TokenTree drafted;              // every layer drafted so far, L[1] ∪ L[2] ∪ ...
+  TokenTree drafted_;             // every layer drafted so far, L[1] ∪ L[2] ∪ ...
   std::vector<double> path_prob;  // p̂ per drafted node
   std::vector<double> top_sum;    // scratch of E_sub
   std::vector<int32_t> frontier;

@@ -8,12 +8,7 @@
 #include "speculate/auto_planner.h"
 
 namespace grove {
-namespace {
-
-// Depths and ranks the statistics vectors hold without growing.
-constexpr std::size_t kStatsReserve = 64;
-
-}  // namespace
+namespace {}  // namespace
 
 SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SpeculationPolicy& policy,
@@ -41,11 +36,13 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
          " tokens, more than the target's batch of ", target.max_batch());
   }
   if (policy.plan.is_auto()) planner_ = std::make_unique<AutoPlanner>(policy.plan, policy.inputs);
-  draft_.Reserve(policy.plan);
+  draft_.Reserve(policy.plan, policy.draw);
+  drafter_.Reserve(policy.plan.max_nodes(), policy.plan.max_drafted_nodes());
   batch_.tokens.reserve(target.max_batch());
   kept_slots_.reserve(static_cast<std::size_t>(max_rows));
   emitted_.reserve(static_cast<std::size_t>(max_rows) + 1);
   result_.accepted.reserve(static_cast<std::size_t>(max_rows));
+  drafted_accepted_.reserve(static_cast<std::size_t>(max_rows));
 }
 
 SpeculativeSession::~SpeculativeSession() = default;
@@ -63,8 +60,9 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   }
   stats_ = SpeculationStats{};
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
-  for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank})
-    v->reserve(kStatsReserve);
+  for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) {
+    v->reserve(static_cast<std::size_t>(policy_.plan.max_nodes()) + 1);  // depths and ranks
+  }
   Timer prefill;
   KvCache& cache = target_.cache(options_.target_seq);
   cache.Clear();
@@ -91,11 +89,12 @@ void SpeculativeSession::Draft() {
   const TokenTree* shape = planner_ ? &planner_->NextShape() : nullptr;
   const TreePlan& plan = policy_.plan;
   const int32_t max_nodes = shape ? shape->size() : plan.max_nodes();
-  const int32_t max_fed = shape ? shape->size() : plan.max_fed_nodes();
+
   // Speculate only while the tree, and the token after its deepest node, fit the context (plain
-  // decoding's last token sits at n_ctx - 1) and the drafter has room; then decode plainly.
+  // decoding's last token sits at n_ctx - 1) and the drafter has room for it (OPT-Tree checks
+  // again before each further layer it drafts); then decode plainly.
   const bool room = static_cast<int64_t>(root_position_) + max_nodes + 2 <= target_.n_ctx() &&
-                    drafter_.HasRoomFor(max_fed);
+                    drafter_.HasRoomFor(max_nodes);
   if (!room || (shape && shape->empty())) {
     draft_.ClearTree();
   } else if (shape) {
@@ -144,7 +143,9 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   kept_slots_.clear();
   for (int32_t node : result_.accepted) kept_slots_.push_back(root_position_ + 1 + node);
   target_.cache(options_.target_seq).Compact(root_position_ + 1, kept_slots_);
-  drafter_.Commit(tree, result_.accepted, result_.next_token);
+  drafted_accepted_.clear();
+  for (int32_t node : result_.accepted) drafted_accepted_.push_back(draft_.drafted_node(node));
+  drafter_.Commit(draft_.drafted_tree(), drafted_accepted_, result_.next_token);
   step_.cache = timer.Seconds();
 
   ++stats_.steps;

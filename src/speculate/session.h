@@ -134,6 +134,7 @@ class SpeculativeSession {
   VerifyResult result_;
   std::vector<float> target_row_;  // (n_vocab) the distribution of the row the rule reads now
   std::vector<int32_t> kept_slots_;
+  std::vector<int32_t> drafted_accepted_;  // the accepted nodes as the drafter knows them
   std::vector<int32_t> emitted_;
   Batch batch_;  // Generate's own batch
   int32_t root_ = -1;

@@ -25,9 +25,12 @@ SamplerParams DraftSampling(const SamplerParams& sampling) {
 DraftState::DraftState(const SamplerParams& draft_sampling, int32_t n_vocab)
     : n_vocab_(n_vocab), sampler_(draft_sampling), ranking_(static_cast<std::size_t>(n_vocab)) {}
 
-void DraftState::Reserve(const TreePlan& plan) {
+void DraftState::Reserve(const TreePlan& plan, ChildDraw draw) {
   const int32_t n = plan.max_nodes();
   tree_.Reserve(n, n);
+  if (draw != ChildDraw::kDeterministic) {
+    rows_.reserve((static_cast<std::size_t>(n) + 1) * static_cast<std::size_t>(n_vocab_));
+  }
   for (auto* v : {&frontier_, &next_frontier_, &shape_frontier_, &next_shape_frontier_}) {
     v->reserve(static_cast<std::size_t>(n) + 1);
   }
@@ -36,6 +39,7 @@ void DraftState::Reserve(const TreePlan& plan) {
     opt_workspace_.Reserve(plan.opt);
     opt_result_.tree.Reserve(n, n);
     opt_result_.e_sub.reserve(static_cast<std::size_t>(plan.opt.depth_cap()));
+    opt_result_.drafted_index.reserve(static_cast<std::size_t>(n));
   }
 }
 
@@ -140,6 +144,10 @@ void TreeBuilder::BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftS
   // OPT-Tree asks for the top-k children of each frontier node by draft probability.
   auto expand = [&](const TokenTree& drafted, std::span<const int32_t> frontier, int32_t k,
                     std::span<std::vector<DraftCandidate>> out) {
+    // Drafting ends early, with what it has, when the drafter's cache cannot take another layer
+    // (the session checked room for the first): no candidates end Algorithm 1's loop.
+    const bool root_level = frontier.size() == 1 && frontier[0] == -1;
+    if (!root_level && !drafter.HasRoomFor(static_cast<int32_t>(frontier.size()))) return;
     const std::span<const float> logits = Expand(drafter, drafted, frontier, state);
     for (std::size_t i = 0; i < frontier.size(); ++i) {
       const std::span<const float> q =
@@ -148,6 +156,7 @@ void TreeBuilder::BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftS
     }
   };
   BuildOptTree(params, expand, state.opt_workspace_, state.opt_result_);
+  state.opt_built_ = true;
   // The tree is copied into the state's own (capacity reused); the result keeps its buffers too.
   TokenTree& tree = state.tree_;
   for (const TreeNode& node : state.opt_result_.tree.nodes())

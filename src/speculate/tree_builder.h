@@ -35,11 +35,18 @@ class DraftState {
   int32_t expand_calls() const { return expand_calls_; }
   // The first call's share: it also feeds the tokens the drafter has not seen yet.
   double first_expand_seconds() const { return first_expand_seconds_; }
-  // Grows every buffer to what trees of `plan` need, so that no Build allocates.
-  void Reserve(const TreePlan& plan);
+  // The tree the drafter was asked to expand, and node v of tree() in it: the same tree for static
+  // shapes; for OPT-Tree every drafted layer, of which tree() is the selection. The drafter knows
+  // nodes by these ids (Drafter::Commit).
+  const TokenTree& drafted_tree() const { return opt_built_ ? opt_workspace_.drafted() : tree_; }
+  int32_t drafted_node(int32_t v) const { return opt_built_ ? opt_result_.drafted_index[v] : v; }
+  // Grows every buffer to what trees of `plan` need with children drawn as `draw`, so that no
+  // Build allocates.
+  void Reserve(const TreePlan& plan, ChildDraw draw);
   // Empties the tree: this step verifies the root alone (plain decoding).
   void ClearTree() {
     tree_.Clear();
+    opt_built_ = false;
     expand_seconds_ = 0.0;
     first_expand_seconds_ = 0.0;
     expand_calls_ = 0;
@@ -57,6 +64,7 @@ class DraftState {
   std::vector<int32_t> tokens_;
   OptTreeWorkspace opt_workspace_;
   OptTreeResult opt_result_;
+  bool opt_built_ = false;  // the last Build was OPT-Tree's
   double expand_seconds_ = 0.0;
   double first_expand_seconds_ = 0.0;
   int32_t expand_calls_ = 0;

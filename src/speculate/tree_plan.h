@@ -50,14 +50,14 @@ struct TreePlan {
   // filled by the child draw; OPT-Tree alone shapes its tree from the draft probabilities.
   bool is_static() const { return kind != TreeKind::kOpt; }
   bool is_auto() const { return kind == TreeKind::kAuto; }
+  // Nodes a step may ask the drafter to expand: the tree's, or OPT-Tree's drafted layers (n
+  // candidates each, up to its depth cap), of which the verified tree keeps n.
+  int32_t max_drafted_nodes() const {
+    return is_static() ? max_nodes() : opt.n_nodes * opt.depth_cap();
+  }
   // Most nodes a tree of this plan can have (the verify batch holds one more: the root).
   int32_t max_nodes() const {
     return is_auto() ? auto_max_tokens - 1 : is_static() ? shape.size() : opt.n_nodes;
-  }
-  // Most nodes one step may feed to the drafter (its cache must hold them): OPT-Tree drafts up to
-  // n candidates per layer, of which it keeps n in all.
-  int32_t max_fed_nodes() const {
-    return is_static() ? max_nodes() : opt.n_nodes * opt.depth_cap();
   }
 };
 

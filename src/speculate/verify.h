@@ -136,9 +136,12 @@ VerifyResult Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& targ
 // being drawn, with draws kDraftDrawBase + i. kWithoutReplacement follows Sequoia Algorithm 2
 // exactly: each draw from q with earlier draws removed, then uniform over the tokens not yet drawn
 // once q's support is used up (so k may be up to the vocabulary size). kDeterministic gives the k
-// most probable tokens (lowest id first on ties). Throws grove::Error if k exceeds the vocabulary
-// (without replacement, deterministic) or q has no mass (with replacement). The builders of sampled
-// trees call this so the verifier's replay of the draft matches the draw.
+// most probable tokens (lowest id first on ties), zero-probability ones included when k asks for
+// them. (The tree builder ranks draft rows with TopTokens directly, leaving tokens without mass
+// out; DrawChildren serves callers that hold probability rows, such as the verifier's tests.)
+// Throws grove::Error if k exceeds the vocabulary (without replacement, deterministic) or q has no
+// mass (with replacement). The builders of sampled trees call this so the verifier's replay of the
+// draft matches the draw.
 void DrawChildren(std::span<const float> q, int32_t k, ChildDraw draw, const CounterRng& rng,
                   uint64_t sequence, int64_t position, std::vector<int32_t>& tokens);
 

@@ -14,7 +14,7 @@ std::optional<BundledModels> FindBundledModels() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    // build/release/tools/grove/grove -> the source tree four levels up.
+    // build/release/tools/grove/grove -> the source tree four levels up (five tried).
     fs::path dir = exe.parent_path();
     for (int i = 0; i < 5 && !dir.empty() && dir != dir.root_path(); ++i, dir = dir.parent_path()) {
       dirs.push_back(dir / "models");
