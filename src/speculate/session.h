@@ -8,7 +8,9 @@
 //
 // Generate() drives the three alone, one target forward per step; the scheduler, the pipeline and
 // the server drive the same calls (several sessions per forward). None of them re-implements a
-// step. A session allocates nothing per step once its buffers have grown (a test checks it).
+// step. A session allocates nothing per step once its buffers have grown (a test checks it); the
+// one exception is an auto plan measuring the verify cost again, at most once per doubling of the
+// context.
 //
 // Randomness: one key per sequence (SessionOptions::sequence). Draws are (sequence, position, draw)
 // counters of the sampling seed (contract 4), so the output does not depend on what else shares a
