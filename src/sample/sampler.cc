@@ -167,9 +167,13 @@ void TopTokens(std::span<const float> scores, int32_t k, float floor,
   // The first k tokens fill the list directly, so the scans that follow start from a k-th best.
   const int32_t head = std::min(k, n);
   for (int32_t x = 0; x < head; ++x) offer(x);
+  // Blocks grow from 64 to kTopTokensBlock: the k-th best rises fastest early on, and a small
+  // first block keeps the candidates of its stale threshold few.
   int32_t candidates[kTopTokensBlock];
-  for (int32_t block = head; block < n; block += kTopTokensBlock) {
-    const int32_t len = std::min(kTopTokensBlock, n - block);
+  int32_t block_size = 64;
+  for (int32_t block = head; block < n;
+       block += block_size, block_size = std::min(2 * block_size, kTopTokensBlock)) {
+    const int32_t len = std::min(block_size, n - block);
     const int32_t found = indices_above(scores.data() + block, len, kth, candidates);
     for (int32_t c = 0; c < found; ++c) offer(block + candidates[c]);
   }
