@@ -8,7 +8,6 @@
 #include "speculate/auto_planner.h"
 
 namespace grove {
-namespace {}  // namespace
 
 SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SpeculationPolicy& policy,
@@ -138,7 +137,7 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   step_.verification = timer.Seconds();
 
   // Commit: the root stays at its slot, the accepted nodes move down behind it; the drafter keeps
-  // the nodes it has fed, by node id.
+  // the nodes it has fed, named by their ids in the tree it expanded (DraftState::drafted_node).
   timer.Reset();
   kept_slots_.clear();
   for (int32_t node : result_.accepted) kept_slots_.push_back(root_position_ + 1 + node);
@@ -209,7 +208,7 @@ std::vector<int32_t> SpeculativeSession::Generate(std::span<const int32_t> promp
                                                   const std::function<bool(int32_t)>& on_token) {
   Start(prompt);
   std::vector<int32_t> out;
-  out.reserve(static_cast<std::size_t>(options_.n_predict));
+  out.reserve(static_cast<std::size_t>(std::min(options_.n_predict, target_.n_ctx())));
   Timer total;
   bool stopped = false;
   while (!done_ && !stopped) {
