@@ -45,12 +45,38 @@ TEST(AutoPlanner, CostlyVerificationChoosesPlainDecodingAndProbes) {
   // Every verified token costs a whole step: no tree can pay for itself.
   AutoPlanner planner = Planner({{1, 1e-3}, {16, 16e-3}}, {0.6, 0.1}, 1e-4);
   EXPECT_EQ(planner.choice().size, 1);
-  // Plain steps, then one probe with the best tree after 16 of them.
-  int32_t first_probe = -1;
-  for (int32_t step = 0; step < 40 && first_probe < 0; ++step) {
-    if (!planner.NextShape().empty()) first_probe = step;
-  }
-  EXPECT_EQ(first_probe, 15);
+  // Plain steps, then a probe of one drafted token. A probe is guessed to cost a draft level and
+  // one more verified token, 1.1 ms, and probes take at most 2% of the plain steps' time: one
+  // every 55 steps.
+  auto next_probe = [&] {
+    for (int32_t step = 0; step < 2000; ++step) {
+      const TokenTree& shape = planner.NextShape();
+      if (!shape.empty()) {
+        EXPECT_EQ(shape.size(), 1);
+        return step;
+      }
+      planner.Observe({.tree = shape,
+                       .accepted = {},
+                       .draft_seconds = 0,
+                       .first_draft_seconds = 0,
+                       .draft_calls = 0,
+                       .verify_seconds = 1e-3,
+                       .drafter_caught_up = false});
+    }
+    return -1;
+  };
+  EXPECT_EQ(next_probe(), 54);
+  // A probe that costs 5 ms more than a plain step (a drafter catching up on a long backlog) makes
+  // the next ones rarer.
+  const TokenTree probe = Chain(1);
+  planner.Observe({.tree = probe,
+                   .accepted = {},
+                   .draft_seconds = 5e-3,
+                   .first_draft_seconds = 5e-3,
+                   .draft_calls = 1,
+                   .verify_seconds = 1e-3,
+                   .drafter_caught_up = true});
+  EXPECT_GT(next_probe(), 54);
 }
 
 TEST(AutoPlanner, RejectedDraftsTurnItToPlainDecoding) {

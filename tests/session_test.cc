@@ -458,7 +458,6 @@ TEST(Session, DraftCacheHoldsTheCommittedText) {
   ASSERT_TRUE(testing::FileExists(path)) << path;
   auto target = Model::Load(path, {.n_threads = 1, .n_ctx = 256});
   auto draft = Model::Load(path, {.pool = target->shared_pool(), .n_ctx = 256});
-  const int32_t nv = target->config().n_vocab;
   const SamplerParams greedy{.temperature = 0.0f};
   for (const char* plan :
        {"chain:4", "kconfig:2,2,1", "sequoia:10", "opt:10,0.05", "opt:16,0.2", "auto"}) {
@@ -486,7 +485,8 @@ TEST(Session, DraftCacheHoldsTheCommittedText) {
       }
       compared = n;
     }
-    EXPECT_GT(compared, 50);
+    // (auto may decode plainly for stretches, leaving the drafter behind until it probes.)
+    EXPECT_GT(compared, session.policy().plan.is_auto() ? 12 : 50);
     // A perfect drafter: a static tree's path is accepted whole (OPT-Tree's flat random-model
     // probabilities stop it at depth 1; auto may find plain decoding faster for this tiny pair).
     if (session.policy().plan.is_static() && !session.policy().plan.is_auto()) {

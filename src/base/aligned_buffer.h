@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -40,6 +41,12 @@ class AlignedBuffer {
     std::size_t bytes = (n * sizeof(T) + kCacheLine - 1) / kCacheLine * kCacheLine;
     data_ = static_cast<T*>(std::aligned_alloc(kCacheLine, bytes));
     if (data_ == nullptr) throw std::bad_alloc();
+  }
+
+  // Zeroes every element: called at load, so the pages are faulted in then and not by the first
+  // forwards that reach them (which made a first generation measurably slower than later ones).
+  void Zero() {
+    if (data_ != nullptr) std::memset(static_cast<void*>(data_), 0, size_ * sizeof(T));
   }
 
   T* data() { return data_; }

@@ -107,6 +107,13 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
   visible_cache_parent_.Resize(b);
   out_rows_.Resize(b);
   query_group_begin_.Resize(b + 1);
+  // Fault every page of the forward's state in now (AlignedBuffer::Zero): a batch larger than any
+  // before (a draft catching up after plain steps, a wider tree) would otherwise pay for it.
+  for (AlignedBuffer<float>* f :
+       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &rope_cs_, &scores_, &logits_}) {
+    f->Zero();
+  }
+  std::memset(matmul_scratch_.bytes(), 0, matmul_scratch_.size());
   seq_count_.Resize(caches_.size());
 }
 

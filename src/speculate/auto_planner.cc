@@ -33,8 +33,12 @@ constexpr int32_t kMinContextGrowth = 64;
 constexpr double kMeasureShare = 0.05;
 // Deepest tree considered, root level included (grove's trees are rarely deeper than 10 accepted).
 constexpr int32_t kMaxDepth = 16;
-constexpr int32_t kMaxProbeInterval = 256;
-constexpr int32_t kFirstProbeInterval = 16;
+// While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
+// cost (their drafting, the drafter catching up, the wider verify) under kProbeShare of the plain
+// steps' time, between kMinProbeInterval and kMaxProbeInterval.
+constexpr double kProbeShare = 0.02;
+constexpr int32_t kMinProbeInterval = 16;
+constexpr int32_t kMaxProbeInterval = 1024;
 
 }  // namespace
 
@@ -48,7 +52,8 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
       acceptance_(kRanks, 0.0) {
   GROVE_CHECK(plan.is_auto(), "auto planner: plan '", plan.text, "' is not auto");
   double weight = kPriorWeight;
-  if (!inputs.acceptance.empty()) {
+  calibrated_ = !inputs.acceptance.empty();
+  if (calibrated_) {
     for (int32_t k = 0; k < kRanks && k < static_cast<int32_t>(inputs.acceptance.size()); ++k) {
       prior_[k] = inputs.acceptance[k];
     }
@@ -65,6 +70,7 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
     draft_seconds_per_level_ = inputs.draft_seconds_per_level;
   }
   shape_.Reserve(max_tokens_, kRanks);
+  probe_.AddChild(-1, kNoToken, static_cast<float>(prior_[0]));
   if (verify_cost_) Plan(/*first=*/true);  // a profile was given: plan now, Measure only re-plans
 }
 
@@ -86,6 +92,12 @@ void AutoPlanner::Plan(bool first) {
   // Until drafting is measured, a level is guessed to cost a tenth of a plain step (a draft about
   // ten times cheaper than its target, the usual pairing).
   if (!(draft_seconds_per_level_ > 0)) draft_seconds_per_level_ = verify_cost_->Seconds(1) / 10;
+  // And a probe, until one is measured: a draft level and one more verified token.
+  if (!(probe_cost_ > 0)) {
+    const double wider =
+        verify_cost_->max_size() >= 2 ? verify_cost_->Seconds(2) - verify_cost_->Seconds(1) : 0;
+    probe_cost_ = draft_seconds_per_level_ + std::max(0.0, wider);
+  }
   Replan();
   if (first) steps_since_plan_ = kReplanSteps - kFirstReplan;
 }
@@ -110,20 +122,17 @@ void AutoPlanner::Replan() {
   ScaleVerifyCost();
   const int32_t max_size = std::min(max_tokens_, scaled_cost_->max_size());
   table_.Compute(acceptance_, max_size, std::min(max_size, kMaxDepth));
-  SizeDepthSearch search{.draft_seconds_per_level = draft_seconds_per_level_,
-                         .root_level_drafted = false};
+  const SizeDepthSearch search{.draft_seconds_per_level = draft_seconds_per_level_,
+                               .root_level_drafted = false};
   choice_ = ChooseSizeAndDepth(table_, *scaled_cost_, search);
-  // While plain wins, the probes use the best tree.
-  search.include_plain = false;
-  const SizeDepthChoice tree =
-      choice_.size > 1 ? choice_ : ChooseSizeAndDepth(table_, *scaled_cost_, search);
-  if (tree.size > 1) {
-    table_.TreeInto(tree.size, tree.depth, shape_);
+  if (choice_.size > 1) {
+    table_.TreeInto(choice_.size, choice_.depth, shape_);
   } else {
     shape_.Clear();
   }
-  if (choice_.size > 1) probe_interval_ = kFirstProbeInterval;
   steps_since_plan_ = 0;
+  trees_since_plan_ = 0;
+  ++replans_;
   if (LogEnabled(LogLevel::kDebug)) {  // (`grove run -v`) the choice's string is built only then
     Log(LogLevel::kDebug, "auto: p1..3 ", acceptance_[0], " ", acceptance_[1], " ", acceptance_[2],
         ", draft ", 1e3 * draft_seconds_per_level_, " ms/level, t(1) ",
@@ -135,16 +144,26 @@ void AutoPlanner::Replan() {
 
 const TokenTree& AutoPlanner::NextShape() {
   GROVE_CHECK(verify_cost_.has_value(), "auto planner: NextShape before the first Measure");
-  if (steps_since_plan_ >= kReplanSteps) Replan();
+  // Replan every kReplanSteps steps, unless nothing was learnt meanwhile (plain steps only, while
+  // plain wins and no probe ran): the DP search costs tens of microseconds.
+  if (steps_since_plan_ >= kReplanSteps && trees_since_plan_ > 0) Replan();
   ++steps_since_plan_;
+  // Without a calibrated prior the first steps only probe (one drafted token: little to lose if
+  // the draft is poor) until the first replan has seen some acceptance.
+  if (!calibrated_ && replans_ < 2) return probe_;
+  probing_ = false;
   if (choice_.size > 1) {
     plain_run_ = 0;
     return shape_;
   }
-  if (++plain_run_ < probe_interval_) return none_;
+  const double plain_step = scaled_cost_->Seconds(1);
+  const int32_t interval =
+      static_cast<int32_t>(std::clamp(probe_cost_ / (kProbeShare * plain_step),
+                                      double{kMinProbeInterval}, double{kMaxProbeInterval}));
+  if (++plain_run_ < interval) return none_;
   plain_run_ = 0;
-  probe_interval_ = std::min(kMaxProbeInterval, 2 * probe_interval_);
-  return shape_;
+  probing_ = true;
+  return probe_;
 }
 
 void AutoPlanner::ScaleVerifyCost() {
@@ -159,12 +178,19 @@ void AutoPlanner::Observe(const Step& step) {
   const TokenTree& tree = step.tree;
   const std::span<const int32_t> accepted = step.accepted;
   seconds_since_measure_ += step.draft_seconds + step.verify_seconds;
+  if (probing_) {
+    // What the probe cost beyond the plain step it replaced.
+    const double extra =
+        std::max(0.0, step.draft_seconds + step.verify_seconds - scaled_cost_->Seconds(1));
+    probe_cost_ += kDraftCostWeight * (extra - probe_cost_);
+  }
   const int32_t n = tree.size() + 1;
   if (step.verify_seconds > 0 && n <= verify_cost_->max_size()) {
     const double ratio = step.verify_seconds / verify_cost_->Seconds(n);
     verify_scale_ += kVerifyScaleWeight * (ratio - verify_scale_);
   }
   if (tree.empty()) return;
+  ++trees_since_plan_;
   // The draft cost per level, a running mean that starts from the guess (so one cold first
   // forward does not set it): every level, or the levels after a first that caught up.
   const int32_t levels = step.drafter_caught_up ? step.draft_calls - 1 : step.draft_calls;

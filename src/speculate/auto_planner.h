@@ -24,10 +24,12 @@
 // least i children is p_i. Observations fade with a half-life of kHalfLifeSteps steps, so the
 // estimate follows a text whose predictability changes.
 //
-// While plain decoding wins, p_k would never be observed again; so every so many plain steps
-// (16, doubling up to 256 while plain keeps winning) one step speculates with the best tree: a
-// bounded cost (under 1/16 of the steps, then far less) that lets the planner return when the text
-// becomes predictable.
+// While plain decoding wins, p_k would never be observed again; so every so many plain steps one
+// step drafts a single token: a probe that keeps p_1 current, so the planner returns when the text
+// becomes predictable. The interval keeps the probes' measured extra cost (drafting, the drafter
+// catching up with the tokens it missed, a verify of two tokens) under 2% of the plain steps'
+// time, and at least 16 steps. Without a calibrated prior the first
+// steps are such probes too, until the first replan (after 4 steps) has seen the pair at work.
 #pragma once
 
 #include <cstdint>
@@ -107,9 +109,14 @@ class AutoPlanner {
   SizeDepthChoice choice_;
   TokenTree shape_;  // the chosen tree (empty: plain)
   TokenTree none_;   // an empty tree, for plain steps
+  TokenTree probe_;  // one drafted token: the first steps of an uncalibrated pair, and probes
+  bool calibrated_ = false;  // the prior came from a measured acceptance vector
+  int32_t replans_ = 0;
+  int32_t trees_since_plan_ = 0;  // steps with a tree observed since the last replan
   int32_t steps_since_plan_ = 0;
-  int32_t plain_run_ = 0;        // plain steps since the last speculative one
-  int32_t probe_interval_ = 16;  // plain steps between probes
+  int32_t plain_run_ = 0;    // plain steps since the last speculative one
+  bool probing_ = false;     // the shape last handed out is a probe while plain wins
+  double probe_cost_ = 0.0;  // running mean of a probe's cost beyond a plain step
 };
 
 // t(n) of `target` for a verify batch of n tokens continuing sequence `seq` (whose cache holds
