@@ -23,7 +23,12 @@ n=128
 # Prompts are separated by blank lines, as for grove bench --spec.
 mapfile -t list < <(awk 'BEGIN{RS=""} {gsub(/\n/, " "); print}' "$prompts")
 
-median() { sort -g | awk '{a[NR]=$1} END{if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.1f (%.1f-%.1f)", m, a[1], a[NR]}'; }
+# Median (min-max) of the runs that reported a speed; a run that printed none is counted apart.
+median() {
+  grep -E '^[0-9.]+$' | sort -g |
+    awk -v all="$1" '{a[NR]=$1} END{if (NR==0) {print "nan"; exit} m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2;
+      printf "%.1f (%.1f-%.1f%s)", m, a[1], a[NR], NR < all ? ", " all - NR " runs without a speed" : ""}'
+}
 grove_tps() {  # prints generation t/s of one grove run
   "$grove" run -m "$target" --draft "$draft" --spec "$1" -p "$2" -n $n --temp 0 -t "$3" --no-display-prompt 2>&1 >/dev/null |
     sed -n 's/.*tokens\/step | \([0-9.]*\) t\/s.*/\1/p'
@@ -44,7 +49,9 @@ for t in $threads; do
       lc+=("$(llama_tps "$p" "$t")")
     done
   done
-  m4=$(printf '%s\n' "${g4[@]}" | median); ma=$(printf '%s\n' "${ga[@]}" | median); ml=$(printf '%s\n' "${lc[@]}" | median)
+  runs=${#lc[@]}
+  m4=$(printf '%s\n' "${g4[@]}" | median "$runs"); ma=$(printf '%s\n' "${ga[@]}" | median "$runs")
+  ml=$(printf '%s\n' "${lc[@]}" | median "$runs")
   r4=$(awk -v a="${m4%% *}" -v b="${ml%% *}" 'BEGIN{printf "%.2f", a/b}')
   ra=$(awk -v a="${ma%% *}" -v b="${ml%% *}" 'BEGIN{printf "%.2f", a/b}')
   echo "| $t | $m4 | $ma | $ml | $r4 | $ra |"
