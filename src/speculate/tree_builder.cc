@@ -157,10 +157,6 @@ void TreeBuilder::BuildOpt(const OptTreeParams& params, Drafter& drafter, DraftS
   };
   BuildOptTree(params, expand, state.opt_workspace_, state.opt_result_);
   state.opt_built_ = true;
-  // The tree is copied into the state's own (capacity reused); the result keeps its buffers too.
-  TokenTree& tree = state.tree_;
-  for (const TreeNode& node : state.opt_result_.tree.nodes())
-    tree.AddChild(node.parent, node.token, node.prob);
 }
 
 }  // namespace grove

@@ -26,10 +26,10 @@ class DraftState {
   DraftState(const SamplerParams& draft_sampling, int32_t n_vocab);
 
   // This step's tree (empty for a plain step).
-  const TokenTree& tree() const { return tree_; }
+  const TokenTree& tree() const { return opt_built_ ? opt_result_.tree : tree_; }
   // Draft distributions the children were drawn from, for the rejection rules: row 0 the root's,
   // row v + 1 node v's. Written for sampled draws only, and only for nodes with children.
-  ProbRows draft_rows() const { return {rows_.data(), n_vocab_, tree_.size() + 1}; }
+  ProbRows draft_rows() const { return {rows_.data(), n_vocab_, tree().size() + 1}; }
   // Of the last Build: seconds inside Drafter::Expand (draft forwards), and the number of calls.
   double expand_seconds() const { return expand_seconds_; }
   int32_t expand_calls() const { return expand_calls_; }
@@ -55,8 +55,8 @@ class DraftState {
  private:
   friend class TreeBuilder;
   int32_t n_vocab_;
-  Sampler sampler_;  // turns draft logits into the draft distribution (see TreeBuilder)
-  TokenTree tree_;
+  Sampler sampler_;             // turns draft logits into the draft distribution (see TreeBuilder)
+  TokenTree tree_;              // a static shape's filled tree (OPT-Tree's is opt_result_.tree)
   std::vector<float> rows_;     // (max_nodes + 1, n_vocab), see draft_rows()
   std::vector<float> ranking_;  // (n_vocab) one row's ranking distribution
   std::vector<int32_t> frontier_, next_frontier_;
