@@ -27,6 +27,24 @@ void KvCache::Truncate(int32_t n) {
   chain_length_ = std::min(chain_length_, n);
 }
 
+void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
+  if (other.n_layer_ != n_layer_ || other.n_ctx_ != n_ctx_ || other.kv_dim_ != kv_dim_) {
+    Fail("kv cache: cannot copy between caches of different shapes");
+  }
+  if (n < 0 || n > other.chain_length_) {
+    Fail("kv cache: cannot copy ", n, " slots of a cache whose chain holds ", other.chain_length_);
+  }
+  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(n) * kv_dim_;
+  for (int32_t layer = 0; layer < n_layer_; ++layer) {
+    std::memcpy(key(layer, 0), other.key(layer, 0), bytes);
+    std::memcpy(value(layer, 0), other.value(layer, 0), bytes);
+  }
+  std::memcpy(positions_.data(), other.positions_.data(), sizeof(int32_t) * n);
+  std::memcpy(parents_.data(), other.parents_.data(), sizeof(int32_t) * n);
+  length_ = n;
+  chain_length_ = n;
+}
+
 void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot) {
   positions_[slot] = position;
   parents_[slot] = parent_slot;

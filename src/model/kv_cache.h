@@ -46,6 +46,11 @@ class KvCache {
   // kept slots become a chain continuing slot prefix - 1.
   void Compact(int32_t prefix, std::span<const int32_t> kept_slots);
   void Clear() { Truncate(0); }
+  // Replaces this cache's contents with the first n slots of `other` (same shape; n at most its
+  // chain_length(): committed text). Used to fork a sequence (kv_cache_pool.h).
+  void CopyPrefix(const KvCache& other, int32_t n);
+  // Bytes of keys and values held for the whole context.
+  uint64_t bytes() const { return 2ull * sizeof(float) * n_layer_ * n_ctx_ * kv_dim_; }
 
   // Used by the forward pass: claims slots [length, length + n), then records each new slot's
   // position and parent (in slot order, which extends the chain when the parent is the previous

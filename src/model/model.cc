@@ -17,8 +17,6 @@
 namespace grove {
 namespace {
 
-uint64_t MatrixBytes(const WeightView& w) { return static_cast<uint64_t>(w.row_bytes) * w.n_out; }
-
 // Row-wise work (norms) on fewer elements than this runs on the calling thread: a pool dispatch
 // and its barrier (~2 us, far more on a busy machine) cost more than normalising a few rows. Each
 // row is computed by the same code either way, so the choice never changes a bit.
@@ -39,46 +37,55 @@ void RmsNormRows(const float* x, const float* weight, float* out, int32_t n, std
 
 }  // namespace
 
+namespace {
+
+std::shared_ptr<ThreadPool> PoolFor(const ModelOptions& options) {
+  return options.pool ? options.pool : std::make_shared<ThreadPool>(options.n_threads);
+}
+
+int32_t CheckedSlots(const ModelOptions& options) {
+  if (options.n_seq < 1 || options.n_seq > 1024)
+    Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
+  return options.n_seq;
+}
+
+}  // namespace
+
 std::unique_ptr<Model> Model::Load(const std::string& path, const ModelOptions& options) {
   return FromGguf(GgufFile::Open(path), options);
 }
 
 std::unique_ptr<Model> Model::FromGguf(std::unique_ptr<GgufFile> gguf,
                                        const ModelOptions& options) {
-  return std::unique_ptr<Model>(new Model(std::move(gguf), options));
+  std::shared_ptr<ThreadPool> pool = PoolFor(options);
+  auto parameters = ModelParameters::FromGguf(std::move(gguf), options.group_weights, *pool);
+  return std::unique_ptr<Model>(new Model(std::move(parameters), std::move(pool), options));
+}
+
+std::unique_ptr<Model> Model::Create(std::shared_ptr<const ModelParameters> parameters,
+                                     const ModelOptions& options) {
+  GROVE_CHECK(parameters != nullptr);
+  return std::unique_ptr<Model>(new Model(std::move(parameters), PoolFor(options), options));
 }
 
 Model::~Model() = default;
 
-Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
-    : gguf_(std::move(gguf)),
-      config_(ConfigFromGguf(*gguf_)),
-      weights_(BindWeights(*gguf_, config_)),
+Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<ThreadPool> pool,
+             const ModelOptions& options)
+    : parameters_(std::move(parameters)),
+      config_(parameters_->config()),
+      weights_(parameters_->weights()),
       n_ctx_(options.n_ctx > 0 ? options.n_ctx : std::min(config_.n_ctx_train, 4096)),
       max_batch_(options.max_batch),
-      pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.n_threads)) {
+      pool_(std::move(pool)),
+      kv_(CheckedSlots(options), config_.n_layer, n_ctx_, config_.kv_dim()) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
-  if (options.n_seq < 1 || options.n_seq > 1024)
-    Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
   if (max_batch_ < 1 || max_batch_ > 8192)
     Fail("model: max_batch ", max_batch_, " out of range 1..8192");
-  if (gguf_->Has("tokenizer.ggml.model")) {
-    tokenizer_ = Tokenizer::FromGguf(*gguf_);
-    if (tokenizer_->n_vocab() != config_.n_vocab) {
-      Fail("model: tokenizer has ", tokenizer_->n_vocab(), " tokens but 'token_embd.weight' has ",
-           config_.n_vocab, " rows");
-    }
-  }
   const ModelConfig& c = config_;
   rope_ =
       RopeParams{c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale,
                  weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
-
-  if (options.group_weights) GroupWeights();
-  for (const WeightView* w : ForwardMatrices(weights_)) weight_bytes_ += MatrixBytes(*w);
-
-  caches_.reserve(options.n_seq);
-  for (int32_t s = 0; s < options.n_seq; ++s) caches_.emplace_back(c.n_layer, n_ctx_, c.kv_dim());
 
   const std::size_t b = max_batch_;
   matmul_scratch_ = MatMulScratch(max_batch_, std::max<int64_t>({c.n_embd, c.n_ff, c.q_dim()}));
@@ -114,26 +121,21 @@ Model::Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options)
     f->Zero();
   }
   std::memset(matmul_scratch_.bytes(), 0, matmul_scratch_.size());
-  seq_count_.Resize(caches_.size());
+  seq_count_.Resize(static_cast<std::size_t>(kv_.size()));
 }
 
-uint64_t Model::grouped_bytes() const {
-  uint64_t n = 0;
-  for (const AlignedBuffer<uint8_t>& b : grouped_) n += b.size();
-  return n;
-}
-
-void Model::GroupWeights() {
-  const KernelSet& kernels = ActiveKernels();
-  for (WeightView* w : ForwardMatrices(weights_)) {
-    if (!CanGroup(kernels, *w)) continue;
-    const WeightView rows = *w;
-    AlignedBuffer<uint8_t>& buffer =
-        grouped_.emplace_back(static_cast<std::size_t>(GroupedMatrixBytes(rows)));
-    *w = PackMatrix(rows, buffer.data(), *pool_);
-    // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
-    if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
+uint64_t Model::activation_bytes() const {
+  uint64_t n = matmul_scratch_.size();
+  for (const AlignedBuffer<float>* f : {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_,
+                                        &rope_cs_, &rope_table_, &scores_, &logits_}) {
+    n += f->size() * sizeof(float);
   }
+  for (const AlignedBuffer<int32_t>* b :
+       {&slot_, &prefix_len_, &visible_cache_parent_, &visible_begin_, &visible_, &out_rows_,
+        &seq_count_, &query_group_begin_}) {
+    n += b->size() * sizeof(int32_t);
+  }
+  return n;
 }
 
 void Model::Validate(const Batch& batch) {
@@ -146,7 +148,7 @@ void Model::Validate(const Batch& batch) {
       batch.cache_parents.size() != batch.tokens.size()) {
     Fail("forward: batch arrays differ in length");
   }
-  std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
+  std::fill(seq_count_.data(), seq_count_.data() + static_cast<std::size_t>(kv_.size()), 0);
   for (int32_t i = 0; i < n; ++i) {
     if (batch.tokens[i] < 0 || batch.tokens[i] >= config_.n_vocab) {
       Fail("forward: token ", batch.tokens[i], " at batch index ", i,
@@ -162,15 +164,15 @@ void Model::Validate(const Batch& batch) {
     }
     if (batch.positions[i] < 0) Fail("forward: token ", i, " has negative position");
     const int32_t cp = batch.cache_parents[i];
-    if (parent == -1 && cp != Batch::kContinueCache && (cp < 0 || cp >= caches_[seq].length())) {
+    if (parent == -1 && cp != Batch::kContinueCache && (cp < 0 || cp >= kv_.cache(seq).length())) {
       Fail("forward: token ", i, " continues cache slot ", cp, " but sequence ", seq, " holds ",
-           caches_[seq].length(), " slots");
+           kv_.cache(seq).length(), " slots");
     }
     ++seq_count_[seq];
   }
   for (int32_t s = 0; s < n_seq(); ++s) {
-    if (caches_[s].length() + seq_count_[s] > n_ctx_) {
-      Fail("forward: context full: sequence ", s, " holds ", caches_[s].length(),
+    if (kv_.cache(s).length() + seq_count_[s] > n_ctx_) {
+      Fail("forward: context full: sequence ", s, " holds ", kv_.cache(s).length(),
            " tokens and the batch adds ", seq_count_[s], ", but the context is ", n_ctx_,
            " tokens");
     }
@@ -180,10 +182,10 @@ void Model::Validate(const Batch& batch) {
 void Model::PrepareBatch(const Batch& batch) {
   const int32_t n = batch.size();
   // Slots: a sequence's batch tokens take the next free slots of its cache in batch order.
-  std::fill(seq_count_.data(), seq_count_.data() + caches_.size(), 0);
+  std::fill(seq_count_.data(), seq_count_.data() + static_cast<std::size_t>(kv_.size()), 0);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t seq = batch.seq_ids[i];
-    slot_[i] = caches_[seq].length() + seq_count_[seq]++;
+    slot_[i] = kv_.cache(seq).length() + seq_count_[seq]++;
   }
   // What each token sees: cache slots [0, prefix_len_[i]), then visible_ (increasing slots): the
   // speculative cache ancestors its chain continues from, its batch ancestors (root first), itself.
@@ -191,7 +193,7 @@ void Model::PrepareBatch(const Batch& batch) {
   attention_keys_ = 0;
   const int32_t capacity = static_cast<int32_t>(visible_.size());
   for (int32_t i = 0; i < n; ++i) {
-    const KvCache& cache = caches_[batch.seq_ids[i]];
+    const KvCache& cache = kv_.cache(batch.seq_ids[i]);
     int32_t root = i;
     int32_t depth = 1;
     for (; batch.parents[root] >= 0; root = batch.parents[root]) ++depth;
@@ -242,9 +244,9 @@ std::span<const float> Model::Forward(const Batch& batch) {
   PrepareBatch(batch);
   const ModelConfig& c = config_;
   const int32_t n = batch.size();
-  for (int32_t s = 0; s < n_seq(); ++s) caches_[s].Append(seq_count_[s]);
+  for (int32_t s = 0; s < n_seq(); ++s) kv_.cache(s).Append(seq_count_[s]);
   for (int32_t i = 0; i < n; ++i) {
-    caches_[batch.seq_ids[i]].SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
+    kv_.cache(batch.seq_ids[i]).SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
   }
 
   for (int32_t i = 0; i < n; ++i) {
@@ -273,9 +275,9 @@ void Model::WarmUp() {
   Batch batch;
   const std::vector<int32_t> tokens(
       static_cast<std::size_t>(std::min({kWarmUpTokens, max_batch_, n_ctx_})), 0);
-  caches_[0].Clear();
+  kv_.cache(0).Clear();
   ForwardChain(tokens, 0, 0, batch, /*want_logits=*/true);
-  caches_[0].Clear();
+  kv_.cache(0).Clear();
 }
 
 std::span<const float> Model::ForwardChain(std::span<const int32_t> tokens, int32_t first_position,
@@ -314,7 +316,7 @@ void Model::Layer(const Batch& batch, int32_t layer) {
     const float* cs = rope_cs_.data() + static_cast<std::size_t>(i) * c.n_rot;
     RopeApply(rope_, cs, q_.data() + static_cast<std::size_t>(i) * q_dim, c.n_head);
     RopeApply(rope_, cs, k_.data() + static_cast<std::size_t>(i) * kv_dim, c.n_head_kv);
-    KvCache& cache = caches_[batch.seq_ids[i]];
+    KvCache& cache = kv_.cache(batch.seq_ids[i]);
     std::memcpy(cache.key(layer, slot_[i]), k_.data() + static_cast<std::size_t>(i) * kv_dim,
                 sizeof(float) * kv_dim);
     std::memcpy(cache.value(layer, slot_[i]), v_.data() + static_cast<std::size_t>(i) * kv_dim,
@@ -336,7 +338,7 @@ void Model::Layer(const Batch& batch, int32_t layer) {
       const int32_t n_q = query_group_begin_[task / c.n_head + 1] - first;
       const int32_t h = static_cast<int32_t>(task % c.n_head);
       const int32_t g = h / group;
-      const KvCache& cache = caches_[batch.seq_ids[first]];
+      const KvCache& cache = kv_.cache(batch.seq_ids[first]);
       const std::size_t head = static_cast<std::size_t>(h) * c.head_dim;
       const QueryGroup queries{
           .q = q_.data() + static_cast<std::size_t>(first) * q_dim + head,

@@ -1,5 +1,8 @@
-// A loaded Llama-family model: config, weights used in place from the GGUF map, the tokenizer, one
-// KV cache per sequence, and the preallocated state of the forward pass.
+// A forward context of a Llama-family model: the shared, immutable parameters (model_parameters.h:
+// file, config, tokenizer, weights), a pool of KV-cache slots (kv_cache_pool.h), the preallocated
+// state of the forward pass, and the thread pool it borrows. Model::Load makes the parameters and
+// one context; Model::Create adds another context over the same parameters (a scheduler's
+// concurrent drafters each forward in their own), so weights are held once per process.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +16,8 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
+#include "model/kv_cache_pool.h"
+#include "model/model_parameters.h"
 #include "model/weights.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
@@ -31,11 +36,12 @@ struct ModelOptions {
   // so no model's workers spin while another model computes. Null: the model creates its own.
   std::shared_ptr<ThreadPool> pool;
   int32_t n_ctx = 0;  // 0: the training context, at most 4096
-  int32_t n_seq = 1;  // sequences (KV caches) held at once
+  int32_t n_seq = 1;  // KV-cache slots (sequences held at once)
   int32_t max_batch =
       kDefaultMaxBatch;  // most tokens in one Forward; longer prompts are split by the caller
   // Regroup the matrices that the active kernels have a group kernel for (quant/packed.h) at load.
-  // Off: every matrix is computed from the file's rows (tests compare the two).
+  // Off: every matrix is computed from the file's rows (tests compare the two). Read by Load and
+  // FromGguf only (Create shares parameters already loaded).
   bool group_weights = true;
 };
 
@@ -45,20 +51,31 @@ class Model {
   static std::unique_ptr<Model> Load(const std::string& path, const ModelOptions& options = {});
   static std::unique_ptr<Model> FromGguf(std::unique_ptr<GgufFile> gguf,
                                          const ModelOptions& options);
+  // Another forward context over parameters already loaded: its own activations, KV slots and
+  // (options.pool, or a new one of options.n_threads) thread pool.
+  static std::unique_ptr<Model> Create(std::shared_ptr<const ModelParameters> parameters,
+                                       const ModelOptions& options);
   ~Model();
 
+  const std::shared_ptr<const ModelParameters>& parameters() const { return parameters_; }
   const ModelConfig& config() const { return config_; }
-  const GgufFile& gguf() const { return *gguf_; }
+  const GgufFile& gguf() const { return parameters_->gguf(); }
   // Null when the file carries no vocabulary.
-  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  const Tokenizer* tokenizer() const { return parameters_->tokenizer(); }
   int32_t n_ctx() const { return n_ctx_; }
-  int32_t n_seq() const { return static_cast<int32_t>(caches_.size()); }
+  int32_t n_seq() const { return kv_.size(); }
   int32_t max_batch() const { return max_batch_; }
   ThreadPool& pool() { return *pool_; }
   const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
-  KvCache& cache(int32_t seq) { return caches_.at(seq); }
-  const KvCache& cache(int32_t seq) const { return caches_.at(seq); }
+  // The KV slots. A single-sequence caller may use slot 0 (or any) directly; drivers of many
+  // sequences acquire, release and fork them.
+  KvCachePool& kv() { return kv_; }
+  const KvCachePool& kv() const { return kv_; }
+  KvCache& cache(int32_t seq) { return kv_.cache(seq); }
+  const KvCache& cache(int32_t seq) const { return kv_.cache(seq); }
+  // Bytes of this context's own state: activations and scratch (KV slots: kv()).
+  uint64_t activation_bytes() const;
 
   // Runs the batch (see batch.h), appends its tokens to their sequences' caches in batch order, and
   // returns the logits of the rows that asked for them, in batch order: (n_rows, n_vocab) floats,
@@ -79,30 +96,26 @@ class Model {
   void WarmUp();
 
   // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
-  uint64_t weight_bytes() const { return weight_bytes_; }
+  uint64_t weight_bytes() const { return parameters_->weight_bytes(); }
   // Bytes of matrices regrouped at load (ModelOptions::group_weights); 0 if none.
-  uint64_t grouped_bytes() const;
+  uint64_t grouped_bytes() const { return parameters_->grouped_bytes(); }
 
  private:
-  Model(std::unique_ptr<GgufFile> gguf, const ModelOptions& options);
+  Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<ThreadPool> pool,
+        const ModelOptions& options);
   // Checks the batch and counts its tokens per sequence into seq_count_.
   void Validate(const Batch& batch);
-  // Packs the matrices a group kernel can compute into grouped_ and releases their file pages.
-  void GroupWeights();
   void PrepareBatch(const Batch& batch);
   void Layer(const Batch& batch, int32_t layer);
 
-  std::unique_ptr<GgufFile> gguf_;
-  ModelConfig config_;
-  ModelWeights weights_;
-  std::unique_ptr<Tokenizer> tokenizer_;
+  std::shared_ptr<const ModelParameters> parameters_;
+  const ModelConfig& config_;    // parameters_->config()
+  const ModelWeights& weights_;  // parameters_->weights()
   int32_t n_ctx_;
   int32_t max_batch_;
   std::shared_ptr<ThreadPool> pool_;
-  std::vector<KvCache> caches_;
+  KvCachePool kv_;
   RopeParams rope_;
-  uint64_t weight_bytes_ = 0;
-  std::vector<AlignedBuffer<uint8_t>> grouped_;  // matrices regrouped at load (GroupWeights)
 
   // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
   MatMulScratch matmul_scratch_;

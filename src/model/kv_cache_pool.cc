@@ -1,0 +1,50 @@
+#include "model/kv_cache_pool.h"
+
+#include "base/error.h"
+
+namespace grove {
+
+KvCachePool::KvCachePool(int32_t n_slots, int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
+    : acquired_(static_cast<std::size_t>(n_slots), 0) {
+  caches_.reserve(static_cast<std::size_t>(n_slots));
+  for (int32_t s = 0; s < n_slots; ++s) caches_.emplace_back(n_layer, n_ctx, kv_dim);
+}
+
+uint64_t KvCachePool::bytes_per_slot() const {
+  return caches_.empty() ? 0 : caches_.front().bytes();
+}
+
+int32_t KvCachePool::Acquire() {
+  for (int32_t s = 0; s < size(); ++s) {
+    if (acquired_[s]) continue;
+    acquired_[s] = 1;
+    ++in_use_count_;
+    caches_[s].Clear();
+    return s;
+  }
+  Fail("kv cache pool: all ", size(), " sequence slots are in use");
+}
+
+void KvCachePool::Release(int32_t seq) {
+  if (seq < 0 || seq >= size() || !acquired_[seq]) {
+    Fail("kv cache pool: sequence ", seq, " is not acquired");
+  }
+  acquired_[seq] = 0;
+  --in_use_count_;
+  caches_[seq].Clear();
+}
+
+int32_t KvCachePool::Fork(int32_t parent, int32_t n) {
+  if (parent < 0 || parent >= size() || !acquired_[parent]) {
+    Fail("kv cache pool: cannot fork sequence ", parent, ": it is not acquired");
+  }
+  if (n < 0 || n > caches_[parent].chain_length()) {
+    Fail("kv cache pool: cannot fork ", n, " slots of sequence ", parent, ", which holds ",
+         caches_[parent].chain_length(), " committed slots");
+  }
+  const int32_t child = Acquire();
+  caches_[child].CopyPrefix(caches_[parent], n);
+  return child;
+}
+
+}  // namespace grove

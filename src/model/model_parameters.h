@@ -1,0 +1,58 @@
+// What a loaded model is, apart from any forward pass: its GGUF file, config, tokenizer and weight
+// bindings, with the matrices regrouped at load for the active kernels. Immutable once loaded, so
+// every forward context of the process (model.h) shares one copy: a scheduler running n sequences
+// with n concurrent drafters holds one target and one draft in memory, and resident memory grows by
+// KV caches and activations only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "model/config.h"
+#include "model/weights.h"
+
+namespace grove {
+
+class GgufFile;
+class ThreadPool;
+class Tokenizer;
+
+class ModelParameters {
+ public:
+  // Opens, validates and binds a GGUF model; `pool` computes the regrouping (group_weights). Throws
+  // grove::Error naming the problem.
+  static std::shared_ptr<const ModelParameters> Load(const std::string& path, bool group_weights,
+                                                     ThreadPool& pool);
+  static std::shared_ptr<const ModelParameters> FromGguf(std::unique_ptr<GgufFile> gguf,
+                                                         bool group_weights, ThreadPool& pool);
+  ~ModelParameters();
+  ModelParameters(const ModelParameters&) = delete;
+  ModelParameters& operator=(const ModelParameters&) = delete;
+
+  const ModelConfig& config() const { return config_; }
+  const GgufFile& gguf() const { return *gguf_; }
+  const ModelWeights& weights() const { return weights_; }
+  // Null when the file carries no vocabulary.
+  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
+  uint64_t weight_bytes() const { return weight_bytes_; }
+  // Bytes of matrices regrouped at load; 0 if none.
+  uint64_t grouped_bytes() const;
+
+ private:
+  ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights, ThreadPool& pool);
+  // Packs the matrices a group kernel can compute into grouped_ and releases their file pages.
+  void GroupWeights(ThreadPool& pool);
+
+  std::unique_ptr<GgufFile> gguf_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  uint64_t weight_bytes_ = 0;
+  std::vector<AlignedBuffer<uint8_t>> grouped_;  // matrices regrouped at load (GroupWeights)
+};
+
+}  // namespace grove
