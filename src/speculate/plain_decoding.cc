@@ -10,17 +10,15 @@ std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> promp
                                    const SamplerParams& sampling, const SessionOptions& options,
                                    const std::function<bool(int32_t)>& on_token,
                                    PlainTiming* timing) {
-  if (prompt.empty()) Fail("generation needs at least one prompt token");
-  if (static_cast<int64_t>(prompt.size()) >= target.n_ctx()) {
-    Fail("the prompt is ", prompt.size(), " tokens but the context holds ", target.n_ctx());
-  }
+  const int32_t cached = KeepCachedPrompt(target, options, prompt);
   const int32_t seq = options.target_seq;
   const Tokenizer* tokenizer = target.tokenizer();
   Sampler sampler(sampling);
   Batch batch;
-  target.cache(seq).Clear();
   Timer prefill;
-  std::span<const float> logits = target.ForwardChain(prompt, 0, seq, batch, /*want_logits=*/true);
+  std::span<const float> logits =
+      target.ForwardChain(prompt.subspan(static_cast<std::size_t>(cached)), cached, seq, batch,
+                          /*want_logits=*/true);
   if (timing) timing->prefill_seconds = prefill.Seconds();
   std::vector<int32_t> out;
   if (options.n_predict == 0) return out;

@@ -51,22 +51,35 @@ bool SpeculativeSession::IsStop(int32_t token) const {
          target_.tokenizer()->IsEndOfGeneration(token);
 }
 
-void SpeculativeSession::Start(std::span<const int32_t> prompt) {
-  if (prompt.empty()) Fail("speculative decoding needs at least one prompt token");
+int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
+                         std::span<const int32_t> prompt) {
+  if (prompt.empty()) Fail("generation needs at least one prompt token");
   // Plain decoding's rule: the prompt must leave room for at least one generated token.
-  if (static_cast<int64_t>(prompt.size()) >= target_.n_ctx()) {
-    Fail("the prompt is ", prompt.size(), " tokens but the context holds ", target_.n_ctx());
+  if (static_cast<int64_t>(prompt.size()) >= target.n_ctx()) {
+    Fail("the prompt is ", prompt.size(), " tokens but the context holds ", target.n_ctx());
   }
+  KvCache& cache = target.cache(options.target_seq);
+  const int32_t cached = options.cached_prompt;
+  if (cached < 0 || cached >= static_cast<int32_t>(prompt.size()) ||
+      cached > cache.chain_length()) {
+    Fail("the target cache holds ", cache.chain_length(), " committed tokens, not the ", cached,
+         " cached prompt tokens of a ", prompt.size(), "-token prompt");
+  }
+  cache.Truncate(cached);
+  return cached;
+}
+
+void SpeculativeSession::Start(std::span<const int32_t> prompt) {
+  const int32_t cached = KeepCachedPrompt(target_, options_, prompt);
   stats_ = SpeculationStats{};
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
   for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) {
     v->reserve(static_cast<std::size_t>(policy_.plan.max_nodes()) + 1);  // depths and ranks
   }
   Timer prefill;
-  KvCache& cache = target_.cache(options_.target_seq);
-  cache.Clear();
-  target_.ForwardChain(prompt.first(prompt.size() - 1), 0, options_.target_seq, batch_,
-                       /*want_logits=*/false);
+  const auto uncached = static_cast<std::size_t>(cached);
+  target_.ForwardChain(prompt.subspan(uncached, prompt.size() - 1 - uncached), cached,
+                       options_.target_seq, batch_, /*want_logits=*/false);
   drafter_.Begin(prompt);
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;
@@ -174,19 +187,10 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   root_position_ += static_cast<int32_t>(result_.accepted.size()) + 1;
   if (root_position_ >= target_.n_ctx() - 1) done_ = true;  // the context is full
   // "other": whatever the step's span (Draft to here) spent outside the measured parts.
-  step_.other = std::max(0.0, step_timer_.Seconds() - step_.total());
-  AddStepTimes(step_);
+  step_.other = std::max(0.0, step_timer_.Seconds() - step_wait_ - step_.total());
+  step_wait_ = 0.0;
+  stats_.times += step_;
   return emitted_;
-}
-
-void SpeculativeSession::AddStepTimes(const StepTimes& step) {
-  StepTimes& t = stats_.times;
-  t.draft_forward += step.draft_forward;
-  t.tree_building += step.tree_building;
-  t.verify_forward += step.verify_forward;
-  t.verification += step.verification;
-  t.cache += step.cache;
-  t.other += step.other;
 }
 
 void SpeculativeSession::RecordTreeStats(const TokenTree& tree) {

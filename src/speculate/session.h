@@ -48,6 +48,15 @@ struct StepTimes {
   double total() const {
     return draft_forward + tree_building + verify_forward + verification + cache + other;
   }
+  StepTimes& operator+=(const StepTimes& t) {
+    draft_forward += t.draft_forward;
+    tree_building += t.tree_building;
+    verify_forward += t.verify_forward;
+    verification += t.verification;
+    cache += t.cache;
+    other += t.other;
+    return *this;
+  }
 };
 
 struct SpeculationStats {
@@ -78,7 +87,17 @@ struct SessionOptions {
   bool stop_at_eog = true;  // stop after an end-of-generation token (needs the target's tokenizer)
   uint64_t sequence = 0;    // the RNG key of this sequence (a server gives each request its own)
   int32_t target_seq = 0;   // the target KV cache this session decodes in
+  // The target cache already holds the first cached_prompt tokens of the prompt (a fork of a
+  // sequence that shares them, kv_cache_pool.h): the prefill starts after them. At most the prompt
+  // less its last token (which the first step feeds).
+  int32_t cached_prompt = 0;
 };
+
+// Checks options.cached_prompt against the prompt and the target cache, drops whatever the cache
+// holds past it, and returns it (the first prompt token the prefill must run). Throws grove::Error
+// on an empty prompt, one that fills the context, or a cached prefix the cache does not hold.
+int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
+                         std::span<const int32_t> prompt);
 
 class SpeculativeSession {
  public:
@@ -104,6 +123,9 @@ class SpeculativeSession {
   // The driver's target forward time for this step, for the time split (a shared forward may be
   // attributed as the driver sees fit).
   void RecordVerifyForward(double seconds) { step_.verify_forward += seconds; }
+  // Time this step spent waiting on the driver between Draft() and Accept() (queued behind other
+  // sequences, or their share of a shared forward): not part of this sequence's time split.
+  void RecordWait(double seconds) { step_wait_ += seconds; }
 
   // Start, then the three phases with one target forward per step until done, calling on_token
   // for each emitted token in order (the stop token included); on_token returns false to stop.
@@ -121,7 +143,6 @@ class SpeculativeSession {
  private:
   bool IsStop(int32_t token) const;
   void RecordTreeStats(const TokenTree& tree);
-  void AddStepTimes(const StepTimes& step);
 
   Model& target_;
   Drafter& drafter_;
@@ -141,9 +162,10 @@ class SpeculativeSession {
   Batch batch_;  // Generate's own batch
   int32_t root_ = -1;
   int32_t root_position_ = 0;
-  int32_t first_row_ = 0;  // this session's first logits row in the batch it was appended to
-  Timer step_timer_;       // from Draft() to the end of Accept()
-  StepTimes step_;         // this step's parts
+  int32_t first_row_ = 0;   // this session's first logits row in the batch it was appended to
+  Timer step_timer_;        // from Draft() to the end of Accept()
+  StepTimes step_;          // this step's parts
+  double step_wait_ = 0.0;  // RecordWait, this step
   bool done_ = true;
   bool previous_step_plain_ = false;
   SpeculationStats stats_;
