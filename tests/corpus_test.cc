@@ -14,12 +14,12 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "tasks/corpus_rng.h"
 #include "test_support.h"
 #include "train/corpus_arithmetic.h"
 #include "train/corpus_files.h"
 #include "train/corpus_game24.h"
 #include "train/corpus_lexicon.h"
-#include "train/corpus_rng.h"
 #include "train/corpus_story.h"
 
 namespace grove {

@@ -3,9 +3,9 @@
 #include <unordered_set>
 
 #include "base/error.h"
+#include "tasks/corpus_rng.h"
 #include "train/corpus_arithmetic.h"
 #include "train/corpus_game24.h"
-#include "train/corpus_rng.h"
 #include "train/corpus_story.h"
 
 namespace grove {

@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "train/corpus_rng.h"
+#include "tasks/corpus_rng.h"
 
 namespace grove {
 

@@ -4,7 +4,7 @@
 #include <set>
 #include <string_view>
 
-#include "train/corpus_rng.h"
+#include "tasks/corpus_rng.h"
 
 namespace grove {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "base/error.h"
-#include "train/corpus_rng.h"
+#include "tasks/corpus_rng.h"
 #include "train/gemm.h"
 
 namespace grove {

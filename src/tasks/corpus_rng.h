@@ -1,4 +1,5 @@
-// Deterministic random numbers for the corpus generators.
+// Deterministic random numbers for the corpus generators (train/corpus*.h) and for the puzzles the
+// tasks draw (tasks/game24_puzzles.h); it lives in tasks/, the lower layer, so both can use it.
 //
 // std::uniform_int_distribution and friends are implementation-defined, so a corpus drawn through
 // them could change with the standard library. The corpus must be byte-identical for a seed on any
