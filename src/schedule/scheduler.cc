@@ -1,0 +1,447 @@
+#include "schedule/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/plain_decoding.h"
+
+namespace grove {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Tokens a draft lane's forward context must hold in one batch: the widest tree level it expands,
+// and prompt chunks (ForwardChain splits longer prompts).
+int32_t DraftMaxBatch(const SpeculationPolicy& policy) {
+  return std::clamp(policy.plan.max_drafted_nodes() + 1, 128, 8192);
+}
+
+}  // namespace
+
+ScheduleStats& ScheduleStats::operator+=(const ScheduleStats& b) {
+  wall_seconds += b.wall_seconds;
+  target_busy_seconds += b.target_busy_seconds;
+  target_forwards += b.target_forwards;
+  sequences += b.sequences;
+  steps += b.steps;
+  generated += b.generated;
+  queued_drafts += b.queued_drafts;
+  queue_wait_seconds += b.queue_wait_seconds;
+  forks += b.forks;
+  max_in_flight = std::max(max_in_flight, b.max_in_flight);
+  times += b.times;
+  return *this;
+}
+
+// One sequence in flight: its drafter (in a draft forward context of its own), its session, and
+// where its request stands.
+struct Scheduler::Lane {
+  std::unique_ptr<Model> draft;  // null for n-gram drafting
+  std::unique_ptr<Drafter> drafter;
+  std::unique_ptr<SpeculativeSession> session;
+  int32_t request = -1;  // -1: free
+  Clock::time_point enqueued;
+  std::thread thread;  // seed, batched
+};
+
+Scheduler::Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,
+                     const SchedulerOptions& options)
+    : target_(target), draft_(std::move(draft)), options_(options) {
+  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
+    Fail("the scheduler needs a static or opt plan, not '", options_.speculation.plan.text,
+         "': an auto plan measures the target while it drafts, which seed and batched do beside "
+         "the target's forward (name a tree, e.g. --spec sequoia:8)");
+  }
+  if (options_.node_budget < 1) Fail("scheduler: node budget ", options_.node_budget, " < 1");
+  if (draft_ && draft_->config().n_vocab != target_.config().n_vocab) {
+    Fail("the draft has ", draft_->config().n_vocab, " tokens but the target has ",
+         target_.config().n_vocab);
+  }
+}
+
+Scheduler::~Scheduler() = default;
+
+Scheduler::Lane& Scheduler::LaneAt(std::size_t i) {
+  while (lanes_.size() <= i) {
+    auto lane = std::make_unique<Lane>();
+    if (draft_) {
+      // Concurrent lanes compute on their own thread: a pool of one has no workers to contend
+      // with the target's. Serial lanes take turns with the target on its pool.
+      ModelOptions draft_options{
+          .n_ctx = target_.n_ctx(), .n_seq = 1, .max_batch = DraftMaxBatch(options_.speculation)};
+      if (DraftsConcurrently(options_.policy)) {
+        draft_options.pool = std::make_shared<ThreadPool>(1);
+      } else {
+        draft_options.pool = target_.shared_pool();
+      }
+      lane->draft = Model::Create(draft_, draft_options);
+      lane->drafter = std::make_unique<ModelDrafter>(*lane->draft, target_);
+    } else {
+      lane->drafter = std::make_unique<NgramDrafter>(target_.config().n_vocab, target_.n_ctx());
+    }
+    lanes_.push_back(std::move(lane));
+  }
+  return *lanes_[i];
+}
+
+SessionOptions Scheduler::SessionOptionsFor(const SequenceRequest& request, int32_t slot,
+                                            int32_t cached) const {
+  return SessionOptions{.n_predict = request.n_predict,
+                        .stop_at_eog = options_.stop_at_eog,
+                        .sequence = request.sequence,
+                        .target_seq = slot,
+                        .cached_prompt = cached};
+}
+
+std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requests) {
+  const auto n = static_cast<int32_t>(requests.size());
+  for (int32_t r = 0; r < n; ++r) {
+    const SequenceRequest& q = requests[r];
+    if (q.prompt.empty()) Fail("request ", r, " has an empty prompt");
+    if (q.n_predict < 0) Fail("request ", r, " asks for ", q.n_predict, " tokens");
+    const int32_t j = q.shares_prompt_with;
+    if (j != -1 && (j < 0 || j >= r || requests[j].prompt != q.prompt)) {
+      Fail("request ", r, " shares its prompt with ", j,
+           ", which is not an earlier request with the same prompt");
+    }
+  }
+  for (int32_t s = 0; s < target_.n_seq(); ++s) {
+    if (target_.kv().acquired(s)) Fail("scheduler: target slot ", s, " is held by someone else");
+  }
+  stats_ = ScheduleStats{};
+  stats_.sequences = n;
+  slot_of_request_.assign(static_cast<std::size_t>(n), -1);
+  pending_shares_.assign(static_cast<std::size_t>(n), 0);
+  for (const SequenceRequest& q : requests) {
+    if (q.shares_prompt_with >= 0) ++pending_shares_[q.shares_prompt_with];
+  }
+  retained_.clear();
+  in_flight_ = 0;
+  for (auto& lane : lanes_) lane->request = -1;
+  std::vector<SequenceResult> results(static_cast<std::size_t>(n));
+  Timer wall;
+  try {
+    if (DraftsConcurrently(options_.policy)) {
+      RunRounds(requests, results);
+    } else {
+      RunSerial(requests, results);
+    }
+  } catch (...) {
+    // Nothing stays acquired: the next Run starts from a free pool.
+    for (int32_t slot : slot_of_request_) {
+      if (slot >= 0) target_.kv().Release(slot);
+    }
+    throw;
+  }
+  stats_.wall_seconds = wall.Seconds();
+  for (int32_t r : retained_) target_.kv().Release(slot_of_request_[r]);
+  retained_.clear();
+  for (const SequenceResult& result : results) {
+    stats_.generated += static_cast<int64_t>(result.tokens.size());
+    stats_.steps += result.steps;
+  }
+  return results;
+}
+
+int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_t r,
+                               int32_t* cached) {
+  KvCachePool& kv = target_.kv();
+  const SequenceRequest& q = requests[r];
+  const int32_t parent = q.shares_prompt_with;
+  const bool parent_held = parent >= 0 && slot_of_request_[parent] >= 0 && q.prompt.size() > 1;
+  const auto retained_parent = std::find(retained_.begin(), retained_.end(), parent);
+  const bool parent_finished = parent_held && retained_parent != retained_.end();
+  // A full pool gives back the slots of finished sequences kept for their siblings, oldest first,
+  // except the one this request forks.
+  while (kv.in_use() == kv.size()) {
+    auto it = std::find_if(retained_.begin(), retained_.end(),
+                           [&](int32_t k) { return !(parent_held && k == parent); });
+    if (it == retained_.end()) break;
+    kv.Release(slot_of_request_[*it]);
+    slot_of_request_[*it] = -1;
+    retained_.erase(it);
+  }
+  *cached = 0;
+  int32_t slot = -1;
+  if (parent_held) {
+    *cached = static_cast<int32_t>(q.prompt.size()) - 1;
+    ++stats_.forks;
+    if (parent_finished && (pending_shares_[parent] == 1 || kv.in_use() == kv.size())) {
+      // The parent is done and this is its last sibling (or no slot is free): take its slot over
+      // as it is; the session keeps the prompt and drops the rest (KeepCachedPrompt).
+      slot = slot_of_request_[parent];
+      slot_of_request_[parent] = -1;
+      retained_.erase(std::find(retained_.begin(), retained_.end(), parent));
+    } else {
+      slot = kv.Fork(slot_of_request_[parent], *cached);
+    }
+  } else {
+    slot = kv.Acquire();
+  }
+  if (parent >= 0 && --pending_shares_[parent] == 0 && slot_of_request_[parent] >= 0) {
+    auto it = std::find(retained_.begin(), retained_.end(), parent);
+    if (it != retained_.end()) {  // finished, and no sibling is left to fork it
+      kv.Release(slot_of_request_[parent]);
+      slot_of_request_[parent] = -1;
+      retained_.erase(it);
+    }
+  }
+  slot_of_request_[r] = slot;
+  return slot;
+}
+
+void Scheduler::ReleaseSlot(int32_t r) {
+  if (pending_shares_[r] > 0) {
+    retained_.push_back(r);  // a sibling still to come forks the prompt from it
+    return;
+  }
+  target_.kv().Release(slot_of_request_[r]);
+  slot_of_request_[r] = -1;
+}
+
+void Scheduler::Admit(std::span<const SequenceRequest> requests, int32_t r, Lane& lane,
+                      std::vector<SequenceResult>& results) {
+  int32_t cached = 0;
+  const int32_t slot = AcquireSlot(requests, r, &cached);
+  results[r].forked = cached > 0;
+  lane.request = r;
+  lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, options_.speculation,
+                                                      SessionOptionsFor(requests[r], slot, cached));
+  Timer busy;
+  lane.session->Start(requests[r].prompt);
+  stats_.target_busy_seconds += busy.Seconds();
+  in_flight_++;
+  stats_.max_in_flight = std::max(stats_.max_in_flight, in_flight_);
+}
+
+void Scheduler::Finish(Lane& lane) {
+  stats_.times += lane.session->stats().times;
+  ReleaseSlot(lane.request);
+  lane.request = -1;
+  --in_flight_;
+}
+
+void Scheduler::RunSerial(std::span<const SequenceRequest> requests,
+                          std::vector<SequenceResult>& results) {
+  const auto n = static_cast<int32_t>(requests.size());
+  if (options_.policy == SchedulePolicy::kSerialAr) {
+    for (int32_t r = 0; r < n; ++r) {
+      int32_t cached = 0;
+      const int32_t slot = AcquireSlot(requests, r, &cached);
+      results[r].forked = cached > 0;
+      PlainTiming timing;
+      results[r].tokens = GeneratePlain(target_, requests[r].prompt, options_.speculation.sampling,
+                                        SessionOptionsFor(requests[r], slot, cached), {}, &timing);
+      results[r].steps = static_cast<int64_t>(results[r].tokens.size());
+      stats_.target_forwards += results[r].steps;
+      stats_.target_busy_seconds += timing.prefill_seconds + timing.generation_seconds;
+      stats_.max_in_flight = 1;
+      ReleaseSlot(r);
+    }
+    return;
+  }
+  Lane& lane = LaneAt(0);
+  Batch batch;
+  for (int32_t r = 0; r < n; ++r) {
+    Admit(requests, r, lane, results);
+    SpeculativeSession& session = *lane.session;
+    while (!session.done()) {
+      session.Draft();
+      Timer busy;
+      batch.Clear();
+      session.AppendVerify(batch);
+      Timer forward;
+      const std::span<const float> logits = target_.Forward(batch);
+      session.RecordVerifyForward(forward.Seconds());
+      for (int32_t token : session.Accept(logits)) results[r].tokens.push_back(token);
+      ++results[r].steps;
+      ++stats_.target_forwards;
+      stats_.target_busy_seconds += busy.Seconds();
+    }
+    Finish(lane);
+  }
+}
+
+// SEED's rounds (Algorithm 2) and their batched variant. The calling thread verifies; each lane's
+// thread drafts. gamma[l] (the paper's draft label map) lets lane l draft once; a finished draft
+// enters the FCFS queue `ready` and its lane waits until verification sets gamma[l] again. All
+// handoffs go through `mutex`, so a session is touched by one thread at a time.
+class Scheduler::Rounds {
+ public:
+  explicit Rounds(std::size_t n_lanes) : gamma_(n_lanes, 0) {}
+
+  // Lane side: waits for permission to draft; false when stopping.
+  bool WaitToDraft(std::size_t l) {
+    std::unique_lock lock(mutex_);
+    lanes_cv_.wait(lock, [&] { return stopping_ || gamma_[l] != 0; });
+    if (stopping_) return false;
+    gamma_[l] = 0;
+    return true;
+  }
+  void Drafted(std::size_t l, Lane& lane) {
+    {
+      std::lock_guard lock(mutex_);
+      lane.enqueued = Clock::now();
+      ready_.push_back(l);
+    }
+    verifier_cv_.notify_one();
+  }
+  void Failed(std::exception_ptr error) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!error_) error_ = error;
+    }
+    verifier_cv_.notify_one();
+  }
+  void AllowDraft(std::size_t l) {
+    {
+      std::lock_guard lock(mutex_);
+      gamma_[l] = 1;
+    }
+    lanes_cv_.notify_all();
+  }
+  // Verifier side: waits for at least one finished draft, then takes the queue's head, and with
+  // `take_more` the drafts behind it while it accepts them. Rethrows a lane's exception.
+  template <typename TakeMore>
+  void TakeReady(std::vector<std::size_t>& taken, TakeMore take_more) {
+    std::unique_lock lock(mutex_);
+    verifier_cv_.wait(lock, [&] { return error_ || !ready_.empty(); });
+    if (error_) std::rethrow_exception(error_);
+    taken.clear();
+    do {
+      taken.push_back(ready_.front());
+      ready_.pop_front();
+    } while (!ready_.empty() && take_more(ready_.front()));
+  }
+  void Stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    lanes_cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable lanes_cv_;
+  std::condition_variable verifier_cv_;
+  std::vector<uint8_t> gamma_;
+  std::deque<std::size_t> ready_;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
+                          std::vector<SequenceResult>& results) {
+  const auto n = static_cast<int32_t>(requests.size());
+  const std::size_t n_lanes = std::min<std::size_t>(target_.n_seq(), requests.size());
+  for (std::size_t l = 0; l < n_lanes; ++l) LaneAt(l);
+  Rounds rounds(n_lanes);
+  // Lanes stop and join on every way out, exceptions included.
+  struct Joiner {
+    Rounds& rounds;
+    std::vector<std::unique_ptr<Lane>>& lanes;
+    std::size_t n;
+    ~Joiner() {
+      rounds.Stop();
+      for (std::size_t l = 0; l < n; ++l) {
+        if (lanes[l]->thread.joinable()) lanes[l]->thread.join();
+      }
+    }
+  } joiner{rounds, lanes_, n_lanes};
+  for (std::size_t l = 0; l < n_lanes; ++l) {
+    Lane& lane = *lanes_[l];
+    lane.thread = std::thread([&rounds, &lane, l] {
+      while (rounds.WaitToDraft(l)) {
+        try {
+          lane.session->Draft();
+        } catch (...) {
+          rounds.Failed(std::current_exception());
+          return;
+        }
+        rounds.Drafted(l, lane);
+      }
+    });
+  }
+
+  int32_t next = 0, finished = 0;
+  auto admit = [&] {
+    for (std::size_t l = 0; l < n_lanes; ++l) {
+      Lane& lane = *lanes_[l];
+      while (lane.request < 0 && next < n) {
+        Admit(requests, next++, lane, results);
+        if (lane.session->done()) {  // n_predict 0: the lane is free again
+          Finish(lane);
+          ++finished;
+        } else {
+          rounds.AllowDraft(l);
+        }
+      }
+    }
+  };
+  const bool batched = options_.policy == SchedulePolicy::kBatched;
+  std::vector<std::size_t> taken;
+  Batch batch;
+  while (finished < n) {
+    admit();
+    if (finished == n) break;
+    int32_t tokens = 0;
+    rounds.TakeReady(taken, [&](std::size_t l) {
+      if (!batched) return false;
+      if (tokens == 0) tokens = lanes_[taken.front()]->session->tree().size() + 1;
+      const int32_t more = lanes_[l]->session->tree().size() + 1;
+      if (tokens + more > options_.node_budget) return false;
+      tokens += more;
+      return true;
+    });
+    Timer busy;
+    const Clock::time_point now = Clock::now();
+    batch.Clear();
+    for (std::size_t l : taken) {
+      Lane& lane = *lanes_[l];
+      const double wait = SecondsBetween(lane.enqueued, now);
+      results[lane.request].queue_wait_seconds += wait;
+      stats_.queue_wait_seconds += wait;
+      ++stats_.queued_drafts;
+      lane.session->AppendVerify(batch);
+    }
+    Timer forward;
+    const std::span<const float> logits = target_.Forward(batch);
+    const double forward_seconds = forward.Seconds();
+    ++stats_.target_forwards;
+    for (std::size_t l : taken) {
+      Lane& lane = *lanes_[l];
+      SpeculativeSession& session = *lane.session;
+      // The shared forward is attributed in proportion to the rows each sequence put in it; the
+      // rest of the time since its draft ended was waiting (the queue, the others' share).
+      const double share = forward_seconds * (session.tree().size() + 1) / batch.size();
+      session.RecordVerifyForward(share);
+      session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
+      SequenceResult& result = results[lane.request];
+      for (int32_t token : session.Accept(logits)) result.tokens.push_back(token);
+      ++result.steps;
+      if (session.done()) {
+        Finish(lane);
+        ++finished;
+      } else {
+        rounds.AllowDraft(l);
+      }
+    }
+    stats_.target_busy_seconds += busy.Seconds();
+  }
+}
+
+}  // namespace grove

@@ -1,0 +1,132 @@
+// Runs many sequences on one target under a scheduling policy (schedule_policy.h), each as the
+// step phases of a SpeculativeSession (or plain decoding for serial-ar); no policy re-implements a
+// step.
+//
+// Resources: the target is one forward context whose KV slots (Model::kv) the scheduler acquires,
+// forks and releases; at most target.n_seq() sequences are in flight, the rest wait their turn in
+// request order. Each sequence in flight drafts in a lane: a draft forward context of its own over
+// the draft's shared parameters (one copy of the draft weights however many lanes), or an n-gram
+// drafter. Lanes of seed and batched draft on threads of their own with a one-thread pool, so on
+// a 2-core machine drafting overlaps the target's forward; serial-sd's lane shares the target's
+// pool.
+//
+// Invariant (tested): each sequence's tokens are those it gets alone, at any temperature, whatever
+// the policy, the number of sequences and the thread timing: draws are keyed by the sequence's
+// RNG key and position (contract 4), and a sequence's rows of a shared forward equal its rows of
+// a forward of its own (contract 2). With greedy or target-sample verification (the rules whose
+// draws are plain sampling's) serial-ar's tokens are the same too.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/model.h"
+#include "schedule/schedule_policy.h"
+#include "speculate/session.h"
+#include "speculate/speculation.h"
+
+namespace grove {
+
+struct SequenceRequest {
+  std::vector<int32_t> prompt;  // at least one token
+  uint64_t sequence = 0;        // RNG key (SessionOptions::sequence)
+  int32_t n_predict = 96;
+  // Index of an earlier request with an identical prompt, or -1. While that sequence holds its
+  // slot, this one forks it (KvCachePool::Fork) instead of prefilling the prompt again.
+  int32_t shares_prompt_with = -1;
+};
+
+struct SequenceResult {
+  std::vector<int32_t> tokens;      // the stop token included
+  int64_t steps = 0;                // target forwards this sequence took part in (prefill excluded)
+  double queue_wait_seconds = 0.0;  // seed, batched: from each draft's end to its verification
+  bool forked = false;              // its prompt came from a sibling's slot
+};
+
+struct ScheduleStats {
+  double wall_seconds = 0.0;
+  // The target's forward passes (prefill, verification, plain steps) and their bookkeeping on
+  // the verifying thread: what keeps the target busy.
+  double target_busy_seconds = 0.0;
+  int64_t target_forwards = 0;  // generation forwards (prefill excluded)
+  int64_t sequences = 0;
+  int64_t steps = 0;  // sequence steps: a forward verifying k sequences counts k
+  int64_t generated = 0;
+  int64_t queued_drafts = 0;
+  double queue_wait_seconds = 0.0;  // summed over queued drafts
+  int64_t forks = 0;
+  int32_t max_in_flight = 0;
+  StepTimes times;  // summed over speculative sessions (verify forward shared in proportion)
+
+  double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
+  double busy_share() const { return wall_seconds > 0 ? target_busy_seconds / wall_seconds : 0.0; }
+  double mean_queue_wait() const {
+    return queued_drafts ? queue_wait_seconds / queued_drafts : 0.0;
+  }
+  // Sums b's figures into these (max_in_flight: the larger): totals over several runs.
+  ScheduleStats& operator+=(const ScheduleStats& b);
+  double sequences_per_forward() const {
+    return target_forwards ? static_cast<double>(steps) / target_forwards : 0.0;
+  }
+};
+
+struct SchedulerOptions {
+  SchedulePolicy policy = SchedulePolicy::kSeed;
+  // Plan, rule, child draw and sampling (serial-ar samples with speculation.sampling). The plan
+  // must be static or OPT-Tree: an auto plan measures the target from inside Draft(), which seed
+  // and batched run beside the target's forward.
+  SpeculationPolicy speculation;
+  // batched: most tokens (roots and tree nodes) one target forward verifies; at least one tree
+  // always goes in.
+  int32_t node_budget = 128;
+  bool stop_at_eog = true;
+};
+
+class Scheduler {
+ public:
+  // `draft`: the draft model's parameters, or null for n-gram drafting (or serial-ar alone).
+  // Throws grove::Error on an auto plan or a draft whose vocabulary differs from the target's.
+  Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,
+            const SchedulerOptions& options);
+  ~Scheduler();
+
+  // Generates every request; results in request order. Throws grove::Error on a malformed
+  // request (an empty prompt, a prompt the context cannot hold, a bad shares_prompt_with).
+  std::vector<SequenceResult> Run(std::span<const SequenceRequest> requests);
+  // Of the last Run.
+  const ScheduleStats& stats() const { return stats_; }
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Lane;
+  class Rounds;
+
+  Lane& LaneAt(std::size_t i);
+  // A target slot for request r: a fork of its sibling's when that one still holds its slot
+  // (*cached: the prompt tokens the fork holds), else a fresh one.
+  int32_t AcquireSlot(std::span<const SequenceRequest> requests, int32_t r, int32_t* cached);
+  // Releases request r's slot, or keeps it while a later sibling may still fork it.
+  void ReleaseSlot(int32_t r);
+  // Acquires (or forks) a slot for request r and starts its session in `lane`.
+  void Admit(std::span<const SequenceRequest> requests, int32_t r, Lane& lane,
+             std::vector<SequenceResult>& results);
+  void Finish(Lane& lane);
+  void RunSerial(std::span<const SequenceRequest> requests, std::vector<SequenceResult>& results);
+  void RunRounds(std::span<const SequenceRequest> requests, std::vector<SequenceResult>& results);
+  SessionOptions SessionOptionsFor(const SequenceRequest& request, int32_t slot,
+                                   int32_t cached) const;
+
+  Model& target_;
+  std::shared_ptr<const ModelParameters> draft_;
+  SchedulerOptions options_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<int32_t> slot_of_request_;  // while in flight (or retained); -1 otherwise
+  std::vector<int32_t> pending_shares_;   // later requests not yet admitted that fork each one
+  std::vector<int32_t> retained_;         // finished requests whose slot a sibling may fork
+  int32_t in_flight_ = 0;
+  ScheduleStats stats_;
+};
+
+}  // namespace grove

@@ -1,0 +1,229 @@
+// Many sequences on one target: KV slots acquire, release and fork (a fork continues exactly as
+// its parent would); every scheduling policy gives each sequence the tokens it gets alone, at
+// temperature 0 and above, with more sequences than slots (admission in turns), with siblings
+// that fork a shared prompt, and whatever the drafting threads' timing; batched verification
+// packs several sequences into one forward; bad requests and plans are refused.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "base/error.h"
+#include "model/tokenizer.h"
+#include "schedule/scheduler.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/plain_decoding.h"
+#include "test_support.h"
+
+namespace grove {
+namespace {
+
+const std::string kTarget = std::string(GROVE_MODELS_DIR) + "/grove-target.gguf";
+const std::string kDraft = std::string(GROVE_MODELS_DIR) + "/grove-draft.gguf";
+
+TEST(KvCachePool, AcquireReleaseAndErrors) {
+  KvCachePool pool(2, 1, 8, 4);
+  EXPECT_EQ(pool.Acquire(), 0);
+  EXPECT_EQ(pool.Acquire(), 1);
+  EXPECT_EQ(pool.in_use(), 2);
+  EXPECT_THROW(pool.Acquire(), Error);
+  pool.Release(0);
+  EXPECT_FALSE(pool.acquired(0));
+  EXPECT_THROW(pool.Release(0), Error);
+  EXPECT_THROW(pool.Fork(0, 0), Error);  // not acquired
+  EXPECT_EQ(pool.Acquire(), 0);
+  EXPECT_EQ(pool.bytes_per_slot(), 2u * sizeof(float) * 1 * 8 * 4);
+}
+
+// A fork holds the parent's keys and values bit for bit, and a token continuing the fork gets the
+// logits it gets continuing the parent.
+TEST(KvCachePool, ForkContinuesAsTheParent) {
+  auto model = testing::MakeRandomModel(testing::TinySpec(GgmlType::kQ8_0, 5),
+                                        {.n_threads = 1, .n_ctx = 64, .n_seq = 3});
+  KvCachePool& kv = model->kv();
+  const int32_t parent = kv.Acquire();
+  const std::vector<int32_t> prompt = {1, 5, 9, 2, 7, 3};
+  Batch batch;
+  model->ForwardChain(prompt, 0, parent, batch, /*want_logits=*/false);
+  EXPECT_THROW(kv.Fork(parent, 7), Error);  // more than the parent holds
+  const int32_t child = kv.Fork(parent, 4);
+  ASSERT_NE(child, parent);
+  const KvCache& a = model->cache(parent);
+  const KvCache& b = model->cache(child);
+  ASSERT_EQ(b.length(), 4);
+  EXPECT_EQ(b.chain_length(), 4);
+  for (int32_t slot = 0; slot < 4; ++slot) {
+    EXPECT_EQ(b.position(slot), a.position(slot));
+    EXPECT_EQ(0, std::memcmp(a.key(0, slot), b.key(0, slot), sizeof(float) * a.kv_dim()));
+    EXPECT_EQ(0, std::memcmp(a.value(1, slot), b.value(1, slot), sizeof(float) * a.kv_dim()));
+  }
+  // Continue the child at position 4 with token 11, and the parent truncated to 4 likewise.
+  const std::vector<int32_t> next = {11};
+  const std::span<const float> forked = model->ForwardChain(next, 4, child, batch, true);
+  const std::vector<float> from_fork(forked.begin(), forked.end());
+  model->cache(parent).Truncate(4);
+  const std::span<const float> original = model->ForwardChain(next, 4, parent, batch, true);
+  ASSERT_EQ(from_fork.size(), original.size());
+  EXPECT_EQ(0, std::memcmp(from_fork.data(), original.data(), sizeof(float) * original.size()));
+  kv.Release(child);
+  kv.Release(parent);
+  EXPECT_EQ(kv.in_use(), 0);
+}
+
+// Weights are loaded once: a second context over the same parameters holds no copy of them.
+TEST(Model, ContextsShareParameters) {
+  ASSERT_TRUE(testing::FileExists(kDraft)) << kDraft;
+  auto first = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 64});
+  auto second = Model::Create(first->parameters(), {.n_threads = 1, .n_ctx = 32, .n_seq = 2});
+  EXPECT_EQ(&first->config(), &second->config());
+  EXPECT_EQ(first->parameters().use_count(), 2);
+  EXPECT_EQ(second->n_seq(), 2);
+  EXPECT_EQ(second->n_ctx(), 32);
+  // Same weights, same logits.
+  Batch batch;
+  const std::vector<int32_t> tokens = {4, 8, 15, 16};
+  const std::span<const float> a = first->ForwardChain(tokens, 0, 0, batch, true);
+  const std::vector<float> from_first(a.begin(), a.end());
+  const std::span<const float> b = second->ForwardChain(tokens, 0, 1, batch, true);
+  ASSERT_EQ(b.size(), from_first.size());
+  EXPECT_EQ(0, std::memcmp(b.data(), from_first.data(), sizeof(float) * b.size()));
+}
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::FileExists(kTarget)) << kTarget;
+    // Three slots for five requests: admission takes turns, and retained parents compete.
+    target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 192, .n_seq = 3});
+    auto draft = Model::Load(kDraft, {.pool = target_->shared_pool(), .n_ctx = 192});
+    draft_ = draft->parameters();
+    const Tokenizer& tok = *target_->tokenizer();
+    const char* texts[] = {"Input: 4 9 10 13\nPossible next steps:\n", "Value: 3 8 8\n",
+                           "Once upon a time", "Tom has 5 apples. He"};
+    std::vector<std::vector<int32_t>> prompts;
+    for (const char* t : texts) prompts.push_back(tok.Encode(t, tok.add_bos_by_default()));
+    // Requests 0 and 1 share a prompt (a fork), then 2, 3, and 4 forks 0 after 0 may be done.
+    const int order[] = {0, 0, 1, 2, 0};
+    for (int i = 0; i < 5; ++i) {
+      SequenceRequest q{.prompt = prompts[order[i]], .sequence = 100u + i, .n_predict = 40};
+      if (i == 1 || i == 4) q.shares_prompt_with = 0;
+      requests_.push_back(q);
+    }
+    requests_[3].prompt = prompts[3];
+  }
+
+  SpeculationPolicy PolicyFor(const std::string& plan, const SamplerParams& sampling) {
+    ModelDrafter drafter(*Model::Create(draft_, {.n_threads = 1, .n_ctx = 64}), *target_);
+    // Target-sample verification draws what plain sampling draws, so every policy, serial-ar
+    // included, must give the same tokens at temperature > 0 too.
+    return ResolveSpeculation({.plan = plan, .verify = sampling.greedy() ? "" : "target-sample"},
+                              {.acceptance = {0.9, 0.05, 0.02}}, drafter, sampling);
+  }
+
+  // Each request alone: plain decoding in slot 0 (target-sample and greedy reproduce it).
+  std::vector<std::vector<int32_t>> Alone(const SamplerParams& sampling) {
+    std::vector<std::vector<int32_t>> out;
+    for (const SequenceRequest& q : requests_) {
+      out.push_back(GeneratePlain(*target_, q.prompt, sampling,
+                                  {.n_predict = q.n_predict, .sequence = q.sequence}, {}));
+    }
+    return out;
+  }
+
+  std::unique_ptr<Model> target_;
+  std::shared_ptr<const ModelParameters> draft_;
+  std::vector<SequenceRequest> requests_;
+};
+
+TEST_F(SchedulerTest, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SamplerParams hot{.temperature = 0.8f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 9};
+  for (const SamplerParams& sampling : {greedy, hot}) {
+    const auto alone = Alone(sampling);
+    for (const char* plan : {"sequoia:8", "kconfig:2,2,1", "opt:8,0.05"}) {
+      const SpeculationPolicy speculation = PolicyFor(plan, sampling);
+      for (SchedulePolicy policy : kAllSchedulePolicies) {
+        SCOPED_TRACE(std::string(plan) + " " + std::string(SchedulePolicyName(policy)) +
+                     " temperature " + std::to_string(sampling.temperature));
+        Scheduler scheduler(*target_, draft_,
+                            {.policy = policy, .speculation = speculation, .node_budget = 40});
+        // Twice: the drafting threads' timing differs between runs, the tokens may not.
+        for (int run = 0; run < 2; ++run) {
+          const std::vector<SequenceResult> results = scheduler.Run(requests_);
+          ASSERT_EQ(results.size(), requests_.size());
+          for (std::size_t i = 0; i < results.size(); ++i) {
+            EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i << " run " << run;
+          }
+          const ScheduleStats& stats = scheduler.stats();
+          EXPECT_GE(stats.forks, 1);  // request 1 forks request 0, which is still in flight
+          EXPECT_TRUE(results[1].forked);
+          EXPECT_LE(stats.max_in_flight, target_->n_seq());
+          EXPECT_EQ(target_->kv().in_use(), 0);
+          EXPECT_GT(stats.target_busy_seconds, 0.0);
+          EXPECT_LE(stats.target_busy_seconds, stats.wall_seconds * 1.01);
+          if (policy == SchedulePolicy::kSerialAr) {
+            EXPECT_EQ(stats.tau(), 1.0);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(SchedulerTest, BatchedVerifiesSeveralSequencesPerForward) {
+  const SpeculationPolicy speculation = PolicyFor("sequoia:8", {.temperature = 0.0f});
+  Scheduler seed(*target_, draft_, {.policy = SchedulePolicy::kSeed, .speculation = speculation});
+  seed.Run(requests_);
+  EXPECT_EQ(seed.stats().sequences_per_forward(), 1.0);  // SEED verifies one tree per forward
+  EXPECT_EQ(seed.stats().queued_drafts, seed.stats().steps);
+  Scheduler batched(*target_, draft_,
+                    {.policy = SchedulePolicy::kBatched, .speculation = speculation});
+  batched.Run(requests_);
+  // Three drafters draft while the target verifies: by the time a forward ends, more than one
+  // draft waits, so forwards verify more than one sequence on average.
+  EXPECT_GT(batched.stats().sequences_per_forward(), 1.2);
+  EXPECT_LT(batched.stats().target_forwards, seed.stats().target_forwards);
+}
+
+TEST_F(SchedulerTest, NgramLanesNeedNoDraftModel) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const auto alone = Alone(greedy);
+  NgramDrafter ngram(target_->config().n_vocab, target_->n_ctx());
+  const SpeculationPolicy speculation = ResolveSpeculation({.plan = "chain:3"}, {}, ngram, greedy);
+  Scheduler scheduler(*target_, nullptr,
+                      {.policy = SchedulePolicy::kSeed, .speculation = speculation});
+  const auto results = scheduler.Run(requests_);
+  for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].tokens, alone[i]);
+}
+
+TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {
+  const SpeculationPolicy speculation = PolicyFor("sequoia:8", {.temperature = 0.0f});
+  Scheduler scheduler(*target_, draft_,
+                      {.policy = SchedulePolicy::kBatched, .speculation = speculation});
+  std::vector<SequenceRequest> bad = requests_;
+  bad[2].prompt.clear();
+  EXPECT_THROW(scheduler.Run(bad), Error);
+  bad = requests_;
+  bad[0].shares_prompt_with = 0;  // itself
+  EXPECT_THROW(scheduler.Run(bad), Error);
+  bad = requests_;
+  bad[3].shares_prompt_with = 2;  // a different prompt
+  EXPECT_THROW(scheduler.Run(bad), Error);
+  bad = requests_;
+  bad[4].prompt.assign(400, 5);  // longer than the context
+  bad[4].shares_prompt_with = -1;
+  EXPECT_THROW(scheduler.Run(bad), Error);
+  EXPECT_EQ(target_->kv().in_use(), 0);                          // a failed run leaves no slot held
+  EXPECT_EQ(scheduler.Run(requests_).size(), requests_.size());  // and the next one works
+
+  const SpeculationPolicy automatic = PolicyFor("auto", {.temperature = 0.0f});
+  EXPECT_THROW(
+      Scheduler(*target_, draft_, {.policy = SchedulePolicy::kSeed, .speculation = automatic}),
+      Error);
+  EXPECT_THROW(ParseSchedulePolicy("fastest"), Error);
+  EXPECT_EQ(ParseSchedulePolicy("seed"), SchedulePolicy::kSeed);
+}
+
+}  // namespace
+}  // namespace grove
