@@ -20,6 +20,8 @@ void AddTokenizerTrainCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
 void AddExportCommand(CLI::App& app);
 void AddEvalCommand(CLI::App& app);
+void AddTotCommand(CLI::App& app);
+void AddTotBenchCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);

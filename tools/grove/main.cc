@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   grove::cli::AddTrainCommand(app);
   grove::cli::AddExportCommand(app);
   grove::cli::AddEvalCommand(app);
+  grove::cli::AddTotCommand(app);
+  grove::cli::AddTotBenchCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

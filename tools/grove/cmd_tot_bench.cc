@@ -1,0 +1,230 @@
+// grove tot-bench: the four scheduling policies over the same Game-of-24 searches with the same
+// seeds, repeated; wall time (median, min-max), speedup over serial-ar, tau, share of time the
+// target is busy, mean queue wait, sequences per verify forward, the speculative time split; and a
+// check that every policy generated the same tokens for every sequence (exit status 1 otherwise).
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "bench_stats.h"
+#include "commands.h"
+#include "speculation_report.h"
+#include "tasks/game24_puzzles.h"
+#include "tot/scheduled_generator.h"
+#include "tot/thought_search.h"
+#include "tot_engine.h"
+
+namespace grove::cli {
+namespace {
+
+struct TotBenchOptions {
+  TotModelOptions model;
+  std::string puzzles;  // "4 9 10 13;1 5 5 5"
+  int count = 2;        // held-out puzzles when --puzzles is not given
+  int reps = 3;
+  std::string policies = "serial-ar,serial-sd,seed,batched";
+  int32_t thoughts = 3;
+  int32_t breadth = 5;
+  int32_t steps = 3;
+  std::string json_out;
+};
+
+std::vector<std::string> Split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep)) {
+    if (item.find_first_not_of(" \t") != std::string::npos) out.push_back(item);
+  }
+  return out;
+}
+
+struct PolicyRuns {
+  SchedulePolicy policy;
+  std::vector<double> wall;  // seconds per rep, all puzzles
+  ScheduleStats totals;      // summed over reps
+  int solved = 0;            // of the last rep
+};
+
+int RunTotBench(const TotBenchOptions& o) {
+  InstallStderrLog(o.model.verbose);
+  if (o.reps < 1) Fail("--reps ", o.reps, " must be >= 1");
+  std::vector<Game24Puzzle> puzzles;
+  if (!o.puzzles.empty()) {
+    for (const std::string& p : Split(o.puzzles, ';')) puzzles.push_back(ParseGame24Puzzle(p));
+  } else {
+    if (o.count < 1) Fail("--count ", o.count, " must be >= 1");
+    puzzles = Game24Puzzles(kGame24HeldOutSeed, o.count);
+  }
+  std::vector<PolicyRuns> runs;
+  for (const std::string& name : Split(o.policies, ',')) {
+    runs.push_back({.policy = ParseSchedulePolicy(name)});
+  }
+  if (runs.empty()) Fail("--policies is empty");
+  ThoughtSearchSettings settings{.thoughts = o.thoughts, .breadth = o.breadth, .steps = o.steps};
+  ValidateThoughtSearchSettings(settings);
+
+  TotEngine engine(o.model);
+  const bool plain_draws = engine.speculation().rule == VerifyRule::kGreedy ||
+                           engine.speculation().rule == VerifyRule::kTargetSample;
+  // Reference tokens per sequence: the first policy's (serial-ar's draws equal the speculative
+  // ones only under greedy or target-sample verification).
+  std::vector<std::vector<int32_t>> reference, reference_ar;
+  int mismatches = 0;
+  for (int rep = 0; rep < o.reps; ++rep) {
+    // Rotate the order each repetition, so drift of a shared machine does not favour one policy.
+    for (std::size_t k = 0; k < runs.size(); ++k) {
+      PolicyRuns& run = runs[(k + rep) % runs.size()];
+      const std::string name(SchedulePolicyName(run.policy));
+      ScheduledGenerator generator(engine.SchedulerFor(run.policy), engine.tokenizer());
+      double wall = 0;
+      run.solved = 0;
+      for (std::size_t p = 0; p < puzzles.size(); ++p) {
+        ThoughtSearchSettings s = settings;
+        s.seed = static_cast<uint64_t>(o.model.seed) * 1000003 + p;
+        const ThoughtSearchResult r =
+            SolveGame24WithThoughts(puzzles[p], s, generator.AsFunction());
+        wall += r.seconds;
+        run.solved += r.correct;
+      }
+      run.wall.push_back(wall);
+      run.totals += generator.totals();
+      std::fprintf(stderr, "[grove] rep %d %-9s %.2f s\n", rep + 1, name.c_str(), wall);
+      const bool ar = run.policy == SchedulePolicy::kSerialAr;
+      std::vector<std::vector<int32_t>>& ref = ar && !plain_draws ? reference_ar : reference;
+      if (ref.empty()) {
+        ref = generator.outputs();
+      } else if (ref != generator.outputs()) {
+        ++mismatches;
+        std::size_t first = 0;
+        while (first < std::min(ref.size(), generator.outputs().size()) &&
+               ref[first] == generator.outputs()[first]) {
+          ++first;
+        }
+        std::fprintf(stderr,
+                     "[grove] %s generated other tokens than the reference (sequence %zu)\n",
+                     name.c_str(), first);
+      }
+    }
+  }
+
+  const PolicyRuns* ar = nullptr;
+  for (const PolicyRuns& run : runs) {
+    if (run.policy == SchedulePolicy::kSerialAr) ar = &run;
+  }
+  const double ar_median = ar ? Summarize(ar->wall).median : 0.0;
+  std::printf(
+      "tree-of-thought Game of 24: %zu puzzles, thoughts %d, breadth %d, steps %d, %d reps; "
+      "tree %s, rule %s, temperature %.2f, slots %d\n",
+      puzzles.size(), settings.thoughts, settings.breadth, settings.steps, o.reps,
+      engine.speculation().plan.text.c_str(),
+      std::string(VerifyRuleName(engine.speculation().rule)).c_str(),
+      engine.options().sampling.temperature, engine.options().slots);
+  std::printf(
+      "| policy | target threads | wall s (median) | min-max | speedup vs serial-ar | tau | "
+      "target busy | queue wait ms | seqs/forward | tokens | solved |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  nlohmann::json json{{"puzzles", nlohmann::json::array()},
+                      {"thoughts", settings.thoughts},
+                      {"breadth", settings.breadth},
+                      {"steps", settings.steps},
+                      {"reps", o.reps},
+                      {"tree", engine.speculation().plan.text},
+                      {"rule", VerifyRuleName(engine.speculation().rule)},
+                      {"temperature", engine.options().sampling.temperature},
+                      {"outputs_identical", mismatches == 0}};
+  for (const Game24Puzzle& p : puzzles) json["puzzles"].push_back(p);
+  for (const PolicyRuns& run : runs) {
+    const SampleStats w = Summarize(run.wall);
+    const ScheduleStats& t = run.totals;
+    const double speedup = ar ? ar_median / w.median : 0.0;
+    const std::string name(SchedulePolicyName(run.policy));
+    std::printf(
+        "| %s | %d | %.2f | %.2f-%.2f | %s | %.2f | %.0f%% | %.2f | %.2f | %lld | %d/%zu |\n",
+        name.c_str(), engine.TargetThreads(run.policy), w.median, w.min, w.max,
+        ar ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "-", t.tau(),
+        100.0 * t.busy_share(), 1e3 * t.mean_queue_wait(), t.sequences_per_forward(),
+        static_cast<long long>(t.generated / o.reps), run.solved, puzzles.size());
+    json["policies"][name] = {{"wall_seconds", run.wall},
+                              {"median", w.median},
+                              {"min", w.min},
+                              {"max", w.max},
+                              {"speedup_vs_serial_ar", speedup},
+                              {"tau", t.tau()},
+                              {"target_busy", t.busy_share()},
+                              {"mean_queue_wait_seconds", t.mean_queue_wait()},
+                              {"sequences_per_forward", t.sequences_per_forward()},
+                              {"target_forwards", t.target_forwards / o.reps},
+                              {"tokens", t.generated / o.reps},
+                              {"forks", t.forks / o.reps},
+                              {"target_threads", engine.TargetThreads(run.policy)},
+                              {"split",
+                               {{"draft_forward", t.times.draft_forward / o.reps},
+                                {"tree_building", t.times.tree_building / o.reps},
+                                {"verify_forward", t.times.verify_forward / o.reps},
+                                {"verification", t.times.verification / o.reps},
+                                {"cache", t.times.cache / o.reps},
+                                {"other", t.times.other / o.reps}}}};
+  }
+  std::printf(
+      "\ntime split per rep, summed over sequences (drafting overlaps verification under "
+      "seed and batched, so it can exceed the wall time):\n");
+  for (const PolicyRuns& run : runs) {
+    if (!IsSpeculative(run.policy)) continue;
+    StepTimes per_rep = run.totals.times;
+    for (double* f : {&per_rep.draft_forward, &per_rep.tree_building, &per_rep.verify_forward,
+                      &per_rep.verification, &per_rep.cache, &per_rep.other}) {
+      *f /= o.reps;
+    }
+    std::printf("  %-9s %s\n", std::string(SchedulePolicyName(run.policy)).c_str(),
+                FormatStepSplit(per_rep).c_str());
+  }
+  std::printf(
+      "\nmemory: target KV %.1f MiB per slot (%d slots), draft lane %.1f MiB per sequence "
+      "in flight; weights %.1f MiB held once\n",
+      engine.target_slot_bytes() / 1048576.0, engine.options().slots,
+      engine.draft_lane_bytes() / 1048576.0, engine.weight_bytes() / 1048576.0);
+  std::printf("outputs per sequence: %s\n", mismatches == 0
+                                                ? "identical across policies and repetitions"
+                                                : "DIFFER (a bug: please report it)");
+  if (!o.json_out.empty()) {
+    std::ofstream out(o.json_out);
+    if (!out || !(out << json.dump(2) << "\n")) Fail("cannot write '", o.json_out, "'");
+  }
+  return mismatches == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddTotBenchCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "tot-bench",
+      "Benchmark the scheduling policies on tree-of-thought searches (same puzzles, same seeds): "
+      "wall time, speedup over serial-ar, tau, target busy share, queue wait; checks outputs");
+  auto o = std::make_shared<TotBenchOptions>();
+  cmd->add_option("--puzzles", o->puzzles, "Puzzles separated by ';' (e.g. \"4 9 10 13;1 5 5 5\")");
+  cmd->add_option("--count", o->count, "Without --puzzles: this many held-out puzzles")
+      ->capture_default_str();
+  cmd->add_option("--reps", o->reps, "Repetitions (medians and spread)")->capture_default_str();
+  cmd->add_option("--policies", o->policies, "Policies to compare, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--thoughts", o->thoughts, "Propose generations per state")
+      ->capture_default_str();
+  cmd->add_option("--breadth", o->breadth, "States kept per step")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "BFS steps")->capture_default_str();
+  cmd->add_option("--json", o->json_out, "Also write the results as JSON");
+  AddTotModelOptions(*cmd, o->model);
+  cmd->callback([o] {
+    const int status = RunTotBench(*o);
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,138 @@
+#include "tot_engine.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "base/error.h"
+#include "bundled_models.h"
+#include "io/gguf.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/open_drafter.h"
+#include "speculate/tree_plan.h"
+
+namespace grove::cli {
+
+void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
+  cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
+  cmd.add_option("--draft", o.draft,
+                 "Draft GGUF (same vocabulary) or 'ngram' (default: the bundled draft with the "
+                 "bundled target; required with -m for speculative policies)");
+  cmd.add_option(
+         "--spec", o.spec,
+         "Tree of every speculative sequence: chain:K, kconfig:a,b,..., sequoia:N[,D], "
+         "opt:N,DELTA, file:T.json (auto is refused: it measures the target while drafting)")
+      ->capture_default_str();
+  cmd.add_option("--verify", o.verify,
+                 "Verification rule (default: greedy at temperature 0, else target-sample, whose "
+                 "draws are plain sampling's, so every policy gives the same text)");
+  cmd.add_option("--accept", o.accept_file,
+                 "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
+  cmd.add_option("--temp", o.sampling.temperature, "Temperature (ToT samples thoughts at 0.7)")
+      ->capture_default_str();
+  cmd.add_option("--top-k", o.sampling.top_k, "Top-k; 0 disables")->capture_default_str();
+  cmd.add_option("--top-p", o.sampling.top_p, "Top-p; 1 disables")->capture_default_str();
+  cmd.add_option("-s,--seed", o.seed, "Seed of sampling and of the search's sequence keys")
+      ->capture_default_str();
+  cmd.add_option("-t,--threads", o.threads,
+                 "Target threads for serial policies (0: all hardware threads)")
+      ->capture_default_str();
+  cmd.add_option("--overlap-threads", o.overlap_threads,
+                 "Target threads for seed and batched, whose drafters run beside the target (0: "
+                 "--threads less one, at least 1)")
+      ->capture_default_str();
+  cmd.add_option("--slots", o.slots, "Most sequences in flight (target KV slots)")
+      ->capture_default_str();
+  cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+      ->capture_default_str();
+  cmd.add_option("--node-budget", o.node_budget,
+                 "batched: most tokens (roots and tree nodes) one verify forward packs")
+      ->capture_default_str();
+  cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
+}
+
+TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
+  TotModelOptions& opt = options_;
+  if (opt.model.empty()) {
+    const auto bundled = FindBundledModels();
+    if (!bundled) {
+      Fail(
+          "no model given (-m) and the bundled models were not found; set GROVE_MODELS or "
+          "pass -m MODEL.gguf");
+    }
+    opt.model = bundled->target;
+    if (opt.draft.empty()) opt.draft = bundled->draft;
+  }
+  if (opt.slots < 1 || opt.slots > 1024) Fail("--slots ", opt.slots, " out of range 1..1024");
+  if (opt.threads < 0 || opt.overlap_threads < 0) Fail("thread counts must be >= 0");
+  if (opt.seed < 0) Fail("--seed must be >= 0");
+  opt.sampling.seed = static_cast<uint64_t>(opt.seed);
+  opt.sampling.Validate();
+  if (opt.verify.empty() && !opt.sampling.greedy()) opt.verify = "target-sample";
+  target_ = Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx});
+  if (!target_->tokenizer()) Fail("'", opt.model, "' has no tokenizer");
+  std::unique_ptr<Drafter> probe;  // the drafter kind, for the policy's checks
+  std::unique_ptr<Model> draft_model;
+  if (opt.draft == "ngram") {
+    probe = std::make_unique<NgramDrafter>(target_->config().n_vocab, target_->n_ctx());
+  } else if (!opt.draft.empty()) {
+    OpenedDrafter opened = OpenDrafter(opt.draft, *target_);
+    draft_ = opened.model->parameters();
+    draft_model = std::move(opened.model);
+    probe = std::move(opened.drafter);
+  }
+  if (probe) {
+    const std::string accept =
+        opt.accept_file.empty() ? BundledAcceptanceFor(opt.model, opt.draft, opt.sampling.greedy())
+                                : opt.accept_file;
+    speculation_ =
+        ResolveSpeculation({.plan = opt.spec, .verify = opt.verify},
+                           ReadPlanInputs(accept, "", target_->max_batch()), *probe, opt.sampling);
+  } else {
+    speculation_.sampling = opt.sampling;
+  }
+  target_->WarmUp();
+  std::fprintf(stderr, "[grove] target %s, draft %s; tree %s, rule %s\n", opt.model.c_str(),
+               opt.draft.empty() ? "none" : opt.draft.c_str(),
+               probe ? speculation_.plan.text.c_str() : "-",
+               probe ? std::string(VerifyRuleName(speculation_.rule)).c_str() : "-");
+}
+
+std::string TotEngine::drafter_name() const { return options_.draft; }
+
+int TotEngine::TargetThreads(SchedulePolicy policy) const {
+  const int all = options_.threads > 0
+                      ? options_.threads
+                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!DraftsConcurrently(policy)) return all;
+  return options_.overlap_threads > 0 ? options_.overlap_threads : std::max(1, all - 1);
+}
+
+Scheduler& TotEngine::SchedulerFor(SchedulePolicy policy) {
+  if (IsSpeculative(policy) && options_.draft.empty()) {
+    Fail("policy ", SchedulePolicyName(policy), " speculates and needs a draft (--draft)");
+  }
+  scheduler_.reset();
+  context_.reset();
+  context_ = Model::Create(
+      target_->parameters(),
+      {.n_threads = TargetThreads(policy), .n_ctx = target_->n_ctx(), .n_seq = options_.slots});
+  context_->WarmUp();
+  scheduler_ = std::make_unique<Scheduler>(
+      *context_, draft_,
+      SchedulerOptions{
+          .policy = policy, .speculation = speculation_, .node_budget = options_.node_budget});
+  return *scheduler_;
+}
+
+uint64_t TotEngine::draft_lane_bytes() const {
+  if (!draft_) return 0;
+  auto lane = Model::Create(draft_, {.n_threads = 1, .n_ctx = target_->n_ctx(), .max_batch = 128});
+  return lane->kv().bytes_per_slot() + lane->activation_bytes();
+}
+
+uint64_t TotEngine::weight_bytes() const {
+  return target_->weight_bytes() + (draft_ ? draft_->weight_bytes() : 0);
+}
+
+}  // namespace grove::cli
