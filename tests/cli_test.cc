@@ -81,7 +81,7 @@ fs::path* CliTest::dir_ = nullptr;
 TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
   for (const char* cmd :
        {"", "run", "info", "tokenize", "synth", "bench", "quantize", "slice", "calibrate", "tree",
-        "corpus", "tokenizer-train", "train", "export", "eval"}) {
+        "corpus", "tokenizer-train", "train", "export", "eval", "tot", "tot-bench"}) {
     const CommandResult r = Grove(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
@@ -356,6 +356,37 @@ TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
 }
 
+// Tree-of-thought search on the bundled pair under SEED's rounds, its SVG tree, and the policy
+// benchmark's check that every policy generated the same tokens.
+TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
+  const std::string svg = Path("tree.svg");
+  CommandResult r = Grove(
+      "tot --puzzle \"4 9 10 13\" --thoughts 1 --breadth 2 --policy seed "
+      "--direct --tree-out " +
+      svg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("answer: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("search tree (thoughts 1, breadth 2, steps 3)"), std::string::npos);
+  EXPECT_NE(r.out.find("step 1: 1 states -> generate 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("direct answer: "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("seed: "), std::string::npos) << r.err;
+  EXPECT_NE(ReadAll(svg).find("<svg xmlns="), std::string::npos);
+  const std::string json_path = Path("tot.json");
+  r = Grove("tot-bench --puzzles \"4 9 10 13;1 5 5 5\" --reps 1 --thoughts 1 --breadth 2 --json " +
+            json_path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("identical across policies"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(ReadAll(json_path));
+  EXPECT_TRUE(j.at("outputs_identical").get<bool>());
+  for (const char* policy : {"serial-ar", "serial-sd", "seed", "batched"}) {
+    const nlohmann::json& p = j.at("policies").at(policy);
+    EXPECT_GT(p.at("median").get<double>(), 0.0) << policy;
+    EXPECT_GT(p.at("tokens").get<int64_t>(), 0) << policy;
+  }
+  EXPECT_EQ(j.at("policies").at("serial-ar").at("tau").get<double>(), 1.0);
+  EXPECT_EQ(j.at("policies").at("seed").at("sequences_per_forward").get<double>(), 1.0);
+}
+
 TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
   struct Case {
     std::string args;
@@ -379,6 +410,15 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
       {"bench -m " + q8 + " -m " + q8 + " --verify-curve 1 --profile-out " + Path("p.json"),
        "one (model, threads)"},
       {"bench -m " + q8 + " -p 0 -n 0", "nothing to measure"},
+      {"tot --task chess --puzzle \"1 2 3 4\"", "unknown task 'chess'"},
+      {"tot --puzzle \"4 9 x 13\"", "'x' is not a whole number"},
+      {"tot --puzzle \"1 2 3\"", "has 3 numbers; expected 4"},
+      {"tot --puzzle \"4 9 10 14\"", "14 is out of range"},
+      {"tot --puzzle \"4 9 10 13\" --thoughts 0", "thoughts must be 1 to 1024"},
+      {"tot --puzzle \"4 9 10 13\" --policy fast", "unknown scheduling policy 'fast'"},
+      {"tot", "give --puzzle"},
+      {"tot --puzzle \"4 9 10 13\" --spec auto", "static or opt plan"},
+      {"tot-bench --reps 0", "--reps 0"},
   };
   for (const Case& c : cases) {
     const CommandResult r = Grove(c.args);
