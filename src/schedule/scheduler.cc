@@ -147,13 +147,18 @@ std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requ
     throw;
   }
   stats_.wall_seconds = wall.Seconds();
-  for (int32_t r : retained_) target_.kv().Release(slot_of_request_[r]);
-  retained_.clear();
+  while (!retained_.empty()) ReleaseRetained(retained_.begin());
   for (const SequenceResult& result : results) {
     stats_.generated += static_cast<int64_t>(result.tokens.size());
     stats_.steps += result.steps;
   }
   return results;
+}
+
+void Scheduler::ReleaseRetained(std::vector<int32_t>::iterator it) {
+  target_.kv().Release(slot_of_request_[*it]);
+  slot_of_request_[*it] = -1;
+  retained_.erase(it);
 }
 
 int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_t r,
@@ -162,29 +167,27 @@ int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_
   const SequenceRequest& q = requests[r];
   const int32_t parent = q.shares_prompt_with;
   const bool parent_held = parent >= 0 && slot_of_request_[parent] >= 0 && q.prompt.size() > 1;
-  const auto retained_parent = std::find(retained_.begin(), retained_.end(), parent);
-  const bool parent_finished = parent_held && retained_parent != retained_.end();
   // A full pool gives back the slots of finished sequences kept for their siblings, oldest first,
   // except the one this request forks.
   while (kv.in_use() == kv.size()) {
     auto it = std::find_if(retained_.begin(), retained_.end(),
                            [&](int32_t k) { return !(parent_held && k == parent); });
     if (it == retained_.end()) break;
-    kv.Release(slot_of_request_[*it]);
-    slot_of_request_[*it] = -1;
-    retained_.erase(it);
+    ReleaseRetained(it);
   }
+  const auto retained_parent = std::find(retained_.begin(), retained_.end(), parent);
   *cached = 0;
   int32_t slot = -1;
   if (parent_held) {
     *cached = static_cast<int32_t>(q.prompt.size()) - 1;
     ++stats_.forks;
-    if (parent_finished && (pending_shares_[parent] == 1 || kv.in_use() == kv.size())) {
+    if (retained_parent != retained_.end() &&
+        (pending_shares_[parent] == 1 || kv.in_use() == kv.size())) {
       // The parent is done and this is its last sibling (or no slot is free): take its slot over
       // as it is; the session keeps the prompt and drops the rest (KeepCachedPrompt).
       slot = slot_of_request_[parent];
       slot_of_request_[parent] = -1;
-      retained_.erase(std::find(retained_.begin(), retained_.end(), parent));
+      retained_.erase(retained_parent);
     } else {
       slot = kv.Fork(slot_of_request_[parent], *cached);
     }
@@ -192,12 +195,9 @@ int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_
     slot = kv.Acquire();
   }
   if (parent >= 0 && --pending_shares_[parent] == 0 && slot_of_request_[parent] >= 0) {
+    // No sibling is left to fork it: a finished parent's slot goes back.
     auto it = std::find(retained_.begin(), retained_.end(), parent);
-    if (it != retained_.end()) {  // finished, and no sibling is left to fork it
-      kv.Release(slot_of_request_[parent]);
-      slot_of_request_[parent] = -1;
-      retained_.erase(it);
-    }
+    if (it != retained_.end()) ReleaseRetained(it);
   }
   slot_of_request_[r] = slot;
   return slot;

@@ -109,6 +109,8 @@ class Scheduler {
   int32_t AcquireSlot(std::span<const SequenceRequest> requests, int32_t r, int32_t* cached);
   // Releases request r's slot, or keeps it while a later sibling may still fork it.
   void ReleaseSlot(int32_t r);
+  // Releases a retained (finished) request's slot and forgets it.
+  void ReleaseRetained(std::vector<int32_t>::iterator it);
   // Acquires (or forks) a slot for request r and starts its session in `lane`.
   void Admit(std::span<const SequenceRequest> requests, int32_t r, Lane& lane,
              std::vector<SequenceResult>& results);

@@ -20,8 +20,10 @@ std::vector<std::string> ScheduledGenerator::Generate(std::span<const Generation
   std::vector<std::string> texts;
   texts.reserve(results.size());
   for (SequenceResult& result : results) {
-    std::vector<int32_t> shown = result.tokens;
-    if (!shown.empty() && tokenizer_.IsEndOfGeneration(shown.back())) shown.pop_back();
+    std::span<const int32_t> shown(result.tokens);
+    if (!shown.empty() && tokenizer_.IsEndOfGeneration(shown.back())) {
+      shown = shown.first(shown.size() - 1);
+    }
     texts.push_back(tokenizer_.Decode(shown));
     outputs_.push_back(std::move(result.tokens));
   }

@@ -46,6 +46,12 @@ std::vector<std::string> Split(const std::string& text, char sep) {
   return out;
 }
 
+std::string FormatSpeedup(double speedup) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2fx", speedup);
+  return text;
+}
+
 struct PolicyRuns {
   SchedulePolicy policy;
   std::vector<double> wall;  // seconds per rep, all puzzles
@@ -149,8 +155,8 @@ int RunTotBench(const TotBenchOptions& o) {
     std::printf(
         "| %s | %d | %.2f | %.2f-%.2f | %s | %.2f | %.0f%% | %.2f | %.2f | %lld | %d/%zu |\n",
         name.c_str(), engine.TargetThreads(run.policy), w.median, w.min, w.max,
-        ar ? (std::to_string(speedup).substr(0, 4) + "x").c_str() : "-", t.tau(),
-        100.0 * t.busy_share(), 1e3 * t.mean_queue_wait(), t.sequences_per_forward(),
+        ar ? FormatSpeedup(speedup).c_str() : "-", t.tau(), 100.0 * t.busy_share(),
+        1e3 * t.mean_queue_wait(), t.sequences_per_forward(),
         static_cast<long long>(t.generated / o.reps), run.solved, puzzles.size());
     json["policies"][name] = {{"wall_seconds", run.wall},
                               {"median", w.median},

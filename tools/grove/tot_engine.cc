@@ -6,7 +6,6 @@
 
 #include "base/error.h"
 #include "bundled_models.h"
-#include "io/gguf.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/tree_plan.h"
@@ -71,8 +70,10 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   if (opt.verify.empty() && !opt.sampling.greedy()) opt.verify = "target-sample";
   target_ = Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx});
   if (!target_->tokenizer()) Fail("'", opt.model, "' has no tokenizer");
-  std::unique_ptr<Drafter> probe;  // the drafter kind, for the policy's checks
+  // The draft, opened once to check its vocabulary and resolve the policy; the scheduler's lanes
+  // make contexts of their own over its parameters. (Declared before the drafter that uses it.)
   std::unique_ptr<Model> draft_model;
+  std::unique_ptr<Drafter> probe;
   if (opt.draft == "ngram") {
     probe = std::make_unique<NgramDrafter>(target_->config().n_vocab, target_->n_ctx());
   } else if (!opt.draft.empty()) {
@@ -97,8 +98,6 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
                probe ? speculation_.plan.text.c_str() : "-",
                probe ? std::string(VerifyRuleName(speculation_.rule)).c_str() : "-");
 }
-
-std::string TotEngine::drafter_name() const { return options_.draft; }
 
 int TotEngine::TargetThreads(SchedulePolicy policy) const {
   const int all = options_.threads > 0

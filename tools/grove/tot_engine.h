@@ -44,7 +44,6 @@ class TotEngine {
   const Tokenizer& tokenizer() const { return *target_->tokenizer(); }
   const TotModelOptions& options() const { return options_; }
   const SpeculationPolicy& speculation() const { return speculation_; }
-  std::string drafter_name() const;
   // A scheduler for `policy` over a target context of its own (valid while the engine lives; the
   // previous policy's context is freed).
   Scheduler& SchedulerFor(SchedulePolicy policy);
