@@ -197,6 +197,29 @@ TEST_F(SchedulerTest, NgramLanesNeedNoDraftModel) {
   for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].tokens, alone[i]);
 }
 
+TEST_F(SchedulerTest, AutoBecomesOneMeasuredTreePerScheduler) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const auto alone = Alone(greedy);
+  const SpeculationPolicy automatic = PolicyFor("auto", greedy);
+  for (SchedulePolicy policy : {SchedulePolicy::kSerialSd, SchedulePolicy::kSeed}) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = automatic});
+    EXPECT_TRUE(scheduler.options().speculation.plan.is_auto());  // chosen when requests arrive
+    const auto results = scheduler.Run(requests_);
+    const TreePlan& plan = scheduler.options().speculation.plan;
+    EXPECT_EQ(plan.kind, TreeKind::kSequoia);
+    ASSERT_TRUE(plan.sequoia_choice.has_value());
+    EXPECT_EQ(plan.shape.size() + 1, plan.sequoia_choice->size);  // the root is not a node
+    EXPECT_EQ(plan.text.rfind("auto: ", 0), 0u) << plan.text;
+    // Measuring left nothing behind: no slot held, and every sequence is what it is alone.
+    EXPECT_EQ(target_->kv().in_use(), 0);
+    for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].tokens, alone[i]);
+    const std::string chosen = plan.text;
+    scheduler.Run(requests_);
+    EXPECT_EQ(scheduler.options().speculation.plan.text, chosen);  // once per scheduler
+  }
+}
+
 TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {
   const SpeculationPolicy speculation = PolicyFor("sequoia:8", {.temperature = 0.0f});
   Scheduler scheduler(*target_, draft_,
@@ -217,10 +240,6 @@ TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {
   EXPECT_EQ(target_->kv().in_use(), 0);                          // a failed run leaves no slot held
   EXPECT_EQ(scheduler.Run(requests_).size(), requests_.size());  // and the next one works
 
-  const SpeculationPolicy automatic = PolicyFor("auto", {.temperature = 0.0f});
-  EXPECT_THROW(
-      Scheduler(*target_, draft_, {.policy = SchedulePolicy::kSeed, .speculation = automatic}),
-      Error);
   EXPECT_THROW(ParseSchedulePolicy("fastest"), Error);
   EXPECT_EQ(ParseSchedulePolicy("seed"), SchedulePolicy::kSeed);
 }

@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "schedule/frozen_auto_plan.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/plain_decoding.h"
@@ -60,11 +61,6 @@ struct Scheduler::Lane {
 Scheduler::Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,
                      const SchedulerOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options) {
-  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
-    Fail("the scheduler needs a static or opt plan, not '", options_.speculation.plan.text,
-         "': an auto plan measures the target while it drafts, which seed and batched do beside "
-         "the target's forward (name a tree, e.g. --spec sequoia:8)");
-  }
   if (options_.node_budget < 1) Fail("scheduler: node budget ", options_.node_budget, " < 1");
   if (draft_ && draft_->config().n_vocab != target_.config().n_vocab) {
     Fail("the draft has ", draft_->config().n_vocab, " tokens but the target has ",
@@ -120,6 +116,10 @@ std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requ
   }
   for (int32_t s = 0; s < target_.n_seq(); ++s) {
     if (target_.kv().acquired(s)) Fail("scheduler: target slot ", s, " is held by someone else");
+  }
+  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
+    options_.speculation.plan = FreezeAutoPlan(target_, LaneAt(0).draft.get(),
+                                               requests.front().prompt, options_.speculation);
   }
   stats_ = ScheduleStats{};
   stats_.sequences = n;

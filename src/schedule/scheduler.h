@@ -74,9 +74,9 @@ struct ScheduleStats {
 
 struct SchedulerOptions {
   SchedulePolicy policy = SchedulePolicy::kSeed;
-  // Plan, rule, child draw and sampling (serial-ar samples with speculation.sampling). The plan
-  // must be static or OPT-Tree: an auto plan measures the target from inside Draft(), which seed
-  // and batched run beside the target's forward.
+  // Plan, rule, child draw and sampling (serial-ar samples with speculation.sampling). An auto
+  // plan becomes one Sequoia tree for every sequence, chosen when the first requests arrive
+  // (schedule/frozen_auto_plan.h); options() then shows it.
   SpeculationPolicy speculation;
   // batched: most tokens (roots and tree nodes) one target forward verifies; at least one tree
   // always goes in.
@@ -87,7 +87,7 @@ struct SchedulerOptions {
 class Scheduler {
  public:
   // `draft`: the draft model's parameters, or null for n-gram drafting (or serial-ar alone).
-  // Throws grove::Error on an auto plan or a draft whose vocabulary differs from the target's.
+  // Throws grove::Error on a draft whose vocabulary differs from the target's.
   Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,
             const SchedulerOptions& options);
   ~Scheduler();

@@ -1,6 +1,7 @@
 #include "speculate/auto_planner.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "base/error.h"
@@ -14,8 +15,8 @@ namespace {
 // ones rarely (pairs chosen for speculation are usually at least that good). Weak (kPriorWeight
 // observations), so a few dozen verified nodes outweigh it; a calibrated vector from --accept
 // counts as kCalibratedWeight.
-constexpr double kDefaultPrior[AutoPlanner::kRanks] = {0.6,  0.1,  0.05, 0.03,
-                                                       0.02, 0.01, 0.01, 0.01};
+constexpr std::array<double, AutoPlanner::kRanks> kDefaultPrior = {0.6,  0.1,  0.05, 0.03,
+                                                                   0.02, 0.01, 0.01, 0.01};
 constexpr double kPriorWeight = 2.0;
 constexpr double kCalibratedWeight = 32.0;
 // The first plan is redone after this many steps (its draft cost was a guess), later ones every
@@ -41,6 +42,8 @@ constexpr int32_t kMinProbeInterval = 16;
 constexpr int32_t kMaxProbeInterval = 1024;
 
 }  // namespace
+
+std::span<const double> AutoPlanner::DefaultAcceptancePrior() { return kDefaultPrior; }
 
 AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
     : max_tokens_(plan.auto_max_tokens),

@@ -51,6 +51,10 @@ class AutoPlanner {
   static constexpr int32_t kReplanSteps = 16;
   static constexpr double kHalfLifeSteps = 128.0;
 
+  // The acceptance vector assumed without a calibrated one: a draft whose first guess is the
+  // target's token 60% of the time and later ones rarely.
+  static std::span<const double> DefaultAcceptancePrior();
+
   // plan: a kAuto plan (its verify budget); inputs: what the files gave (all optional).
   AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs);
 

@@ -1,0 +1,66 @@
+#include "schedule/frozen_auto_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/error.h"
+#include "speculate/auto_planner.h"
+
+namespace grove {
+namespace {
+
+// The target's curve gets what the per-sequence planner spends once; a draft level is one size.
+constexpr double kTargetBudgetSeconds = 0.03;
+constexpr double kDraftBudgetSeconds = 0.01;
+
+// t(n) of `model` continuing `context` in slot `seq` (empty before, cleared after).
+VerifyCostCurve MeasureOn(Model& model, int32_t seq, std::span<const int32_t> context,
+                          int32_t max_tokens, double budget_seconds) {
+  const auto position = static_cast<int32_t>(context.size()) - 1;
+  KvCache& cache = model.cache(seq);
+  try {
+    Batch batch;
+    if (position > 0) model.ForwardChain(context.first(position), 0, seq, batch, false);
+    VerifyCostCurve curve =
+        MeasureVerifyCost(model, seq, context.back(), position, max_tokens, budget_seconds);
+    cache.Clear();
+    return curve;
+  } catch (...) {
+    cache.Clear();
+    throw;
+  }
+}
+
+}  // namespace
+
+TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
+                        const SpeculationPolicy& policy) {
+  GROVE_CHECK(policy.plan.is_auto(), "frozen auto plan: plan '", policy.plan.text, "' is not auto");
+  if (context.empty()) Fail("the auto plan needs a context to measure the target on");
+  TreePlanInputs inputs = policy.inputs;
+  inputs.max_tokens = std::min(policy.plan.auto_max_tokens, target.max_batch());
+  if (inputs.acceptance.empty()) {
+    const auto prior = AutoPlanner::DefaultAcceptancePrior();
+    inputs.acceptance.assign(prior.begin(), prior.end());
+  }
+  const int32_t slot = target.kv().Acquire();
+  try {
+    inputs.verify_cost = MeasureOn(target, slot, context, inputs.max_tokens, kTargetBudgetSeconds);
+  } catch (...) {
+    target.kv().Release(slot);
+    throw;
+  }
+  target.kv().Release(slot);
+  if (draft != nullptr) {
+    inputs.draft_seconds_per_level =
+        MeasureOn(*draft, 0, context, 1, kDraftBudgetSeconds).Seconds(1);
+  }
+  TreePlan plan = ParseTreePlan("sequoia:auto", inputs);
+  const SizeDepthChoice& choice = *plan.sequoia_choice;
+  plan.text = choice.size > 1 ? "auto: sequoia:" + std::to_string(choice.size) + "," +
+                                    std::to_string(choice.depth)
+                              : std::string("auto: plain");
+  return plan;
+}
+
+}  // namespace grove

@@ -1,0 +1,31 @@
+// `--spec auto` under the scheduler: one Sequoia tree for every sequence a scheduler runs, chosen
+// once, when its first requests arrive, as sequoia:auto chooses (Sequoia's hardware-aware search:
+// G(n, d) / (t(n) + (d - 1) c) over the acceptance prior, plain decoding a candidate), with t(n)
+// measured on the scheduler's own target context (its thread count, the first request's context)
+// and c, the cost of a draft level, on one of its draft lanes.
+//
+// Why frozen rather than the per-sequence auto planner (speculate/auto_planner.h): that planner
+// measures t(n) on each sequence's context when it starts (about 30 ms), longer than a whole
+// tree-of-thought generation of a few dozen tokens takes, and under seed and batched it would time
+// the target while other sequences' drafters compute beside it. What it costs: the tree does not
+// follow a text whose predictability changes, nor the contexts' growth; the acceptance is the
+// prior's (--accept, or the planner's modest default).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "model/model.h"
+#include "speculate/speculation.h"
+#include "speculate/tree_plan.h"
+
+namespace grove {
+
+// policy.plan must be auto. target: a slot is acquired, `context` (all but its last token)
+// prefilled, t(n) measured and the slot released. draft: a draft forward context whose slot 0 is
+// free (left cleared), or null for a drafter without forwards (c = 0). Returns a sequoia plan
+// whose shape may be empty (plain decoding wins) and whose text says what was chosen.
+TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
+                        const SpeculationPolicy& policy);
+
+}  // namespace grove
