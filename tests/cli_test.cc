@@ -369,7 +369,7 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
   EXPECT_NE(r.out.find("search tree (thoughts 1, breadth 2, steps 3)"), std::string::npos);
   EXPECT_NE(r.out.find("step 1: 1 states -> generate 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("direct answer: "), std::string::npos) << r.out;
-  EXPECT_NE(r.err.find("seed: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("seed (tree auto: "), std::string::npos) << r.err;
   EXPECT_NE(ReadAll(svg).find("<svg xmlns="), std::string::npos);
   const std::string json_path = Path("tot.json");
   r = Grove("tot-bench --puzzles \"4 9 10 13;1 5 5 5\" --reps 1 --thoughts 1 --breadth 2 --json " +
@@ -385,6 +385,10 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
   }
   EXPECT_EQ(j.at("policies").at("serial-ar").at("tau").get<double>(), 1.0);
   EXPECT_EQ(j.at("policies").at("seed").at("sequences_per_forward").get<double>(), 1.0);
+  // --spec auto: each speculative policy reports the tree its scheduler chose; serial-ar has none.
+  EXPECT_TRUE(j.at("policies").at("serial-ar").at("trees").empty());
+  EXPECT_EQ(j.at("policies").at("batched").at("trees").at(0).get<std::string>().rfind("auto: ", 0),
+            0u);
 }
 
 TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
@@ -417,7 +421,6 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
       {"tot --puzzle \"4 9 10 13\" --thoughts 0", "thoughts must be 1 to 1024"},
       {"tot --puzzle \"4 9 10 13\" --policy fast", "unknown scheduling policy 'fast'"},
       {"tot", "give --puzzle"},
-      {"tot --puzzle \"4 9 10 13\" --spec auto", "static or opt plan"},
       {"tot-bench --reps 0", "--reps 0"},
   };
   for (const Case& c : cases) {

@@ -64,14 +64,19 @@ std::vector<std::pair<int, int>> ParseSettings(const std::string& text) {
   return out;
 }
 
-void PrintScheduleSummary(const char* policy, const ScheduleStats& s) {
+void PrintScheduleSummary(const Scheduler& scheduler, const ScheduleStats& s) {
+  const std::string policy(SchedulePolicyName(scheduler.options().policy));
+  const std::string tree = IsSpeculative(scheduler.options().policy)
+                               ? " (tree " + scheduler.options().speculation.plan.text + ")"
+                               : "";
   std::fprintf(stderr,
-               "[grove] %s: %lld generations, %lld tokens in %.2f s of generation | target "
+               "[grove] %s%s: %lld generations, %lld tokens in %.2f s of generation | target "
                "forwards %lld, busy %.0f%% | tau %.2f | %.2f sequences/forward | queue wait %.2f "
                "ms | forks %lld | in flight <= %d\n",
-               policy, static_cast<long long>(s.sequences), static_cast<long long>(s.generated),
-               s.wall_seconds, static_cast<long long>(s.target_forwards), 100.0 * s.busy_share(),
-               s.tau(), s.sequences_per_forward(), 1e3 * s.mean_queue_wait(),
+               policy.c_str(), tree.c_str(), static_cast<long long>(s.sequences),
+               static_cast<long long>(s.generated), s.wall_seconds,
+               static_cast<long long>(s.target_forwards), 100.0 * s.busy_share(), s.tau(),
+               s.sequences_per_forward(), 1e3 * s.mean_queue_wait(),
                static_cast<long long>(s.forks), s.max_in_flight);
   if (s.times.total() > 0) {
     std::fprintf(stderr, "[grove] speculative time split (summed over sequences): %s\n",
@@ -110,7 +115,8 @@ std::string DirectAnswer(ScheduledGenerator& generator, const Game24Puzzle& puzz
 void SolveOne(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
   const Game24Puzzle puzzle = ParseGame24Puzzle(o.puzzle);
   const ThoughtSearchSettings settings = SearchSettings(o, o.thoughts, o.breadth);
-  ScheduledGenerator generator(engine.SchedulerFor(policy), engine.tokenizer());
+  Scheduler& scheduler = engine.SchedulerFor(policy);
+  ScheduledGenerator generator(scheduler, engine.tokenizer());
   const ThoughtSearchResult result =
       SolveGame24WithThoughts(puzzle, settings, generator.AsFunction());
   std::printf("puzzle: %s\n", o.puzzle.c_str());
@@ -129,7 +135,7 @@ void SolveOne(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
   }
   std::printf("  total %.2f s: generate %.2f s, evaluate %.2f s\n", result.seconds,
               result.generate.seconds, result.evaluate.seconds);
-  PrintScheduleSummary(std::string(SchedulePolicyName(policy)).c_str(), generator.totals());
+  PrintScheduleSummary(scheduler, generator.totals());
   if (o.direct) {
     const std::string answer =
         DirectAnswer(generator, puzzle, settings.seed ^ 0xd1ec7ull, settings.arithmetic);
@@ -149,7 +155,8 @@ void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
       Game24Puzzles(static_cast<uint64_t>(o.eval_seed), o.eval);
   const auto settings_list = ParseSettings(o.settings);
   for (const auto& [n, b] : settings_list) SearchSettings(o, n, b);  // validate all first
-  ScheduledGenerator generator(engine.SchedulerFor(policy), engine.tokenizer());
+  Scheduler& scheduler = engine.SchedulerFor(policy);
+  ScheduledGenerator generator(scheduler, engine.tokenizer());
   std::vector<int> solved(settings_list.size(), 0);
   int direct_solved = 0;
   nlohmann::json per_puzzle = nlohmann::json::array();
@@ -199,7 +206,7 @@ void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
                               {"breadth", settings_list[k].second},
                               {"solved", solved[k]}});
   }
-  PrintScheduleSummary(std::string(SchedulePolicyName(policy)).c_str(), generator.totals());
+  PrintScheduleSummary(scheduler, generator.totals());
   if (!o.json_out.empty()) {
     summary["per_puzzle"] = per_puzzle;
     WriteFile(o.json_out, summary.dump(2) + "\n");

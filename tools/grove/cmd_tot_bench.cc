@@ -2,6 +2,7 @@
 // seeds, repeated; wall time (median, min-max), speedup over serial-ar, tau, share of time the
 // target is busy, mean queue wait, sequences per verify forward, the speculative time split; and a
 // check that every policy generated the same tokens for every sequence (exit status 1 otherwise).
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -54,10 +55,17 @@ std::string FormatSpeedup(double speedup) {
 
 struct PolicyRuns {
   SchedulePolicy policy;
-  std::vector<double> wall;  // seconds per rep, all puzzles
-  ScheduleStats totals;      // summed over reps
-  int solved = 0;            // of the last rep
+  std::vector<double> wall;        // seconds per rep, all puzzles
+  ScheduleStats totals;            // summed over reps
+  int solved = 0;                  // of the last rep
+  std::vector<std::string> trees;  // the trees the policy's schedulers used, each once
 };
+
+std::string Joined(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : " / ") + item;
+  return out.empty() ? "-" : out;
+}
 
 int RunTotBench(const TotBenchOptions& o) {
   InstallStderrLog(o.model.verbose);
@@ -89,7 +97,8 @@ int RunTotBench(const TotBenchOptions& o) {
     for (std::size_t k = 0; k < runs.size(); ++k) {
       PolicyRuns& run = runs[(k + rep) % runs.size()];
       const std::string name(SchedulePolicyName(run.policy));
-      ScheduledGenerator generator(engine.SchedulerFor(run.policy), engine.tokenizer());
+      Scheduler& scheduler = engine.SchedulerFor(run.policy);
+      ScheduledGenerator generator(scheduler, engine.tokenizer());
       double wall = 0;
       run.solved = 0;
       for (std::size_t p = 0; p < puzzles.size(); ++p) {
@@ -101,6 +110,12 @@ int RunTotBench(const TotBenchOptions& o) {
         run.solved += r.correct;
       }
       run.wall.push_back(wall);
+      if (IsSpeculative(run.policy)) {
+        const std::string& tree = scheduler.options().speculation.plan.text;
+        if (std::find(run.trees.begin(), run.trees.end(), tree) == run.trees.end()) {
+          run.trees.push_back(tree);
+        }
+      }
       run.totals += generator.totals();
       std::fprintf(stderr, "[grove] rep %d %-9s %.2f s\n", rep + 1, name.c_str(), wall);
       const bool ar = run.policy == SchedulePolicy::kSerialAr;
@@ -134,9 +149,9 @@ int RunTotBench(const TotBenchOptions& o) {
       std::string(VerifyRuleName(engine.speculation().rule)).c_str(),
       engine.options().sampling.temperature, engine.options().slots);
   std::printf(
-      "| policy | target threads | wall s (median) | min-max | speedup vs serial-ar | tau | "
+      "| policy | tree | target threads | wall s (median) | min-max | speedup vs serial-ar | tau | "
       "target busy | queue wait ms | seqs/forward | tokens | solved |\n"
-      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   nlohmann::json json{{"puzzles", nlohmann::json::array()},
                       {"thoughts", settings.thoughts},
                       {"breadth", settings.breadth},
@@ -153,12 +168,13 @@ int RunTotBench(const TotBenchOptions& o) {
     const double speedup = ar ? ar_median / w.median : 0.0;
     const std::string name(SchedulePolicyName(run.policy));
     std::printf(
-        "| %s | %d | %.2f | %.2f-%.2f | %s | %.2f | %.0f%% | %.2f | %.2f | %lld | %d/%zu |\n",
-        name.c_str(), engine.TargetThreads(run.policy), w.median, w.min, w.max,
-        ar ? FormatSpeedup(speedup).c_str() : "-", t.tau(), 100.0 * t.busy_share(),
+        "| %s | %s | %d | %.2f | %.2f-%.2f | %s | %.2f | %.0f%% | %.2f | %.2f | %lld | %d/%zu |\n",
+        name.c_str(), Joined(run.trees).c_str(), engine.TargetThreads(run.policy), w.median, w.min,
+        w.max, ar ? FormatSpeedup(speedup).c_str() : "-", t.tau(), 100.0 * t.busy_share(),
         1e3 * t.mean_queue_wait(), t.sequences_per_forward(),
         static_cast<long long>(t.generated / o.reps), run.solved, puzzles.size());
     json["policies"][name] = {{"wall_seconds", run.wall},
+                              {"trees", run.trees},
                               {"median", w.median},
                               {"min", w.min},
                               {"max", w.max},

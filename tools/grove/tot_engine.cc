@@ -19,8 +19,10 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
                  "bundled target; required with -m for speculative policies)");
   cmd.add_option(
          "--spec", o.spec,
-         "Tree of every speculative sequence: chain:K, kconfig:a,b,..., sequoia:N[,D], "
-         "opt:N,DELTA, file:T.json (auto is refused: it measures the target while drafting)")
+         "Tree of every speculative sequence: auto (one Sequoia tree per policy, chosen from "
+         "the target's verify curve measured on that policy's threads when the search starts, "
+         "the draft's cost and --accept), chain:K, kconfig:a,b,..., sequoia:N[,D], opt:N,DELTA, "
+         "file:T.json")
       ->capture_default_str();
   cmd.add_option("--verify", o.verify,
                  "Verification rule (default: greedy at temperature 0, else target-sample, whose "

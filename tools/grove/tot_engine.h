@@ -20,7 +20,7 @@ namespace grove::cli {
 struct TotModelOptions {
   std::string model;  // empty: the bundled pair
   std::string draft;  // path, "ngram", or empty (the bundled draft with the bundled target)
-  std::string spec = "sequoia:8";
+  std::string spec = "auto";
   std::string verify;  // empty: greedy at temperature 0, else target-sample
   std::string accept_file;
   SamplerParams sampling{.temperature = 0.7f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
