@@ -84,6 +84,8 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
   } else if (name == "draft-68m") {
     s.n_vocab = 32000, s.n_embd = 768, s.n_layer = 2, s.n_head = 12, s.n_head_kv = 12,
     s.n_ff = 3072;
+  } else if (name == "llama-60m") {
+    s.n_vocab = 4096, s.n_embd = 768, s.n_layer = 8, s.n_head = 12, s.n_head_kv = 4, s.n_ff = 2048;
   } else if (name == "tiny") {
     s.n_vocab = 512, s.n_embd = 64, s.n_layer = 2, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 160;
   } else {
@@ -92,7 +94,9 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
   return s;
 }
 
-std::vector<std::string> NamedModelShapes() { return {"tinyllama-1.1b", "draft-68m", "tiny"}; }
+std::vector<std::string> NamedModelShapes() {
+  return {"tinyllama-1.1b", "draft-68m", "llama-60m", "tiny"};
+}
 
 GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
   if (!IsSupportedWeightType(spec.type))

@@ -32,7 +32,10 @@ struct RandomModelSpec {
 };
 
 // Shapes by name: "tinyllama-1.1b" (2048 wide, 22 layers, 32/4 heads, FFN 5632, vocab 32000),
-// "draft-68m" (768 wide, 2 layers, 12 heads, FFN 3072, vocab 32000), "tiny" (for tests).
+// "draft-68m" (768 wide, 2 layers, 12 heads, FFN 3072, vocab 32000), "llama-60m" (768 wide, 8
+// layers, 12/4 heads, FFN 2048, vocab 4096: 57M parameters, most of them in the layers, so its
+// Q8_0 weights exceed the last-level cache and a forward is bound by memory; sliced to one layer it
+// gives its own draft), "tiny" (for tests).
 std::optional<RandomModelSpec> NamedModelShape(std::string_view name);
 std::vector<std::string> NamedModelShapes();
 

@@ -53,7 +53,8 @@ void AddSynthCommand(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("synth", "Write a random-weight model of a named shape (for benchmarks)");
   auto o = std::make_shared<SynthOptions>();
-  cmd->add_option("--shape", o->shape, "tinyllama-1.1b, draft-68m or tiny")->capture_default_str();
+  cmd->add_option("--shape", o->shape, "tinyllama-1.1b, draft-68m, llama-60m or tiny")
+      ->capture_default_str();
   cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0")
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
