@@ -220,6 +220,46 @@ TEST_F(SchedulerTest, AutoBecomesOneMeasuredTreePerScheduler) {
   }
 }
 
+// What a server needs: every step's tokens streamed as they are accepted, and a consumer that
+// goes away cancelling its sequence at that step without disturbing the others.
+TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const auto alone = Alone(greedy);
+  const SpeculationPolicy speculation = PolicyFor("sequoia:8", greedy);
+  constexpr std::size_t kCancelled = 2, kCancelAfter = 5;
+  for (SchedulePolicy policy : kAllSchedulePolicies) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    std::vector<SequenceRequest> requests = requests_;
+    std::vector<std::vector<int32_t>> streamed(requests.size());
+    std::vector<int> calls(requests.size(), 0);
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      requests[i].on_tokens = [&, i](std::span<const int32_t> tokens) {
+        EXPECT_FALSE(tokens.empty());
+        ++calls[i];
+        streamed[i].insert(streamed[i].end(), tokens.begin(), tokens.end());
+        return !(i == kCancelled && streamed[i].size() >= kCancelAfter);
+      };
+    }
+    Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = speculation});
+    const auto results = scheduler.Run(requests);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      EXPECT_EQ(streamed[i], results[i].tokens) << "sequence " << i;
+      EXPECT_EQ(calls[i], results[i].steps) << "one call per step, sequence " << i;
+      if (i == kCancelled) {
+        EXPECT_TRUE(results[i].cancelled);
+        ASSERT_GE(results[i].tokens.size(), kCancelAfter);
+        ASSERT_LT(results[i].tokens.size(), alone[i].size());
+        EXPECT_TRUE(
+            std::equal(results[i].tokens.begin(), results[i].tokens.end(), alone[i].begin()));
+      } else {
+        EXPECT_FALSE(results[i].cancelled);
+        EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+      }
+    }
+    EXPECT_EQ(target_->kv().in_use(), 0);
+  }
+}
+
 TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {
   const SpeculationPolicy speculation = PolicyFor("sequoia:8", {.temperature = 0.0f});
   Scheduler scheduler(*target_, draft_,

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -28,6 +29,15 @@ double SecondsBetween(Clock::time_point a, Clock::time_point b) {
 // and prompt chunks (ForwardChain splits longer prompts).
 int32_t DraftMaxBatch(const SpeculationPolicy& policy) {
   return std::clamp(policy.plan.max_drafted_nodes() + 1, 128, 8192);
+}
+
+// Appends a step's accepted tokens to the result and streams them; false: the consumer cancelled.
+bool Deliver(const SequenceRequest& request, std::span<const int32_t> accepted,
+             SequenceResult& result) {
+  result.tokens.insert(result.tokens.end(), accepted.begin(), accepted.end());
+  ++result.steps;
+  if (request.on_tokens && !request.on_tokens(accepted)) result.cancelled = true;
+  return !result.cancelled;
 }
 
 }  // namespace
@@ -243,8 +253,17 @@ void Scheduler::RunSerial(std::span<const SequenceRequest> requests,
       const int32_t slot = AcquireSlot(requests, r, &cached);
       results[r].forked = cached > 0;
       PlainTiming timing;
-      results[r].tokens = GeneratePlain(target_, requests[r].prompt, options_.speculation.sampling,
-                                        SessionOptionsFor(requests[r], slot, cached), {}, &timing);
+      std::function<bool(int32_t)> on_token;
+      if (requests[r].on_tokens) {
+        on_token = [&](int32_t token) {
+          if (requests[r].on_tokens(std::span<const int32_t>(&token, 1))) return true;
+          results[r].cancelled = true;
+          return false;
+        };
+      }
+      results[r].tokens =
+          GeneratePlain(target_, requests[r].prompt, options_.speculation.sampling,
+                        SessionOptionsFor(requests[r], slot, cached), on_token, &timing);
       results[r].steps = static_cast<int64_t>(results[r].tokens.size());
       stats_.target_forwards += results[r].steps;
       stats_.target_busy_seconds += timing.prefill_seconds + timing.generation_seconds;
@@ -258,7 +277,8 @@ void Scheduler::RunSerial(std::span<const SequenceRequest> requests,
   for (int32_t r = 0; r < n; ++r) {
     Admit(requests, r, lane, results);
     SpeculativeSession& session = *lane.session;
-    while (!session.done()) {
+    bool streaming = true;
+    while (!session.done() && streaming) {
       session.Draft();
       Timer busy;
       batch.Clear();
@@ -266,8 +286,7 @@ void Scheduler::RunSerial(std::span<const SequenceRequest> requests,
       Timer forward;
       const std::span<const float> logits = target_.Forward(batch);
       session.RecordVerifyForward(forward.Seconds());
-      for (int32_t token : session.Accept(logits)) results[r].tokens.push_back(token);
-      ++results[r].steps;
+      streaming = Deliver(requests[r], session.Accept(logits), results[r]);
       ++stats_.target_forwards;
       stats_.target_busy_seconds += busy.Seconds();
     }
@@ -430,10 +449,9 @@ void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
       const double share = forward_seconds * (session.tree().size() + 1) / batch.size();
       session.RecordVerifyForward(share);
       session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
-      SequenceResult& result = results[lane.request];
-      for (int32_t token : session.Accept(logits)) result.tokens.push_back(token);
-      ++result.steps;
-      if (session.done()) {
+      const bool streaming =
+          Deliver(requests[lane.request], session.Accept(logits), results[lane.request]);
+      if (session.done() || !streaming) {
         Finish(lane);
         ++finished;
       } else {

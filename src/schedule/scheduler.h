@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -36,6 +37,11 @@ struct SequenceRequest {
   // Index of an earlier request with an identical prompt, or -1. While that sequence holds its
   // slot, this one forks it (KvCachePool::Fork) instead of prefilling the prompt again.
   int32_t shares_prompt_with = -1;
+  // Streaming: called on the thread that called Run, with the tokens each step accepted (the stop
+  // token included), in order. Returning false cancels the sequence there (a client that went
+  // away): its slot is freed at once and its result holds what was generated so far. Empty: run
+  // to the end.
+  std::function<bool(std::span<const int32_t>)> on_tokens;
 };
 
 struct SequenceResult {
@@ -43,6 +49,7 @@ struct SequenceResult {
   int64_t steps = 0;                // target forwards this sequence took part in (prefill excluded)
   double queue_wait_seconds = 0.0;  // seed, batched: from each draft's end to its verification
   bool forked = false;              // its prompt came from a sibling's slot
+  bool cancelled = false;           // on_tokens returned false
 };
 
 struct ScheduleStats {
