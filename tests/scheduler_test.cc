@@ -5,11 +5,15 @@
 // packs several sequences into one forward; bad requests and plans are refused.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "model/tokenizer.h"
+#include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
@@ -258,6 +262,85 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
     }
     EXPECT_EQ(target_->kv().in_use(), 0);
   }
+}
+
+// A server's requests: submitted from another thread while the scheduler runs, admitted as slots
+// free; each is still what it is alone, one that cannot run fails alone, and nothing is held after.
+TEST_F(SchedulerTest, ServesRequestsThatArriveWhileItRuns) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const auto alone = Alone(greedy);
+  const SpeculationPolicy speculation = PolicyFor("sequoia:8", greedy);
+  for (SchedulePolicy policy : kAllSchedulePolicies) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = speculation});
+    RequestFeed feed(8);
+    std::mutex mutex;
+    std::vector<SequenceResult> results(requests_.size() + 1);
+    std::vector<int> done(requests_.size() + 1, 0);
+    std::thread serving([&] { scheduler.Serve(feed); });
+    for (std::size_t i = 0; i <= requests_.size(); ++i) {
+      SequenceRequest q = i < requests_.size() ? requests_[i] : requests_[0];
+      q.shares_prompt_with = -1;
+      if (i == requests_.size()) q.prompt.assign(400, 5);  // longer than the context
+      const auto submitted = feed.Submit(q, [&, i](SequenceResult&& r) {
+        std::lock_guard lock(mutex);
+        results[i] = std::move(r);
+        ++done[i];
+      });
+      EXPECT_EQ(submitted, RequestFeed::Submitted::kQueued);
+      // Later requests arrive while earlier ones run.
+      std::this_thread::sleep_for(std::chrono::milliseconds(i % 2 ? 20 : 0));
+    }
+    feed.Close();
+    serving.join();
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      EXPECT_EQ(done[i], 1) << "sequence " << i;
+      EXPECT_TRUE(results[i].error.empty()) << results[i].error;
+      EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+    }
+    EXPECT_EQ(done.back(), 1);
+    EXPECT_NE(results.back().error.find("context"), std::string::npos) << results.back().error;
+    EXPECT_EQ(target_->kv().in_use(), 0);
+    EXPECT_EQ(scheduler.stats().sequences, static_cast<int64_t>(requests_.size()) + 1);
+    EXPECT_EQ(feed.Submit(requests_[0], {}), RequestFeed::Submitted::kClosed);
+  }
+}
+
+// The auto plan measures on the first request's prompt: one the context cannot hold must fail
+// alone, not the server.
+TEST_F(SchedulerTest, ServeSurvivesAFirstRequestThatCannotRun) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const auto alone = Alone(greedy);
+  Scheduler scheduler(*target_, draft_,
+                      {.policy = SchedulePolicy::kSeed, .speculation = PolicyFor("auto", greedy)});
+  RequestFeed feed(4);
+  SequenceRequest too_long = requests_[2];
+  too_long.prompt.assign(400, 5);
+  std::vector<SequenceResult> results(2);
+  feed.Submit(too_long, [&](SequenceResult&& r) { results[0] = std::move(r); });
+  feed.Submit(requests_[2], [&](SequenceResult&& r) { results[1] = std::move(r); });
+  feed.Close();
+  scheduler.Serve(feed);
+  EXPECT_FALSE(results[0].error.empty());
+  EXPECT_TRUE(results[1].error.empty()) << results[1].error;
+  EXPECT_EQ(results[1].tokens, alone[2]);
+  EXPECT_EQ(target_->kv().in_use(), 0);
+}
+
+TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {
+  RequestFeed feed(2);
+  const SequenceRequest q{.prompt = {1, 2, 3}, .n_predict = 4};
+  EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kQueued);
+  EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kQueued);
+  EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kFull);  // a server's 503
+  EXPECT_EQ(feed.waiting(), 2);
+  SequenceRequest shared = q;
+  shared.shares_prompt_with = 0;
+  EXPECT_THROW(feed.Submit(shared, {}), Error);
+  EXPECT_THROW(feed.Submit(SequenceRequest{}, {}), Error);
+  EXPECT_THROW(RequestFeed(0), Error);
+  feed.Close();
+  EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kClosed);
 }
 
 TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {

@@ -43,6 +43,10 @@ TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> co
     const auto prior = AutoPlanner::DefaultAcceptancePrior();
     inputs.acceptance.assign(prior.begin(), prior.end());
   }
+  // A context too long to measure after (a request the context cannot hold fails later, alone)
+  // is measured on its first part.
+  const auto room = std::max(1, target.n_ctx() - inputs.max_tokens);
+  if (static_cast<int64_t>(context.size()) > room) context = context.first(room);
   const int32_t slot = target.kv().Acquire();
   try {
     inputs.verify_cost = MeasureOn(target, slot, context, inputs.max_tokens, kTargetBudgetSeconds);

@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "schedule/frozen_auto_plan.h"
+#include "schedule/request_feed.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/plain_decoding.h"
@@ -63,7 +64,7 @@ struct Scheduler::Lane {
   std::unique_ptr<Model> draft;  // null for n-gram drafting
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<SpeculativeSession> session;
-  int32_t request = -1;  // -1: free
+  int64_t request = -1;  // -1: free
   Clock::time_point enqueued;
   std::thread thread;  // seed, batched
 };
@@ -112,6 +113,101 @@ SessionOptions Scheduler::SessionOptionsFor(const SequenceRequest& request, int3
                         .cached_prompt = cached};
 }
 
+// Where requests come from: a list given to Run, or a feed that clients fill while Serve runs.
+// Ids are the list's indices, or the feed's arrival count.
+class Scheduler::Source {
+ public:
+  static constexpr int64_t kNone = -1;    // none waiting now
+  static constexpr int64_t kClosed = -2;  // none will come
+
+  virtual ~Source() = default;
+  // The next request to admit; with wait, blocks until one arrives or none will.
+  virtual int64_t Next(bool wait) = 0;
+  virtual const SequenceRequest& request(int64_t id) = 0;
+  virtual SequenceResult& result(int64_t id) = 0;
+  // The result is final.
+  virtual void Done(int64_t id) = 0;
+  // A request that cannot start: false to make it the whole run's failure (Run), true when the
+  // source made it the request's result and the others go on (Serve).
+  virtual bool TakeFailure(int64_t id, const Error& error) = 0;
+  // Most sequences that may be in flight at once.
+  virtual std::size_t max_lanes(std::size_t n_slots) const = 0;
+};
+
+class Scheduler::ListSource : public Source {
+ public:
+  ListSource(std::span<const SequenceRequest> requests, std::vector<SequenceResult>& results)
+      : requests_(requests), results_(results) {}
+  int64_t Next(bool) override {
+    return next_ < static_cast<int64_t>(requests_.size()) ? next_++ : kClosed;
+  }
+  const SequenceRequest& request(int64_t id) override { return requests_[id]; }
+  SequenceResult& result(int64_t id) override { return results_[id]; }
+  void Done(int64_t) override {}
+  bool TakeFailure(int64_t, const Error&) override { return false; }
+  std::size_t max_lanes(std::size_t n_slots) const override {
+    return std::min(n_slots, requests_.size());
+  }
+
+ private:
+  std::span<const SequenceRequest> requests_;
+  std::vector<SequenceResult>& results_;
+  int64_t next_ = 0;
+};
+
+class Scheduler::FeedSource : public Source {
+ public:
+  FeedSource(RequestFeed& feed, ScheduleStats& stats) : feed_(feed), stats_(stats) {}
+  ~FeedSource() override { FailAll("the scheduler stopped"); }
+
+  int64_t Next(bool wait) override {
+    RequestFeed::Entry entry;
+    bool closed = false;
+    if (!feed_.Take(&entry, wait, &closed)) return closed ? kClosed : kNone;
+    const int64_t id = next_id_++;
+    ++stats_.sequences;
+    running_.emplace(id, Running{std::move(entry), {}});
+    return id;
+  }
+  const SequenceRequest& request(int64_t id) override { return running_.at(id).entry.request; }
+  SequenceResult& result(int64_t id) override { return running_.at(id).result; }
+  void Done(int64_t id) override {
+    auto it = running_.find(id);
+    Running running = std::move(it->second);
+    running_.erase(it);
+    stats_.generated += static_cast<int64_t>(running.result.tokens.size());
+    stats_.steps += running.result.steps;
+    if (running.entry.on_done) running.entry.on_done(std::move(running.result));
+  }
+  bool TakeFailure(int64_t id, const Error& error) override {
+    result(id).error = error.what();
+    Done(id);
+    return true;
+  }
+  std::size_t max_lanes(std::size_t n_slots) const override { return n_slots; }
+
+  // Every running and waiting request gets on_done with `why` (Serve is failing or stopping).
+  void FailAll(const std::string& why) {
+    while (!running_.empty()) {
+      const int64_t id = running_.begin()->first;
+      if (result(id).error.empty()) result(id).error = why;
+      Done(id);
+    }
+    while (Next(false) >= 0) {
+    }
+  }
+
+ private:
+  struct Running {
+    RequestFeed::Entry entry;
+    SequenceResult result;
+  };
+  RequestFeed& feed_;
+  ScheduleStats& stats_;
+  std::unordered_map<int64_t, Running> running_;
+  int64_t next_id_ = 0;
+};
+
 std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requests) {
   const auto n = static_cast<int32_t>(requests.size());
   for (int32_t r = 0; r < n; ++r) {
@@ -124,40 +220,18 @@ std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requ
            ", which is not an earlier request with the same prompt");
     }
   }
-  for (int32_t s = 0; s < target_.n_seq(); ++s) {
-    if (target_.kv().acquired(s)) Fail("scheduler: target slot ", s, " is held by someone else");
+  std::vector<SequenceResult> results(static_cast<std::size_t>(n));
+  if (n == 0) {
+    stats_ = ScheduleStats{};
+    return results;
   }
-  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
-    options_.speculation.plan = FreezeAutoPlan(target_, LaneAt(0).draft.get(),
-                                               requests.front().prompt, options_.speculation);
-  }
-  stats_ = ScheduleStats{};
+  BeginRun(requests.front().prompt);
   stats_.sequences = n;
-  slot_of_request_.assign(static_cast<std::size_t>(n), -1);
-  pending_shares_.assign(static_cast<std::size_t>(n), 0);
   for (const SequenceRequest& q : requests) {
     if (q.shares_prompt_with >= 0) ++pending_shares_[q.shares_prompt_with];
   }
-  retained_.clear();
-  in_flight_ = 0;
-  for (auto& lane : lanes_) lane->request = -1;
-  std::vector<SequenceResult> results(static_cast<std::size_t>(n));
-  Timer wall;
-  try {
-    if (DraftsConcurrently(options_.policy)) {
-      RunRounds(requests, results);
-    } else {
-      RunSerial(requests, results);
-    }
-  } catch (...) {
-    // Nothing stays acquired: the next Run starts from a free pool.
-    for (int32_t slot : slot_of_request_) {
-      if (slot >= 0) target_.kv().Release(slot);
-    }
-    throw;
-  }
-  stats_.wall_seconds = wall.Seconds();
-  while (!retained_.empty()) ReleaseRetained(retained_.begin());
+  ListSource source(requests, results);
+  Drive(source);
   for (const SequenceResult& result : results) {
     stats_.generated += static_cast<int64_t>(result.tokens.size());
     stats_.steps += result.steps;
@@ -165,23 +239,79 @@ std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requ
   return results;
 }
 
-void Scheduler::ReleaseRetained(std::vector<int32_t>::iterator it) {
-  target_.kv().Release(slot_of_request_[*it]);
-  slot_of_request_[*it] = -1;
+void Scheduler::Serve(RequestFeed& feed) {
+  // The tree of an auto plan is chosen on the first request's prompt: wait for it.
+  RequestFeed::Entry first;
+  bool closed = false;
+  if (!feed.Take(&first, /*wait=*/true, &closed)) return;
+  BeginRun(first.request.prompt);
+  feed.PutBack(std::move(first));
+  FeedSource source(feed, stats_);
+  try {
+    Drive(source);
+  } catch (const std::exception& e) {
+    source.FailAll(e.what());
+    throw;
+  }
+}
+
+void Scheduler::BeginRun(const std::vector<int32_t>& first_prompt) {
+  for (int32_t s = 0; s < target_.n_seq(); ++s) {
+    if (target_.kv().acquired(s)) Fail("scheduler: target slot ", s, " is held by someone else");
+  }
+  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
+    options_.speculation.plan =
+        FreezeAutoPlan(target_, LaneAt(0).draft.get(), first_prompt, options_.speculation);
+  }
+  stats_ = ScheduleStats{};
+  slot_of_request_.clear();
+  pending_shares_.clear();
+  retained_.clear();
+  in_flight_ = 0;
+  for (auto& lane : lanes_) lane->request = -1;
+}
+
+void Scheduler::Drive(Source& source) {
+  Timer wall;
+  try {
+    if (DraftsConcurrently(options_.policy)) {
+      RunRounds(source);
+    } else {
+      RunSerial(source);
+    }
+  } catch (...) {
+    // Nothing stays acquired: the next run starts from a free pool.
+    for (const auto& [r, slot] : slot_of_request_) target_.kv().Release(slot);
+    slot_of_request_.clear();
+    retained_.clear();
+    throw;
+  }
+  stats_.wall_seconds = wall.Seconds();
+  while (!retained_.empty()) ReleaseRetained(retained_.begin());
+}
+
+int32_t Scheduler::SlotOf(int64_t r) const {
+  const auto it = slot_of_request_.find(r);
+  return it == slot_of_request_.end() ? -1 : it->second;
+}
+
+void Scheduler::ReleaseRetained(std::vector<int64_t>::iterator it) {
+  target_.kv().Release(SlotOf(*it));
+  slot_of_request_.erase(*it);
+  pending_shares_.erase(*it);
   retained_.erase(it);
 }
 
-int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_t r,
-                               int32_t* cached) {
+int32_t Scheduler::AcquireSlot(Source& source, int64_t r, int32_t* cached) {
   KvCachePool& kv = target_.kv();
-  const SequenceRequest& q = requests[r];
-  const int32_t parent = q.shares_prompt_with;
-  const bool parent_held = parent >= 0 && slot_of_request_[parent] >= 0 && q.prompt.size() > 1;
+  const SequenceRequest& q = source.request(r);
+  const int64_t parent = q.shares_prompt_with;
+  const bool parent_held = parent >= 0 && SlotOf(parent) >= 0 && q.prompt.size() > 1;
   // A full pool gives back the slots of finished sequences kept for their siblings, oldest first,
   // except the one this request forks.
   while (kv.in_use() == kv.size()) {
     auto it = std::find_if(retained_.begin(), retained_.end(),
-                           [&](int32_t k) { return !(parent_held && k == parent); });
+                           [&](int64_t k) { return !(parent_held && k == parent); });
     if (it == retained_.end()) break;
     ReleaseRetained(it);
   }
@@ -195,16 +325,17 @@ int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_
         (pending_shares_[parent] == 1 || kv.in_use() == kv.size())) {
       // The parent is done and this is its last sibling (or no slot is free): take its slot over
       // as it is; the session keeps the prompt and drops the rest (KeepCachedPrompt).
-      slot = slot_of_request_[parent];
-      slot_of_request_[parent] = -1;
+      slot = SlotOf(parent);
+      slot_of_request_.erase(parent);
       retained_.erase(retained_parent);
     } else {
-      slot = kv.Fork(slot_of_request_[parent], *cached);
+      slot = kv.Fork(SlotOf(parent), *cached);
     }
   } else {
     slot = kv.Acquire();
   }
-  if (parent >= 0 && --pending_shares_[parent] == 0 && slot_of_request_[parent] >= 0) {
+  if (parent >= 0 && --pending_shares_[parent] == 0) {
+    pending_shares_.erase(parent);
     // No sibling is left to fork it: a finished parent's slot goes back.
     auto it = std::find(retained_.begin(), retained_.end(), parent);
     if (it != retained_.end()) ReleaseRetained(it);
@@ -213,69 +344,85 @@ int32_t Scheduler::AcquireSlot(std::span<const SequenceRequest> requests, int32_
   return slot;
 }
 
-void Scheduler::ReleaseSlot(int32_t r) {
-  if (pending_shares_[r] > 0) {
+void Scheduler::ReleaseSlot(int64_t r) {
+  const auto shares = pending_shares_.find(r);
+  if (shares != pending_shares_.end() && shares->second > 0) {
     retained_.push_back(r);  // a sibling still to come forks the prompt from it
     return;
   }
-  target_.kv().Release(slot_of_request_[r]);
-  slot_of_request_[r] = -1;
+  target_.kv().Release(SlotOf(r));
+  slot_of_request_.erase(r);
 }
 
-void Scheduler::Admit(std::span<const SequenceRequest> requests, int32_t r, Lane& lane,
-                      std::vector<SequenceResult>& results) {
+bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
+  const SequenceRequest& request = source.request(r);
   int32_t cached = 0;
-  const int32_t slot = AcquireSlot(requests, r, &cached);
-  results[r].forked = cached > 0;
+  const int32_t slot = AcquireSlot(source, r, &cached);
+  source.result(r).forked = cached > 0;
   lane.request = r;
-  lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, options_.speculation,
-                                                      SessionOptionsFor(requests[r], slot, cached));
-  Timer busy;
-  lane.session->Start(requests[r].prompt);
-  stats_.target_busy_seconds += busy.Seconds();
+  try {
+    lane.session = std::make_unique<SpeculativeSession>(
+        target_, *lane.drafter, options_.speculation, SessionOptionsFor(request, slot, cached));
+    Timer busy;
+    lane.session->Start(request.prompt);
+    stats_.target_busy_seconds += busy.Seconds();
+  } catch (const Error& error) {
+    lane.request = -1;
+    if (!source.TakeFailure(r, error)) throw;  // the run fails; Drive releases the slot
+    ReleaseSlot(r);
+    return false;
+  }
   in_flight_++;
   stats_.max_in_flight = std::max(stats_.max_in_flight, in_flight_);
+  return true;
 }
 
-void Scheduler::Finish(Lane& lane) {
+void Scheduler::Finish(Source& source, Lane& lane) {
   stats_.times += lane.session->stats().times;
   ReleaseSlot(lane.request);
+  source.Done(lane.request);
   lane.request = -1;
   --in_flight_;
 }
 
-void Scheduler::RunSerial(std::span<const SequenceRequest> requests,
-                          std::vector<SequenceResult>& results) {
-  const auto n = static_cast<int32_t>(requests.size());
+void Scheduler::RunSerial(Source& source) {
   if (options_.policy == SchedulePolicy::kSerialAr) {
-    for (int32_t r = 0; r < n; ++r) {
+    for (int64_t r; (r = source.Next(/*wait=*/true)) != Source::kClosed;) {
+      const SequenceRequest& request = source.request(r);
+      SequenceResult& result = source.result(r);
       int32_t cached = 0;
-      const int32_t slot = AcquireSlot(requests, r, &cached);
-      results[r].forked = cached > 0;
+      const int32_t slot = AcquireSlot(source, r, &cached);
+      result.forked = cached > 0;
       PlainTiming timing;
       std::function<bool(int32_t)> on_token;
-      if (requests[r].on_tokens) {
+      if (request.on_tokens) {
         on_token = [&](int32_t token) {
-          if (requests[r].on_tokens(std::span<const int32_t>(&token, 1))) return true;
-          results[r].cancelled = true;
+          if (request.on_tokens(std::span<const int32_t>(&token, 1))) return true;
+          result.cancelled = true;
           return false;
         };
       }
-      results[r].tokens =
-          GeneratePlain(target_, requests[r].prompt, options_.speculation.sampling,
-                        SessionOptionsFor(requests[r], slot, cached), on_token, &timing);
-      results[r].steps = static_cast<int64_t>(results[r].tokens.size());
-      stats_.target_forwards += results[r].steps;
+      try {
+        result.tokens = GeneratePlain(target_, request.prompt, options_.speculation.sampling,
+                                      SessionOptionsFor(request, slot, cached), on_token, &timing);
+      } catch (const Error& error) {
+        if (!source.TakeFailure(r, error)) throw;
+        ReleaseSlot(r);
+        continue;
+      }
+      result.steps = static_cast<int64_t>(result.tokens.size());
+      stats_.target_forwards += result.steps;
       stats_.target_busy_seconds += timing.prefill_seconds + timing.generation_seconds;
       stats_.max_in_flight = 1;
       ReleaseSlot(r);
+      source.Done(r);
     }
     return;
   }
   Lane& lane = LaneAt(0);
   Batch batch;
-  for (int32_t r = 0; r < n; ++r) {
-    Admit(requests, r, lane, results);
+  for (int64_t r; (r = source.Next(/*wait=*/true)) != Source::kClosed;) {
+    if (!Admit(source, r, lane)) continue;
     SpeculativeSession& session = *lane.session;
     bool streaming = true;
     while (!session.done() && streaming) {
@@ -286,11 +433,11 @@ void Scheduler::RunSerial(std::span<const SequenceRequest> requests,
       Timer forward;
       const std::span<const float> logits = target_.Forward(batch);
       session.RecordVerifyForward(forward.Seconds());
-      streaming = Deliver(requests[r], session.Accept(logits), results[r]);
+      streaming = Deliver(source.request(r), session.Accept(logits), source.result(r));
       ++stats_.target_forwards;
       stats_.target_busy_seconds += busy.Seconds();
     }
-    Finish(lane);
+    Finish(source, lane);
   }
 }
 
@@ -363,10 +510,8 @@ class Scheduler::Rounds {
   std::exception_ptr error_;
 };
 
-void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
-                          std::vector<SequenceResult>& results) {
-  const auto n = static_cast<int32_t>(requests.size());
-  const std::size_t n_lanes = std::min<std::size_t>(target_.n_seq(), requests.size());
+void Scheduler::RunRounds(Source& source) {
+  const std::size_t n_lanes = source.max_lanes(static_cast<std::size_t>(target_.n_seq()));
   for (std::size_t l = 0; l < n_lanes; ++l) LaneAt(l);
   Rounds rounds(n_lanes);
   // Lanes stop and join on every way out, exceptions included.
@@ -396,15 +541,18 @@ void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
     });
   }
 
-  int32_t next = 0, finished = 0;
+  // Fills free lanes from the source; blocks for a request only when nothing is in flight.
+  bool closed = false;
   auto admit = [&] {
-    for (std::size_t l = 0; l < n_lanes; ++l) {
+    for (std::size_t l = 0; l < n_lanes && !closed; ++l) {
       Lane& lane = *lanes_[l];
-      while (lane.request < 0 && next < n) {
-        Admit(requests, next++, lane, results);
+      while (lane.request < 0) {
+        const int64_t r = source.Next(/*wait=*/in_flight_ == 0);
+        if (r == Source::kClosed) closed = true;
+        if (r < 0) return;
+        if (!Admit(source, r, lane)) continue;
         if (lane.session->done()) {  // n_predict 0: the lane is free again
-          Finish(lane);
-          ++finished;
+          Finish(source, lane);
         } else {
           rounds.AllowDraft(l);
         }
@@ -414,9 +562,12 @@ void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
   const bool batched = options_.policy == SchedulePolicy::kBatched;
   std::vector<std::size_t> taken;
   Batch batch;
-  while (finished < n) {
+  for (;;) {
     admit();
-    if (finished == n) break;
+    if (in_flight_ == 0) {
+      if (closed) break;
+      continue;
+    }
     int32_t tokens = 0;
     rounds.TakeReady(taken, [&](std::size_t l) {
       if (!batched) return false;
@@ -432,7 +583,7 @@ void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
     for (std::size_t l : taken) {
       Lane& lane = *lanes_[l];
       const double wait = SecondsBetween(lane.enqueued, now);
-      results[lane.request].queue_wait_seconds += wait;
+      source.result(lane.request).queue_wait_seconds += wait;
       stats_.queue_wait_seconds += wait;
       ++stats_.queued_drafts;
       lane.session->AppendVerify(batch);
@@ -449,11 +600,10 @@ void Scheduler::RunRounds(std::span<const SequenceRequest> requests,
       const double share = forward_seconds * (session.tree().size() + 1) / batch.size();
       session.RecordVerifyForward(share);
       session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
-      const bool streaming =
-          Deliver(requests[lane.request], session.Accept(logits), results[lane.request]);
+      const bool streaming = Deliver(source.request(lane.request), session.Accept(logits),
+                                     source.result(lane.request));
       if (session.done() || !streaming) {
-        Finish(lane);
-        ++finished;
+        Finish(source, lane);
       } else {
         rounds.AllowDraft(l);
       }

@@ -21,6 +21,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/model.h"
@@ -29,6 +31,8 @@
 #include "speculate/speculation.h"
 
 namespace grove {
+
+class RequestFeed;
 
 struct SequenceRequest {
   std::vector<int32_t> prompt;  // at least one token
@@ -50,6 +54,7 @@ struct SequenceResult {
   double queue_wait_seconds = 0.0;  // seed, batched: from each draft's end to its verification
   bool forked = false;              // its prompt came from a sibling's slot
   bool cancelled = false;           // on_tokens returned false
+  std::string error;                // Serve only: why the request could not run (else empty)
 };
 
 struct ScheduleStats {
@@ -102,28 +107,42 @@ class Scheduler {
   // Generates every request; results in request order. Throws grove::Error on a malformed
   // request (an empty prompt, a prompt the context cannot hold, a bad shares_prompt_with).
   std::vector<SequenceResult> Run(std::span<const SequenceRequest> requests);
-  // Of the last Run.
+  // Runs the requests a feed (request_feed.h) receives while it runs, admitting them in arrival
+  // order as slots free, until the feed is closed and everything queued is done. Each result goes
+  // to its request's on_done on this thread; a request that cannot run (its prompt does not fit
+  // the context) gets result.error and the others go on. Every other failure is thrown, after
+  // every running and waiting request got on_done with the error.
+  void Serve(RequestFeed& feed);
+  // Of the last Run, or of Serve so far (read it on the scheduler's thread: from on_tokens or
+  // on_done, or after Serve returned).
   const ScheduleStats& stats() const { return stats_; }
   const SchedulerOptions& options() const { return options_; }
 
  private:
   struct Lane;
   class Rounds;
+  class Source;
+  class ListSource;
+  class FeedSource;
 
   Lane& LaneAt(std::size_t i);
+  // Clears the per-run state (statistics, slots, shares) and chooses an auto plan's tree.
+  void BeginRun(const std::vector<int32_t>& first_prompt);
   // A target slot for request r: a fork of its sibling's when that one still holds its slot
   // (*cached: the prompt tokens the fork holds), else a fresh one.
-  int32_t AcquireSlot(std::span<const SequenceRequest> requests, int32_t r, int32_t* cached);
+  int32_t AcquireSlot(Source& source, int64_t r, int32_t* cached);
+  int32_t SlotOf(int64_t r) const;
   // Releases request r's slot, or keeps it while a later sibling may still fork it.
-  void ReleaseSlot(int32_t r);
+  void ReleaseSlot(int64_t r);
   // Releases a retained (finished) request's slot and forgets it.
-  void ReleaseRetained(std::vector<int32_t>::iterator it);
-  // Acquires (or forks) a slot for request r and starts its session in `lane`.
-  void Admit(std::span<const SequenceRequest> requests, int32_t r, Lane& lane,
-             std::vector<SequenceResult>& results);
-  void Finish(Lane& lane);
-  void RunSerial(std::span<const SequenceRequest> requests, std::vector<SequenceResult>& results);
-  void RunRounds(std::span<const SequenceRequest> requests, std::vector<SequenceResult>& results);
+  void ReleaseRetained(std::vector<int64_t>::iterator it);
+  // Acquires (or forks) a slot for request r and starts its session in `lane`. False when the
+  // source took the request's failure as its result (the lane stays free).
+  bool Admit(Source& source, int64_t r, Lane& lane);
+  void Finish(Source& source, Lane& lane);
+  void RunSerial(Source& source);
+  void RunRounds(Source& source);
+  void Drive(Source& source);
   SessionOptions SessionOptionsFor(const SequenceRequest& request, int32_t slot,
                                    int32_t cached) const;
 
@@ -131,9 +150,9 @@ class Scheduler {
   std::shared_ptr<const ModelParameters> draft_;
   SchedulerOptions options_;
   std::vector<std::unique_ptr<Lane>> lanes_;
-  std::vector<int32_t> slot_of_request_;  // while in flight (or retained); -1 otherwise
-  std::vector<int32_t> pending_shares_;   // later requests not yet admitted that fork each one
-  std::vector<int32_t> retained_;         // finished requests whose slot a sibling may fork
+  std::unordered_map<int64_t, int32_t> slot_of_request_;  // while in flight (or retained)
+  std::unordered_map<int64_t, int32_t> pending_shares_;   // later requests that fork each one
+  std::vector<int64_t> retained_;  // finished requests whose slot a sibling may fork
   int32_t in_flight_ = 0;
   ScheduleStats stats_;
 };

@@ -1,0 +1,55 @@
+#include "schedule/request_feed.h"
+
+#include <utility>
+
+#include "base/error.h"
+
+namespace grove {
+
+RequestFeed::RequestFeed(int32_t max_waiting) : max_waiting_(max_waiting) {
+  if (max_waiting < 1) Fail("request feed: max_waiting ", max_waiting, " < 1");
+}
+
+RequestFeed::Submitted RequestFeed::Submit(SequenceRequest request, DoneFn on_done) {
+  if (request.prompt.empty()) Fail("request has an empty prompt");
+  if (request.n_predict < 0) Fail("request asks for ", request.n_predict, " tokens");
+  if (request.shares_prompt_with != -1) Fail("requests of a feed cannot share prompts");
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_) return Submitted::kClosed;
+    if (static_cast<int32_t>(waiting_.size()) >= max_waiting_) return Submitted::kFull;
+    waiting_.push_back({std::move(request), std::move(on_done)});
+  }
+  arrived_.notify_one();
+  return Submitted::kQueued;
+}
+
+void RequestFeed::Close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  arrived_.notify_all();
+}
+
+int32_t RequestFeed::waiting() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int32_t>(waiting_.size());
+}
+
+bool RequestFeed::Take(Entry* out, bool wait, bool* closed) {
+  std::unique_lock lock(mutex_);
+  if (wait) arrived_.wait(lock, [&] { return closed_ || !waiting_.empty(); });
+  *closed = closed_ && waiting_.empty();
+  if (waiting_.empty()) return false;
+  *out = std::move(waiting_.front());
+  waiting_.pop_front();
+  return true;
+}
+
+void RequestFeed::PutBack(Entry entry) {
+  std::lock_guard lock(mutex_);
+  waiting_.push_front(std::move(entry));
+}
+
+}  // namespace grove
