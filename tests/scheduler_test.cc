@@ -327,6 +327,36 @@ TEST_F(SchedulerTest, ServeSurvivesAFirstRequestThatCannotRun) {
   EXPECT_EQ(target_->kv().in_use(), 0);
 }
 
+// A server's requests each bring their temperature and tree (or none): they share forwards, and
+// each is still what it is alone under its own sampling.
+TEST_F(SchedulerTest, EachRequestMayBringItsOwnPolicy) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SamplerParams hot{
+      .temperature = 0.9f, .top_k = 0, .top_p = 0.95f, .min_p = 0.0f, .seed = 4};
+  auto hot_policy = std::make_shared<SpeculationPolicy>(PolicyFor("kconfig:2,2,1", hot));
+  auto plain_policy = std::make_shared<SpeculationPolicy>(PolicyFor("sequoia:8", greedy));
+  plain_policy->plan.shape = TokenTree();  // no tree: plain steps
+  std::vector<SequenceRequest> requests = requests_;
+  requests[2].speculation = hot_policy;
+  requests[3].speculation = plain_policy;
+  std::vector<std::vector<int32_t>> alone = Alone(greedy);
+  alone[2] =
+      GeneratePlain(*target_, requests[2].prompt, hot,
+                    {.n_predict = requests[2].n_predict, .sequence = requests[2].sequence}, {});
+  for (SchedulePolicy policy : kAllSchedulePolicies) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    Scheduler scheduler(*target_, draft_,
+                        {.policy = policy, .speculation = PolicyFor("sequoia:8", greedy)});
+    const auto results = scheduler.Run(requests);
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+    }
+    if (IsSpeculative(policy)) {
+      EXPECT_EQ(results[3].steps, static_cast<int64_t>(results[3].tokens.size()));  // plain steps
+    }
+  }
+}
+
 TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {
   RequestFeed feed(2);
   const SequenceRequest q{.prompt = {1, 2, 3}, .n_predict = 4};

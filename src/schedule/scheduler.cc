@@ -208,6 +208,13 @@ class Scheduler::FeedSource : public Source {
   int64_t next_id_ = 0;
 };
 
+SpeculationPolicy Scheduler::PolicyFor(const SequenceRequest& request) const {
+  if (!request.speculation) return options_.speculation;
+  SpeculationPolicy policy = *request.speculation;
+  if (policy.plan.is_auto()) policy.plan = options_.speculation.plan;
+  return policy;
+}
+
 std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requests) {
   const auto n = static_cast<int32_t>(requests.size());
   for (int32_t r = 0; r < n; ++r) {
@@ -361,8 +368,8 @@ bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
   source.result(r).forked = cached > 0;
   lane.request = r;
   try {
-    lane.session = std::make_unique<SpeculativeSession>(
-        target_, *lane.drafter, options_.speculation, SessionOptionsFor(request, slot, cached));
+    lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, PolicyFor(request),
+                                                        SessionOptionsFor(request, slot, cached));
     Timer busy;
     lane.session->Start(request.prompt);
     stats_.target_busy_seconds += busy.Seconds();
@@ -403,7 +410,7 @@ void Scheduler::RunSerial(Source& source) {
         };
       }
       try {
-        result.tokens = GeneratePlain(target_, request.prompt, options_.speculation.sampling,
+        result.tokens = GeneratePlain(target_, request.prompt, PolicyFor(request).sampling,
                                       SessionOptionsFor(request, slot, cached), on_token, &timing);
       } catch (const Error& error) {
         if (!source.TakeFailure(r, error)) throw;

@@ -46,6 +46,10 @@ struct SequenceRequest {
   // away): its slot is freed at once and its result holds what was generated so far. Empty: run
   // to the end.
   std::function<bool(std::span<const int32_t>)> on_tokens;
+  // This sequence's own sampling, rule and tree (a server's per-request fields); null: the
+  // scheduler's. An auto plan here means the scheduler's tree (chosen once, frozen_auto_plan.h); an
+  // empty static tree means plain steps. Sequences of different policies still share forwards.
+  std::shared_ptr<const SpeculationPolicy> speculation;
 };
 
 struct SequenceResult {
@@ -145,6 +149,8 @@ class Scheduler {
   void Drive(Source& source);
   SessionOptions SessionOptionsFor(const SequenceRequest& request, int32_t slot,
                                    int32_t cached) const;
+  // The policy request r runs under (SequenceRequest::speculation).
+  SpeculationPolicy PolicyFor(const SequenceRequest& request) const;
 
   Model& target_;
   std::shared_ptr<const ModelParameters> draft_;
