@@ -371,6 +371,13 @@ TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {
   EXPECT_THROW(RequestFeed(0), Error);
   feed.Close();
   EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kClosed);
+
+  RequestFeed group(3);  // a request's n choices go in together or not at all
+  EXPECT_EQ(group.Submit(q, {}), RequestFeed::Submitted::kQueued);
+  EXPECT_EQ(group.SubmitAll({q, q, q}, {{}, {}, {}}), RequestFeed::Submitted::kFull);
+  EXPECT_EQ(group.waiting(), 1);
+  EXPECT_EQ(group.SubmitAll({q, q}, {{}, {}}), RequestFeed::Submitted::kQueued);
+  EXPECT_EQ(group.waiting(), 3);
 }
 
 TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {

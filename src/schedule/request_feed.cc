@@ -11,14 +11,31 @@ RequestFeed::RequestFeed(int32_t max_waiting) : max_waiting_(max_waiting) {
 }
 
 RequestFeed::Submitted RequestFeed::Submit(SequenceRequest request, DoneFn on_done) {
-  if (request.prompt.empty()) Fail("request has an empty prompt");
-  if (request.n_predict < 0) Fail("request asks for ", request.n_predict, " tokens");
-  if (request.shares_prompt_with != -1) Fail("requests of a feed cannot share prompts");
+  std::vector<SequenceRequest> requests;
+  requests.push_back(std::move(request));
+  std::vector<DoneFn> done;
+  done.push_back(std::move(on_done));
+  return SubmitAll(std::move(requests), std::move(done));
+}
+
+RequestFeed::Submitted RequestFeed::SubmitAll(std::vector<SequenceRequest> requests,
+                                              std::vector<DoneFn> on_done) {
+  GROVE_CHECK(requests.size() == on_done.size(), "request feed: ", requests.size(),
+              " requests but ", on_done.size(), " callbacks");
+  for (const SequenceRequest& request : requests) {
+    if (request.prompt.empty()) Fail("request has an empty prompt");
+    if (request.n_predict < 0) Fail("request asks for ", request.n_predict, " tokens");
+    if (request.shares_prompt_with != -1) Fail("requests of a feed cannot share prompts");
+  }
   {
     std::lock_guard lock(mutex_);
     if (closed_) return Submitted::kClosed;
-    if (static_cast<int32_t>(waiting_.size()) >= max_waiting_) return Submitted::kFull;
-    waiting_.push_back({std::move(request), std::move(on_done)});
+    if (waiting_.size() + requests.size() > static_cast<std::size_t>(max_waiting_)) {
+      return Submitted::kFull;
+    }
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      waiting_.push_back({std::move(requests[i]), std::move(on_done[i])});
+    }
   }
   arrived_.notify_one();
   return Submitted::kQueued;

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <vector>
 
 #include "schedule/scheduler.h"
 
@@ -27,6 +28,8 @@ class RequestFeed {
   // on a malformed request (an empty prompt, n_predict < 0, shares_prompt_with set: requests of a
   // feed are independent).
   Submitted Submit(SequenceRequest request, DoneFn on_done);
+  // Several requests, all queued or none (a request's n choices).
+  Submitted SubmitAll(std::vector<SequenceRequest> requests, std::vector<DoneFn> on_done);
   // No more requests: Serve returns once the queued and running ones are done.
   void Close();
   int32_t waiting() const;

@@ -386,6 +386,7 @@ bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
 
 void Scheduler::Finish(Source& source, Lane& lane) {
   stats_.times += lane.session->stats().times;
+  source.result(lane.request).speculation = lane.session->stats();
   ReleaseSlot(lane.request);
   source.Done(lane.request);
   lane.request = -1;

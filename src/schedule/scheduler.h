@@ -59,6 +59,7 @@ struct SequenceResult {
   bool forked = false;              // its prompt came from a sibling's slot
   bool cancelled = false;           // on_tokens returned false
   std::string error;                // Serve only: why the request could not run (else empty)
+  SpeculationStats speculation;     // serial-sd, seed, batched: the session's (tau, by depth)
 };
 
 struct ScheduleStats {
