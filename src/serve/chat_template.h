@@ -1,0 +1,40 @@
+// Chat templates: how /v1/chat/completions turns messages into the prompt text a model was trained
+// on. GGUF files carry a Jinja template (`tokenizer.chat_template`); grove does not run Jinja but
+// recognises the common families by their marker tokens and renders them itself:
+//   Llama-3  "<|start_header_id|>" ... "<|eot_id|>"
+//   ChatML   "<|im_start|>" ... "<|im_end|>"   (Qwen, many fine-tunes)
+//   Llama-2  "[INST]" ... "[/INST]"             (Llama-2 chat, Mistral instruct)
+// and a plain one, documented here, for models without a template (the bundled pair):
+//   each message as "<Role>: <content>\n" with Role one of System, User, Assistant, then
+//   "Assistant:" for the reply; generation stops at "\nUser:".
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace grove::serve {
+
+struct ChatMessage {
+  std::string role;  // "system", "user", "assistant"
+  std::string content;
+};
+
+enum class ChatTemplate { kPlain, kLlama3, kChatMl, kLlama2 };
+
+// The family a GGUF template belongs to; kPlain for an empty or unrecognised one.
+ChatTemplate DetectChatTemplate(std::string_view jinja);
+std::string_view ChatTemplateName(ChatTemplate t);  // "plain", "llama-3", "chatml", "llama-2"
+
+// The prompt text for the messages, ending where the assistant's reply begins. `bos` is the BOS
+// token's text where the family writes it in the text (Llama-3's "<|begin_of_text|>", Llama-2's
+// "<s>"); the caller then encodes without adding BOS. Throws ApiError (400, param "messages") for
+// an empty list or an unknown role.
+std::string RenderChat(ChatTemplate t, std::span<const ChatMessage> messages, std::string_view bos);
+
+// Texts that end the assistant's turn for the family (besides the model's end-of-generation
+// tokens), e.g. "\nUser:" for plain.
+std::vector<std::string> ChatStopStrings(ChatTemplate t);
+
+}  // namespace grove::serve
