@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev          # the test suite
   libbenchmark-dev                   # kernel micro-benchmarks
   libopenblas-dev                    # f32 matrix products of the trainer (optional: built-in fallback)
+  libcpp-httplib-dev                 # HTTP server of grove serve (and the client of its tests)
   clang-format                       # the format check the test suite runs (.clang-format)
 )
 

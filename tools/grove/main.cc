@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   grove::cli::AddEvalCommand(app);
   grove::cli::AddTotCommand(app);
   grove::cli::AddTotBenchCommand(app);
+  grove::cli::AddServeCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

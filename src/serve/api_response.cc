@@ -1,0 +1,86 @@
+#include "serve/api_response.h"
+
+namespace grove::serve {
+namespace {
+
+nlohmann::json Envelope(const Completion& completion, const char* object,
+                        const std::string& model) {
+  return {{"id", completion.id()},
+          {"object", object},
+          {"created", completion.created()},
+          {"model", model},
+          {"system_fingerprint", "grove"}};
+}
+
+}  // namespace
+
+nlohmann::json Usage(const Completion& completion) {
+  return {{"prompt_tokens", completion.prompt_tokens()},
+          {"completion_tokens", completion.completion_tokens()},
+          {"total_tokens", completion.prompt_tokens() + completion.completion_tokens()}};
+}
+
+nlohmann::json GroveStats(const Completion& completion) {
+  const SpeculationStats s = completion.speculation();
+  nlohmann::json by_depth = nlohmann::json::array();
+  for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
+    if (s.reached_depth[d] == 0) break;
+    by_depth.push_back(static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d]);
+  }
+  return {{"speculation", completion.tree()},
+          {"steps", s.steps},
+          {"tau", s.tau()},
+          {"acceptance_by_depth", by_depth}};
+}
+
+nlohmann::json CompletionBody(const Completion& completion, const CompletionTexts& texts, bool chat,
+                              const std::string& model) {
+  nlohmann::json body = Envelope(completion, chat ? "chat.completion" : "text_completion", model);
+  nlohmann::json choices = nlohmann::json::array();
+  for (std::size_t i = 0; i < texts.text.size(); ++i) {
+    nlohmann::json choice{
+        {"index", i}, {"logprobs", nullptr}, {"finish_reason", texts.finish_reason[i]}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", texts.text[i]}};
+    } else {
+      choice["text"] = texts.text[i];
+    }
+    choices.push_back(std::move(choice));
+  }
+  body["choices"] = std::move(choices);
+  body["usage"] = Usage(completion);
+  body["grove"] = GroveStats(completion);
+  return body;
+}
+
+nlohmann::json StreamChunk(const Completion& completion, bool chat, const std::string& model,
+                           int choice, const std::string* text, const std::string* finish_reason,
+                           bool first) {
+  nlohmann::json body =
+      Envelope(completion, chat ? "chat.completion.chunk" : "text_completion", model);
+  nlohmann::json c{{"index", choice},
+                   {"logprobs", nullptr},
+                   {"finish_reason", finish_reason ? nlohmann::json(*finish_reason) : nullptr}};
+  if (chat) {
+    nlohmann::json delta = nlohmann::json::object();
+    if (first) delta["role"] = "assistant";
+    if (text) delta["content"] = *text;
+    c["delta"] = std::move(delta);
+  } else {
+    c["text"] = text ? *text : "";
+  }
+  body["choices"] = nlohmann::json::array({std::move(c)});
+  return body;
+}
+
+nlohmann::json StreamSummary(const Completion& completion, bool chat, const std::string& model,
+                             bool include_usage) {
+  nlohmann::json body =
+      Envelope(completion, chat ? "chat.completion.chunk" : "text_completion", model);
+  body["choices"] = nlohmann::json::array();
+  if (include_usage) body["usage"] = Usage(completion);
+  body["grove"] = GroveStats(completion);
+  return body;
+}
+
+}  // namespace grove::serve

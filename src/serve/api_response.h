@@ -1,0 +1,36 @@
+// The response bodies of the completion endpoints, in OpenAI's shapes: a whole completion
+// ("text_completion" / "chat.completion") and the chunks of a stream ("text_completion" /
+// "chat.completion.chunk"), with `usage` and grove's extension object:
+//   "grove": {"speculation": "sequoia:4,4" | "off", "tau": 2.4, "steps": 51,
+//             "acceptance_by_depth": [0.83, 0.61, ...]}
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/completion_service.h"
+
+namespace grove::serve {
+
+// What a finished completion produced, per choice.
+struct CompletionTexts {
+  std::vector<std::string> text;
+  std::vector<std::string> finish_reason;
+};
+
+nlohmann::json CompletionBody(const Completion& completion, const CompletionTexts& texts, bool chat,
+                              const std::string& model);
+// A stream chunk for one choice: text (chat: the delta's content; `first` adds the role), or,
+// with a finish_reason, the choice's last chunk.
+nlohmann::json StreamChunk(const Completion& completion, bool chat, const std::string& model,
+                           int choice, const std::string* text, const std::string* finish_reason,
+                           bool first);
+// The stream's last chunk: no choices, grove's statistics, and usage when asked for.
+nlohmann::json StreamSummary(const Completion& completion, bool chat, const std::string& model,
+                             bool include_usage);
+nlohmann::json Usage(const Completion& completion);
+nlohmann::json GroveStats(const Completion& completion);
+
+}  // namespace grove::serve

@@ -1,0 +1,292 @@
+#include "serve/completion_service.h"
+
+#include <random>
+#include <utility>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "model/tokenizer.h"
+#include "serve/api_error.h"
+#include "serve/stop_matcher.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/speculation.h"
+
+namespace grove::serve {
+namespace {
+
+// The largest verify batch a request's tree may ask for: a draft lane expands at most this many
+// nodes per level (Scheduler's draft contexts hold 128 tokens per batch).
+constexpr int32_t kMaxRequestTreeTokens = 128;
+
+// No tree: every step is a plain one (the session verifies the root alone). At temperature > 0
+// the rule is target-sample, which then draws exactly what plain sampling draws.
+SpeculationPolicy PlainPolicy(const SamplerParams& sampling) {
+  SpeculationPolicy policy;
+  policy.plan.kind = TreeKind::kChain;
+  policy.plan.text = "off";
+  policy.rule = sampling.greedy() ? VerifyRule::kGreedy : VerifyRule::kTargetSample;
+  policy.sampling = sampling;
+  return policy;
+}
+
+uint64_t RandomSeed() {
+  static std::mutex mutex;
+  static std::mt19937_64 engine{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return engine() >> 1;  // fits the JSON integers clients send back
+}
+
+}  // namespace
+
+Completion::Completion(std::string id, int32_t n_choices, int64_t prompt_tokens, std::string tree)
+    : id_(std::move(id)),
+      created_(std::chrono::duration_cast<std::chrono::seconds>(
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count()),
+      n_choices_(n_choices),
+      prompt_tokens_(prompt_tokens),
+      tree_(std::move(tree)) {}
+
+bool Completion::Next(CompletionEvent* out, std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  if (!ready_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+  *out = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+void Completion::Push(CompletionEvent event) {
+  {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(event));
+  }
+  ready_.notify_all();
+}
+
+std::string Completion::tree() const {
+  std::lock_guard lock(mutex_);
+  return tree_;
+}
+
+void Completion::FinishChoice(int32_t choice, const SequenceResult& result,
+                              std::string finish_reason, const std::string& tree) {
+  bool last = false;
+  {
+    std::lock_guard lock(mutex_);
+    tree_ = tree;
+    completion_tokens_ += static_cast<int64_t>(result.tokens.size());
+    if (!result.error.empty() && error_.empty()) error_ = result.error;
+    const SpeculationStats& s = result.speculation;
+    speculation_.steps += s.steps;
+    speculation_.plain_steps += s.plain_steps;
+    speculation_.generated += s.generated;
+    speculation_.tree_nodes += s.tree_nodes;
+    if (speculation_.reached_depth.size() < s.reached_depth.size()) {
+      speculation_.reached_depth.resize(s.reached_depth.size(), 0);
+      speculation_.accepted_at_depth.resize(s.reached_depth.size(), 0);
+    }
+    for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
+      speculation_.reached_depth[d] += s.reached_depth[d];
+      if (d < s.accepted_at_depth.size()) {
+        speculation_.accepted_at_depth[d] += s.accepted_at_depth[d];
+      }
+    }
+    events_.push_back({.kind = CompletionEvent::Kind::kChoiceDone,
+                       .choice = choice,
+                       .finish_reason = std::move(finish_reason)});
+    last = ++choices_done_ == n_choices_;
+    if (last) events_.push_back({.kind = CompletionEvent::Kind::kDone});
+  }
+  ready_.notify_all();
+}
+
+int64_t Completion::completion_tokens() const {
+  std::lock_guard lock(mutex_);
+  return completion_tokens_;
+}
+
+std::string Completion::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+SpeculationStats Completion::speculation() const {
+  std::lock_guard lock(mutex_);
+  return speculation_;
+}
+
+CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelParameters> draft,
+                                     const ServiceOptions& options)
+    : target_(target), draft_(std::move(draft)), options_(options), feed_(options.max_waiting) {
+  if (!target_.tokenizer()) Fail("the served model has no tokenizer");
+  options_.plan_inputs.max_tokens =
+      std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
+  if (draft_) {
+    // Never runs: it only lets ResolveSpeculation see what kind of drafter the lanes use.
+    probe_model_ = Model::Create(draft_, {.n_threads = 1, .n_ctx = 16, .max_batch = 16});
+    probe_ = std::make_unique<ModelDrafter>(*probe_model_, target_);
+  }
+  const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
+  CompletionRequest defaults;
+  defaults.speculation = options_.spec;
+  SchedulerOptions scheduler_options{.policy = options_.policy,
+                                     .node_budget = options_.node_budget};
+  try {
+    scheduler_options.speculation = PolicyFor(defaults, greedy);
+  } catch (const ApiError& e) {
+    Fail("--spec ", options_.spec, ": ", e.what());
+  }
+  scheduler_ = std::make_unique<Scheduler>(target_, draft_, scheduler_options);
+  serving_ = std::thread([this] {
+    try {
+      scheduler_->Serve(feed_);
+    } catch (const std::exception& e) {
+      failed_ = true;
+      feed_.Close();
+      Log(LogLevel::kError, "serve: the scheduler stopped: ", e.what());
+    }
+  });
+}
+
+CompletionService::~CompletionService() {
+  feed_.Close();
+  if (serving_.joinable()) serving_.join();
+}
+
+SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
+                                               const SamplerParams& sampling) {
+  if (!draft_ || request.speculation == "off") return PlainPolicy(sampling);
+  try {
+    SpeculationPolicy policy = ResolveSpeculation(
+        {.plan = request.speculation, .verify = sampling.greedy() ? "" : "target-sample"},
+        options_.plan_inputs, *probe_, sampling);
+    if (policy.plan.max_drafted_nodes() + 1 > kMaxRequestTreeTokens) {
+      throw ApiError(400,
+                     "tree '" + request.speculation + "' drafts up to " +
+                         std::to_string(policy.plan.max_drafted_nodes()) +
+                         " nodes per level; at most " + std::to_string(kMaxRequestTreeTokens - 1) +
+                         " are served",
+                     "invalid_request_error", "grove.speculation");
+    }
+    return policy;
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "invalid_request_error", "grove.speculation");
+  }
+}
+
+std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& request) const {
+  const Tokenizer& tok = *target_.tokenizer();
+  if (!request.chat) return tok.Encode(request.prompt, tok.add_bos_by_default());
+  if (options_.chat_template == ChatTemplate::kPlain) {
+    return tok.Encode(RenderChat(ChatTemplate::kPlain, request.messages, ""),
+                      tok.add_bos_by_default());
+  }
+  // The template writes BOS and its markers as text: encode them as the special tokens they are.
+  const std::string bos = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
+  return tok.Encode(RenderChat(options_.chat_template, request.messages, bos), false, true);
+}
+
+std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& request) {
+  std::vector<int32_t> prompt = Tokenize(request);
+  if (prompt.empty()) {
+    throw ApiError(400, "the prompt is empty and the model has no BOS token to start from",
+                   "invalid_request_error", request.chat ? "messages" : "prompt");
+  }
+  if (static_cast<int32_t>(prompt.size()) >= target_.n_ctx()) {
+    throw ApiError(400,
+                   "the prompt has " + std::to_string(prompt.size()) +
+                       " tokens; this model's context holds " + std::to_string(target_.n_ctx()),
+                   "invalid_request_error", request.chat ? "messages" : "prompt");
+  }
+  SamplerParams sampling{.temperature = request.temperature,
+                         .top_k = 0,
+                         .top_p = request.top_p,
+                         .min_p = 0.0f,
+                         .seed = request.seed ? *request.seed : RandomSeed()};
+  try {
+    sampling.Validate();
+  } catch (const Error& e) {
+    throw ApiError(400, e.what());
+  }
+  auto policy = std::make_shared<const SpeculationPolicy>(PolicyFor(request, sampling));
+  // An auto plan is the scheduler's tree, chosen when its first request arrives: named when done.
+  const std::string tree = policy->plan.text;
+  const std::string id =
+      (request.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
+  auto completion =
+      std::make_shared<Completion>(id, request.n, static_cast<int64_t>(prompt.size()), tree);
+
+  std::vector<std::string> stops = request.stop;
+  if (request.chat) {
+    for (std::string& s : ChatStopStrings(options_.chat_template)) stops.push_back(std::move(s));
+  }
+  const Tokenizer& tok = *target_.tokenizer();
+  std::vector<SequenceRequest> sequences;
+  std::vector<RequestFeed::DoneFn> done;
+  for (int32_t i = 0; i < request.n; ++i) {
+    // Per choice, touched on the scheduler's thread only.
+    struct ChoiceState {
+      ChoiceState(const Tokenizer& tok, std::vector<std::string> stops)
+          : decoder(tok), stop(std::move(stops)) {}
+      TokenStreamDecoder decoder;
+      StopMatcher stop;
+      bool stopped = false;
+      bool end_of_generation = false;
+    };
+    auto state = std::make_shared<ChoiceState>(tok, stops);
+    SequenceRequest q{.prompt = prompt,
+                      .sequence = static_cast<uint64_t>(i),
+                      .n_predict = request.max_tokens,
+                      .speculation = policy};
+    q.on_tokens = [completion, state, &tok, i](std::span<const int32_t> tokens) {
+      if (completion->cancelled()) return false;
+      for (int32_t token : tokens) {
+        if (tok.IsEndOfGeneration(token)) {
+          state->end_of_generation = true;
+          break;
+        }
+        std::string text = state->stop.Push(state->decoder.Push(token));
+        if (!text.empty()) completion->Push({.choice = i, .text = std::move(text)});
+        if (state->stop.stopped()) {
+          state->stopped = true;
+          return false;  // ends the sequence at this step
+        }
+      }
+      return true;
+    };
+    done.push_back([this, completion, state, policy, i](SequenceResult&& result) {
+      if (!state->stopped && result.error.empty()) {
+        std::string rest = state->stop.Push(state->decoder.Flush()) + state->stop.Flush();
+        if (!rest.empty()) completion->Push({.choice = i, .text = std::move(rest)});
+      }
+      const char* reason = !result.error.empty()                        ? "error"
+                           : state->stopped || state->end_of_generation ? "stop"
+                                                                        : "length";
+      metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
+      metrics_.TargetBusy(scheduler_->stats().target_busy_seconds);
+      const TreePlan& plan =
+          policy->plan.is_auto() ? scheduler_->options().speculation.plan : policy->plan;
+      completion->FinishChoice(i, result, reason, plan.text);
+    });
+    sequences.push_back(std::move(q));
+  }
+  switch (feed_.SubmitAll(std::move(sequences), std::move(done))) {
+    case RequestFeed::Submitted::kQueued:
+      break;
+    case RequestFeed::Submitted::kFull:
+      metrics_.RequestRefused();
+      throw ApiError(503,
+                     "the server is busy: " + std::to_string(feed_.waiting()) +
+                         " sequences wait for a slot; retry later",
+                     "server_error");
+    case RequestFeed::Submitted::kClosed:
+      throw ApiError(503, "the server is stopping", "server_error");
+  }
+  metrics_.RequestServed(static_cast<int64_t>(prompt.size()), request.n);
+  return completion;
+}
+
+std::string CompletionService::MetricsText() const { return metrics_.Text(feed_.waiting()); }
+
+}  // namespace grove::serve

@@ -1,0 +1,137 @@
+// What `grove serve` runs behind HTTP: one target forward context and the draft's parameters, a
+// Scheduler whose Serve loop runs on a thread of its own, and the RequestFeed that requests enter.
+// A request's n choices become n sequences (keys 0..n-1 under the request's seed), verified in
+// shared target forwards with every other client's (the scheduler's policy, batched by default);
+// each one's tokens are decoded as they are accepted, cut at its stop strings, and handed to the
+// HTTP handler as events through its Completion.
+//
+// Sampling: temperature and top_p per request; at temperature > 0 the verification rule is
+// target-sample, whose draws are plain sampling's, so a request gives the same text with
+// speculation on or off and alone or among others (same seed, same text).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "schedule/request_feed.h"
+#include "schedule/scheduler.h"
+#include "serve/api_request.h"
+#include "serve/chat_template.h"
+#include "serve/service_metrics.h"
+#include "speculate/drafter.h"
+#include "speculate/tree_plan.h"
+
+namespace grove::serve {
+
+struct ServiceOptions {
+  std::string model_id = "grove";  // /v1/models, and the `model` of every response
+  SchedulePolicy policy = SchedulePolicy::kBatched;
+  std::string spec = "auto";   // the tree of requests that do not name one ("off": none)
+  TreePlanInputs plan_inputs;  // acceptance vector (and profile) for sequoia trees
+  int32_t max_waiting = 64;    // sequences queued beyond the slots; more: 503
+  int32_t node_budget = 128;   // batched: most tokens per verify forward
+  ChatTemplate chat_template = ChatTemplate::kPlain;
+};
+
+struct CompletionEvent {
+  enum class Kind { kText, kChoiceDone, kDone };
+  Kind kind = Kind::kText;
+  int32_t choice = 0;
+  std::string text;           // kText: the next piece of the choice's text
+  std::string finish_reason;  // kChoiceDone: "stop" or "length"
+};
+
+// One request in flight, shared by the service (which fills it on the scheduler's thread) and the
+// HTTP handler (which drains it).
+class Completion {
+ public:
+  Completion(std::string id, int32_t n_choices, int64_t prompt_tokens, std::string tree);
+
+  // The next event, waiting up to `timeout`; false when none came. kDone comes last, once.
+  bool Next(CompletionEvent* out, std::chrono::milliseconds timeout);
+  // The client went away: every choice stops at its next step and frees its slot.
+  void Cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+  const std::string& id() const { return id_; }
+  int64_t created() const { return created_; }
+  int32_t n_choices() const { return n_choices_; }
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  // The tree its sequences use ("off", a spec, or the scheduler's choice once it made it).
+  std::string tree() const;
+  // Valid after kDone: tokens generated (all choices), the error that stopped a choice (else
+  // empty), and the speculation statistics summed over the choices.
+  int64_t completion_tokens() const;
+  std::string error() const;
+  SpeculationStats speculation() const;
+
+ private:
+  friend class CompletionService;
+  void Push(CompletionEvent event);
+  // A choice finished: records its result; the last one pushes kDone.
+  void FinishChoice(int32_t choice, const SequenceResult& result, std::string finish_reason,
+                    const std::string& tree);
+
+  const std::string id_;
+  const int64_t created_;
+  const int32_t n_choices_;
+  const int64_t prompt_tokens_;
+  std::string tree_;
+  std::atomic<bool> cancelled_{false};
+  mutable std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<CompletionEvent> events_;
+  int32_t choices_done_ = 0;
+  int64_t completion_tokens_ = 0;
+  std::string error_;
+  SpeculationStats speculation_;
+};
+
+class CompletionService {
+ public:
+  // target: a forward context with one KV slot per sequence in flight (--parallel); draft: the
+  // draft's parameters, or null to serve without speculation. Starts the scheduler's thread.
+  // Throws grove::Error on a default spec that cannot be resolved.
+  CompletionService(Model& target, std::shared_ptr<const ModelParameters> draft,
+                    const ServiceOptions& options);
+  ~CompletionService();  // stops taking requests, finishes the running ones, joins
+
+  // Tokenizes the prompt (chat: renders the messages), resolves the request's speculation and
+  // queues its choices. Throws ApiError: 400 for a prompt the context cannot hold with max_tokens
+  // or a bad speculation spec, 503 when the queue is full or the service stopped.
+  std::shared_ptr<Completion> Start(const CompletionRequest& request);
+
+  const ServiceOptions& options() const { return options_; }
+  const Model& target() const { return target_; }
+  bool healthy() const { return !failed_; }
+  ServiceMetrics& metrics() { return metrics_; }
+  // Prometheus text exposition of the service's counters (service_metrics.h).
+  std::string MetricsText() const;
+
+ private:
+  SpeculationPolicy PolicyFor(const CompletionRequest& request, const SamplerParams& sampling);
+  std::vector<int32_t> Tokenize(const CompletionRequest& request) const;
+
+  Model& target_;
+  std::shared_ptr<const ModelParameters> draft_;
+  ServiceOptions options_;
+  std::unique_ptr<Model> probe_model_;  // a draft context for resolving policies (never runs)
+  std::unique_ptr<Drafter> probe_;
+  std::unique_ptr<Scheduler> scheduler_;
+  RequestFeed feed_;
+  ServiceMetrics metrics_;
+  std::atomic<bool> failed_{false};
+  std::atomic<uint64_t> next_id_{1};
+  std::thread serving_;
+};
+
+}  // namespace grove::serve

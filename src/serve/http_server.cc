@@ -1,0 +1,253 @@
+#include "serve/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "serve/api_error.h"
+#include "serve/api_response.h"
+
+namespace grove::serve {
+namespace {
+
+// How long a stream may stay silent (prefill, a wait for a slot) before a comment line keeps the
+// connection alive; a client that went away is found by the failed write.
+constexpr auto kKeepAlive = std::chrono::milliseconds(1000);
+
+void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void SendError(httplib::Response& res, const ApiError& error, int retry_after_seconds) {
+  if (error.status() == 503) res.set_header("Retry-After", std::to_string(retry_after_seconds));
+  SendJson(res, error.status(), error.ToJson());
+}
+
+// Drains a completion into one response body.
+nlohmann::json Collect(Completion& completion, bool chat, const std::string& model) {
+  CompletionTexts texts;
+  texts.text.resize(completion.n_choices());
+  texts.finish_reason.resize(completion.n_choices());
+  for (CompletionEvent event;;) {
+    if (!completion.Next(&event, kKeepAlive)) continue;
+    if (event.kind == CompletionEvent::Kind::kText) {
+      texts.text[event.choice] += event.text;
+    } else if (event.kind == CompletionEvent::Kind::kChoiceDone) {
+      texts.finish_reason[event.choice] = event.finish_reason;
+    } else {
+      break;
+    }
+  }
+  if (!completion.error().empty()) throw ApiError(500, completion.error(), "server_error");
+  return CompletionBody(completion, texts, chat, model);
+}
+
+// The server-sent events of a streamed completion: one chunk per piece of text, a last chunk per
+// choice with its finish_reason, a summary chunk (grove's statistics, usage if asked), [DONE].
+class EventStream {
+ public:
+  EventStream(std::shared_ptr<Completion> completion, bool chat, std::string model,
+              bool include_usage)
+      : completion_(std::move(completion)),
+        chat_(chat),
+        model_(std::move(model)),
+        include_usage_(include_usage),
+        started_(completion_->n_choices(), false) {}
+
+  // One call of cpp-httplib's chunked provider: sends what the next event gives (or a keep-alive
+  // comment). False when the client is gone: its sequences are cancelled.
+  bool operator()(std::size_t offset, httplib::DataSink& sink) {
+    try {
+      return Step(offset, sink);
+    } catch (const std::exception& e) {
+      Log(LogLevel::kError, "serve: stream ", completion_->id(), ": ", e.what());
+      completion_->Cancel();
+      return false;
+    }
+  }
+
+ private:
+  bool Step(std::size_t, httplib::DataSink& sink) {
+    CompletionEvent event;
+    if (!completion_->Next(&event, kKeepAlive)) return Write(sink, ": keep-alive\n\n");
+    switch (event.kind) {
+      case CompletionEvent::Kind::kText:
+        return Send(sink, StreamChunk(*completion_, chat_, model_, event.choice, &event.text,
+                                      nullptr, First(event.choice)));
+      case CompletionEvent::Kind::kChoiceDone:
+        return Send(sink, StreamChunk(*completion_, chat_, model_, event.choice, nullptr,
+                                      &event.finish_reason, First(event.choice)));
+      case CompletionEvent::Kind::kDone:
+        break;
+    }
+    const std::string error = completion_->error();
+    const bool sent = error.empty()
+                          ? Send(sink, StreamSummary(*completion_, chat_, model_, include_usage_))
+                          : Send(sink, ApiError(500, error, "server_error").ToJson());
+    if (!sent || !Write(sink, "data: [DONE]\n\n")) return false;
+    sink.done();
+    return true;
+  }
+
+  bool First(int choice) {
+    const bool first = !started_[choice];
+    started_[choice] = true;
+    return first;
+  }
+  bool Send(httplib::DataSink& sink, const nlohmann::json& body) {
+    return Write(sink, "data: " + body.dump() + "\n\n");
+  }
+  bool Write(httplib::DataSink& sink, const std::string& text) {
+    if (sink.write(text.data(), text.size())) return true;
+    completion_->Cancel();
+    return false;
+  }
+
+  std::shared_ptr<Completion> completion_;
+  bool chat_;
+  std::string model_;
+  bool include_usage_;
+  std::vector<bool> started_;
+};
+
+}  // namespace
+
+HttpServer::HttpServer(CompletionService& service, HttpServerOptions options)
+    : service_(service),
+      options_(std::move(options)),
+      server_(std::make_unique<httplib::Server>()) {
+  const int threads = options_.threads > 0
+                          ? options_.threads
+                          : service_.target().n_seq() + service_.options().max_waiting + 8;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(options_.max_body_bytes);
+  // cpp-httplib listens with a backlog of 5: a burst of clients connecting at once overflows it
+  // and some connections fail. Keep the listening socket, to raise its backlog once it listens.
+  server_->set_socket_options([this](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listen_socket_ = sock;
+  });
+  Route();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+int HttpServer::Bind() {
+  const int port = options_.port == 0
+                       ? server_->bind_to_any_port(options_.host)
+                       : (server_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  if (port < 0) Fail("cannot listen on ", options_.host, ":", options_.port);
+  // On Linux, listen() again on a listening socket only changes its backlog.
+  if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
+  return port;
+}
+
+void HttpServer::Listen() { server_->listen_after_bind(); }
+
+void HttpServer::Stop() {
+  if (server_) server_->stop();
+}
+
+void HttpServer::Route() {
+  const int retry_after = options_.retry_after_seconds;
+  // Errors cpp-httplib produces itself (unknown route, body too large) get OpenAI's error object.
+  server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    const std::string message = res.status == 404   ? "no route " + req.method + " " + req.path
+                                : res.status == 413 ? "the request body is too large"
+                                                    : "the request could not be handled";
+    SendJson(res, res.status,
+             ApiError(res.status, message,
+                      res.status == 404 ? "not_found_error" : "invalid_request_error")
+                 .ToJson());
+  });
+  server_->set_exception_handler(
+      [this](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
+        std::string message = "internal error";
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          message = e.what();
+        } catch (...) {
+        }
+        service_.metrics().RequestFailed();
+        SendJson(res, 500, ApiError(500, message, "server_error").ToJson());
+      });
+  server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    SendJson(res, 401,
+             ApiError(401, "a valid API key is required (Authorization: Bearer KEY)",
+                      "authentication_error")
+                 .ToJson());
+    return httplib::Server::HandlerResponse::Handled;
+  });
+
+  server_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (service_.healthy()) {
+      SendJson(res, 200, {{"status", "ok"}});
+    } else {
+      SendJson(res, 503, {{"status", "error"}});
+    }
+  });
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(service_.MetricsText(), "text/plain; version=0.0.4");
+  });
+  server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    const nlohmann::json model{{"id", service_.options().model_id},
+                               {"object", "model"},
+                               {"created", 0},
+                               {"owned_by", "grove"},
+                               {"meta", {{"n_ctx", service_.target().n_ctx()}}}};
+    SendJson(res, 200, {{"object", "list"}, {"data", nlohmann::json::array({model})}});
+  });
+
+  const ApiLimits limits{.max_tokens = service_.target().n_ctx()};
+  auto completions = [this, limits, retry_after](bool chat) {
+    return [this, limits, retry_after, chat](const httplib::Request& req, httplib::Response& res) {
+      try {
+        nlohmann::json body;
+        try {
+          body = nlohmann::json::parse(req.body);
+        } catch (const nlohmann::json::parse_error& e) {
+          throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+        }
+        const CompletionRequest request = ParseCompletionRequest(body, chat, limits);
+        const std::string& model = service_.options().model_id;
+        if (!request.model.empty() && request.model != model) {
+          throw ApiError(
+              404,
+              "the model '" + request.model + "' does not exist (this server has '" + model + "')",
+              "invalid_request_error", "model");
+        }
+        std::shared_ptr<Completion> completion = service_.Start(request);
+        if (!request.stream) {
+          SendJson(res, 200, Collect(*completion, chat, model));
+          return;
+        }
+        res.set_header("Cache-Control", "no-cache");
+        res.set_chunked_content_provider(
+            "text/event-stream", EventStream(completion, chat, model, request.include_usage),
+            [completion](bool success) {
+              if (!success) completion->Cancel();
+            });
+      } catch (const ApiError& e) {
+        if (e.status() != 503) service_.metrics().RequestFailed();
+        SendError(res, e, retry_after);
+      }
+    };
+  };
+  server_->Post("/v1/completions", completions(false));
+  server_->Post("/v1/chat/completions", completions(true));
+}
+
+}  // namespace grove::serve

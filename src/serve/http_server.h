@@ -1,0 +1,51 @@
+// The OpenAI-compatible HTTP front of a CompletionService, on cpp-httplib:
+//   POST /v1/completions, POST /v1/chat/completions   (stream: true → server-sent events, [DONE])
+//   GET  /v1/models, GET /health, GET /metrics (Prometheus text)
+// Every error is OpenAI's error object with a fitting status: 400 bad request, 401 without the
+// API key, 404 unknown route or model, 413 body too large, 503 queue full (with Retry-After).
+// Binds to loopback unless told otherwise.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "serve/completion_service.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace grove::serve {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;      // 0: any free port (tests)
+  std::string api_key;  // empty: none required
+  std::size_t max_body_bytes = 1 << 20;
+  int threads = 0;              // HTTP worker threads; 0: --parallel + queue + 8
+  int retry_after_seconds = 1;  // Retry-After of a 503
+};
+
+class HttpServer {
+ public:
+  HttpServer(CompletionService& service, HttpServerOptions options);
+  ~HttpServer();
+
+  // Binds the socket; returns the port (the chosen one for port 0). Throws grove::Error when the
+  // address cannot be bound.
+  int Bind();
+  // Serves until Stop (from another thread or a signal handler's thread).
+  void Listen();
+  void Stop();
+
+ private:
+  void Route();
+
+  CompletionService& service_;
+  HttpServerOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  int listen_socket_ = -1;
+};
+
+}  // namespace grove::serve

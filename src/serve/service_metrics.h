@@ -1,0 +1,50 @@
+// The server's counters, for GET /metrics in Prometheus' text format: requests (served, refused
+// with 503, failed), prompt and generated tokens, the generation rate over the last ten seconds,
+// tau and acceptance by depth over finished speculative sequences, the queue, the sequences in
+// flight, and the share of time the target was busy. Updated from the HTTP threads and the
+// scheduler's thread; every method is thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "speculate/session.h"
+
+namespace grove::serve {
+
+class ServiceMetrics {
+ public:
+  ServiceMetrics();
+
+  void RequestServed(int64_t prompt_tokens, int32_t sequences);
+  void RequestRefused();  // 503: the queue was full
+  void RequestFailed();   // 4xx/5xx other than 503
+  // A sequence finished (or was cancelled): its tokens and, if it speculated, its statistics.
+  void SequenceFinished(int64_t tokens, const SpeculationStats& speculation);
+  // The scheduler's target-busy seconds so far (read on its thread).
+  void TargetBusy(double seconds);
+
+  // queue_length: sequences waiting for a slot now.
+  std::string Text(int32_t queue_length) const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double RecentTokensPerSecond(Clock::time_point now) const;
+
+  mutable std::mutex mutex_;
+  Clock::time_point start_;
+  int64_t requests_ = 0, refused_ = 0, failed_ = 0;
+  int64_t prompt_tokens_ = 0, generated_ = 0;
+  int64_t sequences_started_ = 0, sequences_finished_ = 0;
+  int64_t steps_ = 0, speculative_tokens_ = 0;  // of speculative sequences: tau
+  std::vector<int64_t> accepted_at_depth_, reached_depth_;
+  double target_busy_seconds_ = 0.0;
+  mutable std::deque<std::pair<Clock::time_point, int64_t>> recent_;  // (finish time, tokens)
+};
+
+}  // namespace grove::serve

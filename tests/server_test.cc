@@ -1,0 +1,436 @@
+// grove serve end to end: a CompletionService and HttpServer over the bundled pair on a free
+// loopback port, spoken to over HTTP as clients do. Every endpoint, streamed and not; each
+// response equals plain decoding of the same prompt alone (same seed, same text); bad input gets
+// OpenAI's error object with the right status; a full queue answers 503 with Retry-After; a client
+// that disconnects frees its sequence; and a load of concurrent streaming clients, some
+// cancelling, loses nothing.
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "serve/completion_service.h"
+#include "serve/http_server.h"
+#include "speculate/plain_decoding.h"
+#include "speculate/tree_plan.h"
+#include "test_support.h"
+
+namespace grove::serve {
+namespace {
+
+const std::string kTarget = std::string(GROVE_MODELS_DIR) + "/grove-target.gguf";
+const std::string kDraft = std::string(GROVE_MODELS_DIR) + "/grove-draft.gguf";
+const std::string kAccept = std::string(GROVE_MODELS_DIR) + "/grove-pair.sampled.accept.json";
+
+using nlohmann::json;
+
+// A running server over the bundled pair.
+class Server {
+ public:
+  Server(int parallel, int max_waiting, std::string api_key = "",
+         SchedulePolicy policy = SchedulePolicy::kBatched) {
+    target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
+    auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
+    ServiceOptions options{.model_id = "grove-target",
+                           .policy = policy,
+                           .spec = "sequoia:6",
+                           .plan_inputs = ReadPlanInputs(kAccept, "", 128),
+                           .max_waiting = max_waiting};
+    service_ = std::make_unique<CompletionService>(*target_, draft->parameters(), options);
+    http_ = std::make_unique<HttpServer>(
+        *service_, HttpServerOptions{.port = 0, .api_key = api_key, .max_body_bytes = 64 << 10});
+    port_ = http_->Bind();
+    thread_ = std::thread([this] { http_->Listen(); });
+  }
+  ~Server() {
+    http_->Stop();
+    thread_.join();
+  }
+  httplib::Client Client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(60, 0);
+    return client;
+  }
+  Model& target() { return *target_; }
+
+  // Plain greedy or sampled decoding of `prompt` alone, decoded as the server decodes.
+  std::string Alone(const std::string& prompt, int max_tokens, float temperature, uint64_t seed,
+                    float top_p = 1.0f) {
+    const Tokenizer& tok = *target_->tokenizer();
+    const auto tokens = tok.Encode(prompt, tok.add_bos_by_default());
+    // Slot 0 is the server's too: only while it is idle.
+    const auto out = GeneratePlain(
+        *target_, tokens,
+        {.temperature = temperature, .top_k = 0, .top_p = top_p, .min_p = 0.0f, .seed = seed},
+        {.n_predict = max_tokens, .sequence = 0, .target_seq = Idle()}, {});
+    TokenStreamDecoder decoder(tok);
+    std::string text;
+    for (int32_t t : out) {
+      if (tok.IsEndOfGeneration(t)) break;
+      text += decoder.Push(t);
+    }
+    target_->kv().Release(slot_);
+    return text + decoder.Flush();
+  }
+
+ private:
+  int32_t Idle() {
+    slot_ = target_->kv().Acquire();
+    return slot_;
+  }
+  std::unique_ptr<Model> target_;
+  std::unique_ptr<CompletionService> service_;
+  std::unique_ptr<HttpServer> http_;
+  int port_ = 0;
+  int32_t slot_ = -1;
+  std::thread thread_;
+};
+
+// POSTs a streaming request and returns the SSE data payloads; on_data may stop reading (false),
+// which closes the connection as a client that goes away does.
+std::vector<std::string> StreamPost(httplib::Client& client, const std::string& path,
+                                    const json& body,
+                                    const std::function<bool(const std::string&)>& on_data = {}) {
+  std::vector<std::string> data;
+  std::string buffer;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  req.content_receiver = [&](const char* bytes, size_t n, uint64_t, uint64_t) {
+    buffer.append(bytes, n);
+    for (std::size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0) continue;  // a keep-alive comment
+      data.push_back(event.substr(6));
+      if (on_data && !on_data(data.back())) return false;
+    }
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!client.send(req, res, error) && error != httplib::Error::Canceled) {
+    ADD_FAILURE() << body.dump().substr(0, 90) << " POST " << path << ": " << httplib::to_string(error) << ", status "
+                  << res.status << " " << res.body;
+  }
+  return data;
+}
+
+// The text of a stream's chunks (choice 0), and its finish reason.
+std::string StreamText(const std::vector<std::string>& data, bool chat, std::string* finish) {
+  std::string text;
+  for (const std::string& d : data) {
+    if (d == "[DONE]") continue;
+    const json chunk = json::parse(d);
+    for (const json& c : chunk.at("choices")) {
+      if (chat) {
+        if (c.at("delta").contains("content")) text += c.at("delta").at("content");
+      } else {
+        text += c.at("text").get<std::string>();
+      }
+      if (!c.at("finish_reason").is_null() && finish) *finish = c.at("finish_reason");
+    }
+  }
+  return text;
+}
+
+json PostJson(httplib::Client& client, const std::string& path, const json& body, int* status) {
+  auto res = client.Post(path, body.dump(), "application/json");
+  EXPECT_TRUE(res) << path;
+  if (!res) return {};
+  if (status) *status = res->status;
+  return json::parse(res->body);
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::FileExists(kTarget)) << kTarget;
+    ASSERT_TRUE(testing::FileExists(kDraft)) << kDraft;
+  }
+};
+
+TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
+  Server server(2, 8);
+  httplib::Client client = server.Client();
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(json::parse(health->body).at("status"), "ok");
+  auto models = client.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body).at("data").at(0).at("id"), "grove-target");
+
+  const std::string prompt = "Once upon a time";
+  // Greedy, speculative and off, non-streamed and streamed: all equal plain decoding alone.
+  const std::string greedy = server.Alone(prompt, 48, 0.0f, 0);
+  ASSERT_FALSE(greedy.empty());
+  for (const char* speculation : {"auto", "off", "chain:3"}) {
+    SCOPED_TRACE(speculation);
+    int status = 0;
+    const json body = PostJson(client, "/v1/completions",
+                               {{"prompt", prompt},
+                                {"max_tokens", 48},
+                                {"temperature", 0},
+                                {"grove", {{"speculation", speculation}}}},
+                               &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("object"), "text_completion");
+    EXPECT_EQ(body.at("choices").at(0).at("text"), greedy);
+    EXPECT_EQ(body.at("usage").at("completion_tokens").get<int>() +
+                  body.at("usage").at("prompt_tokens").get<int>(),
+              body.at("usage").at("total_tokens").get<int>());
+    const json& grove = body.at("grove");
+    EXPECT_GT(grove.at("steps").get<int>(), 0);
+    if (std::string(speculation) == "off") {
+      EXPECT_EQ(grove.at("speculation"), "off");
+    } else {
+      EXPECT_GT(grove.at("tau").get<double>(), 1.0);  // the bundled pair agrees often
+      EXPECT_FALSE(grove.at("acceptance_by_depth").empty());
+    }
+    std::string finish;
+    const auto data = StreamPost(client, "/v1/completions",
+                                 {{"prompt", prompt},
+                                  {"max_tokens", 48},
+                                  {"temperature", 0},
+                                  {"stream", true},
+                                  {"grove", {{"speculation", speculation}}}});
+    ASSERT_FALSE(data.empty());
+    EXPECT_EQ(data.back(), "[DONE]");
+    EXPECT_EQ(StreamText(data, false, &finish), greedy);
+    EXPECT_EQ(finish, body.at("choices").at(0).at("finish_reason"));
+  }
+  // Sampled: the same seed gives the same text, with speculation or without (target-sample).
+  const std::string sampled = server.Alone(prompt, 40, 0.9f, 1234, 0.95f);
+  for (const char* speculation : {"auto", "off"}) {
+    int status = 0;
+    const json body = PostJson(client, "/v1/completions",
+                               {{"prompt", prompt},
+                                {"max_tokens", 40},
+                                {"temperature", 0.9},
+                                {"top_p", 0.95},
+                                {"seed", 1234},
+                                {"grove", {{"speculation", speculation}}}},
+                               &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("choices").at(0).at("text"), sampled) << speculation;
+  }
+
+  // Chat, streamed: the first chunk names the role, the deltas make the whole reply, usage on
+  // request, then [DONE].
+  std::string finish;
+  const auto chat =
+      StreamPost(client, "/v1/chat/completions",
+                 {{"messages", {{{"role", "user"}, {"content", "Tell me about a cat."}}}},
+                  {"max_tokens", 24},
+                  {"temperature", 0},
+                  {"stream", true},
+                  {"stream_options", {{"include_usage", true}}}});
+  ASSERT_GE(chat.size(), 3u);
+  const json first = json::parse(chat.front());
+  EXPECT_EQ(first.at("object"), "chat.completion.chunk");
+  EXPECT_EQ(first.at("choices").at(0).at("delta").at("role"), "assistant");
+  const json summary = json::parse(chat.at(chat.size() - 2));
+  EXPECT_TRUE(summary.at("choices").empty());
+  EXPECT_GT(summary.at("usage").at("prompt_tokens").get<int>(), 5);
+  int status = 0;
+  const json whole =
+      PostJson(client, "/v1/chat/completions",
+               {{"messages", {{{"role", "user"}, {"content", "Tell me about a cat."}}}},
+                {"max_tokens", 24},
+                {"temperature", 0}},
+               &status);
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(whole.at("choices").at(0).at("message").at("content"), StreamText(chat, true, &finish));
+
+  // n choices, and a stop string: the text ends where the stop string would begin.
+  const json two =
+      PostJson(client, "/v1/completions",
+               {{"prompt", prompt}, {"max_tokens", 16}, {"n", 2}, {"seed", 7}}, &status);
+  ASSERT_EQ(status, 200);
+  ASSERT_EQ(two.at("choices").size(), 2u);
+  const std::size_t cut = greedy.size() / 2;
+  const std::string stop = greedy.substr(cut, 3);
+  const json stopped = PostJson(
+      client, "/v1/completions",
+      {{"prompt", prompt}, {"max_tokens", 48}, {"temperature", 0}, {"stop", stop}}, &status);
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(stopped.at("choices").at(0).at("text"), greedy.substr(0, greedy.find(stop)));
+  EXPECT_EQ(stopped.at("choices").at(0).at("finish_reason"), "stop");
+
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  for (const char* name : {"grove_requests_total", "grove_generated_tokens_total", "grove_tau",
+                           "grove_acceptance_by_depth{depth=\"1\"}", "grove_queue_length",
+                           "grove_target_busy_share"}) {
+    EXPECT_NE(metrics->body.find(name), std::string::npos) << name;
+  }
+}
+
+TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
+  Server server(1, 4, "sesame");
+  httplib::Client client = server.Client();
+  const httplib::Headers auth{{"Authorization", "Bearer sesame"}};
+  struct Case {
+    std::string path;
+    std::string body;
+    int status;
+    std::string message;  // a part of error.message
+  };
+  const std::string huge(70 << 10, 'a');
+  const std::vector<Case> cases = {
+      {"/v1/completions", "{not json", 400, "not valid JSON"},
+      {"/v1/completions", "[1, 2]", 400, ""},
+      {"/v1/completions", R"({"prompt": "hi", "max_tokens": "ten"})", 400, "max_tokens"},
+      {"/v1/completions", R"({"prompt": "hi", "max_tokens": 0})", 400, "max_tokens"},
+      {"/v1/completions", R"({"prompt": "hi", "max_tokens": 1000000})", 400, "max_tokens"},
+      {"/v1/completions", R"({"prompt": "hi", "temperature": 3})", 400, "temperature"},
+      {"/v1/completions", R"({"prompt": "hi", "model": "gpt-4"})", 404, "gpt-4"},
+      {"/v1/completions", R"({"max_tokens": 4})", 400, "prompt"},
+      {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "tree:9"}})", 400, ""},
+      {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "sequoia:400"}})", 400, ""},
+      {"/v1/completions", R"({"prompt": ")" + std::string(3000, 'x') + R"("})", 400,
+       "context holds"},
+      {"/v1/chat/completions", R"({"messages": [{"role": "robot", "content": "hi"}]})", 400,
+       "role"},
+      {"/v1/completions", R"({"prompt": ")" + huge + R"("})", 413, "too large"},
+      {"/v1/nothing", "{}", 404, "no route"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body.substr(0, 80));
+    auto res = client.Post(c.path, auth, c.body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status);
+    const json body = json::parse(res->body, nullptr, false);
+    ASSERT_FALSE(body.is_discarded()) << res->body;
+    ASSERT_TRUE(body.contains("error")) << res->body;
+    EXPECT_TRUE(body.at("error").at("type").is_string());
+    EXPECT_NE(body.at("error").at("message").get<std::string>().find(c.message), std::string::npos)
+        << res->body;
+  }
+  // Without the key: 401; /health needs none; the server still serves afterwards.
+  auto denied = client.Post("/v1/completions", R"({"prompt": "hi"})", "application/json");
+  ASSERT_TRUE(denied);
+  EXPECT_EQ(denied->status, 401);
+  EXPECT_EQ(json::parse(denied->body).at("error").at("type"), "authentication_error");
+  auto ok = client.Post("/v1/completions", auth, R"({"prompt": "hi", "max_tokens": 4})",
+                        "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+TEST_F(ServerTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
+  Server server(1, 1);
+  httplib::Client streaming = server.Client();
+  // A long stream holds the only slot; read until its first token, so it is admitted.
+  std::atomic<bool> reading{true};
+  std::atomic<int> chunks{0};
+  std::thread long_stream([&] {
+    StreamPost(streaming, "/v1/completions",
+               {{"prompt", "Once upon a time"},
+                {"max_tokens", 230},
+                {"temperature", 0.8},
+                {"stream", true},
+                {"grove", {{"speculation", "off"}}}},
+               [&](const std::string&) {
+                 ++chunks;
+                 return reading.load();
+               });
+  });
+  while (chunks == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // One more waits in the queue; the next is refused.
+  httplib::Client queued_client = server.Client();
+  std::thread queued([&] {
+    auto res = queued_client.Post("/v1/completions", R"({"prompt": "A dog", "max_tokens": 4})",
+                                  "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+  });
+  httplib::Client client = server.Client();
+  for (int tries = 0;; ++tries) {
+    auto metrics = client.Get("/metrics");
+    ASSERT_TRUE(metrics);
+    if (metrics->body.find("grove_queue_length 1\n") != std::string::npos) break;
+    ASSERT_LT(tries, 2000) << "the second request never queued";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  auto refused =
+      client.Post("/v1/completions", R"({"prompt": "A cat", "max_tokens": 4})", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_EQ(json::parse(refused->body).at("error").at("type"), "server_error");
+
+  // The long stream's client goes away: its sequence stops at its next step, the queued request
+  // runs, and the slot is free again long before 230 tokens could have been generated.
+  reading = false;
+  long_stream.join();
+  queued.join();
+  for (int tries = 0; server.target().kv().in_use() != 0; ++tries) {
+    ASSERT_LT(tries, 2000) << "the slot was not freed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_LT(chunks.load(), 200);
+  EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+// Many clients at once, mixed lengths, a share of them cancelling: every completed response
+// equals the same request alone, none is lost, and the server answers afterwards.
+TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
+  constexpr int kClients = 64;
+  Server server(8, kClients);
+  const std::vector<std::string> prompts = {"Once upon a time", "Tom has 5 apples. He",
+                                            "The little bird", "Input: 4 9 10 13\n"};
+  // What each (prompt, length) gives alone, greedy.
+  auto length_of = [](int i) { return 8 + (i * 7) % 40; };
+  std::vector<std::string> expected(kClients);
+  for (int i = 0; i < kClients; ++i) {
+    expected[i] = server.Alone(prompts[i % prompts.size()], length_of(i), 0.0f, 0);
+  }
+  std::vector<std::string> got(kClients);
+  std::vector<int> done(kClients, 0);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      httplib::Client client = server.Client();
+      const bool cancels = i % 5 == 4;
+      int seen = 0;
+      const auto data = StreamPost(client, "/v1/completions",
+                                   {{"prompt", prompts[i % prompts.size()]},
+                                    {"max_tokens", length_of(i)},
+                                    {"temperature", 0},
+                                    {"stream", true}},
+                                   [&](const std::string&) { return !(cancels && ++seen == 2); });
+      if (cancels) return;
+      got[i] = StreamText(data, false, nullptr);
+      done[i] = !data.empty() && data.back() == "[DONE]";
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  for (int i = 0; i < kClients; ++i) {
+    if (i % 5 == 4) continue;
+    EXPECT_TRUE(done[i]) << "client " << i;
+    EXPECT_EQ(got[i], expected[i]) << "client " << i;
+  }
+  for (int tries = 0; server.target().kv().in_use() != 0; ++tries) {
+    ASSERT_LT(tries, 2000) << "slots still held after every client finished";
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  httplib::Client client = server.Client();
+  EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+}  // namespace
+}  // namespace grove::serve
