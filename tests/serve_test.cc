@@ -1,0 +1,632 @@
+// The server's request layer: OpenAI error objects, chat templates of the common families, stop
+// strings over streamed pieces (against a whole-text reference over every split), and the checks
+// of a completion request's fields, ranges included at both ends.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serve/api_error.h"
+#include "serve/api_request.h"
+#include "serve/chat_template.h"
+#include "serve/stop_matcher.h"
+
+namespace grove::serve {
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------------------------------------
+// ApiError
+
+TEST(ApiError, ToJsonHasOpenAisShape) {
+  ApiError error(400, "max_tokens must be an integer from 1 to 4096, got 0",
+                 "invalid_request_error", "max_tokens");
+  EXPECT_EQ(error.status(), 400);
+  EXPECT_EQ(error.ToJson(), json::parse(R"({"error": {
+      "message": "max_tokens must be an integer from 1 to 4096, got 0",
+      "type": "invalid_request_error", "param": "max_tokens", "code": null}})"));
+}
+
+TEST(ApiError, EmptyParamIsNullAndTypeDefaultsToInvalidRequest) {
+  ApiError error(404, "model 'x' not found", "not_found_error");
+  json j = error.ToJson();
+  EXPECT_EQ(j["error"]["type"], "not_found_error");
+  ASSERT_TRUE(j["error"].contains("param"));
+  EXPECT_TRUE(j["error"]["param"].is_null());
+  ASSERT_TRUE(j["error"].contains("code"));
+  EXPECT_TRUE(j["error"]["code"].is_null());
+  EXPECT_EQ(j.size(), 1u);
+  EXPECT_EQ(j["error"].size(), 4u);
+
+  ApiError plain(400, "bad");
+  EXPECT_EQ(plain.type(), "invalid_request_error");
+  EXPECT_EQ(plain.param(), "");
+  EXPECT_STREQ(plain.what(), "bad");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chat templates
+
+// Shortened from the templates GGUF files carry.
+constexpr const char* kLlama3Jinja =
+    "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = "
+    "'<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim "
+    "+ '<|eot_id|>' %}{{ content }}{% endfor %}";
+constexpr const char* kChatMlJinja =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] "
+    "+ '<|im_end|>' + '\n'}}{% endfor %}";
+constexpr const char* kLlama2Jinja =
+    "{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
+    "message['content'] + ' [/INST]' }}{% endif %}{% endfor %}";
+
+TEST(ChatTemplate, DetectsFamiliesFromMarkers) {
+  EXPECT_EQ(DetectChatTemplate(kLlama3Jinja), ChatTemplate::kLlama3);
+  EXPECT_EQ(DetectChatTemplate(kChatMlJinja), ChatTemplate::kChatMl);
+  EXPECT_EQ(DetectChatTemplate(kLlama2Jinja), ChatTemplate::kLlama2);
+  EXPECT_EQ(DetectChatTemplate(""), ChatTemplate::kPlain);
+  EXPECT_EQ(DetectChatTemplate("{{ messages[0]['content'] }}"), ChatTemplate::kPlain);
+}
+
+TEST(ChatTemplate, NamesFamilies) {
+  EXPECT_EQ(ChatTemplateName(ChatTemplate::kPlain), "plain");
+  EXPECT_EQ(ChatTemplateName(ChatTemplate::kLlama3), "llama-3");
+  EXPECT_EQ(ChatTemplateName(ChatTemplate::kChatMl), "chatml");
+  EXPECT_EQ(ChatTemplateName(ChatTemplate::kLlama2), "llama-2");
+}
+
+const std::vector<ChatMessage> kChat = {
+    {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "2+2?"}};
+
+TEST(ChatTemplate, RendersPlain) {
+  EXPECT_EQ(RenderChat(ChatTemplate::kPlain, kChat, "<s>"),
+            "System: Be brief.\nUser: Hi\nAssistant: Hello!\nUser: 2+2?\nAssistant:");
+  EXPECT_EQ(ChatStopStrings(ChatTemplate::kPlain), std::vector<std::string>{"\nUser:"});
+}
+
+TEST(ChatTemplate, RendersLlama3) {
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama3, kChat, "<|begin_of_text|>"),
+            "<|begin_of_text|>"
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\nHello!<|eot_id|>"
+            "<|start_header_id|>user<|end_header_id|>\n\n2+2?<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(ChatStopStrings(ChatTemplate::kLlama3), std::vector<std::string>{"<|eot_id|>"});
+}
+
+TEST(ChatTemplate, Llama3TrimsContentAsMetasTemplateDoes) {
+  std::vector<ChatMessage> chat = {{"user", "  Hi\n"}};
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama3, chat, ""),
+            "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+            "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+TEST(ChatTemplate, RendersChatMlWithoutBos) {
+  EXPECT_EQ(RenderChat(ChatTemplate::kChatMl, kChat, "<s>"),
+            "<|im_start|>system\nBe brief.<|im_end|>\n"
+            "<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\nHello!<|im_end|>\n"
+            "<|im_start|>user\n2+2?<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(ChatStopStrings(ChatTemplate::kChatMl), std::vector<std::string>{"<|im_end|>"});
+}
+
+TEST(ChatTemplate, RendersLlama2WithSystemFoldedIntoFirstUserTurn) {
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, kChat, "<s>"),
+            "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s>"
+            "<s>[INST] 2+2? [/INST]");
+  std::vector<ChatMessage> no_system = {{"user", "Hi"}};
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, no_system, "<s>"), "<s>[INST] Hi [/INST]");
+  std::vector<std::string> stops = ChatStopStrings(ChatTemplate::kLlama2);
+  EXPECT_NE(std::find(stops.begin(), stops.end(), "[INST]"), stops.end());
+}
+
+TEST(ChatTemplate, Llama2EndsWhereTheReplyBeginsWhateverTheOrder) {
+  std::vector<ChatMessage> system_only = {{"system", "S"}};
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, system_only, "<s>"),
+            "<s>[INST] <<SYS>>\nS\n<</SYS>>\n\n [/INST]");
+  std::vector<ChatMessage> ends_with_assistant = {{"user", "U"}, {"assistant", "A"}};
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, ends_with_assistant, "<s>"),
+            "<s>[INST] U [/INST] A </s><s>[INST]  [/INST]");
+}
+
+TEST(ChatTemplate, RefusesEmptyMessagesAndUnknownRoles) {
+  for (ChatTemplate t : {ChatTemplate::kPlain, ChatTemplate::kLlama3, ChatTemplate::kChatMl,
+                         ChatTemplate::kLlama2}) {
+    try {
+      RenderChat(t, {}, "");
+      ADD_FAILURE() << "empty messages accepted by " << ChatTemplateName(t);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), "messages");
+    }
+    std::vector<ChatMessage> chat = {{"user", "a"}, {"tool", "b"}};
+    try {
+      RenderChat(t, chat, "");
+      ADD_FAILURE() << "role 'tool' accepted by " << ChatTemplateName(t);
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 400);
+      EXPECT_EQ(e.param(), "messages[1].role");
+      EXPECT_NE(std::string(e.what()).find("\"tool\""), std::string::npos) << e.what();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// StopMatcher
+
+// What the client must see: the text up to the earliest occurrence of any non-empty stop.
+std::string Reference(const std::string& text, const std::vector<std::string>& stops) {
+  size_t cut = std::string::npos;
+  for (const std::string& stop : stops) {
+    if (!stop.empty()) cut = std::min(cut, text.find(stop));
+  }
+  return cut == std::string::npos ? text : text.substr(0, cut);
+}
+
+// Pushes `pieces` and returns everything released, Flush included; `stopped` gets the state.
+std::string Stream(const std::vector<std::string>& stops, const std::vector<std::string>& pieces,
+                   bool* stopped = nullptr) {
+  StopMatcher matcher(stops);
+  std::string out;
+  for (const std::string& piece : pieces) out += matcher.Push(piece);
+  if (stopped != nullptr) *stopped = matcher.stopped();
+  out += matcher.Flush();
+  return out;
+}
+
+TEST(StopMatcher, NoStopsPassesTextThrough) {
+  StopMatcher matcher({});
+  EXPECT_EQ(matcher.Push("Hello"), "Hello");
+  EXPECT_EQ(matcher.Push(" world"), " world");
+  EXPECT_EQ(matcher.Flush(), "");
+  EXPECT_FALSE(matcher.stopped());
+  StopMatcher empty_only({"", ""});
+  EXPECT_EQ(empty_only.Push("abc"), "abc");
+  EXPECT_FALSE(empty_only.stopped());
+}
+
+TEST(StopMatcher, HoldsBackOnlyAPossiblePrefix) {
+  StopMatcher matcher({"\nUser:"});
+  EXPECT_EQ(matcher.Push("Four."), "Four.");
+  EXPECT_EQ(matcher.Push("\nUs"), "");  // may be the stop
+  EXPECT_EQ(matcher.Push("ually"), "\nUsually");
+  EXPECT_FALSE(matcher.stopped());
+}
+
+TEST(StopMatcher, StopStraddlingPiecesIsCutAndNeverSent) {
+  StopMatcher matcher({"\nUser:"});
+  EXPECT_EQ(matcher.Push("Four."), "Four.");
+  EXPECT_EQ(matcher.Push("\nUs"), "");
+  EXPECT_EQ(matcher.Push("er: more"), "");
+  EXPECT_TRUE(matcher.stopped());
+  EXPECT_EQ(matcher.Push("after"), "");
+  EXPECT_EQ(matcher.Flush(), "");
+}
+
+TEST(StopMatcher, ReleasesTextBeforeAStopInsideOnePiece) {
+  StopMatcher matcher({"END"});
+  EXPECT_EQ(matcher.Push("abcENDxyz"), "abc");
+  EXPECT_TRUE(matcher.stopped());
+}
+
+TEST(StopMatcher, OverlappingPrefixes) {
+  // "aaab": the held "aa" must slide by one, not be dropped or released whole.
+  StopMatcher matcher({"aab"});
+  EXPECT_EQ(matcher.Push("a"), "");
+  EXPECT_EQ(matcher.Push("a"), "");
+  EXPECT_EQ(matcher.Push("a"), "a");
+  EXPECT_EQ(matcher.Push("b"), "");
+  EXPECT_TRUE(matcher.stopped());
+  EXPECT_EQ(Stream({"aab"}, {"aaab"}), "a");
+  EXPECT_EQ(Stream({"abab"}, {"ab", "a", "aba", "b"}), "aba");
+}
+
+TEST(StopMatcher, EarliestOfSeveralStopsWins) {
+  EXPECT_EQ(Stream({"world", "lo w"}, {"hel", "lo wor", "ld"}), "hel");
+  EXPECT_EQ(Stream({"xyz", "b"}, {"a", "bc"}), "a");
+  // A longer stop still pending does not delay a shorter one that completed earlier in the text.
+  EXPECT_EQ(Stream({"abcd", "bc"}, {"ab", "c"}), "a");
+}
+
+TEST(StopMatcher, FlushReturnsAPartialMatchThatNeverCompleted) {
+  StopMatcher matcher({"<|im_end|>"});
+  EXPECT_EQ(matcher.Push("done<|im"), "done");
+  EXPECT_EQ(matcher.Flush(), "<|im");
+  EXPECT_FALSE(matcher.stopped());
+  EXPECT_EQ(matcher.Flush(), "");
+}
+
+TEST(StopMatcher, NeverSplitsMultiByteCharacters) {
+  // "é" is C3 A9 and "€" E2 82 AC; a stop beginning with the same lead byte as the text's last
+  // character holds the whole character back.
+  StopMatcher matcher({"€!"});
+  EXPECT_EQ(matcher.Push("café"), "café");
+  EXPECT_EQ(matcher.Push("€"), "");
+  EXPECT_EQ(matcher.Push("?"), "€?");
+  EXPECT_EQ(Stream({"é"}, {"caf", "é au lait"}), "caf");
+  // A stop that begins mid-character (not valid UTF-8 on its own) still holds whole characters.
+  StopMatcher odd({"\xA9x"});
+  EXPECT_EQ(odd.Push("caf\xC3\xA9"), "caf");
+  EXPECT_EQ(odd.Flush(), "\xC3\xA9");
+}
+
+TEST(StopMatcher, MatchesWholeTextOverEverySplit) {
+  const std::vector<std::vector<std::string>> stop_sets = {
+      {"aab"}, {"aa", "ab"}, {"abab"}, {"b", "aaa"}, {"€a"}, {"\nUser:"}, {"ba", "aab", "bb"}};
+  const std::vector<std::string> texts = {"aaab",           "abababa", "aabaab", "xa€aab",
+                                          "hi\nUs\nUser:x", "bbbb",    "aaaa"};
+  for (const auto& stops : stop_sets) {
+    for (const std::string& text : texts) {
+      // Every way to cut `text` into pieces at its byte positions: 2^(n-1) splits.
+      const size_t n = text.size();
+      for (uint32_t mask = 0; mask < (1u << (n - 1)); ++mask) {
+        std::vector<std::string> pieces;
+        size_t begin = 0;
+        for (size_t i = 1; i <= n; ++i) {
+          if (i == n || (mask >> (i - 1)) & 1u) {
+            pieces.push_back(text.substr(begin, i - begin));
+            begin = i;
+          }
+        }
+        bool stopped = false;
+        std::string want = Reference(text, stops);
+        ASSERT_EQ(Stream(stops, pieces, &stopped), want)
+            << "text '" << text << "' split mask " << mask << " stop '" << stops[0] << "'";
+        EXPECT_EQ(stopped, want.size() != text.size());
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ParseCompletionRequest
+
+// The ApiError a body is refused with; fails the test when it is accepted.
+ApiError Refusal(const json& body, bool chat, const ApiLimits& limits = {}) {
+  try {
+    ParseCompletionRequest(body, chat, limits);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "accepted: " << body.dump();
+  return ApiError(0, "");
+}
+
+// Checks the refusal's status, param and full message.
+void ExpectRefused(const json& body, bool chat, const std::string& param,
+                   const std::string& message, const ApiLimits& limits = {}) {
+  ApiError e = Refusal(body, chat, limits);
+  EXPECT_EQ(e.status(), 400) << body.dump();
+  EXPECT_EQ(e.type(), "invalid_request_error") << body.dump();
+  EXPECT_EQ(e.param(), param) << body.dump();
+  EXPECT_EQ(std::string(e.what()), message) << body.dump();
+}
+
+json Prompt(json fields = json::object()) {
+  fields["prompt"] = "Once upon a time";
+  return fields;
+}
+
+json Chat(json fields = json::object()) {
+  fields["messages"] = json::array({{{"role", "user"}, {"content", "Hi"}}});
+  return fields;
+}
+
+TEST(ParseCompletionRequest, DefaultsForAMinimalCompletion) {
+  CompletionRequest r = ParseCompletionRequest(Prompt(), false, {});
+  EXPECT_FALSE(r.chat);
+  EXPECT_EQ(r.prompt, "Once upon a time");
+  EXPECT_EQ(r.model, "");
+  EXPECT_EQ(r.max_tokens, 256);
+  EXPECT_EQ(r.temperature, 1.0f);
+  EXPECT_EQ(r.top_p, 1.0f);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+  EXPECT_EQ(r.speculation, "auto");
+}
+
+TEST(ParseCompletionRequest, DefaultMaxTokensFitsASmallContext) {
+  ApiLimits limits;
+  limits.max_tokens = 100;
+  EXPECT_EQ(ParseCompletionRequest(Prompt(), false, limits).max_tokens, 100);
+}
+
+TEST(ParseCompletionRequest, ReadsEveryField) {
+  json body = Prompt({{"model", "grove-target"},
+                      {"max_tokens", 32},
+                      {"temperature", 0.5},
+                      {"top_p", 0.9},
+                      {"seed", 42},
+                      {"stop", {"\n\n", "END"}},
+                      {"n", 3},
+                      {"stream", true},
+                      {"stream_options", {{"include_usage", true}}},
+                      {"grove", {{"speculation", "sequoia:8"}}},
+                      {"logprobs", 5},
+                      {"user", "someone"}});  // the last two are ignored, as OpenAI ignores them
+  CompletionRequest r = ParseCompletionRequest(body, false, {});
+  EXPECT_EQ(r.model, "grove-target");
+  EXPECT_EQ(r.max_tokens, 32);
+  EXPECT_FLOAT_EQ(r.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
+  ASSERT_TRUE(r.seed.has_value());
+  EXPECT_EQ(*r.seed, 42u);
+  EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
+  EXPECT_EQ(r.n, 3);
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.speculation, "sequoia:8");
+}
+
+TEST(ParseCompletionRequest, NullMeansAbsent) {
+  json body = Prompt({{"model", nullptr},
+                      {"max_tokens", nullptr},
+                      {"temperature", nullptr},
+                      {"top_p", nullptr},
+                      {"seed", nullptr},
+                      {"stop", nullptr},
+                      {"n", nullptr},
+                      {"stream", nullptr},
+                      {"stream_options", nullptr},
+                      {"grove", nullptr}});
+  CompletionRequest r = ParseCompletionRequest(body, false, {});
+  EXPECT_EQ(r.max_tokens, 256);
+  EXPECT_FALSE(r.seed.has_value());
+  EXPECT_TRUE(r.stop.empty());
+  EXPECT_EQ(r.speculation, "auto");
+}
+
+TEST(ParseCompletionRequest, RefusesABodyThatIsNotAnObject) {
+  ApiError e = Refusal(json::array({1, 2}), false);
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_EQ(std::string(e.what()), "the request body must be a JSON object, got array");
+  EXPECT_EQ(Refusal("text", true).status(), 400);
+}
+
+TEST(ParseCompletionRequest, PromptForms) {
+  EXPECT_EQ(ParseCompletionRequest({{"prompt", {"one"}}}, false, {}).prompt, "one");
+  EXPECT_EQ(ParseCompletionRequest({{"prompt", ""}}, false, {}).prompt, "");
+  ExpectRefused(json::object(), false, "prompt", "prompt is required");
+  ExpectRefused({{"prompt", nullptr}}, false, "prompt", "prompt is required");
+  ExpectRefused({{"prompt", 7}}, false, "prompt", "prompt must be a string, got 7");
+  ExpectRefused({{"prompt", {"a", "b"}}}, false, "prompt",
+                "prompt as an array must hold exactly one string (several prompts in one request "
+                "are not supported), got 2 elements");
+  ExpectRefused({{"prompt", json::array()}}, false, "prompt",
+                "prompt as an array must hold exactly one string (several prompts in one request "
+                "are not supported), got 0 elements");
+  ExpectRefused({{"prompt", {1, 2, 3}}}, false, "prompt",
+                "prompt as token ids is not supported; send the prompt as a string");
+  ExpectRefused({{"prompt", {{1, 2}}}}, false, "prompt",
+                "prompt as token ids is not supported; send the prompt as a string");
+  ExpectRefused({{"prompt", {true}}}, false, "prompt[0]", "prompt[0] must be a string, got true");
+  // A chat request does not read "prompt", a completion does not read "messages".
+  ExpectRefused({{"prompt", "x"}}, true, "messages", "messages is required");
+}
+
+TEST(ParseCompletionRequest, MaxTokensRangeIsOneToTheLimit) {
+  ApiLimits limits;
+  limits.max_tokens = 4096;
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"max_tokens", 1}}), false, limits).max_tokens, 1);
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"max_tokens", 4096}}), false, limits).max_tokens, 4096);
+  ExpectRefused(Prompt({{"max_tokens", 0}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 4096, got 0", limits);
+  ExpectRefused(Prompt({{"max_tokens", 4097}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 4096, got 4097", limits);
+  ExpectRefused(Prompt({{"max_tokens", -5}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 4096, got -5", limits);
+  ExpectRefused(Prompt({{"max_tokens", "ten"}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 4096, got \"ten\"", limits);
+  ExpectRefused(Prompt({{"max_tokens", 1.5}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 4096, got 1.5", limits);
+  ExpectRefused(Prompt({{"max_tokens", 18446744073709551615ull}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 4096, got 18446744073709551615", limits);
+  limits.max_tokens = 128;
+  ExpectRefused(Prompt({{"max_tokens", 129}}), false, "max_tokens",
+                "max_tokens must be an integer from 1 to 128, got 129", limits);
+}
+
+TEST(ParseCompletionRequest, MaxCompletionTokensIsMaxTokensForChat) {
+  EXPECT_EQ(ParseCompletionRequest(Chat({{"max_completion_tokens", 9}}), true, {}).max_tokens, 9);
+  EXPECT_EQ(ParseCompletionRequest(Chat({{"max_tokens", 9}}), true, {}).max_tokens, 9);
+  EXPECT_EQ(
+      ParseCompletionRequest(Chat({{"max_tokens", 9}, {"max_completion_tokens", 9}}), true, {})
+          .max_tokens,
+      9);
+  ExpectRefused(Chat({{"max_completion_tokens", 0}}), true, "max_completion_tokens",
+                "max_completion_tokens must be an integer from 1 to 4096, got 0");
+  ExpectRefused(Chat({{"max_tokens", 9}, {"max_completion_tokens", 10}}), true,
+                "max_completion_tokens",
+                "max_completion_tokens and max_tokens differ (10 and 9); send one of them");
+  // /v1/completions knows only max_tokens.
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"max_completion_tokens", 9}}), false, {}).max_tokens,
+            256);
+}
+
+TEST(ParseCompletionRequest, TemperatureRangeIsZeroToTwoInclusive) {
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 0}}), false, {}).temperature, 0.0f);
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 2}}), false, {}).temperature, 2.0f);
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 1}}), false, {}).temperature, 1.0f);
+  ExpectRefused(Prompt({{"temperature", 2.01}}), false, "temperature",
+                "temperature must be a number from 0 to 2, got 2.01");
+  ExpectRefused(Prompt({{"temperature", -0.1}}), false, "temperature",
+                "temperature must be a number from 0 to 2, got -0.1");
+  ExpectRefused(Prompt({{"temperature", "hot"}}), false, "temperature",
+                "temperature must be a number from 0 to 2, got \"hot\"");
+}
+
+TEST(ParseCompletionRequest, TopPRangeExcludesZeroIncludesOne) {
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"top_p", 1}}), false, {}).top_p, 1.0f);
+  EXPECT_FLOAT_EQ(ParseCompletionRequest(Prompt({{"top_p", 0.01}}), false, {}).top_p, 0.01f);
+  ExpectRefused(Prompt({{"top_p", 0}}), false, "top_p",
+                "top_p must be a number greater than 0 and at most 1, got 0");
+  ExpectRefused(Prompt({{"top_p", 1.5}}), false, "top_p",
+                "top_p must be a number greater than 0 and at most 1, got 1.5");
+  ExpectRefused(Prompt({{"top_p", nullptr}, {"temperature", {1}}}), false, "temperature",
+                "temperature must be a number from 0 to 2, got [1]");
+}
+
+TEST(ParseCompletionRequest, SeedIsANonNegativeInteger) {
+  EXPECT_EQ(*ParseCompletionRequest(Prompt({{"seed", 0}}), false, {}).seed, 0u);
+  EXPECT_EQ(*ParseCompletionRequest(Prompt({{"seed", 18446744073709551615ull}}), false, {}).seed,
+            18446744073709551615ull);
+  ExpectRefused(Prompt({{"seed", -1}}), false, "seed",
+                "seed must be a non-negative integer, got -1");
+  ExpectRefused(Prompt({{"seed", 1.5}}), false, "seed",
+                "seed must be a non-negative integer, got 1.5");
+  ExpectRefused(Prompt({{"seed", "7"}}), false, "seed",
+                "seed must be a non-negative integer, got \"7\"");
+}
+
+TEST(ParseCompletionRequest, StopIsAStringOrUpToMaxStopsStrings) {
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"stop", "\n"}}), false, {}).stop,
+            std::vector<std::string>{"\n"});
+  EXPECT_TRUE(ParseCompletionRequest(Prompt({{"stop", json::array()}}), false, {}).stop.empty());
+  ApiLimits limits;
+  limits.max_stops = 4;
+  EXPECT_EQ(
+      ParseCompletionRequest(Prompt({{"stop", {"a", "b", "c", "d"}}}), false, limits).stop.size(),
+      4u);
+  ExpectRefused(Prompt({{"stop", {"a", "b", "c", "d", "e"}}}), false, "stop",
+                "stop must hold at most 4 strings, got 5", limits);
+  ExpectRefused(Prompt({{"stop", 3}}), false, "stop",
+                "stop must be a string or an array of strings, got 3");
+  ExpectRefused(Prompt({{"stop", {"a", 3}}}), false, "stop[1]", "stop[1] must be a string, got 3");
+}
+
+TEST(ParseCompletionRequest, NRangeIsOneToMaxN) {
+  ApiLimits limits;
+  limits.max_n = 16;
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"n", 1}}), false, limits).n, 1);
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"n", 16}}), false, limits).n, 16);
+  ExpectRefused(Prompt({{"n", 0}}), false, "n", "n must be an integer from 1 to 16, got 0", limits);
+  ExpectRefused(Prompt({{"n", 17}}), false, "n", "n must be an integer from 1 to 16, got 17",
+                limits);
+  ExpectRefused(Prompt({{"n", 2.0}}), false, "n", "n must be an integer from 1 to 16, got 2.0",
+                limits);
+}
+
+TEST(ParseCompletionRequest, StreamAndStreamOptionsAreBooleans) {
+  ExpectRefused(Prompt({{"stream", "yes"}}), false, "stream",
+                "stream must be a boolean, got \"yes\"");
+  ExpectRefused(Prompt({{"stream", 1}}), false, "stream", "stream must be a boolean, got 1");
+  ExpectRefused(Prompt({{"stream_options", true}}), false, "stream_options",
+                "stream_options must be an object, got true");
+  ExpectRefused(Prompt({{"stream_options", {{"include_usage", "yes"}}}}), false,
+                "stream_options.include_usage",
+                "stream_options.include_usage must be a boolean, got \"yes\"");
+  CompletionRequest r = ParseCompletionRequest(
+      Prompt({{"stream", true}, {"stream_options", json::object()}}), false, {});
+  EXPECT_TRUE(r.stream);
+  EXPECT_FALSE(r.include_usage);
+}
+
+TEST(ParseCompletionRequest, GroveExtension) {
+  EXPECT_EQ(
+      ParseCompletionRequest(Prompt({{"grove", {{"speculation", "off"}}}}), false, {}).speculation,
+      "off");
+  EXPECT_EQ(ParseCompletionRequest(Prompt({{"grove", json::object()}}), false, {}).speculation,
+            "auto");
+  ExpectRefused(Prompt({{"grove", "off"}}), false, "grove", "grove must be an object, got \"off\"");
+  ExpectRefused(Prompt({{"grove", {{"speculation", 8}}}}), false, "grove.speculation",
+                "grove.speculation must be \"off\", \"auto\" or a tree spec such as "
+                "\"sequoia:8\", got 8");
+  ExpectRefused(Prompt({{"grove", {{"speculation", ""}}}}), false, "grove.speculation",
+                "grove.speculation must be \"off\", \"auto\" or a tree spec such as "
+                "\"sequoia:8\", got \"\"");
+}
+
+TEST(ParseCompletionRequest, ModelMustBeAString) {
+  ExpectRefused(Prompt({{"model", 3}}), false, "model", "model must be a string, got 3");
+}
+
+TEST(ParseCompletionRequest, ChatMessages) {
+  json body = {{"messages",
+                {{{"role", "system"}, {"content", "Be brief."}},
+                 {{"role", "developer"}, {"content", "Really."}},
+                 {{"role", "user"},
+                  {"content",
+                   {{{"type", "text"}, {"text", "Hello, "}}, {{"type", "text"}, {"text", "you"}}}}},
+                 {{"role", "assistant"}, {"content", nullptr}},
+                 {{"role", "assistant"}},
+                 {{"role", "user"}, {"content", json::array()}}}}};
+  CompletionRequest r = ParseCompletionRequest(body, true, {});
+  EXPECT_TRUE(r.chat);
+  ASSERT_EQ(r.messages.size(), 6u);
+  EXPECT_EQ(r.messages[0].role, "system");
+  EXPECT_EQ(r.messages[0].content, "Be brief.");
+  EXPECT_EQ(r.messages[1].role, "system");  // "developer" is OpenAI's newer name for it
+  EXPECT_EQ(r.messages[2].role, "user");
+  EXPECT_EQ(r.messages[2].content, "Hello, you");
+  EXPECT_EQ(r.messages[3].role, "assistant");
+  EXPECT_EQ(r.messages[3].content, "");
+  EXPECT_EQ(r.messages[4].content, "");
+  EXPECT_EQ(r.messages[5].content, "");
+}
+
+TEST(ParseCompletionRequest, RefusesBadMessages) {
+  ExpectRefused(json::object(), true, "messages", "messages is required");
+  ExpectRefused({{"messages", "hi"}}, true, "messages",
+                "messages must be a non-empty array, got \"hi\"");
+  ExpectRefused({{"messages", json::array()}}, true, "messages",
+                "messages must be a non-empty array, got []");
+  ExpectRefused({{"messages", {"hi"}}}, true, "messages[0]",
+                "messages[0] must be an object with role and content, got \"hi\"");
+  ExpectRefused({{"messages", {{{"content", "hi"}}}}}, true, "messages[0].role",
+                "messages[0].role is required");
+  ExpectRefused({{"messages", {{{"role", 1}, {"content", "hi"}}}}}, true, "messages[0].role",
+                "messages[0].role must be a string, got 1");
+  ExpectRefused(
+      {{"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "tool"}}}}}, true,
+      "messages[1].role",
+      "messages[1].role must be one of \"system\", \"user\", \"assistant\", got \"tool\"");
+  ExpectRefused({{"messages", {{{"role", "user"}, {"content", nullptr}}}}}, true,
+                "messages[0].content", "messages[0].content is required for a user message");
+  ExpectRefused({{"messages", {{{"role", "user"}, {"content", 5}}}}}, true, "messages[0].content",
+                "messages[0].content must be a string or an array of text parts, got 5");
+  ExpectRefused({{"messages", {{{"role", "user"}, {"content", {"hi"}}}}}}, true,
+                "messages[0].content[0]",
+                "messages[0].content[0] must be an object {\"type\": \"text\", \"text\": ...}, got "
+                "\"hi\"");
+  ExpectRefused({{"messages",
+                  {{{"role", "user"},
+                    {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "image_url"}}}}}}}},
+                true, "messages[0].content[1].type",
+                "messages[0].content[1].type must be \"text\" (only text parts are supported), got "
+                "\"image_url\"");
+  ExpectRefused({{"messages", {{{"role", "user"}, {"content", {{{"text", "a"}}}}}}}}, true,
+                "messages[0].content[0].type",
+                "messages[0].content[0].type must be \"text\" (only text parts are supported), "
+                "got nothing");
+  ExpectRefused({{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}}}}}}}}, true,
+                "messages[0].content[0].text", "messages[0].content[0].text is required");
+  ExpectRefused(
+      {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", 3}}}}}}}}, true,
+      "messages[0].content[0].text", "messages[0].content[0].text must be a string, got 3");
+}
+
+TEST(ParseCompletionRequest, LongValuesAreCutShortInMessages) {
+  ApiError e = Refusal(Prompt({{"max_tokens", std::string(500, 'x')}}), false);
+  EXPECT_LT(std::string(e.what()).size(), 150u) << e.what();
+  EXPECT_NE(std::string(e.what()).find("..."), std::string::npos);
+}
+
+TEST(ParseCompletionRequest, ParsedChatRendersInEveryFamily) {
+  CompletionRequest r = ParseCompletionRequest(
+      json::parse(R"({"messages": [{"role": "user", "content": "Hi"}]})"), true, {});
+  EXPECT_EQ(RenderChat(ChatTemplate::kPlain, r.messages, ""), "User: Hi\nAssistant:");
+  EXPECT_EQ(RenderChat(ChatTemplate::kChatMl, r.messages, ""),
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+}  // namespace
+}  // namespace grove::serve
