@@ -23,7 +23,7 @@ using nlohmann::json;
 // ---------------------------------------------------------------------------------------------
 // ApiError
 
-TEST(ApiError, ToJsonHasOpenAisShape) {
+TEST(ServeApiError, ToJsonHasOpenAisShape) {
   ApiError error(400, "max_tokens must be an integer from 1 to 4096, got 0",
                  "invalid_request_error", "max_tokens");
   EXPECT_EQ(error.status(), 400);
@@ -32,7 +32,7 @@ TEST(ApiError, ToJsonHasOpenAisShape) {
       "type": "invalid_request_error", "param": "max_tokens", "code": null}})"));
 }
 
-TEST(ApiError, EmptyParamIsNullAndTypeDefaultsToInvalidRequest) {
+TEST(ServeApiError, EmptyParamIsNullAndTypeDefaultsToInvalidRequest) {
   ApiError error(404, "model 'x' not found", "not_found_error");
   json j = error.ToJson();
   EXPECT_EQ(j["error"]["type"], "not_found_error");
@@ -64,7 +64,7 @@ constexpr const char* kLlama2Jinja =
     "{% for message in messages %}{% if message['role'] == 'user' %}{{ bos_token + '[INST] ' + "
     "message['content'] + ' [/INST]' }}{% endif %}{% endfor %}";
 
-TEST(ChatTemplate, DetectsFamiliesFromMarkers) {
+TEST(ServeChatTemplate, DetectsFamiliesFromMarkers) {
   EXPECT_EQ(DetectChatTemplate(kLlama3Jinja), ChatTemplate::kLlama3);
   EXPECT_EQ(DetectChatTemplate(kChatMlJinja), ChatTemplate::kChatMl);
   EXPECT_EQ(DetectChatTemplate(kLlama2Jinja), ChatTemplate::kLlama2);
@@ -72,7 +72,7 @@ TEST(ChatTemplate, DetectsFamiliesFromMarkers) {
   EXPECT_EQ(DetectChatTemplate("{{ messages[0]['content'] }}"), ChatTemplate::kPlain);
 }
 
-TEST(ChatTemplate, NamesFamilies) {
+TEST(ServeChatTemplate, NamesFamilies) {
   EXPECT_EQ(ChatTemplateName(ChatTemplate::kPlain), "plain");
   EXPECT_EQ(ChatTemplateName(ChatTemplate::kLlama3), "llama-3");
   EXPECT_EQ(ChatTemplateName(ChatTemplate::kChatMl), "chatml");
@@ -82,13 +82,13 @@ TEST(ChatTemplate, NamesFamilies) {
 const std::vector<ChatMessage> kChat = {
     {"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello!"}, {"user", "2+2?"}};
 
-TEST(ChatTemplate, RendersPlain) {
+TEST(ServeChatTemplate, RendersPlain) {
   EXPECT_EQ(RenderChat(ChatTemplate::kPlain, kChat, "<s>"),
             "System: Be brief.\nUser: Hi\nAssistant: Hello!\nUser: 2+2?\nAssistant:");
   EXPECT_EQ(ChatStopStrings(ChatTemplate::kPlain), std::vector<std::string>{"\nUser:"});
 }
 
-TEST(ChatTemplate, RendersLlama3) {
+TEST(ServeChatTemplate, RendersLlama3) {
   EXPECT_EQ(RenderChat(ChatTemplate::kLlama3, kChat, "<|begin_of_text|>"),
             "<|begin_of_text|>"
             "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
@@ -99,14 +99,14 @@ TEST(ChatTemplate, RendersLlama3) {
   EXPECT_EQ(ChatStopStrings(ChatTemplate::kLlama3), std::vector<std::string>{"<|eot_id|>"});
 }
 
-TEST(ChatTemplate, Llama3TrimsContentAsMetasTemplateDoes) {
+TEST(ServeChatTemplate, Llama3TrimsContentAsMetasTemplateDoes) {
   std::vector<ChatMessage> chat = {{"user", "  Hi\n"}};
   EXPECT_EQ(RenderChat(ChatTemplate::kLlama3, chat, ""),
             "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
             "<|start_header_id|>assistant<|end_header_id|>\n\n");
 }
 
-TEST(ChatTemplate, RendersChatMlWithoutBos) {
+TEST(ServeChatTemplate, RendersChatMlWithoutBos) {
   EXPECT_EQ(RenderChat(ChatTemplate::kChatMl, kChat, "<s>"),
             "<|im_start|>system\nBe brief.<|im_end|>\n"
             "<|im_start|>user\nHi<|im_end|>\n"
@@ -116,7 +116,7 @@ TEST(ChatTemplate, RendersChatMlWithoutBos) {
   EXPECT_EQ(ChatStopStrings(ChatTemplate::kChatMl), std::vector<std::string>{"<|im_end|>"});
 }
 
-TEST(ChatTemplate, RendersLlama2WithSystemFoldedIntoFirstUserTurn) {
+TEST(ServeChatTemplate, RendersLlama2WithSystemFoldedIntoFirstUserTurn) {
   EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, kChat, "<s>"),
             "<s>[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello! </s>"
             "<s>[INST] 2+2? [/INST]");
@@ -126,7 +126,7 @@ TEST(ChatTemplate, RendersLlama2WithSystemFoldedIntoFirstUserTurn) {
   EXPECT_NE(std::find(stops.begin(), stops.end(), "[INST]"), stops.end());
 }
 
-TEST(ChatTemplate, Llama2EndsWhereTheReplyBeginsWhateverTheOrder) {
+TEST(ServeChatTemplate, Llama2EndsWhereTheReplyBeginsWhateverTheOrder) {
   std::vector<ChatMessage> system_only = {{"system", "S"}};
   EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, system_only, "<s>"),
             "<s>[INST] <<SYS>>\nS\n<</SYS>>\n\n [/INST]");
@@ -135,7 +135,7 @@ TEST(ChatTemplate, Llama2EndsWhereTheReplyBeginsWhateverTheOrder) {
             "<s>[INST] U [/INST] A </s><s>[INST]  [/INST]");
 }
 
-TEST(ChatTemplate, RefusesEmptyMessagesAndUnknownRoles) {
+TEST(ServeChatTemplate, RefusesEmptyMessagesAndUnknownRoles) {
   for (ChatTemplate t : {ChatTemplate::kPlain, ChatTemplate::kLlama3, ChatTemplate::kChatMl,
                          ChatTemplate::kLlama2}) {
     try {
@@ -180,7 +180,7 @@ std::string Stream(const std::vector<std::string>& stops, const std::vector<std:
   return out;
 }
 
-TEST(StopMatcher, NoStopsPassesTextThrough) {
+TEST(ServeStopMatcher, NoStopsPassesTextThrough) {
   StopMatcher matcher({});
   EXPECT_EQ(matcher.Push("Hello"), "Hello");
   EXPECT_EQ(matcher.Push(" world"), " world");
@@ -191,7 +191,7 @@ TEST(StopMatcher, NoStopsPassesTextThrough) {
   EXPECT_FALSE(empty_only.stopped());
 }
 
-TEST(StopMatcher, HoldsBackOnlyAPossiblePrefix) {
+TEST(ServeStopMatcher, HoldsBackOnlyAPossiblePrefix) {
   StopMatcher matcher({"\nUser:"});
   EXPECT_EQ(matcher.Push("Four."), "Four.");
   EXPECT_EQ(matcher.Push("\nUs"), "");  // may be the stop
@@ -199,7 +199,7 @@ TEST(StopMatcher, HoldsBackOnlyAPossiblePrefix) {
   EXPECT_FALSE(matcher.stopped());
 }
 
-TEST(StopMatcher, StopStraddlingPiecesIsCutAndNeverSent) {
+TEST(ServeStopMatcher, StopStraddlingPiecesIsCutAndNeverSent) {
   StopMatcher matcher({"\nUser:"});
   EXPECT_EQ(matcher.Push("Four."), "Four.");
   EXPECT_EQ(matcher.Push("\nUs"), "");
@@ -209,13 +209,13 @@ TEST(StopMatcher, StopStraddlingPiecesIsCutAndNeverSent) {
   EXPECT_EQ(matcher.Flush(), "");
 }
 
-TEST(StopMatcher, ReleasesTextBeforeAStopInsideOnePiece) {
+TEST(ServeStopMatcher, ReleasesTextBeforeAStopInsideOnePiece) {
   StopMatcher matcher({"END"});
   EXPECT_EQ(matcher.Push("abcENDxyz"), "abc");
   EXPECT_TRUE(matcher.stopped());
 }
 
-TEST(StopMatcher, OverlappingPrefixes) {
+TEST(ServeStopMatcher, OverlappingPrefixes) {
   // "aaab": the held "aa" must slide by one, not be dropped or released whole.
   StopMatcher matcher({"aab"});
   EXPECT_EQ(matcher.Push("a"), "");
@@ -227,14 +227,14 @@ TEST(StopMatcher, OverlappingPrefixes) {
   EXPECT_EQ(Stream({"abab"}, {"ab", "a", "aba", "b"}), "aba");
 }
 
-TEST(StopMatcher, EarliestOfSeveralStopsWins) {
+TEST(ServeStopMatcher, EarliestOfSeveralStopsWins) {
   EXPECT_EQ(Stream({"world", "lo w"}, {"hel", "lo wor", "ld"}), "hel");
   EXPECT_EQ(Stream({"xyz", "b"}, {"a", "bc"}), "a");
   // A longer stop still pending does not delay a shorter one that completed earlier in the text.
   EXPECT_EQ(Stream({"abcd", "bc"}, {"ab", "c"}), "a");
 }
 
-TEST(StopMatcher, FlushReturnsAPartialMatchThatNeverCompleted) {
+TEST(ServeStopMatcher, FlushReturnsAPartialMatchThatNeverCompleted) {
   StopMatcher matcher({"<|im_end|>"});
   EXPECT_EQ(matcher.Push("done<|im"), "done");
   EXPECT_EQ(matcher.Flush(), "<|im");
@@ -242,7 +242,7 @@ TEST(StopMatcher, FlushReturnsAPartialMatchThatNeverCompleted) {
   EXPECT_EQ(matcher.Flush(), "");
 }
 
-TEST(StopMatcher, NeverSplitsMultiByteCharacters) {
+TEST(ServeStopMatcher, NeverSplitsMultiByteCharacters) {
   // "é" is C3 A9 and "€" E2 82 AC; a stop beginning with the same lead byte as the text's last
   // character holds the whole character back.
   StopMatcher matcher({"€!"});
@@ -256,7 +256,7 @@ TEST(StopMatcher, NeverSplitsMultiByteCharacters) {
   EXPECT_EQ(odd.Flush(), "\xC3\xA9");
 }
 
-TEST(StopMatcher, MatchesWholeTextOverEverySplit) {
+TEST(ServeStopMatcher, MatchesWholeTextOverEverySplit) {
   const std::vector<std::vector<std::string>> stop_sets = {
       {"aab"}, {"aa", "ab"}, {"abab"}, {"b", "aaa"}, {"€a"}, {"\nUser:"}, {"ba", "aab", "bb"}};
   const std::vector<std::string> texts = {"aaab",           "abababa", "aabaab", "xa€aab",
@@ -318,7 +318,7 @@ json Chat(json fields = json::object()) {
   return fields;
 }
 
-TEST(ParseCompletionRequest, DefaultsForAMinimalCompletion) {
+TEST(ServeParseCompletionRequest, DefaultsForAMinimalCompletion) {
   CompletionRequest r = ParseCompletionRequest(Prompt(), false, {});
   EXPECT_FALSE(r.chat);
   EXPECT_EQ(r.prompt, "Once upon a time");
@@ -334,13 +334,13 @@ TEST(ParseCompletionRequest, DefaultsForAMinimalCompletion) {
   EXPECT_EQ(r.speculation, "auto");
 }
 
-TEST(ParseCompletionRequest, DefaultMaxTokensFitsASmallContext) {
+TEST(ServeParseCompletionRequest, DefaultMaxTokensFitsASmallContext) {
   ApiLimits limits;
   limits.max_tokens = 100;
   EXPECT_EQ(ParseCompletionRequest(Prompt(), false, limits).max_tokens, 100);
 }
 
-TEST(ParseCompletionRequest, ReadsEveryField) {
+TEST(ServeParseCompletionRequest, ReadsEveryField) {
   json body = Prompt({{"model", "grove-target"},
                       {"max_tokens", 32},
                       {"temperature", 0.5},
@@ -367,7 +367,7 @@ TEST(ParseCompletionRequest, ReadsEveryField) {
   EXPECT_EQ(r.speculation, "sequoia:8");
 }
 
-TEST(ParseCompletionRequest, NullMeansAbsent) {
+TEST(ServeParseCompletionRequest, NullMeansAbsent) {
   json body = Prompt({{"model", nullptr},
                       {"max_tokens", nullptr},
                       {"temperature", nullptr},
@@ -385,14 +385,14 @@ TEST(ParseCompletionRequest, NullMeansAbsent) {
   EXPECT_EQ(r.speculation, "auto");
 }
 
-TEST(ParseCompletionRequest, RefusesABodyThatIsNotAnObject) {
+TEST(ServeParseCompletionRequest, RefusesABodyThatIsNotAnObject) {
   ApiError e = Refusal(json::array({1, 2}), false);
   EXPECT_EQ(e.status(), 400);
   EXPECT_EQ(std::string(e.what()), "the request body must be a JSON object, got array");
   EXPECT_EQ(Refusal("text", true).status(), 400);
 }
 
-TEST(ParseCompletionRequest, PromptForms) {
+TEST(ServeParseCompletionRequest, PromptForms) {
   EXPECT_EQ(ParseCompletionRequest({{"prompt", {"one"}}}, false, {}).prompt, "one");
   EXPECT_EQ(ParseCompletionRequest({{"prompt", ""}}, false, {}).prompt, "");
   ExpectRefused(json::object(), false, "prompt", "prompt is required");
@@ -413,7 +413,7 @@ TEST(ParseCompletionRequest, PromptForms) {
   ExpectRefused({{"prompt", "x"}}, true, "messages", "messages is required");
 }
 
-TEST(ParseCompletionRequest, MaxTokensRangeIsOneToTheLimit) {
+TEST(ServeParseCompletionRequest, MaxTokensRangeIsOneToTheLimit) {
   ApiLimits limits;
   limits.max_tokens = 4096;
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"max_tokens", 1}}), false, limits).max_tokens, 1);
@@ -435,7 +435,7 @@ TEST(ParseCompletionRequest, MaxTokensRangeIsOneToTheLimit) {
                 "max_tokens must be an integer from 1 to 128, got 129", limits);
 }
 
-TEST(ParseCompletionRequest, MaxCompletionTokensIsMaxTokensForChat) {
+TEST(ServeParseCompletionRequest, MaxCompletionTokensIsMaxTokensForChat) {
   EXPECT_EQ(ParseCompletionRequest(Chat({{"max_completion_tokens", 9}}), true, {}).max_tokens, 9);
   EXPECT_EQ(ParseCompletionRequest(Chat({{"max_tokens", 9}}), true, {}).max_tokens, 9);
   EXPECT_EQ(
@@ -452,7 +452,7 @@ TEST(ParseCompletionRequest, MaxCompletionTokensIsMaxTokensForChat) {
             256);
 }
 
-TEST(ParseCompletionRequest, TemperatureRangeIsZeroToTwoInclusive) {
+TEST(ServeParseCompletionRequest, TemperatureRangeIsZeroToTwoInclusive) {
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 0}}), false, {}).temperature, 0.0f);
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 2}}), false, {}).temperature, 2.0f);
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 1}}), false, {}).temperature, 1.0f);
@@ -464,7 +464,7 @@ TEST(ParseCompletionRequest, TemperatureRangeIsZeroToTwoInclusive) {
                 "temperature must be a number from 0 to 2, got \"hot\"");
 }
 
-TEST(ParseCompletionRequest, TopPRangeExcludesZeroIncludesOne) {
+TEST(ServeParseCompletionRequest, TopPRangeExcludesZeroIncludesOne) {
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"top_p", 1}}), false, {}).top_p, 1.0f);
   EXPECT_FLOAT_EQ(ParseCompletionRequest(Prompt({{"top_p", 0.01}}), false, {}).top_p, 0.01f);
   ExpectRefused(Prompt({{"top_p", 0}}), false, "top_p",
@@ -475,7 +475,7 @@ TEST(ParseCompletionRequest, TopPRangeExcludesZeroIncludesOne) {
                 "temperature must be a number from 0 to 2, got [1]");
 }
 
-TEST(ParseCompletionRequest, SeedIsANonNegativeInteger) {
+TEST(ServeParseCompletionRequest, SeedIsANonNegativeInteger) {
   EXPECT_EQ(*ParseCompletionRequest(Prompt({{"seed", 0}}), false, {}).seed, 0u);
   EXPECT_EQ(*ParseCompletionRequest(Prompt({{"seed", 18446744073709551615ull}}), false, {}).seed,
             18446744073709551615ull);
@@ -487,7 +487,7 @@ TEST(ParseCompletionRequest, SeedIsANonNegativeInteger) {
                 "seed must be a non-negative integer, got \"7\"");
 }
 
-TEST(ParseCompletionRequest, StopIsAStringOrUpToMaxStopsStrings) {
+TEST(ServeParseCompletionRequest, StopIsAStringOrUpToMaxStopsStrings) {
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"stop", "\n"}}), false, {}).stop,
             std::vector<std::string>{"\n"});
   EXPECT_TRUE(ParseCompletionRequest(Prompt({{"stop", json::array()}}), false, {}).stop.empty());
@@ -503,7 +503,7 @@ TEST(ParseCompletionRequest, StopIsAStringOrUpToMaxStopsStrings) {
   ExpectRefused(Prompt({{"stop", {"a", 3}}}), false, "stop[1]", "stop[1] must be a string, got 3");
 }
 
-TEST(ParseCompletionRequest, NRangeIsOneToMaxN) {
+TEST(ServeParseCompletionRequest, NRangeIsOneToMaxN) {
   ApiLimits limits;
   limits.max_n = 16;
   EXPECT_EQ(ParseCompletionRequest(Prompt({{"n", 1}}), false, limits).n, 1);
@@ -515,7 +515,7 @@ TEST(ParseCompletionRequest, NRangeIsOneToMaxN) {
                 limits);
 }
 
-TEST(ParseCompletionRequest, StreamAndStreamOptionsAreBooleans) {
+TEST(ServeParseCompletionRequest, StreamAndStreamOptionsAreBooleans) {
   ExpectRefused(Prompt({{"stream", "yes"}}), false, "stream",
                 "stream must be a boolean, got \"yes\"");
   ExpectRefused(Prompt({{"stream", 1}}), false, "stream", "stream must be a boolean, got 1");
@@ -530,7 +530,7 @@ TEST(ParseCompletionRequest, StreamAndStreamOptionsAreBooleans) {
   EXPECT_FALSE(r.include_usage);
 }
 
-TEST(ParseCompletionRequest, GroveExtension) {
+TEST(ServeParseCompletionRequest, GroveExtension) {
   EXPECT_EQ(
       ParseCompletionRequest(Prompt({{"grove", {{"speculation", "off"}}}}), false, {}).speculation,
       "off");
@@ -545,11 +545,11 @@ TEST(ParseCompletionRequest, GroveExtension) {
                 "\"sequoia:8\", got \"\"");
 }
 
-TEST(ParseCompletionRequest, ModelMustBeAString) {
+TEST(ServeParseCompletionRequest, ModelMustBeAString) {
   ExpectRefused(Prompt({{"model", 3}}), false, "model", "model must be a string, got 3");
 }
 
-TEST(ParseCompletionRequest, ChatMessages) {
+TEST(ServeParseCompletionRequest, ChatMessages) {
   json body = {{"messages",
                 {{{"role", "system"}, {"content", "Be brief."}},
                  {{"role", "developer"}, {"content", "Really."}},
@@ -573,7 +573,7 @@ TEST(ParseCompletionRequest, ChatMessages) {
   EXPECT_EQ(r.messages[5].content, "");
 }
 
-TEST(ParseCompletionRequest, RefusesBadMessages) {
+TEST(ServeParseCompletionRequest, RefusesBadMessages) {
   ExpectRefused(json::object(), true, "messages", "messages is required");
   ExpectRefused({{"messages", "hi"}}, true, "messages",
                 "messages must be a non-empty array, got \"hi\"");
@@ -614,13 +614,13 @@ TEST(ParseCompletionRequest, RefusesBadMessages) {
       "messages[0].content[0].text", "messages[0].content[0].text must be a string, got 3");
 }
 
-TEST(ParseCompletionRequest, LongValuesAreCutShortInMessages) {
+TEST(ServeParseCompletionRequest, LongValuesAreCutShortInMessages) {
   ApiError e = Refusal(Prompt({{"max_tokens", std::string(500, 'x')}}), false);
   EXPECT_LT(std::string(e.what()).size(), 150u) << e.what();
   EXPECT_NE(std::string(e.what()).find("..."), std::string::npos);
 }
 
-TEST(ParseCompletionRequest, ParsedChatRendersInEveryFamily) {
+TEST(ServeParseCompletionRequest, ParsedChatRendersInEveryFamily) {
   CompletionRequest r = ParseCompletionRequest(
       json::parse(R"({"messages": [{"role": "user", "content": "Hi"}]})"), true, {});
   EXPECT_EQ(RenderChat(ChatTemplate::kPlain, r.messages, ""), "User: Hi\nAssistant:");
