@@ -236,7 +236,19 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
     std::vector<SequenceRequest> requests = requests_;
     std::vector<std::vector<int32_t>> streamed(requests.size());
     std::vector<int> calls(requests.size(), 0);
+    std::vector<int> views(requests.size(), 0);
     for (std::size_t i = 0; i < requests.size(); ++i) {
+      // A live view sees each step's tree and the accepted path: the emitted tokens are the
+      // accepted nodes' tokens and one more (fewer at n_predict or a stop token).
+      requests[i].on_step = [&, i](const StepView& step) {
+        ++views[i];
+        for (std::size_t k = 0; k < step.accepted.size(); ++k) {
+          const TreeNode& node = step.tree.node(step.accepted[k]);
+          EXPECT_EQ(node.depth, static_cast<int32_t>(k) + 1);
+          EXPECT_EQ(node.parent, k == 0 ? -1 : step.accepted[k - 1]);
+          if (k < step.tokens.size()) EXPECT_EQ(node.token, step.tokens[k]);
+        }
+      };
       requests[i].on_tokens = [&, i](std::span<const int32_t> tokens) {
         EXPECT_FALSE(tokens.empty());
         ++calls[i];
@@ -249,6 +261,7 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
     for (std::size_t i = 0; i < results.size(); ++i) {
       EXPECT_EQ(streamed[i], results[i].tokens) << "sequence " << i;
       EXPECT_EQ(calls[i], results[i].steps) << "one call per step, sequence " << i;
+      EXPECT_EQ(views[i], IsSpeculative(policy) ? calls[i] : 0) << "sequence " << i;
       if (i == kCancelled) {
         EXPECT_TRUE(results[i].cancelled);
         ASSERT_GE(results[i].tokens.size(), kCancelAfter);

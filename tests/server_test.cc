@@ -19,6 +19,7 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "serve/completion_service.h"
+#include "serve/event_stream_client.h"
 #include "serve/http_server.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/tree_plan.h"
@@ -61,6 +62,7 @@ class Server {
     return client;
   }
   Model& target() { return *target_; }
+  int port() const { return port_; }
 
   // Plain greedy or sampled decoding of `prompt` alone, decoded as the server decodes.
   std::string Alone(const std::string& prompt, int max_tokens, float temperature, uint64_t seed,
@@ -97,32 +99,17 @@ class Server {
 
 // POSTs a streaming request and returns the SSE data payloads; on_data may stop reading (false),
 // which closes the connection as a client that goes away does.
-std::vector<std::string> StreamPost(httplib::Client& client, const std::string& path,
-                                    const json& body,
+std::vector<std::string> StreamPost(const Server& server, const std::string& path, const json& body,
                                     const std::function<bool(const std::string&)>& on_data = {}) {
   std::vector<std::string> data;
-  std::string buffer;
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.body = body.dump();
-  req.set_header("Content-Type", "application/json");
-  req.content_receiver = [&](const char* bytes, size_t n, uint64_t, uint64_t) {
-    buffer.append(bytes, n);
-    for (std::size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
-      const std::string event = buffer.substr(0, end);
-      buffer.erase(0, end + 2);
-      if (event.rfind("data: ", 0) != 0) continue;  // a keep-alive comment
-      data.push_back(event.substr(6));
-      if (on_data && !on_data(data.back())) return false;
-    }
-    return true;
-  };
-  httplib::Response res;
-  httplib::Error error = httplib::Error::Success;
-  if (!client.send(req, res, error) && error != httplib::Error::Canceled) {
-    ADD_FAILURE() << body.dump().substr(0, 90) << " POST " << path << ": " << httplib::to_string(error) << ", status "
-                  << res.status << " " << res.body;
+  const EventStreamResult result =
+      PostEventStream("127.0.0.1", server.port(), path, body.dump(), [&](std::string_view d) {
+        data.emplace_back(d);
+        return !on_data || on_data(data.back());
+      });
+  if (!result.error.empty() || (result.status != 200 && !result.cancelled)) {
+    ADD_FAILURE() << body.dump().substr(0, 90) << " POST " << path << ": " << result.error
+                  << ", status " << result.status << " " << result.body;
   }
   return data;
 }
@@ -200,7 +187,7 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
       EXPECT_FALSE(grove.at("acceptance_by_depth").empty());
     }
     std::string finish;
-    const auto data = StreamPost(client, "/v1/completions",
+    const auto data = StreamPost(server, "/v1/completions",
                                  {{"prompt", prompt},
                                   {"max_tokens", 48},
                                   {"temperature", 0},
@@ -231,7 +218,7 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
   // request, then [DONE].
   std::string finish;
   const auto chat =
-      StreamPost(client, "/v1/chat/completions",
+      StreamPost(server, "/v1/chat/completions",
                  {{"messages", {{{"role", "user"}, {"content", "Tell me about a cat."}}}},
                   {"max_tokens", 24},
                   {"temperature", 0},
@@ -333,12 +320,11 @@ TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
 
 TEST_F(ServerTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
   Server server(1, 1);
-  httplib::Client streaming = server.Client();
   // A long stream holds the only slot; read until its first token, so it is admitted.
   std::atomic<bool> reading{true};
   std::atomic<int> chunks{0};
   std::thread long_stream([&] {
-    StreamPost(streaming, "/v1/completions",
+    StreamPost(server, "/v1/completions",
                {{"prompt", "Once upon a time"},
                 {"max_tokens", 230},
                 {"temperature", 0.8},
@@ -407,7 +393,7 @@ TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
       httplib::Client client = server.Client();
       const bool cancels = i % 5 == 4;
       int seen = 0;
-      const auto data = StreamPost(client, "/v1/completions",
+      const auto data = StreamPost(server, "/v1/completions",
                                    {{"prompt", prompts[i % prompts.size()]},
                                     {"max_tokens", length_of(i)},
                                     {"temperature", 0},

@@ -33,8 +33,9 @@ int32_t DraftMaxBatch(const SpeculationPolicy& policy) {
 }
 
 // Appends a step's accepted tokens to the result and streams them; false: the consumer cancelled.
-bool Deliver(const SequenceRequest& request, std::span<const int32_t> accepted,
-             SequenceResult& result) {
+bool Deliver(const SequenceRequest& request, const SpeculativeSession& session,
+             std::span<const int32_t> accepted, SequenceResult& result) {
+  if (request.on_step) request.on_step({session.tree(), session.accepted_nodes(), accepted});
   result.tokens.insert(result.tokens.end(), accepted.begin(), accepted.end());
   ++result.steps;
   if (request.on_tokens && !request.on_tokens(accepted)) result.cancelled = true;
@@ -441,7 +442,7 @@ void Scheduler::RunSerial(Source& source) {
       Timer forward;
       const std::span<const float> logits = target_.Forward(batch);
       session.RecordVerifyForward(forward.Seconds());
-      streaming = Deliver(source.request(r), session.Accept(logits), source.result(r));
+      streaming = Deliver(source.request(r), session, session.Accept(logits), source.result(r));
       ++stats_.target_forwards;
       stats_.target_busy_seconds += busy.Seconds();
     }
@@ -608,7 +609,7 @@ void Scheduler::RunRounds(Source& source) {
       const double share = forward_seconds * (session.tree().size() + 1) / batch.size();
       session.RecordVerifyForward(share);
       session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
-      const bool streaming = Deliver(source.request(lane.request), session.Accept(logits),
+      const bool streaming = Deliver(source.request(lane.request), session, session.Accept(logits),
                                      source.result(lane.request));
       if (session.done() || !streaming) {
         Finish(source, lane);

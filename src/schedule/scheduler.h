@@ -34,6 +34,14 @@ namespace grove {
 
 class RequestFeed;
 
+// One speculative step of a sequence, for a live view: the tree it verified, the nodes it
+// accepted (indices into tree, root to leaf) and the tokens it emitted.
+struct StepView {
+  const TokenTree& tree;
+  std::span<const int32_t> accepted;
+  std::span<const int32_t> tokens;
+};
+
 struct SequenceRequest {
   std::vector<int32_t> prompt;  // at least one token
   uint64_t sequence = 0;        // RNG key (SessionOptions::sequence)
@@ -46,6 +54,8 @@ struct SequenceRequest {
   // away): its slot is freed at once and its result holds what was generated so far. Empty: run
   // to the end.
   std::function<bool(std::span<const int32_t>)> on_tokens;
+  // Called before on_tokens with each speculative step (not for serial-ar), on the same thread.
+  std::function<void(const StepView&)> on_step;
   // This sequence's own sampling, rule and tree (a server's per-request fields); null: the
   // scheduler's. An auto plan here means the scheduler's tree (chosen once, frozen_auto_plan.h); an
   // empty static tree means plain steps. Sequences of different policies still share forwards.

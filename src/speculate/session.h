@@ -136,6 +136,8 @@ class SpeculativeSession {
   const SpeculationStats& stats() const { return stats_; }
   // This step's tree (after Draft), e.g. for a live view.
   const TokenTree& tree() const { return draft_.tree(); }
+  // The nodes of tree() the last Accept accepted, root to leaf (valid until the next Draft).
+  std::span<const int32_t> accepted_nodes() const { return result_.accepted; }
   const SpeculationPolicy& policy() const { return policy_; }
   // The planner's current choice, for `auto` plans (null otherwise).
   const AutoPlanner* planner() const { return planner_.get(); }

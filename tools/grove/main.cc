@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
   grove::cli::AddTotCommand(app);
   grove::cli::AddTotBenchCommand(app);
   grove::cli::AddServeCommand(app);
+  grove::cli::AddServeBenchCommand(app);
   grove::cli::InstallStderrLog(false);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,52 @@
+#include "serve/event_stream_client.h"
+
+#include <httplib.h>
+
+namespace grove::serve {
+
+EventStreamResult PostEventStream(const std::string& host, int port, const std::string& path,
+                                  const std::string& json_body,
+                                  const std::function<bool(std::string_view data)>& on_data,
+                                  const std::string& api_key, int timeout_seconds) {
+  httplib::Client client(host, port);
+  client.set_read_timeout(timeout_seconds, 0);
+  EventStreamResult result;
+  std::string buffer;
+  bool event_stream = false;
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = json_body;
+  req.set_header("Content-Type", "application/json");
+  if (!api_key.empty()) req.set_header("Authorization", "Bearer " + api_key);
+  req.response_handler = [&](const httplib::Response& res) {
+    result.status = res.status;
+    event_stream = res.get_header_value("Content-Type").rfind("text/event-stream", 0) == 0;
+    return true;
+  };
+  req.content_receiver = [&](const char* bytes, size_t n, uint64_t, uint64_t) {
+    if (!event_stream) {
+      result.body.append(bytes, n);
+      return true;
+    }
+    buffer.append(bytes, n);
+    for (std::size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
+      const std::string event = buffer.substr(0, end);
+      buffer.erase(0, end + 2);
+      if (event.rfind("data: ", 0) != 0) continue;  // a comment (keep-alive) or another field
+      if (!on_data(std::string_view(event).substr(6))) {
+        result.cancelled = true;
+        return false;
+      }
+    }
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!client.send(req, res, error) && !result.cancelled) {
+    result.error = httplib::to_string(error);
+  }
+  return result;
+}
+
+}  // namespace grove::serve

@@ -1,0 +1,281 @@
+// grove serve-bench: load on an OpenAI-compatible server (grove serve started in-process over the
+// bundled pair, or any server by --url, llama-server included) from 1, 4, 16... concurrent
+// streaming clients, each sending requests one after another. Per level and mode: aggregate
+// completion tokens per second (median and spread over repetitions), time to first token and
+// inter-token latency (per request: from its first token to its last, per token; median, p95).
+// Modes are grove's per-request speculation field ("spec": the server's default tree, "off": plain
+// serving, which batches the clients' tokens too), run interleaved in one run so their ratio is
+// measured under the same conditions.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "bench_stats.h"
+#include "commands.h"
+#include "prompt_file.h"
+#include "serve/event_stream_client.h"
+#include "serve_engine.h"
+
+namespace grove::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct ServeBenchOptions {
+  ServeModelOptions server;
+  std::string url;  // empty: start grove serve in-process
+  std::string clients = "1,4,16";
+  std::string modes = "spec,off";
+  int requests = 4;  // per client and level
+  int max_tokens = 96;
+  double temperature = 0.0;
+  int reps = 3;
+  std::string prompts_file;
+  std::string json_out;
+};
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const auto i = static_cast<std::size_t>(q * (v.size() - 1) + 0.5);
+  return v[std::min(i, v.size() - 1)];
+}
+
+// One level (mode, clients) once: every client's requests, timed.
+struct LevelRun {
+  double wall = 0.0;
+  int64_t tokens = 0;
+  int failed = 0;
+  std::vector<double> ttft, itl;  // seconds
+};
+
+struct Target {
+  std::string host;
+  int port = 0;
+  std::string api_key;
+};
+
+LevelRun RunLevel(const Target& target, const std::string& mode, int clients, int requests,
+                  const ServeBenchOptions& o, const std::vector<std::string>& prompts) {
+  LevelRun run;
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+  const Clock::time_point start = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int r = 0; r < requests; ++r) {
+        nlohmann::json body{{"prompt", prompts[(c * requests + r) % prompts.size()]},
+                            {"max_tokens", o.max_tokens},
+                            {"temperature", o.temperature},
+                            {"seed", c * 1000 + r},
+                            {"stream", true},
+                            {"stream_options", {{"include_usage", true}}}};
+        if (mode != "default") body["grove"] = {{"speculation", mode == "spec" ? "auto" : mode}};
+        const Clock::time_point sent = Clock::now();
+        Clock::time_point last = sent, first_text = sent;
+        bool first = true;
+        int64_t tokens = 0, chunks = 0;
+        std::vector<double> ttft, itl;
+        const serve::EventStreamResult result = serve::PostEventStream(
+            target.host, target.port, "/v1/completions", body.dump(),
+            [&](std::string_view data) {
+              if (data == "[DONE]") return true;
+              const auto chunk = nlohmann::json::parse(data, nullptr, false);
+              if (chunk.is_discarded()) return true;
+              if (chunk.contains("usage") && chunk["usage"].is_object()) {
+                tokens = chunk["usage"].value("completion_tokens", int64_t{0});
+              }
+              const auto& choices = chunk.value("choices", nlohmann::json::array());
+              if (choices.empty() || choices[0].value("text", std::string()).empty()) return true;
+              const Clock::time_point now = Clock::now();
+              if (first) {
+                ttft.push_back(std::chrono::duration<double>(now - sent).count());
+                first_text = now;
+              }
+              first = false;
+              last = now;
+              ++chunks;
+              return true;
+            },
+            target.api_key);
+        std::lock_guard lock(mutex);
+        if (!result.error.empty() || result.status != 200) {
+          ++run.failed;
+          continue;
+        }
+        if (tokens == 0) tokens = chunks;  // a server without usage: one token a chunk
+        run.tokens += tokens;
+        // Inter-token latency per request (vLLM's time per output token): speculation emits
+        // several tokens per step at once, so gaps between chunks would say little.
+        if (tokens > 1) {
+          itl.push_back(std::chrono::duration<double>(last - first_text).count() / (tokens - 1));
+        }
+        run.ttft.insert(run.ttft.end(), ttft.begin(), ttft.end());
+        run.itl.insert(run.itl.end(), itl.begin(), itl.end());
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  run.wall = std::chrono::duration<double>(Clock::now() - start).count();
+  return run;
+}
+
+int RunServeBench(const ServeBenchOptions& o) {
+  InstallStderrLog(o.server.verbose);
+  if (o.requests < 1 || o.reps < 1 || o.max_tokens < 1) {
+    Fail("--requests, --reps and --max-tokens must be >= 1");
+  }
+  std::vector<int> levels;
+  for (const std::string& c : SplitList(o.clients)) {
+    const int k = std::atoi(c.c_str());
+    if (k < 1 || k > 1024) Fail("--clients: '", c, "' is not a count from 1 to 1024");
+    levels.push_back(k);
+  }
+  const std::vector<std::string> modes = SplitList(o.modes);
+  if (levels.empty() || modes.empty()) Fail("--clients and --modes must name at least one");
+  std::vector<std::string> prompts = {"Once upon a time", "Tom has 5 apples. He", "The little bird",
+                                      "One day, a girl named Lily"};
+  if (!o.prompts_file.empty()) prompts = ReadPromptFile(o.prompts_file);
+
+  Target target{.host = "127.0.0.1", .api_key = o.server.api_key};
+  std::unique_ptr<ServeEngine> engine;
+  std::string described = o.url;
+  if (o.url.empty()) {
+    ServeModelOptions server = o.server;
+    server.port = 0;
+    server.parallel = std::max(server.parallel, *std::max_element(levels.begin(), levels.end()));
+    engine = std::make_unique<ServeEngine>(server);
+    engine->Start();
+    target.port = engine->port();
+    described = engine->Describe();
+  } else {
+    const std::string rest =
+        o.url.substr(o.url.find("://") == std::string::npos ? 0 : o.url.find("://") + 3);
+    const auto colon = rest.find(':');
+    target.host = rest.substr(0, colon);
+    target.port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
+  }
+  std::fprintf(stderr,
+               "[grove] load on %s: clients %s, %d requests each, %d tokens, temperature "
+               "%.2f, modes %s, %d reps\n",
+               described.c_str(), o.clients.c_str(), o.requests, o.max_tokens, o.temperature,
+               o.modes.c_str(), o.reps);
+  // Warm-up: the first request makes an auto tree choose itself.
+  RunLevel(target, modes.front(), 1, 1, o, prompts);
+
+  struct Cell {
+    std::vector<double> tokens_per_second;
+    std::vector<double> ttft, itl;
+    int failed = 0;
+  };
+  std::vector<std::vector<Cell>> cells(levels.size(), std::vector<Cell>(modes.size()));
+  for (int rep = 0; rep < o.reps; ++rep) {
+    for (std::size_t l = 0; l < levels.size(); ++l) {
+      for (std::size_t k = 0; k < modes.size(); ++k) {
+        const std::size_t m = (k + rep) % modes.size();  // rotate, so drift favours no mode
+        const LevelRun run = RunLevel(target, modes[m], levels[l], o.requests, o, prompts);
+        Cell& cell = cells[l][m];
+        cell.tokens_per_second.push_back(run.wall > 0 ? run.tokens / run.wall : 0.0);
+        cell.ttft.insert(cell.ttft.end(), run.ttft.begin(), run.ttft.end());
+        cell.itl.insert(cell.itl.end(), run.itl.begin(), run.itl.end());
+        cell.failed += run.failed;
+        std::fprintf(stderr, "[grove] rep %d, %d clients, %s: %.1f tokens/s\n", rep + 1, levels[l],
+                     modes[m].c_str(), cell.tokens_per_second.back());
+      }
+    }
+  }
+  std::printf("serving %s\n", described.c_str());
+  std::printf(
+      "| clients | mode | tokens/s (median) | min-max | vs %s | TTFT ms median | p95 | ITL ms "
+      "per token, median | p95 | failed |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+      modes.back().c_str());
+  nlohmann::json json{{"server", described},
+                      {"max_tokens", o.max_tokens},
+                      {"temperature", o.temperature},
+                      {"requests_per_client", o.requests},
+                      {"reps", o.reps},
+                      {"levels", nlohmann::json::array()}};
+  for (std::size_t l = 0; l < levels.size(); ++l) {
+    const double base = Summarize(cells[l].back().tokens_per_second).median;
+    for (std::size_t m = 0; m < modes.size(); ++m) {
+      const Cell& cell = cells[l][m];
+      const SampleStats s = Summarize(cell.tokens_per_second);
+      std::printf("| %d | %s | %.1f | %.1f-%.1f | %.2fx | %.1f | %.1f | %.2f | %.2f | %d |\n",
+                  levels[l], modes[m].c_str(), s.median, s.min, s.max,
+                  base > 0 ? s.median / base : 0.0, 1e3 * Percentile(cell.ttft, 0.5),
+                  1e3 * Percentile(cell.ttft, 0.95), 1e3 * Percentile(cell.itl, 0.5),
+                  1e3 * Percentile(cell.itl, 0.95), cell.failed);
+      json["levels"].push_back({{"clients", levels[l]},
+                                {"mode", modes[m]},
+                                {"tokens_per_second", cell.tokens_per_second},
+                                {"median", s.median},
+                                {"ttft_median", Percentile(cell.ttft, 0.5)},
+                                {"ttft_p95", Percentile(cell.ttft, 0.95)},
+                                {"itl_median", Percentile(cell.itl, 0.5)},
+                                {"itl_p95", Percentile(cell.itl, 0.95)},
+                                {"failed", cell.failed}});
+    }
+  }
+  if (!o.json_out.empty()) {
+    std::ofstream out(o.json_out);
+    if (!out || !(out << json.dump(2) << "\n")) Fail("cannot write '", o.json_out, "'");
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddServeBenchCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "serve-bench",
+      "Load an OpenAI-compatible server (grove serve in-process, or --url) with concurrent "
+      "streaming clients: tokens/s, time to first token, inter-token latency, speculation "
+      "against plain serving in one run");
+  auto o = std::make_shared<ServeBenchOptions>();
+  AddServeModelOptions(*cmd, o->server);
+  cmd->add_option("--url", o->url,
+                  "A running server (e.g. http://127.0.0.1:8080, llama-server too); default: "
+                  "start grove serve in-process with --parallel at least the most clients");
+  cmd->add_option("--clients", o->clients, "Concurrent clients per level, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--modes", o->modes,
+                  "Per-request speculation: spec (the server's tree), off (plain), a tree spec, "
+                  "or default (send no grove field: any server)")
+      ->capture_default_str();
+  cmd->add_option("--requests", o->requests, "Requests each client sends, one after another")
+      ->capture_default_str();
+  cmd->add_option("-n,--max-tokens", o->max_tokens, "max_tokens of every request")
+      ->capture_default_str();
+  cmd->add_option("--temp", o->temperature, "Temperature of every request")->capture_default_str();
+  cmd->add_option("--reps", o->reps, "Repetitions of every level (medians and spread)")
+      ->capture_default_str();
+  cmd->add_option("--prompts", o->prompts_file,
+                  "Prompt file (one per line; default: four stories)");
+  cmd->add_option("--json", o->json_out, "Also write the results as JSON");
+  cmd->callback([o] {
+    const int status = RunServeBench(*o);
+    if (status != 0) throw CLI::RuntimeError(status);
+  });
+}
+
+}  // namespace grove::cli

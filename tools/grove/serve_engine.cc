@@ -1,0 +1,115 @@
+#include "serve_engine.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "base/error.h"
+#include "bundled_models.h"
+#include "io/gguf.h"
+#include "model/model_parameters.h"
+#include "schedule/schedule_policy.h"
+#include "speculate/open_drafter.h"
+#include "speculate/tree_plan.h"
+
+namespace grove::cli {
+
+void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
+  cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
+  cmd.add_option("--draft", o.draft,
+                 "Draft GGUF, or 'none' to serve without speculation (default: the bundled draft "
+                 "with the bundled target)");
+  cmd.add_option("--spec", o.spec,
+                 "Tree of requests that name none: auto (one Sequoia tree measured at the first "
+                 "request), off, chain:K, kconfig:..., sequoia:N[,D], opt:N,DELTA")
+      ->capture_default_str();
+  cmd.add_option("--accept", o.accept_file,
+                 "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
+  cmd.add_option("--policy", o.policy,
+                 "Scheduling of the clients' sequences: batched (their trees verified in shared "
+                 "forwards), seed, serial-sd, serial-ar")
+      ->capture_default_str();
+  cmd.add_option("--alias", o.alias, "Model id of /v1/models (default: the file's name)");
+  cmd.add_option("--parallel", o.parallel, "Sequences generated at once (target KV slots)")
+      ->capture_default_str();
+  cmd.add_option("--queue", o.queue,
+                 "Sequences that may wait for a slot; more get 503 with Retry-After")
+      ->capture_default_str();
+  cmd.add_option("-t,--threads", o.threads, "Target threads (0: all hardware threads)")
+      ->capture_default_str();
+  cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+      ->capture_default_str();
+  cmd.add_option("--node-budget", o.node_budget,
+                 "batched: most tokens (roots and tree nodes) one verify forward packs")
+      ->capture_default_str();
+  cmd.add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' on /v1/");
+  cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
+}
+
+ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
+  ServeModelOptions& opt = options_;
+  if (opt.model.empty()) {
+    const auto bundled = FindBundledModels();
+    if (!bundled) {
+      Fail(
+          "no model given (-m) and the bundled models were not found; set GROVE_MODELS or pass "
+          "-m MODEL.gguf");
+    }
+    opt.model = bundled->target;
+    if (opt.draft.empty()) opt.draft = bundled->draft;
+  }
+  if (opt.parallel < 1 || opt.parallel > 256)
+    Fail("--parallel ", opt.parallel, " out of range 1..256");
+  if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");
+  if (opt.port < 0 || opt.port > 65535) Fail("--port ", opt.port, " out of range 0..65535");
+  const SchedulePolicy policy = ParseSchedulePolicy(opt.policy);
+  target_ =
+      Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx, .n_seq = opt.parallel});
+  service_options_ = serve::ServiceOptions{
+      .model_id = opt.alias.empty() ? std::filesystem::path(opt.model).stem().string() : opt.alias,
+      .policy = policy,
+      .spec = opt.spec,
+      .max_waiting = opt.queue,
+      .node_budget = opt.node_budget,
+      .chat_template = serve::DetectChatTemplate(
+          target_->parameters()->gguf().GetString("tokenizer.chat_template", ""))};
+  if (!opt.draft.empty() && opt.draft != "none") {
+    draft_ = OpenDrafter(opt.draft, *target_).model->parameters();
+    // Requests default to OpenAI's temperature 1: the sampled acceptance vector fits them better.
+    const std::string accept = opt.accept_file.empty()
+                                   ? BundledAcceptanceFor(opt.model, opt.draft, /*greedy=*/false)
+                                   : opt.accept_file;
+    service_options_.plan_inputs = ReadPlanInputs(accept, "", target_->max_batch());
+  }
+  target_->WarmUp();
+  service_ = std::make_unique<serve::CompletionService>(*target_, draft_, service_options_);
+  http_ = std::make_unique<serve::HttpServer>(
+      *service_,
+      serve::HttpServerOptions{.host = opt.host, .port = opt.port, .api_key = opt.api_key});
+  port_ = http_->Bind();
+}
+
+ServeEngine::~ServeEngine() {
+  if (thread_.joinable()) {
+    http_->Stop();
+    thread_.join();
+  }
+}
+
+void ServeEngine::Start() {
+  thread_ = std::thread([this] { http_->Listen(); });
+}
+
+std::string ServeEngine::Describe() const {
+  const ServeModelOptions& o = options_;
+  char text[1024];
+  std::snprintf(text, sizeof(text),
+                "%s as '%s' on http://%s:%d (draft %s, tree %s, policy %s, %d parallel, chat "
+                "template %s)",
+                o.model.c_str(), service_options_.model_id.c_str(), o.host.c_str(), port_,
+                draft_ ? o.draft.c_str() : "none", draft_ ? o.spec.c_str() : "off",
+                o.policy.c_str(), o.parallel,
+                std::string(serve::ChatTemplateName(service_options_.chat_template)).c_str());
+  return text;
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,65 @@
+// What `grove serve` and `grove serve-bench` (without --url) share: the options that choose the
+// pair and how it serves, and a running server over them (model contexts, CompletionService,
+// HttpServer on its own thread).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+
+#include "model/model.h"
+#include "serve/completion_service.h"
+#include "serve/http_server.h"
+
+namespace grove::cli {
+
+struct ServeModelOptions {
+  std::string model;
+  std::string draft;
+  std::string spec = "auto";
+  std::string accept_file;
+  std::string policy = "batched";
+  std::string alias;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int parallel = 4;
+  int queue = 64;
+  int threads = 0;
+  int n_ctx = 0;
+  int node_budget = 128;
+  std::string api_key;
+  bool verbose = false;
+};
+
+void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o);
+
+class ServeEngine {
+ public:
+  // Loads the pair (the bundled one by default) and binds the server; throws grove::Error.
+  explicit ServeEngine(ServeModelOptions options);
+  ~ServeEngine();
+
+  // Serves on a thread of its own (Stop ends it), or on the caller's (Listen).
+  void Start();
+  void Listen() { http_->Listen(); }
+  void Stop() { http_->Stop(); }
+
+  int port() const { return port_; }
+  const ServeModelOptions& options() const { return options_; }
+  // One line: the model, its id, the address, the draft and tree, the policy, the slots.
+  std::string Describe() const;
+
+ private:
+  ServeModelOptions options_;
+  std::unique_ptr<Model> target_;
+  std::shared_ptr<const ModelParameters> draft_;
+  serve::ServiceOptions service_options_;
+  std::unique_ptr<serve::CompletionService> service_;
+  std::unique_ptr<serve::HttpServer> http_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace grove::cli
