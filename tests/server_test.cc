@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -370,6 +371,66 @@ TEST_F(ServerTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
   }
   EXPECT_LT(chunks.load(), 200);
   EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+// The live view's feed: subscribed before a request starts (id=next), it gets every step's tree
+// with its accepted path and emitted text, which together make the response; then "done".
+TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
+  Server server(2, 8);
+  std::string events;
+  std::atomic<bool> subscribed{false};
+  std::thread watcher([&] {
+    httplib::Client client = server.Client();
+    client.Get("/v1/steps?id=next", [&](const char* data, size_t n) {
+      subscribed = true;
+      events.append(data, n);
+      return events.find("event: done") == std::string::npos;
+    });
+  });
+  // The first bytes (a keep-alive after a second, or a step) say the subscription is in place;
+  // the subscription itself is made before the handler sends anything, so wait for the headers.
+  httplib::Client client = server.Client();
+  for (int tries = 0; !subscribed && tries < 200; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  int status = 0;
+  const json body =
+      PostJson(client, "/v1/completions",
+               {{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"temperature", 0}}, &status);
+  ASSERT_EQ(status, 200);
+  watcher.join();
+  std::string emitted;
+  int steps = 0;
+  for (std::size_t at = 0; (at = events.find("event: step\ndata: ", at)) != std::string::npos;) {
+    at += 18;
+    const json step = json::parse(events.substr(at, events.find("\n\n", at) - at));
+    ++steps;
+    EXPECT_EQ(step.at("step").get<int>(), steps);
+    const json& nodes = step.at("nodes");
+    ASSERT_FALSE(nodes.empty());
+    std::string path;
+    int parent = -1, depth = 1;
+    for (const json& a : step.at("accepted")) {
+      const json& node = nodes.at(a.get<int>());
+      EXPECT_EQ(node.at("parent").get<int>(), parent);
+      EXPECT_EQ(node.at("depth").get<int>(), depth++);
+      parent = a.get<int>();
+      path += node.at("token").get<std::string>();
+    }
+    const std::string text = step.at("emitted");
+    // The accepted tokens, then the next one (the last step may stop short at max_tokens).
+    const std::size_t common = std::min(path.size(), text.size());
+    EXPECT_EQ(text.substr(0, common), path.substr(0, common));
+    emitted += text;
+    EXPECT_GE(step.at("tau").get<double>(), 1.0);
+  }
+  EXPECT_EQ(steps, body.at("grove").at("steps").get<int>());
+  EXPECT_EQ(emitted, body.at("choices").at(0).at("text"));
+  EXPECT_NE(events.find("event: done"), std::string::npos);
+  auto page = client.Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("/v1/steps?id="), std::string::npos);
+  EXPECT_EQ(client.Get("/v1/steps?id=cmpl-999")->status, 404);
 }
 
 // Many clients at once, mixed lengths, a share of them cancelling: every completed response

@@ -3,6 +3,8 @@
 #include <random>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "model/tokenizer.h"
@@ -28,6 +30,38 @@ SpeculationPolicy PlainPolicy(const SamplerParams& sampling) {
   policy.rule = sampling.greedy() ? VerifyRule::kGreedy : VerifyRule::kTargetSample;
   policy.sampling = sampling;
   return policy;
+}
+
+// One step for the live view: the tree (each node's token text, parent, depth and draft
+// probability), the accepted path, the emitted text, and the choice's running tau and acceptance
+// by depth.
+std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice, int64_t steps,
+                      int64_t tokens, const std::vector<int64_t>& accepted_at_depth,
+                      const std::vector<int64_t>& reached_depth) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const TreeNode& node : step.tree.nodes()) {
+    nodes.push_back({{"token", node.token >= 0 ? std::string(tok.TokenPiece(node.token)) : ""},
+                     {"parent", node.parent},
+                     {"depth", node.depth},
+                     {"prob", node.prob}});
+  }
+  std::string emitted;
+  for (int32_t t : step.tokens) emitted += tok.TokenPiece(t);
+  nlohmann::json by_depth = nlohmann::json::array();
+  for (std::size_t d = 0; d < reached_depth.size(); ++d) {
+    by_depth.push_back(
+        reached_depth[d] ? static_cast<double>(accepted_at_depth[d]) / reached_depth[d] : 0.0);
+  }
+  const nlohmann::json event{
+      {"choice", choice},
+      {"step", steps},
+      {"nodes", std::move(nodes)},
+      {"accepted", std::vector<int32_t>(step.accepted.begin(), step.accepted.end())},
+      {"emitted", emitted},
+      {"tau", steps ? static_cast<double>(tokens) / steps : 0.0},
+      {"acceptance_by_depth", std::move(by_depth)}};
+  // Byte-fallback pieces may be parts of a character: replaced rather than thrown on.
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 uint64_t RandomSeed() {
@@ -216,6 +250,12 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       (request.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
   auto completion =
       std::make_shared<Completion>(id, request.n, static_cast<int64_t>(prompt.size()), tree);
+  std::shared_ptr<StepChannel> channel;
+  {
+    std::lock_guard lock(running_mutex_);
+    channel = std::exchange(next_channel_, std::make_shared<StepChannel>());
+  }
+  auto choices_left = std::make_shared<int32_t>(request.n);  // touched on the scheduler's thread
 
   std::vector<std::string> stops = request.stop;
   if (request.chat) {
@@ -233,12 +273,29 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       StopMatcher stop;
       bool stopped = false;
       bool end_of_generation = false;
+      // For the live view: steps so far, tokens, and acceptance by depth.
+      int64_t steps = 0, tokens = 0;
+      std::vector<int64_t> accepted_at_depth, reached_depth;
     };
     auto state = std::make_shared<ChoiceState>(tok, stops);
     SequenceRequest q{.prompt = prompt,
                       .sequence = static_cast<uint64_t>(i),
                       .n_predict = request.max_tokens,
                       .speculation = policy};
+    q.on_step = [channel, state, &tok, i](const StepView& step) {
+      ++state->steps;
+      state->tokens += static_cast<int64_t>(step.tokens.size());
+      const int32_t depth = step.tree.depth();
+      if (static_cast<int32_t>(state->reached_depth.size()) < depth) {
+        state->reached_depth.resize(depth, 0);
+        state->accepted_at_depth.resize(depth, 0);
+      }
+      for (int32_t d = 0; d < depth; ++d) ++state->reached_depth[d];
+      for (std::size_t d = 0; d < step.accepted.size(); ++d) ++state->accepted_at_depth[d];
+      if (!channel->watched()) return;
+      channel->Publish(StepEvent(tok, step, i, state->steps, state->tokens,
+                                 state->accepted_at_depth, state->reached_depth));
+    };
     q.on_tokens = [completion, state, &tok, i](std::span<const int32_t> tokens) {
       if (completion->cancelled()) return false;
       for (int32_t token : tokens) {
@@ -255,23 +312,40 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       }
       return true;
     };
-    done.push_back([this, completion, state, policy, i](SequenceResult&& result) {
-      if (!state->stopped && result.error.empty()) {
-        std::string rest = state->stop.Push(state->decoder.Flush()) + state->stop.Flush();
-        if (!rest.empty()) completion->Push({.choice = i, .text = std::move(rest)});
-      }
-      const char* reason = !result.error.empty()                        ? "error"
-                           : state->stopped || state->end_of_generation ? "stop"
-                                                                        : "length";
-      metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
-      metrics_.TargetBusy(scheduler_->stats().target_busy_seconds);
-      const TreePlan& plan =
-          policy->plan.is_auto() ? scheduler_->options().speculation.plan : policy->plan;
-      completion->FinishChoice(i, result, reason, plan.text);
-    });
+    done.push_back(
+        [this, completion, state, policy, channel, choices_left, i](SequenceResult&& result) {
+          if (--*choices_left == 0) {
+            channel->Close();
+            std::lock_guard lock(running_mutex_);
+            running_.erase(completion->id());
+          }
+          if (!state->stopped && result.error.empty()) {
+            std::string rest = state->stop.Push(state->decoder.Flush()) + state->stop.Flush();
+            if (!rest.empty()) completion->Push({.choice = i, .text = std::move(rest)});
+          }
+          const char* reason = !result.error.empty()                        ? "error"
+                               : state->stopped || state->end_of_generation ? "stop"
+                                                                            : "length";
+          metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
+          metrics_.TargetBusy(scheduler_->stats().target_busy_seconds);
+          const TreePlan& plan =
+              policy->plan.is_auto() ? scheduler_->options().speculation.plan : policy->plan;
+          completion->FinishChoice(i, result, reason, plan.text);
+        });
     sequences.push_back(std::move(q));
   }
-  switch (feed_.SubmitAll(std::move(sequences), std::move(done))) {
+  {
+    std::lock_guard lock(running_mutex_);
+    const std::string text = request.chat ? request.messages.back().content : request.prompt;
+    running_[id] = {channel, text.substr(0, 80), tree};
+  }
+  const RequestFeed::Submitted submitted = feed_.SubmitAll(std::move(sequences), std::move(done));
+  if (submitted != RequestFeed::Submitted::kQueued) {
+    channel->Close();
+    std::lock_guard lock(running_mutex_);
+    running_.erase(id);
+  }
+  switch (submitted) {
     case RequestFeed::Submitted::kQueued:
       break;
     case RequestFeed::Submitted::kFull:
@@ -288,5 +362,19 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
 }
 
 std::string CompletionService::MetricsText() const { return metrics_.Text(feed_.waiting()); }
+
+std::shared_ptr<StepChannel> CompletionService::Steps(const std::string& id) const {
+  std::lock_guard lock(running_mutex_);
+  if (id == "next") return next_channel_;
+  const auto it = running_.find(id);
+  return it == running_.end() ? nullptr : it->second.steps;
+}
+
+std::vector<CompletionService::RunningCompletion> CompletionService::Running() const {
+  std::lock_guard lock(running_mutex_);
+  std::vector<RunningCompletion> out;
+  for (const auto& [id, r] : running_) out.push_back({id, r.prompt, r.tree});
+  return out;
+}
 
 }  // namespace grove::serve

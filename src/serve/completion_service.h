@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,6 +28,7 @@
 #include "serve/api_request.h"
 #include "serve/chat_template.h"
 #include "serve/service_metrics.h"
+#include "serve/step_channel.h"
 #include "speculate/drafter.h"
 #include "speculate/tree_plan.h"
 
@@ -117,6 +119,17 @@ class CompletionService {
   // Prometheus text exposition of the service's counters (service_metrics.h).
   std::string MetricsText() const;
 
+  // The live view: the step feed of a running completion (null once it is done or unknown; "next":
+  // the feed of the next completion to start, so a watcher misses none of its steps), and the
+  // running ones (id, prompt's start, tree).
+  std::shared_ptr<StepChannel> Steps(const std::string& id) const;
+  struct RunningCompletion {
+    std::string id;
+    std::string prompt;  // its first characters
+    std::string tree;
+  };
+  std::vector<RunningCompletion> Running() const;
+
  private:
   SpeculationPolicy PolicyFor(const CompletionRequest& request, const SamplerParams& sampling);
   std::vector<int32_t> Tokenize(const CompletionRequest& request) const;
@@ -131,6 +144,14 @@ class CompletionService {
   ServiceMetrics metrics_;
   std::atomic<bool> failed_{false};
   std::atomic<uint64_t> next_id_{1};
+  mutable std::mutex running_mutex_;
+  struct Watched {
+    std::shared_ptr<StepChannel> steps;
+    std::string prompt;
+    std::string tree;
+  };
+  std::map<std::string, Watched> running_;
+  std::shared_ptr<StepChannel> next_channel_ = std::make_shared<StepChannel>();
   std::thread serving_;
 };
 

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "serve/api_error.h"
 #include "serve/api_response.h"
+#include "serve/tree_view_page.h"
 
 namespace grove::serve {
 namespace {
@@ -182,7 +183,9 @@ void HttpServer::Route() {
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key) {
+    // The page's EventSource cannot send headers: the step feed also takes ?key=.
+    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key ||
+        (req.path == "/v1/steps" && req.get_param_value("key") == options_.api_key)) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     SendJson(res, 401,
@@ -209,6 +212,45 @@ void HttpServer::Route() {
                                {"owned_by", "grove"},
                                {"meta", {{"n_ctx", service_.target().n_ctx()}}}};
     SendJson(res, 200, {{"object", "list"}, {"data", nlohmann::json::array({model})}});
+  });
+
+  server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(kTreeViewPage, "text/html; charset=utf-8");
+  });
+  server_->Get("/v1/requests", [this](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json data = nlohmann::json::array();
+    for (const auto& r : service_.Running()) {
+      data.push_back({{"id", r.id}, {"prompt", r.prompt}, {"tree", r.tree}});
+    }
+    SendJson(res, 200, {{"object", "list"}, {"data", std::move(data)}});
+  });
+  server_->Get("/v1/steps", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.get_param_value("id");
+    std::shared_ptr<StepChannel> channel = service_.Steps(id);
+    if (!channel) {
+      SendJson(res, 404,
+               ApiError(404, "no running request '" + id + "' (see /v1/requests, or id=next)",
+                        "not_found_error", "id")
+                   .ToJson());
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [channel, subscription = channel->Subscribe()](std::size_t, httplib::DataSink& sink) {
+          std::string event;
+          std::string text;
+          if (subscription->Next(&event, kKeepAlive)) {
+            text = "event: step\ndata: " + event + "\n\n";
+          } else if (subscription->closed()) {
+            text = "event: done\ndata: {}\n\n";
+          } else {
+            text = ": keep-alive\n\n";
+          }
+          if (!sink.write(text.data(), text.size())) return false;
+          if (text.rfind("event: done", 0) == 0) sink.done();
+          return true;
+        });
   });
 
   const ApiLimits limits{.max_tokens = service_.target().n_ctx()};
