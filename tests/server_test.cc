@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -431,6 +433,48 @@ TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
   ASSERT_TRUE(page);
   EXPECT_NE(page->body.find("/v1/steps?id="), std::string::npos);
   EXPECT_EQ(client.Get("/v1/steps?id=cmpl-999")->status, 404);
+}
+
+// The tree view in headless Chromium: the page starts a request, draws every step's tree, and
+// the DOM holds drafted nodes, an accepted path and rejected branches; a screenshot is kept under
+// build/ (a CI artifact).
+TEST_F(ServerTest, TreeViewRendersInHeadlessChromium) {
+  if (std::system("command -v chromium > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
+  }
+  Server server(2, 8);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) +
+                          "/?autostart=1&max_tokens=40&spec=kconfig:2,2,1";
+  // Virtual time runs the page's scripts until its request and step feed are done.
+  const std::string chromium =
+      "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
+      "--virtual-time-budget=20000 --window-size=1200,900 ";
+  std::string dom;
+  {
+    FILE* pipe = popen((chromium + "--dump-dom '" + url + "' 2>/dev/null").c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    char buffer[4096];
+    for (std::size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) dom.append(buffer, n);
+    pclose(pipe);
+  }
+  auto count = [&](const std::string& what) {
+    int n = 0;
+    for (std::size_t at = 0; (at = dom.find(what, at)) != std::string::npos; at += what.size()) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("data-done=\"1\""), 1) << dom.substr(0, 2000);
+  EXPECT_GE(count("class=\"node accepted"), 2);    // the root and at least one accepted node
+  EXPECT_GE(count("class=\"node rejected\""), 1);  // one path of a branching tree at most
+  EXPECT_GE(count("class=\"bar\""), 1);            // acceptance by depth
+  const std::string screenshot = std::string(GROVE_BUILD_DIR) + "/tree-view.png";
+  std::remove(screenshot.c_str());
+  ASSERT_EQ(
+      std::system(
+          (chromium + "--screenshot=" + screenshot + " '" + url + "' > /dev/null 2>&1").c_str()),
+      0);
+  EXPECT_TRUE(testing::FileExists(screenshot)) << screenshot;
 }
 
 // Many clients at once, mixed lengths, a share of them cancelling: every completed response

@@ -263,20 +263,24 @@ void Scheduler::Serve(RequestFeed& feed) {
   }
 }
 
-void Scheduler::BeginRun(const std::vector<int32_t>& first_prompt) {
+void Scheduler::BeginRun(std::span<const int32_t> first_prompt) {
   for (int32_t s = 0; s < target_.n_seq(); ++s) {
     if (target_.kv().acquired(s)) Fail("scheduler: target slot ", s, " is held by someone else");
   }
-  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
-    options_.speculation.plan =
-        FreezeAutoPlan(target_, LaneAt(0).draft.get(), first_prompt, options_.speculation);
-  }
+  ChooseAutoTree(first_prompt);
   stats_ = ScheduleStats{};
   slot_of_request_.clear();
   pending_shares_.clear();
   retained_.clear();
   in_flight_ = 0;
   for (auto& lane : lanes_) lane->request = -1;
+}
+
+void Scheduler::ChooseAutoTree(std::span<const int32_t> context) {
+  if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
+    options_.speculation.plan =
+        FreezeAutoPlan(target_, LaneAt(0).draft.get(), context, options_.speculation);
+  }
 }
 
 void Scheduler::Drive(Source& source) {

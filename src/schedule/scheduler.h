@@ -122,6 +122,10 @@ class Scheduler {
   // Generates every request; results in request order. Throws grove::Error on a malformed
   // request (an empty prompt, a prompt the context cannot hold, a bad shares_prompt_with).
   std::vector<SequenceResult> Run(std::span<const SequenceRequest> requests);
+  // Chooses an auto plan's tree now, measuring on `context` (frozen_auto_plan.h), instead of at
+  // the first request: a server does it at start-up, before load can disturb the measurement.
+  // Does nothing for other plans or once chosen. Call it while nothing runs.
+  void ChooseAutoTree(std::span<const int32_t> context);
   // Runs the requests a feed (request_feed.h) receives while it runs, admitting them in arrival
   // order as slots free, until the feed is closed and everything queued is done. Each result goes
   // to its request's on_done on this thread; a request that cannot run (its prompt does not fit
@@ -142,7 +146,7 @@ class Scheduler {
 
   Lane& LaneAt(std::size_t i);
   // Clears the per-run state (statistics, slots, shares) and chooses an auto plan's tree.
-  void BeginRun(const std::vector<int32_t>& first_prompt);
+  void BeginRun(std::span<const int32_t> first_prompt);
   // A target slot for request r: a fork of its sibling's when that one still holds its slot
   // (*cached: the prompt tokens the fork holds), else a fresh one.
   int32_t AcquireSlot(Source& source, int64_t r, int32_t* cached);

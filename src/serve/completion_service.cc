@@ -172,6 +172,12 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
     Fail("--spec ", options_.spec, ": ", e.what());
   }
   scheduler_ = std::make_unique<Scheduler>(target_, draft_, scheduler_options);
+  // An auto tree is measured now, on an ordinary sentence, not under the first requests' load.
+  const Tokenizer& tok = *target_.tokenizer();
+  scheduler_->ChooseAutoTree(
+      tok.Encode("The sun was warm, and the children played by the river until it was time to "
+                 "go home.",
+                 true));
   serving_ = std::thread([this] {
     try {
       scheduler_->Serve(feed_);

@@ -6,7 +6,8 @@ namespace grove::serve {
 // subscribes to /v1/steps?id=next before it starts its own request (so it sees every step), or
 // to a running request chosen from /v1/requests; each step redraws the draft tree (the accepted
 // path green, rejected branches faded) and the tau and acceptance-by-depth charts.
-// ?autostart=1&prompt=...&max_tokens=N starts a request on load (the headless page test).
+// ?autostart=1&prompt=...&max_tokens=N&spec=TREE starts a request on load (the headless page
+// test).
 const char kTreeViewPage[] = R"PAGE(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>grove: live draft trees</title>
 <style>
@@ -33,6 +34,7 @@ body { font: 14px system-ui, sans-serif; margin: 16px; color: #222; }
   <input id="prompt" value="Once upon a time">
   max tokens <input id="max_tokens" type="number" value="64" style="width:60px">
   temperature <input id="temperature" type="number" value="0" step="0.1" style="width:60px">
+  tree <input id="spec" placeholder="the server's" style="width:110px">
   <button id="go">Generate and watch</button>
   or watch <select id="running"><option value="">(a running request)</option></select>
 </div>
@@ -93,8 +95,8 @@ function drawTree(step) {
     const node = el("g", {class: "node " + (accepted.has(i) ? "accepted" : "rejected"),
                           "data-depth": n.depth}, g);
     el("rect", {x: x(n.depth), y: y(row[i]) - 12, width: 100, height: 24, rx: 4}, node);
-    el("text", {x: x(n.depth) + 4, y: y(row[i]) + 2}, node, shown(n.token).slice(0, 12));
-    el("text", {x: x(n.depth) + 4, y: y(row[i]) + 11, class: "prob"}, node, n.prob.toFixed(2));
+    el("text", {x: x(n.depth) + 4, y: y(row[i]) - 1}, node, shown(n.token).slice(0, 12));
+    el("text", {x: x(n.depth) + 4, y: y(row[i]) + 10, class: "prob"}, node, n.prob.toFixed(2));
   });
 }
 
@@ -148,6 +150,7 @@ async function generate() {
   watch("next", async () => {
     const body = {prompt: $("prompt").value, max_tokens: Number($("max_tokens").value),
                   temperature: Number($("temperature").value), stream: true};
+    if ($("spec").value) body.grove = {speculation: $("spec").value};
     const res = await fetch("/v1/completions", {method: "POST", body: JSON.stringify(body),
                                                 headers: {"Content-Type": "application/json"}});
     if (!res.ok) { $("status").textContent = "error " + res.status + ": " + await res.text(); return; }
@@ -177,6 +180,7 @@ $("running").onchange = () => { if ($("running").value) watch($("running").value
 const params = new URLSearchParams(location.search);
 if (params.get("prompt")) $("prompt").value = params.get("prompt");
 if (params.get("max_tokens")) $("max_tokens").value = params.get("max_tokens");
+if (params.get("spec")) $("spec").value = params.get("spec");
 if (params.get("autostart")) generate(); else setInterval(refreshRunning, 1000);
 </script>
 </body></html>
