@@ -5,6 +5,8 @@
 #include <system_error>
 #include <vector>
 
+#include "base/error.h"
+
 namespace grove::cli {
 
 std::optional<BundledModels> FindBundledModels() {
@@ -47,6 +49,19 @@ std::string BundledAcceptanceFor(const std::string& target, const std::string& d
     return "";
   }
   return bundled->acceptance(greedy);
+}
+
+bool DefaultToBundledPair(std::string& model, std::string& draft) {
+  if (!model.empty()) return false;
+  const auto bundled = FindBundledModels();
+  if (!bundled) {
+    Fail("no model given (-m) and the bundled models (models/", kBundledTarget, ", models/",
+         kBundledDraft,
+         ") were not found; set GROVE_MODELS to their directory or pass -m MODEL.gguf");
+  }
+  model = bundled->target;
+  if (draft.empty()) draft = bundled->draft;
+  return true;
 }
 
 }  // namespace grove::cli

@@ -29,6 +29,10 @@ struct BundledModels {
 // from the executable), then ./models. Nullopt when none holds both files.
 std::optional<BundledModels> FindBundledModels();
 
+// No model given (`model` empty): the bundled target, and the bundled draft unless `draft` names
+// one. Throws grove::Error when the bundled models are not found. True when it filled them in.
+bool DefaultToBundledPair(std::string& model, std::string& draft);
+
 // The bundled pair's acceptance vector for this sampling when target and draft are the bundled
 // files (a user's own pair has none); empty otherwise.
 std::string BundledAcceptanceFor(const std::string& target, const std::string& draft, bool greedy);

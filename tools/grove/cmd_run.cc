@@ -52,15 +52,7 @@ struct RunOptions {
 
 // No -m: the bundled target, speculating with the bundled draft unless the user chose a draft.
 void ResolveModels(RunOptions& o) {
-  if (o.model.empty()) {
-    const auto bundled = FindBundledModels();
-    if (!bundled) {
-      Fail("no model given (-m) and the bundled models (models/", kBundledTarget, ", models/",
-           kBundledDraft,
-           ") were not found; set GROVE_MODELS to their directory or pass -m MODEL.gguf");
-    }
-    o.model = bundled->target;
-    if (o.draft.empty()) o.draft = bundled->draft;
+  if (DefaultToBundledPair(o.model, o.draft)) {
     std::fprintf(stderr,
                  "[grove] bundled models: target %s, draft %s (-m and --draft choose others)\n",
                  o.model.c_str(), o.draft.c_str());

@@ -47,16 +47,7 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
 
 ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   ServeModelOptions& opt = options_;
-  if (opt.model.empty()) {
-    const auto bundled = FindBundledModels();
-    if (!bundled) {
-      Fail(
-          "no model given (-m) and the bundled models were not found; set GROVE_MODELS or pass "
-          "-m MODEL.gguf");
-    }
-    opt.model = bundled->target;
-    if (opt.draft.empty()) opt.draft = bundled->draft;
-  }
+  DefaultToBundledPair(opt.model, opt.draft);
   if (opt.parallel < 1 || opt.parallel > 256)
     Fail("--parallel ", opt.parallel, " out of range 1..256");
   if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");

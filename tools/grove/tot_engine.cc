@@ -54,16 +54,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
 
 TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   TotModelOptions& opt = options_;
-  if (opt.model.empty()) {
-    const auto bundled = FindBundledModels();
-    if (!bundled) {
-      Fail(
-          "no model given (-m) and the bundled models were not found; set GROVE_MODELS or "
-          "pass -m MODEL.gguf");
-    }
-    opt.model = bundled->target;
-    if (opt.draft.empty()) opt.draft = bundled->draft;
-  }
+  DefaultToBundledPair(opt.model, opt.draft);
   if (opt.slots < 1 || opt.slots > 1024) Fail("--slots ", opt.slots, " out of range 1..1024");
   if (opt.threads < 0 || opt.overlap_threads < 0) Fail("thread counts must be >= 0");
   if (opt.seed < 0) Fail("--seed must be >= 0");
