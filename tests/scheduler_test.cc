@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "model/tokenizer.h"
+#include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
 #include "speculate/model_drafter.h"
@@ -205,7 +206,8 @@ TEST_F(SchedulerTest, AutoBecomesOneMeasuredTreePerScheduler) {
   const SamplerParams greedy{.temperature = 0.0f};
   const auto alone = Alone(greedy);
   const SpeculationPolicy automatic = PolicyFor("auto", greedy);
-  for (SchedulePolicy policy : {SchedulePolicy::kSerialSd, SchedulePolicy::kSeed}) {
+  for (SchedulePolicy policy :
+       {SchedulePolicy::kSerialSd, SchedulePolicy::kSeed, SchedulePolicy::kBatched}) {
     SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
     Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = automatic});
     EXPECT_TRUE(scheduler.options().speculation.plan.is_auto());  // chosen when requests arrive
@@ -275,6 +277,36 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
     }
     EXPECT_EQ(target_->kv().in_use(), 0);
   }
+}
+
+// Batched verification: a tree's worth depends on how many share the forward and on what a step
+// costs besides it. With nothing besides, sixteen sequences sharing a forward get smaller trees
+// than one alone; with a large step cost, the largest tree that fits; never beyond the node
+// budget or the tree for one.
+TEST_F(SchedulerTest, TreesByConcurrencyFollowTheCurveAndTheStepCost) {
+  const SpeculationPolicy automatic = PolicyFor("auto", {.temperature = 0.0f});
+  auto lane = Model::Create(draft_, {.n_threads = 1, .n_ctx = 192});
+  const std::vector<int32_t> context = requests_[0].prompt;
+  FrozenAutoPlan frozen = FreezeAutoPlan(*target_, lane.get(), context, automatic, 16, 128);
+  EXPECT_EQ(target_->kv().in_use(), 0);
+  const int32_t alone = frozen.plan.shape.size();
+  ASSERT_GE(alone, 1) << "the bundled pair speculates: " << frozen.plan.text;
+  ConcurrencyTrees& trees = frozen.by_concurrency;
+  ASSERT_FALSE(trees.empty());
+  auto check_bounds = [&] {
+    for (int32_t k = 1; k <= 16; ++k) {
+      EXPECT_LE(trees.For(k).size(), alone) << k;
+      EXPECT_LE((trees.For(k).size() + 1) * k, 128) << k;  // k trees and roots fit the budget
+    }
+  };
+  trees.Update(0.0);
+  check_bounds();
+  EXPECT_LT(trees.For(16).size(), alone);
+  trees.Update(1.0);  // a step costs a second besides the forward: every token a tree wins counts
+  check_bounds();
+  EXPECT_EQ(trees.For(16).size(), std::min(alone, 128 / 16 - 1));
+  EXPECT_EQ(trees.For(1).size(), alone);
+  EXPECT_EQ(trees.For(99).size(), trees.For(16).size());  // clamped
 }
 
 // A server's requests: submitted from another thread while the scheduler runs, admitted as slots

@@ -33,8 +33,9 @@ VerifyCostCurve MeasureOn(Model& model, int32_t seq, std::span<const int32_t> co
 
 }  // namespace
 
-TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
-                        const SpeculationPolicy& policy) {
+FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
+                              const SpeculationPolicy& policy, int32_t max_concurrency,
+                              int32_t node_budget) {
   GROVE_CHECK(policy.plan.is_auto(), "frozen auto plan: plan '", policy.plan.text, "' is not auto");
   if (context.empty()) Fail("the auto plan needs a context to measure the target on");
   TreePlanInputs inputs = policy.inputs;
@@ -43,13 +44,14 @@ TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> co
     const auto prior = AutoPlanner::DefaultAcceptancePrior();
     inputs.acceptance.assign(prior.begin(), prior.end());
   }
+  const int32_t measured = std::min(target.max_batch(), std::max(inputs.max_tokens, node_budget));
   // A context too long to measure after (a request the context cannot hold fails later, alone)
   // is measured on its first part.
-  const auto room = std::max(1, target.n_ctx() - inputs.max_tokens);
+  const auto room = std::max(1, target.n_ctx() - measured);
   if (static_cast<int64_t>(context.size()) > room) context = context.first(room);
   const int32_t slot = target.kv().Acquire();
   try {
-    inputs.verify_cost = MeasureOn(target, slot, context, inputs.max_tokens, kTargetBudgetSeconds);
+    inputs.verify_cost = MeasureOn(target, slot, context, measured, kTargetBudgetSeconds);
   } catch (...) {
     target.kv().Release(slot);
     throw;
@@ -59,12 +61,17 @@ TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> co
     inputs.draft_seconds_per_level =
         MeasureOn(*draft, 0, context, 1, kDraftBudgetSeconds).Seconds(1);
   }
-  TreePlan plan = ParseTreePlan("sequoia:auto", inputs);
-  const SizeDepthChoice& choice = *plan.sequoia_choice;
-  plan.text = choice.size > 1 ? "auto: sequoia:" + std::to_string(choice.size) + "," +
-                                    std::to_string(choice.depth)
-                              : std::string("auto: plain");
-  return plan;
+  FrozenAutoPlan frozen;
+  frozen.plan = ParseTreePlan("sequoia:auto", inputs);
+  const SizeDepthChoice& choice = *frozen.plan.sequoia_choice;
+  frozen.plan.text = choice.size > 1 ? "auto: sequoia:" + std::to_string(choice.size) + "," +
+                                           std::to_string(choice.depth)
+                                     : std::string("auto: plain");
+  if (max_concurrency >= 1 && choice.size >= 2) {
+    frozen.by_concurrency = ConcurrencyTrees(*inputs.verify_cost, inputs.acceptance, choice.size,
+                                             max_concurrency, node_budget);
+  }
+  return frozen;
 }
 
 }  // namespace grove

@@ -16,16 +16,27 @@
 #include <span>
 
 #include "model/model.h"
+#include "schedule/concurrency_trees.h"
 #include "speculate/speculation.h"
 #include "speculate/tree_plan.h"
 
 namespace grove {
 
+struct FrozenAutoPlan {
+  // A sequoia plan whose shape may be empty (plain decoding wins); its text says what was chosen.
+  TreePlan plan;
+  // The tree for each of k sequences whose trees share one forward (the batched policy), from the
+  // same measured curve (concurrency_trees.h); empty without max_concurrency or a tree.
+  ConcurrencyTrees by_concurrency;
+};
+
 // policy.plan must be auto. target: a slot is acquired, `context` (all but its last token)
-// prefilled, t(n) measured and the slot released. draft: a draft forward context whose slot 0 is
-// free (left cleared), or null for a drafter without forwards (c = 0). Returns a sequoia plan
-// whose shape may be empty (plain decoding wins) and whose text says what was chosen.
-TreePlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
-                        const SpeculationPolicy& policy);
+// prefilled, t(n) measured up to the larger of the plan's budget and node_budget, and the slot
+// released. draft: a draft forward context whose slot 0 is free (left cleared), or null for a
+// drafter without forwards (c = 0). max_concurrency: the most sequences by_concurrency serves
+// (0: none).
+FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
+                              const SpeculationPolicy& policy, int32_t max_concurrency = 0,
+                              int32_t node_budget = 0);
 
 }  // namespace grove

@@ -65,7 +65,8 @@ struct Scheduler::Lane {
   std::unique_ptr<Model> draft;  // null for n-gram drafting
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<SpeculativeSession> session;
-  int64_t request = -1;  // -1: free
+  int64_t request = -1;         // -1: free
+  bool scheduler_tree = false;  // its session uses the scheduler's (auto) tree
   Clock::time_point enqueued;
   std::thread thread;  // seed, batched
 };
@@ -278,8 +279,12 @@ void Scheduler::BeginRun(std::span<const int32_t> first_prompt) {
 
 void Scheduler::ChooseAutoTree(std::span<const int32_t> context) {
   if (IsSpeculative(options_.policy) && options_.speculation.plan.is_auto()) {
-    options_.speculation.plan =
-        FreezeAutoPlan(target_, LaneAt(0).draft.get(), context, options_.speculation);
+    const bool batched = options_.policy == SchedulePolicy::kBatched;
+    FrozenAutoPlan frozen =
+        FreezeAutoPlan(target_, LaneAt(0).draft.get(), context, options_.speculation,
+                       batched ? target_.n_seq() : 0, options_.node_budget);
+    options_.speculation.plan = std::move(frozen.plan);
+    trees_by_concurrency_ = std::move(frozen.by_concurrency);
   }
 }
 
@@ -375,6 +380,7 @@ bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
   try {
     lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, PolicyFor(request),
                                                         SessionOptionsFor(request, slot, cached));
+    lane.scheduler_tree = !request.speculation || request.speculation->plan.is_auto();
     Timer busy;
     lane.session->Start(request.prompt);
     stats_.target_busy_seconds += busy.Seconds();
@@ -396,6 +402,11 @@ void Scheduler::Finish(Source& source, Lane& lane) {
   source.Done(lane.request);
   lane.request = -1;
   --in_flight_;
+}
+
+void Scheduler::ShapeFor(Lane& lane) {
+  if (trees_by_concurrency_.empty() || !lane.scheduler_tree) return;
+  lane.session->UseShape(trees_by_concurrency_.For(in_flight_));
 }
 
 void Scheduler::RunSerial(Source& source) {
@@ -567,6 +578,7 @@ void Scheduler::RunRounds(Source& source) {
         if (lane.session->done()) {  // n_predict 0: the lane is free again
           Finish(source, lane);
         } else {
+          ShapeFor(lane);
           rounds.AllowDraft(l);
         }
       }
@@ -575,12 +587,23 @@ void Scheduler::RunRounds(Source& source) {
   const bool batched = options_.policy == SchedulePolicy::kBatched;
   std::vector<std::size_t> taken;
   Batch batch;
+  // batched with an auto plan: the cost of a sequence step besides the forward, measured from
+  // round to round (a running mean), rechooses the trees by concurrency every so many rounds.
+  constexpr double kOverheadWeight = 0.05;
+  constexpr int kRoundsPerUpdate = 64;
+  const bool adapt = batched && !trees_by_concurrency_.empty();
+  double overhead =
+      trees_by_concurrency_.empty() ? 0.0 : trees_by_concurrency_.step_overhead_seconds();
+  int verified_rounds = 0;
+  Clock::time_point round_start = Clock::now();
   for (;;) {
     admit();
     if (in_flight_ == 0) {
       if (closed) break;
+      round_start = Clock::time_point{};  // the wait for a request is no step's cost
       continue;
     }
+    if (round_start == Clock::time_point{}) round_start = Clock::now();
     int32_t tokens = 0;
     rounds.TakeReady(taken, [&](std::size_t l) {
       if (!batched) return false;
@@ -605,6 +628,14 @@ void Scheduler::RunRounds(Source& source) {
     const std::span<const float> logits = target_.Forward(batch);
     const double forward_seconds = forward.Seconds();
     ++stats_.target_forwards;
+    if (adapt) {
+      const Clock::time_point end = Clock::now();
+      const double per_step =
+          std::max(0.0, SecondsBetween(round_start, end) - forward_seconds) / taken.size();
+      overhead += kOverheadWeight * (per_step - overhead);
+      round_start = end;
+      if (++verified_rounds % kRoundsPerUpdate == 0) trees_by_concurrency_.Update(overhead);
+    }
     for (std::size_t l : taken) {
       Lane& lane = *lanes_[l];
       SpeculativeSession& session = *lane.session;
@@ -618,6 +649,7 @@ void Scheduler::RunRounds(Source& source) {
       if (session.done() || !streaming) {
         Finish(source, lane);
       } else {
+        ShapeFor(lane);
         rounds.AllowDraft(l);
       }
     }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "schedule/concurrency_trees.h"
 #include "schedule/schedule_policy.h"
 #include "speculate/session.h"
 #include "speculate/speculation.h"
@@ -159,6 +160,8 @@ class Scheduler {
   // source took the request's failure as its result (the lane stays free).
   bool Admit(Source& source, int64_t r, Lane& lane);
   void Finish(Source& source, Lane& lane);
+  // Before a lane drafts: its tree for the sequences now in flight (batched, auto plan).
+  void ShapeFor(Lane& lane);
   void RunSerial(Source& source);
   void RunRounds(Source& source);
   void Drive(Source& source);
@@ -174,6 +177,8 @@ class Scheduler {
   std::unordered_map<int64_t, int32_t> slot_of_request_;  // while in flight (or retained)
   std::unordered_map<int64_t, int32_t> pending_shares_;   // later requests that fork each one
   std::vector<int64_t> retained_;  // finished requests whose slot a sibling may fork
+  // batched with an auto plan: the tree when k sequences are in flight (concurrency_trees.h).
+  ConcurrencyTrees trees_by_concurrency_;
   int32_t in_flight_ = 0;
   ScheduleStats stats_;
 };

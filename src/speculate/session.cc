@@ -98,7 +98,9 @@ void SpeculativeSession::Draft() {
   if (planner_ && planner_->WantsMeasurement(root_position_)) {
     planner_->Measure(target_, options_.target_seq, root_, root_position_);
   }
-  const TokenTree* shape = planner_ ? &planner_->NextShape() : nullptr;
+  const TokenTree* shape = planner_        ? &planner_->NextShape()
+                           : use_override_ ? &shape_override_
+                                           : nullptr;
   const TreePlan& plan = policy_.plan;
   const int32_t max_nodes = shape ? shape->size() : plan.max_nodes();
 
@@ -116,6 +118,17 @@ void SpeculativeSession::Draft() {
   }
   step_.draft_forward = draft_.expand_seconds();
   step_.tree_building = timer.Seconds() - draft_.expand_seconds();
+}
+
+void SpeculativeSession::UseShape(const TokenTree& shape) {
+  if (!policy_.plan.is_static() || policy_.plan.is_auto()) {
+    Fail("session: only a static plan's tree can be replaced, not '", policy_.plan.text, "'");
+  }
+  if (shape.size() > policy_.plan.max_nodes()) {
+    Fail("session: a tree of ", shape.size(), " nodes replaces one of ", policy_.plan.max_nodes());
+  }
+  shape_override_ = shape;
+  use_override_ = true;
 }
 
 void SpeculativeSession::AppendVerify(Batch& batch) {

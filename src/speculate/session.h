@@ -133,6 +133,13 @@ class SpeculativeSession {
   std::vector<int32_t> Generate(std::span<const int32_t> prompt,
                                 const std::function<bool(int32_t)>& on_token);
 
+  // The tree of the following steps instead of the plan's (a scheduler shrinks trees as more
+  // sequences share its forwards): a shape of at most the plan's nodes, copied (its storage is
+  // reused: no allocation once it held a tree as large). Static plans only; throws grove::Error
+  // otherwise. UsePlanShape returns to the plan's.
+  void UseShape(const TokenTree& shape);
+  void UsePlanShape() { use_override_ = false; }
+
   const SpeculationStats& stats() const { return stats_; }
   // This step's tree (after Draft), e.g. for a live view.
   const TokenTree& tree() const { return draft_.tree(); }
@@ -170,6 +177,8 @@ class SpeculativeSession {
   double step_wait_ = 0.0;  // RecordWait, this step
   bool done_ = true;
   bool previous_step_plain_ = false;
+  TokenTree shape_override_;  // UseShape
+  bool use_override_ = false;
   SpeculationStats stats_;
 };
 
