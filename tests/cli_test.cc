@@ -402,7 +402,7 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
       {"quantize " + q8 + " " + Path("x.gguf") + " q8_0 --bogus", "--bogus"},
       {"bench -m " + Path("missing.gguf") + " -p 1 -n 0 -r 1 --probe-mib 0", "missing.gguf"},
       {"bench -m " + q8 + " -r 0", "-r 0"},
-      {"bench -m " + q8 + " -t -1", "-t -1"},
+      {"bench -m " + q8 + " -t -1", "--threads: -1 is outside"},
       {"bench -m " + q8 + " --verify-curve 0", "--verify-curve: n=0"},
       {"bench -m " + q8 + " --verify-curve 1,100000", "n=100000"},
       {"bench -m " + q8 + " -o csv", "csv"},

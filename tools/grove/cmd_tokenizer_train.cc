@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "io/gguf.h"
 #include "model/tokenizer.h"
+#include "output_path.h"
 #include "train/bpe_trainer.h"
 #include "train/corpus_files.h"
 
@@ -23,6 +24,7 @@ struct TokenizerTrainOptions {
 };
 
 void RunTokenizerTrain(const TokenizerTrainOptions& o) {
+  CheckOutputFile(o.out, "-o");
   const std::string train = ReadCorpusFile(o.corpus, kCorpusTrainFile);
   const std::string valid = ReadCorpusFile(o.corpus, kCorpusValidFile);
   Timer timer;
