@@ -135,6 +135,8 @@ class BadInputTest : public ::testing::Test {
     ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0644), 0);
     fs::create_symlink(Path("model.gguf"), Path("link.gguf"));
     std::ofstream(Path("file.txt")) << "not a directory\n";
+    fs::create_directories(Path("corpus"));
+    std::ofstream(Path("corpus") + "/train.txt") << "a corpus part\n";
     std::ofstream(Path("prompts.txt")) << "hello world\n\nonce upon a time\n";
     fs::copy_file(std::string(GROVE_MODELS_DIR) + "/grove-pair.greedy.accept.json",
                   Path("accept.json"));
@@ -212,6 +214,8 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("synth --shape tiny -o " + Path("dir"), "a directory");
   add("tokenizer-train --corpus " + Path("nope") + " -o " + Path("dir"), "a directory");
   add("tree --accept " + Path("accept.json") + " -o " + Path("dir"), "a directory");
+  add("tokenizer-train --corpus " + Path("corpus") + " -o " + Path("corpus") + "/train.txt",
+      "is the input file");
   add("tree --accept " + Path("accept.json") + " -o " + Path("accept.json"), "is the input file");
   add(calibrate + " --max-prompts 0", "--max-prompts");
   add("calibrate -m " + m + " --draft " + m + " --prompts " + Path("prompts.txt") + " -o " + m,
