@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev                   # kernel micro-benchmarks
   libopenblas-dev                    # f32 matrix products of the trainer (optional: built-in fallback)
   clang-format                       # the format check the test suite runs (.clang-format)
+  clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)
 )
 
 missing=()
