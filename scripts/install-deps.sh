@@ -14,6 +14,7 @@ packages=(
   libcpp-httplib-dev                 # HTTP server of grove serve (and the client of its tests)
   chromium                           # the tree view's page test (headless; a screenshot in build/)
   clang-format                       # the format check the test suite runs (.clang-format)
+  clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)
 )
 
 missing=()

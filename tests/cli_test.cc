@@ -391,6 +391,48 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
             0u);
 }
 
+// Output meant for pipes and logs: `tree --dot` prints the graph alone on stdout, and progress
+// written to a file (stderr is one here) has no carriage returns.
+TEST_F(CliTest, OutputsAreCleanForPipesAndLogs) {
+  std::ofstream(Path("pipe-prompts.txt")) << "abc abc abc abc\n\nhello hello hello\n";
+  const std::string accept = std::string(GROVE_MODELS_DIR) + "/grove-pair.greedy.accept.json";
+  CommandResult r = Grove("tree --dot --budget 6 --accept " + accept);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("digraph", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("G = "), std::string::npos) << r.err;  // the summary went to stderr
+  r = Grove("bench -m " + Model("q8_0") +
+            " --draft ngram --spec chain:2 -r 2 -t 1 --spec-tokens 4 --prompts " +
+            Path("pipe-prompts.txt"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("repetition 2/2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+  r = Grove("calibrate -m " + Model("q8_0") + " --draft " + Model("q8_0") + " --prompts " +
+            Path("pipe-prompts.txt") + " --width 2 -n 4 -t 1 -o " + Path("pipe-accept.json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("prompt 2/2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos) << r.err;
+}
+
+// With no prompt, generation starts from the BOS token, as `run --help` says (the bundled models
+// have one, though they do not prepend it to text).
+TEST_F(CliTest, RunWithoutAPromptStartsFromBos) {
+  const CommandResult r = Grove("run -n 8 --temp 0 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("BOS"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stop: length"), std::string::npos) << r.err;
+}
+
+// OPT-Tree with a draft model decodes to the end of the context and stops there, like every other
+// tree: the room check covers the draft's cache, which fills first.
+TEST_F(CliTest, OptTreeWithADraftStopsCleanlyAtTheEndOfTheContext) {
+  for (const char* spec : {"opt:16,0.5", "opt:32,0.2"}) {
+    const CommandResult r = Grove(std::string("run --spec ") + spec +
+                                  " -p \"Once upon a time\" -n 600 --temp 0 --ignore-eos -t 1");
+    ASSERT_EQ(r.exit_code, 0) << spec << "\n" << r.err;
+    EXPECT_NE(r.err.find("stop: context full"), std::string::npos) << spec << "\n" << r.err;
+  }
+}
+
 TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
   struct Case {
     std::string args;
@@ -406,7 +448,7 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
       {"quantize " + q8 + " " + Path("x.gguf") + " q8_0 --bogus", "--bogus"},
       {"bench -m " + Path("missing.gguf") + " -p 1 -n 0 -r 1 --probe-mib 0", "missing.gguf"},
       {"bench -m " + q8 + " -r 0", "-r 0"},
-      {"bench -m " + q8 + " -t -1", "-t -1"},
+      {"bench -m " + q8 + " -t -1", "--threads: -1 is outside"},
       {"bench -m " + q8 + " --verify-curve 0", "--verify-curve: n=0"},
       {"bench -m " + q8 + " --verify-curve 1,100000", "n=100000"},
       {"bench -m " + q8 + " -o csv", "csv"},

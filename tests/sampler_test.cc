@@ -156,6 +156,53 @@ TEST(Sampler, FiltersCutTheSortedPrefix) {
   EXPECT_NEAR(probs[0], std::sqrt(0.5) / z, 1e-6);
 }
 
+// min-p compares probabilities after temperature, as llama.cpp does: at T = 0.5 the masses are
+// p^2 renormalised (0.5, 0.25, 0.15, 0.1 -> 1 : 0.25 : 0.09 : 0.04 of the top), at T = 2 they are
+// sqrt(p) (1 : 0.71 : 0.55 : 0.45). A min-p applied to the T = 1 ratios (1 : 0.5 : 0.3 : 0.2) keeps
+// another set in both cases, so the default CLI sampling (T 0.8, min-p 0.05) is covered where it
+// differs.
+TEST(Sampler, MinPComparesProbabilitiesAfterTemperature) {
+  const std::vector<float> logits = {std::log(0.5f), std::log(0.25f), std::log(0.15f),
+                                     std::log(0.1f)};
+  std::vector<float> probs(4);
+  Sampler cold(SamplerParams{.temperature = 0.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.22f});
+  cold.Distribution(logits, probs);  // keeps 1 and 0.25 (T = 1 ratios would keep three tokens)
+  EXPECT_NEAR(probs[0], 1.0 / 1.25, 1e-5);
+  EXPECT_NEAR(probs[1], 0.25 / 1.25, 1e-5);
+  EXPECT_EQ(probs[2], 0.0f);
+  EXPECT_EQ(probs[3], 0.0f);
+  Sampler hot(SamplerParams{.temperature = 2.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.52f});
+  hot.Distribution(logits, probs);  // keeps sqrt ratios >= 0.52: three tokens (T = 1: one)
+  const double z = std::sqrt(0.5) + std::sqrt(0.25) + std::sqrt(0.15);
+  EXPECT_NEAR(probs[0], std::sqrt(0.5) / z, 1e-5);
+  EXPECT_NEAR(probs[2], std::sqrt(0.15) / z, 1e-5);
+  EXPECT_EQ(probs[3], 0.0f);
+}
+
+// top-p keeps the smallest prefix whose mass reaches p: on an exact boundary (four equal tokens,
+// p = 0.5 and 0.75, where the prefix sums are exact in binary) the token that reaches it is kept
+// and the next is not; just above the boundary one more token is needed.
+TEST(Sampler, TopPKeepsTheTokenThatReachesTheMassExactly) {
+  const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
+  std::vector<float> probs(4);
+  for (auto [top_p, kept] : {std::pair{0.25f, 1}, {0.5f, 2}, {0.75f, 3}, {0.5001f, 3}}) {
+    Sampler s(SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = top_p, .min_p = 0.0f});
+    s.Distribution(logits, probs);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_FLOAT_EQ(probs[i], i < kept ? 1.0f / kept : 0.0f)
+          << "top-p " << top_p << " token " << i;
+    }
+  }
+  // The same with unequal masses: 0.5, 0.25, 0.25 (exact powers of two) and p = 0.75.
+  const std::vector<float> halves = {std::log(2.0f), 0.0f, 0.0f};
+  Sampler s(SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 0.75f, .min_p = 0.0f});
+  probs.assign(3, 0.0f);
+  s.Distribution(halves, probs);
+  EXPECT_NEAR(probs[0], 2.0 / 3, 1e-6);
+  EXPECT_NEAR(probs[1], 1.0 / 3, 1e-6);
+  EXPECT_EQ(probs[2], 0.0f);
+}
+
 TEST(Sampler, SameCounterSameDraw) {
   std::vector<float> logits(100);
   for (int i = 0; i < 100; ++i) logits[i] = std::sin(i * 0.7f) * 3;

@@ -68,11 +68,17 @@ double BruteForceBest(std::span<const double> p, int size, int max_levels) {
   return best;
 }
 
+// The last two are flat and long enough that the branching cap binds at the sizes tested: for
+// n = 8 the best tree is the star of 7 children (1 + 7 x 0.12 beats any tree with a grandchild),
+// which needs a cap of min(|p|, n - 1) = 7 exactly, with |p| = 8 and with |p| = 7; a cap one lower
+// on either side would lose it.
 const std::vector<std::vector<double>> kVectors = {
     {0.6, 0.2, 0.1},
     {0.8},
     {0.3, 0.25, 0.2, 0.15, 0.05},
     {0.45, 0.3, 0.05, 0.05},
+    std::vector<double>(8, 0.12),
+    std::vector<double>(7, 0.13),
 };
 
 TokenTree Chain(int length) {

@@ -121,6 +121,17 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
     // level (OPT-Tree may stop there when the random model's probabilities are flat).
     EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
   }
+  if (c.drafter == "same" && policy.plan.is_static() && !policy.plan.is_auto()) {
+    // More: it proposes exactly the target's next token at every node it feeds, so a static
+    // tree's top-ranked path is accepted to its end, and every depth a step's tree reaches is
+    // accepted in that step (a draft fed at a wrong position or with a stale cache breaks this
+    // long before it brings τ under 2).
+    const SpeculationStats& s = session.stats();
+    ASSERT_FALSE(s.reached_depth.empty());
+    for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
+      EXPECT_EQ(s.accepted_at_depth[d], s.reached_depth[d]) << "depth " << d + 1;
+    }
+  }
   if (!slice_path.empty()) std::remove(slice_path.c_str());
 }
 

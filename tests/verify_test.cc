@@ -61,12 +61,19 @@ Fit ChiSquare(const std::vector<int64_t>& counts, const std::vector<double>& pro
   return fit;
 }
 
-// A first-order Markov target and draft over a small vocabulary: the distribution after token t is
-// p[t] (resp. q[t]), so every tree node gets the row of its own token and rows differ per node.
+// A Markov target and draft over a small vocabulary. First order: the distribution after token t is
+// p[t] (resp. q[t]), so every tree node gets the row of its own token. Second order: the row after
+// (s, t) is p[s * n_vocab + t], so two nodes holding the same token under different parents get
+// different rows, and a rule that reads a sibling's, cousin's or parent's row is seen.
 struct MarkovPair {
   int32_t n_vocab = 0;
+  int order = 1;
   std::vector<Row> p, q;
-  int32_t root = 0;  // the token before the first emitted one
+  int32_t root = 0;         // the token before the first emitted one
+  int32_t before_root = 0;  // and the one before it (second order)
+  std::size_t Index(int32_t before, int32_t token) const {
+    return order == 2 ? static_cast<std::size_t>(before) * n_vocab + token : token;
+  }
 };
 
 // Builds a tree whose depth-d nodes each get shape[d - 1] children drawn from the draft row of
@@ -79,25 +86,32 @@ struct DrawnTree {
 
 void DrawTree(const MarkovPair& m, const std::vector<int32_t>& shape, ChildDraw draw,
               const CounterRng& rng, uint64_t seq, int64_t root_position, int32_t root_token,
-              DrawnTree& out) {
+              DrawnTree& out, int32_t before_root_token = 0) {
   out.tree = TokenTree();
-  out.target.assign(m.p[root_token].begin(), m.p[root_token].end());
-  out.draft.assign(m.q[root_token].begin(), m.q[root_token].end());
+  const std::size_t root_row = m.Index(before_root_token, root_token);
+  out.target.assign(m.p[root_row].begin(), m.p[root_row].end());
+  out.draft.assign(m.q[root_row].begin(), m.q[root_row].end());
   std::vector<int32_t> tokens;
   std::vector<int32_t> level = {-1};
+  std::vector<std::size_t> level_rows = {root_row};  // each level node's row in m.p / m.q
   for (size_t d = 0; d < shape.size(); ++d) {
     std::vector<int32_t> next_level;
-    for (int32_t parent : level) {
+    std::vector<std::size_t> next_rows;
+    for (std::size_t i = 0; i < level.size(); ++i) {
+      const int32_t parent = level[i];
       const int32_t parent_token = parent < 0 ? root_token : out.tree.node(parent).token;
-      DrawChildren(m.q[parent_token], shape[d], draw, rng, seq,
+      DrawChildren(m.q[level_rows[i]], shape[d], draw, rng, seq,
                    root_position + static_cast<int64_t>(d) + 1, tokens);
       for (int32_t t : tokens) {
+        const std::size_t row = m.Index(parent_token, t);
         next_level.push_back(out.tree.AddChild(parent, t, 0.0f));
-        out.target.insert(out.target.end(), m.p[t].begin(), m.p[t].end());
-        out.draft.insert(out.draft.end(), m.q[t].begin(), m.q[t].end());
+        next_rows.push_back(row);
+        out.target.insert(out.target.end(), m.p[row].begin(), m.p[row].end());
+        out.draft.insert(out.draft.end(), m.q[row].begin(), m.q[row].end());
       }
     }
     level = std::move(next_level);
+    level_rows = std::move(next_rows);
   }
 }
 
@@ -136,9 +150,12 @@ std::vector<int64_t> EmittedCounts(const MarkovPair& m, const std::vector<int32_
     emitted.clear();
     int64_t position = 100;  // the root's position
     while (static_cast<int>(emitted.size()) < n_tokens) {
-      const int32_t root = emitted.empty() ? m.root : emitted.back();
       const size_t before = emitted.size();
-      DrawTree(m, shape, draw, rng, seq, position, root, tree);
+      const int32_t root = before == 0 ? m.root : emitted[before - 1];
+      const int32_t before_root = before == 0   ? m.before_root
+                                  : before == 1 ? m.root
+                                                : emitted[before - 2];
+      DrawTree(m, shape, draw, rng, seq, position, root, tree, before_root);
       step(tree, seq, position, emitted);
       position += static_cast<int64_t>(emitted.size() - before);
     }
@@ -152,12 +169,14 @@ std::vector<int64_t> EmittedCounts(const MarkovPair& m, const std::vector<int32_
 // The target joint of the first n_tokens (1 or 2) after m.root.
 std::vector<double> TargetJoint(const MarkovPair& m, int n_tokens) {
   std::vector<double> probs;
+  const Row& first = m.p[m.Index(m.before_root, m.root)];
   if (n_tokens == 1) {
-    for (float v : m.p[m.root]) probs.push_back(v);
+    for (float v : first) probs.push_back(v);
     return probs;
   }
   for (int32_t x = 0; x < m.n_vocab; ++x) {
-    for (int32_t y = 0; y < m.n_vocab; ++y) probs.push_back(double{m.p[m.root][x]} * m.p[x][y]);
+    for (int32_t y = 0; y < m.n_vocab; ++y)
+      probs.push_back(double{first[x]} * m.p[m.Index(m.root, x)][y]);
   }
   return probs;
 }
@@ -183,6 +202,29 @@ MarkovPair SixTokenPair(Row root_p, Row root_q) {
   return m;
 }
 
+// The same, second order: the row after (s, t) also depends on s, and the draft again prefers the
+// target's unlikely tokens. (0, 0) is the root's row.
+MarkovPair SixTokenSecondOrderPair(Row root_p, Row root_q) {
+  MarkovPair m;
+  m.n_vocab = 6;
+  m.order = 2;
+  for (int32_t s = 0; s < 6; ++s) {
+    for (int32_t t = 0; t < 6; ++t) {
+      Row p(6), q(6);
+      for (int32_t x = 0; x < 6; ++x) {
+        p[x] = 1.0f + static_cast<float>((x * 7 + t * 3 + s * 5) % 6);
+        const auto r = static_cast<float>((x * 5 + t + s * 2) % 6);
+        q[x] = 1.0f + r * r;
+      }
+      m.p.push_back(Normalized(p));
+      m.q.push_back(Normalized(q));
+    }
+  }
+  m.p[0] = Normalized(std::move(root_p));
+  m.q[0] = Normalized(std::move(root_q));
+  return m;
+}
+
 const Row kP = {0.30f, 0.25f, 0.20f, 0.12f, 0.08f, 0.05f};
 const Row kQ = {0.05f, 0.10f, 0.15f, 0.20f, 0.25f, 0.25f};
 
@@ -194,8 +236,8 @@ struct FitCase {
   Row p, q;
 };
 
-void ExpectFits(const FitCase& c, int n_tokens, uint64_t seed) {
-  const MarkovPair m = SixTokenPair(c.p, c.q);
+void ExpectFits(const FitCase& c, int n_tokens, uint64_t seed, int order = 1) {
+  const MarkovPair m = order == 2 ? SixTokenSecondOrderPair(c.p, c.q) : SixTokenPair(c.p, c.q);
   const CounterRng rng(seed);
   CheckLossless(
       c.rule, c.draw,
@@ -262,6 +304,9 @@ TEST(VerifyFit, TwoTokenJointMatchesTargetOnDepthTwoTrees) {
   };
   uint64_t seed = 101;
   for (const FitCase& c : cases) ExpectFits(c, 2, seed++);
+  // Rows that depend on the parent's token too: a node's row is its own, not one of another node
+  // holding the same token.
+  for (const FitCase& c : cases) ExpectFits(c, 2, seed++, /*order=*/2);
 }
 
 TEST(VerifyFit, OneHotTargetEmitsOnlyItsToken) {

@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <system_error>
 
 #include "base/error.h"
 
@@ -26,17 +27,37 @@ inline void CpuRelax() {
 #endif
 }
 
-}  // namespace
-
-ThreadPool::ThreadPool(int n_threads) {
-  if (n_threads <= 0)
-    n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  n_threads_ = n_threads;
-  workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+int HardwareThreads() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-ThreadPool::~ThreadPool() {
+}  // namespace
+
+int MaxThreads() { return 4 * HardwareThreads(); }
+
+void CheckThreadCount(int n_threads, std::string_view what) {
+  if (n_threads < 0 || n_threads > MaxThreads()) {
+    Fail(what, " ", n_threads, " is outside 0..", MaxThreads(),
+         " (0: all hardware threads; at most 4 x the ", HardwareThreads(), " hardware threads)");
+  }
+}
+
+ThreadPool::ThreadPool(int n_threads) {
+  CheckThreadCount(std::max(n_threads, 0), "thread pool: thread count");
+  n_threads_ = n_threads <= 0 ? HardwareThreads() : n_threads;
+  workers_.reserve(n_threads_ - 1);
+  try {
+    for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  } catch (const std::system_error& e) {
+    // A std::thread destroyed while joinable ends the process: stop and join the started ones.
+    const std::size_t started = workers_.size();
+    StopWorkers();
+    Fail("thread pool: the system refused thread ", started + 2, " of ", n_threads_, " (", e.what(),
+         "); use fewer threads (-t)");
+  }
+}
+
+void ThreadPool::StopWorkers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
@@ -44,7 +65,10 @@ ThreadPool::~ThreadPool() {
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
+
+ThreadPool::~ThreadPool() { StopWorkers(); }
 
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;

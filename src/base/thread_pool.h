@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -20,9 +21,19 @@
 
 namespace grove {
 
+// The most threads a pool may have: 4 x the hardware threads. More only adds context switches to
+// a compute-bound pool, and an unbounded count (`-t 1000000`) would create threads until the
+// process or the machine gives out.
+int MaxThreads();
+
+// Checks a requested thread count: 0 (all hardware threads) to MaxThreads(); fails naming `what`.
+void CheckThreadCount(int n_threads, std::string_view what);
+
 class ThreadPool {
  public:
-  // n_threads <= 0 selects the number of hardware threads.
+  // n_threads <= 0 selects the number of hardware threads; more than MaxThreads() is an error, and
+  // so is a thread the system refuses to create (grove::Error, with the threads started so far
+  // joined).
   explicit ThreadPool(int n_threads);
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -43,6 +54,7 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int index);
+  void StopWorkers();  // wakes, stops and joins every worker
 
   int n_threads_;
   std::vector<std::thread> workers_;

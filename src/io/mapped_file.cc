@@ -13,7 +13,9 @@
 namespace grove {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO would otherwise block the open until a writer comes; the check below
+  // refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) Fail("cannot open '", path, "': ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {

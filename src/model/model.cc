@@ -49,6 +49,16 @@ int32_t CheckedSlots(const ModelOptions& options) {
   return options.n_seq;
 }
 
+// The context: the model's own (at most 4096) by default; never more than it was trained for, where
+// RoPE positions it has not seen give noise, and before the KV cache of that size is allocated.
+int32_t CheckedContext(const ModelOptions& options, const ModelConfig& config) {
+  if (options.n_ctx > config.n_ctx_train) {
+    Fail("model: context size ", options.n_ctx, " is larger than the model's context of ",
+         config.n_ctx_train, " tokens");
+  }
+  return options.n_ctx > 0 ? options.n_ctx : std::min(config.n_ctx_train, 4096);
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::Load(const std::string& path, const ModelOptions& options) {
@@ -75,7 +85,7 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
     : parameters_(std::move(parameters)),
       config_(parameters_->config()),
       weights_(parameters_->weights()),
-      n_ctx_(options.n_ctx > 0 ? options.n_ctx : std::min(config_.n_ctx_train, 4096)),
+      n_ctx_(CheckedContext(options, config_)),
       max_batch_(options.max_batch),
       pool_(std::move(pool)),
       kv_(CheckedSlots(options), config_.n_layer, n_ctx_, config_.kv_dim()) {

@@ -10,6 +10,12 @@ namespace grove {
 void OptTreeParams::Validate() const {
   if (n_nodes < 1) Fail("opt-tree: node budget ", n_nodes, " must be >= 1");
   if (!std::isfinite(delta)) Fail("opt-tree: threshold delta ", delta, " must be finite");
+  // A layer adds at most one expected token (E_sub grows by at most the mass of one level), so a
+  // threshold above 1 could never be passed: the tree would silently stay one level deep. (Below 0
+  // drafting goes on to the depth cap even when a layer adds nothing.)
+  if (delta > 1.0)
+    Fail("opt-tree: threshold delta ", delta,
+         " must be at most 1 (the expected tokens a layer adds)");
   if (max_depth < 0) Fail("opt-tree: depth cap ", max_depth, " must be >= 1, or 0 for the default");
 }
 

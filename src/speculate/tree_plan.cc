@@ -1,10 +1,10 @@
 #include "speculate/tree_plan.h"
 
 #include <charconv>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/text_file.h"
 
 namespace grove {
 namespace {
@@ -51,10 +51,9 @@ TokenTree KConfigShape(const std::vector<int32_t>& widths) {
 }
 
 nlohmann::json ReadJson(const std::string& path, std::string_view what) {
-  std::ifstream in(path);
-  if (!in) Fail("cannot read ", what, " '", path, "'");
+  const std::string text = ReadTextFile(path, what);
   try {
-    return nlohmann::json::parse(in);
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     Fail(what, " '", path, "' is not valid JSON: ", e.what());
   }

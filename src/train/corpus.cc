@@ -86,22 +86,21 @@ CorpusDocument GenerateCorpusDocument(uint64_t seed, uint64_t index) {
   return {CorpusKind::kGame24Value, GenerateGame24Value(rng)};
 }
 
-Corpus GenerateCorpus(const CorpusOptions& options) {
+CorpusStats GenerateCorpusDocuments(const CorpusOptions& options,
+                                    const std::function<void(bool, std::string_view)>& sink) {
   if (options.target_words < 1 || options.target_words > 10'000'000'000) {
     Fail("corpus: word count ", options.target_words, " out of range (1 to 10^10)");
   }
   if (options.valid_every < 2)
     Fail("corpus: valid_every must be at least 2, got ", options.valid_every);
-  Corpus corpus;
+  CorpusStats corpus_stats;
   std::unordered_set<std::string> distinct;
   int64_t words = 0;
   for (uint64_t i = 0; words < options.target_words; ++i) {
     const CorpusDocument doc = GenerateCorpusDocument(options.seed, i);
     const bool valid = i % options.valid_every == static_cast<uint64_t>(options.valid_every - 1);
-    std::string& text = valid ? corpus.valid : corpus.train;
-    CorpusPartStats& stats = valid ? corpus.stats.valid : corpus.stats.train;
-    if (!text.empty()) text += '\n';  // the empty line between documents
-    text += doc.text;
+    CorpusPartStats& stats = valid ? corpus_stats.valid : corpus_stats.train;
+    sink(valid, doc.text);
     const int64_t doc_words = CountWords(doc.text);
     const auto k = static_cast<std::size_t>(doc.kind);
     stats.documents[k] += 1;
@@ -110,7 +109,17 @@ Corpus GenerateCorpus(const CorpusOptions& options) {
     words += doc_words;
     AddDistinctWords(doc.text, &distinct);
   }
-  corpus.stats.distinct_words = static_cast<int64_t>(distinct.size());
+  corpus_stats.distinct_words = static_cast<int64_t>(distinct.size());
+  return corpus_stats;
+}
+
+Corpus GenerateCorpus(const CorpusOptions& options) {
+  Corpus corpus;
+  corpus.stats = GenerateCorpusDocuments(options, [&corpus](bool valid, std::string_view doc) {
+    std::string& text = valid ? corpus.valid : corpus.train;
+    if (!text.empty()) text += '\n';  // the empty line between documents
+    text += doc;
+  });
   return corpus;
 }
 

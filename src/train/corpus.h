@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -58,6 +59,11 @@ struct Corpus {
 
 // Throws grove::Error on out-of-range options.
 Corpus GenerateCorpus(const CorpusOptions& options);
+
+// The same documents handed to `sink(valid, text)` one at a time, in order, without holding the
+// corpus in memory (a corpus of 10^10 words is tens of GB); returns the statistics.
+CorpusStats GenerateCorpusDocuments(const CorpusOptions& options,
+                                    const std::function<void(bool, std::string_view)>& sink);
 
 // Counts whitespace-separated words (the unit of CorpusOptions::target_words).
 int64_t CountWords(std::string_view text);

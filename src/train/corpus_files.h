@@ -16,6 +16,12 @@ inline constexpr std::string_view kCorpusValidFile = "valid.txt";
 // naming the path when it cannot be written.
 void WriteCorpusFiles(const Corpus& corpus, const std::string& dir);
 
+// Generates the corpus of `options` straight into DIR/train.txt and DIR/valid.txt (through their
+// temporary files, renamed once both are complete), holding one document in memory at a time.
+// Fails, writing nothing, when the validation part would be empty (fewer documents than
+// options.valid_every): `grove train` cannot use such a corpus.
+CorpusStats WriteCorpus(const CorpusOptions& options, const std::string& dir);
+
 // Reads DIR/<file>. Throws grove::Error when the directory is missing or not a directory, or the
 // file is missing, unreadable or empty.
 std::string ReadCorpusFile(const std::string& dir, std::string_view file);

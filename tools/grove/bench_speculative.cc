@@ -10,6 +10,7 @@
 #include "kernels/kernel_set.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "progress_line.h"
 #include "prompt_file.h"
 #include "speculate/auto_planner.h"
 #include "speculate/open_drafter.h"
@@ -108,6 +109,7 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
   std::vector<double> plain_tps;
   SessionOptions so{.n_predict = o.n_predict, .stop_at_eog = false};
   GeneratePlain(*target, encoded[0], sampling, so, {});  // warm-up: page in, settle the pool
+  ProgressLine progress;
   for (int r = 0; r < repetitions; ++r) {
     std::vector<std::vector<int32_t>> plain_out;
     double seconds = 0;
@@ -135,11 +137,12 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
       row.tps.push_back(spec_tokens / spec_seconds);
       row.speedup.push_back(row.tps.back() / plain_tps.back());
     }
-    if (!json)
-      std::fprintf(stderr, "\rbench --spec: %d threads, repetition %d/%d", target->pool().size(),
-                   r + 1, repetitions);
+    if (!json) {
+      progress.Update(r + 1, repetitions,
+                      StrCat("bench --spec: ", target->pool().size(), " threads, repetition ",
+                             r + 1, "/", repetitions));
+    }
   }
-  if (!json) std::fprintf(stderr, "\n");
   const SampleStats plain = Summarize(plain_tps);
   bool all_identical = true;
   for (const PlanRow& row : rows) all_identical = all_identical && row.identical;

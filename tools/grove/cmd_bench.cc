@@ -25,7 +25,10 @@
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "model/config.h"
 #include "model/model.h"
+#include "option_checks.h"
+#include "output_path.h"
 
 namespace grove::cli {
 namespace {
@@ -162,9 +165,28 @@ void Validate(BenchOptions& o) {
       std::any_of(o.n_gen.begin(), o.n_gen.end(), [](int32_t n) { return n > 0; });
   if (!any_test && o.curve.empty())
     Fail("nothing to measure: -p and -n are all 0 and no --verify-curve");
+  for (const std::string& m : o.models) {
+    if (!o.profile_out.empty()) CheckOutputFile(o.profile_out, "--profile-out", {.inputs = {m}});
+  }
   if (!o.profile_out.empty() && o.models.size() * o.threads.size() != 1) {
     Fail("--profile-out describes one (model, threads) pair, but ", o.models.size(), " model(s) x ",
          o.threads.size(), " thread count(s) were given");
+  }
+  // Every test must fit the model's context: a 100000-token prompt on a 512-token model would run
+  // for an hour past what the model can attend to.
+  for (const std::string& path : o.models) {
+    const int64_t n_ctx = ConfigFromGguf(*GgufFile::Open(path)).n_ctx_train;
+    auto check = [&](int64_t needed, const std::string& what) {
+      if (needed > n_ctx) {
+        Fail(what, " needs a context of ", needed, " tokens, but '", path, "' holds ", n_ctx);
+      }
+    };
+    for (int32_t p : o.n_prompt) check(p, StrCat("-p ", p));
+    for (int32_t n : o.n_gen) check(int64_t{kGeneratePrefix} + n, StrCat("-n ", n));
+    if (!o.curve.empty()) {
+      check(int64_t{o.curve_prefix} + o.curve.back(),
+            StrCat("--curve-prefix ", o.curve_prefix, " with --verify-curve n=", o.curve.back()));
+    }
   }
 }
 
@@ -482,7 +504,8 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-t,--threads", o->threads,
                   "Thread counts, comma-separated (default: all hardware threads)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(ThreadCount());
   cmd->add_option("-o,--output", o->output, "Output format: md (tables) or json")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();

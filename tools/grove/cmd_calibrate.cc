@@ -12,6 +12,9 @@
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "option_checks.h"
+#include "output_path.h"
+#include "progress_line.h"
 #include "prompt_file.h"
 #include "speculate/open_drafter.h"
 #include "speculate/session.h"
@@ -34,6 +37,7 @@ void RunCalibrate(CalibrateOptions o) {
   o.sampling.Validate();
   if (o.width < 1 || o.width > 256) Fail("--width ", o.width, " must be in 1..256");
   if (o.n_predict < 1) Fail("-n ", o.n_predict, " must be >= 1");
+  CheckOutputFile(o.out, "-o", {.inputs = {o.model, o.draft, o.prompts}});
   const std::vector<std::string> prompts = ReadPromptFile(o.prompts);
   ModelOptions mo{.n_threads = o.threads};
   auto target = Model::Load(o.model, mo);
@@ -51,6 +55,7 @@ void RunCalibrate(CalibrateOptions o) {
   double draft_seconds = 0;
   int64_t steps = 0;
   const std::size_t n = std::min<std::size_t>(prompts.size(), o.max_prompts);
+  ProgressLine progress;
   for (std::size_t i = 0; i < n; ++i) {
     SpeculativeSession session(*target, *drafter.drafter, policy,
                                {.n_predict = o.n_predict, .sequence = i});
@@ -59,11 +64,10 @@ void RunCalibrate(CalibrateOptions o) {
     for (std::size_t k = 0; k < s.first_rank.size(); ++k) counts[k] += s.first_rank[k];
     draft_seconds += s.times.draft_forward;  // one level per step: the star's
     steps += s.steps - s.plain_steps;
-    std::fprintf(stderr, "\rcalibrating: prompt %zu/%zu, %lld steps", i + 1, n,
-                 static_cast<long long>(steps));
+    progress.Update(static_cast<int64_t>(i + 1), static_cast<int64_t>(n),
+                    StrCat("calibrating: prompt ", i + 1, "/", n, ", ", steps, " steps"));
   }
   if (steps == 0) Fail("calibrate: no step verified a tree (prompts too long for the context?)");
-  std::fprintf(stderr, "\n");
   nlohmann::json p = nlohmann::json::array();
   std::string shown;
   for (int32_t k = 1; k <= o.width; ++k) {
@@ -108,18 +112,23 @@ void AddCalibrateCommand(CLI::App& app) {
       ->required();
   cmd->add_option("-o,--out", o->out, "Output JSON")->required();
   cmd->add_option("--width", o->width, "Children of the star tree: entries of the vector")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens decoded per prompt")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--max-prompts", o->max_prompts, "Use at most this many prompts")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1'000'000));
   cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")
       ->capture_default_str();
   cmd->add_option("--top-k", o->sampling.top_k, "As for run")->capture_default_str();
   cmd->add_option("--top-p", o->sampling.top_p, "As for run")->capture_default_str();
   cmd->add_option("--min-p", o->sampling.min_p, "As for run")->capture_default_str();
   cmd->add_option("-s,--seed", o->seed, "Seed")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads (0: all)")->capture_default_str();
+  cmd->add_option("-t,--threads", o->threads, "Threads (0: all)")
+      ->capture_default_str()
+      ->check(ThreadCount());
   cmd->callback([o] { RunCalibrate(*o); });
 }
 

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "commands.h"
+#include "output_path.h"
 #include "train/corpus.h"
 #include "train/corpus_files.h"
 
@@ -32,17 +33,17 @@ void PrintPart(const char* name, const CorpusPartStats& part) {
 }
 
 void RunCorpus(const CorpusCommandOptions& o) {
+  CheckOutputDirectory(o.out, "--out");
   Timer timer;
-  const Corpus corpus = GenerateCorpus({.seed = o.seed, .target_words = o.words});
-  const double generate_s = timer.Seconds();
-  WriteCorpusFiles(corpus, o.out);
+  // Streamed to the files document by document: the corpus is never whole in memory.
+  const CorpusStats stats = WriteCorpus({.seed = o.seed, .target_words = o.words}, o.out);
   std::printf("| part  | kind           | documents |      words |       bytes |\n");
   std::printf("|-------|----------------|-----------|------------|-------------|\n");
-  PrintPart("train", corpus.stats.train);
-  PrintPart("valid", corpus.stats.valid);
-  std::printf("distinct words: %lld\n", static_cast<long long>(corpus.stats.distinct_words));
-  std::fprintf(stderr, "wrote %s/{train,valid}.txt (seed %llu) in %.1f s (generation %.1f s)\n",
-               o.out.c_str(), static_cast<unsigned long long>(o.seed), timer.Seconds(), generate_s);
+  PrintPart("train", stats.train);
+  PrintPart("valid", stats.valid);
+  std::printf("distinct words: %lld\n", static_cast<long long>(stats.distinct_words));
+  std::fprintf(stderr, "wrote %s/{train,valid}.txt (seed %llu) in %.1f s\n", o.out.c_str(),
+               static_cast<unsigned long long>(o.seed), timer.Seconds());
 }
 
 }  // namespace

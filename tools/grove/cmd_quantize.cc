@@ -28,6 +28,8 @@
 #include "commands.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "option_checks.h"
+#include "output_path.h"
 #include "quant/quant.h"
 
 namespace grove::cli {
@@ -39,6 +41,7 @@ struct QuantizeOptions {
   std::string type;
   int threads = 0;
   bool verbose = false;
+  bool force = false;
 };
 
 // A TYPE argument: one type for every matrix, or a mix rule on top of a base type.
@@ -204,28 +207,12 @@ void ConvertTensor(ThreadPool& pool, const TensorPlan& plan, std::span<uint8_t> 
   });
 }
 
-void CheckOutputPath(const QuantizeOptions& o) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::exists(o.out, ec) && fs::equivalent(o.in, o.out, ec)) {
-    Fail("output '", o.out, "' is the input file; write to a new path");
-  }
-  if (fs::is_directory(o.out, ec)) Fail("output '", o.out, "' is a directory");
-  const fs::path dir =
-      fs::path(o.out).has_parent_path() ? fs::path(o.out).parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec))
-    Fail("cannot write output '", o.out, "': directory '", dir.string(), "' does not exist");
-  if (::access(dir.c_str(), W_OK) != 0) {
-    Fail("cannot write output '", o.out, "': directory '", dir.string(), "' is not writable");
-  }
-}
-
 void RunQuantize(const QuantizeOptions& o) {
   InstallStderrLog(o.verbose);
   const QuantTarget& target = ParseTarget(o.type);
   if (o.threads < 0) Fail("-t ", o.threads, " must be >= 0 (0: all hardware threads)");
   auto in = GgufFile::Open(o.in);
-  CheckOutputPath(o);
+  CheckOutputFile(o.out, "output", {.inputs = {o.in}, .force = &o.force});
   const std::vector<TensorPlan> plans = PlanTensors(*in, target);
 
   GgufWriter writer(in->alignment());
@@ -304,7 +291,9 @@ void AddQuantizeCommand(CLI::App& app) {
          "Target type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, or q4_k_m (llama.cpp's mix)")
       ->required();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(ThreadCount());
+  cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");
   cmd->add_flag("-v,--verbose", o->verbose, "Print each tensor's conversion");
   cmd->footer(
       "Matrices take TYPE; 1-D tensors (norms) are stored as f32. A matrix whose rows do not "

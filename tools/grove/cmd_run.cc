@@ -4,18 +4,18 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "base/error.h"
+#include "base/text_file.h"
 #include "base/timer.h"
 #include "bundled_models.h"
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "option_checks.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
@@ -63,11 +63,7 @@ void ResolveModels(RunOptions& o) {
 
 std::string ReadPrompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
-  std::ifstream in(o.prompt_file, std::ios::binary);
-  if (!in) Fail("cannot read prompt file '", o.prompt_file, "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return ReadTextFile(o.prompt_file, "prompt file");
 }
 
 void RunGenerate(RunOptions o) {
@@ -94,7 +90,15 @@ void RunGenerate(RunOptions o) {
   const double load_s = load_timer.Seconds();
 
   std::vector<int32_t> prompt = tok->Encode(prompt_text, !o.no_bos && tok->add_bos_by_default());
-  if (prompt.empty()) Fail("the prompt is empty and the model has no BOS token to start from");
+  // Generation needs a first token: with no prompt text it is BOS, even for a model that does not
+  // prepend BOS to text (its add_bos_token is false), since that is where its documents start.
+  if (prompt.empty() && !o.no_bos && tok->bos() >= 0) prompt.push_back(tok->bos());
+  if (prompt.empty()) {
+    Fail("the prompt is empty and ",
+         o.no_bos ? "--no-bos leaves no token to start from"
+                  : "the model has no BOS token to start from",
+         "; give a prompt (-p or -f)");
+  }
   if (static_cast<int64_t>(prompt.size()) >= model->n_ctx()) {
     Fail("the prompt is ", prompt.size(), " tokens but the context holds ", model->n_ctx(),
          " (raise it with -c, up to the model's ", model->config().n_ctx_train, ")");
@@ -203,8 +207,8 @@ void AddRunCommand(CLI::App& app) {
   auto o = std::make_shared<RunOptions>();
   cmd->add_option("-m,--model", o->model,
                   "GGUF model file (the target; default: the bundled pair in models/)");
-  auto* p =
-      cmd->add_option("-p,--prompt", o->prompt, "Prompt text (default: empty, start from BOS)");
+  auto* p = cmd->add_option("-p,--prompt", o->prompt,
+                            "Prompt text (default: empty, start from the BOS token)");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
   cmd->add_option("--temp", o->sampling.temperature, "Temperature; 0 is greedy")
@@ -219,9 +223,10 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random, printed in the stats)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(ThreadCount());
   cmd->add_option("-c,--ctx-size", o->n_ctx,
-                  "Context size in tokens (0: the model's, at most 4096)")
+                  "Context size in tokens, at most the model's (0: the model's, at most 4096)")
       ->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not prepend the BOS token");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-text tokens");

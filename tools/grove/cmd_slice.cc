@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "io/gguf.h"
 #include "model/layer_slice.h"
+#include "output_path.h"
 
 namespace grove::cli {
 
@@ -14,13 +15,16 @@ void AddSliceCommand(CLI::App& app) {
   struct Options {
     std::string model, out;
     int32_t layers = 1;
+    bool force = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("-m,--model", o->model, "Source GGUF model")->required();
   cmd->add_option("--layers", o->layers, "Blocks to keep")->required();
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
+  cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");
   cmd->callback([o] {
     auto source = GgufFile::Open(o->model);
+    CheckOutputFile(o->out, "-o", {.inputs = {o->model}, .force = &o->force});
     LayerSliceWriter(*source, o->layers).WriteFile(o->out);
     std::fprintf(stderr, "wrote %s (first %d layers of %s)\n", o->out.c_str(), o->layers,
                  o->model.c_str());

@@ -9,6 +9,7 @@
 #include "base/timer.h"
 #include "commands.h"
 #include "model/random_model.h"
+#include "output_path.h"
 
 namespace grove::cli {
 namespace {
@@ -18,6 +19,7 @@ struct SynthOptions {
   std::string type = "q8_0";
   std::string out;
   uint64_t seed = 1;
+  bool force = false;
 };
 
 void RunSynth(const SynthOptions& o) {
@@ -31,6 +33,7 @@ void RunSynth(const SynthOptions& o) {
   if (!type) Fail("unknown weight type '", o.type, "'");
   spec->type = *type;
   spec->seed = o.seed;
+  CheckOutputFile(o.out, "-o", {.force = &o.force});
   Timer timer;
   GgufWriter writer = RandomModelWriter(*spec);
   // A progress line that rewrites itself on a terminal; one line per tenth in a log.
@@ -59,6 +62,7 @@ void AddSynthCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
+  cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");
   cmd->callback([o] { RunSynth(*o); });
 }
 

@@ -2,6 +2,7 @@
 // write it as a vocab-only GGUF. The result is loaded back with grove's own tokenizer to report
 // tokens per byte, which also proves the file is usable.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "base/error.h"
@@ -9,6 +10,7 @@
 #include "commands.h"
 #include "io/gguf.h"
 #include "model/tokenizer.h"
+#include "output_path.h"
 #include "train/bpe_trainer.h"
 #include "train/corpus_files.h"
 
@@ -23,6 +25,10 @@ struct TokenizerTrainOptions {
 };
 
 void RunTokenizerTrain(const TokenizerTrainOptions& o) {
+  const std::filesystem::path corpus(o.corpus);
+  CheckOutputFile(
+      o.out, "-o",
+      {.inputs = {(corpus / kCorpusTrainFile).string(), (corpus / kCorpusValidFile).string()}});
   const std::string train = ReadCorpusFile(o.corpus, kCorpusTrainFile);
   const std::string valid = ReadCorpusFile(o.corpus, kCorpusValidFile);
   Timer timer;

@@ -16,6 +16,8 @@
 #include "io/ggml_type.h"
 #include "io/gguf.h"
 #include "model/tokenizer.h"
+#include "option_checks.h"
+#include "output_path.h"
 #include "train/corpus_files.h"
 #include "train/gemm.h"
 #include "train/model_file.h"
@@ -54,9 +56,10 @@ GgmlType ExportType(const std::string& name) {
 }
 
 void ExportCheckpoint(const std::string& checkpoint, const std::string& out,
-                      const std::string& type_name, const std::string& name) {
+                      const std::string& type_name, const std::string& name, bool force) {
   const GgmlType type = ExportType(type_name);
   auto file = GgufFile::Open(checkpoint);
+  CheckOutputFile(out, "-o", {.inputs = {checkpoint}, .force = &force});
   const LoadedTrainModel model = LoadTrainModel(*file);
   const ParamLayout layout(model.shape);
   const std::string model_name = name.empty() ? file->GetString("general.name", "grove") : name;
@@ -81,25 +84,46 @@ struct TrainCliOptions {
 void RunTrain(TrainCliOptions& c) {
   TrainOptions& o = c.train;
   o.shape.tied_output = !c.untied;
-  if (!c.export_path.empty())
-    ExportType(c.export_type);  // refuse a bad type before hours of training
-  std::filesystem::create_directories(o.out_dir);
+  // Everything that can be refused is refused before hours of training, and before the run
+  // directory or its log exist.
+  ValidateTrainOptions(o);
+  CheckOutputDirectory(o.out_dir, "-o");
+  // --export may go into a directory that does not exist yet (the run directory, typically):
+  // then that directory must be creatable, and is created when the export is written.
+  const std::filesystem::path export_dir = std::filesystem::path(c.export_path).parent_path();
+  if (!c.export_path.empty()) {
+    ExportType(c.export_type);
+    if (!export_dir.empty() && !std::filesystem::exists(export_dir)) {
+      CheckOutputDirectory(export_dir.string(), "--export");
+    } else {
+      CheckOutputFile(c.export_path, "--export",
+                      {.inputs = {o.tokenizer_path, o.teacher_path, CheckpointPath(o.out_dir)}});
+    }
+  }
   const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
-  const bool new_log = !std::filesystem::exists(log_path);
-  std::ofstream log(log_path, std::ios::app);
-  if (!log) Fail("train: cannot write '", log_path, "'");
-  if (new_log) log << "step\tloss\tvalid_loss\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
+  // Opened at the first step: Train() checks the corpus and the tokenizer, and creates the run
+  // directory, before it; a refused run leaves nothing behind.
+  std::ofstream log;
+  auto open_log = [&] {
+    const bool new_log = !std::filesystem::exists(log_path);
+    log.open(log_path, std::ios::app);
+    if (!log) Fail("train: cannot write '", log_path, "'");
+    if (new_log) log << "step\tloss\tvalid_loss\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
+  };
   const bool tty = isatty(fileno(stderr));
   o.shape.n_vocab = TokenizerVocabSize(TokenizerKeys(*GgufFile::Open(o.tokenizer_path)));
 
-  std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %s%s%s\n",
-               DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
-               static_cast<long long>(o.optimizer.steps), GemmBackendName().c_str(),
-               o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
   g_stop = false;
   std::signal(SIGINT, OnInterrupt);
   bool announced_stop = false;
   auto progress = [&](const TrainProgress& p) {
+    if (!log.is_open()) {  // the first step: Train() accepted the corpus and the tokenizer
+      std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %s%s%s\n",
+                   DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
+                   static_cast<long long>(o.optimizer.steps), GemmBackendName().c_str(),
+                   o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
+      open_log();
+    }
     char valid[32] = "";
     if (!std::isnan(p.valid_loss)) std::snprintf(valid, sizeof(valid), " valid %.4f", p.valid_loss);
     log << p.step << '\t' << p.loss << '\t'
@@ -141,7 +165,10 @@ void RunTrain(TrainCliOptions& c) {
     std::fprintf(stderr, "run the same command again to resume\n");
     throw Error("train: interrupted");
   }
-  if (!c.export_path.empty()) ExportCheckpoint(r.checkpoint, c.export_path, c.export_type, o.name);
+  if (!c.export_path.empty()) {
+    if (!export_dir.empty()) std::filesystem::create_directories(export_dir);
+    ExportCheckpoint(r.checkpoint, c.export_path, c.export_type, o.name, false);
+  }
 }
 
 }  // namespace
@@ -215,9 +242,11 @@ void AddTrainCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--log-every", c->log_every,
                   "Steps between progress lines when not on a terminal")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
   cmd->add_option("-t,--threads", o.threads, "Threads of the matrix products")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(PositiveThreadCount());
   cmd->add_option("--export", c->export_path, "When training ends, write the model here");
   cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")
       ->capture_default_str();
@@ -228,6 +257,7 @@ void AddExportCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("export", "Write a training checkpoint as a model file");
   struct Options {
     std::string checkpoint, out, type = "q8_0", name;
+    bool force = false;
   };
   auto o = std::make_shared<Options>();
   cmd->add_option("checkpoint", o->checkpoint,
@@ -236,7 +266,11 @@ void AddExportCommand(CLI::App& app) {
   cmd->add_option("-o,--out", o->out, "Output GGUF")->required();
   cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0")->capture_default_str();
   cmd->add_option("--name", o->name, "general.name (default: the checkpoint's)");
-  cmd->callback([o] { ExportCheckpoint(o->checkpoint, o->out, o->type, o->name); });
+  cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");
+  cmd->callback([o] {
+    CheckOutputFile(o->out, "-o", {.inputs = {o->checkpoint}, .force = &o->force});
+    ExportCheckpoint(o->checkpoint, o->out, o->type, o->name, o->force);
+  });
 }
 
 void AddEvalCommand(CLI::App& app) {

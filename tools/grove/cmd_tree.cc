@@ -6,6 +6,8 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "option_checks.h"
+#include "output_path.h"
 #include "speculate/sequoia.h"
 #include "speculate/tree_plan.h"
 
@@ -25,7 +27,11 @@ void RunTree(const TreeOptions& o) {
     Fail("--budget ", o.budget, " must be in 2..1024 (tokens, root included)");
   if (o.max_depth < 0 || o.max_depth > o.budget)
     Fail("--max-depth ", o.max_depth, " must be in 1..budget");
+  if (!o.out.empty()) CheckOutputFile(o.out, "-o", {.inputs = {o.accept, o.profile}});
   AcceptanceFile accept = ReadAcceptanceFile(o.accept);
+  // With --dot, stdout carries the graph alone (`grove tree --dot | dot -Tsvg`); the summary lines
+  // go to stderr.
+  FILE* summary = o.dot ? stderr : stdout;
   TokenTree tree;
   if (!o.profile.empty()) {
     TreePlanInputs inputs{.acceptance = accept.acceptance,
@@ -37,36 +43,38 @@ void RunTree(const TreeOptions& o) {
     const SizeDepthChoice& c = *spec.sequoia_choice;
     tree = spec.shape;
     if (c.size == 1) {
-      std::printf(
+      std::fprintf(
+          summary,
           "hardware-aware choice: plain decoding | no tree up to %d tokens is predicted faster "
           "than one token per t(1) = %.3f ms with c = %.3f ms per draft level\n",
           o.budget, 1e3 * c.step_seconds, 1e3 * inputs.draft_seconds_per_level);
     } else {
-      std::printf(
-          "hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | "
-          "step %.3f ms (verify t(n) + d x c, c = %.3f ms) | predicted %.1f t/s, "
-          "speedup %.2fx over plain decoding\n",
-          c.size, c.depth, c.expected_tokens, 1e3 * c.step_seconds,
-          1e3 * inputs.draft_seconds_per_level, c.tokens_per_second, c.speedup);
+      std::fprintf(summary,
+                   "hardware-aware choice: n = %d tokens, depth %d | G(n,d) = %.3f tokens/step | "
+                   "step %.3f ms (verify t(n) + d x c, c = %.3f ms) | predicted %.1f t/s, "
+                   "speedup %.2fx over plain decoding\n",
+                   c.size, c.depth, c.expected_tokens, 1e3 * c.step_seconds,
+                   1e3 * inputs.draft_seconds_per_level, c.tokens_per_second, c.speedup);
     }
   } else {
     SequoiaTable table = SequoiaTable::Build(accept.acceptance, o.budget, o.max_depth);
     tree = o.max_depth ? table.Tree(o.budget, o.max_depth) : table.Tree(o.budget);
-    std::printf("optimal tree of %d tokens%s: G = %.3f tokens/step\n", o.budget,
-                o.max_depth ? (", depth <= " + std::to_string(o.max_depth)).c_str() : "",
-                o.max_depth ? table.Value(o.budget, o.max_depth) : table.Value(o.budget));
-    std::printf("G(n) for smaller budgets:");
+    std::fprintf(summary, "optimal tree of %d tokens%s: G = %.3f tokens/step\n", o.budget,
+                 o.max_depth ? (", depth <= " + std::to_string(o.max_depth)).c_str() : "",
+                 o.max_depth ? table.Value(o.budget, o.max_depth) : table.Value(o.budget));
+    std::fprintf(summary, "G(n) for smaller budgets:");
     for (int32_t n = 2; n <= o.budget; n *= 2) {
-      std::printf(" G(%d) = %.3f", n, o.max_depth ? table.Value(n, o.max_depth) : table.Value(n));
+      std::fprintf(summary, " G(%d) = %.3f", n,
+                   o.max_depth ? table.Value(n, o.max_depth) : table.Value(n));
     }
-    std::printf("\n");
+    std::fprintf(summary, "\n");
   }
   std::printf("%s", o.dot ? tree.ToDot().c_str() : tree.ToText().c_str());
   if (!o.out.empty()) {
     std::ofstream f(o.out);
     if (!f) Fail("cannot write '", o.out, "'");
     f << TreeShapeJson(tree) << "\n";
-    std::printf("wrote %s (use it with --spec file:%s)\n", o.out.c_str(), o.out.c_str());
+    std::fprintf(summary, "wrote %s (use it with --spec file:%s)\n", o.out.c_str(), o.out.c_str());
   }
 }
 
@@ -83,8 +91,8 @@ void AddTreeCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-depth", o->max_depth, "Depth bound, root level included (0: none)")
       ->capture_default_str();
-  cmd->add_option("--draft-cost", o->draft_cost,
-                  "Draft seconds per level (default: from --accept)");
+  cmd->add_option("--draft-cost", o->draft_cost, "Draft seconds per level (default: from --accept)")
+      ->check(FiniteRange(0.0, 3600.0));
   cmd->add_flag("--dot", o->dot, "Print Graphviz DOT instead of text");
   cmd->add_option("-o,--out", o->out, "Also write the shape as a tree file for --spec file:");
   cmd->callback([o] { RunTree(*o); });

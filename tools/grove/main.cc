@@ -1,7 +1,10 @@
 // grove: lossless speculative decoding for Llama-family models. This file only dispatches; each
 // sub-command lives in its own cmd_*.cc.
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <iostream>
+#include <string>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -19,6 +22,27 @@ void InstallStderrLog(bool verbose) {
                  static_cast<int>(message.size()), message.data());
   });
 }
+
+namespace {
+
+// Prints `error: MESSAGE` as one line (a message with line breaks is joined with "; ").
+void PrintError(std::string_view message) {
+  std::string line(message);
+  for (std::size_t i = 0; (i = line.find('\n', i)) != std::string::npos;) line.replace(i, 1, "; ");
+  std::fprintf(stderr, "error: %s\n", line.c_str());
+}
+
+// `grove NAME ...` where NAME is not a command: CLI11 would read NAME as a stray argument and, with
+// --help anywhere after it, print the main help and exit 0, hiding the typo.
+const char* UnknownCommand(CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return nullptr;
+  for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(argv[1])) return nullptr;
+  }
+  return argv[1];
+}
+
+}  // namespace
 
 }  // namespace grove::cli
 
@@ -46,6 +70,17 @@ int main(int argc, char** argv) {
   grove::cli::AddServeCommand(app);
   grove::cli::AddServeBenchCommand(app);
   grove::cli::InstallStderrLog(false);
+  // Usage errors are one line, like every other error; --help shows the usage.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("error: ") + e.what() + " (see --help)\n";
+  });
+  if (const char* name = grove::cli::UnknownCommand(app, argc, argv)) {
+    std::fprintf(stderr, "error: unknown command '%s' (grove --help lists the commands)\n", name);
+    return 2;
+  }
+  // Every failure ends here as one `error:` line and a non-zero exit: 2 for a command line CLI11
+  // rejects, 1 for anything thrown while running, whatever its type (a filesystem, stream or
+  // thread error from the standard library included), so that no input aborts the process.
   try {
     app.parse(argc, argv);
     if (version) {
@@ -58,12 +93,15 @@ int main(int argc, char** argv) {
       return 0;
     }
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  } catch (const grove::Error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
-    return 1;
+    return app.exit(e) == 0 ? 0 : 2;
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "error: out of memory\n");
+    grove::cli::PrintError("out of memory");
+    return 1;
+  } catch (const std::exception& e) {
+    grove::cli::PrintError(e.what());
+    return 1;
+  } catch (...) {
+    grove::cli::PrintError("unexpected exception");
     return 1;
   }
   return 0;

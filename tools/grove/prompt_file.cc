@@ -1,14 +1,14 @@
 #include "prompt_file.h"
 
-#include <fstream>
+#include <sstream>
 
 #include "base/error.h"
+#include "base/text_file.h"
 
 namespace grove::cli {
 
 std::vector<std::string> ReadPromptFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) Fail("cannot read prompt file '", path, "'");
+  std::istringstream in(ReadTextFile(path, "prompt file"));
   std::vector<std::string> prompts;
   std::string line, current;
   while (std::getline(in, line)) {

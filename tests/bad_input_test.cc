@@ -1,0 +1,303 @@
+// The CLI under bad input: a table of command lines that must each be refused cleanly. For every
+// row the grove binary runs with its own stdout and stderr, and the test asserts that it
+//   - ends by itself within a time bound (a FIFO read or an unbounded job would hang it),
+//   - exits with status 1 (refused while running) or 2 (usage), not by a signal (an uncaught
+//     exception aborts, a division by zero raises SIGFPE),
+//   - says so in exactly one line, `error: ...`, naming the problem (a sanitizer report, a
+//     backtrace or a help dump is more than one line),
+//   - changes nothing: every file of the scratch directory keeps its type, size and time, and no
+//     file or directory appears (a `.partial`, a log, a half-made run directory).
+// Each row is one mistake a new user makes; the sweep of issue #12 found most of them.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#ifndef GROVE_CLI
+#error "GROVE_CLI (path of the grove binary) must be defined by the build"
+#endif
+
+namespace grove {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Generous: every row is refused in well under a second in a release build; the sanitizer build
+// is several times slower, and a hang is caught all the same.
+constexpr auto kTimeBound = std::chrono::seconds(60);
+
+struct Outcome {
+  bool finished = false;  // false: killed at the time bound
+  bool signaled = false;
+  int status = -1;  // exit status, or the signal number when signaled
+  std::string out, err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the grove binary with `args` (no shell: each argument as given), stdin from /dev/null.
+Outcome RunGrove(const std::vector<std::string>& args, const fs::path& out_file,
+                 const fs::path& err_file) {
+  std::vector<std::string> argv_storage = {GROVE_CLI};
+  argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : argv_storage) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int in = ::open("/dev/null", O_RDONLY);
+    const int out = ::open(out_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int err = ::open(err_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (in < 0 || out < 0 || err < 0) ::_exit(126);
+    ::dup2(in, 0);
+    ::dup2(out, 1);
+    ::dup2(err, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  Outcome r;
+  const auto deadline = std::chrono::steady_clock::now() + kTimeBound;
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid) {
+      r.finished = true;
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.signaled = WIFSIGNALED(status);
+  r.status = r.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
+  r.out = ReadAll(out_file);
+  r.err = ReadAll(err_file);
+  return r;
+}
+
+// What the scratch directory holds: each entry's type, size and modification time.
+using Snapshot = std::map<std::string, std::tuple<int, uintmax_t, int64_t>>;
+
+Snapshot Take(const fs::path& dir) {
+  Snapshot s;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    struct stat st {};
+    if (::lstat(e.path().c_str(), &st) != 0) continue;
+    const int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 +
+                          static_cast<int64_t>(st.st_mtim.tv_nsec);
+    s[fs::relative(e.path(), dir).string()] = {static_cast<int>(st.st_mode & S_IFMT),
+                                               static_cast<uintmax_t>(st.st_size), mtime};
+  }
+  return s;
+}
+
+std::vector<std::string> Split(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words;
+}
+
+class BadInputTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    char pattern[] = "/tmp/grove_bad_input.XXXXXX";
+    ASSERT_NE(::mkdtemp(pattern), nullptr);
+    dir_ = new fs::path(pattern);
+    logs_ = new fs::path(std::string(pattern) + ".logs");  // outside the watched directory
+    fs::create_directories(*logs_);
+    const Outcome synth = RunGrove(Split("synth --shape tiny --type q8_0 -o " + Path("model.gguf")),
+                                   *logs_ / "out", *logs_ / "err");
+    ASSERT_EQ(synth.status, 0) << synth.err;
+    fs::create_directories(Path("dir"));
+    ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0644), 0);
+    fs::create_symlink(Path("model.gguf"), Path("link.gguf"));
+    std::ofstream(Path("file.txt")) << "not a directory\n";
+    fs::create_directories(Path("corpus"));
+    std::ofstream(Path("corpus") + "/train.txt") << "a corpus part\n";
+    std::ofstream(Path("prompts.txt")) << "hello world\n\nonce upon a time\n";
+    fs::copy_file(std::string(GROVE_MODELS_DIR) + "/grove-pair.greedy.accept.json",
+                  Path("accept.json"));
+    fs::copy_file(Path("model.gguf"), Path("readonly.gguf"));
+    fs::permissions(Path("readonly.gguf"), fs::perms::owner_read | fs::perms::group_read);
+    // A character device (the null device's numbers) needs root; the rows using it skip without.
+    has_device_ = ::mknod(Path("device").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0;
+  }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    fs::remove_all(*dir_, ec);
+    fs::remove_all(*logs_, ec);
+    delete dir_;
+    delete logs_;
+  }
+
+  static std::string Path(const std::string& name) { return (*dir_ / name).string(); }
+
+  static fs::path* dir_;
+  static fs::path* logs_;
+  static bool has_device_;
+};
+
+fs::path* BadInputTest::dir_ = nullptr;
+fs::path* BadInputTest::logs_ = nullptr;
+bool BadInputTest::has_device_ = false;
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string message;  // must appear in the one error line
+};
+
+TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
+  const std::string m = Path("model.gguf");
+  const std::string models = GROVE_MODELS_DIR;
+  const std::string pair =
+      "-m " + models + "/grove-target.gguf --draft " + models + "/grove-draft.gguf";
+  const std::string calibrate = "calibrate -m " + m + " --draft " + m + " --prompts " +
+                                Path("prompts.txt") + " -o " + Path("new.json");
+  const std::string train_args = " --tokenizer " + models + "/grove-target.gguf -o " + Path("run");
+  std::vector<BadInput> rows;
+  auto add = [&rows](const std::string& args, const std::string& message) {
+    rows.push_back({Split(args), message});
+  };
+  // A directory, a FIFO or a missing file where a file is read.
+  add("run " + pair + " --spec file:" + Path("dir") + " -p hi -n 4", "is a directory");
+  add("tree --accept " + Path("dir"), "is a directory");
+  add("tree --accept " + Path("accept.json") + " --profile " + Path("dir"), "is a directory");
+  add("tree --accept " + Path("fifo"), "not a regular file");
+  add("bench -m " + m + " --draft ngram --spec file:" + Path("dir") + " --prompts " +
+          Path("prompts.txt") + " -r 1",
+      "is a directory");
+  add("bench -m " + m + " --draft ngram --spec chain:2 -r 1 --prompts " + Path("dir"),
+      "is a directory");
+  add("info " + Path("fifo"), "not a regular file");
+  add("info " + Path("dir"), "not a regular file");
+  add("run -m " + Path("fifo") + " -p hi", "not a regular file");
+  add("run -m " + m + " -f " + Path("dir"), "is a directory");
+  add("run -m " + m + " -f " + Path("fifo"), "not a regular file");
+  add("calibrate -m " + m + " --draft " + m + " --prompts " + Path("fifo") + " -o " +
+          Path("new.json"),
+      "not a regular file");
+  add("eval -m " + m + " --corpus " + Path("nope"), "does not exist");
+  // Outputs that must not be written.
+  add("quantize " + m + " " + Path("fifo") + " q8_0", "a FIFO");
+  add("quantize " + m + " " + Path("link.gguf") + " q8_0", "a symbolic link");
+  add("quantize " + m + " " + Path("dir") + " q8_0", "a directory");
+  add("quantize " + m + " " + m + " q8_0", "is the input file");
+  add("quantize " + m + " " + Path("no/such/dir/x.gguf") + " q8_0", "does not exist");
+  add("quantize " + m + " " + Path("file.txt/x.gguf") + " q8_0", "is not a directory");
+  add("slice -m " + m + " --layers 1 -o " + m, "is the input file");
+  add("slice -m " + m + " --layers 1 -o " + Path("fifo"), "a FIFO");
+  add("export " + m + " -o " + m, "is the input file");
+  add("synth --shape tiny -o " + Path("fifo"), "a FIFO");
+  add("synth --shape tiny -o " + Path("dir"), "a directory");
+  add("tokenizer-train --corpus " + Path("nope") + " -o " + Path("dir"), "a directory");
+  add("tree --accept " + Path("accept.json") + " -o " + Path("dir"), "a directory");
+  add("tokenizer-train --corpus " + Path("corpus") + " -o " + Path("corpus") + "/train.txt",
+      "is the input file");
+  add("tree --accept " + Path("accept.json") + " -o " + Path("accept.json"), "is the input file");
+  add(calibrate + " --max-prompts 0", "--max-prompts");
+  add("calibrate -m " + m + " --draft " + m + " --prompts " + Path("prompts.txt") + " -o " + m,
+      "is the input file");
+  add("bench -m " + m + " --verify-curve 1 --profile-out " + Path("dir"), "a directory");
+  add("corpus --out " + Path("file.txt") + " --tokens 2000", "not a directory");
+  add("corpus --out " + Path("small") + " --tokens 2000", "validation part");
+  add("train --corpus " + Path("nope") + train_args, "does not exist");
+  add("train --corpus " + Path("nope") + train_args + " --lr 5", "--lr");
+  add("train --corpus " + Path("nope") + train_args + " --log-every 0", "--log-every");
+  add("train --corpus " + Path("nope") + " --tokenizer " + m + " -o " + Path("file.txt"),
+      "not a directory");
+  add("train --corpus " + Path("nope") + train_args + " --export " + Path("dir"), "a directory");
+  // Thread counts: 4 x the hardware threads at most, in every command that takes -t.
+  add("run -m " + m + " -p hi -n 2 -t 1000000", "threads");
+  add("run -m " + m + " -p hi -n 2 -t -3", "threads");
+  add("quantize " + m + " " + Path("new.gguf") + " q8_0 -t 1000000", "threads");
+  add(calibrate + " -t -4", "threads");
+  add(calibrate + " -t 100000", "threads");
+  add("bench -m " + m + " -p 8 -n 0 -r 1 -t 1,1000000", "threads");
+  add("train --corpus " + Path("nope") + train_args + " -t 100000", "threads");
+  // Numbers out of range.
+  add("run -m " + m + " -p hi -n 2 -c 100000", "larger than the model's context");
+  add("run -m " + m + " -p hi -n 2 --temp nan", "temperature");
+  add("run " + pair + " --spec opt:16,2 -p hi -n 2", "at most 1");
+  add("tree --accept " + Path("accept.json") + " --draft-cost -1", "--draft-cost");
+  add("tree --accept " + Path("accept.json") + " --draft-cost nan", "--draft-cost");
+  add("bench -m " + m + " -p 100000 -n 0 -r 1", "-p 100000 needs a context");
+  add("bench -m " + m + " -p 0 -n 0 -r 1 --verify-curve 1 --curve-prefix 100000",
+      "--curve-prefix 100000");
+  add("corpus --out " + Path("big") + " --tokens 100000000000", "--tokens");
+  // Empty prompts, unknown commands and options.
+  add("run -m " + m + " --no-bos -n 2", "--no-bos leaves no token");
+  add("frobnicate --help", "unknown command 'frobnicate'");
+  add("frobnicate", "unknown command 'frobnicate'");
+  add("run -m " + m + " --bogus", "--bogus");
+  add("run -m " + m + " -p hi --spec chain:2", "--draft");
+  if (::geteuid() != 0) {  // root writes read-only files regardless
+    add("quantize " + m + " " + Path("readonly.gguf") + " q8_0", "read-only (--force");
+  }
+  if (has_device_) add("quantize " + m + " " + Path("device") + " q8_0", "a device");
+
+  const Snapshot before = Take(*dir_);
+  for (const BadInput& row : rows) {
+    std::string command = "grove";
+    for (const std::string& a : row.args) command += " " + a;
+    SCOPED_TRACE(command);
+    const auto start = std::chrono::steady_clock::now();
+    const Outcome r = RunGrove(row.args, *logs_ / "out", *logs_ / "err");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_TRUE(r.finished) << "still running after " << kTimeBound.count() << " s";
+    EXPECT_FALSE(r.signaled) << "killed by signal " << r.status << "\n" << r.err;
+    EXPECT_TRUE(r.status == 1 || r.status == 2) << "exit status " << r.status << "\n" << r.err;
+    const bool one_line = !r.err.empty() && r.err.find('\n') == r.err.size() - 1;
+    EXPECT_TRUE(one_line) << "stderr is not one line:\n" << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+    EXPECT_NE(r.err.find(row.message), std::string::npos)
+        << "expected '" << row.message << "' in: " << r.err;
+    EXPECT_EQ(Take(*dir_), before) << "the command changed the scratch directory";
+    RecordProperty("seconds", std::to_string(seconds));
+  }
+  // The special files are still what they were.
+  struct stat st {};
+  ASSERT_EQ(::lstat(Path("fifo").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(Path("link.gguf").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+}
+
+// --force is what replaces a read-only model; without it the file is kept (row above).
+TEST_F(BadInputTest, ForceReplacesAReadOnlyOutput) {
+  const std::string target = Path("forced.gguf");
+  fs::copy_file(Path("model.gguf"), target);
+  fs::permissions(target, fs::perms::owner_read);
+  const Outcome r =
+      RunGrove(Split("quantize " + Path("model.gguf") + " " + target + " f32 --force"),
+               *logs_ / "out", *logs_ / "err");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(fs::file_size(target), fs::file_size(Path("model.gguf")));  // f32 is larger than q8_0
+  fs::remove(target);
+}
+
+}  // namespace
+}  // namespace grove

@@ -1,0 +1,44 @@
+#include "option_checks.h"
+
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+
+namespace grove::cli {
+namespace {
+
+CLI::Validator ThreadCountFrom(int lo) {
+  return CLI::Validator(
+      [lo](std::string& text) -> std::string {
+        int n = 0;
+        if (!CLI::detail::lexical_cast(text, n)) return "'" + text + "' is not a thread count";
+        if (n < lo || n > MaxThreads()) {
+          return StrCat(n, " is outside ", lo, "..", MaxThreads(), " (",
+                        lo == 0 ? "0: all hardware threads; " : "",
+                        "at most 4 x the hardware threads)");
+        }
+        return {};
+      },
+      StrCat("THREADS in ", lo, "..", MaxThreads()), "ThreadCount");
+}
+
+}  // namespace
+
+CLI::Validator ThreadCount() { return ThreadCountFrom(0); }
+CLI::Validator PositiveThreadCount() { return ThreadCountFrom(1); }
+
+CLI::Validator FiniteRange(double lo, double hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        if (!CLI::detail::lexical_cast(text, v)) return "'" + text + "' is not a number";
+        if (!std::isfinite(v) || v < lo || v > hi)
+          return StrCat(text, " is outside [", lo, ", ", hi, "]");
+        return {};
+      },
+      StrCat("NUMBER in [", lo, ", ", hi, "]"), "FiniteRange");
+}
+
+}  // namespace grove::cli

@@ -1,0 +1,83 @@
+#include "output_path.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "base/error.h"
+
+namespace grove::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The directory a new entry `path` would go in must exist and be writable.
+void CheckParentWritable(const std::string& path, const char* what) {
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? "." : parent.string();
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    Fail(what, " '", path, "': directory '", dir, "' does not exist");
+  if (!S_ISDIR(st.st_mode)) Fail(what, " '", path, "': '", dir, "' is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    Fail(what, " '", path, "': directory '", dir, "' is not writable");
+}
+
+}  // namespace
+
+void CheckOutputFile(const std::string& path, const char* what, const OutputRules& rules) {
+  if (path.empty()) Fail(what, ": the output path is empty");
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (!S_ISREG(st.st_mode)) {
+      Fail(what, " '", path, "' is ", KindOf(st.st_mode), "; give the path of a regular file");
+    }
+    std::error_code ec;
+    for (const std::string& input : rules.inputs) {
+      if (!input.empty() && fs::equivalent(input, path, ec)) {
+        Fail(what, " '", path, "' is the input file '", input, "'; write to a new path");
+      }
+    }
+    if (::access(path.c_str(), W_OK) != 0) {
+      if (rules.force == nullptr) Fail(what, " '", path, "' is read-only");
+      if (!*rules.force) Fail(what, " '", path, "' is read-only (--force replaces it)");
+    }
+  } else if (errno != ENOENT && errno != ENOTDIR) {  // ENOTDIR: the parent check names it
+    Fail(what, " '", path, "': ", std::strerror(errno));
+  }
+  CheckParentWritable(path, what);
+}
+
+void CheckOutputDirectory(const std::string& path, const char* what) {
+  if (path.empty()) Fail(what, ": the output directory is empty");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) Fail(what, " '", path, "' exists and is not a directory");
+    if (::access(path.c_str(), W_OK | X_OK) != 0)
+      Fail(what, " '", path, "': directory is not writable");
+    return;
+  }
+  // Missing: the nearest existing ancestor decides whether it can be created.
+  fs::path ancestor = fs::path(path).lexically_normal();
+  while (ancestor.has_relative_path() && ::stat(ancestor.c_str(), &st) != 0)
+    ancestor = ancestor.parent_path();
+  const std::string dir = ancestor.empty() ? "." : ancestor.string();
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    Fail(what, " '", path, "': '", dir, "' is not a directory");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    Fail(what, " '", path, "': directory '", dir, "' is not writable");
+}
+
+}  // namespace grove::cli
