@@ -247,6 +247,18 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("bench -m " + m + " -p 0 -n 0 -r 1 --verify-curve 1 --curve-prefix 100000",
       "--curve-prefix 100000");
   add("corpus --out " + Path("big") + " --tokens 100000000000", "--tokens");
+  // Many sequences and the server: options refused before any model loads or port opens.
+  add("tot -t 1000000", "threads");
+  add("tot --temp nan", "--temp");
+  add("tot --tree-out " + Path("fifo"), "a FIFO");
+  add("tot-bench --count 1 --json " + Path("dir"), "a directory");
+  add("serve --parallel 0", "--parallel");
+  add("serve --port 70000", "--port");
+  add("serve -t 100000", "threads");
+  add("serve -m " + Path("fifo"), "not a regular file");
+  add("serve-bench --clients 0 --url http://127.0.0.1:9", "--clients");
+  add("serve-bench --temp nan --url http://127.0.0.1:9", "--temp");
+  add("serve-bench --json " + Path("dir") + " --url http://127.0.0.1:9", "a directory");
   // Empty prompts, unknown commands and options.
   add("run -m " + m + " --no-bos -n 2", "--no-bos leaves no token");
   add("frobnicate --help", "unknown command 'frobnicate'");

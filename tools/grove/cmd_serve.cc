@@ -45,7 +45,9 @@ void AddServeCommand(CLI::App& app) {
   auto o = std::make_shared<ServeModelOptions>();
   AddServeModelOptions(*cmd, *o);
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
-  cmd->add_option("--port", o->port, "Port (0: any free port)")->capture_default_str();
+  cmd->add_option("--port", o->port, "Port (0: any free port)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   cmd->callback([o] { RunServe(*o); });
 }
 

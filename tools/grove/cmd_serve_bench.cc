@@ -23,6 +23,8 @@
 #include "base/error.h"
 #include "bench_stats.h"
 #include "commands.h"
+#include "option_checks.h"
+#include "output_path.h"
 #include "prompt_file.h"
 #include "serve/event_stream_client.h"
 #include "serve_engine.h"
@@ -153,6 +155,7 @@ int RunServeBench(const ServeBenchOptions& o) {
   }
   const std::vector<std::string> modes = SplitList(o.modes);
   if (levels.empty() || modes.empty()) Fail("--clients and --modes must name at least one");
+  if (!o.json_out.empty()) CheckOutputFile(o.json_out, "--json");
   std::vector<std::string> prompts = {"Once upon a time", "Tom has 5 apples. He", "The little bird",
                                       "One day, a girl named Lily"};
   if (!o.prompts_file.empty()) prompts = ReadPromptFile(o.prompts_file);
@@ -263,12 +266,17 @@ void AddServeBenchCommand(CLI::App& app) {
                   "or default (send no grove field: any server)")
       ->capture_default_str();
   cmd->add_option("--requests", o->requests, "Requests each client sends, one after another")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("-n,--max-tokens", o->max_tokens, "max_tokens of every request")
-      ->capture_default_str();
-  cmd->add_option("--temp", o->temperature, "Temperature of every request")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--temp", o->temperature, "Temperature of every request")
+      ->capture_default_str()
+      ->check(FiniteRange(0.0, 2.0));
   cmd->add_option("--reps", o->reps, "Repetitions of every level (medians and spread)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--prompts", o->prompts_file,
                   "Prompt file (one per line; default: four stories)");
   cmd->add_option("--json", o->json_out, "Also write the results as JSON");

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "commands.h"
+#include "output_path.h"
 #include "speculation_report.h"
 #include "tasks/game24_answer.h"
 #include "tasks/game24_puzzles.h"
@@ -218,6 +219,8 @@ void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
 
 void RunTot(const TotOptions& o) {
   InstallStderrLog(o.model.verbose);
+  if (!o.json_out.empty()) CheckOutputFile(o.json_out, "--json");
+  if (!o.tree_out.empty()) CheckOutputFile(o.tree_out, "--tree-out");
   if (o.task != "game24") Fail("unknown task '", o.task, "' (known: game24)");
   const SchedulePolicy policy = ParseSchedulePolicy(o.policy);
   if (o.eval == 0 && o.puzzle.empty()) Fail("give --puzzle \"4 9 10 13\" or --eval N");

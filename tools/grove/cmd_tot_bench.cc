@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "bench_stats.h"
 #include "commands.h"
+#include "output_path.h"
 #include "speculation_report.h"
 #include "tasks/game24_puzzles.h"
 #include "tot/scheduled_generator.h"
@@ -69,6 +70,7 @@ std::string Joined(const std::vector<std::string>& items) {
 
 int RunTotBench(const TotBenchOptions& o) {
   InstallStderrLog(o.model.verbose);
+  if (!o.json_out.empty()) CheckOutputFile(o.json_out, "--json");
   if (o.reps < 1) Fail("--reps ", o.reps, " must be >= 1");
   std::vector<Game24Puzzle> puzzles;
   if (!o.puzzles.empty()) {

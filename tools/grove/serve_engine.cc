@@ -7,6 +7,7 @@
 #include "bundled_models.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
+#include "option_checks.h"
 #include "schedule/schedule_policy.h"
 #include "speculate/open_drafter.h"
 #include "speculate/tree_plan.h"
@@ -30,17 +31,21 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
       ->capture_default_str();
   cmd.add_option("--alias", o.alias, "Model id of /v1/models (default: the file's name)");
   cmd.add_option("--parallel", o.parallel, "Sequences generated at once (target KV slots)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd.add_option("--queue", o.queue,
                  "Sequences that may wait for a slot; more get 503 with Retry-After")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 65536));
   cmd.add_option("-t,--threads", o.threads, "Target threads (0: all hardware threads)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(ThreadCount());
   cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
       ->capture_default_str();
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(1, 8192));
   cmd.add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' on /v1/");
   cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
 }

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "bundled_models.h"
+#include "option_checks.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/tree_plan.h"
@@ -30,18 +31,21 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   cmd.add_option("--accept", o.accept_file,
                  "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
   cmd.add_option("--temp", o.sampling.temperature, "Temperature (ToT samples thoughts at 0.7)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(FiniteRange(0.0, 2.0));
   cmd.add_option("--top-k", o.sampling.top_k, "Top-k; 0 disables")->capture_default_str();
   cmd.add_option("--top-p", o.sampling.top_p, "Top-p; 1 disables")->capture_default_str();
   cmd.add_option("-s,--seed", o.seed, "Seed of sampling and of the search's sequence keys")
       ->capture_default_str();
   cmd.add_option("-t,--threads", o.threads,
                  "Target threads for serial policies (0: all hardware threads)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(ThreadCount());
   cmd.add_option("--overlap-threads", o.overlap_threads,
                  "Target threads for seed and batched, whose drafters run beside the target (0: "
                  "--threads less one, at least 1)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(ThreadCount());
   cmd.add_option("--slots", o.slots, "Most sequences in flight (target KV slots)")
       ->capture_default_str();
   cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
