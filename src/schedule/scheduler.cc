@@ -29,7 +29,7 @@ double SecondsBetween(Clock::time_point a, Clock::time_point b) {
 // Tokens a draft lane's forward context must hold in one batch: the widest tree level it expands,
 // and prompt chunks (ForwardChain splits longer prompts).
 int32_t DraftMaxBatch(const SpeculationPolicy& policy) {
-  return std::clamp(policy.plan.max_drafted_nodes() + 1, 128, 8192);
+  return std::clamp(policy.plan.max_drafted_nodes() + 1, Scheduler::kMinDraftBatch, 8192);
 }
 
 // Appends a step's accepted tokens to the result and streams them; false: the consumer cancelled.
@@ -597,13 +597,14 @@ void Scheduler::RunRounds(Source& source) {
   int verified_rounds = 0;
   Clock::time_point round_start = Clock::now();
   for (;;) {
+    // With nothing in flight, admit() blocks for a request: that wait is no step's cost.
+    const bool idle = in_flight_ == 0;
     admit();
     if (in_flight_ == 0) {
       if (closed) break;
-      round_start = Clock::time_point{};  // the wait for a request is no step's cost
       continue;
     }
-    if (round_start == Clock::time_point{}) round_start = Clock::now();
+    if (idle) round_start = Clock::now();
     int32_t tokens = 0;
     rounds.TakeReady(taken, [&](std::size_t l) {
       if (!batched) return false;

@@ -114,6 +114,10 @@ struct SchedulerOptions {
 
 class Scheduler {
  public:
+  // Tokens every draft lane's forward context holds in one batch, at least: a request's own tree
+  // (SequenceRequest::speculation) may draft at most this many less one nodes per level.
+  static constexpr int32_t kMinDraftBatch = 128;
+
   // `draft`: the draft model's parameters, or null for n-gram drafting (or serial-ar alone).
   // Throws grove::Error on a draft whose vocabulary differs from the target's.
   Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,

@@ -17,9 +17,8 @@
 namespace grove::serve {
 namespace {
 
-// The largest verify batch a request's tree may ask for: a draft lane expands at most this many
-// nodes per level (Scheduler's draft contexts hold 128 tokens per batch).
-constexpr int32_t kMaxRequestTreeTokens = 128;
+// The largest verify batch a request's tree may ask for: what every draft lane holds per batch.
+constexpr int32_t kMaxRequestTreeTokens = Scheduler::kMinDraftBatch;
 
 // No tree: every step is a plain one (the session verifies the root alone). At temperature > 0
 // the rule is target-sample, which then draws exactly what plain sampling draws.

@@ -237,7 +237,7 @@ void HttpServer::Route() {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [channel, subscription = channel->Subscribe()](std::size_t, httplib::DataSink& sink) {
+        [subscription = channel->Subscribe()](std::size_t, httplib::DataSink& sink) {
           std::string event;
           std::string text;
           if (subscription->Next(&event, kKeepAlive)) {

@@ -19,7 +19,7 @@ bool StepChannel::Subscription::closed() const {
 }
 
 std::shared_ptr<StepChannel::Subscription> StepChannel::Subscribe() {
-  auto subscription = std::make_shared<Subscription>(*this);
+  auto subscription = std::make_shared<Subscription>(shared_from_this());
   ++watchers_;
   std::lock_guard lock(mutex_);
   if (closed_) {

@@ -10,17 +10,18 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace grove::serve {
 
-class StepChannel {
+class StepChannel : public std::enable_shared_from_this<StepChannel> {
  public:
   // One watcher's queue of events; drained by its HTTP handler.
   class Subscription {
    public:
-    explicit Subscription(StepChannel& channel) : channel_(channel) {}
-    ~Subscription() { --channel_.watchers_; }
+    explicit Subscription(std::shared_ptr<StepChannel> channel) : channel_(std::move(channel)) {}
+    ~Subscription() { --channel_->watchers_; }
     // The next event, waiting up to `timeout`; false when none came (then closed() says whether
     // one ever will).
     bool Next(std::string* out, std::chrono::milliseconds timeout);
@@ -28,7 +29,7 @@ class StepChannel {
 
    private:
     friend class StepChannel;
-    StepChannel& channel_;
+    std::shared_ptr<StepChannel> channel_;  // outlived by nothing that counts on it
     mutable std::mutex mutex_;
     std::condition_variable ready_;
     std::deque<std::string> events_;
@@ -36,6 +37,7 @@ class StepChannel {
   };
 
   bool watched() const { return watchers_.load(std::memory_order_relaxed) > 0; }
+  // The channel must be owned by a shared_ptr (the subscription keeps it alive).
   std::shared_ptr<Subscription> Subscribe();
   void Publish(const std::string& event);
   // The completion is done: every watcher's stream ends after what it already has.
