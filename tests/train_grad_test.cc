@@ -9,7 +9,9 @@
 #include <random>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "train/gemm.h"
+#include "train/parallel.h"
 #include "train/train_model.h"
 #include "train/train_ops.h"
 
@@ -234,6 +236,120 @@ void CheckWholeModel(bool tied, bool distill) {
 
 TEST(TrainGrad, WholeModelTiedCrossEntropy) { CheckWholeModel(true, false); }
 TEST(TrainGrad, WholeModelUntiedDistillation) { CheckWholeModel(false, true); }
+
+// The products split over a pool: every layout, split by rows (C taller than wide) and by columns.
+TEST(TrainParallel, SplitProductsMatchTheReference) {
+  ThreadPool pool(3);
+  for (const auto& [m, n] : {std::pair{37, 11}, std::pair{5, 29}}) {
+    const int k = 13;
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        auto a = RandomVector(static_cast<std::size_t>(m * k), 31),
+             b = RandomVector(static_cast<std::size_t>(k * n), 32),
+             c = RandomVector(static_cast<std::size_t>(m * n), 33);
+        std::vector<float> want = c;
+        const int lda = ta ? m : k, ldb = tb ? k : n;
+        SgemmReference(ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 1.0f, want.data(), n);
+        ParallelSgemm(&pool, ta, tb, m, n, k, 0.5f, a.data(), lda, b.data(), ldb, 1.0f, c.data(),
+                      n);
+        for (std::size_t i = 0; i < c.size(); ++i)
+          ASSERT_NEAR(c[i], want[i], 1e-4) << m << "x" << n << " ta " << ta << " tb " << tb;
+      }
+    }
+  }
+}
+
+// Attention by blocks of query rows (several blocks, the last one partial), with and without a
+// pool, against dense attention computed here in double: outputs and all three gradients.
+TEST(TrainParallel, BlockedAttentionMatchesDenseAttention) {
+  const AttentionShape s{
+      .n_seq = 2, .seq_len = 2 * kAttentionBlock + 7, .n_heads = 3, .head_dim = 4};
+  const int T = s.seq_len, hd = s.head_dim, width = s.n_heads * hd;
+  const std::size_t n = static_cast<std::size_t>(s.n_seq) * T * width;
+  auto q = RandomVector(n, 41), k = RandomVector(n, 42), v = RandomVector(n, 43),
+       dout = RandomVector(n, 44);
+  // Dense reference: out = softmax(QK^T/sqrt(d) masked) V and its gradients.
+  std::vector<double> out_ref(n), dq_ref(n), dk_ref(n), dv_ref(n);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+  for (int b = 0; b < s.n_seq; ++b) {
+    for (int h = 0; h < s.n_heads; ++h) {
+      auto at = [&](int t, int d) {
+        return (static_cast<std::size_t>(b) * T + t) * width + h * hd + d;
+      };
+      for (int i = 0; i < T; ++i) {
+        std::vector<double> p(static_cast<std::size_t>(i) + 1), dp(p.size());
+        double max = -1e300, sum = 0.0;
+        for (int j = 0; j <= i; ++j) {
+          double z = 0.0;
+          for (int d = 0; d < hd; ++d) z += static_cast<double>(q[at(i, d)]) * k[at(j, d)];
+          p[j] = z * scale;
+          max = std::max(max, p[j]);
+        }
+        for (double& x : p) sum += (x = std::exp(x - max));
+        for (double& x : p) x /= sum;
+        double dot = 0.0;
+        for (int j = 0; j <= i; ++j) {
+          for (int d = 0; d < hd; ++d) {
+            out_ref[at(i, d)] += p[j] * v[at(j, d)];
+            dv_ref[at(j, d)] += p[j] * dout[at(i, d)];
+            dp[j] += static_cast<double>(dout[at(i, d)]) * v[at(j, d)];
+          }
+          dot += p[j] * dp[j];
+        }
+        for (int j = 0; j <= i; ++j) {
+          const double ds = p[j] * (dp[j] - dot) * scale;
+          for (int d = 0; d < hd; ++d) {
+            dq_ref[at(i, d)] += ds * k[at(j, d)];
+            dk_ref[at(j, d)] += ds * q[at(i, d)];
+          }
+        }
+      }
+    }
+  }
+  ThreadPool pool(2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    std::vector<float> probs(static_cast<std::size_t>(s.n_seq * s.n_heads) * T * T), out(n), dq(n),
+        dk(n), dv(n), scratch(static_cast<std::size_t>(PoolParts(p)) * T * T);
+    CausalAttentionForward(s, q.data(), k.data(), v.data(), probs.data(), out.data(), p);
+    CausalAttentionBackward(s, q.data(), k.data(), v.data(), probs.data(), dout.data(), dq.data(),
+                            dk.data(), dv.data(), scratch.data(), p);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(out[i], out_ref[i], 1e-4) << "out " << i << (p ? " pool" : "");
+      ASSERT_NEAR(dq[i], dq_ref[i], 1e-4) << "dq " << i << (p ? " pool" : "");
+      ASSERT_NEAR(dk[i], dk_ref[i], 1e-4) << "dk " << i << (p ? " pool" : "");
+      ASSERT_NEAR(dv[i], dv_ref[i], 1e-4) << "dv " << i << (p ? " pool" : "");
+    }
+  }
+}
+
+// A whole step with a pool equals the step without one, up to the products' rounding: loss and
+// every gradient, with sequences longer than an attention block.
+TEST(TrainParallel, PoolGivesTheSameLossAndGradients) {
+  const TrainShape shape{
+      .n_vocab = 23, .n_embd = 16, .n_layer = 2, .n_head = 2, .n_ff = 24, .n_ctx = 96};
+  const ParamLayout layout(shape);
+  std::vector<float> params = InitParams(layout, 5);
+  for (float& p : params) p *= 4.0f;
+  const int n_seq = 3, seq_len = kAttentionBlock + 20;
+  std::vector<int32_t> tokens(static_cast<std::size_t>(n_seq * seq_len)), targets(tokens.size());
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = static_cast<int32_t>((i * 7 + 3) % 23);
+    targets[i] = static_cast<int32_t>((i * 5 + 1) % 23);
+  }
+  ThreadPool pool(3);
+  TrainGraph serial(layout, n_seq, seq_len), parallel(layout, n_seq, seq_len, &pool);
+  std::vector<float> g_serial(params.size()), g_parallel(params.size());
+  const double l_serial = serial.Forward(params.data(), tokens.data(), targets.data());
+  serial.Backward(params.data(), g_serial.data());
+  const double l_parallel = parallel.Forward(params.data(), tokens.data(), targets.data());
+  parallel.Backward(params.data(), g_parallel.data());
+  EXPECT_NEAR(l_parallel, l_serial, 1e-6 * std::fabs(l_serial));
+  double largest = 0.0;
+  for (float g : g_serial) largest = std::max(largest, std::fabs(static_cast<double>(g)));
+  ASSERT_GT(largest, 1e-3);
+  for (std::size_t i = 0; i < params.size(); ++i)
+    ASSERT_NEAR(g_parallel[i], g_serial[i], 1e-4 * largest) << "parameter " << i;
+}
 
 }  // namespace
 }  // namespace grove

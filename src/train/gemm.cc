@@ -7,6 +7,8 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/thread_pool.h"
+#include "train/parallel.h"
 
 namespace grove {
 namespace {
@@ -25,11 +27,13 @@ using SgemmFn = void (*)(int order, int trans_a, int trans_b, int m, int n, int 
                          int ldc);
 using GetThreadsFn = int (*)();
 using SetThreadsFn = void (*)(int);
+using CoreNameFn = char* (*)();
 
 struct Blas {
   SgemmFn sgemm = nullptr;
   GetThreadsFn get_threads = nullptr;
   SetThreadsFn set_threads = nullptr;
+  CoreNameFn core_name = nullptr;  // optional
 };
 
 const Blas& OpenBlas() {
@@ -59,6 +63,7 @@ const Blas& OpenBlas() {
           "built-in loop");
       return;
     }
+    found.core_name = reinterpret_cast<CoreNameFn>(dlsym(handle, "openblas_get_corename"));
     blas = found;
   });
   return blas;
@@ -101,10 +106,35 @@ void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const f
   SgemmReference(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
+void ParallelSgemm(ThreadPool* pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                   const float* a, int lda, const float* b, int ldb, float beta, float* c,
+                   int ldc) {
+  if (PoolParts(pool) == 1) {
+    Sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  if (m >= n) {
+    // Rows [i0, i1) of C need rows [i0, i1) of op(A): rows of A, or columns when transposed.
+    ForEachRange(pool, m, [&](int, int64_t i0, int64_t i1) {
+      const float* a_part = trans_a ? a + i0 : a + i0 * lda;
+      Sgemm(trans_a, trans_b, static_cast<int>(i1 - i0), n, k, alpha, a_part, lda, b, ldb, beta,
+            c + i0 * ldc, ldc);
+    });
+  } else {
+    // Columns [j0, j1) of C need columns [j0, j1) of op(B).
+    ForEachRange(pool, n, [&](int, int64_t j0, int64_t j1) {
+      const float* b_part = trans_b ? b + j0 * ldb : b + j0;
+      Sgemm(trans_a, trans_b, m, static_cast<int>(j1 - j0), k, alpha, a, lda, b_part, ldb, beta,
+            c + j0, ldc);
+    });
+  }
+}
+
 std::string GemmBackendName() {
   const Blas& blas = OpenBlas();
   if (blas.sgemm == nullptr) return "built-in";
-  return StrCat("OpenBLAS (", blas.get_threads(), " threads)");
+  const char* core = blas.core_name != nullptr ? blas.core_name() : nullptr;
+  return core != nullptr ? StrCat("OpenBLAS (", core, " kernels)") : std::string("OpenBLAS");
 }
 
 void SetGemmThreads(int n_threads) {

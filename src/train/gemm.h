@@ -12,14 +12,22 @@
 
 namespace grove {
 
+class ThreadPool;
+
 void Sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc);
+
+// The same product with the rows of C (or its columns, when C is wider than tall) split over the
+// pool's threads, each range one single-threaded BLAS call. Null pool: one call, threaded as
+// SetGemmThreads says.
+void ParallelSgemm(ThreadPool* pool, bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                   const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
 // The same product by the built-in loop, whatever the build (tests compare the two).
 void SgemmReference(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                     int lda, const float* b, int ldb, float beta, float* c, int ldc);
 
-// "OpenBLAS 0.3.21 (2 threads)" or "built-in".
+// "OpenBLAS (SkylakeX kernels)" or "built-in".
 std::string GemmBackendName();
 
 // Threads the BLAS may use (no effect on the built-in loop).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "base/error.h"
+#include "train/parallel.h"
 
 namespace grove {
 
@@ -33,9 +34,18 @@ double LearningRate(const OptimizerConfig& c, int64_t step) {
   return min_lr + 0.5 * (c.lr - min_lr) * (1.0 + std::cos(M_PI * progress));
 }
 
-double GlobalNorm(const std::vector<float>& v) {
+double GlobalNorm(const std::vector<float>& v, ThreadPool* pool) {
+  std::vector<double> partial(static_cast<std::size_t>(PoolParts(pool)), 0.0);
+  ForEachRange(pool, static_cast<int64_t>(v.size()), [&](int part, int64_t i0, int64_t i1) {
+    double sum = 0.0;
+    for (int64_t i = i0; i < i1; ++i) {
+      const double x = v[static_cast<std::size_t>(i)];
+      sum += x * x;
+    }
+    partial[static_cast<std::size_t>(part)] = sum;
+  });
   double sum = 0.0;
-  for (float x : v) sum += static_cast<double>(x) * x;
+  for (double x : partial) sum += x;
   return std::sqrt(sum);
 }
 
@@ -47,9 +57,10 @@ AdamW::AdamW(const ParamLayout& layout, const OptimizerConfig& config)
   ValidateOptimizerConfig(config);
 }
 
-double AdamW::Step(std::vector<float>& params, std::vector<float>& grads, int64_t step) {
+double AdamW::Step(std::vector<float>& params, std::vector<float>& grads, int64_t step,
+                   ThreadPool* pool) {
   GROVE_CHECK(params.size() == m_.size() && grads.size() == m_.size());
-  const double norm = GlobalNorm(grads);
+  const double norm = GlobalNorm(grads, pool);
   const float clip_scale =
       config_.clip > 0 && norm > config_.clip ? static_cast<float>(config_.clip / norm) : 1.0f;
   const double lr = LearningRate(config_, step);
@@ -61,16 +72,18 @@ double AdamW::Step(std::vector<float>& params, std::vector<float>& grads, int64_
   const float step_size = static_cast<float>(lr);
   for (const ParamTensor& tensor : layout_.tensors()) {
     const float decay = tensor.is_matrix ? static_cast<float>(lr * config_.weight_decay) : 0.0f;
-    for (int64_t i = tensor.offset; i < tensor.offset + tensor.size; ++i) {
-      const float g = grads[static_cast<std::size_t>(i)] * clip_scale;
-      float& m = m_[static_cast<std::size_t>(i)];
-      float& v = v_[static_cast<std::size_t>(i)];
-      m = b1 * m + (1.0f - b1) * g;
-      v = b2 * v + (1.0f - b2) * g * g;
-      float& p = params[static_cast<std::size_t>(i)];
-      p -= decay * p;
-      p -= step_size * (m * correction1) / (std::sqrt(v * correction2) + eps);
-    }
+    ForEachRange(pool, tensor.size, [&](int, int64_t begin, int64_t end) {
+      for (int64_t i = tensor.offset + begin; i < tensor.offset + end; ++i) {
+        const float g = grads[static_cast<std::size_t>(i)] * clip_scale;
+        float& m = m_[static_cast<std::size_t>(i)];
+        float& v = v_[static_cast<std::size_t>(i)];
+        m = b1 * m + (1.0f - b1) * g;
+        v = b2 * v + (1.0f - b2) * g * g;
+        float& p = params[static_cast<std::size_t>(i)];
+        p -= decay * p;
+        p -= step_size * (m * correction1) / (std::sqrt(v * correction2) + eps);
+      }
+    });
   }
   return norm;
 }

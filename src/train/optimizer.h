@@ -9,6 +9,8 @@
 
 namespace grove {
 
+class ThreadPool;
+
 struct OptimizerConfig {
   double lr = 1e-3;           // peak learning rate
   double min_lr_ratio = 0.1;  // the cosine ends at lr * min_lr_ratio
@@ -28,8 +30,8 @@ void ValidateOptimizerConfig(const OptimizerConfig& c);
 // lr * min_lr_ratio at the last step.
 double LearningRate(const OptimizerConfig& c, int64_t step);
 
-// sqrt(sum of squares), accumulated in double.
-double GlobalNorm(const std::vector<float>& v);
+// sqrt(sum of squares), accumulated in double (per thread of the pool, then in range order).
+double GlobalNorm(const std::vector<float>& v, ThreadPool* pool = nullptr);
 
 class AdamW {
  public:
@@ -37,8 +39,9 @@ class AdamW {
 
   // One update at 0-based step `step` (bias correction uses step + 1), with the gradient scaled
   // down to norm config.clip if it is longer (grads itself is left as it is). Returns the norm
-  // before clipping.
-  double Step(std::vector<float>& params, std::vector<float>& grads, int64_t step);
+  // before clipping. With a pool, the elements are split over its threads.
+  double Step(std::vector<float>& params, std::vector<float>& grads, int64_t step,
+              ThreadPool* pool = nullptr);
 
   std::vector<float>& m() { return m_; }
   std::vector<float>& v() { return v_; }

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "tasks/corpus_rng.h"
 #include "train/gemm.h"
+#include "train/parallel.h"
 
 namespace grove {
 
@@ -106,8 +107,8 @@ std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed) {
   return params;
 }
 
-TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len)
-    : layout_(layout), shape_(layout.shape()), n_seq_(n_seq), seq_len_(seq_len) {
+TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len, ThreadPool* pool)
+    : layout_(layout), pool_(pool), shape_(layout.shape()), n_seq_(n_seq), seq_len_(seq_len) {
   if (n_seq < 1 || seq_len < 1) Fail("train: batch of ", n_seq, " x ", seq_len, " is empty");
   if (seq_len > shape_.n_ctx)
     Fail("train: sequence length ", seq_len, " exceeds the context ", shape_.n_ctx);
@@ -136,7 +137,7 @@ TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len)
   dlogits_.resize(R * V);
   for (auto* v : {&dx_, &dx_mid_, &dh_, &datt_, &dq_, &dk_, &dv_}) v->resize(R * D);
   for (auto* v : {&dact_, &dgate_, &dup_}) v->resize(R * F);
-  dprobs_.resize(T * T);
+  dprobs_.resize(T * T * static_cast<std::size_t>(PoolParts(pool)));
 }
 
 double TrainGraph::Forward(const float* params, const int32_t* tokens, const int32_t* targets,
@@ -159,32 +160,36 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
     const ParamLayout::Layer& w = layout_.layer(i);
     LayerActs& a = acts_[static_cast<std::size_t>(i)];
     RmsNormForward(a.x_in.data(), params + w.attn_norm, a.h1.data(), a.rstd1.data(), R, D,
-                   shape_.rms_eps);
-    LinearForward(a.h1.data(), params + w.wq, a.q.data(), R, D, D);
-    LinearForward(a.h1.data(), params + w.wk, a.k.data(), R, D, D);
-    LinearForward(a.h1.data(), params + w.wv, a.v.data(), R, D, D);
-    RopeRotate(rope_, rope_table_.data(), positions_, a.q.data(), shape_.n_head);
-    RopeRotate(rope_, rope_table_.data(), positions_, a.k.data(), shape_.n_head);
-    CausalAttentionForward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), a.att.data());
+                   shape_.rms_eps, pool_);
+    LinearForward(a.h1.data(), params + w.wq, a.q.data(), R, D, D, pool_);
+    LinearForward(a.h1.data(), params + w.wk, a.k.data(), R, D, D, pool_);
+    LinearForward(a.h1.data(), params + w.wv, a.v.data(), R, D, D, pool_);
+    RopeRotate(rope_, rope_table_.data(), positions_, a.q.data(), shape_.n_head, pool_);
+    RopeRotate(rope_, rope_table_.data(), positions_, a.k.data(), shape_.n_head, pool_);
+    CausalAttentionForward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), a.att.data(),
+                           pool_);
     a.x_mid = a.x_in;
-    Sgemm(false, true, R, D, D, 1.0f, a.att.data(), D, params + w.wo, D, 1.0f, a.x_mid.data(), D);
+    ParallelSgemm(pool_, false, true, R, D, D, 1.0f, a.att.data(), D, params + w.wo, D, 1.0f,
+                  a.x_mid.data(), D);
     RmsNormForward(a.x_mid.data(), params + w.ffn_norm, a.h2.data(), a.rstd2.data(), R, D,
-                   shape_.rms_eps);
-    LinearForward(a.h2.data(), params + w.w_gate, a.gate.data(), R, D, F);
-    LinearForward(a.h2.data(), params + w.w_up, a.up.data(), R, D, F);
-    SwiGluForward(a.gate.data(), a.up.data(), a.act.data(), static_cast<int64_t>(R) * F);
+                   shape_.rms_eps, pool_);
+    LinearForward(a.h2.data(), params + w.w_gate, a.gate.data(), R, D, F, pool_);
+    LinearForward(a.h2.data(), params + w.w_up, a.up.data(), R, D, F, pool_);
+    SwiGluForward(a.gate.data(), a.up.data(), a.act.data(), static_cast<int64_t>(R) * F, pool_);
     float* next = i + 1 < shape_.n_layer ? acts_[static_cast<std::size_t>(i) + 1].x_in.data()
                                          : x_final_.data();
     std::memcpy(next, a.x_mid.data(), sizeof(float) * a.x_mid.size());
-    Sgemm(false, true, R, D, F, 1.0f, a.act.data(), F, params + w.w_down, F, 1.0f, next, D);
+    ParallelSgemm(pool_, false, true, R, D, F, 1.0f, a.act.data(), F, params + w.w_down, F, 1.0f,
+                  next, D);
   }
   RmsNormForward(x_final_.data(), params + layout_.output_norm(), h_final_.data(),
-                 rstd_final_.data(), R, D, shape_.rms_eps);
-  LinearForward(h_final_.data(), params + layout_.output(), logits_.data(), R, D, V);
+                 rstd_final_.data(), R, D, shape_.rms_eps, pool_);
+  LinearForward(h_final_.data(), params + layout_.output(), logits_.data(), R, D, V, pool_);
 
   has_loss_ = targets != nullptr || teacher_logits != nullptr;
-  if (teacher_logits) return DistillKl(logits_.data(), teacher_logits, dlogits_.data(), R, V);
-  if (targets) return CrossEntropy(logits_.data(), targets, dlogits_.data(), R, V);
+  if (teacher_logits)
+    return DistillKl(logits_.data(), teacher_logits, dlogits_.data(), R, V, pool_);
+  if (targets) return CrossEntropy(logits_.data(), targets, dlogits_.data(), R, V, pool_);
   return 0.0;
 }
 
@@ -196,48 +201,55 @@ void TrainGraph::Backward(const float* params, float* grads) {
 
   zero(dh_);
   LinearBackward(h_final_.data(), params + layout_.output(), dlogits_.data(), dh_.data(),
-                 grads + layout_.output(), R, D, V);
+                 grads + layout_.output(), R, D, V, pool_);
   zero(dx_);
   RmsNormBackward(x_final_.data(), params + layout_.output_norm(), rstd_final_.data(), dh_.data(),
-                  dx_.data(), grads + layout_.output_norm(), R, D);
+                  dx_.data(), grads + layout_.output_norm(), R, D, pool_);
   for (int i = shape_.n_layer - 1; i >= 0; --i) {
     const ParamLayout::Layer& w = layout_.layer(i);
     LayerActs& a = acts_[static_cast<std::size_t>(i)];
     // x_next = x_mid + act W_down^T, with dx_ = d(x_next).
     zero(dact_);
     LinearBackward(a.act.data(), params + w.w_down, dx_.data(), dact_.data(), grads + w.w_down, R,
-                   F, D);
+                   F, D, pool_);
     SwiGluBackward(a.gate.data(), a.up.data(), dact_.data(), dgate_.data(), dup_.data(),
-                   static_cast<int64_t>(R) * F);
+                   static_cast<int64_t>(R) * F, pool_);
     zero(dh_);
     LinearBackward(a.h2.data(), params + w.w_gate, dgate_.data(), dh_.data(), grads + w.w_gate, R,
-                   D, F);
-    LinearBackward(a.h2.data(), params + w.w_up, dup_.data(), dh_.data(), grads + w.w_up, R, D, F);
+                   D, F, pool_);
+    LinearBackward(a.h2.data(), params + w.w_up, dup_.data(), dh_.data(), grads + w.w_up, R, D, F,
+                   pool_);
     dx_mid_ = dx_;
     RmsNormBackward(a.x_mid.data(), params + w.ffn_norm, a.rstd2.data(), dh_.data(), dx_mid_.data(),
-                    grads + w.ffn_norm, R, D);
+                    grads + w.ffn_norm, R, D, pool_);
     // x_mid = x_in + att W_o^T.
     zero(datt_);
-    LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D,
-                   D);
+    LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D, D,
+                   pool_);
     CausalAttentionBackward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt_.data(),
-                            dq_.data(), dk_.data(), dv_.data(), dprobs_.data());
-    RopeRotate(rope_, rope_inverse_.data(), positions_, dq_.data(), shape_.n_head);
-    RopeRotate(rope_, rope_inverse_.data(), positions_, dk_.data(), shape_.n_head);
+                            dq_.data(), dk_.data(), dv_.data(), dprobs_.data(), pool_);
+    RopeRotate(rope_, rope_inverse_.data(), positions_, dq_.data(), shape_.n_head, pool_);
+    RopeRotate(rope_, rope_inverse_.data(), positions_, dk_.data(), shape_.n_head, pool_);
     zero(dh_);
-    LinearBackward(a.h1.data(), params + w.wq, dq_.data(), dh_.data(), grads + w.wq, R, D, D);
-    LinearBackward(a.h1.data(), params + w.wk, dk_.data(), dh_.data(), grads + w.wk, R, D, D);
-    LinearBackward(a.h1.data(), params + w.wv, dv_.data(), dh_.data(), grads + w.wv, R, D, D);
+    LinearBackward(a.h1.data(), params + w.wq, dq_.data(), dh_.data(), grads + w.wq, R, D, D,
+                   pool_);
+    LinearBackward(a.h1.data(), params + w.wk, dk_.data(), dh_.data(), grads + w.wk, R, D, D,
+                   pool_);
+    LinearBackward(a.h1.data(), params + w.wv, dv_.data(), dh_.data(), grads + w.wv, R, D, D,
+                   pool_);
     dx_ = dx_mid_;
     RmsNormBackward(a.x_in.data(), params + w.attn_norm, a.rstd1.data(), dh_.data(), dx_.data(),
-                    grads + w.attn_norm, R, D);
+                    grads + w.attn_norm, R, D, pool_);
   }
+  // Rows of one token add into one embedding row: split by columns, so no two threads collide.
   float* g_embd = grads + layout_.token_embd();
-  for (int r = 0; r < R; ++r) {
-    float* row = g_embd + static_cast<int64_t>(tokens_[static_cast<std::size_t>(r)]) * D;
-    const float* d = dx_.data() + static_cast<int64_t>(r) * D;
-    for (int j = 0; j < D; ++j) row[j] += d[j];
-  }
+  ForEachRange(pool_, D, [&](int, int64_t j0, int64_t j1) {
+    for (int r = 0; r < R; ++r) {
+      float* row = g_embd + static_cast<int64_t>(tokens_[static_cast<std::size_t>(r)]) * D;
+      const float* d = dx_.data() + static_cast<int64_t>(r) * D;
+      for (int64_t j = j0; j < j1; ++j) row[j] += d[j];
+    }
+  });
 }
 
 }  // namespace grove

@@ -18,6 +18,8 @@
 
 namespace grove {
 
+class ThreadPool;
+
 struct TrainShape {
   int32_t n_vocab = 0;
   int32_t n_embd = 0;
@@ -82,10 +84,11 @@ class ParamLayout {
 std::vector<float> InitParams(const ParamLayout& layout, uint64_t seed);
 
 // One batch of n_seq sequences of seq_len tokens: forward with activations kept, loss, backward.
-// Sized once; Forward and Backward do not allocate.
+// Sized once; Forward and Backward do not allocate (beyond a few words per thread). With a pool,
+// every part of both passes is split over its threads (train/parallel.h).
 class TrainGraph {
  public:
-  TrainGraph(const ParamLayout& layout, int n_seq, int seq_len);
+  TrainGraph(const ParamLayout& layout, int n_seq, int seq_len, ThreadPool* pool = nullptr);
 
   int rows() const { return n_seq_ * seq_len_; }
   int n_seq() const { return n_seq_; }
@@ -108,6 +111,7 @@ class TrainGraph {
   };
 
   const ParamLayout& layout_;
+  ThreadPool* pool_;
   TrainShape shape_;
   int n_seq_, seq_len_;
   RopeParams rope_;

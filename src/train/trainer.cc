@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "base/timer.h"
 #include "io/gguf.h"
 #include "model/tokenizer.h"
@@ -194,7 +195,10 @@ TrainResult Train(const TrainOptions& options,
                   const std::atomic<bool>* stop) {
   ValidateTrainOptions(options);
   TrainOptions o = options;
-  SetGemmThreads(o.threads);
+  // The trainer's threads are this pool's; OpenBLAS runs single-threaded inside it
+  // (train/parallel.h says why).
+  ThreadPool pool(o.threads);
+  SetGemmThreads(1);
 
   // Tokenizer and corpus.
   auto tok_file = GgufFile::Open(o.tokenizer_path);
@@ -232,9 +236,9 @@ TrainResult Train(const TrainOptions& options,
       Fail("train: teacher's context ", teacher->shape.n_ctx, " is shorter than --seq-len ",
            o.seq_len);
     teacher_layout = std::make_unique<ParamLayout>(teacher->shape);
-    teacher_graph = std::make_unique<TrainGraph>(*teacher_layout, o.batch, o.seq_len);
+    teacher_graph = std::make_unique<TrainGraph>(*teacher_layout, o.batch, o.seq_len, &pool);
   }
-  TrainGraph graph(layout, o.batch, o.seq_len);
+  TrainGraph graph(layout, o.batch, o.seq_len, &pool);
   AdamW adam(layout, o.optimizer);
   const auto settings =
       RunSettings(o, static_cast<int64_t>(train.size()), static_cast<int64_t>(valid.size()));
@@ -298,7 +302,7 @@ TrainResult Train(const TrainOptions& options,
     graph.Backward(state.params.data(), grads.data());
     TrainProgress p;
     p.lr = LearningRate(o.optimizer, state.step);
-    p.grad_norm = adam.Step(state.params, grads, state.step);
+    p.grad_norm = adam.Step(state.params, grads, state.step, &pool);
     ++state.step;
     p.step = state.step;
     p.steps = o.optimizer.steps;

@@ -118,9 +118,9 @@ void RunTrain(TrainCliOptions& c) {
   bool announced_stop = false;
   auto progress = [&](const TrainProgress& p) {
     if (!log.is_open()) {  // the first step: Train() accepted the corpus and the tokenizer
-      std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %s%s%s\n",
+      std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %d threads, %s%s%s\n",
                    DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
-                   static_cast<long long>(o.optimizer.steps), GemmBackendName().c_str(),
+                   static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str(),
                    o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
       open_log();
     }
