@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Speculative decoding with the bundled pair, grove beside llama.cpp, in one run: for each thread
-# count and repetition, every prompt of a prompt file is decoded by grove (chain:4, the tree
+# Speculative decoding with a bundled pair (the base one unless TARGET and DRAFT name others), grove
+# beside llama.cpp, in one run: for each thread count and repetition, every prompt of a prompt file is decoded by grove (chain:4, the tree
 # llama.cpp's draft-simple builds with --spec-draft-n-max 4, and grove's default auto) and by
 # llama.cpp's llama-speculative-simple, alternately, so machine drift moves both alike. Prints the
 # median generation tokens/s of each (prefill excluded by both) with min-max, and the ratios.
@@ -14,8 +14,8 @@ threads=${2:-"1 2"}
 reps=${3:-3}
 prompts=${4:-bench/prompts/stories.txt}
 grove=build/release/tools/grove/grove
-target=models/grove-target.gguf
-draft=models/grove-draft.gguf
+target=${TARGET:-models/grove-base-target.gguf}  # TARGET/DRAFT choose another pair, e.g. the small one
+draft=${DRAFT:-models/grove-base-draft.gguf}
 n=128
 [ -x "$grove" ] || { echo "build grove first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
 [ -x "$llama/llama-speculative-simple" ] || { echo "no llama-speculative-simple in $llama" >&2; exit 1; }

@@ -1,5 +1,6 @@
 #include "bundled_models.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -8,8 +9,16 @@
 #include "base/error.h"
 
 namespace grove::cli {
+namespace {
 
-std::optional<BundledModels> FindBundledModels() {
+std::string PairNames() {
+  std::string names;
+  for (const BundledPairFiles& p : kBundledPairs)
+    names += StrCat(names.empty() ? "" : ", ", p.name);
+  return names;
+}
+
+std::vector<std::filesystem::path> ModelDirectories() {
   namespace fs = std::filesystem;
   std::vector<fs::path> dirs;
   if (const char* env = std::getenv("GROVE_MODELS"); env && *env) dirs.emplace_back(env);
@@ -23,12 +32,28 @@ std::optional<BundledModels> FindBundledModels() {
     }
   }
   dirs.emplace_back("models");
-  for (const fs::path& dir : dirs) {
-    const fs::path target = dir / kBundledTarget, draft = dir / kBundledDraft;
+  return dirs;
+}
+
+}  // namespace
+
+const BundledPairFiles& BundledPair(std::string_view name) {
+  for (const BundledPairFiles& p : kBundledPairs) {
+    if (name == p.name) return p;
+  }
+  Fail("no bundled pair '", name, "' (there are: ", PairNames(), ")");
+}
+
+std::optional<BundledModels> FindBundledModels(std::string_view pair) {
+  namespace fs = std::filesystem;
+  const BundledPairFiles& files = BundledPair(pair);
+  std::error_code ec;
+  for (const fs::path& dir : ModelDirectories()) {
+    const fs::path target = dir / files.target, draft = dir / files.draft;
     if (fs::is_regular_file(target, ec) && fs::is_regular_file(draft, ec)) {
       BundledModels found{target.lexically_normal().string(), draft.lexically_normal().string()};
-      const fs::path greedy = dir / kBundledGreedyAcceptance,
-                     sampled = dir / kBundledSampledAcceptance;
+      const fs::path greedy = dir / files.greedy_acceptance,
+                     sampled = dir / files.sampled_acceptance;
       if (fs::is_regular_file(greedy, ec))
         found.greedy_acceptance = greedy.lexically_normal().string();
       if (fs::is_regular_file(sampled, ec))
@@ -41,27 +66,44 @@ std::optional<BundledModels> FindBundledModels() {
 
 std::string BundledAcceptanceFor(const std::string& target, const std::string& draft, bool greedy) {
   namespace fs = std::filesystem;
-  const std::optional<BundledModels> bundled = FindBundledModels();
-  if (!bundled) return "";
-  std::error_code ec;
-  if (!fs::equivalent(target, bundled->target, ec) || ec ||
-      !fs::equivalent(draft, bundled->draft, ec) || ec) {
-    return "";
+  for (const BundledPairFiles& pair : kBundledPairs) {
+    const std::optional<BundledModels> bundled = FindBundledModels(pair.name);
+    if (!bundled) continue;
+    std::error_code ec;
+    if (fs::equivalent(target, bundled->target, ec) && !ec &&
+        fs::equivalent(draft, bundled->draft, ec) && !ec) {
+      return bundled->acceptance(greedy);
+    }
   }
-  return bundled->acceptance(greedy);
+  return "";
 }
 
-bool DefaultToBundledPair(std::string& model, std::string& draft) {
-  if (!model.empty()) return false;
-  const auto bundled = FindBundledModels();
+bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair) {
+  if (!model.empty()) {
+    if (!pair.empty())
+      Fail("--pair chooses a bundled target; it cannot be combined with -m ", model);
+    return false;
+  }
+  const std::string_view name = pair.empty() ? kDefaultPair : std::string_view(pair);
+  const auto bundled = FindBundledModels(name);
   if (!bundled) {
-    Fail("no model given (-m) and the bundled models (models/", kBundledTarget, ", models/",
-         kBundledDraft,
-         ") were not found; set GROVE_MODELS to their directory or pass -m MODEL.gguf");
+    const BundledPairFiles& files = BundledPair(name);
+    Fail("no model given (-m) and the bundled '", name, "' pair (models/", files.target,
+         ", models/", files.draft,
+         ") was not found; set GROVE_MODELS to its directory or pass -m MODEL.gguf");
   }
   model = bundled->target;
   if (draft.empty()) draft = bundled->draft;
   return true;
+}
+
+void AddPairOption(CLI::App& cmd, std::string& pair) {
+  std::vector<std::string> names;
+  for (const BundledPairFiles& p : kBundledPairs) names.emplace_back(p.name);
+  cmd.add_option("--pair", pair,
+                 StrCat("Bundled pair used when no -m is given: ", PairNames(), " (default ",
+                        kDefaultPair, ")"))
+      ->check(CLI::IsMember(names));
 }
 
 }  // namespace grove::cli

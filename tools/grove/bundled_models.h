@@ -1,16 +1,39 @@
-// The model pair that ships in models/ (trained by grove itself; see models/README.md), used by
-// `grove run` when no model is given.
+// The model pairs that ship in models/ (trained by grove itself; see models/README.md), used by
+// `grove run`, `serve` and `tot` when no model is given.
+//
+// - "base" (the default): a 43 M-parameter target whose weights (45 MB) stream from memory at
+//   every token, the regime of the models people run, where verifying several tokens costs little
+//   more than one; and its distilled draft.
+// - "small": a 12 M-parameter target that fits in the last-level cache (its forward pass is
+//   compute-bound) and its draft; fast to load and run, for tests and quick checks.
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+
+namespace CLI {
+class App;
+}
 
 namespace grove::cli {
 
-inline constexpr const char* kBundledTarget = "grove-target.gguf";
-inline constexpr const char* kBundledDraft = "grove-draft.gguf";
-inline constexpr const char* kBundledGreedyAcceptance = "grove-pair.greedy.accept.json";
-inline constexpr const char* kBundledSampledAcceptance = "grove-pair.sampled.accept.json";
+struct BundledPairFiles {
+  const char* name;
+  const char* target;
+  const char* draft;
+  const char* greedy_acceptance;   // grove calibrate at temperature 0
+  const char* sampled_acceptance;  // grove calibrate at temperature 1
+};
+
+inline constexpr BundledPairFiles kBundledPairs[] = {
+    {"base", "grove-base-target.gguf", "grove-base-draft.gguf", "grove-base.greedy.accept.json",
+     "grove-base.sampled.accept.json"},
+    {"small", "grove-target.gguf", "grove-draft.gguf", "grove-pair.greedy.accept.json",
+     "grove-pair.sampled.accept.json"},
+};
+inline constexpr std::string_view kDefaultPair = "base";
 
 struct BundledModels {
   std::string target;
@@ -25,16 +48,23 @@ struct BundledModels {
   }
 };
 
+// The files of a pair by name; throws grove::Error naming the pairs there are.
+const BundledPairFiles& BundledPair(std::string_view name);
+
 // Looks in $GROVE_MODELS, then in models/ of the source tree the binary was built in (walking up
-// from the executable), then ./models. Nullopt when none holds both files.
-std::optional<BundledModels> FindBundledModels();
+// from the executable), then ./models. Nullopt when none holds both files of the pair.
+std::optional<BundledModels> FindBundledModels(std::string_view pair = kDefaultPair);
 
-// No model given (`model` empty): the bundled target, and the bundled draft unless `draft` names
-// one. Throws grove::Error when the bundled models are not found. True when it filled them in.
-bool DefaultToBundledPair(std::string& model, std::string& draft);
+// No model given (`model` empty): the pair's target (empty `pair`: the default pair), and its draft
+// unless `draft` names one. Throws grove::Error when the pair is not found, or when a pair is
+// named together with a model. True when it filled them in.
+bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair = "");
 
-// The bundled pair's acceptance vector for this sampling when target and draft are the bundled
+// A bundled pair's acceptance vector for this sampling when target and draft are that pair's
 // files (a user's own pair has none); empty otherwise.
 std::string BundledAcceptanceFor(const std::string& target, const std::string& draft, bool greedy);
+
+// `--pair NAME`: which bundled pair to use when no -m is given.
+void AddPairOption(CLI::App& cmd, std::string& pair);
 
 }  // namespace grove::cli

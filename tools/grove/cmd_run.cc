@@ -41,6 +41,7 @@ struct RunOptions {
   bool verbose = false;
   // Speculative decoding.
   std::string draft;
+  std::string pair;  // bundled pair when no -m (empty: the default)
   std::string spec = "auto";
   std::string verify;
   std::string draw;
@@ -52,7 +53,7 @@ struct RunOptions {
 
 // No -m: the bundled target, speculating with the bundled draft unless the user chose a draft.
 void ResolveModels(RunOptions& o) {
-  if (DefaultToBundledPair(o.model, o.draft)) {
+  if (DefaultToBundledPair(o.model, o.draft, o.pair)) {
     std::fprintf(stderr,
                  "[grove] bundled models: target %s, draft %s (-m and --draft choose others)\n",
                  o.model.c_str(), o.draft.c_str());
@@ -232,6 +233,7 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-text tokens");
   cmd->add_flag("--no-display-prompt", o->no_display_prompt, "Print only the generated text");
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
+  AddPairOption(*cmd, o->pair);
   cmd->add_option(
       "--draft", o->draft,
       "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");

@@ -16,6 +16,7 @@ namespace grove::cli {
 
 void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
   cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
+  AddPairOption(cmd, o.pair);
   cmd.add_option("--draft", o.draft,
                  "Draft GGUF, or 'none' to serve without speculation (default: the bundled draft "
                  "with the bundled target)");
@@ -52,7 +53,7 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
 
 ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   ServeModelOptions& opt = options_;
-  DefaultToBundledPair(opt.model, opt.draft);
+  DefaultToBundledPair(opt.model, opt.draft, opt.pair);
   if (opt.parallel < 1 || opt.parallel > 256)
     Fail("--parallel ", opt.parallel, " out of range 1..256");
   if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");

@@ -18,6 +18,7 @@ namespace grove::cli {
 struct ServeModelOptions {
   std::string model;
   std::string draft;
+  std::string pair;  // bundled pair when no -m (empty: the default)
   std::string spec = "auto";
   std::string accept_file;
   std::string policy = "batched";

@@ -15,6 +15,7 @@ namespace grove::cli {
 
 void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
+  AddPairOption(cmd, o.pair);
   cmd.add_option("--draft", o.draft,
                  "Draft GGUF (same vocabulary) or 'ngram' (default: the bundled draft with the "
                  "bundled target; required with -m for speculative policies)");
@@ -58,7 +59,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
 
 TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   TotModelOptions& opt = options_;
-  DefaultToBundledPair(opt.model, opt.draft);
+  DefaultToBundledPair(opt.model, opt.draft, opt.pair);
   if (opt.slots < 1 || opt.slots > 1024) Fail("--slots ", opt.slots, " out of range 1..1024");
   if (opt.threads < 0 || opt.overlap_threads < 0) Fail("thread counts must be >= 0");
   if (opt.seed < 0) Fail("--seed must be >= 0");

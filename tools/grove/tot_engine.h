@@ -20,6 +20,7 @@ namespace grove::cli {
 struct TotModelOptions {
   std::string model;  // empty: the bundled pair
   std::string draft;  // path, "ngram", or empty (the bundled draft with the bundled target)
+  std::string pair;   // bundled pair when no -m (empty: the default)
   std::string spec = "auto";
   std::string verify;  // empty: greedy at temperature 0, else target-sample
   std::string accept_file;
