@@ -4,7 +4,11 @@
 // OpenAI's error object with the right status; a full queue answers 503 with Retry-After; a client
 // that disconnects frees its sequence; and a load of concurrent streaming clients, some
 // cancelling, loses nothing.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -13,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -41,7 +46,7 @@ using nlohmann::json;
 class Server {
  public:
   Server(int parallel, int max_waiting, std::string api_key = "",
-         SchedulePolicy policy = SchedulePolicy::kBatched) {
+         SchedulePolicy policy = SchedulePolicy::kBatched, int keep_alive_ms = 1000) {
     target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
     ServiceOptions options{.model_id = "grove-target",
@@ -50,8 +55,11 @@ class Server {
                            .plan_inputs = ReadPlanInputs(kAccept, "", 128),
                            .max_waiting = max_waiting};
     service_ = std::make_unique<CompletionService>(*target_, draft->parameters(), options);
-    http_ = std::make_unique<HttpServer>(
-        *service_, HttpServerOptions{.port = 0, .api_key = api_key, .max_body_bytes = 64 << 10});
+    http_ =
+        std::make_unique<HttpServer>(*service_, HttpServerOptions{.port = 0,
+                                                                  .api_key = api_key,
+                                                                  .max_body_bytes = 64 << 10,
+                                                                  .keep_alive_ms = keep_alive_ms});
     port_ = http_->Bind();
     thread_ = std::thread([this] { http_->Listen(); });
   }
@@ -375,6 +383,60 @@ TEST_F(ServerTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
   EXPECT_EQ(client.Get("/health")->status, 200);
 }
 
+// Generated tokens so far, from /metrics.
+double GeneratedTokens(const Server& server) {
+  auto metrics = server.Client().Get("/metrics");
+  const std::string key = "\ngrove_generated_tokens_total ";
+  const std::size_t at = metrics->body.find(key);
+  return at == std::string::npos ? -1.0 : std::stod(metrics->body.substr(at + key.size()));
+}
+
+// A non-streamed request whose client gives up: the server's keep-alive write fails, and the
+// request's sequences stop long before their max_tokens. One that finishes is answered whole.
+TEST_F(ServerTest, ANonStreamedRequestWhoseClientLeavesIsCancelled) {
+  Server server(4, 4, "", SchedulePolicy::kBatched, /*keep_alive_ms=*/5);
+  const std::string body = json{{"prompt", "Once upon a time"},
+                                {"max_tokens", 240},
+                                {"n", 4},
+                                {"temperature", 0.8},
+                                {"grove", {{"speculation", "off"}}}}
+                               .dump();
+  {
+    // A raw connection that sends the request, waits a little, and closes.
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string request =
+        "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" + body;
+    ASSERT_EQ(send(fd, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    // Close once the request's sequences generate.
+    for (int tries = 0; server.target().kv().in_use() == 0; ++tries) {
+      ASSERT_LT(tries, 5000) << "the request was never admitted";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    close(fd);
+  }
+  for (int tries = 0; server.target().kv().in_use() != 0; ++tries) {
+    ASSERT_LT(tries, 5000) << "the sequences were not freed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_LT(GeneratedTokens(server), 4 * 240 * 0.8) << "the sequences ran (almost) to the end";
+
+  // A patient client of the same kind of request gets its whole answer, status and all.
+  auto res = server.Client().Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json answer = json::parse(res->body);
+  ASSERT_EQ(answer.at("choices").size(), 4u);
+  EXPECT_EQ(answer.at("usage").at("completion_tokens").get<int>() > 0, true);
+}
+
 // The live view's feed: subscribed before a request starts (id=next), it gets every step's tree
 // with its accepted path and emitted text, which together make the response; then "done".
 TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
@@ -479,6 +541,19 @@ TEST_F(ServerTest, TreeViewRendersInHeadlessChromium) {
 
 // Many clients at once, mixed lengths, a share of them cancelling: every completed response
 // equals the same request alone, none is lost, and the server answers afterwards.
+// Resident memory of this process (server and clients), from /proc/self/status.
+int64_t ResidentKiB() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6));
+  }
+  return -1;
+}
+
+// Two waves of 64 streaming clients of mixed lengths, every fifth cancelling after its second
+// event: every completed response equals the request run alone, nothing is lost, every slot comes
+// back, and the second wave leaves resident memory where the first left it (nothing held per
+// request).
 TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
   constexpr int kClients = 64;
   Server server(8, kClients);
@@ -490,35 +565,43 @@ TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
   for (int i = 0; i < kClients; ++i) {
     expected[i] = server.Alone(prompts[i % prompts.size()], length_of(i), 0.0f, 0);
   }
-  std::vector<std::string> got(kClients);
-  std::vector<int> done(kClients, 0);
-  std::vector<std::thread> clients;
-  for (int i = 0; i < kClients; ++i) {
-    clients.emplace_back([&, i] {
-      httplib::Client client = server.Client();
-      const bool cancels = i % 5 == 4;
-      int seen = 0;
-      const auto data = StreamPost(server, "/v1/completions",
-                                   {{"prompt", prompts[i % prompts.size()]},
-                                    {"max_tokens", length_of(i)},
-                                    {"temperature", 0},
-                                    {"stream", true}},
-                                   [&](const std::string&) { return !(cancels && ++seen == 2); });
-      if (cancels) return;
-      got[i] = StreamText(data, false, nullptr);
-      done[i] = !data.empty() && data.back() == "[DONE]";
-    });
-  }
-  for (std::thread& t : clients) t.join();
-  for (int i = 0; i < kClients; ++i) {
-    if (i % 5 == 4) continue;
-    EXPECT_TRUE(done[i]) << "client " << i;
-    EXPECT_EQ(got[i], expected[i]) << "client " << i;
-  }
-  for (int tries = 0; server.target().kv().in_use() != 0; ++tries) {
-    ASSERT_LT(tries, 2000) << "slots still held after every client finished";
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  auto wave = [&] {
+    std::vector<std::string> got(kClients);
+    std::vector<int> done(kClients, 0);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < kClients; ++i) {
+      clients.emplace_back([&, i] {
+        const bool cancels = i % 5 == 4;
+        int seen = 0;
+        const auto data = StreamPost(server, "/v1/completions",
+                                     {{"prompt", prompts[i % prompts.size()]},
+                                      {"max_tokens", length_of(i)},
+                                      {"temperature", 0},
+                                      {"stream", true}},
+                                     [&](const std::string&) { return !(cancels && ++seen == 2); });
+        if (cancels) return;
+        got[i] = StreamText(data, false, nullptr);
+        done[i] = !data.empty() && data.back() == "[DONE]";
+      });
+    }
+    for (std::thread& t : clients) t.join();
+    for (int i = 0; i < kClients; ++i) {
+      if (i % 5 == 4) continue;
+      EXPECT_TRUE(done[i]) << "client " << i;
+      EXPECT_EQ(got[i], expected[i]) << "client " << i;
+    }
+    for (int tries = 0; server.target().kv().in_use() != 0; ++tries) {
+      ASSERT_LT(tries, 2000) << "slots still held after every client finished";
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  };
+  wave();
+  const int64_t after_first = ResidentKiB();
+  wave();
+  const int64_t after_second = ResidentKiB();
+  ASSERT_GT(after_first, 0);
+  EXPECT_LE(after_second - after_first, 16 * 1024)
+      << "resident memory grew from " << after_first << " KiB to " << after_second << " KiB";
   httplib::Client client = server.Client();
   EXPECT_EQ(client.Get("/health")->status, 200);
 }

@@ -15,10 +15,6 @@
 namespace grove::serve {
 namespace {
 
-// How long a stream may stay silent (prefill, a wait for a slot) before a comment line keeps the
-// connection alive; a client that went away is found by the failed write.
-constexpr auto kKeepAlive = std::chrono::milliseconds(1000);
-
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(body.dump(), "application/json");
@@ -29,35 +25,82 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
   SendJson(res, error.status(), error.ToJson());
 }
 
-// Drains a completion into one response body.
-nlohmann::json Collect(Completion& completion, bool chat, const std::string& model) {
-  CompletionTexts texts;
-  texts.text.resize(completion.n_choices());
-  texts.finish_reason.resize(completion.n_choices());
-  for (CompletionEvent event;;) {
-    if (!completion.Next(&event, kKeepAlive)) continue;
-    if (event.kind == CompletionEvent::Kind::kText) {
-      texts.text[event.choice] += event.text;
-    } else if (event.kind == CompletionEvent::Kind::kChoiceDone) {
-      texts.finish_reason[event.choice] = event.finish_reason;
-    } else {
-      break;
-    }
+// Gathers a non-streamed completion's events into its one response body.
+class Collector {
+ public:
+  Collector(std::shared_ptr<Completion> completion, bool chat, std::string model)
+      : completion_(std::move(completion)), chat_(chat), model_(std::move(model)) {
+    texts_.text.resize(completion_->n_choices());
+    texts_.finish_reason.resize(completion_->n_choices());
   }
-  if (!completion.error().empty()) throw ApiError(500, completion.error(), "server_error");
-  return CompletionBody(completion, texts, chat, model);
-}
+
+  // Takes events until the completion is done (true) or `wait` has passed (false).
+  bool Gather(std::chrono::milliseconds wait) {
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    while (!done_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      CompletionEvent event;
+      if (left.count() <= 0 || !completion_->Next(&event, left)) return false;
+      if (event.kind == CompletionEvent::Kind::kText) {
+        texts_.text[event.choice] += event.text;
+      } else if (event.kind == CompletionEvent::Kind::kChoiceDone) {
+        texts_.finish_reason[event.choice] = event.finish_reason;
+      } else {
+        done_ = true;
+      }
+    }
+    return true;
+  }
+
+  // The body of a finished completion; throws ApiError when it failed.
+  nlohmann::json Body() const {
+    if (!completion_->error().empty()) throw ApiError(500, completion_->error(), "server_error");
+    return CompletionBody(*completion_, texts_, chat_, model_);
+  }
+
+  // One call of cpp-httplib's chunked provider, for a completion still running after the first
+  // wait: a space (JSON allows leading white space) per silent interval, then the body. Its status
+  // is sent already, so a failure that late comes as the error object with status 200, as it
+  // would in a stream. False when the client is gone: its sequences are cancelled.
+  bool Provide(httplib::DataSink& sink, std::chrono::milliseconds keep_alive) {
+    if (!Gather(keep_alive)) return Write(sink, " ");
+    std::string body;
+    try {
+      body = Body().dump();
+    } catch (const ApiError& e) {
+      body = e.ToJson().dump();
+    }
+    if (!Write(sink, body)) return false;
+    sink.done();
+    return true;
+  }
+
+ private:
+  bool Write(httplib::DataSink& sink, const std::string& text) {
+    if (sink.write(text.data(), text.size())) return true;
+    completion_->Cancel();
+    return false;
+  }
+
+  std::shared_ptr<Completion> completion_;
+  bool chat_;
+  std::string model_;
+  CompletionTexts texts_;
+  bool done_ = false;
+};
 
 // The server-sent events of a streamed completion: one chunk per piece of text, a last chunk per
 // choice with its finish_reason, a summary chunk (grove's statistics, usage if asked), [DONE].
 class EventStream {
  public:
   EventStream(std::shared_ptr<Completion> completion, bool chat, std::string model,
-              bool include_usage)
+              bool include_usage, std::chrono::milliseconds keep_alive)
       : completion_(std::move(completion)),
         chat_(chat),
         model_(std::move(model)),
         include_usage_(include_usage),
+        keep_alive_(keep_alive),
         started_(completion_->n_choices(), false) {}
 
   // One call of cpp-httplib's chunked provider: sends what the next event gives (or a keep-alive
@@ -75,7 +118,7 @@ class EventStream {
  private:
   bool Step(std::size_t, httplib::DataSink& sink) {
     CompletionEvent event;
-    if (!completion_->Next(&event, kKeepAlive)) return Write(sink, ": keep-alive\n\n");
+    if (!completion_->Next(&event, keep_alive_)) return Write(sink, ": keep-alive\n\n");
     switch (event.kind) {
       case CompletionEvent::Kind::kText:
         return Send(sink, StreamChunk(*completion_, chat_, model_, event.choice, &event.text,
@@ -113,6 +156,7 @@ class EventStream {
   bool chat_;
   std::string model_;
   bool include_usage_;
+  std::chrono::milliseconds keep_alive_;
   std::vector<bool> started_;
 };
 
@@ -236,11 +280,12 @@ void HttpServer::Route() {
     }
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
-        "text/event-stream",
-        [subscription = channel->Subscribe()](std::size_t, httplib::DataSink& sink) {
+        "text/event-stream", [subscription = channel->Subscribe(),
+                              keep_alive = std::chrono::milliseconds(options_.keep_alive_ms)](
+                                 std::size_t, httplib::DataSink& sink) {
           std::string event;
           std::string text;
-          if (subscription->Next(&event, kKeepAlive)) {
+          if (subscription->Next(&event, keep_alive)) {
             text = "event: step\ndata: " + event + "\n\n";
           } else if (subscription->closed()) {
             text = "event: done\ndata: {}\n\n";
@@ -272,13 +317,29 @@ void HttpServer::Route() {
               "invalid_request_error", "model");
         }
         std::shared_ptr<Completion> completion = service_.Start(request);
+        const std::chrono::milliseconds keep_alive(options_.keep_alive_ms);
         if (!request.stream) {
-          SendJson(res, 200, Collect(*completion, chat, model));
+          // Most answers come within the first wait and are sent whole, with their status; a
+          // longer one is sent chunked, so that a client that leaves is noticed.
+          auto collector = std::make_shared<Collector>(completion, chat, model);
+          if (collector->Gather(keep_alive)) {
+            SendJson(res, 200, collector->Body());
+            return;
+          }
+          res.set_chunked_content_provider(
+              "application/json",
+              [collector, keep_alive](std::size_t, httplib::DataSink& sink) {
+                return collector->Provide(sink, keep_alive);
+              },
+              [completion](bool success) {
+                if (!success) completion->Cancel();
+              });
           return;
         }
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
-            "text/event-stream", EventStream(completion, chat, model, request.include_usage),
+            "text/event-stream",
+            EventStream(completion, chat, model, request.include_usage, keep_alive),
             [completion](bool success) {
               if (!success) completion->Cancel();
             });

@@ -25,6 +25,10 @@ struct HttpServerOptions {
   std::size_t max_body_bytes = 1 << 20;
   int threads = 0;              // HTTP worker threads; 0: --parallel + queue + 8
   int retry_after_seconds = 1;  // Retry-After of a 503
+  // Longest silence of a response under way: a streamed one sends an SSE comment, a non-streamed
+  // one still running sends a space before its JSON body. A failed write is how a client that went
+  // away is found (its sequences are then cancelled).
+  int keep_alive_ms = 1000;
 };
 
 class HttpServer {
