@@ -49,6 +49,11 @@ if [[ " $PAIRS " == *" base "* ]]; then
     --export "$W/grove-base-draft.gguf" --export-type q8_0
   $G eval -m "$W/grove-base-target.gguf" --draft "$W/grove-base-draft.gguf" --corpus "$W/corpus" \
     --windows 64 --seq-len 512
+  # The pair's acceptance vectors, auto's starting estimate: greedy, and sampling at temperature 1.
+  pair=(-m "$W/grove-base-target.gguf" --draft "$W/grove-base-draft.gguf"
+        --prompts bench/prompts/calibration.txt --width 8 -n 128 -t "$T")
+  $G calibrate "${pair[@]}" --temp 0 -o "$W/grove-base.greedy.accept.json"
+  $G calibrate "${pair[@]}" --temp 1 --top-k 0 --top-p 1 --min-p 0 -o "$W/grove-base.sampled.accept.json"
 fi
-echo "copy $W/grove-{target,draft,base-target,base-draft}.gguf to models/ to ship them; then"
-echo "grove calibrate each pair for its acceptance vectors (models/README.md gives the commands)"
+echo "copy $W/grove-{target,draft,base-target,base-draft}.gguf and $W/grove-base.*.accept.json to"
+echo "models/ to ship them"

@@ -248,6 +248,8 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
       "--curve-prefix 100000");
   add("corpus --out " + Path("big") + " --tokens 100000000000", "--tokens");
   // Many sequences and the server: options refused before any model loads or port opens.
+  add("run --pair medium -p hi", "--pair");
+  add("run --pair small -m " + m + " -p hi", "cannot be combined");
   add("tot -t 1000000", "threads");
   add("tot --temp nan", "--temp");
   add("tot --tree-out " + Path("fifo"), "a FIFO");

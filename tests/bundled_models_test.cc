@@ -1,5 +1,6 @@
-// The model pair shipped in models/: it loads, has the promised sizes, and writes text in the
-// corpus's own style. Assertions are on structure (known words, sentences), never on exact text.
+// The model pairs shipped in models/ (base and small): each loads, has the promised sizes, and
+// writes text in the corpus's own style. Assertions are on structure (known words, sentences),
+// never on exact text.
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -21,8 +22,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTarget = std::string(GROVE_MODELS_DIR) + "/grove-target.gguf";
-const std::string kDraft = std::string(GROVE_MODELS_DIR) + "/grove-draft.gguf";
+struct PairSpec {
+  const char* name;
+  const char* target;
+  const char* draft;
+  int64_t min_params, max_params;  // the target's
+  double min_ratio, max_ratio;     // target parameters / draft parameters
+};
+
+// What models/README.md promises of each pair.
+const PairSpec kPairs[] = {
+    {"base", "grove-base-target.gguf", "grove-base-draft.gguf", 40'000'000, 80'000'000, 10, 40},
+    {"small", "grove-target.gguf", "grove-draft.gguf", 10'000'000, 30'000'000, 10, 20},
+};
+
+std::string ModelPath(const char* file) { return std::string(GROVE_MODELS_DIR) + "/" + file; }
+
+class BundledPair : public testing::TestWithParam<PairSpec> {};
 
 // Lower-case words without punctuation.
 std::vector<std::string> Words(const std::string& text) {
@@ -40,21 +56,29 @@ std::vector<std::string> Words(const std::string& text) {
   return words;
 }
 
-TEST(BundledModels, ArePresentAndSizedAsPromised) {
-  ASSERT_TRUE(fs::exists(kTarget)) << kTarget << " is part of the repository";
-  ASSERT_TRUE(fs::exists(kDraft)) << kDraft << " is part of the repository";
-  EXPECT_LE(fs::file_size(kTarget) + fs::file_size(kDraft), 40u * 1000 * 1000);
-  auto target = Model::Load(kTarget), draft = Model::Load(kDraft);
+// All of models/ stays under 90 MB (the repository carries it).
+TEST(BundledModels, FitTheSizeBudget) {
+  std::uintmax_t total = 0;
+  for (const auto& entry : fs::directory_iterator(GROVE_MODELS_DIR)) total += entry.file_size();
+  EXPECT_LE(total, 90u * 1000 * 1000);
+}
+
+TEST_P(BundledPair, IsPresentAndSizedAsPromised) {
+  const PairSpec& p = GetParam();
+  const std::string target_path = ModelPath(p.target), draft_path = ModelPath(p.draft);
+  ASSERT_TRUE(fs::exists(target_path)) << target_path << " is part of the repository";
+  ASSERT_TRUE(fs::exists(draft_path)) << draft_path << " is part of the repository";
+  auto target = Model::Load(target_path), draft = Model::Load(draft_path);
   const int64_t nt = target->config().n_params(), nd = draft->config().n_params();
-  EXPECT_GE(nt, 10'000'000);
-  EXPECT_LE(nt, 30'000'000);
-  EXPECT_GE(static_cast<double>(nt) / nd, 10.0);
-  EXPECT_LE(static_cast<double>(nt) / nd, 20.0);
+  EXPECT_GE(nt, p.min_params);
+  EXPECT_LE(nt, p.max_params);
+  EXPECT_GE(static_cast<double>(nt) / nd, p.min_ratio);
+  EXPECT_LE(static_cast<double>(nt) / nd, p.max_ratio);
   EXPECT_EQ(target->config().n_vocab, draft->config().n_vocab);
 }
 
-TEST(BundledModels, GreedyStoryIsMadeOfTheCorpussWordsAndSentences) {
-  auto target = Model::Load(kTarget);
+TEST_P(BundledPair, GreedyStoryIsMadeOfTheCorpussWordsAndSentences) {
+  auto target = Model::Load(ModelPath(GetParam().target));
   const Tokenizer& tok = *target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode("Once upon a time", /*add_bos=*/false);
   std::vector<int32_t> all = prompt;
@@ -91,6 +115,11 @@ TEST(BundledModels, GreedyStoryIsMadeOfTheCorpussWordsAndSentences) {
     EXPECT_LT(run, 5) << "word '" << words[i] << "' repeats";
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Pairs, BundledPair, testing::ValuesIn(kPairs),
+                         [](const testing::TestParamInfo<PairSpec>& info) {
+                           return std::string(info.param.name);
+                         });
 
 }  // namespace
 }  // namespace grove

@@ -356,12 +356,12 @@ TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
 }
 
-// Tree-of-thought search on the bundled pair under SEED's rounds, its SVG tree, and the policy
-// benchmark's check that every policy generated the same tokens.
+// Tree-of-thought search on the small bundled pair under SEED's rounds, its SVG tree, and the
+// policy benchmark's check that every policy generated the same tokens.
 TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
   const std::string svg = Path("tree.svg");
   CommandResult r = Grove(
-      "tot --puzzle \"4 9 10 13\" --thoughts 1 --breadth 2 --policy seed "
+      "tot --pair small --puzzle \"4 9 10 13\" --thoughts 1 --breadth 2 --policy seed "
       "--direct --tree-out " +
       svg);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -372,8 +372,10 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
   EXPECT_NE(r.err.find("seed (tree auto: "), std::string::npos) << r.err;
   EXPECT_NE(ReadAll(svg).find("<svg xmlns="), std::string::npos);
   const std::string json_path = Path("tot.json");
-  r = Grove("tot-bench --puzzles \"4 9 10 13;1 5 5 5\" --reps 1 --thoughts 1 --breadth 2 --json " +
-            json_path);
+  r = Grove(
+      "tot-bench --pair small --puzzles \"4 9 10 13;1 5 5 5\" --reps 1 --thoughts 1 --breadth 2 "
+      "--json " +
+      json_path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("identical across policies"), std::string::npos) << r.out;
   const nlohmann::json j = nlohmann::json::parse(ReadAll(json_path));
