@@ -25,6 +25,14 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
   SendJson(res, error.status(), error.ToJson());
 }
 
+// Writes a piece of a response; a failed write means the client is gone: its sequences are
+// cancelled.
+bool WriteOrCancel(httplib::DataSink& sink, const std::string& text, Completion& completion) {
+  if (sink.write(text.data(), text.size())) return true;
+  completion.Cancel();
+  return false;
+}
+
 // Gathers a non-streamed completion's events into its one response body.
 class Collector {
  public:
@@ -78,9 +86,7 @@ class Collector {
 
  private:
   bool Write(httplib::DataSink& sink, const std::string& text) {
-    if (sink.write(text.data(), text.size())) return true;
-    completion_->Cancel();
-    return false;
+    return WriteOrCancel(sink, text, *completion_);
   }
 
   std::shared_ptr<Completion> completion_;
@@ -147,9 +153,7 @@ class EventStream {
     return Write(sink, "data: " + body.dump() + "\n\n");
   }
   bool Write(httplib::DataSink& sink, const std::string& text) {
-    if (sink.write(text.data(), text.size())) return true;
-    completion_->Cancel();
-    return false;
+    return WriteOrCancel(sink, text, *completion_);
   }
 
   std::shared_ptr<Completion> completion_;
