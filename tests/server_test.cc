@@ -541,6 +541,20 @@ TEST_F(ServerTest, TreeViewRendersInHeadlessChromium) {
 
 // Many clients at once, mixed lengths, a share of them cancelling: every completed response
 // equals the same request alone, none is lost, and the server answers afterwards.
+// Under AddressSanitizer freed memory sits in a quarantine instead of being reused, so resident
+// memory grows by design (25 MiB over a wave here); LeakSanitizer checks for leaks in that build.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kAddressSanitizer = true;
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+#else
+constexpr bool kAddressSanitizer = false;
+#endif
+
 // Resident memory of this process (server and clients), from /proc/self/status.
 int64_t ResidentKiB() {
   std::ifstream status("/proc/self/status");
@@ -600,8 +614,10 @@ TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
   wave();
   const int64_t after_second = ResidentKiB();
   ASSERT_GT(after_first, 0);
-  EXPECT_LE(after_second - after_first, 16 * 1024)
-      << "resident memory grew from " << after_first << " KiB to " << after_second << " KiB";
+  if (!kAddressSanitizer) {
+    EXPECT_LE(after_second - after_first, 16 * 1024)
+        << "resident memory grew from " << after_first << " KiB to " << after_second << " KiB";
+  }
   httplib::Client client = server.Client();
   EXPECT_EQ(client.Get("/health")->status, 200);
 }
