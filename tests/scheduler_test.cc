@@ -248,7 +248,9 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
           const TreeNode& node = step.tree.node(step.accepted[k]);
           EXPECT_EQ(node.depth, static_cast<int32_t>(k) + 1);
           EXPECT_EQ(node.parent, k == 0 ? -1 : step.accepted[k - 1]);
-          if (k < step.tokens.size()) EXPECT_EQ(node.token, step.tokens[k]);
+          if (k < step.tokens.size()) {
+            EXPECT_EQ(node.token, step.tokens[k]);
+          }
         }
       };
       requests[i].on_tokens = [&, i](std::span<const int32_t> tokens) {
@@ -287,23 +289,73 @@ TEST(ConcurrencyTrees, FollowTheCurveAndTheStepCost) {
   std::vector<std::pair<int32_t, double>> points;
   for (int32_t n = 1; n <= 128; ++n) points.emplace_back(n, 1e-4 + 5e-5 * n);
   constexpr int32_t kAlone = 8;  // tokens of the tree for one sequence, root included
-  ConcurrencyTrees trees(VerifyCostCurve(points), {0.8, 0.1, 0.05}, kAlone, 16, 128);
+  ConcurrencyTrees trees(VerifyCostCurve(points), {0.8, 0.1, 0.05}, kAlone, 16, 128,
+                         /*drafting_cores=*/2, /*draft_seconds_per_level=*/0.0);
   auto check_bounds = [&] {
     for (int32_t k = 1; k <= 16; ++k) {
       EXPECT_LE(trees.For(k).size(), kAlone - 1) << k;
       EXPECT_LE((trees.For(k).size() + 1) * k, 128) << k;  // k trees and roots fit the budget
     }
   };
-  trees.Update(0.0);
+  trees.Update({.overhead_seconds = 0.0});
   check_bounds();
   EXPECT_GE(trees.For(1).size(), 2);
   EXPECT_LT(trees.For(16).size(), trees.For(1).size());
-  trees.Update(1.0);  // a step costs a second besides the forward: every token a tree wins counts
+  trees.Update({.overhead_seconds = 1.0});  // every token a tree wins counts
   check_bounds();
   EXPECT_EQ(trees.For(16).size(), 128 / 16 - 1);
   EXPECT_EQ(trees.For(1).size(), kAlone - 1);
   EXPECT_EQ(trees.For(99).size(), trees.For(16).size());  // clamped
-  EXPECT_DOUBLE_EQ(trees.step_overhead_seconds(), 1.0);
+  EXPECT_DOUBLE_EQ(trees.costs().overhead_seconds, 1.0);
+}
+
+// Drafting is charged to trees only, per draft level, shared among the cores the lanes draft on:
+// where it costs more than the tokens a tree wins, plain steps are chosen. At 16 sequences with a
+// step overhead of 0.1 ms a plain step costs 0.156 ms a token and a one-node tree 0.115 ms a
+// token when drafting is free, but 0.226 ms when a level costs 0.4 ms (0.2 ms on 2 cores).
+TEST(ConcurrencyTrees, ChargeDraftingToTreesAlone) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 128; ++n) points.emplace_back(n, 1e-4 + 5e-5 * n);
+  ConcurrencyTrees trees(VerifyCostCurve(points), {0.8, 0.1, 0.05}, 8, 16, 128,
+                         /*drafting_cores=*/2, /*draft_seconds_per_level=*/0.0);
+  trees.Update({.overhead_seconds = 1e-4, .draft_seconds_per_level = 0.0});
+  EXPECT_FALSE(trees.For(16).empty());
+  trees.Update({.overhead_seconds = 1e-4, .draft_seconds_per_level = 4e-4});
+  EXPECT_TRUE(trees.For(16).empty()) << trees.For(16).size();
+  EXPECT_TRUE(trees.For(1).empty()) << trees.For(1).size();
+  // Negative measurements count as zero.
+  trees.Update({.overhead_seconds = -1.0, .draft_seconds_per_level = -1.0});
+  EXPECT_EQ(trees.costs().overhead_seconds, 0.0);
+  EXPECT_EQ(trees.costs().draft_seconds_per_level, 0.0);
+}
+
+// The table follows what serving measures: trees whose nodes are never accepted (r = 0) give way
+// to plain steps at every concurrency, and the table is rechosen every kRoundsPerUpdate rounds.
+TEST(ConcurrencyTrees, FollowTheAcceptanceServingSees) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 128; ++n) points.emplace_back(n, 1e-3 + 1e-5 * n);  // memory-bound
+  ConcurrencyTrees trees(VerifyCostCurve(points), {0.8, 0.1, 0.05}, 8, 4, 128,
+                         /*drafting_cores=*/2, /*draft_seconds_per_level=*/1e-5);
+  for (int32_t k = 1; k <= 4; ++k) EXPECT_FALSE(trees.For(k).empty()) << k;
+  EXPECT_EQ(trees.acceptance_ratio(), 1.0);
+  const RoundObservation rejected{.sequences = 4,
+                                  .rows = 16,
+                                  .forward_seconds = 1.16e-3,
+                                  .draft_wait_seconds = 1e-5,
+                                  .other_seconds = 1e-4,
+                                  .draft_levels = 12,
+                                  .expected_accepted = 8.0,
+                                  .accepted = 0};
+  for (int i = 1; i < ConcurrencyTrees::kRoundsPerUpdate; ++i) {
+    EXPECT_FALSE(trees.Observe(rejected)) << i;
+  }
+  EXPECT_TRUE(trees.Observe(rejected));
+  EXPECT_EQ(trees.acceptance_ratio(), 0.0);
+  for (int32_t k = 1; k <= 4; ++k) EXPECT_TRUE(trees.For(k).empty()) << k;
+  // Rounds of plain steps leave r where the trees left it.
+  const RoundObservation plain{.sequences = 4, .rows = 4, .forward_seconds = 1.04e-3};
+  for (int i = 0; i < ConcurrencyTrees::kRoundsPerUpdate; ++i) trees.Observe(plain);
+  EXPECT_EQ(trees.acceptance_ratio(), 0.0);
 }
 
 // FreezeAutoPlan measures the curve once and builds the table from it, within its bounds.

@@ -5,38 +5,118 @@
 #include "base/error.h"
 
 namespace grove {
+namespace {
+
+constexpr double kWeight = 0.05;            // running means of o and c
+constexpr double kForwardWeight = 0.1;      // running mean of each t(m)
+constexpr int32_t kTrustedForwards = 8;     // observations before t(m) replaces the start curve
+constexpr double kAcceptanceDecay = 0.995;  // per round with trees: r follows the last few hundred
+constexpr double kMinExpected = 50.0;       // accepted nodes expected before r is used
+
+}  // namespace
 
 ConcurrencyTrees::ConcurrencyTrees(VerifyCostCurve curve, std::vector<double> acceptance,
-                                   int32_t max_size, int32_t max_concurrency, int32_t node_budget)
+                                   int32_t max_size, int32_t max_concurrency, int32_t node_budget,
+                                   int32_t drafting_cores, double draft_seconds_per_level)
     : curve_(std::move(curve)),
       table_(SequoiaTable::Build(acceptance, std::max(max_size, 2),
                                  std::min(std::max(max_size, 2), 16))),
       max_size_(max_size),
       node_budget_(std::max(node_budget, 1)),
+      drafting_cores_(std::max(drafting_cores, 1)),
+      served_(static_cast<std::size_t>(curve_->max_size()) + 1, 0.0),
+      served_count_(served_.size(), 0),
       trees_(static_cast<std::size_t>(max_concurrency)) {
   GROVE_CHECK(max_concurrency >= 1, "concurrency trees: max_concurrency ", max_concurrency);
-  Update(curve_->Seconds(1));
+  Update(
+      {.overhead_seconds = curve_->Seconds(1), .draft_seconds_per_level = draft_seconds_per_level});
 }
 
-void ConcurrencyTrees::Update(double step_overhead_seconds) {
-  overhead_ = std::max(0.0, step_overhead_seconds);
-  const VerifyCostCurve& curve = *curve_;
+bool ConcurrencyTrees::Observe(const RoundObservation& round) {
+  if (empty() || round.sequences < 1) return false;
+  const double k = round.sequences;
+  costs_.overhead_seconds +=
+      kWeight * (std::max(0.0, round.other_seconds) / k - costs_.overhead_seconds);
+  // The round waited (sum of levels) c / min(k, P) for its drafts.
+  if (round.draft_levels > 0) {
+    const double c =
+        round.draft_wait_seconds * std::min<double>(k, drafting_cores_) / round.draft_levels;
+    costs_.draft_seconds_per_level += kWeight * (c - costs_.draft_seconds_per_level);
+  }
+  if (round.rows >= 1 && round.rows < static_cast<int32_t>(served_.size())) {
+    const auto m = static_cast<std::size_t>(round.rows);
+    served_[m] = served_count_[m] == 0
+                     ? round.forward_seconds
+                     : served_[m] + kForwardWeight * (round.forward_seconds - served_[m]);
+    ++served_count_[m];
+  }
+  // Only rounds with trees move r: while plain steps run it keeps what trees last showed.
+  if (round.expected_accepted > 0.0) {
+    expected_accepted_ = expected_accepted_ * kAcceptanceDecay + round.expected_accepted;
+    accepted_ = accepted_ * kAcceptanceDecay + static_cast<double>(round.accepted);
+  }
+  if (++rounds_ % kRoundsPerUpdate != 0) return false;
+  Update(costs_);
+  return true;
+}
+
+double ConcurrencyTrees::acceptance_ratio() const {
+  return expected_accepted_ >= kMinExpected ? accepted_ / expected_accepted_ : 1.0;
+}
+
+double ConcurrencyTrees::ServedSeconds(int32_t m) const {
+  const auto i = static_cast<std::size_t>(m);
+  if (i < served_.size() && served_count_[i] >= kTrustedForwards) return served_[i];
+  double ratio = 0.0;
+  int32_t points = 0;
+  for (std::size_t j = 1; j < served_.size(); ++j) {
+    if (served_count_[j] < kTrustedForwards) continue;
+    ratio += served_[j] / curve_->Seconds(static_cast<int32_t>(j));
+    ++points;
+  }
+  return curve_->Seconds(m) * (points > 0 ? ratio / points : 1.0);
+}
+
+void ConcurrencyTrees::Update(StepCosts costs) {
+  costs_ = {.overhead_seconds = std::max(0.0, costs.overhead_seconds),
+            .draft_seconds_per_level = std::max(0.0, costs.draft_seconds_per_level)};
+  const double r = acceptance_ratio();
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const auto k = static_cast<int32_t>(i) + 1;
-    const int32_t largest = std::min({max_size_, curve.max_size() / k, node_budget_ / k});
-    if (largest < 2) {
-      trees_[i] = TokenTree();
-      continue;
+    const int32_t largest =
+        std::min({max_size_, table_.max_size(), curve_->max_size() / k, node_budget_ / k});
+    // Seconds per token of a plain step, then of each tree (size n root included, depth d levels
+    // root included, so d - 1 draft levels); ties keep the smaller tree.
+    const double o = costs_.overhead_seconds;
+    double best = (ServedSeconds(k) / k + o) / 1.0;
+    int32_t best_n = 1, best_d = 1;
+    for (int32_t n = 2; n <= largest; ++n) {
+      const double share = ServedSeconds(k * n) / k + o;
+      for (int32_t d = 2; d <= std::min(n, table_.max_depth()); ++d) {
+        const double tokens = 1.0 + r * (table_.Value(n, d) - 1.0);
+        const double seconds =
+            share + (d - 1) * costs_.draft_seconds_per_level / std::min(k, drafting_cores_);
+        if (seconds / tokens < best) {
+          best = seconds / tokens;
+          best_n = n;
+          best_d = d;
+        }
+      }
     }
-    // The search adds d levels of draft cost c; here drafting runs on the lanes' threads beside
-    // the forward and what it delays the step by is in the measured overhead, so c = 0.
-    std::vector<std::pair<int32_t, double>> share;
-    for (int32_t n = 1; n <= largest; ++n) {
-      share.emplace_back(n, curve.Seconds(k * n) / k + overhead_);
-    }
-    const SizeDepthChoice c = ChooseSizeAndDepth(table_, VerifyCostCurve(std::move(share)), 0.0);
-    trees_[i] = c.size > 1 ? table_.Tree(c.size, c.depth) : TokenTree();
+    trees_[i] = best_n > 1 ? table_.Tree(best_n, best_d) : TokenTree();
   }
+}
+
+std::string ConcurrencyTrees::Describe() const {
+  std::string text = StrCat("step overhead ", costs_.overhead_seconds * 1e3, " ms, draft level ",
+                            costs_.draft_seconds_per_level * 1e3, " ms, acceptance ratio ",
+                            acceptance_ratio(), "; trees by concurrency");
+  for (std::size_t i = 0; i < trees_.size(); ++i) {
+    const TokenTree& tree = trees_[i];
+    text += StrCat(" ", i + 1, ":");
+    text += tree.empty() ? std::string("-") : StrCat(tree.size(), "/", tree.depth());
+  }
+  return text;
 }
 
 const TokenTree& ConcurrencyTrees::For(int32_t k) const {

@@ -1,16 +1,31 @@
 // Batched verification verifies the trees of every sequence in flight in one target forward, so a
-// tree's worth depends on how many share the forward: each sequence pays its share of it, t(k n) /
-// k for k trees of n tokens, plus what a step costs besides the forward (waking its drafter,
-// queueing, accepting, streaming). The second part is measured while serving: on this 2-core
-// machine it was 0.15 ms per sequence step, more than a plain step's share of the forward at 4
-// sequences (0.065 ms), and it is what makes trees pay even when many share a forward. The table
-// holds, for k = 1..max sequences, the Sequoia tree maximising G(n, d) / (t(k n) / k + o), with
-// at most node_budget tokens in a forward and never more nodes than the tree chosen for one
-// sequence alone (whose buffers every session reserved).
+// tree's worth depends on how many share the forward. For k sequences with trees of n tokens and
+// d levels, a sequence step costs
+//
+//   t(k n) / k  +  o  +  (d - 1) c / min(k, P)
+//
+// its share of the forward, the step's overhead besides forward and drafting (accepting,
+// streaming), and its drafting: c per draft level, the k lanes drafting in parallel on P cores
+// while the round waits for them (scheduler.cc). A plain step (n = 1) pays t(k) / k + o only. It
+// yields 1 + r (G(n, d) - 1) tokens: G from the acceptance vector, r the ratio of the accepted
+// nodes seen to those G expected. The table holds, for k = 1..max sequences, the Sequoia tree of
+// the best tokens per second, or none (plain steps) where no tree beats plain steps, with at most
+// node_budget tokens in a forward and never more nodes than the tree chosen for one sequence alone
+// (whose buffers every session reserved).
+//
+// Everything is measured while serving (Observe): t(m) where forwards of m tokens ran (elsewhere
+// the curve measured at start, scaled by how much slower the observed forwards were than it said:
+// serving's own threads share the cores), o, c and r. The first table uses the start curve, t(1)
+// for o, the draft's cost measured at start for c, and r = 1.
+//
+// Why the parts are kept apart: with one overhead for everything (drafting included) charged to
+// plain steps too, plain steps looked dearer than they are; at 16 clients that chose trees that
+// served 0.94x as fast as plain steps.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "speculate/sequoia.h"
@@ -18,28 +33,65 @@
 
 namespace grove {
 
+struct StepCosts {
+  double overhead_seconds = 0.0;         // o: per sequence step, besides forward and drafting
+  double draft_seconds_per_level = 0.0;  // c: one draft level of one sequence, on one core
+};
+
+// What one round of batched verification did.
+struct RoundObservation {
+  int32_t sequences = 0;  // k: the steps (trees or plain) its forward verified
+  int32_t rows = 0;       // the forward's tokens
+  double forward_seconds = 0.0;
+  double draft_wait_seconds = 0.0;  // waiting for the round's drafts
+  double other_seconds = 0.0;  // the rest since the last round's forward (accepting, streaming)
+  int32_t draft_levels = 0;    // the depths of the round's trees, summed
+  // Over the round's steps on this table's trees: accepted nodes expected, and accepted.
+  double expected_accepted = 0.0;
+  int64_t accepted = 0;
+};
+
 class ConcurrencyTrees {
  public:
+  static constexpr int kRoundsPerUpdate = 64;
+
   ConcurrencyTrees() = default;
   // curve: t(n) up to at least the largest forward; acceptance: p_k; max_size: tokens (root
-  // included) of the tree for one sequence; max_concurrency >= 1. Until the first Update the
-  // overhead is taken to be t(1), a plain step's forward (what it was on the bundled pair).
+  // included) of the tree for one sequence; max_concurrency >= 1; drafting_cores: P >= 1;
+  // draft_seconds_per_level: c until measured.
   ConcurrencyTrees(VerifyCostCurve curve, std::vector<double> acceptance, int32_t max_size,
-                   int32_t max_concurrency, int32_t node_budget);
+                   int32_t max_concurrency, int32_t node_budget, int32_t drafting_cores,
+                   double draft_seconds_per_level);
 
   bool empty() const { return trees_.empty(); }
-  // Rechooses every tree for this cost per sequence step besides the forward (seconds >= 0).
-  void Update(double step_overhead_seconds);
+  // Folds a round into the measurements (running means); every kRoundsPerUpdate rounds, rechooses
+  // the trees. True when it did.
+  bool Observe(const RoundObservation& round);
+  // Rechooses every tree for these costs (negative ones count as 0) and the measurements so far.
+  void Update(StepCosts costs);
   // The tree for each of k sequences (clamped to 1..max_concurrency); empty: plain steps.
   const TokenTree& For(int32_t k) const;
-  double step_overhead_seconds() const { return overhead_; }
+  const StepCosts& costs() const { return costs_; }
+  double acceptance_ratio() const;  // r
+  // One line for diagnostics: the measurements and each k's tree ("k:nodes/depth", "k:-": plain).
+  std::string Describe() const;
 
  private:
-  std::optional<VerifyCostCurve> curve_;  // t(n), as measured
+  // t(m) as served: observed where forwards of m tokens ran often enough, else the start curve
+  // scaled by the observed forwards' mean ratio to it.
+  double ServedSeconds(int32_t m) const;
+
+  std::optional<VerifyCostCurve> curve_;  // t(n), measured at start
   SequoiaTable table_;
   int32_t max_size_ = 1;
   int32_t node_budget_ = 1;
-  double overhead_ = 0.0;
+  int32_t drafting_cores_ = 1;
+  StepCosts costs_;
+  std::vector<double> served_;         // [m]: running mean of forwards of m tokens
+  std::vector<int32_t> served_count_;  // [m]: forwards of m tokens observed
+  double expected_accepted_ = 0.0;     // decayed sums behind r
+  double accepted_ = 0.0;
+  int64_t rounds_ = 0;
   std::vector<TokenTree> trees_;  // [k - 1]
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 
 #include "base/error.h"
 #include "speculate/auto_planner.h"
@@ -68,8 +69,11 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
                                            std::to_string(choice.depth)
                                      : std::string("auto: plain");
   if (max_concurrency >= 1 && choice.size >= 2) {
-    frozen.by_concurrency = ConcurrencyTrees(*inputs.verify_cost, inputs.acceptance, choice.size,
-                                             max_concurrency, node_budget);
+    // Lanes draft on threads of their own, as many at once as there are cores.
+    const auto cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    frozen.by_concurrency =
+        ConcurrencyTrees(*inputs.verify_cost, inputs.acceptance, choice.size, max_concurrency,
+                         node_budget, cores, inputs.draft_seconds_per_level);
   }
   return frozen;
 }

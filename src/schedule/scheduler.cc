@@ -7,9 +7,11 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/timer.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
@@ -65,8 +67,9 @@ struct Scheduler::Lane {
   std::unique_ptr<Model> draft;  // null for n-gram drafting
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<SpeculativeSession> session;
-  int64_t request = -1;         // -1: free
-  bool scheduler_tree = false;  // its session uses the scheduler's (auto) tree
+  int64_t request = -1;            // -1: free
+  bool scheduler_tree = false;     // its session uses the scheduler's (auto) tree
+  double expected_accepted = 0.0;  // by the acceptance vector, of the scheduler's tree it drafts
   Clock::time_point enqueued;
   std::thread thread;  // seed, batched
 };
@@ -406,7 +409,9 @@ void Scheduler::Finish(Source& source, Lane& lane) {
 
 void Scheduler::ShapeFor(Lane& lane) {
   if (trees_by_concurrency_.empty() || !lane.scheduler_tree) return;
-  lane.session->UseShape(trees_by_concurrency_.For(in_flight_));
+  const TokenTree& tree = trees_by_concurrency_.For(in_flight_);
+  lane.session->UseShape(tree);
+  lane.expected_accepted = tree.empty() ? 0.0 : tree.ExpectedLength() - 1.0;
 }
 
 void Scheduler::RunSerial(Source& source) {
@@ -468,15 +473,17 @@ void Scheduler::RunSerial(Source& source) {
 // SEED's rounds (Algorithm 2) and their batched variant. The calling thread verifies; each lane's
 // thread drafts. gamma[l] (the paper's draft label map) lets lane l draft once; a finished draft
 // enters the FCFS queue `ready` and its lane waits until verification sets gamma[l] again. All
-// handoffs go through `mutex`, so a session is touched by one thread at a time.
+// handoffs go through `mutex`, so a session is touched by one thread at a time. Each lane sleeps
+// on a condition variable of its own: permission to draft wakes that lane's thread alone (a shared
+// one woke every lane's thread per permission: 256 wake-ups a round at 16 lanes).
 class Scheduler::Rounds {
  public:
-  explicit Rounds(std::size_t n_lanes) : gamma_(n_lanes, 0) {}
+  explicit Rounds(std::size_t n_lanes) : lane_cvs_(n_lanes), gamma_(n_lanes, 0) {}
 
   // Lane side: waits for permission to draft; false when stopping.
   bool WaitToDraft(std::size_t l) {
     std::unique_lock lock(mutex_);
-    lanes_cv_.wait(lock, [&] { return stopping_ || gamma_[l] != 0; });
+    lane_cvs_[l].wait(lock, [&] { return stopping_ || gamma_[l] != 0; });
     if (stopping_) return false;
     gamma_[l] = 0;
     return true;
@@ -486,6 +493,7 @@ class Scheduler::Rounds {
       std::lock_guard lock(mutex_);
       lane.enqueued = Clock::now();
       ready_.push_back(l);
+      --drafting_;
     }
     verifier_cv_.notify_one();
   }
@@ -500,15 +508,22 @@ class Scheduler::Rounds {
     {
       std::lock_guard lock(mutex_);
       gamma_[l] = 1;
+      ++drafting_;
     }
-    lanes_cv_.notify_all();
+    lane_cvs_[l].notify_one();
   }
-  // Verifier side: waits for at least one finished draft, then takes the queue's head, and with
-  // `take_more` the drafts behind it while it accepts them. Rethrows a lane's exception.
+  // Verifier side: waits for at least one finished draft; with `gather`, then also for the drafts
+  // under way, for at most that long (a straggler joins the next round). Takes the queue's head,
+  // and the drafts behind it while `take_more` accepts them. Rethrows a lane's exception.
   template <typename TakeMore>
-  void TakeReady(std::vector<std::size_t>& taken, TakeMore take_more) {
+  void TakeReady(std::vector<std::size_t>& taken, std::optional<Clock::duration> gather,
+                 TakeMore take_more) {
     std::unique_lock lock(mutex_);
     verifier_cv_.wait(lock, [&] { return error_ || !ready_.empty(); });
+    if (gather && !error_ && drafting_ > 0) {
+      verifier_cv_.wait_until(lock, Clock::now() + *gather,
+                              [&] { return error_ || drafting_ == 0; });
+    }
     if (error_) std::rethrow_exception(error_);
     taken.clear();
     do {
@@ -521,15 +536,16 @@ class Scheduler::Rounds {
       std::lock_guard lock(mutex_);
       stopping_ = true;
     }
-    lanes_cv_.notify_all();
+    for (std::condition_variable& cv : lane_cvs_) cv.notify_all();
   }
 
  private:
   std::mutex mutex_;
-  std::condition_variable lanes_cv_;
+  std::vector<std::condition_variable> lane_cvs_;
   std::condition_variable verifier_cv_;
   std::vector<uint8_t> gamma_;
   std::deque<std::size_t> ready_;
+  int64_t drafting_ = 0;  // lanes allowed to draft whose draft has not arrived
   bool stopping_ = false;
   std::exception_ptr error_;
 };
@@ -587,56 +603,53 @@ void Scheduler::RunRounds(Source& source) {
   const bool batched = options_.policy == SchedulePolicy::kBatched;
   std::vector<std::size_t> taken;
   Batch batch;
-  // batched with an auto plan: the cost of a sequence step besides the forward, measured from
-  // round to round (a running mean), rechooses the trees by concurrency every so many rounds.
-  constexpr double kOverheadWeight = 0.05;
-  constexpr int kRoundsPerUpdate = 64;
+  // batched: a round waits for every draft under way (the lanes drafted in parallel since the
+  // last forward) for at most as long as the last forward took, so that one forward verifies them
+  // all; seed verifies whatever is ready (its FCFS queue). Without the wait, 4 plain sequences
+  // shared a forward 2.8 at a time on average on 2 cores.
+  Clock::duration last_forward = std::chrono::milliseconds(1);
+  // batched with an auto plan: what each round did goes to the trees by concurrency, which
+  // rechoose themselves from it (concurrency_trees.h).
   const bool adapt = batched && !trees_by_concurrency_.empty();
-  double overhead =
-      trees_by_concurrency_.empty() ? 0.0 : trees_by_concurrency_.step_overhead_seconds();
-  int verified_rounds = 0;
-  Clock::time_point round_start = Clock::now();
   for (;;) {
-    // With nothing in flight, admit() blocks for a request: that wait is no step's cost.
-    const bool idle = in_flight_ == 0;
     admit();
     if (in_flight_ == 0) {
       if (closed) break;
       continue;
     }
-    if (idle) round_start = Clock::now();
+    // A round, from here: its wait for drafts, its forward, accepting and streaming (admitting,
+    // prefills included, is no step's cost).
+    const Clock::time_point round_start = Clock::now();
     int32_t tokens = 0;
-    rounds.TakeReady(taken, [&](std::size_t l) {
-      if (!batched) return false;
-      if (tokens == 0) tokens = lanes_[taken.front()]->session->tree().size() + 1;
-      const int32_t more = lanes_[l]->session->tree().size() + 1;
-      if (tokens + more > options_.node_budget) return false;
-      tokens += more;
-      return true;
-    });
+    rounds.TakeReady(taken, batched ? std::optional(last_forward) : std::nullopt,
+                     [&](std::size_t l) {
+                       if (!batched) return false;
+                       if (tokens == 0) tokens = lanes_[taken.front()]->session->tree().size() + 1;
+                       const int32_t more = lanes_[l]->session->tree().size() + 1;
+                       if (tokens + more > options_.node_budget) return false;
+                       tokens += more;
+                       return true;
+                     });
     Timer busy;
     const Clock::time_point now = Clock::now();
+    const double draft_wait = SecondsBetween(round_start, now);
     batch.Clear();
+    RoundObservation observed{.sequences = static_cast<int32_t>(taken.size())};
     for (std::size_t l : taken) {
       Lane& lane = *lanes_[l];
       const double wait = SecondsBetween(lane.enqueued, now);
       source.result(lane.request).queue_wait_seconds += wait;
       stats_.queue_wait_seconds += wait;
       ++stats_.queued_drafts;
+      observed.draft_levels += lane.session->tree().depth();
       lane.session->AppendVerify(batch);
     }
     Timer forward;
     const std::span<const float> logits = target_.Forward(batch);
     const double forward_seconds = forward.Seconds();
+    last_forward =
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(forward_seconds));
     ++stats_.target_forwards;
-    if (adapt) {
-      const Clock::time_point end = Clock::now();
-      const double per_step =
-          std::max(0.0, SecondsBetween(round_start, end) - forward_seconds) / taken.size();
-      overhead += kOverheadWeight * (per_step - overhead);
-      round_start = end;
-      if (++verified_rounds % kRoundsPerUpdate == 0) trees_by_concurrency_.Update(overhead);
-    }
     for (std::size_t l : taken) {
       Lane& lane = *lanes_[l];
       SpeculativeSession& session = *lane.session;
@@ -645,8 +658,14 @@ void Scheduler::RunRounds(Source& source) {
       const double share = forward_seconds * (session.tree().size() + 1) / batch.size();
       session.RecordVerifyForward(share);
       session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
-      const bool streaming = Deliver(source.request(lane.request), session, session.Accept(logits),
-                                     source.result(lane.request));
+      const bool table_tree = lane.scheduler_tree && !session.tree().empty();
+      const std::span<const int32_t> accepted = session.Accept(logits);
+      if (table_tree) {
+        observed.expected_accepted += lane.expected_accepted;
+        observed.accepted += static_cast<int64_t>(accepted.size()) - 1;
+      }
+      const bool streaming =
+          Deliver(source.request(lane.request), session, accepted, source.result(lane.request));
       if (session.done() || !streaming) {
         Finish(source, lane);
       } else {
@@ -655,6 +674,16 @@ void Scheduler::RunRounds(Source& source) {
       }
     }
     stats_.target_busy_seconds += busy.Seconds();
+    if (adapt) {
+      const Clock::time_point end = Clock::now();
+      observed.rows = static_cast<int32_t>(batch.size());
+      observed.forward_seconds = forward_seconds;
+      observed.draft_wait_seconds = draft_wait;
+      observed.other_seconds = SecondsBetween(round_start, end) - draft_wait - forward_seconds;
+      if (trees_by_concurrency_.Observe(observed)) {
+        Log(LogLevel::kDebug, "batched: ", trees_by_concurrency_.Describe());
+      }
+    }
   }
 }
 
