@@ -274,6 +274,22 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
                            "grove_target_busy_share"}) {
     EXPECT_NE(metrics->body.find(name), std::string::npos) << name;
   }
+  // The scheduler's counters: every generation forward verified at least one sequence step, and
+  // the rounds' time is split into its parts.
+  auto value = [&](const std::string& name) {
+    const std::size_t at = metrics->body.find("\n" + name + " ");
+    EXPECT_NE(at, std::string::npos) << name;
+    return at == std::string::npos ? -1.0 : std::stod(metrics->body.substr(at + name.size() + 2));
+  };
+  const double forwards = value("grove_target_forwards_total");
+  EXPECT_GT(forwards, 0.0);
+  EXPECT_GE(value("grove_sequence_steps_total"), forwards);
+  // A sequence finishes within its last round, before that round is counted.
+  EXPECT_GE(value("grove_rounds_total"), forwards - 1);
+  EXPECT_LE(value("grove_rounds_total"), forwards);
+  EXPECT_GT(value("grove_round_seconds_total{part=\"forward\"}"), 0.0);
+  EXPECT_GE(value("grove_round_seconds_total{part=\"draft_wait\"}"), 0.0);
+  EXPECT_GE(value("grove_round_seconds_total{part=\"other\"}"), 0.0);
 }
 
 TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {

@@ -58,6 +58,7 @@ ScheduleStats& ScheduleStats::operator+=(const ScheduleStats& b) {
   forks += b.forks;
   max_in_flight = std::max(max_in_flight, b.max_in_flight);
   times += b.times;
+  rounds += b.rounds;
   return *this;
 }
 
@@ -673,17 +674,19 @@ void Scheduler::RunRounds(Source& source) {
         rounds.AllowDraft(l);
       }
     }
-    stats_.target_busy_seconds += busy.Seconds();
+    const double other = SecondsBetween(round_start, Clock::now()) - draft_wait - forward_seconds;
     if (adapt) {
-      const Clock::time_point end = Clock::now();
       observed.rows = static_cast<int32_t>(batch.size());
       observed.forward_seconds = forward_seconds;
       observed.draft_wait_seconds = draft_wait;
-      observed.other_seconds = SecondsBetween(round_start, end) - draft_wait - forward_seconds;
+      observed.other_seconds = other;
       if (trees_by_concurrency_.Observe(observed)) {
         Log(LogLevel::kDebug, "batched: ", trees_by_concurrency_.Describe());
       }
     }
+    stats_.target_busy_seconds += busy.Seconds();
+    stats_.rounds += RoundTimes{
+        .rounds = 1, .draft_wait = draft_wait, .forward = forward_seconds, .other = other};
   }
 }
 

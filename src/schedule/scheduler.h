@@ -73,6 +73,23 @@ struct SequenceResult {
   SpeculationStats speculation;     // serial-sd, seed, batched: the session's (tau, by depth)
 };
 
+// Where the verifying thread's time went in seed and batched rounds (wall clock).
+struct RoundTimes {
+  int64_t rounds = 0;
+  double draft_wait = 0.0;  // waiting for the round's drafts
+  double forward = 0.0;     // the target forward that verified them
+  double other = 0.0;       // building the batch, accepting, streaming, rechoosing trees
+
+  double total() const { return draft_wait + forward + other; }
+  RoundTimes& operator+=(const RoundTimes& b) {
+    rounds += b.rounds;
+    draft_wait += b.draft_wait;
+    forward += b.forward;
+    other += b.other;
+    return *this;
+  }
+};
+
 struct ScheduleStats {
   double wall_seconds = 0.0;
   // The target's forward passes (prefill, verification, plain steps) and their bookkeeping on
@@ -86,7 +103,8 @@ struct ScheduleStats {
   double queue_wait_seconds = 0.0;  // summed over queued drafts
   int64_t forks = 0;
   int32_t max_in_flight = 0;
-  StepTimes times;  // summed over speculative sessions (verify forward shared in proportion)
+  StepTimes times;    // summed over speculative sessions (verify forward shared in proportion)
+  RoundTimes rounds;  // seed, batched
 
   double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
   double busy_share() const { return wall_seconds > 0 ? target_busy_seconds / wall_seconds : 0.0; }

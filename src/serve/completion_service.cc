@@ -332,7 +332,7 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
                                : state->stopped || state->end_of_generation ? "stop"
                                                                             : "length";
           metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
-          metrics_.TargetBusy(scheduler_->stats().target_busy_seconds);
+          metrics_.SchedulerProgress(scheduler_->stats());
           const TreePlan& plan =
               policy->plan.is_auto() ? scheduler_->options().speculation.plan : policy->plan;
           completion->FinishChoice(i, result, reason, plan.text);

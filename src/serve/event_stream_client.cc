@@ -49,4 +49,21 @@ EventStreamResult PostEventStream(const std::string& host, int port, const std::
   return result;
 }
 
+EventStreamResult Get(const std::string& host, int port, const std::string& path,
+                      const std::string& api_key, int timeout_seconds) {
+  httplib::Client client(host, port);
+  client.set_read_timeout(timeout_seconds, 0);
+  httplib::Headers headers;
+  if (!api_key.empty()) headers.emplace("Authorization", "Bearer " + api_key);
+  EventStreamResult result;
+  const httplib::Result res = client.Get(path, headers);
+  if (!res) {
+    result.error = httplib::to_string(res.error());
+    return result;
+  }
+  result.status = res->status;
+  result.body = res->body;
+  return result;
+}
+
 }  // namespace grove::serve

@@ -1,6 +1,7 @@
 // The client side of a streamed completion: POSTs a JSON body to an OpenAI-compatible server
 // (grove serve, llama-server, ...) and hands each server-sent event's data to a callback as it
-// arrives ("[DONE]" included; keep-alive comments skipped). For tests and `grove serve-bench`.
+// arrives ("[DONE]" included; keep-alive comments skipped). And a plain GET (/metrics, /health).
+// For tests and `grove serve-bench`.
 #pragma once
 
 #include <functional>
@@ -21,5 +22,9 @@ EventStreamResult PostEventStream(const std::string& host, int port, const std::
                                   const std::string& json_body,
                                   const std::function<bool(std::string_view data)>& on_data,
                                   const std::string& api_key = "", int timeout_seconds = 600);
+
+// GETs `path`; the body in result.body whatever its type.
+EventStreamResult Get(const std::string& host, int port, const std::string& path,
+                      const std::string& api_key = "", int timeout_seconds = 10);
 
 }  // namespace grove::serve

@@ -58,9 +58,9 @@ void ServiceMetrics::SequenceFinished(int64_t tokens, const SpeculationStats& sp
   }
 }
 
-void ServiceMetrics::TargetBusy(double seconds) {
+void ServiceMetrics::SchedulerProgress(const ScheduleStats& stats) {
   std::lock_guard lock(mutex_);
-  target_busy_seconds_ = seconds;
+  scheduler_ = stats;
 }
 
 double ServiceMetrics::RecentTokensPerSecond(Clock::time_point now) const {
@@ -109,7 +109,28 @@ std::string ServiceMetrics::Text(int32_t queue_length) const {
        static_cast<double>(sequences_started_ - sequences_finished_ - queue_length));
   Line(out, "grove_target_busy_share", "gauge",
        "Share of the server's uptime the target spent in forwards and verification.",
-       uptime > 0 ? target_busy_seconds_ / uptime : 0.0);
+       uptime > 0 ? scheduler_.target_busy_seconds / uptime : 0.0);
+  Line(out, "grove_target_forwards_total", "counter",
+       "Target forwards of generation (prefills excluded).",
+       static_cast<double>(scheduler_.target_forwards));
+  Line(out, "grove_sequence_steps_total", "counter",
+       "Sequence steps the target forwards verified (a forward of k sequences counts k).",
+       static_cast<double>(scheduler_.steps));
+  const RoundTimes& rounds = scheduler_.rounds;
+  out +=
+      "# HELP grove_round_seconds_total Verifying thread's time in rounds: waiting for the drafts, "
+      "the target forward, the rest (batch, acceptance, streaming).\n"
+      "# TYPE grove_round_seconds_total counter\n";
+  for (const auto& [part, seconds] :
+       {std::pair{"draft_wait", rounds.draft_wait}, std::pair{"forward", rounds.forward},
+        std::pair{"other", rounds.other}}) {
+    char text[128];
+    std::snprintf(text, sizeof(text), "grove_round_seconds_total{part=\"%s\"} %.9g\n", part,
+                  seconds);
+    out += text;
+  }
+  Line(out, "grove_rounds_total", "counter", "Rounds of verification.",
+       static_cast<double>(rounds.rounds));
   Line(out, "grove_uptime_seconds", "counter", "Seconds since the server started.", uptime);
   return out;
 }

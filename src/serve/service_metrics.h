@@ -1,8 +1,9 @@
 // The server's counters, for GET /metrics in Prometheus' text format: requests (served, refused
 // with 503, failed), prompt and generated tokens, the generation rate over the last ten seconds,
 // tau and acceptance by depth over finished speculative sequences, the queue, the sequences in
-// flight, and the share of time the target was busy. Updated from the HTTP threads and the
-// scheduler's thread; every method is thread-safe.
+// flight, the share of time the target was busy, its forwards and the sequence steps they verified,
+// and where the verifying thread's time went (waiting for drafts, forwards, the rest). Updated from
+// the HTTP threads and the scheduler's thread; every method is thread-safe.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "schedule/scheduler.h"
 #include "speculate/session.h"
 
 namespace grove::serve {
@@ -26,8 +28,9 @@ class ServiceMetrics {
   void RequestFailed();   // 4xx/5xx other than 503
   // A sequence finished (or was cancelled): its tokens and, if it speculated, its statistics.
   void SequenceFinished(int64_t tokens, const SpeculationStats& speculation);
-  // The scheduler's target-busy seconds so far (read on its thread).
-  void TargetBusy(double seconds);
+  // The scheduler's statistics so far (read on its thread): target busy time, forwards, steps,
+  // and where its rounds' time went.
+  void SchedulerProgress(const ScheduleStats& stats);
 
   // queue_length: sequences waiting for a slot now.
   std::string Text(int32_t queue_length) const;
@@ -43,7 +46,7 @@ class ServiceMetrics {
   int64_t sequences_started_ = 0, sequences_finished_ = 0;
   int64_t steps_ = 0, speculative_tokens_ = 0;  // of speculative sequences: tau
   std::vector<int64_t> accepted_at_depth_, reached_depth_;
-  double target_busy_seconds_ = 0.0;
+  ScheduleStats scheduler_;
   mutable std::deque<std::pair<Clock::time_point, int64_t>> recent_;  // (finish time, tokens)
 };
 

@@ -5,11 +5,14 @@
 // inter-token latency (per request: from its first token to its last, per token; median, p95).
 // Modes are grove's per-request speculation field ("spec": the server's default tree, "off": plain
 // serving, which batches the clients' tokens too), run interleaved in one run so their ratio is
-// measured under the same conditions.
+// measured under the same conditions. Against a grove server, /metrics read before and after each
+// level also gives where the server's verifying thread spent the level (its rounds: waiting for
+// drafts, the target forward, the rest) and how many sequences a forward verified.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -142,6 +145,52 @@ LevelRun RunLevel(const Target& target, const std::string& mode, int clients, in
   return run;
 }
 
+// A grove server's round counters (/metrics); absent on other servers. A level's are the
+// difference of two readings. A sequence's statistics reach /metrics when it finishes, within its
+// last round, so a reading misses at most the round then under way.
+struct RoundCounters {
+  bool present = false;
+  double forwards = 0, steps = 0, draft_wait = 0, forward = 0, other = 0;
+
+  RoundCounters& operator+=(const RoundCounters& b) {
+    present = present || b.present;
+    forwards += b.forwards;
+    steps += b.steps;
+    draft_wait += b.draft_wait;
+    forward += b.forward;
+    other += b.other;
+    return *this;
+  }
+  RoundCounters operator-(const RoundCounters& b) const {
+    return {present && b.present,      forwards - b.forwards, steps - b.steps,
+            draft_wait - b.draft_wait, forward - b.forward,   other - b.other};
+  }
+};
+
+RoundCounters ReadRoundCounters(const Target& target) {
+  const serve::EventStreamResult metrics =
+      serve::Get(target.host, target.port, "/metrics", target.api_key);
+  RoundCounters c;
+  if (metrics.status != 200) return c;
+  const std::string& body = metrics.body;
+  auto value = [&](const std::string& name, bool* found) {
+    const std::size_t at = body.find("\n" + name + " ");
+    if (at == std::string::npos) {
+      *found = false;
+      return 0.0;
+    }
+    return std::strtod(body.c_str() + at + name.size() + 2, nullptr);
+  };
+  bool found = true;
+  c.forwards = value("grove_target_forwards_total", &found);
+  c.steps = value("grove_sequence_steps_total", &found);
+  c.draft_wait = value("grove_round_seconds_total{part=\"draft_wait\"}", &found);
+  c.forward = value("grove_round_seconds_total{part=\"forward\"}", &found);
+  c.other = value("grove_round_seconds_total{part=\"other\"}", &found);
+  c.present = found;
+  return c;
+}
+
 int RunServeBench(const ServeBenchOptions& o) {
   InstallStderrLog(o.server.verbose);
   if (o.requests < 1 || o.reps < 1 || o.max_tokens < 1) {
@@ -190,14 +239,17 @@ int RunServeBench(const ServeBenchOptions& o) {
     std::vector<double> tokens_per_second;
     std::vector<double> ttft, itl;
     int failed = 0;
+    RoundCounters rounds;
   };
   std::vector<std::vector<Cell>> cells(levels.size(), std::vector<Cell>(modes.size()));
   for (int rep = 0; rep < o.reps; ++rep) {
     for (std::size_t l = 0; l < levels.size(); ++l) {
       for (std::size_t k = 0; k < modes.size(); ++k) {
         const std::size_t m = (k + rep) % modes.size();  // rotate, so drift favours no mode
+        const RoundCounters before = ReadRoundCounters(target);
         const LevelRun run = RunLevel(target, modes[m], levels[l], o.requests, o, prompts);
         Cell& cell = cells[l][m];
+        cell.rounds += ReadRoundCounters(target) - before;
         cell.tokens_per_second.push_back(run.wall > 0 ? run.tokens / run.wall : 0.0);
         cell.ttft.insert(cell.ttft.end(), run.ttft.begin(), run.ttft.end());
         cell.itl.insert(cell.itl.end(), run.itl.begin(), run.itl.end());
@@ -237,6 +289,27 @@ int RunServeBench(const ServeBenchOptions& o) {
                                 {"itl_median", Percentile(cell.itl, 0.5)},
                                 {"itl_p95", Percentile(cell.itl, 0.95)},
                                 {"failed", cell.failed}});
+    }
+  }
+  if (cells.front().front().rounds.present) {
+    std::printf(
+        "\nwhere the server's verifying thread spent each level (summed over repetitions)\n"
+        "| clients | mode | sequences per forward | round ms | waiting for drafts | forward | "
+        "rest (accept, stream) |\n|---:|---|---:|---:|---:|---:|---:|\n");
+    for (std::size_t l = 0; l < levels.size(); ++l) {
+      for (std::size_t m = 0; m < modes.size(); ++m) {
+        const RoundCounters& c = cells[l][m].rounds;
+        const double total = c.draft_wait + c.forward + c.other;
+        if (!c.present || c.forwards <= 0 || total <= 0) continue;
+        std::printf("| %d | %s | %.2f | %.3f | %.1f%% | %.1f%% | %.1f%% |\n", levels[l],
+                    modes[m].c_str(), c.steps / c.forwards, 1e3 * total / c.forwards,
+                    100 * c.draft_wait / total, 100 * c.forward / total, 100 * c.other / total);
+        json["levels"][l * modes.size() + m]["rounds"] = {{"forwards", c.forwards},
+                                                          {"steps", c.steps},
+                                                          {"draft_wait_seconds", c.draft_wait},
+                                                          {"forward_seconds", c.forward},
+                                                          {"other_seconds", c.other}};
+      }
     }
   }
   if (!o.json_out.empty()) {
