@@ -381,6 +381,55 @@ TEST(KvCache, LevelByLevelTreeEqualsOneBatch) {
   EXPECT_EQ(model->cache(0).chain_length(), p + 3);
 }
 
+// A pipeline stage commits the root of its tree and keeps the subtree of the hit child (pipe/):
+// the kept nodes keep their tree, and a token continuing one of them sees exactly its path.
+TEST(KvCache, KeepSubtreeThenContinueEqualsRecompute) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 2});
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> prefix = SomeTokens(7, nv, 5);
+  Batch batch;
+  batch.AddChain(prefix, 0, 0);
+  model->Forward(batch);
+  const int32_t p = model->cache(0).length();
+  const Batch tree = TernaryTree(13, p, nv);  // node 2's children: 7, 8, 9
+  model->Forward(tree);
+  const std::vector<int32_t> kept = {p + 2, p + 7, p + 8, p + 9};
+  model->cache(0).KeepSubtree(p + 1, kept);  // node 0 committed
+  KvCache& cache = model->cache(0);
+  ASSERT_EQ(cache.length(), p + 5);
+  EXPECT_EQ(cache.parent(p + 1), p);
+  for (int32_t slot : {p + 2, p + 3, p + 4}) EXPECT_EQ(cache.parent(slot), p + 1);
+  EXPECT_EQ(cache.chain_length(), p + 3);  // node 0, node 2, node 7
+  const int32_t next = 77 % nv;
+  batch.Clear();
+  batch.Add(next, tree.positions[8] + 1, 0, -1, true, /*cache_parent=*/p + 3);  // under node 8
+  std::span<const float> view = model->Forward(batch);
+  const std::vector<float> continued(view.begin(), view.end());
+
+  std::vector<int32_t> full = prefix;
+  for (int32_t node : {0, 2, 8}) full.push_back(tree.tokens[node]);
+  full.push_back(next);
+  model->cache(0).Clear();
+  batch.Clear();
+  batch.AddChain(full, 0, 0);
+  std::span<const float> fresh = model->Forward(batch);
+  EXPECT_EQ(0, std::memcmp(continued.data(), fresh.data(), fresh.size_bytes()));
+}
+
+TEST(KvCache, KeepSubtreeRefusesAnOrphan) {
+  KvCache cache(1, 8, 4);
+  cache.Append(5);
+  cache.SetSlot(2, 2, 1);
+  cache.SetSlot(3, 3, 2);
+  cache.SetSlot(4, 3, 2);
+  const std::vector<int32_t> orphan = {3};  // its parent, slot 2, is neither kept nor before 2
+  EXPECT_THROW(cache.KeepSubtree(2, orphan), Error);
+  const std::vector<int32_t> with_parent = {2, 4};
+  cache.KeepSubtree(2, with_parent);
+  EXPECT_EQ(cache.length(), 4);
+  EXPECT_EQ(cache.parent(3), 2);
+}
+
 TEST(KvCache, RejectsBadCompaction) {
   KvCache cache(1, 8, 4);
   cache.Append(6);
@@ -407,6 +456,62 @@ TEST(Model, MultipleSequencesInOneBatchAreIndependent) {
   only_b.AddChain(b, 0, 1);
   std::span<const float> alone = model->Forward(only_b);
   EXPECT_EQ(0, std::memcmp(alone.data(), together.data() + nv, nv * sizeof(float)));
+}
+
+// Pipeline stages (ForwardLayers): a model run as three stages, each a context of its own over the
+// same parameters with its own caches, gives the whole forward's logits bit for bit, for a prompt
+// and then a token tree continuing it; a middle stage's output is its hidden states.
+TEST(Model, StagesChainedEqualTheWholeForward) {
+  RandomModelSpec spec = TinySpec(GgmlType::kQ8_0);
+  spec.n_layer = 5;
+  auto whole = MakeRandomModel(spec, {.n_threads = 2});
+  const int32_t nv = whole->config().n_vocab, d = whole->config().n_embd;
+  const std::vector<std::pair<int32_t, int32_t>> ranges = {{0, 2}, {2, 3}, {3, 5}};
+  std::vector<std::unique_ptr<Model>> stages;
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    stages.push_back(Model::Create(whole->parameters(), {.n_threads = 2}));
+  }
+  auto run_stages = [&](const Batch& batch) {
+    std::vector<float> hidden;
+    std::span<const float> out;
+    for (std::size_t i = 0; i < stages.size(); ++i) {
+      out = stages[i]->ForwardLayers(batch, ranges[i].first, ranges[i].second, hidden);
+      if (i + 1 < stages.size()) {
+        EXPECT_EQ(out.size(), static_cast<std::size_t>(batch.size()) * d);
+        EXPECT_EQ(out.data(), stages[i]->hidden_states().data());
+      }
+      hidden.assign(out.begin(), out.end());
+    }
+    return hidden;
+  };
+  Batch prompt;
+  prompt.AddChain(SomeTokens(7, nv, 3), 0, 0);
+  const std::span<const float> expected_prompt = whole->Forward(prompt);
+  const std::vector<float> prompt_logits(expected_prompt.begin(), expected_prompt.end());
+  EXPECT_EQ(run_stages(prompt), prompt_logits);
+  // A tree: two children of the cache's last token, one grandchild under the second.
+  Batch tree;
+  tree.Add(11, 7, 0, -1, true);
+  tree.Add(12, 7, 0, -1, true);
+  tree.Add(13, 8, 0, 1, true);
+  const std::span<const float> expected_tree = whole->Forward(tree);
+  const std::vector<float> tree_logits(expected_tree.begin(), expected_tree.end());
+  ASSERT_EQ(tree_logits.size(), 3u * nv);
+  EXPECT_EQ(run_stages(tree), tree_logits);
+  for (const auto& stage : stages) EXPECT_EQ(stage->cache(0).length(), 10);
+}
+
+TEST(Model, StagesRefuseBadRangesAndHiddenSizes) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 1});
+  Batch batch;
+  batch.AddChain(SomeTokens(3, model->config().n_vocab, 1), 0, 0);
+  const std::vector<float> wrong(5, 0.0f);
+  EXPECT_THROW(model->ForwardLayers(batch, 1, 1, {}), Error);
+  EXPECT_THROW(model->ForwardLayers(batch, 0, 3, {}), Error);  // the model has 2 layers
+  EXPECT_THROW(model->ForwardLayers(batch, -1, 1, {}), Error);
+  EXPECT_THROW(model->ForwardLayers(batch, 1, 2, wrong), Error);
+  EXPECT_THROW(model->ForwardLayers(batch, 0, 1, wrong), Error);  // the first stage embeds
+  EXPECT_EQ(model->cache(0).length(), 0);                         // nothing changed
 }
 
 // Barriers per decoded token (issue 3): per layer one dispatch for Q/K/V, one for attention, one

@@ -56,7 +56,7 @@ void KvCache::Append(int32_t n) {
   length_ += n;
 }
 
-void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
+void KvCache::CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) const {
   if (prefix < 0 || prefix > length_)
     Fail("kv cache: compact prefix ", prefix, " outside 0..", length_);
   int32_t previous = prefix - 1;
@@ -67,22 +67,53 @@ void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
     }
     previous = slot;
   }
+}
+
+void KvCache::MoveSlot(int32_t src, int32_t dst) {
+  if (src == dst) return;
   const std::size_t row_bytes = sizeof(float) * kv_dim_;
+  for (int32_t layer = 0; layer < n_layer_; ++layer) {
+    std::memcpy(key(layer, dst), key(layer, src), row_bytes);
+    std::memcpy(value(layer, dst), value(layer, src), row_bytes);
+  }
+  positions_[dst] = positions_[src];
+}
+
+void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
+  CheckKept(prefix, kept_slots);
   int32_t dst = prefix;
   for (int32_t src : kept_slots) {
-    if (src != dst) {
-      for (int32_t layer = 0; layer < n_layer_; ++layer) {
-        std::memcpy(key(layer, dst), key(layer, src), row_bytes);
-        std::memcpy(value(layer, dst), value(layer, src), row_bytes);
-      }
-      positions_[dst] = positions_[src];
-    }
+    MoveSlot(src, dst);
     parents_[dst] = dst - 1;
     ++dst;
   }
   length_ = dst;
   // The kept path continues slot prefix - 1; it is part of the chain if that slot is.
   chain_length_ = chain_length_ >= prefix ? length_ : chain_length_;
+}
+
+void KvCache::KeepSubtree(int32_t prefix, std::span<const int32_t> kept_slots) {
+  CheckKept(prefix, kept_slots);
+  // Kept slots increase, so a kept parent (an earlier slot) is found among those already moved.
+  int32_t dst = prefix;
+  for (std::size_t i = 0; i < kept_slots.size(); ++i, ++dst) {
+    const int32_t parent = parents_[kept_slots[i]];
+    int32_t new_parent = parent;
+    if (parent >= prefix) {
+      const auto* begin = kept_slots.data();
+      const auto* found = std::lower_bound(begin, begin + i, parent);
+      if (found == begin + i || *found != parent) {
+        Fail("kv cache: kept slot ", kept_slots[i], " has parent ", parent, ", neither before ",
+             prefix, " nor kept");
+      }
+      new_parent = prefix + static_cast<int32_t>(found - begin);
+    }
+    MoveSlot(kept_slots[i], dst);
+    parents_[dst] = new_parent;
+  }
+  length_ = dst;
+  chain_length_ = std::min(chain_length_, prefix);
+  while (chain_length_ < length_ && parents_[chain_length_] == chain_length_ - 1) ++chain_length_;
 }
 
 }  // namespace grove

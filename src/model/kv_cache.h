@@ -45,6 +45,10 @@ class KvCache {
   // down to prefix, prefix + 1, ... Used after tree verification to keep the accepted path: the
   // kept slots become a chain continuing slot prefix - 1.
   void Compact(int32_t prefix, std::span<const int32_t> kept_slots);
+  // As Compact, but the kept slots keep their tree: each one's parent must lie before prefix or be
+  // an earlier kept slot, and is renumbered with it. Used by a pipeline stage to keep the subtree
+  // of the hit node (pipe/).
+  void KeepSubtree(int32_t prefix, std::span<const int32_t> kept_slots);
   void Clear() { Truncate(0); }
   // Replaces this cache's contents with the first n slots of `other` (same shape; n at most its
   // chain_length(): committed text). Used to fork a sequence (kv_cache_pool.h).
@@ -59,6 +63,10 @@ class KvCache {
   void SetSlot(int32_t slot, int32_t position, int32_t parent_slot);
 
  private:
+  // Checks Compact's and KeepSubtree's arguments.
+  void CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) const;
+  // Moves slot src's keys, values and position to dst.
+  void MoveSlot(int32_t src, int32_t dst);
   std::size_t Offset(int32_t layer, int32_t slot) const {
     return (static_cast<std::size_t>(layer) * n_ctx_ + slot) * kv_dim_;
   }

@@ -250,34 +250,60 @@ void Model::PrepareBatch(const Batch& batch) {
 }
 
 std::span<const float> Model::Forward(const Batch& batch) {
-  Validate(batch);
-  PrepareBatch(batch);
+  return ForwardLayers(batch, 0, config_.n_layer, {});
+}
+
+std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_layer,
+                                            int32_t last_layer, std::span<const float> hidden_in) {
   const ModelConfig& c = config_;
+  if (first_layer < 0 || first_layer >= last_layer || last_layer > c.n_layer) {
+    Fail("forward: layers [", first_layer, ", ", last_layer, ") are not a range of the model's ",
+         c.n_layer);
+  }
+  Validate(batch);
   const int32_t n = batch.size();
+  const std::size_t row = c.n_embd;
+  const std::size_t expected = first_layer == 0 ? 0 : static_cast<std::size_t>(n) * row;
+  if (hidden_in.size() != expected) {
+    Fail("forward: a stage from layer ", first_layer, " takes ", expected,
+         " hidden floats for a batch of ", n, ", not ", hidden_in.size());
+  }
+  PrepareBatch(batch);
   for (int32_t s = 0; s < n_seq(); ++s) kv_.cache(s).Append(seq_count_[s]);
   for (int32_t i = 0; i < n; ++i) {
     kv_.cache(batch.seq_ids[i]).SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
   }
+  last_batch_size_ = n;
 
-  for (int32_t i = 0; i < n; ++i) {
-    const auto* row = static_cast<const uint8_t*>(weights_.token_embd.data) +
-                      static_cast<std::size_t>(batch.tokens[i]) * weights_.token_embd.row_bytes;
-    DequantizeRow(weights_.token_embd.type, row, x_.data() + static_cast<std::size_t>(i) * c.n_embd,
-                  c.n_embd);
+  if (first_layer == 0) {
+    for (int32_t i = 0; i < n; ++i) {
+      const auto* token_row =
+          static_cast<const uint8_t*>(weights_.token_embd.data) +
+          static_cast<std::size_t>(batch.tokens[i]) * weights_.token_embd.row_bytes;
+      DequantizeRow(weights_.token_embd.type, token_row,
+                    x_.data() + static_cast<std::size_t>(i) * row, c.n_embd);
+    }
+  } else {
+    std::memcpy(x_.data(), hidden_in.data(), hidden_in.size() * sizeof(float));
   }
-  for (int32_t layer = 0; layer < c.n_layer; ++layer) Layer(batch, layer);
+  for (int32_t layer = first_layer; layer < last_layer; ++layer) Layer(batch, layer);
+  if (last_layer < c.n_layer) return hidden_states();
 
   // Final norm and logits only for the rows that asked: a prefill of 512 tokens computes one row.
   int32_t n_out = 0;
   for (int32_t i = 0; i < n; ++i) {
     if (!batch.logits[i]) continue;
-    RmsNorm(x_.data() + static_cast<std::size_t>(i) * c.n_embd, weights_.output_norm.data(),
-            xb_.data() + static_cast<std::size_t>(n_out) * c.n_embd, c.n_embd, c.rms_eps);
+    RmsNorm(x_.data() + static_cast<std::size_t>(i) * row, weights_.output_norm.data(),
+            xb_.data() + static_cast<std::size_t>(n_out) * row, c.n_embd, c.rms_eps);
     out_rows_[n_out++] = i;
   }
   if (n_out == 0) return {};
   MatMul(weights_.output, xb_.data(), n_out, logits_.data(), matmul_scratch_, *pool_);
   return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
+}
+
+std::span<const float> Model::hidden_states() const {
+  return {x_.data(), static_cast<std::size_t>(last_batch_size_) * config_.n_embd};
 }
 
 void Model::WarmUp() {

@@ -83,6 +83,20 @@ class Model {
   // full cache.
   std::span<const float> Forward(const Batch& batch);
 
+  // A pipeline stage's part of Forward (pipe/): runs layers [first_layer, last_layer) of the batch,
+  // appending its tokens to this context's caches as Forward does. The first stage (first_layer
+  // 0) embeds the batch's tokens; a later one starts from `hidden_in`, the previous stage's output
+  // for the same batch ((n, n_embd) floats). A stage ending at the last layer returns the logits
+  // of the rows that asked for them, as Forward; any other returns its output rows, (n, n_embd)
+  // floats. Either is valid until the next call. Forward is ForwardLayers(batch, 0, n_layer, {}).
+  // Throws grove::Error, changing nothing, on a bad range or a hidden_in of the wrong size.
+  std::span<const float> ForwardLayers(const Batch& batch, int32_t first_layer, int32_t last_layer,
+                                       std::span<const float> hidden_in);
+  // The residual stream after the last layer the last forward ran, before the final norm: (n,
+  // n_embd) floats for its n batch rows, valid until the next call. Free: the forward keeps it
+  // anyway.
+  std::span<const float> hidden_states() const;
+
   // Runs `tokens` as a causal chain continuing sequence `seq` at first_position, in chunks of
   // max_batch (a prompt may be longer than one batch). Returns the last token's logits, or nothing
   // when want_logits is false. `batch` is the caller's scratch, reused so repeated calls do not
@@ -147,6 +161,7 @@ class Model {
   int64_t attention_keys_ = 0;        // keys visible to the batch's tokens, summed (one head)
   AlignedBuffer<int32_t> query_group_begin_;  // (max_batch + 1) first token of each query group
   int32_t n_query_groups_ = 0;
+  int32_t last_batch_size_ = 0;  // rows of the last forward (hidden_states)
 };
 
 }  // namespace grove
