@@ -1,0 +1,71 @@
+// PipeDec (arXiv 2504.04104, digest 002): the target's layers split into pipeline stages, the
+// draft beside them growing a dynamic prediction tree by one layer per timestep, and every stage
+// working on a different tree layer in the same timestep. The last stage computes the target's
+// token after the root; when the root has a child with that token every unit prunes to that
+// child's subtree and the next token comes one timestep later; otherwise the pipeline refills.
+// Every emitted token is the target's own (greedy, or sampled with the draw plain decoding makes
+// at that position), so the output is plain decoding's, token for token.
+//
+// This runs every unit in one thread, timestep by timestep (the paper's compute, sync and
+// transmission phases in order), which is what the tests and the virtual-clock simulator need;
+// the log says what each unit processed in each timestep. Transports that put the units on
+// threads or MPI ranks drive the same units.
+//
+// And the two baselines through the same stages: plain pipeline parallelism (PP, one token per
+// pass through all stages).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/model_parameters.h"
+#include "pipe/stage_split.h"
+#include "sample/sampler.h"
+
+namespace grove {
+
+struct PipelineOptions {
+  std::vector<LayerRange> stages;  // of the target, in order, covering every layer
+  SamplerParams sampling{.temperature = 0.0f};
+  uint64_t sequence = 0;  // RNG key of the sequence (as plain decoding's)
+  int32_t n_predict = 128;
+  bool stop_at_eog = true;
+  int n_threads = 1;  // of the forward contexts (one pool, shared: the units run one at a time)
+  // PipeDec: w, the most nodes in a tree layer, and c, the most children of a node (§3.3).
+  int32_t width = 32;
+  int32_t children = 16;
+};
+
+// What one timestep did: tokens each target stage processed (0: idle), the draft's, and whether
+// the last stage verified (a sync) and the root had the target's token as a child (a hit).
+struct PipelineTimestep {
+  std::vector<int32_t> stage_rows;
+  int32_t draft_rows = 0;
+  bool synced = false;
+  bool hit = false;
+};
+
+struct PipelineResult {
+  std::vector<int32_t> tokens;  // generated, the stop token included
+  int64_t timesteps = 0;        // after the prefill
+  int64_t syncs = 0;
+  int64_t hits = 0;
+  std::vector<PipelineTimestep> log;
+
+  double hit_rate() const { return syncs ? static_cast<double>(hits) / syncs : 0.0; }
+};
+
+// Throws grove::Error before anything runs on a bad split (a gap, an overlap, a layer range out of
+// the model), fewer than 2 stages, a draft of another vocabulary, w or c < 1, or a prompt and
+// generation the context cannot hold with a full tree.
+PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
+                          std::shared_ptr<const ModelParameters> draft,
+                          std::span<const int32_t> prompt, const PipelineOptions& options);
+
+// PP: each token passes through every stage in turn (a timestep per stage).
+PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
+                                std::span<const int32_t> prompt, const PipelineOptions& options);
+
+}  // namespace grove

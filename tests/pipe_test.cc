@@ -1,0 +1,150 @@
+// Pipeline stages and PipeDec: layer splits, the dynamic prediction tree, and the runs through the
+// stages, whose output must be plain decoding's token for token (greedy, and sampled with a seed)
+// on the bundled small pair, for several stage counts and tree sizes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/error.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "pipe/pipedec.h"
+#include "pipe/prediction_tree.h"
+#include "pipe/stage_split.h"
+#include "speculate/plain_decoding.h"
+#include "test_support.h"
+
+namespace grove {
+namespace {
+
+const std::string kTarget = std::string(GROVE_MODELS_DIR) + "/grove-target.gguf";
+const std::string kDraft = std::string(GROVE_MODELS_DIR) + "/grove-draft.gguf";
+
+TEST(StageSplit, BalancedAndExplicit) {
+  EXPECT_EQ(SplitLayers(8, 3), (std::vector<LayerRange>{{0, 3}, {3, 6}, {6, 8}}));
+  EXPECT_EQ(SplitLayers(6, 6).back(), (LayerRange{5, 6}));
+  EXPECT_EQ(SplitLayers(4, 1), (std::vector<LayerRange>{{0, 4}}));
+  EXPECT_THROW(SplitLayers(4, 5), Error);  // more stages than layers
+  EXPECT_THROW(SplitLayers(4, 0), Error);
+  EXPECT_EQ(ParseLayerSplit("1,2,3", 6), (std::vector<LayerRange>{{0, 1}, {1, 3}, {3, 6}}));
+  for (const char* bad : {"", "1,,5", "2,x", "0,6", "3,2", "-1,7"}) {
+    EXPECT_THROW(ParseLayerSplit(bad, 6), Error) << bad;
+  }
+}
+
+// EXPAND keeps the w best paths by cumulative log-probability, grouped by parent in leaf order;
+// PRUNE keeps the hit child's subtree and makes it the root.
+TEST(PredictionTree, ExpandKeepsTheBestPathsAndPruneKeepsASubtree) {
+  PredictionTree tree;
+  tree.Reset(7, 10);
+  const int64_t root = tree.root();
+  const std::vector<std::vector<LeafCandidate>> first = {{{1, -0.1f}, {2, -1.0f}, {3, -3.0f}}};
+  tree.Expand(first, 2);
+  ASSERT_EQ(tree.layer(1).size(), 2u);
+  EXPECT_EQ(tree.node(tree.layer(1)[0]).token, 1);
+  EXPECT_EQ(tree.node(tree.layer(1)[1]).token, 2);
+  EXPECT_EQ(tree.node(tree.layer(1)[0]).position, 11);
+  // Under token 1 (path -0.1): -0.1-0.2 and -0.1-2.0; under token 2 (path -1.0): -1.0-0.05.
+  const std::vector<std::vector<LeafCandidate>> second = {{{4, -0.2f}, {5, -2.0f}}, {{6, -0.05f}}};
+  tree.Expand(second, 2);
+  ASSERT_EQ(tree.layer(2).size(), 2u);
+  EXPECT_EQ(tree.node(tree.layer(2)[0]).token, 4);  // parent order: token 1's child first
+  EXPECT_EQ(tree.node(tree.layer(2)[1]).token, 6);
+  EXPECT_EQ(tree.ChildOfRoot(9), -1);
+  const int64_t hit = tree.ChildOfRoot(2);
+  ASSERT_GE(hit, 0);
+  tree.PruneTo(hit);
+  EXPECT_FALSE(tree.contains(root));
+  EXPECT_EQ(tree.root(), hit);
+  EXPECT_EQ(tree.n_layers(), 2);
+  EXPECT_EQ(tree.node(tree.layer(1)[0]).token, 6);
+  EXPECT_EQ(tree.size(), 2);
+}
+
+class PipeDecTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::FileExists(kTarget)) << kTarget;
+    target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256});
+    draft_ = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 256})->parameters();
+    const Tokenizer& tok = *target_->tokenizer();
+    prompt_ = tok.Encode("Once upon a time, a little fox", tok.add_bos_by_default());
+  }
+  std::vector<int32_t> Plain(const SamplerParams& sampling, int32_t n) {
+    target_->cache(0).Clear();
+    return GeneratePlain(*target_, prompt_, sampling, {.n_predict = n, .sequence = 5}, {});
+  }
+  PipelineOptions Options(int32_t stages, const SamplerParams& sampling, int32_t n) {
+    return {.stages = SplitLayers(target_->config().n_layer, stages),
+            .sampling = sampling,
+            .sequence = 5,
+            .n_predict = n,
+            .n_threads = 1};
+  }
+
+  std::unique_ptr<Model> target_;
+  std::shared_ptr<const ModelParameters> draft_;
+  std::vector<int32_t> prompt_;
+};
+
+TEST_F(PipeDecTest, GreedyOutputIsPlainDecodingsForEveryStageCountAndTree) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<int32_t> plain = Plain(greedy, 48);
+  const int32_t n_layer = target_->config().n_layer;
+  // (stages, w, c): the paper's tree on the shortest and the longest pipeline, smaller ones.
+  for (auto [stages, width, children] : {std::tuple{2, 32, 16}, std::tuple{n_layer, 32, 16},
+                                         std::tuple{3, 4, 2}, std::tuple{2, 1, 1}}) {
+    {
+      PipelineOptions o = Options(stages, greedy, 48);
+      o.width = width;
+      o.children = children;
+      const PipelineResult r = RunPipeDec(target_->parameters(), draft_, prompt_, o);
+      EXPECT_EQ(r.tokens, plain) << stages << " stages, w " << width << ", c " << children;
+      // One token per sync. The first root and the root after each miss cross the pipeline
+      // (d - 1 timesteps without a sync); after a hit the next token comes one timestep later.
+      EXPECT_EQ(r.syncs + 1, static_cast<int64_t>(r.tokens.size()));
+      const int64_t misses = r.syncs - r.hits;
+      EXPECT_GE(r.timesteps, r.syncs + (stages - 1) * (1 + misses));
+      EXPECT_LE(r.timesteps, static_cast<int64_t>(stages) * (r.syncs + 1));
+      if (width == 32) {
+        EXPECT_GT(r.hit_rate(), 0.5) << stages;  // the pair agrees most of the time
+      }
+    }
+  }
+  const PipelineResult pp =
+      RunPlainPipeline(target_->parameters(), prompt_, Options(3, greedy, 48));
+  EXPECT_EQ(pp.tokens, plain);
+  EXPECT_EQ(pp.timesteps, 3 * (static_cast<int64_t>(plain.size()) - 1));
+}
+
+TEST_F(PipeDecTest, SampledOutputIsPlainSamplingsWithTheSameSeed) {
+  const SamplerParams sampled{.temperature = 0.8f, .top_k = 40, .top_p = 0.95f, .seed = 11};
+  const std::vector<int32_t> plain = Plain(sampled, 40);
+  const PipelineResult r =
+      RunPipeDec(target_->parameters(), draft_, prompt_, Options(3, sampled, 40));
+  EXPECT_EQ(r.tokens, plain);
+  EXPECT_GT(r.hits, 0);
+}
+
+TEST_F(PipeDecTest, RefusesBadArgumentsBeforeRunning) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  EXPECT_THROW(RunPipeDec(target_->parameters(), draft_, prompt_, Options(1, greedy, 8)), Error);
+  PipelineOptions gap = Options(2, greedy, 8);
+  gap.stages[1].first += 1;
+  EXPECT_THROW(RunPipeDec(target_->parameters(), draft_, prompt_, gap), Error);
+  PipelineOptions narrow = Options(2, greedy, 8);
+  narrow.width = 0;
+  EXPECT_THROW(RunPipeDec(target_->parameters(), draft_, prompt_, narrow), Error);
+  RandomModelSpec other = testing::TinySpec(GgmlType::kF32);
+  auto stranger = testing::MakeRandomModel(other, {.n_threads = 1});
+  EXPECT_THROW(
+      RunPipeDec(target_->parameters(), stranger->parameters(), prompt_, Options(2, greedy, 8)),
+      Error);
+  EXPECT_THROW(RunPipeDec(target_->parameters(), draft_, prompt_, Options(2, greedy, 100000)),
+               Error);
+}
+
+}  // namespace
+}  // namespace grove
