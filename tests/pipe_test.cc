@@ -126,6 +126,9 @@ TEST_F(PipeDecTest, SampledOutputIsPlainSamplingsWithTheSameSeed) {
       RunPipeDec(target_->parameters(), draft_, prompt_, Options(3, sampled, 40));
   EXPECT_EQ(r.tokens, plain);
   EXPECT_GT(r.hits, 0);
+  const PipelineResult stpp =
+      RunStaticTreePipeline(target_->parameters(), draft_, prompt_, Options(2, sampled, 40));
+  EXPECT_EQ(stpp.tokens, plain);
 }
 
 TEST_F(PipeDecTest, RefusesBadArgumentsBeforeRunning) {

@@ -11,60 +11,12 @@
 #include "base/thread_pool.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "pipe/pipeline_stages.h"
 #include "pipe/prediction_tree.h"
 #include "pipe/tree_cache.h"
 
 namespace grove {
 namespace {
-
-void CheckStages(const std::vector<LayerRange>& stages, int32_t n_layer) {
-  if (stages.empty()) Fail("pipeline: no stages");
-  int32_t next = 0;
-  for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].first != next || stages[s].size() < 1) {
-      Fail("pipeline: stage ", s + 1, " holds layers [", stages[s].first, ", ", stages[s].last,
-           "); it must start at layer ", next, " and hold at least one");
-    }
-    next = stages[s].last;
-  }
-  if (next != n_layer) {
-    Fail("pipeline: the stages hold ", next, " layers; the model has ", n_layer);
-  }
-}
-
-// A target stage: a forward context over the target's parameters running its layer range, on
-// the prompt's chunks and then on the tree layers that reach it.
-class TargetStage {
- public:
-  TargetStage(std::shared_ptr<const ModelParameters> target, LayerRange layers, bool last,
-              const ModelOptions& options)
-      : model_(Model::Create(std::move(target), options)), layers_(layers), last_(last) {}
-
-  std::span<const float> Run(const Batch& batch, std::span<const float> hidden_in) {
-    return model_->ForwardLayers(batch, layers_.first, layers_.last,
-                                 layers_.first == 0 ? std::span<const float>() : hidden_in);
-  }
-  // After the prompt: the tree starts in this stage's cache.
-  void StartTree() { tree_.emplace(model_->cache(0), model_->cache(0).length()); }
-  TreeCache& tree() { return *tree_; }
-  // One tree layer; the last stage returns the logits of its one node (the root).
-  std::span<const float> RunLayer(const PredictionTree& tree, std::span<const int64_t> nodes,
-                                  std::span<const float> hidden_in) {
-    batch_.Clear();
-    tree_->AppendLayer(tree, nodes, last_, batch_);
-    const int32_t first_slot = model_->cache(0).length();
-    const std::span<const float> out = Run(batch_, hidden_in);
-    tree_->Placed(nodes, first_slot);
-    return out;
-  }
-
- private:
-  std::unique_ptr<Model> model_;
-  LayerRange layers_;
-  bool last_;
-  std::optional<TreeCache> tree_;
-  Batch batch_;
-};
 
 // The draft unit (the paper's S): the whole draft model, processing the same tree layer as the
 // first stage and keeping each node's top-c candidates until the node is pruned.
@@ -125,57 +77,6 @@ class TreeDraft {
   Batch batch_;
 };
 
-struct Pipeline {
-  std::shared_ptr<ThreadPool> pool;
-  std::vector<std::unique_ptr<TargetStage>> stages;
-  int32_t first_token = 0;  // sampled from the prompt's last logits
-};
-
-// The stages, and the prompt run through them: returns the first token (sampled after the prompt).
-Pipeline StartPipeline(const std::shared_ptr<const ModelParameters>& target,
-                       std::span<const int32_t> prompt, const PipelineOptions& o, int32_t n_ctx,
-                       Sampler& sampler) {
-  Pipeline p{.pool = std::make_shared<ThreadPool>(std::max(1, o.n_threads))};
-  const ModelOptions options{.pool = p.pool, .n_ctx = n_ctx};
-  for (std::size_t s = 0; s < o.stages.size(); ++s) {
-    p.stages.push_back(
-        std::make_unique<TargetStage>(target, o.stages[s], s + 1 == o.stages.size(), options));
-  }
-  Batch batch;
-  std::span<const float> out;
-  for (std::size_t begin = 0; begin < prompt.size(); begin += kDefaultMaxBatch) {
-    const std::size_t end = std::min(prompt.size(), begin + kDefaultMaxBatch);
-    batch.Clear();
-    batch.AddChain(prompt.subspan(begin, end - begin), static_cast<int32_t>(begin), 0);
-    out = {};
-    for (auto& stage : p.stages) out = stage->Run(batch, out);
-  }
-  p.first_token = sampler.Sample(out, o.sequence, prompt.size());
-  return p;
-}
-
-void CheckRun(const ModelParameters& target, std::span<const int32_t> prompt,
-              const PipelineOptions& o, int32_t tree_tokens, int32_t* n_ctx) {
-  CheckStages(o.stages, target.config().n_layer);
-  if (prompt.empty()) Fail("pipeline: the prompt is empty");
-  if (o.n_predict < 1) Fail("pipeline: n_predict ", o.n_predict, " < 1");
-  o.sampling.Validate();
-  const int64_t needed = static_cast<int64_t>(prompt.size()) + o.n_predict + tree_tokens + 2;
-  const int32_t limit =
-      std::min<int32_t>(target.config().n_ctx_train > 0 ? target.config().n_ctx_train : 4096, 4096);
-  if (needed > limit) {
-    Fail("pipeline: the prompt (", prompt.size(), " tokens), ", o.n_predict,
-         " new ones and a tree of up to ", tree_tokens, " do not fit the context of ", limit);
-  }
-  *n_ctx = static_cast<int32_t>(needed);
-}
-
-bool Stops(const PipelineResult& result, const PipelineOptions& o, const Tokenizer* tokenizer) {
-  const int32_t token = result.tokens.back();
-  return static_cast<int32_t>(result.tokens.size()) >= o.n_predict ||
-         (o.stop_at_eog && tokenizer && tokenizer->IsEndOfGeneration(token));
-}
-
 }  // namespace
 
 PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
@@ -192,19 +93,19 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
   }
   const auto d = static_cast<int32_t>(o.stages.size());
   int32_t n_ctx = 0;
-  CheckRun(*target, prompt, o, (d + 1) * o.width, &n_ctx);
+  CheckPipelineRun(*target, prompt, o, (d + 1) * o.width, &n_ctx);
   Sampler sampler(o.sampling);
-  Pipeline pipe = StartPipeline(target, prompt, o, n_ctx, sampler);
-  TreeDraft drafter(draft, o.children, {.pool = pipe.pool, .n_ctx = n_ctx});
+  PipelineStages pipe(target, prompt, o, n_ctx, sampler);
+  TreeDraft drafter(draft, o.children, {.pool = pipe.pool(), .n_ctx = n_ctx});
   drafter.Prefill(prompt);
-  for (auto& stage : pipe.stages) stage->StartTree();
+  for (int32_t k = 0; k < pipe.size(); ++k) pipe.stage(k).StartTree();
   const Tokenizer* tokenizer = target->tokenizer();
 
   PipelineResult result;
-  result.tokens.push_back(pipe.first_token);
-  if (Stops(result, o, tokenizer)) return result;
+  result.tokens.push_back(pipe.first_token());
+  if (PipelineStops(result, o, tokenizer)) return result;
   PredictionTree tree;
-  tree.Reset(pipe.first_token, static_cast<int32_t>(prompt.size()));
+  tree.Reset(pipe.first_token(), static_cast<int32_t>(prompt.size()));
   // What reaches each stage at the next timestep: tree nodes (of one layer) and, past the first
   // stage, the previous stage's hidden rows for them.
   std::vector<std::vector<int64_t>> in_nodes(static_cast<std::size_t>(d));
@@ -228,8 +129,7 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
       out_hidden[ku].clear();
       if (in_nodes[ku].empty()) continue;
       step.stage_rows[ku] = static_cast<int32_t>(in_nodes[ku].size());
-      const std::span<const float> out =
-          pipe.stages[ku]->RunLayer(tree, in_nodes[ku], in_hidden[ku]);
+      const std::span<const float> out = pipe.stage(k).RunLayer(tree, in_nodes[ku], in_hidden[ku]);
       if (k + 1 == d) {
         GROVE_CHECK(in_nodes[ku].size() == 1 && in_nodes[ku][0] == tree.root(),
                     "pipedec: the last stage got a layer other than the root");
@@ -256,7 +156,7 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
       } else {
         miss = true;
       }
-      for (auto& stage : pipe.stages) stage->tree().Sync(root, miss ? nullptr : &tree);
+      for (int32_t k = 0; k < d; ++k) pipe.stage(k).tree().Sync(root, miss ? nullptr : &tree);
       drafter.tree().Sync(root, miss ? nullptr : &tree);
       if (miss) tree.Reset(x, tree.node(root).position + 1);
       drafter.Forget(tree);
@@ -275,7 +175,7 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
         out_nodes[ku] = std::move(nodes);
         out_hidden[ku] = std::move(hidden);
       }
-      done = Stops(result, o, tokenizer);
+      done = PipelineStops(result, o, tokenizer);
     }
     ++result.timesteps;
     result.log.push_back(std::move(step));
@@ -302,21 +202,21 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
 PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
                                 std::span<const int32_t> prompt, const PipelineOptions& o) {
   int32_t n_ctx = 0;
-  CheckRun(*target, prompt, o, 0, &n_ctx);
+  CheckPipelineRun(*target, prompt, o, 0, &n_ctx);
   Sampler sampler(o.sampling);
-  Pipeline pipe = StartPipeline(target, prompt, o, n_ctx, sampler);
+  PipelineStages pipe(target, prompt, o, n_ctx, sampler);
   const Tokenizer* tokenizer = target->tokenizer();
   const auto d = static_cast<int32_t>(o.stages.size());
   PipelineResult result;
-  result.tokens.push_back(pipe.first_token);
+  result.tokens.push_back(pipe.first_token());
   Batch batch;
-  for (auto position = static_cast<int32_t>(prompt.size()); !Stops(result, o, tokenizer);
+  for (auto position = static_cast<int32_t>(prompt.size()); !PipelineStops(result, o, tokenizer);
        ++position) {
     batch.Clear();
     batch.Add(result.tokens.back(), position, 0, -1, true);
     std::span<const float> out;
     for (int32_t k = 0; k < d; ++k) {
-      out = pipe.stages[static_cast<std::size_t>(k)]->Run(batch, out);
+      out = pipe.stage(k).Run(batch, out);
       PipelineTimestep step;
       step.stage_rows.assign(static_cast<std::size_t>(d), 0);
       step.stage_rows[static_cast<std::size_t>(k)] = 1;

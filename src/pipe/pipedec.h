@@ -12,12 +12,14 @@
 // threads or MPI ranks drive the same units.
 //
 // And the two baselines through the same stages: plain pipeline parallelism (PP, one token per
-// pass through all stages).
+// pass through all stages) and static-tree speculation (STPP, the paper's baseline after
+// SpecInfer: the draft fills a fixed tree, one pass of all stages verifies it).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/model_parameters.h"
@@ -36,6 +38,8 @@ struct PipelineOptions {
   // PipeDec: w, the most nodes in a tree layer, and c, the most children of a node (§3.3).
   int32_t width = 32;
   int32_t children = 16;
+  // STPP: the static tree (a tree_plan.h shape spec, e.g. kconfig:4,2,2,1 or chain:5).
+  std::string static_tree = "kconfig:4,2,2,1";
 };
 
 // What one timestep did: tokens each target stage processed (0: idle), the draft's, and whether
@@ -67,5 +71,15 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
 // PP: each token passes through every stage in turn (a timestep per stage).
 PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
                                 std::span<const int32_t> prompt, const PipelineOptions& options);
+
+// STPP: per iteration the draft fills the static tree (a draft forward per level), every stage in
+// turn processes the whole tree (a timestep per stage, the tree's tokens in each), and the target's
+// own draws walk it from the root as far as a child carries them (target-sample acceptance: the
+// tokens are plain decoding's). log: the draft's timestep (draft_rows: nodes drafted), then the
+// stages'.
+PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> target,
+                                     std::shared_ptr<const ModelParameters> draft,
+                                     std::span<const int32_t> prompt,
+                                     const PipelineOptions& options);
 
 }  // namespace grove

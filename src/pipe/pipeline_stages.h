@@ -1,0 +1,75 @@
+// What the pipeline runs share (pipedec.h): the target's stages, each a forward context over the
+// target's parameters running its layer range, with the prompt already through them; and the checks
+// and stop rule of a run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "model/model.h"
+#include "pipe/pipedec.h"
+#include "pipe/tree_cache.h"
+
+namespace grove {
+
+class Tokenizer;
+
+class TargetStage {
+ public:
+  TargetStage(std::shared_ptr<const ModelParameters> target, LayerRange layers, bool last,
+              const ModelOptions& options);
+
+  Model* model() { return model_.get(); }
+  // Runs a batch through the stage's layers: hidden_in is the previous stage's output (ignored by
+  // the first stage, which embeds); returns hidden rows, or the last stage's logits.
+  std::span<const float> Run(const Batch& batch, std::span<const float> hidden_in);
+  // PipeDec: from here on the stage's cache holds the prediction tree after the committed text.
+  void StartTree();
+  TreeCache& tree() { return *tree_; }
+  // One tree layer (its parents already here); the last stage returns its nodes' logits.
+  std::span<const float> RunLayer(const PredictionTree& tree, std::span<const int64_t> nodes,
+                                  std::span<const float> hidden_in);
+
+ private:
+  std::unique_ptr<Model> model_;
+  LayerRange layers_;
+  bool last_;
+  std::optional<TreeCache> tree_;
+  Batch batch_;
+};
+
+class PipelineStages {
+ public:
+  // The stages of options.stages over one shared thread pool, the prompt run through them, and the
+  // first token sampled from its last logits.
+  PipelineStages(const std::shared_ptr<const ModelParameters>& target,
+                 std::span<const int32_t> prompt, const PipelineOptions& options, int32_t n_ctx,
+                 Sampler& sampler);
+
+  int32_t size() const { return static_cast<int32_t>(stages_.size()); }
+  TargetStage& stage(int32_t k) { return *stages_[static_cast<std::size_t>(k)]; }
+  const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
+  int32_t first_token() const { return first_token_; }
+
+ private:
+  std::shared_ptr<ThreadPool> pool_;
+  std::vector<std::unique_ptr<TargetStage>> stages_;
+  int32_t first_token_ = 0;
+};
+
+// Checks a run's stages (contiguous, covering every layer), prompt, length and sampling, and that
+// the prompt, the generation and `tree_tokens` more fit the context; *n_ctx: the context to give
+// the forward contexts. Throws grove::Error naming the problem.
+void CheckPipelineRun(const ModelParameters& target, std::span<const int32_t> prompt,
+                      const PipelineOptions& options, int32_t tree_tokens, int32_t* n_ctx);
+
+// Whether generation ends after the last token of `result`: n_predict reached, or end of
+// generation.
+bool PipelineStops(const PipelineResult& result, const PipelineOptions& options,
+                   const Tokenizer* tokenizer);
+
+}  // namespace grove
