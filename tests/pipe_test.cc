@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "pipe/pipedec.h"
+#include "pipe/pipeline_clock.h"
 #include "pipe/prediction_tree.h"
 #include "pipe/stage_split.h"
 #include "speculate/plain_decoding.h"
@@ -32,6 +33,15 @@ TEST(StageSplit, BalancedAndExplicit) {
   for (const char* bad : {"", "1,,5", "2,x", "0,6", "3,2", "-1,7"}) {
     EXPECT_THROW(ParseLayerSplit(bad, 6), Error) << bad;
   }
+  // Virtual stages: every layer somewhere, the first and the last stage holding one.
+  const std::vector<LayerRange> spread = SpreadLayers(6, 14);
+  ASSERT_EQ(spread.size(), 14u);
+  EXPECT_EQ(spread.front(), (LayerRange{0, 1}));
+  EXPECT_EQ(spread.back(), (LayerRange{5, 6}));
+  int32_t held = 0;
+  for (const LayerRange& r : spread) held += r.size();
+  EXPECT_EQ(held, 6);
+  EXPECT_EQ(SpreadLayers(6, 3), SplitLayers(6, 3));
 }
 
 // EXPAND keeps the w best paths by cumulative log-probability, grouped by parent in leaf order;
@@ -117,6 +127,29 @@ TEST_F(PipeDecTest, GreedyOutputIsPlainDecodingsForEveryStageCountAndTree) {
       RunPlainPipeline(target_->parameters(), prompt_, Options(3, greedy, 48));
   EXPECT_EQ(pp.tokens, plain);
   EXPECT_EQ(pp.timesteps, 3 * (static_cast<int64_t>(plain.size()) - 1));
+}
+
+// The simulator's virtual stages (more stages than layers) run the real logic: the same tokens.
+// Its clock: PP pays every stage and link per token; with memory-bound stages (a wider batch
+// costing little more) and the pair's hit rate, PipeDec's tokens take fewer seconds.
+TEST_F(PipeDecTest, VirtualStagesAndTheClock) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<int32_t> plain = Plain(greedy, 32);
+  PipelineOptions o = Options(2, greedy, 32);
+  o.stages = SpreadLayers(target_->config().n_layer, 14);
+  o.width = 16;  // 14 layers of 32 would not fit the small target's context of 512
+  const PipelineResult pipedec = RunPipeDec(target_->parameters(), draft_, prompt_, o);
+  EXPECT_EQ(pipedec.tokens, plain);
+  const PipelineResult pp = RunPlainPipeline(target_->parameters(), prompt_, o);
+  EXPECT_EQ(pp.tokens, plain);
+  PipelineCosts costs{.stage_seconds = [](int32_t, int32_t m) { return 1e-3 * (1.0 + 0.01 * m); },
+                      .draft_seconds = [](int32_t m) { return 1e-4 * (1.0 + 0.01 * m); },
+                      .link_latency_seconds = 1e-4,
+                      .bytes_per_token = 0.0};
+  const double pp_seconds = ClockedSeconds(pp, PipelineRunKind::kPlain, costs);
+  EXPECT_NEAR(pp_seconds, (plain.size() - 1) * 14 * (1.01e-3 + 1e-4), 1e-9);
+  const double pipedec_seconds = ClockedSeconds(pipedec, PipelineRunKind::kPipeDec, costs);
+  EXPECT_LT(pipedec_seconds, pp_seconds / 4) << pipedec.hit_rate();
 }
 
 TEST_F(PipeDecTest, SampledOutputIsPlainSamplingsWithTheSameSeed) {

@@ -93,7 +93,7 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
   }
   const auto d = static_cast<int32_t>(o.stages.size());
   int32_t n_ctx = 0;
-  CheckPipelineRun(*target, prompt, o, (d + 1) * o.width, &n_ctx);
+  CheckPipelineRun(*target, prompt, o, d * o.width + 1, &n_ctx);
   Sampler sampler(o.sampling);
   PipelineStages pipe(target, prompt, o, n_ctx, sampler);
   TreeDraft drafter(draft, o.children, {.pool = pipe.pool(), .n_ctx = n_ctx});
@@ -156,7 +156,7 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
       } else {
         miss = true;
       }
-      for (int32_t k = 0; k < d; ++k) pipe.stage(k).tree().Sync(root, miss ? nullptr : &tree);
+      for (int32_t k = 0; k < d; ++k) pipe.stage(k).Sync(root, miss ? nullptr : &tree);
       drafter.tree().Sync(root, miss ? nullptr : &tree);
       if (miss) tree.Reset(x, tree.node(root).position + 1);
       drafter.Forget(tree);

@@ -47,6 +47,7 @@ struct PipelineOptions {
 struct PipelineTimestep {
   std::vector<int32_t> stage_rows;
   int32_t draft_rows = 0;
+  int32_t draft_levels = 0;  // STPP: draft forwards of its draft timestep
   bool synced = false;
   bool hit = false;
 };

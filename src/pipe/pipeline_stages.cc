@@ -12,9 +12,10 @@ void CheckStages(const std::vector<LayerRange>& stages, int32_t n_layer) {
   if (stages.empty()) Fail("pipeline: no stages");
   int32_t next = 0;
   for (std::size_t s = 0; s < stages.size(); ++s) {
-    if (stages[s].first != next || stages[s].size() < 1) {
+    const bool end = s == 0 || s + 1 == stages.size();
+    if (stages[s].first != next || stages[s].size() < (end ? 1 : 0)) {
       Fail("pipeline: stage ", s + 1, " holds layers [", stages[s].first, ", ", stages[s].last,
-           "); it must start at layer ", next, " and hold at least one");
+           "); it must start at layer ", next, end ? " and hold at least one" : "");
     }
     next = stages[s].last;
   }
@@ -30,15 +31,23 @@ TargetStage::TargetStage(std::shared_ptr<const ModelParameters> target, LayerRan
     : model_(Model::Create(std::move(target), options)), layers_(layers), last_(last) {}
 
 std::span<const float> TargetStage::Run(const Batch& batch, std::span<const float> hidden_in) {
+  if (layers_.size() == 0) return hidden_in;
   return model_->ForwardLayers(batch, layers_.first, layers_.last,
                                layers_.first == 0 ? std::span<const float>() : hidden_in);
 }
 
-void TargetStage::StartTree() { tree_.emplace(model_->cache(0), model_->cache(0).length()); }
+void TargetStage::StartTree() {
+  if (layers_.size() > 0) tree_.emplace(model_->cache(0), model_->cache(0).length());
+}
+
+void TargetStage::Sync(int64_t old_root, const PredictionTree* pruned) {
+  if (tree_) tree_->Sync(old_root, pruned);
+}
 
 std::span<const float> TargetStage::RunLayer(const PredictionTree& tree,
                                              std::span<const int64_t> nodes,
                                              std::span<const float> hidden_in) {
+  if (!tree_) return hidden_in;
   batch_.Clear();
   tree_->AppendLayer(tree, nodes, last_, batch_);
   const int32_t first_slot = model_->cache(0).length();

@@ -18,6 +18,8 @@ namespace grove {
 
 class Tokenizer;
 
+// A stage without layers (a virtual stage of the simulator, pipeline_clock.h) passes its rows on
+// unchanged and holds no cache.
 class TargetStage {
  public:
   TargetStage(std::shared_ptr<const ModelParameters> target, LayerRange layers, bool last,
@@ -29,7 +31,8 @@ class TargetStage {
   std::span<const float> Run(const Batch& batch, std::span<const float> hidden_in);
   // PipeDec: from here on the stage's cache holds the prediction tree after the committed text.
   void StartTree();
-  TreeCache& tree() { return *tree_; }
+  // A sync (TreeCache::Sync); nothing for a stage without layers.
+  void Sync(int64_t old_root, const PredictionTree* pruned);
   // One tree layer (its parents already here); the last stage returns its nodes' logits.
   std::span<const float> RunLayer(const PredictionTree& tree, std::span<const int64_t> nodes,
                                   std::span<const float> hidden_in);
@@ -61,7 +64,8 @@ class PipelineStages {
   int32_t first_token_ = 0;
 };
 
-// Checks a run's stages (contiguous, covering every layer), prompt, length and sampling, and that
+// Checks a run's stages (contiguous, covering every layer, the first and the last holding at least
+// one; those between may hold none), prompt, length and sampling, and that
 // the prompt, the generation and `tree_tokens` more fit the context; *n_ctx: the context to give
 // the forward contexts. Throws grove::Error naming the problem.
 void CheckPipelineRun(const ModelParameters& target, std::span<const int32_t> prompt,

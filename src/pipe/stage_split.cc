@@ -23,6 +23,25 @@ std::vector<LayerRange> SplitLayers(int32_t n_layer, int32_t n_stages) {
   return ranges;
 }
 
+std::vector<LayerRange> SpreadLayers(int32_t n_layer, int32_t n_stages) {
+  if (n_stages <= n_layer) return SplitLayers(n_layer, n_stages);
+  if (n_layer < 2)
+    Fail("pipeline: ", n_stages, " virtual stages need a model of 2 layers at least");
+  // Layer i goes to stage round(i (n_stages - 1) / (n_layer - 1)): 0 and n_stages - 1 included.
+  std::vector<LayerRange> ranges;
+  int32_t layer = 0;
+  for (int32_t s = 0; s < n_stages; ++s) {
+    const int32_t first = layer;
+    while (layer < n_layer && (2 * static_cast<int64_t>(layer) * (n_stages - 1) + (n_layer - 1)) /
+                                      (2 * static_cast<int64_t>(n_layer - 1)) ==
+                                  s) {
+      ++layer;
+    }
+    ranges.push_back({first, layer});
+  }
+  return ranges;
+}
+
 std::vector<LayerRange> ParseLayerSplit(std::string_view text, int32_t n_layer) {
   std::vector<LayerRange> ranges;
   int32_t first = 0;

@@ -20,6 +20,11 @@ struct LayerRange {
 // Throws grove::Error when n_stages is not in [1, n_layer].
 std::vector<LayerRange> SplitLayers(int32_t n_layer, int32_t n_stages);
 
+// The simulator's virtual stages (pipeline_clock.h): n_stages >= 2 stages over n_layer >= 2 layers
+// where there may be more stages than layers. Each layer goes to one stage, spread evenly, the
+// first and the last stage holding one at least; the stages between without one pass rows on.
+std::vector<LayerRange> SpreadLayers(int32_t n_layer, int32_t n_stages);
+
 // An explicit split, the layers of each stage in order: "3,3,2". Throws grove::Error unless every
 // count is >= 1 and they add up to n_layer.
 std::vector<LayerRange> ParseLayerSplit(std::string_view text, int32_t n_layer);

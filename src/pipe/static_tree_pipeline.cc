@@ -46,6 +46,7 @@ PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> targ
     PipelineTimestep draft_step;
     draft_step.stage_rows.assign(static_cast<std::size_t>(d), 0);
     draft_step.draft_rows = tree.size();
+    draft_step.draft_levels = tree.depth();
     result.log.push_back(std::move(draft_step));
     ++result.timesteps;
     batch.Clear();

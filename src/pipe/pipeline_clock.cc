@@ -1,0 +1,41 @@
+#include "pipe/pipeline_clock.h"
+
+#include <algorithm>
+
+namespace grove {
+
+double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const PipelineCosts& c) {
+  double total = 0.0;
+  for (const PipelineTimestep& step : run.log) {
+    double compute = 0.0;
+    int32_t largest = 0;  // tokens of the largest message sent on
+    const auto d = static_cast<int32_t>(step.stage_rows.size());
+    for (int32_t k = 0; k < d; ++k) {
+      const int32_t m = step.stage_rows[static_cast<std::size_t>(k)];
+      if (m == 0) continue;
+      compute = std::max(compute, c.stage_seconds(k, m));
+      if (k + 1 < d) largest = std::max(largest, m);
+    }
+    switch (kind) {
+      case PipelineRunKind::kPipeDec:
+        if (step.draft_rows > 0) compute = std::max(compute, c.draft_seconds(step.draft_rows));
+        total += compute + (largest > 0 ? c.LinkSeconds(largest) : 0.0) +
+                 (step.synced ? c.link_latency_seconds : 0.0);
+        break;
+      case PipelineRunKind::kStaticTree:
+        // The draft's timestep: one forward per level of the static tree.
+        if (step.draft_rows > 0) {
+          const int32_t levels = std::max(step.draft_levels, 1);
+          compute += levels * c.draft_seconds(std::max(1, step.draft_rows / levels));
+        }
+        [[fallthrough]];
+      case PipelineRunKind::kPlain:
+        // One stage's compute, then its message on (or the token back to the first stage).
+        total += compute + (largest > 0 ? c.LinkSeconds(largest) : c.link_latency_seconds);
+        break;
+    }
+  }
+  return total;
+}
+
+}  // namespace grove

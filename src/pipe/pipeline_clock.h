@@ -1,0 +1,37 @@
+// The virtual clock (issue 11): what a run's log (pipedec.h) would take on a pipeline whose stage
+// compute, draft and links are modelled rather than run, so 7, 14 or 21 stages and slow links can
+// be studied on one small machine with the real stage logic deciding every token, hit and prune.
+//
+// A PipeDec timestep (the paper's BSP step, digest §3.5): the draft and every stage with input
+// compute at once, then the largest message crosses its link, then a sync broadcasts the target's
+// token: max(draft(m_0), stage_k(m_k)) + link(max m_k) + (sync ? latency : 0). A PP or STPP
+// timestep is one stage's compute and its message (or the draft's levels, for STPP's draft
+// timestep).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "pipe/pipedec.h"
+
+namespace grove {
+
+struct PipelineCosts {
+  // Seconds for stage k (0-based) to process m tokens, and for the draft.
+  std::function<double(int32_t stage, int32_t tokens)> stage_seconds;
+  std::function<double(int32_t tokens)> draft_seconds;
+  double link_latency_seconds = 100e-6;   // per message
+  double link_bytes_per_second = 1.25e9;  // 10 GbE
+  double bytes_per_token = 0.0;           // of a hidden row (n_embd x 4 for f32)
+
+  double LinkSeconds(int32_t tokens) const {
+    return link_latency_seconds + tokens * bytes_per_token / link_bytes_per_second;
+  }
+};
+
+enum class PipelineRunKind { kPlain, kStaticTree, kPipeDec };
+
+// Seconds of the decoding part of the run (prefill excluded, as the paper measures).
+double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const PipelineCosts& costs);
+
+}  // namespace grove
