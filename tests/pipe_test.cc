@@ -142,6 +142,7 @@ TEST_F(PipeDecTest, VirtualStagesAndTheClock) {
   EXPECT_EQ(pipedec.tokens, plain);
   const PipelineResult pp = RunPlainPipeline(target_->parameters(), prompt_, o);
   EXPECT_EQ(pp.tokens, plain);
+  EXPECT_EQ(RunStaticTreePipeline(target_->parameters(), draft_, prompt_, o).tokens, plain);
   PipelineCosts costs{.stage_seconds = [](int32_t, int32_t m) { return 1e-3 * (1.0 + 0.01 * m); },
                       .draft_seconds = [](int32_t m) { return 1e-4 * (1.0 + 0.01 * m); },
                       .link_latency_seconds = 1e-4,

@@ -3,6 +3,30 @@
 #include <algorithm>
 
 namespace grove {
+namespace {
+
+// t(m), extended past the curve's last point along its last segment.
+double Extended(const VerifyCostCurve& curve, int32_t m) {
+  const auto points = curve.points();
+  if (m <= curve.max_size() || points.size() < 2)
+    return curve.Seconds(std::min(m, curve.max_size()));
+  const auto& [n0, t0] = points[points.size() - 2];
+  const auto& [n1, t1] = points.back();
+  return t1 + (t1 - t0) / (n1 - n0) * (m - n1);
+}
+
+}  // namespace
+
+PipelineCosts EvenStageCosts(const VerifyCostCurve& target, const VerifyCostCurve& draft,
+                             int32_t n_stages, double link_latency_seconds,
+                             double link_bytes_per_second, double bytes_per_token) {
+  return {.stage_seconds = [target, n_stages](int32_t,
+                                              int32_t m) { return Extended(target, m) / n_stages; },
+          .draft_seconds = [draft](int32_t m) { return Extended(draft, m); },
+          .link_latency_seconds = link_latency_seconds,
+          .link_bytes_per_second = link_bytes_per_second,
+          .bytes_per_token = bytes_per_token};
+}
 
 double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const PipelineCosts& c) {
   double total = 0.0;

@@ -13,6 +13,7 @@
 #include <functional>
 
 #include "pipe/pipedec.h"
+#include "speculate/sequoia.h"
 
 namespace grove {
 
@@ -28,6 +29,13 @@ struct PipelineCosts {
     return link_latency_seconds + tokens * bytes_per_token / link_bytes_per_second;
   }
 };
+
+// Costs for n_stages stages sharing the target's compute evenly (the paper balances its groups):
+// a stage processes m tokens in t(m) / n_stages, t the whole target's measured verify curve
+// (extended linearly past its last point); the draft in its own curve's time.
+PipelineCosts EvenStageCosts(const VerifyCostCurve& target, const VerifyCostCurve& draft,
+                             int32_t n_stages, double link_latency_seconds,
+                             double link_bytes_per_second, double bytes_per_token);
 
 enum class PipelineRunKind { kPlain, kStaticTree, kPipeDec };
 

@@ -40,6 +40,10 @@ void TargetStage::StartTree() {
   if (layers_.size() > 0) tree_.emplace(model_->cache(0), model_->cache(0).length());
 }
 
+void TargetStage::Compact(int32_t prefix, std::span<const int32_t> kept) {
+  if (layers_.size() > 0) model_->cache(0).Compact(prefix, kept);
+}
+
 void TargetStage::Sync(int64_t old_root, const PredictionTree* pruned) {
   if (tree_) tree_->Sync(old_root, pruned);
 }

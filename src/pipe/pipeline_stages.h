@@ -31,6 +31,9 @@ class TargetStage {
   std::span<const float> Run(const Batch& batch, std::span<const float> hidden_in);
   // PipeDec: from here on the stage's cache holds the prediction tree after the committed text.
   void StartTree();
+  // STPP: keeps slots [0, prefix) and `kept` (KvCache::Compact); nothing for a stage without
+  // layers.
+  void Compact(int32_t prefix, std::span<const int32_t> kept);
   // A sync (TreeCache::Sync); nothing for a stage without layers.
   void Sync(int64_t old_root, const PredictionTree* pruned);
   // One tree layer (its parents already here); the last stage returns its nodes' logits.

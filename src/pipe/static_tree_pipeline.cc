@@ -86,7 +86,7 @@ PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> targ
     // Every stage keeps the root and the accepted path; the draft commits them.
     kept.assign(1, first_slot);
     for (int32_t v : accepted) kept.push_back(first_slot + 1 + v);
-    for (int32_t k = 0; k < d; ++k) pipe.stage(k).model()->cache(0).Compact(first_slot, kept);
+    for (int32_t k = 0; k < d; ++k) pipe.stage(k).Compact(first_slot, kept);
     drafter.Commit(state.drafted_tree(), accepted, result.tokens.back());
     position += 1 + static_cast<int32_t>(accepted.size());
   }

@@ -24,6 +24,7 @@ void AddTotCommand(CLI::App& app);
 void AddTotBenchCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
 void AddServeBenchCommand(CLI::App& app);
+void AddPipeCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);
