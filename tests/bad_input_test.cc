@@ -261,6 +261,14 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("serve-bench --clients 0 --url http://127.0.0.1:9", "--clients");
   add("serve-bench --temp nan --url http://127.0.0.1:9", "--temp");
   add("serve-bench --json " + Path("dir") + " --url http://127.0.0.1:9", "a directory");
+  add("pipe " + pair + " --stages 7", "stages for a model of 6 layers");
+  add("pipe " + pair + " --stages 0", "--stages");
+  add("pipe " + pair + " --split 3,2", "covers 5 layers");
+  add("pipe " + pair + " --link-us -5", "--link-us");
+  add("pipe " + pair + " --width 0", "--width");
+  add("pipe " + pair + " --static-tree opt:8,0.5", "static tree");
+  add("pipe -m " + models + "/grove-target.gguf --draft " + m, "tokens but the target has");
+  add("pipe --pair small -m " + models + "/grove-target.gguf", "--pair");
   // Empty prompts, unknown commands and options.
   add("run -m " + m + " --no-bos -n 2", "--no-bos leaves no token");
   add("frobnicate --help", "unknown command 'frobnicate'");

@@ -25,6 +25,7 @@
 #include "model/model_parameters.h"
 #include "pipe/stage_split.h"
 #include "sample/sampler.h"
+#include "speculate/token_tree.h"
 
 namespace grove {
 
@@ -72,6 +73,9 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
 // PP: each token passes through every stage in turn (a timestep per stage).
 PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
                                 std::span<const int32_t> prompt, const PipelineOptions& options);
+
+// The static tree of options.static_tree, or grove::Error when the spec is not a static tree.
+TokenTree StaticPipelineTree(const PipelineOptions& options);
 
 // STPP: per iteration the draft fills the static tree (a draft forward per level), every stage in
 // turn processes the whole tree (a timestep per stage, the tree's tokens in each), and the target's

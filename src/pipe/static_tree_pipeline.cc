@@ -12,14 +12,18 @@
 
 namespace grove {
 
-PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> target,
-                                     std::shared_ptr<const ModelParameters> draft,
-                                     std::span<const int32_t> prompt, const PipelineOptions& o) {
+TokenTree StaticPipelineTree(const PipelineOptions& o) {
   const TreePlan plan = ParseTreePlan(o.static_tree, {.max_tokens = kDefaultMaxBatch});
   if (!plan.is_static() || plan.is_auto() || plan.shape.empty()) {
     Fail("stpp: '", o.static_tree, "' is not a static tree");
   }
-  const TokenTree& shape = plan.shape;
+  return plan.shape;
+}
+
+PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> target,
+                                     std::shared_ptr<const ModelParameters> draft,
+                                     std::span<const int32_t> prompt, const PipelineOptions& o) {
+  const TokenTree shape = StaticPipelineTree(o);
   int32_t n_ctx = 0;
   CheckPipelineRun(*target, prompt, o, shape.size() + 1, &n_ctx);
   Sampler sampler(o.sampling);

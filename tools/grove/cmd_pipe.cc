@@ -110,6 +110,7 @@ int RunPipe(const PipeOptions& o) {
   if (o.n_predict < 2) Fail("-n ", o.n_predict, " must be >= 2");
   if (o.width < 1 || o.children < 1) Fail("--width and --children must be >= 1");
   if (!(o.bandwidth_gbps > 0)) Fail("--bandwidth-gbps ", o.bandwidth_gbps, " must be > 0");
+  StaticPipelineTree({.static_tree = o.static_tree});  // a bad --static-tree stops here
   const std::vector<double> links = NumberList(o.link_us, "--link-us");
   const std::vector<int> sim_stages = IntList(o.sim_stages, "--sim-stages");
   const std::vector<int> widths = IntList(o.sweep_width, "--sweep-width");
