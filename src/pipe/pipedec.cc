@@ -79,6 +79,18 @@ class TreeDraft {
 
 }  // namespace
 
+int32_t PipeDecTreeTokens(int32_t n_stages, int32_t width) {
+  // The first stage holds the most: the root and a layer of at most w per stage after the first.
+  return 1 + (n_stages - 1) * width;
+}
+
+int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
+                        int32_t n_stages) {
+  const int64_t room = static_cast<int64_t>(PipelineContextLimit(target)) - prompt_tokens -
+                       n_predict - kPipelineSpareTokens - 1;
+  return n_stages < 2 ? 0 : static_cast<int32_t>(std::max<int64_t>(0, room / (n_stages - 1)));
+}
+
 PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
                           std::shared_ptr<const ModelParameters> draft,
                           std::span<const int32_t> prompt, const PipelineOptions& o) {
@@ -93,7 +105,7 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
   }
   const auto d = static_cast<int32_t>(o.stages.size());
   int32_t n_ctx = 0;
-  CheckPipelineRun(*target, prompt, o, d * o.width + 1, &n_ctx);
+  CheckPipelineRun(*target, prompt, o, PipeDecTreeTokens(d, o.width), &n_ctx);
   Sampler sampler(o.sampling);
   PipelineStages pipe(target, prompt, o, n_ctx, sampler);
   TreeDraft drafter(draft, o.children, {.pool = pipe.pool(), .n_ctx = n_ctx});

@@ -66,6 +66,12 @@ struct PipelineResult {
 // Throws grove::Error before anything runs on a bad split (a gap, an overlap, a layer range out of
 // the model), fewer than 2 stages, a draft of another vocabulary, w or c < 1, or a prompt and
 // generation the context cannot hold with a full tree.
+// Tree tokens a PipeDec stage may hold at once, and the widest tree (w) whose stages hold it beside
+// the prompt and the generation in the target's context (0: none fits).
+int32_t PipeDecTreeTokens(int32_t n_stages, int32_t width);
+int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
+                        int32_t n_stages);
+
 PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
                           std::shared_ptr<const ModelParameters> draft,
                           std::span<const int32_t> prompt, const PipelineOptions& options);

@@ -81,15 +81,20 @@ PipelineStages::PipelineStages(const std::shared_ptr<const ModelParameters>& tar
   first_token_ = sampler.Sample(out, o.sequence, prompt.size());
 }
 
+int32_t PipelineContextLimit(const ModelParameters& target) {
+  const int32_t trained = target.config().n_ctx_train;
+  return trained > 0 ? std::min(trained, 4096) : 4096;
+}
+
 void CheckPipelineRun(const ModelParameters& target, std::span<const int32_t> prompt,
                       const PipelineOptions& o, int32_t tree_tokens, int32_t* n_ctx) {
   CheckStages(o.stages, target.config().n_layer);
   if (prompt.empty()) Fail("pipeline: the prompt is empty");
   if (o.n_predict < 1) Fail("pipeline: n_predict ", o.n_predict, " < 1");
   o.sampling.Validate();
-  const int64_t needed = static_cast<int64_t>(prompt.size()) + o.n_predict + tree_tokens + 2;
-  const int32_t limit =
-      std::min<int32_t>(target.config().n_ctx_train > 0 ? target.config().n_ctx_train : 4096, 4096);
+  const int64_t needed =
+      static_cast<int64_t>(prompt.size()) + o.n_predict + tree_tokens + kPipelineSpareTokens;
+  const int32_t limit = PipelineContextLimit(target);
   if (needed > limit) {
     Fail("pipeline: the prompt (", prompt.size(), " tokens), ", o.n_predict,
          " new ones and a tree of up to ", tree_tokens, " do not fit the context of ", limit);

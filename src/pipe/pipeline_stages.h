@@ -67,6 +67,11 @@ class PipelineStages {
   int32_t first_token_ = 0;
 };
 
+// The context a pipeline run's forward contexts may have (the model's, at most 4096), and the
+// tokens it keeps spare beside prompt, generation and tree.
+int32_t PipelineContextLimit(const ModelParameters& target);
+inline constexpr int32_t kPipelineSpareTokens = 2;
+
 // Checks a run's stages (contiguous, covering every layer, the first and the last holding at least
 // one; those between may hold none), prompt, length and sampling, and that
 // the prompt, the generation and `tree_tokens` more fit the context; *n_ctx: the context to give

@@ -43,7 +43,7 @@ struct PipeOptions {
   int width = 32;
   int children = 16;
   std::string static_tree = "kconfig:4,2,2,1";
-  std::string sweep_width = "8,16,32,64";
+  std::string sweep_width = "1,2,4,8,16,32";
   std::string sweep_children = "2,4,8,16";
   int threads = 1;
   bool verbose = false;
@@ -164,14 +164,26 @@ int RunPipe(const PipeOptions& o) {
       1e3 * target_curve.Seconds(std::min(32, target_curve.max_size())),
       1e3 * draft_curve.Seconds(1));
   std::printf(
-      "| stages | layers | link us | PP ms/token | STPP | PipeDec | PipeDec/PP | PipeDec/STPP | "
+      "| stages | layers | w | link us | PP ms/token | STPP | PipeDec | PipeDec/PP | PipeDec/STPP "
+      "| "
       "STPP/PP | hit rate | timesteps/token | outputs |\n"
-      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+      "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  // The widest tree the model's context holds beside the prompt and the generation.
+  auto fitted_width = [&](int32_t n_stages, int32_t wanted) {
+    const int32_t most = PipeDecMaxWidth(*target->parameters(), static_cast<int32_t>(prompt.size()),
+                                         o.n_predict, n_stages);
+    if (most < 1) {
+      Fail("PipeDec on ", n_stages, " stages: no tree fits the context beside ", prompt.size(),
+           " prompt tokens and ", o.n_predict, " generated ones (use a smaller -n)");
+    }
+    return std::min(wanted, most);
+  };
   auto report = [&](const std::vector<LayerRange>& stages, const char* layers) {
     PipelineOptions options = base;
     options.stages = stages;
-    const Runs r = RunAll(target->parameters(), draft->parameters(), prompt, options, plain);
     const auto n = static_cast<int32_t>(stages.size());
+    options.width = fitted_width(n, o.width);
+    const Runs r = RunAll(target->parameters(), draft->parameters(), prompt, options, plain);
     for (double link : links) {
       const PipelineCosts costs =
           EvenStageCosts(target_curve, draft_curve, n, link * 1e-6, bandwidth, bytes_per_token);
@@ -179,10 +191,10 @@ int RunPipe(const PipeOptions& o) {
       const double stpp = MsPerToken(r.stpp, PipelineRunKind::kStaticTree, costs);
       const double pipedec = MsPerToken(r.pipedec, PipelineRunKind::kPipeDec, costs);
       std::printf(
-          "| %d | %s | %.0f | %.3f | %.3f | %.3f | %.2fx | %.2fx | %.2fx | %.3f | %.2f | "
+          "| %d | %s | %d | %.0f | %.3f | %.3f | %.3f | %.2fx | %.2fx | %.2fx | %.3f | %.2f | "
           "identical |\n",
-          n, layers, link, pp, stpp, pipedec, pp / pipedec, stpp / pipedec, pp / stpp,
-          r.pipedec.hit_rate(),
+          n, layers, options.width, link, pp, stpp, pipedec, pp / pipedec, stpp / pipedec,
+          pp / stpp, r.pipedec.hit_rate(),
           static_cast<double>(r.pipedec.timesteps) / (r.pipedec.tokens.size() - 1));
     }
     std::fflush(stdout);
@@ -206,6 +218,10 @@ int RunPipe(const PipeOptions& o) {
         "| w | c | hit rate | ms/token | timesteps/token |\n|---:|---:|---:|---:|---:|\n",
         s, links.front());
     auto sweep = [&](int w, int c) {
+      if (fitted_width(s, w) < w) {
+        std::printf("| %d | %d | - | does not fit the context | - |\n", w, c);
+        return;
+      }
       PipelineOptions options = base;
       options.stages = SpreadLayers(n_layer, s);
       options.width = w;
@@ -220,7 +236,7 @@ int RunPipe(const PipeOptions& o) {
     };
     for (int w : widths) sweep(w, o.children);
     for (int c : children) {
-      if (c != o.children) sweep(o.width, c);
+      if (c != o.children) sweep(fitted_width(s, o.width), c);
     }
   }
   return 0;
