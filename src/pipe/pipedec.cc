@@ -172,20 +172,19 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
       drafter.tree().Sync(root, miss ? nullptr : &tree);
       if (miss) tree.Reset(x, tree.node(root).position + 1);
       drafter.Forget(tree);
-      // In-flight rows follow the tree: those of pruned nodes are dropped.
+      // In-flight rows follow the tree: those of pruned nodes are dropped, in place.
       const auto n_embd = static_cast<std::size_t>(target->config().n_embd);
       for (int32_t k = 0; k + 1 < d; ++k) {
-        const auto ku = static_cast<std::size_t>(k);
-        std::vector<int64_t> nodes;
-        std::vector<float> hidden;
-        for (std::size_t i = 0; i < out_nodes[ku].size() && !miss; ++i) {
-          if (!tree.contains(out_nodes[ku][i])) continue;
-          nodes.push_back(out_nodes[ku][i]);
-          hidden.insert(hidden.end(), out_hidden[ku].begin() + i * n_embd,
-                        out_hidden[ku].begin() + (i + 1) * n_embd);
+        std::vector<int64_t>& nodes = out_nodes[static_cast<std::size_t>(k)];
+        std::vector<float>& hidden = out_hidden[static_cast<std::size_t>(k)];
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < nodes.size() && !miss; ++i) {
+          if (!tree.contains(nodes[i])) continue;
+          std::copy_n(hidden.begin() + i * n_embd, n_embd, hidden.begin() + kept * n_embd);
+          nodes[kept++] = nodes[i];
         }
-        out_nodes[ku] = std::move(nodes);
-        out_hidden[ku] = std::move(hidden);
+        nodes.resize(kept);
+        hidden.resize(kept * n_embd);
       }
       done = PipelineStops(result, o, tokenizer);
     }
@@ -218,7 +217,6 @@ PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
   Sampler sampler(o.sampling);
   PipelineStages pipe(target, prompt, o, n_ctx, sampler);
   const Tokenizer* tokenizer = target->tokenizer();
-  const auto d = static_cast<int32_t>(o.stages.size());
   PipelineResult result;
   result.tokens.push_back(pipe.first_token());
   Batch batch;
@@ -226,17 +224,7 @@ PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
        ++position) {
     batch.Clear();
     batch.Add(result.tokens.back(), position, 0, -1, true);
-    std::span<const float> out;
-    for (int32_t k = 0; k < d; ++k) {
-      out = pipe.stage(k).Run(batch, out);
-      PipelineTimestep step;
-      step.stage_rows.assign(static_cast<std::size_t>(d), 0);
-      step.stage_rows[static_cast<std::size_t>(k)] = 1;
-      step.synced = k + 1 == d;
-      result.log.push_back(std::move(step));
-      ++result.timesteps;
-    }
-    ++result.syncs;
+    const std::span<const float> out = pipe.Pass(batch, result);
     result.tokens.push_back(sampler.Sample(out, o.sequence, position + 1));
   }
   return result;

@@ -81,6 +81,21 @@ PipelineStages::PipelineStages(const std::shared_ptr<const ModelParameters>& tar
   first_token_ = sampler.Sample(out, o.sequence, prompt.size());
 }
 
+std::span<const float> PipelineStages::Pass(const Batch& batch, PipelineResult& result) {
+  std::span<const float> out;
+  for (int32_t k = 0; k < size(); ++k) {
+    out = stage(k).Run(batch, out);
+    PipelineTimestep step;
+    step.stage_rows.assign(stages_.size(), 0);
+    step.stage_rows[static_cast<std::size_t>(k)] = batch.size();
+    step.synced = k + 1 == size();
+    result.log.push_back(std::move(step));
+    ++result.timesteps;
+  }
+  ++result.syncs;
+  return out;
+}
+
 int32_t PipelineContextLimit(const ModelParameters& target) {
   const int32_t trained = target.config().n_ctx_train;
   return trained > 0 ? std::min(trained, 4096) : 4096;

@@ -60,6 +60,9 @@ class PipelineStages {
   TargetStage& stage(int32_t k) { return *stages_[static_cast<std::size_t>(k)]; }
   const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
   int32_t first_token() const { return first_token_; }
+  // PP and STPP: the batch through every stage in turn, a timestep each, logged in `result`.
+  // Returns the last stage's logits.
+  std::span<const float> Pass(const Batch& batch, PipelineResult& result);
 
  private:
   std::shared_ptr<ThreadPool> pool_;

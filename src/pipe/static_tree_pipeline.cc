@@ -57,17 +57,7 @@ PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> targ
     batch.Add(result.tokens.back(), position, 0, -1, true);
     tree.AppendToBatch(batch, position + 1, 0, 0);
     const int32_t first_slot = pipe.stage(0).model()->cache(0).length();
-    std::span<const float> out;
-    for (int32_t k = 0; k < d; ++k) {
-      out = pipe.stage(k).Run(batch, out);
-      PipelineTimestep step;
-      step.stage_rows.assign(static_cast<std::size_t>(d), 0);
-      step.stage_rows[static_cast<std::size_t>(k)] = batch.size();
-      step.synced = k + 1 == d;
-      result.log.push_back(std::move(step));
-      ++result.timesteps;
-    }
-    ++result.syncs;
+    const std::span<const float> out = pipe.Pass(batch, result);
     // Walk the tree with the target's own draws: row 0 is the root's, row v + 1 node v's.
     const auto n_vocab = static_cast<std::size_t>(target->config().n_vocab);
     accepted.clear();

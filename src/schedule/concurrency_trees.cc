@@ -64,23 +64,28 @@ double ConcurrencyTrees::acceptance_ratio() const {
   return expected_accepted_ >= kMinExpected ? accepted_ / expected_accepted_ : 1.0;
 }
 
-double ConcurrencyTrees::ServedSeconds(int32_t m) const {
-  const auto i = static_cast<std::size_t>(m);
-  if (i < served_.size() && served_count_[i] >= kTrustedForwards) return served_[i];
+double ConcurrencyTrees::ServedScale() const {
   double ratio = 0.0;
   int32_t points = 0;
-  for (std::size_t j = 1; j < served_.size(); ++j) {
-    if (served_count_[j] < kTrustedForwards) continue;
-    ratio += served_[j] / curve_->Seconds(static_cast<int32_t>(j));
+  for (std::size_t m = 1; m < served_.size(); ++m) {
+    if (served_count_[m] < kTrustedForwards) continue;
+    ratio += served_[m] / curve_->Seconds(static_cast<int32_t>(m));
     ++points;
   }
-  return curve_->Seconds(m) * (points > 0 ? ratio / points : 1.0);
+  return points > 0 ? ratio / points : 1.0;
+}
+
+double ConcurrencyTrees::ServedSeconds(int32_t m, double scale) const {
+  const auto i = static_cast<std::size_t>(m);
+  if (i < served_.size() && served_count_[i] >= kTrustedForwards) return served_[i];
+  return curve_->Seconds(m) * scale;
 }
 
 void ConcurrencyTrees::Update(StepCosts costs) {
   costs_ = {.overhead_seconds = std::max(0.0, costs.overhead_seconds),
             .draft_seconds_per_level = std::max(0.0, costs.draft_seconds_per_level)};
   const double r = acceptance_ratio();
+  const double scale = ServedScale();
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const auto k = static_cast<int32_t>(i) + 1;
     const int32_t largest =
@@ -88,10 +93,10 @@ void ConcurrencyTrees::Update(StepCosts costs) {
     // Seconds per token of a plain step, then of each tree (size n root included, depth d levels
     // root included, so d - 1 draft levels); ties keep the smaller tree.
     const double o = costs_.overhead_seconds;
-    double best = (ServedSeconds(k) / k + o) / 1.0;
+    double best = ServedSeconds(k, scale) / k + o;
     int32_t best_n = 1, best_d = 1;
     for (int32_t n = 2; n <= largest; ++n) {
-      const double share = ServedSeconds(k * n) / k + o;
+      const double share = ServedSeconds(k * n, scale) / k + o;
       for (int32_t d = 2; d <= std::min(n, table_.max_depth()); ++d) {
         const double tokens = 1.0 + r * (table_.Value(n, d) - 1.0);
         const double seconds =

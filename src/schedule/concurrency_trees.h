@@ -44,8 +44,8 @@ struct RoundObservation {
   int32_t rows = 0;       // the forward's tokens
   double forward_seconds = 0.0;
   double draft_wait_seconds = 0.0;  // waiting for the round's drafts
-  double other_seconds = 0.0;  // the rest since the last round's forward (accepting, streaming)
-  int32_t draft_levels = 0;    // the depths of the round's trees, summed
+  double other_seconds = 0.0;       // the rest of the round (batch, accepting, streaming)
+  int32_t draft_levels = 0;         // the depths of the round's trees, summed
   // Over the round's steps on this table's trees: accepted nodes expected, and accepted.
   double expected_accepted = 0.0;
   int64_t accepted = 0;
@@ -77,9 +77,11 @@ class ConcurrencyTrees {
   std::string Describe() const;
 
  private:
+  // The observed forwards' mean ratio to the start curve (1 before any).
+  double ServedScale() const;
   // t(m) as served: observed where forwards of m tokens ran often enough, else the start curve
-  // scaled by the observed forwards' mean ratio to it.
-  double ServedSeconds(int32_t m) const;
+  // times `scale` (ServedScale, computed once per Update).
+  double ServedSeconds(int32_t m, double scale) const;
 
   std::optional<VerifyCostCurve> curve_;  // t(n), measured at start
   SequoiaTable table_;
