@@ -3,6 +3,8 @@
 // on the bundled small pair, for several stage counts and tree sizes.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -10,6 +12,7 @@
 #include "base/error.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "pipe/in_process_transport.h"
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_clock.h"
 #include "pipe/prediction_tree.h"
@@ -163,6 +166,120 @@ TEST_F(PipeDecTest, SampledOutputIsPlainSamplingsWithTheSameSeed) {
   const PipelineResult stpp =
       RunStaticTreePipeline(target_->parameters(), draft_, prompt_, Options(2, sampled, 40));
   EXPECT_EQ(stpp.tokens, plain);
+}
+
+// Groups of stages (§3.1): a group's stages run the same tree layer in one timestep, so the tree is
+// as deep as there are groups and a miss refills in as many timesteps.
+TEST_F(PipeDecTest, GroupsOfStagesGiveTheSameTokensWithATreeAsDeepAsTheGroups) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<int32_t> plain = Plain(greedy, 40);
+  const int32_t n_layer = target_->config().n_layer;
+  ASSERT_GE(n_layer, 4);
+  PipelineOptions o = Options(n_layer, greedy, 40);
+  o.groups.assign(static_cast<std::size_t>(n_layer / 2), 2);
+  if (n_layer % 2) o.groups.back() += 1;
+  const PipelineResult r = RunPipeDec(target_->parameters(), draft_, prompt_, o);
+  EXPECT_EQ(r.tokens, plain);
+  const auto d = static_cast<int64_t>(o.groups.size());
+  EXPECT_EQ(r.groups, o.groups);
+  for (const PipelineTimestep& step : r.log) EXPECT_EQ(static_cast<int64_t>(step.stage_rows.size()), d);
+  EXPECT_GE(r.timesteps, r.syncs + (d - 1) * (1 + r.syncs - r.hits));
+  // Grouped stages cost their sum on the clock.
+  const PipelineCosts costs{.stage_seconds = [](int32_t, int32_t) { return 1e-3; },
+                            .draft_seconds = [](int32_t) { return 0.0; },
+                            .link_latency_seconds = 0.0};
+  EXPECT_NEAR(ClockedSeconds(r, PipelineRunKind::kPipeDec, costs), 2e-3 * r.timesteps,
+              1e-3 * (n_layer % 2) * r.timesteps + 1e-9);
+  o.groups = {1, 1};
+  EXPECT_THROW(RunPipeDec(target_->parameters(), draft_, prompt_, o), Error);
+}
+
+// Every rank keeps the same tree and bookkeeping, so every rank returns the same run.
+TEST_F(PipeDecTest, EveryRankReturnsTheSameRun) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  for (PipelineRunKind kind :
+       {PipelineRunKind::kPipeDec, PipelineRunKind::kStaticTree, PipelineRunKind::kPlain}) {
+    const PipelineOptions o = Options(3, greedy, 24);
+    const std::vector<PipelineResult> ranks = RunRanksInProcess<PipelineResult>(
+        PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms), [&](PipeTransport& t) {
+          return RunPipelineRank(kind, t, target_->parameters(), draft_, prompt_, o);
+        });
+    ASSERT_EQ(ranks.size(), 4u);
+    for (const PipelineResult& r : ranks) {
+      EXPECT_EQ(r.tokens, ranks[0].tokens) << PipelineRunName(kind);
+      EXPECT_EQ(r.timesteps, ranks[0].timesteps);
+      EXPECT_EQ(r.hits, ranks[0].hits);
+      ASSERT_EQ(r.log.size(), ranks[0].log.size());
+      for (std::size_t i = 0; i < r.log.size(); ++i) {
+        EXPECT_EQ(r.log[i].stage_rows, ranks[0].log[i].stage_rows);
+        EXPECT_EQ(r.log[i].hit, ranks[0].log[i].hit);
+      }
+    }
+  }
+}
+
+// A transport that fails its rank after a number of sends, as a rank that dies mid-run would.
+class DyingTransport : public PipeTransport {
+ public:
+  DyingTransport(PipeTransport& inner, int32_t sends) : inner_(inner), sends_left_(sends) {}
+  int32_t rank() const override { return inner_.rank(); }
+  int32_t size() const override { return inner_.size(); }
+  void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
+    if (sends_left_-- == 0) Fail("stage died");
+    inner_.Send(to, tag, message);
+  }
+  PipeMessage Receive(int32_t from, int32_t tag) override { return inner_.Receive(from, tag); }
+
+ private:
+  PipeTransport& inner_;
+  int32_t sends_left_;
+};
+
+TEST_F(PipeDecTest, ARankThatDiesStopsEveryOtherRankAtOnce) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  PipelineOptions o = Options(3, greedy, 48);
+  o.timeout_ms = 30000;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    RunRanksInProcess<PipelineResult>(PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms),
+                                      [&](PipeTransport& t) {
+                                        DyingTransport dying(t, t.rank() == 2 ? 20 : -1);
+                                        return RunPipelineRank(PipelineRunKind::kPipeDec, dying,
+                                                               target_->parameters(), draft_,
+                                                               prompt_, o);
+                                      });
+    FAIL() << "the run went on without its stage";
+  } catch (const PipeTransportError& e) {
+    FAIL() << "the cause was lost: " << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stage died"), std::string::npos) << e.what();
+  }
+  // The others stopped on the failure, not on their timeout.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(InProcessTransport, DeliversInOrderAndTimesOutOnASilentRank) {
+  InProcessNetwork network(3, std::chrono::milliseconds(100));
+  network.transport(0).Send(1, kPipeHiddenTag, {{1}, {}});
+  network.transport(0).Send(1, kPipeHiddenTag, {{2}, {0.5f}});
+  network.transport(2).Send(1, kPipeHiddenTag, {{3}, {}});
+  EXPECT_EQ(network.transport(1).Receive(2, kPipeHiddenTag).ints, std::vector<int32_t>{3});
+  EXPECT_EQ(network.transport(1).Receive(0, kPipeHiddenTag).ints, std::vector<int32_t>{1});
+  const PipeMessage second = network.transport(1).Receive(0, kPipeHiddenTag);
+  EXPECT_EQ(second.ints, std::vector<int32_t>{2});
+  EXPECT_EQ(second.floats, std::vector<float>{0.5f});
+  // Nothing of another tag, nothing more from rank 0: the receive gives up, naming the rank.
+  try {
+    network.transport(1).Receive(0, kPipeTokenTag);
+    FAIL();
+  } catch (const PipeTransportError& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing from rank 0"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(network.transport(1).Send(1, kPipeHiddenTag, {}), Error);
+  EXPECT_THROW(network.transport(1).Receive(3, kPipeHiddenTag), Error);
+  // A failure reaches a rank waiting with a long timeout at once.
+  network.Fail(2, "gone");
+  EXPECT_THROW(network.transport(0).Receive(2, kPipeHiddenTag), PipeTransportError);
 }
 
 TEST_F(PipeDecTest, RefusesBadArgumentsBeforeRunning) {

@@ -1,6 +1,7 @@
 #include "pipe/pipedec.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -8,9 +9,10 @@
 #include <unordered_map>
 
 #include "base/error.h"
-#include "base/thread_pool.h"
+#include "base/timer.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
+#include "pipe/in_process_transport.h"
 #include "pipe/pipeline_stages.h"
 #include "pipe/prediction_tree.h"
 #include "pipe/tree_cache.h"
@@ -22,22 +24,18 @@ namespace {
 // first stage and keeping each node's top-c candidates until the node is pruned.
 class TreeDraft {
  public:
-  TreeDraft(std::shared_ptr<const ModelParameters> draft, int32_t children,
-            const ModelOptions& options)
-      : model_(Model::Create(std::move(draft), options)), children_(children) {}
-
-  void Prefill(std::span<const int32_t> prompt) {
-    model_->ForwardChain(prompt, 0, 0, batch_, /*want_logits=*/false);
-    tree_.emplace(model_->cache(0), model_->cache(0).length());
+  TreeDraft(Model& model, int32_t children) : model_(model), children_(children) {
+    tree_.emplace(model_.cache(0), model_.cache(0).length());
   }
+
   TreeCache& tree() { return *tree_; }
   void RunLayer(const PredictionTree& tree, std::span<const int64_t> nodes) {
     batch_.Clear();
     tree_->AppendLayer(tree, nodes, /*want_logits=*/true, batch_);
-    const int32_t first_slot = model_->cache(0).length();
-    const std::span<const float> logits = model_->Forward(batch_);
+    const int32_t first_slot = model_.cache(0).length();
+    const std::span<const float> logits = model_.Forward(batch_);
     tree_->Placed(nodes, first_slot);
-    const auto n_vocab = static_cast<std::size_t>(model_->config().n_vocab);
+    const auto n_vocab = static_cast<std::size_t>(model_.config().n_vocab);
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       const std::span<const float> row = logits.subspan(i * n_vocab, n_vocab);
       // log q from the draft's raw softmax (temperature 1): only the ranking matters (§8.3).
@@ -53,23 +51,28 @@ class TreeDraft {
       }
     }
   }
-  // The candidates of every node of `leaves`, or nothing when one has none yet.
-  std::optional<std::vector<std::vector<LeafCandidate>>> CandidatesOf(
-      std::span<const int64_t> leaves) const {
-    std::vector<std::vector<LeafCandidate>> out;
+  // The candidates of every node of `leaves` as a message: ints [n_leaves, then per leaf its count
+  // and tokens], floats the log-probs in the same order; ints [-1] when a leaf has none yet.
+  PipeMessage CandidatesOf(std::span<const int64_t> leaves) const {
+    PipeMessage m;
+    m.ints.push_back(static_cast<int32_t>(leaves.size()));
     for (int64_t id : leaves) {
       const auto it = candidates_.find(id);
-      if (it == candidates_.end()) return std::nullopt;
-      out.push_back(it->second);
+      if (it == candidates_.end()) return {{-1}, {}};
+      m.ints.push_back(static_cast<int32_t>(it->second.size()));
+      for (const LeafCandidate& c : it->second) {
+        m.ints.push_back(c.token);
+        m.floats.push_back(c.log_prob);
+      }
     }
-    return out;
+    return m;
   }
   void Forget(const PredictionTree& tree) {
     std::erase_if(candidates_, [&](const auto& entry) { return !tree.contains(entry.first); });
   }
 
  private:
-  std::unique_ptr<Model> model_;
+  Model& model_;
   int32_t children_;
   std::optional<TreeCache> tree_;
   std::unordered_map<int64_t, std::vector<LeafCandidate>> candidates_;
@@ -77,88 +80,138 @@ class TreeDraft {
   Batch batch_;
 };
 
-}  // namespace
-
-int32_t PipeDecTreeTokens(int32_t n_stages, int32_t width) {
-  // The first stage holds the most: the root and a layer of at most w per stage after the first.
-  return 1 + (n_stages - 1) * width;
+// The candidate lists of a TreeDraft::CandidatesOf message, or nothing.
+std::optional<std::vector<std::vector<LeafCandidate>>> ReadCandidates(const PipeMessage& m) {
+  if (m.ints.empty() || m.ints[0] < 0) return std::nullopt;
+  std::vector<std::vector<LeafCandidate>> out(static_cast<std::size_t>(m.ints[0]));
+  std::size_t i = 1, f = 0;
+  for (auto& leaf : out) {
+    const int32_t n = m.ints.at(i++);
+    for (int32_t j = 0; j < n; ++j) leaf.push_back({m.ints.at(i++), m.floats.at(f++)});
+  }
+  return out;
 }
 
-int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
-                        int32_t n_stages) {
-  const int64_t room = static_cast<int64_t>(PipelineContextLimit(target)) - prompt_tokens -
-                       n_predict - kPipelineSpareTokens - 1;
-  return n_stages < 2 ? 0 : static_cast<int32_t>(std::max<int64_t>(0, room / (n_stages - 1)));
+// Drops the rows of pruned nodes from `nodes` and, when given, from its hidden rows, in place.
+void KeepLiveRows(const PredictionTree& tree, bool miss, std::vector<int64_t>& nodes,
+                  std::vector<float>* hidden, std::size_t n_embd) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < nodes.size() && !miss; ++i) {
+    if (!tree.contains(nodes[i])) continue;
+    if (hidden) {
+      std::copy_n(hidden->begin() + i * n_embd, n_embd, hidden->begin() + kept * n_embd);
+    }
+    nodes[kept++] = nodes[i];
+  }
+  nodes.resize(kept);
+  if (hidden) hidden->resize(kept * n_embd);
 }
 
-PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
-                          std::shared_ptr<const ModelParameters> draft,
-                          std::span<const int32_t> prompt, const PipelineOptions& o) {
+std::vector<int32_t> GroupSizes(const PipelineOptions& o) {
+  if (o.groups.empty()) return std::vector<int32_t>(o.stages.size(), 1);
+  int64_t total = 0;
+  for (int32_t g : o.groups) {
+    if (g < 1) Fail("pipedec: a group of ", g, " stages");
+    total += g;
+  }
+  if (total != static_cast<int64_t>(o.stages.size())) {
+    Fail("pipedec: the groups hold ", total, " stages; the run has ", o.stages.size());
+  }
+  return o.groups;
+}
+
+void CheckDraft(const ModelParameters& target, const ModelParameters& draft) {
+  if (draft.config().n_vocab != target.config().n_vocab) {
+    Fail("pipeline: the draft has ", draft.config().n_vocab, " tokens but the target has ",
+         target.config().n_vocab);
+  }
+}
+
+PipelineResult PipeDecRank(PipeTransport& transport,
+                           const std::shared_ptr<const ModelParameters>& target,
+                           const std::shared_ptr<const ModelParameters>& draft,
+                           std::span<const int32_t> prompt, const PipelineOptions& o) {
   if (o.stages.size() < 2) Fail("pipedec: needs at least 2 stages, not ", o.stages.size());
   if (o.width < 1 || o.children < 1) {
     Fail("pipedec: tree width ", o.width, " and children ", o.children, " must be >= 1");
   }
   if (o.width > kDefaultMaxBatch) Fail("pipedec: tree width ", o.width, " > ", kDefaultMaxBatch);
-  if (draft->config().n_vocab != target->config().n_vocab) {
-    Fail("pipedec: the draft has ", draft->config().n_vocab, " tokens but the target has ",
-         target->config().n_vocab);
-  }
-  const auto d = static_cast<int32_t>(o.stages.size());
+  CheckDraft(*target, *draft);
+  const std::vector<int32_t> groups = GroupSizes(o);
+  const auto n_groups = static_cast<int32_t>(groups.size());
+  if (n_groups < 2) Fail("pipedec: needs at least 2 groups, not ", n_groups);
   int32_t n_ctx = 0;
-  CheckPipelineRun(*target, prompt, o, PipeDecTreeTokens(d, o.width), &n_ctx);
+  CheckPipelineRun(*target, prompt, o, PipeDecTreeTokens(n_groups, o.width), &n_ctx);
   Sampler sampler(o.sampling);
-  PipelineStages pipe(target, prompt, o, n_ctx, sampler);
-  TreeDraft drafter(draft, o.children, {.pool = pipe.pool(), .n_ctx = n_ctx});
-  drafter.Prefill(prompt);
-  for (int32_t k = 0; k < pipe.size(); ++k) pipe.stage(k).StartTree();
+  PipelineRank unit(transport, target, draft, prompt, o, n_ctx, sampler);
+  const Timer clock;
+  const int32_t k = unit.stage_index();  // -1: the draft
+  // This stage's group, and whether it is the group's last stage (which sends on after the sync).
+  int32_t my_group = -1;
+  bool group_end = false;
+  for (int32_t g = 0, first = 0; g < n_groups && k >= 0; first += groups[g++]) {
+    if (k < first + groups[g]) {
+      my_group = g;
+      group_end = k + 1 == first + groups[g];
+      break;
+    }
+  }
+  std::optional<TreeDraft> drafter;
+  if (k < 0) drafter.emplace(unit.draft(), o.children);
+  if (k >= 0) unit.stage().StartTree();
   const Tokenizer* tokenizer = target->tokenizer();
+  const auto n_embd = static_cast<std::size_t>(target->config().n_embd);
 
   PipelineResult result;
-  result.tokens.push_back(pipe.first_token());
+  result.groups = groups;
+  result.tokens.push_back(unit.first_token());
   if (PipelineStops(result, o, tokenizer)) return result;
   PredictionTree tree;
-  tree.Reset(pipe.first_token(), static_cast<int32_t>(prompt.size()));
-  // What reaches each stage at the next timestep: tree nodes (of one layer) and, past the first
-  // stage, the previous stage's hidden rows for them.
-  std::vector<std::vector<int64_t>> in_nodes(static_cast<std::size_t>(d));
-  std::vector<std::vector<float>> in_hidden(static_cast<std::size_t>(d));
+  tree.Reset(unit.first_token(), static_cast<int32_t>(prompt.size()));
+  // Every rank's bookkeeping of every group: the nodes (of one tree layer) that reach it at the
+  // next timestep, and those it computed in this one. This rank's own hidden rows beside them.
+  const auto ng = static_cast<std::size_t>(n_groups);
+  std::vector<std::vector<int64_t>> in_nodes(ng), out_nodes(ng);
+  std::vector<float> my_out;
   in_nodes[0] = {tree.root()};
-  std::vector<int64_t> draft_nodes = in_nodes[0];
-  std::vector<std::vector<int64_t>> out_nodes(static_cast<std::size_t>(d));
-  std::vector<std::vector<float>> out_hidden(static_cast<std::size_t>(d));
   for (bool done = false; !done;) {
     PipelineTimestep step;
-    step.stage_rows.assign(static_cast<std::size_t>(d), 0);
-    // Compute: the draft and every stage with input, each on its own layer.
-    if (!draft_nodes.empty()) {
-      drafter.RunLayer(tree, draft_nodes);
-      step.draft_rows = static_cast<int32_t>(draft_nodes.size());
-    }
+    step.stage_rows.assign(ng, 0);
+    for (std::size_t g = 0; g < ng; ++g) step.stage_rows[g] = static_cast<int32_t>(in_nodes[g].size());
+    // Compute: the draft and every stage with input, each on its own layer; within a group the
+    // stages run one after another.
+    if (!in_nodes[0].empty()) step.draft_rows = static_cast<int32_t>(in_nodes[0].size());
+    if (drafter && !in_nodes[0].empty()) drafter->RunLayer(tree, in_nodes[0]);
     std::span<const float> root_logits;
-    for (int32_t k = 0; k < d; ++k) {
-      const auto ku = static_cast<std::size_t>(k);
-      out_nodes[ku].clear();
-      out_hidden[ku].clear();
-      if (in_nodes[ku].empty()) continue;
-      step.stage_rows[ku] = static_cast<int32_t>(in_nodes[ku].size());
-      const std::span<const float> out = pipe.stage(k).RunLayer(tree, in_nodes[ku], in_hidden[ku]);
-      if (k + 1 == d) {
-        GROVE_CHECK(in_nodes[ku].size() == 1 && in_nodes[ku][0] == tree.root(),
+    my_out.clear();
+    if (k >= 0 && !in_nodes[static_cast<std::size_t>(my_group)].empty()) {
+      const std::vector<int64_t>& nodes = in_nodes[static_cast<std::size_t>(my_group)];
+      PipeMessage in;
+      if (k > 0) in = transport.Receive(StageRank(k - 1), kPipeHiddenTag);
+      const std::span<const float> out = unit.stage().RunLayer(tree, nodes, in.floats);
+      if (unit.last_stage()) {
+        GROVE_CHECK(nodes.size() == 1 && nodes[0] == tree.root(),
                     "pipedec: the last stage got a layer other than the root");
         root_logits = out;
+      } else if (!group_end) {
+        transport.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
       } else {
-        out_nodes[ku] = in_nodes[ku];
-        out_hidden[ku].assign(out.begin(), out.end());
+        my_out.assign(out.begin(), out.end());
       }
     }
-    // Synchronization: the target's token after the root; every unit commits the root and
-    // prunes to the hit child's subtree, or drops its tree on a miss.
+    for (std::size_t g = 0; g + 1 < ng; ++g) out_nodes[g] = in_nodes[g];
+    // Synchronization: the target's token after the root, from the last stage; every unit
+    // commits the root and prunes to the hit child's subtree, or drops its tree on a miss.
     bool miss = false;
-    if (!root_logits.empty()) {
+    if (!in_nodes[ng - 1].empty()) {
       step.synced = true;
       ++result.syncs;
       const int64_t root = tree.root();
-      const int32_t x = sampler.Sample(root_logits, o.sequence, tree.node(root).position + 1);
+      std::vector<int32_t> token;
+      if (!root_logits.empty()) {
+        token.push_back(sampler.Sample(root_logits, o.sequence, tree.node(root).position + 1));
+      }
+      const int32_t x = unit.ShareTokens(std::move(token)).at(0);
       result.tokens.push_back(x);
       const int64_t hit = tree.ChildOfRoot(x);
       if (hit >= 0) {
@@ -168,66 +221,141 @@ PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
       } else {
         miss = true;
       }
-      for (int32_t k = 0; k < d; ++k) pipe.stage(k).Sync(root, miss ? nullptr : &tree);
-      drafter.tree().Sync(root, miss ? nullptr : &tree);
+      if (k >= 0) unit.stage().Sync(root, miss ? nullptr : &tree);
+      if (drafter) drafter->tree().Sync(root, miss ? nullptr : &tree);
       if (miss) tree.Reset(x, tree.node(root).position + 1);
-      drafter.Forget(tree);
-      // In-flight rows follow the tree: those of pruned nodes are dropped, in place.
-      const auto n_embd = static_cast<std::size_t>(target->config().n_embd);
-      for (int32_t k = 0; k + 1 < d; ++k) {
-        std::vector<int64_t>& nodes = out_nodes[static_cast<std::size_t>(k)];
-        std::vector<float>& hidden = out_hidden[static_cast<std::size_t>(k)];
-        std::size_t kept = 0;
-        for (std::size_t i = 0; i < nodes.size() && !miss; ++i) {
-          if (!tree.contains(nodes[i])) continue;
-          std::copy_n(hidden.begin() + i * n_embd, n_embd, hidden.begin() + kept * n_embd);
-          nodes[kept++] = nodes[i];
-        }
-        nodes.resize(kept);
-        hidden.resize(kept * n_embd);
+      if (drafter) drafter->Forget(tree);
+      // In-flight rows follow the tree: those of pruned nodes are dropped.
+      for (int32_t g = 0; g + 1 < n_groups; ++g) {
+        const bool mine = g == my_group && group_end;
+        KeepLiveRows(tree, miss, out_nodes[static_cast<std::size_t>(g)], mine ? &my_out : nullptr,
+                     n_embd);
       }
       done = PipelineStops(result, o, tokenizer);
     }
     ++result.timesteps;
     result.log.push_back(std::move(step));
     if (done) break;
-    // Transmission: every stage's output moves one stage on; the draft's next layer enters the
-    // first stage (and the draft), or after a miss the target's token alone refills the pipeline.
-    for (int32_t k = d - 1; k >= 1; --k) {
-      in_nodes[static_cast<std::size_t>(k)] = std::move(out_nodes[static_cast<std::size_t>(k - 1)]);
-      in_hidden[static_cast<std::size_t>(k)] =
-          std::move(out_hidden[static_cast<std::size_t>(k - 1)]);
+    // Transmission: every group's output moves one group on; the draft's next layer enters the
+    // first group (and the draft), or after a miss the target's token alone refills the pipeline.
+    if (k >= 0 && group_end && !unit.last_stage() &&
+        !out_nodes[static_cast<std::size_t>(my_group)].empty()) {
+      transport.Send(StageRank(k + 1), kPipeHiddenTag, {{}, std::move(my_out)});
     }
+    for (std::size_t g = ng - 1; g >= 1; --g) in_nodes[g] = std::move(out_nodes[g - 1]);
     in_nodes[0].clear();
     if (miss) {
       in_nodes[0] = {tree.root()};
-    } else if (const auto candidates = drafter.CandidatesOf(tree.layer(tree.n_layers() - 1))) {
-      const std::span<const int64_t> layer = tree.Expand(*candidates, o.width);
-      in_nodes[0].assign(layer.begin(), layer.end());
+    } else {
+      PipeMessage layer;
+      if (drafter) layer = drafter->CandidatesOf(tree.layer(tree.n_layers() - 1));
+      layer = Broadcast(transport, kDraftRank, kPipeLayerTag, std::move(layer));
+      if (const auto candidates = ReadCandidates(layer)) {
+        const std::span<const int64_t> added = tree.Expand(*candidates, o.width);
+        in_nodes[0].assign(added.begin(), added.end());
+      }
     }
-    draft_nodes = in_nodes[0];
   }
+  result.decode_seconds = clock.Seconds();
   return result;
 }
 
-PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
-                                std::span<const int32_t> prompt, const PipelineOptions& o) {
+PipelineResult PlainPipelineRank(PipeTransport& transport,
+                                 const std::shared_ptr<const ModelParameters>& target,
+                                 std::span<const int32_t> prompt, const PipelineOptions& o) {
   int32_t n_ctx = 0;
   CheckPipelineRun(*target, prompt, o, 0, &n_ctx);
   Sampler sampler(o.sampling);
-  PipelineStages pipe(target, prompt, o, n_ctx, sampler);
+  PipelineRank unit(transport, target, nullptr, prompt, o, n_ctx, sampler);
+  const Timer clock;
   const Tokenizer* tokenizer = target->tokenizer();
   PipelineResult result;
-  result.tokens.push_back(pipe.first_token());
+  result.groups.assign(o.stages.size(), 1);
+  result.tokens.push_back(unit.first_token());
   Batch batch;
   for (auto position = static_cast<int32_t>(prompt.size()); !PipelineStops(result, o, tokenizer);
        ++position) {
     batch.Clear();
     batch.Add(result.tokens.back(), position, 0, -1, true);
-    const std::span<const float> out = pipe.Pass(batch, result);
-    result.tokens.push_back(sampler.Sample(out, o.sequence, position + 1));
+    const std::span<const float> out = unit.Pass(batch, result);
+    std::vector<int32_t> token;
+    if (!out.empty()) token.push_back(sampler.Sample(out, o.sequence, position + 1));
+    result.tokens.push_back(unit.ShareTokens(std::move(token)).at(0));
   }
+  result.decode_seconds = clock.Seconds();
   return result;
+}
+
+}  // namespace
+
+const char* PipelineRunName(PipelineRunKind kind) {
+  switch (kind) {
+    case PipelineRunKind::kPlain:
+      return "PP";
+    case PipelineRunKind::kStaticTree:
+      return "STPP";
+    case PipelineRunKind::kPipeDec:
+      return "PipeDec";
+  }
+  return "?";
+}
+
+int32_t PipeDecTreeTokens(int32_t n_groups, int32_t width) {
+  // The first group holds the most: the root and a layer of at most w per group after the first.
+  return 1 + (n_groups - 1) * width;
+}
+
+int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
+                        int32_t n_groups) {
+  const int64_t room = static_cast<int64_t>(PipelineContextLimit(target)) - prompt_tokens -
+                       n_predict - kPipelineSpareTokens - 1;
+  return n_groups < 2 ? 0 : static_cast<int32_t>(std::max<int64_t>(0, room / (n_groups - 1)));
+}
+
+PipelineResult RunPipelineRank(PipelineRunKind kind, PipeTransport& transport,
+                               const std::shared_ptr<const ModelParameters>& target,
+                               const std::shared_ptr<const ModelParameters>& draft,
+                               std::span<const int32_t> prompt, const PipelineOptions& o) {
+  switch (kind) {
+    case PipelineRunKind::kPlain:
+      return PlainPipelineRank(transport, target, prompt, o);
+    case PipelineRunKind::kStaticTree:
+      CheckDraft(*target, *draft);
+      return StaticTreePipelineRank(transport, target, draft, prompt, o);
+    case PipelineRunKind::kPipeDec:
+      return PipeDecRank(transport, target, draft, prompt, o);
+  }
+  Fail("pipeline: unknown run");
+}
+
+PipelineResult RunPipelineInProcess(PipelineRunKind kind,
+                                    const std::shared_ptr<const ModelParameters>& target,
+                                    const std::shared_ptr<const ModelParameters>& draft,
+                                    std::span<const int32_t> prompt, const PipelineOptions& o) {
+  // The ranks' own checks would throw the same error on every thread; the first is kept.
+  const std::vector<PipelineResult> results = RunRanksInProcess<PipelineResult>(
+      PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms),
+      [&](PipeTransport& transport) {
+        return RunPipelineRank(kind, transport, target, draft, prompt, o);
+      });
+  return results[kDraftRank];
+}
+
+PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
+                          std::shared_ptr<const ModelParameters> draft,
+                          std::span<const int32_t> prompt, const PipelineOptions& o) {
+  return RunPipelineInProcess(PipelineRunKind::kPipeDec, target, draft, prompt, o);
+}
+
+PipelineResult RunPlainPipeline(std::shared_ptr<const ModelParameters> target,
+                                std::span<const int32_t> prompt, const PipelineOptions& o) {
+  return RunPipelineInProcess(PipelineRunKind::kPlain, target, nullptr, prompt, o);
+}
+
+PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> target,
+                                     std::shared_ptr<const ModelParameters> draft,
+                                     std::span<const int32_t> prompt, const PipelineOptions& o) {
+  return RunPipelineInProcess(PipelineRunKind::kStaticTree, target, draft, prompt, o);
 }
 
 }  // namespace grove

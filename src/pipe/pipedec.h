@@ -6,10 +6,14 @@
 // Every emitted token is the target's own (greedy, or sampled with the draw plain decoding makes
 // at that position), so the output is plain decoding's, token for token.
 //
-// This runs every unit in one thread, timestep by timestep (the paper's compute, sync and
-// transmission phases in order), which is what the tests and the virtual-clock simulator need;
-// the log says what each unit processed in each timestep. Transports that put the units on
-// threads or MPI ranks drive the same units.
+// Each unit is a rank (pipe_transport.h: the draft rank 0, target stage k at rank k + 1) and every
+// rank runs the same loop, timestep by timestep: the paper's compute, synchronization and
+// transmission phases. Every rank keeps the same prediction tree and the same bookkeeping of
+// which nodes each stage holds, from what is broadcast (the draft's candidates for each new layer,
+// the last stage's tokens), and computes only its own unit; hidden rows go from stage to stage.
+// So every rank returns the same result, and the log says what each unit processed in each
+// timestep, which the virtual clock (pipeline_clock.h) prices. The Run* functions without a
+// transport run every rank as a thread of this process (in_process_transport.h).
 //
 // And the two baselines through the same stages: plain pipeline parallelism (PP, one token per
 // pass through all stages) and static-tree speculation (STPP, the paper's baseline after
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "model/model_parameters.h"
+#include "pipe/pipe_transport.h"
 #include "pipe/stage_split.h"
 #include "sample/sampler.h"
 #include "speculate/token_tree.h"
@@ -31,11 +36,16 @@ namespace grove {
 
 struct PipelineOptions {
   std::vector<LayerRange> stages;  // of the target, in order, covering every layer
+  // PipeDec: stages per group, in order (§3.1): a group's stages process the same tree layer one
+  // after another in a timestep, so the tree is as deep as there are groups. Empty: a stage each.
+  std::vector<int32_t> groups;
   SamplerParams sampling{.temperature = 0.0f};
   uint64_t sequence = 0;  // RNG key of the sequence (as plain decoding's)
   int32_t n_predict = 128;
   bool stop_at_eog = true;
-  int n_threads = 1;  // of the forward contexts (one pool, shared: the units run one at a time)
+  int n_threads = 1;  // of each rank's forward context
+  // How long a rank waits for a message before it reports the sender dead or stuck.
+  int32_t timeout_ms = 60000;
   // PipeDec: w, the most nodes in a tree layer, and c, the most children of a node (§3.3).
   int32_t width = 32;
   int32_t children = 16;
@@ -43,7 +53,8 @@ struct PipelineOptions {
   std::string static_tree = "kconfig:4,2,2,1";
 };
 
-// What one timestep did: tokens each target stage processed (0: idle), the draft's, and whether
+// What one timestep did: tokens each target stage (PipeDec: each group) processed (0: idle), the
+// draft's, and whether
 // the last stage verified (a sync) and the root had the target's token as a child (a hit).
 struct PipelineTimestep {
   std::vector<int32_t> stage_rows;
@@ -59,18 +70,47 @@ struct PipelineResult {
   int64_t syncs = 0;
   int64_t hits = 0;
   std::vector<PipelineTimestep> log;
+  std::vector<int32_t> groups;  // stages per entry of a timestep's stage_rows
+  double decode_seconds = 0.0;  // wall clock on this rank, after the prompt
 
   double hit_rate() const { return syncs ? static_cast<double>(hits) / syncs : 0.0; }
 };
 
-// Throws grove::Error before anything runs on a bad split (a gap, an overlap, a layer range out of
-// the model), fewer than 2 stages, a draft of another vocabulary, w or c < 1, or a prompt and
-// generation the context cannot hold with a full tree.
 // Tree tokens a PipeDec stage may hold at once, and the widest tree (w) whose stages hold it beside
-// the prompt and the generation in the target's context (0: none fits).
-int32_t PipeDecTreeTokens(int32_t n_stages, int32_t width);
+// the prompt and the generation in the target's context (0: none fits), for a tree as deep as
+// there are groups.
+int32_t PipeDecTreeTokens(int32_t n_groups, int32_t width);
 int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
-                        int32_t n_stages);
+                        int32_t n_groups);
+
+// The ranks of a run: the draft (rank 0, the paper's S) and target stage k at rank k + 1.
+inline constexpr int32_t kDraftRank = 0;
+constexpr int32_t StageRank(int32_t stage) { return stage + 1; }
+int32_t PipelineRankCount(const PipelineOptions& options);
+
+// Which run, for the functions that take one.
+enum class PipelineRunKind { kPlain, kStaticTree, kPipeDec };
+const char* PipelineRunName(PipelineRunKind kind);
+
+// Every run throws grove::Error on every rank before anything runs on a bad split (a gap, an
+// overlap, a layer range out of the model), fewer than 2 stages, groups that do not cover the
+// stages, a draft of another vocabulary, w or c < 1, or a prompt and generation the context cannot
+// hold with a full tree; and PipeTransportError when another rank fails or stops answering.
+//
+// This rank's part of a run over `transport` (PipelineRankCount(options) ranks). target and draft:
+// the parameters this rank runs (a stage rank needs the target's, the draft rank the draft's;
+// both ranks check both configurations). Every rank returns the same result, except
+// decode_seconds.
+PipelineResult RunPipelineRank(PipelineRunKind kind, PipeTransport& transport,
+                               const std::shared_ptr<const ModelParameters>& target,
+                               const std::shared_ptr<const ModelParameters>& draft,
+                               std::span<const int32_t> prompt, const PipelineOptions& options);
+// Every rank a thread of this process; the draft rank's result.
+PipelineResult RunPipelineInProcess(PipelineRunKind kind,
+                                    const std::shared_ptr<const ModelParameters>& target,
+                                    const std::shared_ptr<const ModelParameters>& draft,
+                                    std::span<const int32_t> prompt,
+                                    const PipelineOptions& options);
 
 PipelineResult RunPipeDec(std::shared_ptr<const ModelParameters> target,
                           std::shared_ptr<const ModelParameters> draft,

@@ -15,6 +15,11 @@ double Extended(const VerifyCostCurve& curve, int32_t m) {
   return t1 + (t1 - t0) / (n1 - n0) * (m - n1);
 }
 
+int32_t GroupSize(const PipelineResult& run, int32_t g) {
+  return static_cast<std::size_t>(g) < run.groups.size() ? run.groups[static_cast<std::size_t>(g)]
+                                                         : 1;
+}
+
 }  // namespace
 
 PipelineCosts EvenStageCosts(const VerifyCostCurve& target, const VerifyCostCurve& draft,
@@ -34,11 +39,17 @@ double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const Pip
     double compute = 0.0;
     int32_t largest = 0;  // tokens of the largest message sent on
     const auto d = static_cast<int32_t>(step.stage_rows.size());
-    for (int32_t k = 0; k < d; ++k) {
-      const int32_t m = step.stage_rows[static_cast<std::size_t>(k)];
+    // Entry g of stage_rows is a group of stages, processing its rows one stage after another
+    // with a message between each two.
+    for (int32_t g = 0, first = 0; g < d; first += GroupSize(run, g++)) {
+      const int32_t m = step.stage_rows[static_cast<std::size_t>(g)];
       if (m == 0) continue;
-      compute = std::max(compute, c.stage_seconds(k, m));
-      if (k + 1 < d) largest = std::max(largest, m);
+      double group = 0.0;
+      for (int32_t s = first; s < first + GroupSize(run, g); ++s) {
+        group += c.stage_seconds(s, m) + (s > first ? c.LinkSeconds(m) : 0.0);
+      }
+      compute = std::max(compute, group);
+      if (g + 1 < d) largest = std::max(largest, m);
     }
     switch (kind) {
       case PipelineRunKind::kPipeDec:

@@ -2,8 +2,8 @@
 // compute, draft and links are modelled rather than run, so 7, 14 or 21 stages and slow links can
 // be studied on one small machine with the real stage logic deciding every token, hit and prune.
 //
-// A PipeDec timestep (the paper's BSP step, digest §3.5): the draft and every stage with input
-// compute at once, then the largest message crosses its link, then a sync broadcasts the target's
+// A PipeDec timestep (the paper's BSP step, digest §3.5): the draft and every group with input
+// compute at once (a group's stages one after another, a message between each two), then the largest message crosses its link, then a sync broadcasts the target's
 // token: max(draft(m_0), stage_k(m_k)) + link(max m_k) + (sync ? latency : 0). A PP or STPP
 // timestep is one stage's compute and its message (or the draft's levels, for STPP's draft
 // timestep).
@@ -36,8 +36,6 @@ struct PipelineCosts {
 PipelineCosts EvenStageCosts(const VerifyCostCurve& target, const VerifyCostCurve& draft,
                              int32_t n_stages, double link_latency_seconds,
                              double link_bytes_per_second, double bytes_per_token);
-
-enum class PipelineRunKind { kPlain, kStaticTree, kPipeDec };
 
 // Seconds of the decoding part of the run (prefill excluded, as the paper measures).
 double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const PipelineCosts& costs);

@@ -60,35 +60,76 @@ std::span<const float> TargetStage::RunLayer(const PredictionTree& tree,
   return out;
 }
 
-PipelineStages::PipelineStages(const std::shared_ptr<const ModelParameters>& target,
-                               std::span<const int32_t> prompt, const PipelineOptions& o,
-                               int32_t n_ctx, Sampler& sampler)
-    : pool_(std::make_shared<ThreadPool>(std::max(1, o.n_threads))) {
-  const ModelOptions options{.pool = pool_, .n_ctx = n_ctx};
-  for (std::size_t s = 0; s < o.stages.size(); ++s) {
-    stages_.push_back(
-        std::make_unique<TargetStage>(target, o.stages[s], s + 1 == o.stages.size(), options));
+int32_t PipelineRankCount(const PipelineOptions& o) {
+  return static_cast<int32_t>(o.stages.size()) + 1;
+}
+
+PipelineRank::PipelineRank(PipeTransport& transport,
+                           const std::shared_ptr<const ModelParameters>& target,
+                           const std::shared_ptr<const ModelParameters>& draft,
+                           std::span<const int32_t> prompt, const PipelineOptions& o,
+                           int32_t n_ctx, Sampler& sampler)
+    : transport_(transport), n_stages_(static_cast<int32_t>(o.stages.size())) {
+  if (transport.size() != PipelineRankCount(o)) {
+    Fail("pipeline: ", o.stages.size(), " stages and the draft need ", PipelineRankCount(o),
+         " ranks, not ", transport.size());
   }
+  const int32_t k = stage_index();
+  if (k < 0 && !draft) {
+    // PP: the draft rank holds nothing and only follows the tokens.
+    first_token_ = ShareTokens({}).at(0);
+    return;
+  }
+  pool_ = std::make_shared<ThreadPool>(std::max(1, o.n_threads));
+  const ModelOptions options{.pool = pool_, .n_ctx = n_ctx};
+  if (k < 0) {
+    draft_ = Model::Create(draft, options);
+    Batch batch;
+    draft_->ForwardChain(prompt, 0, 0, batch, /*want_logits=*/false);
+    first_token_ = ShareTokens({}).at(0);
+    return;
+  }
+  stage_ = std::make_unique<TargetStage>(target, o.stages[static_cast<std::size_t>(k)],
+                                         last_stage(), options);
+  // The prompt in chunks of a batch, each through the stages in turn.
   Batch batch;
   std::span<const float> out;
   for (std::size_t begin = 0; begin < prompt.size(); begin += kDefaultMaxBatch) {
     const std::size_t end = std::min(prompt.size(), begin + kDefaultMaxBatch);
     batch.Clear();
     batch.AddChain(prompt.subspan(begin, end - begin), static_cast<int32_t>(begin), 0);
-    out = {};
-    for (auto& stage : stages_) out = stage->Run(batch, out);
+    PipeMessage in;
+    if (k > 0) in = transport_.Receive(StageRank(k - 1), kPipeHiddenTag);
+    out = stage_->Run(batch, in.floats);
+    if (!last_stage()) transport_.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
   }
-  first_token_ = sampler.Sample(out, o.sequence, prompt.size());
+  std::vector<int32_t> first;
+  if (last_stage()) first.push_back(sampler.Sample(out, o.sequence, prompt.size()));
+  first_token_ = ShareTokens(std::move(first)).at(0);
 }
 
-std::span<const float> PipelineStages::Pass(const Batch& batch, PipelineResult& result) {
+std::vector<int32_t> PipelineRank::ShareTokens(std::vector<int32_t> tokens) {
+  return Broadcast(transport_, StageRank(n_stages_ - 1), kPipeTokenTag, {std::move(tokens), {}})
+      .ints;
+}
+
+std::span<const float> PipelineRank::Pass(const Batch& batch, PipelineResult& result) {
+  const int32_t k = stage_index();
   std::span<const float> out;
-  for (int32_t k = 0; k < size(); ++k) {
-    out = stage(k).Run(batch, out);
+  if (k >= 0) {
+    PipeMessage in;
+    if (k > 0) in = transport_.Receive(StageRank(k - 1), kPipeHiddenTag);
+    out = stage_->Run(batch, in.floats);
+    if (!last_stage()) {
+      transport_.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
+      out = {};
+    }
+  }
+  for (int32_t s = 0; s < n_stages_; ++s) {
     PipelineTimestep step;
-    step.stage_rows.assign(stages_.size(), 0);
-    step.stage_rows[static_cast<std::size_t>(k)] = batch.size();
-    step.synced = k + 1 == size();
+    step.stage_rows.assign(static_cast<std::size_t>(n_stages_), 0);
+    step.stage_rows[static_cast<std::size_t>(s)] = batch.size();
+    step.synced = s + 1 == n_stages_;
     result.log.push_back(std::move(step));
     ++result.timesteps;
   }
@@ -119,9 +160,13 @@ void CheckPipelineRun(const ModelParameters& target, std::span<const int32_t> pr
 
 bool PipelineStops(const PipelineResult& result, const PipelineOptions& o,
                    const Tokenizer* tokenizer) {
-  const int32_t token = result.tokens.back();
-  return static_cast<int32_t>(result.tokens.size()) >= o.n_predict ||
-         (o.stop_at_eog && tokenizer && tokenizer->IsEndOfGeneration(token));
+  return PipelineStops(result.tokens.size(), result.tokens.back(), o, tokenizer);
+}
+
+bool PipelineStops(std::size_t n_tokens, int32_t last, const PipelineOptions& o,
+                   const Tokenizer* tokenizer) {
+  return n_tokens >= static_cast<std::size_t>(o.n_predict) ||
+         (o.stop_at_eog && tokenizer && tokenizer->IsEndOfGeneration(last));
 }
 
 }  // namespace grove

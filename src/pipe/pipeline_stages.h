@@ -1,6 +1,5 @@
-// What the pipeline runs share (pipedec.h): the target's stages, each a forward context over the
-// target's parameters running its layer range, with the prompt already through them; and the checks
-// and stop rule of a run.
+// What the pipeline runs share (pipedec.h): each rank's unit (a target stage running its layer
+// range, or the draft), with the prompt already through it; and the checks and stop rule of a run.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +10,7 @@
 
 #include "base/thread_pool.h"
 #include "model/model.h"
+#include "pipe/pipe_transport.h"
 #include "pipe/pipedec.h"
 #include "pipe/tree_cache.h"
 
@@ -48,25 +48,40 @@ class TargetStage {
   Batch batch_;
 };
 
-class PipelineStages {
+// What one rank of a run holds: a target stage (a stage rank) or the draft's forward context (the
+// draft rank, when the run drafts), over a thread pool of its own, with the prompt already through
+// it; and the first token, sampled by the last stage and known on every rank.
+class PipelineRank {
  public:
-  // The stages of options.stages over one shared thread pool, the prompt run through them, and the
-  // first token sampled from its last logits.
-  PipelineStages(const std::shared_ptr<const ModelParameters>& target,
-                 std::span<const int32_t> prompt, const PipelineOptions& options, int32_t n_ctx,
-                 Sampler& sampler);
+  // draft: null for a run without one (PP), its rank then holding nothing. Throws grove::Error
+  // when the transport's size is not the run's ranks.
+  PipelineRank(PipeTransport& transport, const std::shared_ptr<const ModelParameters>& target,
+               const std::shared_ptr<const ModelParameters>& draft,
+               std::span<const int32_t> prompt, const PipelineOptions& options, int32_t n_ctx,
+               Sampler& sampler);
 
-  int32_t size() const { return static_cast<int32_t>(stages_.size()); }
-  TargetStage& stage(int32_t k) { return *stages_[static_cast<std::size_t>(k)]; }
-  const std::shared_ptr<ThreadPool>& pool() const { return pool_; }
+  PipeTransport& transport() { return transport_; }
+  int32_t n_stages() const { return n_stages_; }
+  // This rank's stage, or -1 on the draft rank.
+  int32_t stage_index() const { return transport_.rank() - 1; }
+  bool last_stage() const { return stage_index() + 1 == n_stages_; }
+  TargetStage& stage() { return *stage_; }
+  Model& draft() { return *draft_; }
   int32_t first_token() const { return first_token_; }
-  // PP and STPP: the batch through every stage in turn, a timestep each, logged in `result`.
-  // Returns the last stage's logits.
+  // PP and STPP: `batch` (the same on every stage rank) through every stage in turn, a timestep
+  // each, logged in `result` on every rank. Returns the last
+  // stage's logits on its rank, nothing on the others.
   std::span<const float> Pass(const Batch& batch, PipelineResult& result);
+  // The last stage's tokens, sent to every rank (`tokens` on the last stage's rank, ignored
+  // elsewhere).
+  std::vector<int32_t> ShareTokens(std::vector<int32_t> tokens);
 
  private:
+  PipeTransport& transport_;
+  int32_t n_stages_;
   std::shared_ptr<ThreadPool> pool_;
-  std::vector<std::unique_ptr<TargetStage>> stages_;
+  std::unique_ptr<TargetStage> stage_;
+  std::unique_ptr<Model> draft_;
   int32_t first_token_ = 0;
 };
 
@@ -86,5 +101,15 @@ void CheckPipelineRun(const ModelParameters& target, std::span<const int32_t> pr
 // generation.
 bool PipelineStops(const PipelineResult& result, const PipelineOptions& options,
                    const Tokenizer* tokenizer);
+// The same for `n_tokens` generated, the last of them `last`.
+bool PipelineStops(std::size_t n_tokens, int32_t last, const PipelineOptions& options,
+                   const Tokenizer* tokenizer);
+
+// STPP's rank loop (static_tree_pipeline.cc), for RunPipelineRank.
+PipelineResult StaticTreePipelineRank(PipeTransport& transport,
+                                      const std::shared_ptr<const ModelParameters>& target,
+                                      const std::shared_ptr<const ModelParameters>& draft,
+                                      std::span<const int32_t> prompt,
+                                      const PipelineOptions& options);
 
 }  // namespace grove

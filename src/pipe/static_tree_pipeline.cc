@@ -1,7 +1,12 @@
 // STPP (pipedec.h): static-tree speculation verified in one pass through the pipeline's stages.
+// Per iteration the draft rank fills the static tree and sends it to every stage; the stages pass
+// it on in turn; the last walks it with the target's own draws and sends the tokens it emitted
+// (and the tree nodes they took) to every rank, whose units keep the root and that path.
 #include <algorithm>
+#include <optional>
 
 #include "base/error.h"
+#include "base/timer.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "pipe/pipedec.h"
@@ -11,6 +16,24 @@
 #include "speculate/tree_plan.h"
 
 namespace grove {
+namespace {
+
+// A tree as a message: per node its token and parent, in node order.
+PipeMessage TreeMessage(const TokenTree& tree) {
+  PipeMessage m;
+  for (const TreeNode& node : tree.nodes()) {
+    m.ints.push_back(node.token);
+    m.ints.push_back(node.parent);
+  }
+  return m;
+}
+
+void ReadTree(const PipeMessage& m, TokenTree& tree) {
+  tree.Clear();
+  for (std::size_t i = 0; i + 1 < m.ints.size(); i += 2) tree.AddChild(m.ints[i + 1], m.ints[i], 0);
+}
+
+}  // namespace
 
 TokenTree StaticPipelineTree(const PipelineOptions& o) {
   const TreePlan plan = ParseTreePlan(o.static_tree, {.max_tokens = kDefaultMaxBatch});
@@ -20,33 +43,45 @@ TokenTree StaticPipelineTree(const PipelineOptions& o) {
   return plan.shape;
 }
 
-PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> target,
-                                     std::shared_ptr<const ModelParameters> draft,
-                                     std::span<const int32_t> prompt, const PipelineOptions& o) {
+PipelineResult StaticTreePipelineRank(PipeTransport& transport,
+                                      const std::shared_ptr<const ModelParameters>& target,
+                                      const std::shared_ptr<const ModelParameters>& draft,
+                                      std::span<const int32_t> prompt, const PipelineOptions& o) {
   const TokenTree shape = StaticPipelineTree(o);
   int32_t n_ctx = 0;
   CheckPipelineRun(*target, prompt, o, shape.size() + 1, &n_ctx);
   Sampler sampler(o.sampling);
-  PipelineStages pipe(target, prompt, o, n_ctx, sampler);
-  auto draft_model = Model::Create(std::move(draft), {.pool = pipe.pool(), .n_ctx = n_ctx});
-  ModelDrafter drafter(*draft_model, *pipe.stage(0).model());
-  const TreeBuilder builder(ChildDraw::kDeterministic, o.sampling);
-  DraftState state = builder.NewState(draft_model->config().n_vocab);
-  const CounterRng rng(o.sampling.seed);
+  PipelineRank unit(transport, target, draft, prompt, o, n_ctx, sampler);
+  const Timer clock;
   const Tokenizer* tokenizer = target->tokenizer();
-  const auto d = static_cast<int32_t>(pipe.size());
+  const int32_t k = unit.stage_index();
+  const int32_t d = unit.n_stages();
 
   PipelineResult result;
-  result.tokens.push_back(pipe.first_token());
-  std::vector<int32_t> context(prompt.begin(), prompt.end());
-  context.push_back(pipe.first_token());
-  drafter.Begin(context);
+  result.groups.assign(static_cast<std::size_t>(d), 1);
+  result.tokens.push_back(unit.first_token());
+  // The draft rank: the drafter (vocabularies were checked against the target's parameters, so
+  // the draft stands for itself in ModelDrafter's check) and the tree builder.
+  std::optional<ModelDrafter> drafter;
+  const TreeBuilder builder(ChildDraw::kDeterministic, o.sampling);
+  DraftState state = builder.NewState(draft->config().n_vocab);
+  const CounterRng rng(o.sampling.seed);
+  if (k < 0) {
+    drafter.emplace(unit.draft(), unit.draft());
+    std::vector<int32_t> context(prompt.begin(), prompt.end());
+    context.push_back(unit.first_token());
+    drafter->Begin(context);
+  }
+  TokenTree received;
   Batch batch;
-  std::vector<int32_t> accepted, kept;
+  std::vector<int32_t> emitted, kept;
   auto position = static_cast<int32_t>(prompt.size());  // the root's
   while (!PipelineStops(result, o, tokenizer)) {
-    builder.BuildShape(shape, drafter, rng, o.sequence, position, state);
-    const TokenTree& tree = state.tree();
+    if (drafter) builder.BuildShape(shape, *drafter, rng, o.sequence, position, state);
+    ReadTree(Broadcast(transport, kDraftRank, kPipeTreeTag,
+                       drafter ? TreeMessage(state.tree()) : PipeMessage{}),
+             received);
+    const TokenTree& tree = drafter ? state.tree() : received;
     PipelineTimestep draft_step;
     draft_step.stage_rows.assign(static_cast<std::size_t>(d), 0);
     draft_step.draft_rows = tree.size();
@@ -56,34 +91,50 @@ PipelineResult RunStaticTreePipeline(std::shared_ptr<const ModelParameters> targ
     batch.Clear();
     batch.Add(result.tokens.back(), position, 0, -1, true);
     tree.AppendToBatch(batch, position + 1, 0, 0);
-    const int32_t first_slot = pipe.stage(0).model()->cache(0).length();
-    const std::span<const float> out = pipe.Pass(batch, result);
-    // Walk the tree with the target's own draws: row 0 is the root's, row v + 1 node v's.
-    const auto n_vocab = static_cast<std::size_t>(target->config().n_vocab);
-    accepted.clear();
-    int32_t row = 0;
-    for (;;) {
-      const int32_t x =
-          sampler.Sample(out.subspan(static_cast<std::size_t>(row) * n_vocab, n_vocab), o.sequence,
-                         position + 1 + static_cast<int32_t>(accepted.size()));
-      result.tokens.push_back(x);
-      if (PipelineStops(result, o, tokenizer)) break;
-      int32_t next = -1;
-      for (int32_t child : tree.children(row - 1)) {
-        if (tree.node(child).token == x) next = child;
+    const int32_t first_slot = k >= 0 ? unit.stage().model()->cache(0).length() : 0;
+    const std::span<const float> out = unit.Pass(batch, result);
+    // The last stage walks the tree with the target's own draws: row 0 is the root's, row v + 1
+    // node v's. It sends the tokens, then the nodes they took.
+    emitted.clear();
+    if (!out.empty()) {
+      const auto n_vocab = static_cast<std::size_t>(target->config().n_vocab);
+      std::vector<int32_t> path;
+      int32_t row = 0;
+      for (;;) {
+        const int32_t x =
+            sampler.Sample(out.subspan(static_cast<std::size_t>(row) * n_vocab, n_vocab),
+                           o.sequence, position + 1 + static_cast<int32_t>(path.size()));
+        emitted.push_back(x);
+        if (PipelineStops(result.tokens.size() + emitted.size(), x, o, tokenizer)) break;
+        int32_t next = -1;
+        for (int32_t child : tree.children(row - 1)) {
+          if (tree.node(child).token == x) next = child;
+        }
+        if (next < 0) break;
+        path.push_back(next);
+        row = next + 1;
       }
-      if (next < 0) break;
-      accepted.push_back(next);
-      row = next + 1;
+      emitted.insert(emitted.end(), path.begin(), path.end());
     }
+    emitted = unit.ShareTokens(std::move(emitted));
+    // emitted: the tokens, then the path's nodes, one fewer (a token ends every walk).
+    const auto n_path = static_cast<std::size_t>(emitted.size() / 2);
+    const std::size_t n_tokens = emitted.size() - n_path;
+    result.tokens.insert(result.tokens.end(), emitted.begin(),
+                         emitted.begin() + static_cast<std::ptrdiff_t>(n_tokens));
+    const std::span<const int32_t> accepted(emitted.data() + n_tokens, n_path);
     if (!accepted.empty()) ++result.hits;
     // Every stage keeps the root and the accepted path; the draft commits them.
-    kept.assign(1, first_slot);
-    for (int32_t v : accepted) kept.push_back(first_slot + 1 + v);
-    for (int32_t k = 0; k < d; ++k) pipe.stage(k).Compact(first_slot, kept);
-    drafter.Commit(state.drafted_tree(), accepted, result.tokens.back());
+    if (k >= 0) {
+      kept.assign(1, first_slot);
+      for (int32_t v : accepted) kept.push_back(first_slot + 1 + v);
+      unit.stage().Compact(first_slot, kept);
+    } else {
+      drafter->Commit(state.drafted_tree(), accepted, result.tokens.back());
+    }
     position += 1 + static_cast<int32_t>(accepted.size());
   }
+  result.decode_seconds = clock.Seconds();
   return result;
 }
 

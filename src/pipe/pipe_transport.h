@@ -1,0 +1,51 @@
+// How the units of a pipeline run (the draft and the target's stages, pipedec.h) talk: each is a
+// rank that sends messages to the others and receives from them, behind one small interface with
+// two implementations, threads of one process (in_process_transport.h, for tests and the
+// simulator) and MPI ranks (pipe_mpi/mpi_transport.h, across processes and hosts). The runs are
+// written once against this interface.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/error.h"
+
+namespace grove {
+
+// A message: a few integers (tokens, node ids, counts) and floats (hidden rows, log-probs).
+struct PipeMessage {
+  std::vector<int32_t> ints;
+  std::vector<float> floats;
+};
+
+// What a message carries; messages of one tag between two ranks arrive in the order sent.
+enum PipeTag : int32_t {
+  kPipeHiddenTag = 1,  // a stage's hidden rows to the next stage (and, in STPP, the tree)
+  kPipeTokenTag = 2,   // the last stage's tokens to every rank
+  kPipeLayerTag = 3,   // the draft's candidates for the next tree layer to every rank
+  kPipeTreeTag = 4,    // STPP: the static tree the draft filled, to every stage
+};
+
+// A rank that failed or stopped answering, seen from another rank.
+class PipeTransportError : public Error {
+ public:
+  using Error::Error;
+};
+
+class PipeTransport {
+ public:
+  virtual ~PipeTransport() = default;
+  virtual int32_t rank() const = 0;
+  virtual int32_t size() const = 0;
+  // Hands `message` to rank `to` and returns without waiting for it to be received.
+  virtual void Send(int32_t to, int32_t tag, const PipeMessage& message) = 0;
+  // The next message of `tag` from rank `from`. Throws PipeTransportError when another rank failed
+  // or none comes within the transport's timeout (a rank that died or stopped answering).
+  virtual PipeMessage Receive(int32_t from, int32_t tag) = 0;
+};
+
+// `root`'s message on every rank: root sends it to each other rank, the others receive it.
+PipeMessage Broadcast(PipeTransport& transport, int32_t root, int32_t tag, PipeMessage message);
+
+}  // namespace grove
