@@ -12,6 +12,7 @@ packages=(
   libbenchmark-dev                   # kernel micro-benchmarks
   libopenblas-dev                    # f32 matrix products of the trainer (optional: built-in fallback)
   libcpp-httplib-dev                 # HTTP server of grove serve (and the client of its tests)
+  libopenmpi-dev openmpi-bin         # grove pipe's ranks as MPI processes (mpirun), across hosts
   chromium                           # the tree view's page test (headless; a screenshot in build/)
   clang-format                       # the format check the test suite runs (.clang-format)
   clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)

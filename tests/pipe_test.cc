@@ -182,7 +182,8 @@ TEST_F(PipeDecTest, GroupsOfStagesGiveTheSameTokensWithATreeAsDeepAsTheGroups) {
   EXPECT_EQ(r.tokens, plain);
   const auto d = static_cast<int64_t>(o.groups.size());
   EXPECT_EQ(r.groups, o.groups);
-  for (const PipelineTimestep& step : r.log) EXPECT_EQ(static_cast<int64_t>(step.stage_rows.size()), d);
+  for (const PipelineTimestep& step : r.log)
+    EXPECT_EQ(static_cast<int64_t>(step.stage_rows.size()), d);
   EXPECT_GE(r.timesteps, r.syncs + (d - 1) * (1 + r.syncs - r.hits));
   // Grouped stages cost their sum on the clock.
   const PipelineCosts costs{.stage_seconds = [](int32_t, int32_t) { return 1e-3; },
@@ -229,6 +230,7 @@ class DyingTransport : public PipeTransport {
     inner_.Send(to, tag, message);
   }
   PipeMessage Receive(int32_t from, int32_t tag) override { return inner_.Receive(from, tag); }
+  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
 
  private:
   PipeTransport& inner_;
@@ -241,13 +243,12 @@ TEST_F(PipeDecTest, ARankThatDiesStopsEveryOtherRankAtOnce) {
   o.timeout_ms = 30000;
   const auto start = std::chrono::steady_clock::now();
   try {
-    RunRanksInProcess<PipelineResult>(PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms),
-                                      [&](PipeTransport& t) {
-                                        DyingTransport dying(t, t.rank() == 2 ? 20 : -1);
-                                        return RunPipelineRank(PipelineRunKind::kPipeDec, dying,
-                                                               target_->parameters(), draft_,
-                                                               prompt_, o);
-                                      });
+    RunRanksInProcess<PipelineResult>(
+        PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms), [&](PipeTransport& t) {
+          DyingTransport dying(t, t.rank() == 2 ? 20 : -1);
+          return RunPipelineRank(PipelineRunKind::kPipeDec, dying, target_->parameters(), draft_,
+                                 prompt_, o);
+        });
     FAIL() << "the run went on without its stage";
   } catch (const PipeTransportError& e) {
     FAIL() << "the cause was lost: " << e.what();

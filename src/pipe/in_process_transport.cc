@@ -1,5 +1,6 @@
 #include "pipe/in_process_transport.h"
 
+#include <algorithm>
 #include <exception>
 #include <thread>
 
@@ -12,12 +13,18 @@ class InProcessNetwork::Rank : public PipeTransport {
   int32_t size() const override { return network_.size(); }
 
   void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
-    if (to < 0 || to >= size() || to == rank_) grove::Fail("pipe transport: no rank ", to, " to send to");
+    if (to < 0 || to >= size() || to == rank_)
+      grove::Fail("pipe transport: no rank ", to, " to send to");
     {
       std::lock_guard lock(network_.mutex_);
       network_.mail_[{to, rank_, tag}].push_back(message);
     }
-    network_.arrived_.notify_all();
+    network_.arrived_[static_cast<std::size_t>(to)].notify_one();
+  }
+
+  void set_timeout(std::chrono::milliseconds timeout) override {
+    std::lock_guard lock(network_.mutex_);
+    network_.timeout_ = timeout;
   }
 
   PipeMessage Receive(int32_t from, int32_t tag) override {
@@ -26,17 +33,15 @@ class InProcessNetwork::Rank : public PipeTransport {
     }
     std::unique_lock lock(network_.mutex_);
     std::deque<PipeMessage>& box = network_.mail_[{rank_, from, tag}];
-    const bool came = network_.arrived_.wait_for(lock, network_.timeout_, [&] {
-      return !box.empty() || !network_.failure_.empty();
-    });
+    const bool came = network_.arrived_[static_cast<std::size_t>(rank_)].wait_for(
+        lock, network_.timeout_, [&] { return !box.empty() || !network_.failure_.empty(); });
     if (!network_.failure_.empty()) {
       throw PipeTransportError("rank " + std::to_string(rank_) + ": " + network_.failure_);
     }
     if (!came) {
-      throw PipeTransportError("rank " + std::to_string(rank_) + ": nothing from rank " +
-                               std::to_string(from) + " in " +
-                               std::to_string(network_.timeout_.count()) +
-                               " ms; it died or stopped answering");
+      throw PipeTransportError(
+          "rank " + std::to_string(rank_) + ": nothing from rank " + std::to_string(from) + " in " +
+          std::to_string(network_.timeout_.count()) + " ms; it died or stopped answering");
     }
     PipeMessage message = std::move(box.front());
     box.pop_front();
@@ -49,7 +54,7 @@ class InProcessNetwork::Rank : public PipeTransport {
 };
 
 InProcessNetwork::InProcessNetwork(int32_t n_ranks, std::chrono::milliseconds timeout)
-    : timeout_(timeout) {
+    : arrived_(static_cast<std::size_t>(std::max(n_ranks, 0))), timeout_(timeout) {
   if (n_ranks < 1) grove::Fail("pipe transport: ", n_ranks, " ranks");
   for (int32_t r = 0; r < n_ranks; ++r) ranks_.push_back(std::make_unique<Rank>(*this, r));
 }
@@ -65,7 +70,7 @@ void InProcessNetwork::Fail(int32_t rank, const std::string& why) {
     std::lock_guard lock(mutex_);
     if (failure_.empty()) failure_ = "rank " + std::to_string(rank) + " failed: " + why;
   }
-  arrived_.notify_all();
+  for (std::condition_variable& cv : arrived_) cv.notify_all();
 }
 
 void RunThreadsFailingTogether(InProcessNetwork& network,

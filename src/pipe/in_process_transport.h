@@ -37,9 +37,11 @@ class InProcessNetwork {
   class Rank;
   friend class Rank;
   std::mutex mutex_;  // the mailboxes and the failure
-  std::condition_variable arrived_;
-  std::chrono::milliseconds timeout_;
-  std::string failure_;  // empty while every rank is well
+  // One per rank, so that a message wakes its receiver only (a wake-up of every waiting rank per
+  // message costs a context switch each on a small host).
+  std::vector<std::condition_variable> arrived_;
+  std::chrono::milliseconds timeout_;  // of every rank (set_timeout sets it for all)
+  std::string failure_;                // empty while every rank is well
   std::vector<std::unique_ptr<Rank>> ranks_;
   // (receiver, sender, tag) -> messages in the order sent
   std::map<std::tuple<int32_t, int32_t, int32_t>, std::deque<PipeMessage>> mail_;

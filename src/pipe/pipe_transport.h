@@ -5,6 +5,7 @@
 // written once against this interface.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -25,6 +26,7 @@ enum PipeTag : int32_t {
   kPipeTokenTag = 2,   // the last stage's tokens to every rank
   kPipeLayerTag = 3,   // the draft's candidates for the next tree layer to every rank
   kPipeTreeTag = 4,    // STPP: the static tree the draft filled, to every stage
+  kPipeToolTag = 5,    // what a tool exchanges around the runs (measurements, link probes)
 };
 
 // A rank that failed or stopped answering, seen from another rank.
@@ -43,6 +45,8 @@ class PipeTransport {
   // The next message of `tag` from rank `from`. Throws PipeTransportError when another rank failed
   // or none comes within the transport's timeout (a rank that died or stopped answering).
   virtual PipeMessage Receive(int32_t from, int32_t tag) = 0;
+  // How long Receive waits from now on (a tool may wait longer while ranks load and measure).
+  virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
 };
 
 // `root`'s message on every rank: root sends it to each other rank, the others receive it.

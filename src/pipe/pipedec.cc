@@ -144,7 +144,8 @@ PipelineResult PipeDecRank(PipeTransport& transport,
   CheckPipelineRun(*target, prompt, o, PipeDecTreeTokens(n_groups, o.width), &n_ctx);
   Sampler sampler(o.sampling);
   PipelineRank unit(transport, target, draft, prompt, o, n_ctx, sampler);
-  const Timer clock;
+  unit.StartDecodeClock();
+  PipeTransport& net = unit.transport();
   const int32_t k = unit.stage_index();  // -1: the draft
   // This stage's group, and whether it is the group's last stage (which sends on after the sync).
   int32_t my_group = -1;
@@ -177,24 +178,31 @@ PipelineResult PipeDecRank(PipeTransport& transport,
   for (bool done = false; !done;) {
     PipelineTimestep step;
     step.stage_rows.assign(ng, 0);
-    for (std::size_t g = 0; g < ng; ++g) step.stage_rows[g] = static_cast<int32_t>(in_nodes[g].size());
+    for (std::size_t g = 0; g < ng; ++g)
+      step.stage_rows[g] = static_cast<int32_t>(in_nodes[g].size());
     // Compute: the draft and every stage with input, each on its own layer; within a group the
     // stages run one after another.
     if (!in_nodes[0].empty()) step.draft_rows = static_cast<int32_t>(in_nodes[0].size());
-    if (drafter && !in_nodes[0].empty()) drafter->RunLayer(tree, in_nodes[0]);
+    if (drafter && !in_nodes[0].empty()) {
+      const Timer timer;
+      drafter->RunLayer(tree, in_nodes[0]);
+      unit.AddForwardSeconds(timer.Seconds());
+    }
     std::span<const float> root_logits;
     my_out.clear();
     if (k >= 0 && !in_nodes[static_cast<std::size_t>(my_group)].empty()) {
       const std::vector<int64_t>& nodes = in_nodes[static_cast<std::size_t>(my_group)];
       PipeMessage in;
-      if (k > 0) in = transport.Receive(StageRank(k - 1), kPipeHiddenTag);
+      if (k > 0) in = net.Receive(StageRank(k - 1), kPipeHiddenTag);
+      const Timer timer;
       const std::span<const float> out = unit.stage().RunLayer(tree, nodes, in.floats);
+      unit.AddForwardSeconds(timer.Seconds());
       if (unit.last_stage()) {
         GROVE_CHECK(nodes.size() == 1 && nodes[0] == tree.root(),
                     "pipedec: the last stage got a layer other than the root");
         root_logits = out;
       } else if (!group_end) {
-        transport.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
+        net.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
       } else {
         my_out.assign(out.begin(), out.end());
       }
@@ -240,7 +248,7 @@ PipelineResult PipeDecRank(PipeTransport& transport,
     // first group (and the draft), or after a miss the target's token alone refills the pipeline.
     if (k >= 0 && group_end && !unit.last_stage() &&
         !out_nodes[static_cast<std::size_t>(my_group)].empty()) {
-      transport.Send(StageRank(k + 1), kPipeHiddenTag, {{}, std::move(my_out)});
+      net.Send(StageRank(k + 1), kPipeHiddenTag, {{}, std::move(my_out)});
     }
     for (std::size_t g = ng - 1; g >= 1; --g) in_nodes[g] = std::move(out_nodes[g - 1]);
     in_nodes[0].clear();
@@ -249,14 +257,14 @@ PipelineResult PipeDecRank(PipeTransport& transport,
     } else {
       PipeMessage layer;
       if (drafter) layer = drafter->CandidatesOf(tree.layer(tree.n_layers() - 1));
-      layer = Broadcast(transport, kDraftRank, kPipeLayerTag, std::move(layer));
+      layer = Broadcast(net, kDraftRank, kPipeLayerTag, std::move(layer));
       if (const auto candidates = ReadCandidates(layer)) {
         const std::span<const int64_t> added = tree.Expand(*candidates, o.width);
         in_nodes[0].assign(added.begin(), added.end());
       }
     }
   }
-  result.decode_seconds = clock.Seconds();
+  unit.StopDecodeClock(result);
   return result;
 }
 
@@ -267,7 +275,7 @@ PipelineResult PlainPipelineRank(PipeTransport& transport,
   CheckPipelineRun(*target, prompt, o, 0, &n_ctx);
   Sampler sampler(o.sampling);
   PipelineRank unit(transport, target, nullptr, prompt, o, n_ctx, sampler);
-  const Timer clock;
+  unit.StartDecodeClock();
   const Tokenizer* tokenizer = target->tokenizer();
   PipelineResult result;
   result.groups.assign(o.stages.size(), 1);
@@ -282,7 +290,7 @@ PipelineResult PlainPipelineRank(PipeTransport& transport,
     if (!out.empty()) token.push_back(sampler.Sample(out, o.sequence, position + 1));
     result.tokens.push_back(unit.ShareTokens(std::move(token)).at(0));
   }
-  result.decode_seconds = clock.Seconds();
+  unit.StopDecodeClock(result);
   return result;
 }
 
@@ -334,8 +342,7 @@ PipelineResult RunPipelineInProcess(PipelineRunKind kind,
                                     std::span<const int32_t> prompt, const PipelineOptions& o) {
   // The ranks' own checks would throw the same error on every thread; the first is kept.
   const std::vector<PipelineResult> results = RunRanksInProcess<PipelineResult>(
-      PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms),
-      [&](PipeTransport& transport) {
+      PipelineRankCount(o), std::chrono::milliseconds(o.timeout_ms), [&](PipeTransport& transport) {
         return RunPipelineRank(kind, transport, target, draft, prompt, o);
       });
   return results[kDraftRank];

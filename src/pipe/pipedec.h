@@ -72,6 +72,12 @@ struct PipelineResult {
   std::vector<PipelineTimestep> log;
   std::vector<int32_t> groups;  // stages per entry of a timestep's stage_rows
   double decode_seconds = 0.0;  // wall clock on this rank, after the prompt
+  // Where this rank's decode_seconds went: its unit's forwards (the draft rank's STPP forwards
+  // with their tree building), waiting for messages, and the rest (tree and cache bookkeeping,
+  // sampling, sending).
+  struct RankTimes {
+    double forward = 0.0, wait = 0.0, other = 0.0;
+  } times;
 
   double hit_rate() const { return syncs ? static_cast<double>(hits) / syncs : 0.0; }
 };

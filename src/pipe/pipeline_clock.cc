@@ -33,11 +33,26 @@ PipelineCosts EvenStageCosts(const VerifyCostCurve& target, const VerifyCostCurv
           .bytes_per_token = bytes_per_token};
 }
 
+PipelineCosts MeasuredStageCosts(std::vector<VerifyCostCurve> stages, const VerifyCostCurve& draft,
+                                 double link_latency_seconds, double link_bytes_per_second,
+                                 double bytes_per_token, int32_t cores) {
+  return {.stage_seconds =
+              [stages = std::move(stages)](int32_t k, int32_t m) {
+                return Extended(stages.at(static_cast<std::size_t>(k)), m);
+              },
+          .draft_seconds = [draft](int32_t m) { return Extended(draft, m); },
+          .link_latency_seconds = link_latency_seconds,
+          .link_bytes_per_second = link_bytes_per_second,
+          .bytes_per_token = bytes_per_token,
+          .cores = cores};
+}
+
 double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const PipelineCosts& c) {
   double total = 0.0;
   for (const PipelineTimestep& step : run.log) {
     double compute = 0.0;
     int32_t largest = 0;  // tokens of the largest message sent on
+    double busy = 0.0;    // the units' seconds, summed
     const auto d = static_cast<int32_t>(step.stage_rows.size());
     // Entry g of stage_rows is a group of stages, processing its rows one stage after another
     // with a message between each two.
@@ -49,11 +64,17 @@ double ClockedSeconds(const PipelineResult& run, PipelineRunKind kind, const Pip
         group += c.stage_seconds(s, m) + (s > first ? c.LinkSeconds(m) : 0.0);
       }
       compute = std::max(compute, group);
+      busy += group;
       if (g + 1 < d) largest = std::max(largest, m);
     }
     switch (kind) {
       case PipelineRunKind::kPipeDec:
-        if (step.draft_rows > 0) compute = std::max(compute, c.draft_seconds(step.draft_rows));
+        if (step.draft_rows > 0) {
+          const double draft = c.draft_seconds(step.draft_rows);
+          compute = std::max(compute, draft);
+          busy += draft;
+        }
+        if (c.cores > 0) compute = std::max(compute, busy / c.cores);
         total += compute + (largest > 0 ? c.LinkSeconds(largest) : 0.0) +
                  (step.synced ? c.link_latency_seconds : 0.0);
         break;

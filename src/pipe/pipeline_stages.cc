@@ -67,8 +67,8 @@ int32_t PipelineRankCount(const PipelineOptions& o) {
 PipelineRank::PipelineRank(PipeTransport& transport,
                            const std::shared_ptr<const ModelParameters>& target,
                            const std::shared_ptr<const ModelParameters>& draft,
-                           std::span<const int32_t> prompt, const PipelineOptions& o,
-                           int32_t n_ctx, Sampler& sampler)
+                           std::span<const int32_t> prompt, const PipelineOptions& o, int32_t n_ctx,
+                           Sampler& sampler)
     : transport_(transport), n_stages_(static_cast<int32_t>(o.stages.size())) {
   if (transport.size() != PipelineRankCount(o)) {
     Fail("pipeline: ", o.stages.size(), " stages and the draft need ", PipelineRankCount(o),
@@ -101,11 +101,33 @@ PipelineRank::PipelineRank(PipeTransport& transport,
     PipeMessage in;
     if (k > 0) in = transport_.Receive(StageRank(k - 1), kPipeHiddenTag);
     out = stage_->Run(batch, in.floats);
-    if (!last_stage()) transport_.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
+    if (!last_stage())
+      transport_.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
   }
   std::vector<int32_t> first;
   if (last_stage()) first.push_back(sampler.Sample(out, o.sequence, prompt.size()));
   first_token_ = ShareTokens(std::move(first)).at(0);
+}
+
+PipeMessage PipelineRank::TimedTransport::Receive(int32_t from, int32_t tag) {
+  const Timer timer;
+  PipeMessage message = inner_.Receive(from, tag);
+  waited_seconds += timer.Seconds();
+  return message;
+}
+
+void PipelineRank::StartDecodeClock() {
+  decode_clock_.Reset();
+  forward_seconds_ = 0.0;
+  waited_at_start_ = transport_.waited_seconds;
+}
+
+void PipelineRank::StopDecodeClock(PipelineResult& result) const {
+  result.decode_seconds = decode_clock_.Seconds();
+  result.times.forward = forward_seconds_;
+  result.times.wait = transport_.waited_seconds - waited_at_start_;
+  result.times.other =
+      std::max(0.0, result.decode_seconds - result.times.forward - result.times.wait);
 }
 
 std::vector<int32_t> PipelineRank::ShareTokens(std::vector<int32_t> tokens) {
@@ -119,7 +141,9 @@ std::span<const float> PipelineRank::Pass(const Batch& batch, PipelineResult& re
   if (k >= 0) {
     PipeMessage in;
     if (k > 0) in = transport_.Receive(StageRank(k - 1), kPipeHiddenTag);
+    const Timer timer;
     out = stage_->Run(batch, in.floats);
+    forward_seconds_ += timer.Seconds();
     if (!last_stage()) {
       transport_.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
       out = {};

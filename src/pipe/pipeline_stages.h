@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "base/timer.h"
 #include "model/model.h"
 #include "pipe/pipe_transport.h"
 #include "pipe/pipedec.h"
@@ -56,11 +57,17 @@ class PipelineRank {
   // draft: null for a run without one (PP), its rank then holding nothing. Throws grove::Error
   // when the transport's size is not the run's ranks.
   PipelineRank(PipeTransport& transport, const std::shared_ptr<const ModelParameters>& target,
-               const std::shared_ptr<const ModelParameters>& draft,
-               std::span<const int32_t> prompt, const PipelineOptions& options, int32_t n_ctx,
-               Sampler& sampler);
+               const std::shared_ptr<const ModelParameters>& draft, std::span<const int32_t> prompt,
+               const PipelineOptions& options, int32_t n_ctx, Sampler& sampler);
 
+  // The run's transport, its receives timed as this rank's waiting.
   PipeTransport& transport() { return transport_; }
+  // This rank's decoding clock (PipelineResult::decode_seconds and times): started after the
+  // prompt; forward seconds are what the run reports with AddForwardSeconds.
+  void StartDecodeClock();
+  void AddForwardSeconds(double seconds) { forward_seconds_ += seconds; }
+  // decode_seconds and times of `result`, from the clock.
+  void StopDecodeClock(PipelineResult& result) const;
   int32_t n_stages() const { return n_stages_; }
   // This rank's stage, or -1 on the draft rank.
   int32_t stage_index() const { return transport_.rank() - 1; }
@@ -77,8 +84,28 @@ class PipelineRank {
   std::vector<int32_t> ShareTokens(std::vector<int32_t> tokens);
 
  private:
-  PipeTransport& transport_;
+  // Counts the seconds spent in Receive.
+  class TimedTransport : public PipeTransport {
+   public:
+    explicit TimedTransport(PipeTransport& inner) : inner_(inner) {}
+    int32_t rank() const override { return inner_.rank(); }
+    int32_t size() const override { return inner_.size(); }
+    void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
+      inner_.Send(to, tag, message);
+    }
+    PipeMessage Receive(int32_t from, int32_t tag) override;
+    void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
+    double waited_seconds = 0.0;
+
+   private:
+    PipeTransport& inner_;
+  };
+
+  TimedTransport transport_;
   int32_t n_stages_;
+  Timer decode_clock_;
+  double forward_seconds_ = 0.0;
+  double waited_at_start_ = 0.0;
   std::shared_ptr<ThreadPool> pool_;
   std::unique_ptr<TargetStage> stage_;
   std::unique_ptr<Model> draft_;

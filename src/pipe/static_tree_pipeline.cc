@@ -52,7 +52,8 @@ PipelineResult StaticTreePipelineRank(PipeTransport& transport,
   CheckPipelineRun(*target, prompt, o, shape.size() + 1, &n_ctx);
   Sampler sampler(o.sampling);
   PipelineRank unit(transport, target, draft, prompt, o, n_ctx, sampler);
-  const Timer clock;
+  unit.StartDecodeClock();
+  PipeTransport& net = unit.transport();
   const Tokenizer* tokenizer = target->tokenizer();
   const int32_t k = unit.stage_index();
   const int32_t d = unit.n_stages();
@@ -77,8 +78,12 @@ PipelineResult StaticTreePipelineRank(PipeTransport& transport,
   std::vector<int32_t> emitted, kept;
   auto position = static_cast<int32_t>(prompt.size());  // the root's
   while (!PipelineStops(result, o, tokenizer)) {
-    if (drafter) builder.BuildShape(shape, *drafter, rng, o.sequence, position, state);
-    ReadTree(Broadcast(transport, kDraftRank, kPipeTreeTag,
+    if (drafter) {
+      const Timer timer;
+      builder.BuildShape(shape, *drafter, rng, o.sequence, position, state);
+      unit.AddForwardSeconds(timer.Seconds());
+    }
+    ReadTree(Broadcast(net, kDraftRank, kPipeTreeTag,
                        drafter ? TreeMessage(state.tree()) : PipeMessage{}),
              received);
     const TokenTree& tree = drafter ? state.tree() : received;
@@ -134,7 +139,7 @@ PipelineResult StaticTreePipelineRank(PipeTransport& transport,
     }
     position += 1 + static_cast<int32_t>(accepted.size());
   }
-  result.decode_seconds = clock.Seconds();
+  unit.StopDecodeClock(result);
   return result;
 }
 

@@ -223,7 +223,9 @@ void AutoPlanner::Observe(const Step& step) {
 }
 
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
-                                  int32_t max_tokens, double budget_seconds) {
+                                  int32_t max_tokens, double budget_seconds, int32_t first_layer,
+                                  int32_t last_layer) {
+  if (last_layer < 0) last_layer = target.config().n_layer;
   KvCache& cache = target.cache(seq);
   GROVE_CHECK(cache.length() == position, "verify cost: the cache holds ", cache.length(),
               " slots, not ", position);
@@ -234,11 +236,17 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
     if (n <= limit) sizes.push_back(n);
   }
   Batch batch;
+  const auto n_embd = static_cast<std::size_t>(target.config().n_embd);
+  std::vector<float> hidden;
+  if (first_layer > 0) hidden.assign(static_cast<std::size_t>(limit) * n_embd, 0.0f);
   auto forward = [&](int32_t n) {
     batch.Clear();
     for (int32_t i = 0; i < n; ++i) batch.Add(token, position + i, seq, i - 1, true);
+    const std::span<const float> in =
+        hidden.empty() ? std::span<const float>()
+                       : std::span<const float>(hidden).first(static_cast<std::size_t>(n) * n_embd);
     Timer timer;
-    target.Forward(batch);
+    target.ForwardLayers(batch, first_layer, last_layer, in);
     const double seconds = timer.Seconds();
     cache.Truncate(position);
     return seconds;

@@ -126,8 +126,11 @@ class AutoPlanner {
 // t(n) of `target` for a verify batch of n tokens continuing sequence `seq` (whose cache holds
 // `position` slots) at the sizes grove's planners use up to max_tokens, within about
 // budget_seconds: the median of repeated forwards of a chain of `token`. The cache is left as
-// found.
+// found. Layers [first_layer, last_layer) only, when given (last_layer -1: to the last, the
+// output head included when last_layer is the model's last): a pipeline stage's cost, zero hidden
+// rows coming in when first_layer > 0.
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
-                                  int32_t max_tokens, double budget_seconds);
+                                  int32_t max_tokens, double budget_seconds,
+                                  int32_t first_layer = 0, int32_t last_layer = -1);
 
 }  // namespace grove

@@ -16,6 +16,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "bundled_models.h"
+#include "cmd_pipe.h"
 #include "commands.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
@@ -27,27 +28,6 @@
 #include "speculate/plain_decoding.h"
 
 namespace grove::cli {
-namespace {
-
-struct PipeOptions {
-  std::string model, draft, pair;
-  std::string prompt = "Once upon a time";
-  int n_predict = 64;
-  float temperature = 0.0f;
-  uint64_t seed = 0;
-  std::string stages = "2,3";
-  std::string split;  // explicit layer counts, one run
-  std::string sim_stages = "7,14,21";
-  std::string link_us = "100";
-  double bandwidth_gbps = 10.0;
-  int width = 32;
-  int children = 16;
-  std::string static_tree = "kconfig:4,2,2,1";
-  std::string sweep_width = "1,2,4,8,16,32";
-  std::string sweep_children = "2,4,8,16";
-  int threads = 1;
-  bool verbose = false;
-};
 
 std::vector<int> IntList(const std::string& text, const char* option) {
   std::vector<int> out;
@@ -77,6 +57,17 @@ std::vector<double> NumberList(const std::string& text, const char* option) {
   return out;
 }
 
+std::vector<int32_t> UniformGroups(int32_t n_stages, int32_t group_size) {
+  std::vector<int32_t> out;
+  if (group_size <= 1) return out;
+  for (int32_t left = n_stages; left > 0; left -= group_size) {
+    out.push_back(std::min(left, group_size));
+  }
+  return out;
+}
+
+namespace {
+
 struct Runs {
   PipelineResult pp, stpp, pipedec;
 };
@@ -102,8 +93,9 @@ double MsPerToken(const PipelineResult& run, PipelineRunKind kind, const Pipelin
   return tokens > 0 ? 1e3 * ClockedSeconds(run, kind, costs) / tokens : 0.0;
 }
 
-int RunPipe(const PipeOptions& o) {
-  InstallStderrLog(o.verbose);
+}  // namespace
+
+int RunPipeSimulation(const PipeOptions& o) {
   PipeOptions opt = o;
   DefaultToBundledPair(opt.model, opt.draft, opt.pair);
   if (opt.draft.empty()) Fail("grove pipe needs a draft model (--draft)");
@@ -170,8 +162,10 @@ int RunPipe(const PipeOptions& o) {
       "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
   // The widest tree the model's context holds beside the prompt and the generation.
   auto fitted_width = [&](int32_t n_stages, int32_t wanted) {
+    const std::vector<int32_t> groups = UniformGroups(n_stages, o.group_size);
+    const auto depth = groups.empty() ? n_stages : static_cast<int32_t>(groups.size());
     const int32_t most = PipeDecMaxWidth(*target->parameters(), static_cast<int32_t>(prompt.size()),
-                                         o.n_predict, n_stages);
+                                         o.n_predict, depth);
     if (most < 1) {
       Fail("PipeDec on ", n_stages, " stages: no tree fits the context beside ", prompt.size(),
            " prompt tokens and ", o.n_predict, " generated ones (use a smaller -n)");
@@ -182,6 +176,7 @@ int RunPipe(const PipeOptions& o) {
     PipelineOptions options = base;
     options.stages = stages;
     const auto n = static_cast<int32_t>(stages.size());
+    options.groups = UniformGroups(n, o.group_size);
     options.width = fitted_width(n, o.width);
     const Runs r = RunAll(target->parameters(), draft->parameters(), prompt, options, plain);
     for (double link : links) {
@@ -224,6 +219,7 @@ int RunPipe(const PipeOptions& o) {
       }
       PipelineOptions options = base;
       options.stages = SpreadLayers(n_layer, s);
+      options.groups = UniformGroups(s, o.group_size);
       options.width = w;
       options.children = c;
       const PipelineResult r =
@@ -242,14 +238,15 @@ int RunPipe(const PipeOptions& o) {
   return 0;
 }
 
-}  // namespace
-
 void AddPipeCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "pipe",
       "Pipeline-parallel decoding through the target's layers split into stages: plain (PP), "
-      "static-tree speculation (STPP) and PipeDec, outputs checked against plain decoding, "
-      "per-token latency from a virtual clock of the measured stage costs and modelled links");
+      "static-tree speculation (STPP) and PipeDec, outputs checked against plain decoding. "
+      "--transport simulate (the default): per-token latency from a virtual clock of the "
+      "measured stage costs and modelled links, on real and virtual stages. --transport threads "
+      "or mpi: a real run, every stage and the draft a rank (mpirun -np STAGES+1 grove pipe "
+      "--transport mpi ...), against what the clock predicts for it");
   auto o = std::make_shared<PipeOptions>();
   cmd->add_option("-m,--model", o->model, "Target GGUF (default: the bundled pair in models/)");
   cmd->add_option("--draft", o->draft, "Draft GGUF (default: the bundled draft)");
@@ -262,12 +259,26 @@ void AddPipeCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(FiniteRange(0.0, 2.0));
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
-  cmd->add_option("--stages", o->stages, "Stage counts to run, comma-separated (each <= layers)")
+  cmd->add_option("--transport", o->transport,
+                  "simulate: the virtual clock; threads: a real run, every rank a thread; mpi: a "
+                  "real run, this process one rank of mpirun's job")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"simulate", "threads", "mpi"}));
+  cmd->add_flag_callback(
+      "--simulate", [o] { o->transport = "simulate"; }, "Same as --transport simulate");
+  cmd->add_option("--stages", o->stages,
+                  "Stage counts to run, comma-separated (each <= layers); a real run takes one "
+                  "(mpi: the ranks but one, by default)")
       ->capture_default_str();
   cmd->add_option("--split", o->split, "One explicit split instead: layers per stage, e.g. 3,3,2");
   cmd->add_option("--sim-stages", o->sim_stages,
                   "Virtual stage counts (may exceed the layers), comma-separated; '' for none")
       ->capture_default_str();
+  cmd->add_option("--group-size", o->group_size,
+                  "PipeDec: stages per group, run one after another in a timestep (the paper's "
+                  "7 groups of 2); the tree is as deep as there are groups")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--link-us", o->link_us, "Link latency per message, microseconds (a list)")
       ->capture_default_str();
   cmd->add_option("--bandwidth-gbps", o->bandwidth_gbps, "Link bandwidth, Gbit/s")
@@ -285,12 +296,23 @@ void AddPipeCommand(CLI::App& app) {
   cmd->add_option("--sweep-children", o->sweep_children,
                   "c values on the middle virtual stage count")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads of the forward contexts")
+  cmd->add_option("--runs", o->runs, "Real runs: which of pp, stpp, pipedec, comma-separated")
+      ->capture_default_str();
+  cmd->add_option("--reps", o->reps, "Real runs: repetitions of each (the median is reported)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--timeout", o->timeout_seconds,
+                  "Real runs: seconds a rank waits for another before it reports it dead")
+      ->capture_default_str()
+      ->check(FiniteRange(0.1, 86400.0));
+  cmd->add_flag("--print-tokens", o->print_tokens, "Real runs: print the generated token ids");
+  cmd->add_option("-t,--threads", o->threads, "Threads of each forward context (each rank's)")
       ->capture_default_str()
       ->check(ThreadCount());
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   cmd->callback([o] {
-    const int status = RunPipe(*o);
+    InstallStderrLog(o->verbose);
+    const int status = o->transport == "simulate" ? RunPipeSimulation(*o) : RunPipeRanks(*o);
     if (status != 0) throw CLI::RuntimeError(status);
   });
 }

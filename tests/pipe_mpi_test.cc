@@ -1,0 +1,125 @@
+// grove pipe over real MPI ranks (mpirun --oversubscribe on one host): the pipeline's tokens equal
+// plain decoding's (the threads transport checks those against plain decoding in its process),
+// and a rank that dies or stops answering ends the job with a clear error on the other ranks in
+// bounded time, not a hang. Skipped, saying why, when grove was built without MPI.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#ifndef GROVE_CLI
+#error "GROVE_CLI (path of the grove binary) must be defined by the build"
+#endif
+#ifndef GROVE_MPIEXEC
+#error "GROVE_MPIEXEC (mpirun, or empty without MPI) must be defined by the build"
+#endif
+
+namespace grove {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+  double seconds = 0.0;
+};
+
+// `command` with `env` (NAME=value ...) added to its environment, for at most 120 s.
+Outcome RunShell(const std::string& command, const std::string& env = "") {
+  char pattern[] = "/tmp/grove_pipe_mpi.XXXXXX";
+  const int fd = ::mkstemp(pattern);
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+  const auto start = std::chrono::steady_clock::now();
+  // A leak report of the MPI library at exit is not grove's (the sanitize preset runs this too).
+  const std::string full = "env ASAN_OPTIONS=\"${ASAN_OPTIONS}:detect_leaks=0\" " + env +
+                           " timeout 120 " + command + " > " + pattern + " 2>&1";
+  const int status = std::system(full.c_str());
+  Outcome out;
+  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(pattern);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out.output = ss.str();
+  fs::remove(pattern);
+  return out;
+}
+
+std::string TokensLine(const std::string& output) {
+  const auto at = output.find("tokens:");
+  return at == std::string::npos ? "" : output.substr(at, output.find('\n', at) - at);
+}
+
+class PipeMpiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string(GROVE_MPIEXEC).empty()) {
+      GTEST_SKIP() << "grove was built without MPI (scripts/install-deps.sh installs Open MPI)";
+    }
+  }
+  // mpirun for ranks on this host: more ranks than cores, as root too, shared memory without the
+  // single-copy mechanism containers often forbid.
+  static std::string Mpirun(int ranks) {
+    return std::string(GROVE_MPIEXEC) +
+           " --oversubscribe --allow-run-as-root --mca btl self,vader"
+           " --mca btl_vader_single_copy_mechanism none -np " +
+           std::to_string(ranks) + " ";
+  }
+  static std::string Pipe(const std::string& transport) {
+    const std::string models = GROVE_MODELS_DIR;
+    return std::string(GROVE_CLI) + " pipe --transport " + transport + " -m " + models +
+           "/grove-target.gguf --draft " + models +
+           "/grove-draft.gguf -n 40 --reps 1 --width 8 --static-tree chain:3 --print-tokens";
+  }
+};
+
+TEST_F(PipeMpiTest, RanksGiveTheTokensOfPlainDecoding) {
+  const Outcome threads = RunShell(Pipe("threads") + " --stages 3");
+  ASSERT_EQ(threads.exit_code, 0) << threads.output;
+  ASSERT_NE(threads.output.find("plain decoding in this process: the same tokens"),
+            std::string::npos)
+      << threads.output;
+  const Outcome mpi = RunShell(Mpirun(4) + Pipe("mpi"));
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.output;
+  EXPECT_NE(mpi.output.find("mpi transport, 4 ranks"), std::string::npos) << mpi.output;
+  EXPECT_NE(mpi.output.find("outputs: identical across the runs"), std::string::npos);
+  EXPECT_FALSE(TokensLine(mpi.output).empty()) << mpi.output;
+  EXPECT_EQ(TokensLine(mpi.output), TokensLine(threads.output));
+  // Ranks that do not match the stages are refused before anything runs.
+  const Outcome wrong = RunShell(Mpirun(3) + Pipe("mpi") + " --stages 3");
+  EXPECT_NE(wrong.exit_code, 0);
+  EXPECT_NE(wrong.output.find("need 4 ranks, not 3"), std::string::npos) << wrong.output;
+}
+
+TEST_F(PipeMpiTest, AKilledRankEndsTheJobWithAClearError) {
+  const Outcome r =
+      RunShell(Mpirun(4) + Pipe("mpi") + " --timeout 10", "GROVE_PIPE_FAULT=kill:2:30");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung until the test's timeout:\n" << r.output;
+  EXPECT_NE(r.output.find("rank 2: GROVE_PIPE_FAULT: dying now"), std::string::npos) << r.output;
+  // Every other rank says why it stops: mpirun stopped it, or it waited in vain.
+  for (int rank : {0, 1, 3}) {
+    const std::string prefix = "grove pipe: rank " + std::to_string(rank) + ": ";
+    EXPECT_NE(r.output.find(prefix), std::string::npos) << rank << "\n" << r.output;
+  }
+  EXPECT_LT(r.seconds, 100.0);
+}
+
+TEST_F(PipeMpiTest, ARankThatStopsAnsweringEndsTheJobAfterTheTimeout) {
+  const Outcome r =
+      RunShell(Mpirun(4) + Pipe("mpi") + " --timeout 3", "GROVE_PIPE_FAULT=stop:2:30");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job hung until the test's timeout:\n" << r.output;
+  EXPECT_NE(r.output.find("stopped answering"), std::string::npos) << r.output;
+  EXPECT_LT(r.seconds, 100.0);
+}
+
+}  // namespace
+}  // namespace grove
