@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "model/model.h"
+#include "model/model_parameters.h"
 #include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
 #include "pipe/pipedec.h"
@@ -281,6 +283,44 @@ TEST(InProcessTransport, DeliversInOrderAndTimesOutOnASilentRank) {
   // A failure reaches a rank waiting with a long timeout at once.
   network.Fail(2, "gone");
   EXPECT_THROW(network.transport(0).Receive(2, kPipeHiddenTag), PipeTransportError);
+}
+
+// A stage's process loads only its layers (ModelPart): it regroups and counts only those weights,
+// refuses to run others, and the stages chained over their own parts compute the whole forward.
+TEST_F(PipeDecTest, StagesLoadOnlyTheirLayers) {
+  const int32_t n_layer = target_->config().n_layer;
+  const std::vector<LayerRange> stages = SplitLayers(n_layer, 3);
+  ThreadPool pool(1);
+  std::vector<std::unique_ptr<Model>> parts;
+  uint64_t bytes = 0;
+  for (const LayerRange& s : stages) {
+    auto params = ModelParameters::Load(kTarget, true, pool, {s.first, s.last});
+    EXPECT_LT(params->weight_bytes(), target_->parameters()->weight_bytes());
+    bytes += params->weight_bytes();
+    parts.push_back(Model::Create(params, {.n_threads = 1, .n_ctx = 64}));
+  }
+  EXPECT_EQ(bytes, target_->parameters()->weight_bytes());  // every matrix held once
+  auto full = Model::Create(target_->parameters(), {.n_threads = 1, .n_ctx = 64});
+  Batch batch;
+  batch.AddChain(prompt_, 0, 0);
+  const std::vector<float> expected = [&] {
+    const std::span<const float> l = full->Forward(batch);
+    return std::vector<float>(l.begin(), l.end());
+  }();
+  std::vector<float> hidden;
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    const std::span<const float> out =
+        parts[k]->ForwardLayers(batch, stages[k].first, stages[k].last, hidden);
+    hidden.assign(out.begin(), out.end());
+  }
+  EXPECT_EQ(hidden, expected);
+  // A layer outside the part is refused, naming what the process holds.
+  batch.Clear();
+  batch.AddChain(prompt_, 0, 0);
+  EXPECT_THROW(parts[1]->Forward(batch), Error);
+  EXPECT_THROW(ModelParameters::Load(kTarget, true, pool, {2, n_layer + 1}), Error);
+  // {0, 0}: the configuration and the tokenizer, no weights.
+  EXPECT_EQ(ModelParameters::Load(kTarget, true, pool, {0, 0})->weight_bytes(), 0u);
 }
 
 TEST_F(PipeDecTest, RefusesBadArgumentsBeforeRunning) {

@@ -260,6 +260,11 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
     Fail("forward: layers [", first_layer, ", ", last_layer, ") are not a range of the model's ",
          c.n_layer);
   }
+  if (!parameters_->Holds(first_layer, last_layer)) {
+    Fail("forward: layers [", first_layer, ", ", last_layer,
+         ") are not loaded: this process holds [", parameters_->part().first_layer, ", ",
+         parameters_->part().last_layer, ")");
+  }
   Validate(batch);
   const int32_t n = batch.size();
   const std::size_t row = c.n_embd;

@@ -14,24 +14,32 @@ uint64_t MatrixBytes(const WeightView& w) { return static_cast<uint64_t>(w.row_b
 }  // namespace
 
 std::shared_ptr<const ModelParameters> ModelParameters::Load(const std::string& path,
-                                                             bool group_weights, ThreadPool& pool) {
-  return FromGguf(GgufFile::Open(path), group_weights, pool);
+                                                             bool group_weights, ThreadPool& pool,
+                                                             ModelPart part) {
+  return FromGguf(GgufFile::Open(path), group_weights, pool, part);
 }
 
 std::shared_ptr<const ModelParameters> ModelParameters::FromGguf(std::unique_ptr<GgufFile> gguf,
                                                                  bool group_weights,
-                                                                 ThreadPool& pool) {
+                                                                 ThreadPool& pool, ModelPart part) {
   return std::shared_ptr<const ModelParameters>(
-      new ModelParameters(std::move(gguf), group_weights, pool));
+      new ModelParameters(std::move(gguf), group_weights, pool, part));
 }
 
 ModelParameters::~ModelParameters() = default;
 
 ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights,
-                                 ThreadPool& pool)
+                                 ThreadPool& pool, ModelPart part)
     : gguf_(std::move(gguf)),
       config_(ConfigFromGguf(*gguf_)),
+      part_(part),
       weights_(BindWeights(*gguf_, config_)) {
+  if (part_.last_layer < 0) part_.last_layer = config_.n_layer;
+  if (part_.first_layer < 0 || part_.first_layer > part_.last_layer ||
+      part_.last_layer > config_.n_layer) {
+    Fail("model: layers [", part_.first_layer, ", ", part_.last_layer, ") are not a part of the ",
+         config_.n_layer, " of '", gguf_->name(), "'");
+  }
   if (gguf_->Has("tokenizer.ggml.model")) {
     tokenizer_ = Tokenizer::FromGguf(*gguf_);
     if (tokenizer_->n_vocab() != config_.n_vocab) {
@@ -40,7 +48,20 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
     }
   }
   if (group_weights) GroupWeights(pool);
-  for (const WeightView* w : ForwardMatrices(weights_)) weight_bytes_ += MatrixBytes(*w);
+  for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
+}
+
+std::vector<WeightView*> ModelParameters::HeldMatrices() {
+  std::vector<WeightView*> held;
+  if (part_.last_layer == config_.n_layer && part_.last_layer > part_.first_layer) {
+    held.push_back(&weights_.output);
+  }
+  for (int32_t i = part_.first_layer; i < part_.last_layer; ++i) {
+    const std::array<WeightView*, 7> layer =
+        LayerMatrices(weights_.layers[static_cast<std::size_t>(i)]);
+    held.insert(held.end(), layer.begin(), layer.end());
+  }
+  return held;
 }
 
 uint64_t ModelParameters::grouped_bytes() const {
@@ -51,7 +72,7 @@ uint64_t ModelParameters::grouped_bytes() const {
 
 void ModelParameters::GroupWeights(ThreadPool& pool) {
   const KernelSet& kernels = ActiveKernels();
-  for (WeightView* w : ForwardMatrices(weights_)) {
+  for (WeightView* w : HeldMatrices()) {
     if (!CanGroup(kernels, *w)) continue;
     const WeightView rows = *w;
     AlignedBuffer<uint8_t>& buffer =

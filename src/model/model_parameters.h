@@ -20,14 +20,26 @@ class GgufFile;
 class ThreadPool;
 class Tokenizer;
 
+// The layers [first_layer, last_layer) a process runs of a model (a pipeline stage): the
+// embedding when the range starts at layer 0, the output norm and head when it ends at the last.
+// Only these weights are read and regrouped; every tensor is still validated from the file's
+// header, and the file is mapped whole (address space: the pages of other layers are never read).
+// last_layer -1: to the last layer. The whole model by default; {0, 0}: the configuration and
+// tokenizer only.
+struct ModelPart {
+  int32_t first_layer = 0;
+  int32_t last_layer = -1;
+};
+
 class ModelParameters {
  public:
   // Opens, validates and binds a GGUF model; `pool` computes the regrouping (group_weights). Throws
   // grove::Error naming the problem.
   static std::shared_ptr<const ModelParameters> Load(const std::string& path, bool group_weights,
-                                                     ThreadPool& pool);
+                                                     ThreadPool& pool, ModelPart part = {});
   static std::shared_ptr<const ModelParameters> FromGguf(std::unique_ptr<GgufFile> gguf,
-                                                         bool group_weights, ThreadPool& pool);
+                                                         bool group_weights, ThreadPool& pool,
+                                                         ModelPart part = {});
   ~ModelParameters();
   ModelParameters(const ModelParameters&) = delete;
   ModelParameters& operator=(const ModelParameters&) = delete;
@@ -37,18 +49,27 @@ class ModelParameters {
   const ModelWeights& weights() const { return weights_; }
   // Null when the file carries no vocabulary.
   const Tokenizer* tokenizer() const { return tokenizer_.get(); }
-  // Bytes of weights read by one forward pass (for achieved-bandwidth figures).
+  // The layers held (last_layer resolved), and whether [first, last) is among them.
+  const ModelPart& part() const { return part_; }
+  bool Holds(int32_t first_layer, int32_t last_layer) const {
+    return first_layer >= part_.first_layer && last_layer <= part_.last_layer;
+  }
+  // Bytes of weights read by one forward pass of the layers held (for achieved-bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Bytes of matrices regrouped at load; 0 if none.
   uint64_t grouped_bytes() const;
 
  private:
-  ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights, ThreadPool& pool);
+  ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights, ThreadPool& pool,
+                  ModelPart part);
+  // The matrices a forward of the layers held multiplies with.
+  std::vector<WeightView*> HeldMatrices();
   // Packs the matrices a group kernel can compute into grouped_ and releases their file pages.
   void GroupWeights(ThreadPool& pool);
 
   std::unique_ptr<GgufFile> gguf_;
   ModelConfig config_;
+  ModelPart part_;
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;

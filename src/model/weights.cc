@@ -1,5 +1,7 @@
 #include "model/weights.h"
 
+#include <array>
+
 #include "base/error.h"
 #include "io/gguf.h"
 #include "quant/quant.h"
@@ -48,9 +50,14 @@ std::vector<float> Vector(const GgufFile& gguf, const std::string& name, int64_t
 std::vector<WeightView*> ForwardMatrices(ModelWeights& weights) {
   std::vector<WeightView*> matrices = {&weights.output};
   for (LayerWeights& l : weights.layers) {
-    matrices.insert(matrices.end(), {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down});
+    const std::array<WeightView*, 7> layer = LayerMatrices(l);
+    matrices.insert(matrices.end(), layer.begin(), layer.end());
   }
   return matrices;
+}
+
+std::array<WeightView*, 7> LayerMatrices(LayerWeights& l) {
+  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
 }
 
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {

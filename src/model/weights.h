@@ -2,6 +2,7 @@
 // norm vectors are converted to f32 once, since they are read for every token.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "model/config.h"
@@ -33,6 +34,7 @@ struct ModelWeights {
 
 // The matrices a forward pass multiplies with: the output, then each layer's seven.
 std::vector<WeightView*> ForwardMatrices(ModelWeights& weights);
+std::array<WeightView*, 7> LayerMatrices(LayerWeights& layer);
 
 // Binds and validates every tensor: presence, shape against the config, a type grove can compute
 // with. Errors name the tensor: "model: tensor 'blk.3.attn_q.weight': expected 2048x2048, got ...".

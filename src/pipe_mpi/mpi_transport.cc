@@ -115,7 +115,8 @@ void MpiTransport::Send(int32_t to, int32_t tag, const PipeMessage& message) {
 
 PipeMessage MpiTransport::Receive(int32_t from, int32_t tag) {
   if (from < 0 || from >= size_ || from == rank_) Fail("mpi: no rank ", from, " to receive from");
-  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout_;
   auto pause = std::chrono::microseconds(10);
   MPI_Status status;
   for (;;) {
@@ -123,7 +124,9 @@ PipeMessage MpiTransport::Receive(int32_t from, int32_t tag) {
     Check(MPI_Iprobe(from, tag, MPI_COMM_WORLD, &ready, &status), "probe");
     if (ready) break;
     Reap(/*wait=*/false);  // our own sends progress while we wait
-    if (std::chrono::steady_clock::now() > deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - start < std::chrono::microseconds(30)) continue;  // a message about to come
+    if (now > deadline) {
       throw PipeTransportError("nothing from rank " + std::to_string(from) + " in " +
                                std::to_string(timeout_.count()) +
                                " ms; it died or stopped answering");

@@ -2,7 +2,8 @@
 // mpi ...`, one rank per unit, on one host or across the hosts of a hostfile.
 //
 // Sends are non-blocking (MPI_Isend, the buffer kept until the message has left). A receive polls
-// (MPI_Iprobe) and sleeps between polls, from 10 us up to 50 us, rather than blocking in MPI: a
+// (MPI_Iprobe), for 30 us without pause (a message about to come), then sleeping between polls,
+// from 10 us up to 50 us, rather than blocking in MPI: a
 // rank waiting on its neighbour leaves the cores to the ranks computing (on one small host the
 // stages share them), and it can give up after its timeout. A rank that dies is seen by mpirun,
 // which stops the job; a rank that stops answering makes its neighbours' receives time out, and

@@ -40,16 +40,48 @@ struct Loaded {
   std::shared_ptr<const ModelParameters> target, draft;
 };
 
-Loaded LoadPair(const PipeOptions& o) {
+// The split of a real run: --split, or --stages (one count), or the ranks but one.
+std::vector<LayerRange> RealSplit(const PipeOptions& o, int32_t n_layer, int32_t ranks) {
+  if (!o.split.empty()) return ParseLayerSplit(o.split, n_layer);
+  const std::vector<int> counts = IntList(o.stages, "--stages");
+  if (counts.size() != 1) {
+    if (ranks > 0) return SplitLayers(n_layer, ranks - 1);
+    Fail("--stages: a real run takes one stage count, not '", o.stages, "'");
+  }
+  return SplitLayers(n_layer, counts[0]);
+}
+
+// The pair's parameters, of the parts given (ModelPart: the whole model by default).
+Loaded LoadPair(const PipeOptions& o, ModelPart target_part = {}, ModelPart draft_part = {}) {
   ThreadPool pool(std::max(1, o.threads));
   const bool group = ModelOptions{}.group_weights;
-  Loaded l{ModelParameters::Load(o.model, group, pool),
-           ModelParameters::Load(o.draft, group, pool)};
+  Loaded l{ModelParameters::Load(o.model, group, pool, target_part),
+           ModelParameters::Load(o.draft, group, pool, draft_part)};
   if (l.draft->config().n_vocab != l.target->config().n_vocab) {
     Fail("the draft has ", l.draft->config().n_vocab, " tokens but the target has ",
          l.target->config().n_vocab);
   }
   return l;
+}
+
+// What an MPI rank loads: the draft rank the draft, a stage rank its layers of the target; each
+// the other model's configuration and tokenizer only.
+Loaded LoadRankPart(const PipeOptions& o, int32_t rank, int32_t ranks) {
+  const Loaded headers = LoadPair(o, {0, 0}, {0, 0});
+  if (rank == kDraftRank) return LoadPair(o, {0, 0}, {});
+  const std::vector<LayerRange> stages = RealSplit(o, headers.target->config().n_layer, ranks);
+  if (rank > static_cast<int32_t>(stages.size())) return headers;  // refused in RunRank
+  const LayerRange mine = stages[static_cast<std::size_t>(rank - 1)];
+  return LoadPair(o, {mine.first, mine.last}, {0, 0});
+}
+
+double ResidentMiB() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<double>(resident) * sysconf(_SC_PAGESIZE) / 1048576.0;
 }
 
 std::vector<PipelineRunKind> RunKinds(const std::string& text) {
@@ -68,17 +100,6 @@ std::vector<PipelineRunKind> RunKinds(const std::string& text) {
   }
   if (kinds.empty()) Fail("--runs: no run");
   return kinds;
-}
-
-// The split of a real run: --split, or --stages (one count), or the ranks but one.
-std::vector<LayerRange> RealSplit(const PipeOptions& o, int32_t n_layer, int32_t ranks) {
-  if (!o.split.empty()) return ParseLayerSplit(o.split, n_layer);
-  const std::vector<int> counts = IntList(o.stages, "--stages");
-  if (counts.size() != 1) {
-    if (ranks > 0) return SplitLayers(n_layer, ranks - 1);
-    Fail("--stages: a real run takes one stage count, not '", o.stages, "'");
-  }
-  return SplitLayers(n_layer, counts[0]);
 }
 
 PipeMessage CurveMessage(const VerifyCostCurve& curve, const std::string& host) {
@@ -277,15 +298,18 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
   // Where the ranks are: rank 0 gathers the hosts' names and says whether they are one.
   const int32_t r = t.rank();
   std::vector<std::string> hosts;
+  std::vector<double> resident;  // MiB per rank, after loading
   if (r == 0) {
     hosts.push_back(HostName());
+    resident.push_back(ResidentMiB());
     for (int32_t k = 1; k < t.size(); ++k) {
       const PipeMessage m = t.Receive(k, kPipeToolTag);
       hosts.emplace_back(m.ints.begin(), m.ints.end());
+      resident.push_back(m.floats.at(0));
     }
   } else {
     const std::string host = HostName();
-    t.Send(0, kPipeToolTag, {{host.begin(), host.end()}, {}});
+    t.Send(0, kPipeToolTag, {{host.begin(), host.end()}, {static_cast<float>(ResidentMiB())}});
   }
   const bool one_host =
       Broadcast(t, 0, kPipeToolTag,
@@ -369,7 +393,7 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
       "prompt tokens, %zu generated, temperature %.2f; PipeDec w %d, c %d; STPP tree %s; %d "
       "repetitions\n"
       "measured: stage t(1) = %s ms, draft t(1) = %.3f ms; link %.1f us, %.2f GB/s; the clock's "
-      "cores: %s\n\n",
+      "cores: %s\n",
       o.transport.c_str(), t.size(), hosts[0].c_str(), one_host ? "" : " and others", n_stages,
       layers.c_str(),
       options.groups.empty() ? "" : (", groups of " + std::to_string(o.group_size)).c_str(),
@@ -377,6 +401,12 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
       options.static_tree.c_str(), o.reps, units.c_str(), 1e3 * own.Seconds(1),
       1e6 * link.latency_seconds, link.bytes_per_second / 1e9,
       cores ? std::to_string(cores).c_str() : "one per unit");
+  std::printf("resident memory after loading (each rank loads only what it runs), MiB:");
+  for (std::size_t q = 0; q < resident.size(); ++q) {
+    std::printf("%s %s %.1f", q ? "," : "", q ? ("stage " + std::to_string(q)).c_str() : "draft",
+                resident[q]);
+  }
+  std::printf("%s\n\n", o.transport == "threads" ? " (one process: the same figure)" : "");
   std::printf(
       "| run | ms/token (median) | min - max | clock's ms/token | clock / real | hit rate | "
       "timesteps/token |\n|---|---:|---|---:|---:|---:|---:|\n");
@@ -453,7 +483,7 @@ int RunPipeRanks(const PipeOptions& in) {
       _exit(1);
     });
     try {
-      const Loaded pair = LoadPair(o);
+      const Loaded pair = LoadRankPart(o, transport.rank(), transport.size());
       RunRank(o, pair, transport);
     } catch (const std::exception& e) {
       transport.Abort(e.what());
