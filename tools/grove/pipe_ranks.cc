@@ -123,9 +123,9 @@ VerifyCostCurve ReadCurve(const PipeMessage& m, std::string* host) {
 }
 
 // This rank's unit's t(m), the prompt in its cache: the draft's whole forward, or a stage's layers.
-// `cold`: the caches flushed before each timed forward, as when every unit shares one host and
-// the other units' weights pass through the caches between two forwards of this one (a unit on a
-// host of its own keeps its weights warm: timed back to back).
+// `cold`: the caches flushed before each timed forward, as when the units take turns on one host's
+// cores and the other units' weights pass through the caches between two forwards of this one (a
+// unit on cores of its own keeps its weights warm: timed back to back).
 VerifyCostCurve MeasureUnit(const Loaded& pair, std::span<const int32_t> prompt, int32_t stage,
                             const std::vector<LayerRange>& stages, int32_t max_tokens, int threads,
                             bool cold) {
@@ -150,21 +150,26 @@ VerifyCostCurve MeasureUnit(const Loaded& pair, std::span<const int32_t> prompt,
   std::vector<int32_t> sizes;
   for (int32_t m = 1; m < max_tokens; m = m < 4 ? m + 1 : m * 2) sizes.push_back(m);
   sizes.push_back(max_tokens);
-  for (int32_t m : sizes) {
-    std::vector<double> times;
-    for (int rep = 0; rep < 8; ++rep) {
+  // The sizes in turn, repetition after repetition: a disturbance of the host (another process
+  // on the core) spreads over the sizes instead of raising one size's median.
+  std::vector<std::vector<double>> times(sizes.size());
+  for (int rep = 0; rep < 13; ++rep) {
+    for (std::size_t j = 0; j < sizes.size(); ++j) {
+      const int32_t m = sizes[j];
       for (std::size_t i = 0; i < flush.size(); i += 64) flush[i] += 1;
       batch.Clear();
       for (int32_t i = 0; i < m; ++i) batch.Add(prompt.back(), position + i, 0, i - 1, true);
       const Timer timer;
       model->ForwardLayers(batch, layers.first, layers.last, in(static_cast<std::size_t>(m)));
-      if (rep > 0) times.push_back(timer.Seconds());
+      if (rep > 0) times[j].push_back(timer.Seconds());
       model->cache(0).Truncate(position);
     }
-    std::sort(times.begin(), times.end());
+  }
+  for (std::size_t j = 0; j < sizes.size(); ++j) {
+    std::sort(times[j].begin(), times[j].end());
     const double t =
-        std::max(times[times.size() / 2], points.empty() ? 1e-9 : points.back().second);
-    points.emplace_back(m, t);
+        std::max(times[j][times[j].size() / 2], points.empty() ? 1e-9 : points.back().second);
+    points.emplace_back(sizes[j], t);
   }
   return VerifyCostCurve(std::move(points));
 }
@@ -222,29 +227,40 @@ struct LinkProbe {
   double bytes_per_second = 0.0;
 };
 
-// Rank 0 and rank 1 bounce a small message, then a tree layer's hidden rows: half the median
-// round trip is the latency, the large message's extra time the bandwidth.
+// Rank 0 and rank 1 bounce a small message, then a tree layer's hidden rows. Each side pauses
+// 300 us before it sends, so that the other has been waiting a while, as a stage waits for its
+// neighbour's compute in a run (a waiting MPI rank sleeps between polls: a message to it costs
+// more than one to a rank polling without pause). One message's time is half of the round trip
+// less rank 1's pause (which rank 1 measures and sends back); the large message's extra time
+// gives the bandwidth.
 LinkProbe ProbeLink(PipeTransport& t, std::size_t big_floats) {
   const int32_t r = t.rank();
-  auto bounce = [&](const PipeMessage& m, int n) {
+  constexpr auto kPause = std::chrono::microseconds(300);
+  auto bounce = [&](PipeMessage m, int n) {
     std::vector<double> trips;
     for (int i = 0; i < n; ++i) {
-      const Timer timer;
       if (r == 0) {
+        std::this_thread::sleep_for(kPause);
+        const Timer timer;
         t.Send(1, kPipeToolTag, m);
-        t.Receive(1, kPipeToolTag);
+        const PipeMessage reply = t.Receive(1, kPipeToolTag);
+        trips.push_back((timer.Seconds() - reply.floats.back()) / 2);
       } else if (r == 1) {
-        t.Receive(0, kPipeToolTag);
-        t.Send(0, kPipeToolTag, m);
+        PipeMessage in = t.Receive(0, kPipeToolTag);
+        const Timer pause;
+        std::this_thread::sleep_for(kPause);
+        in.floats.push_back(0.0f);
+        in.floats.back() = static_cast<float>(pause.Seconds());
+        t.Send(0, kPipeToolTag, in);
       }
-      trips.push_back(timer.Seconds());
     }
+    if (trips.empty()) return 0.0;
     std::nth_element(trips.begin(), trips.begin() + n / 2, trips.end());
-    return trips[static_cast<std::size_t>(n / 2)] / 2;
+    return std::max(0.0, trips[static_cast<std::size_t>(n / 2)]);
   };
   LinkProbe probe;
   if (r > 1) return probe;
-  probe.latency_seconds = bounce({{1}, {}}, 101);
+  probe.latency_seconds = bounce({{1}, {}}, 51);
   const double big = bounce({{}, std::vector<float>(big_floats, 1.0f)}, 21);
   probe.bytes_per_second = big > probe.latency_seconds
                                ? big_floats * sizeof(float) / (big - probe.latency_seconds)
@@ -317,11 +333,17 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
                               [&](const std::string& h) { return h == hosts[0]; })},
                  {}})
           .ints.at(0) != 0;
+  // Whether the ranks take turns on the host's cores (more ranks' threads than cores on one host):
+  // then the other units' weights pass through the caches between two forwards of a unit, and
+  // its cost is measured with them flushed.
+  const bool shared_cores = static_cast<unsigned>(t.size() * std::max(1, o.threads)) >
+                            std::max(1u, std::thread::hardware_concurrency());
   // Each unit's cost, one rank after another (so that they do not share the cores); rank 0
   // gathers them.
   if (r > 0) t.Receive(r - 1, kPipeToolTag);
-  const VerifyCostCurve own = MeasureUnit(
-      pair, prompt, r - 1, stages, std::max({options.width, stpp_tokens, 8}), o.threads, one_host);
+  const VerifyCostCurve own =
+      MeasureUnit(pair, prompt, r - 1, stages, std::max({options.width, stpp_tokens, 8}), o.threads,
+                  one_host && shared_cores);
   if (r + 1 < t.size()) t.Send(r + 1, kPipeToolTag, {});
   std::vector<VerifyCostCurve> curves;
   if (r == 0) {
@@ -385,21 +407,23 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
   for (std::size_t k = 0; k < stages.size(); ++k) {
     layers += (k ? "," : "") + std::to_string(stages[k].size());
     char text[64];
-    std::snprintf(text, sizeof text, "%s%.3f", k ? ", " : "", 1e3 * curves[k].Seconds(1));
+    std::snprintf(text, sizeof text, "%s%.3f/%.3f", k ? ", " : "", 1e3 * curves[k].Seconds(1),
+                  1e3 * curves[k].Seconds(curves[k].max_size()));
     units += text;
   }
   std::printf(
       "grove pipe: %s transport, %d ranks on %s%s: the draft and %d stages (layers %s)%s; %zu "
       "prompt tokens, %zu generated, temperature %.2f; PipeDec w %d, c %d; STPP tree %s; %d "
       "repetitions\n"
-      "measured: stage t(1) = %s ms, draft t(1) = %.3f ms; link %.1f us, %.2f GB/s; the clock's "
+      "measured: stage t(1)/t(%d) = %s ms, draft t(1) = %.3f ms; link %.1f us, %.2f GB/s; the "
+      "clock's "
       "cores: %s\n",
       o.transport.c_str(), t.size(), hosts[0].c_str(), one_host ? "" : " and others", n_stages,
       layers.c_str(),
       options.groups.empty() ? "" : (", groups of " + std::to_string(o.group_size)).c_str(),
       prompt.size(), first[0].tokens.size(), o.temperature, options.width, options.children,
-      options.static_tree.c_str(), o.reps, units.c_str(), 1e3 * own.Seconds(1),
-      1e6 * link.latency_seconds, link.bytes_per_second / 1e9,
+      options.static_tree.c_str(), o.reps, curves.empty() ? 1 : curves[0].max_size(), units.c_str(),
+      1e3 * own.Seconds(1), 1e6 * link.latency_seconds, link.bytes_per_second / 1e9,
       cores ? std::to_string(cores).c_str() : "one per unit");
   std::printf("resident memory after loading (each rank loads only what it runs), MiB:");
   for (std::size_t q = 0; q < resident.size(); ++q) {
