@@ -151,8 +151,7 @@ int RunPipeSimulation(const PipeOptions& o) {
       "tree w %d, c %d; PipeDec groups of %d stages; STPP tree %s; links %s us, %.1f Gbit/s; stage "
       "compute t(m) / stages (t(1) = %.3f ms, t(32) = %.3f ms), draft t(1) = %.3f ms\n\n",
       opt.model.c_str(), n_layer, opt.draft.c_str(), prompt.size(), o.n_predict, o.temperature,
-      o.width, o.children, o.group_size, o.static_tree.c_str(), o.link_us.c_str(),
-      o.bandwidth_gbps,
+      o.width, o.children, o.group_size, o.static_tree.c_str(), o.link_us.c_str(), o.bandwidth_gbps,
       1e3 * target_curve.Seconds(1),
       1e3 * target_curve.Seconds(std::min(32, target_curve.max_size())),
       1e3 * draft_curve.Seconds(1));
