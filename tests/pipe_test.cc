@@ -222,20 +222,16 @@ TEST_F(PipeDecTest, EveryRankReturnsTheSameRun) {
 }
 
 // A transport that fails its rank after a number of sends, as a rank that dies mid-run would.
-class DyingTransport : public PipeTransport {
+class DyingTransport : public ForwardingTransport {
  public:
-  DyingTransport(PipeTransport& inner, int32_t sends) : inner_(inner), sends_left_(sends) {}
-  int32_t rank() const override { return inner_.rank(); }
-  int32_t size() const override { return inner_.size(); }
+  DyingTransport(PipeTransport& inner, int32_t sends)
+      : ForwardingTransport(inner), sends_left_(sends) {}
   void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
     if (sends_left_-- == 0) Fail("stage died");
-    inner_.Send(to, tag, message);
+    ForwardingTransport::Send(to, tag, message);
   }
-  PipeMessage Receive(int32_t from, int32_t tag) override { return inner_.Receive(from, tag); }
-  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
 
  private:
-  PipeTransport& inner_;
   int32_t sends_left_;
 };
 

@@ -49,6 +49,23 @@ class PipeTransport {
   virtual void set_timeout(std::chrono::milliseconds timeout) = 0;
 };
 
+// A transport over another, forwarding every call: what a wrapper that changes one of them (times
+// the receives, injects a failure) derives from.
+class ForwardingTransport : public PipeTransport {
+ public:
+  explicit ForwardingTransport(PipeTransport& inner) : inner_(inner) {}
+  int32_t rank() const override { return inner_.rank(); }
+  int32_t size() const override { return inner_.size(); }
+  void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
+    inner_.Send(to, tag, message);
+  }
+  PipeMessage Receive(int32_t from, int32_t tag) override { return inner_.Receive(from, tag); }
+  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
+
+ private:
+  PipeTransport& inner_;
+};
+
 // `root`'s message on every rank: root sends it to each other rank, the others receive it.
 PipeMessage Broadcast(PipeTransport& transport, int32_t root, int32_t tag, PipeMessage message);
 

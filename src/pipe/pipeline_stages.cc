@@ -111,7 +111,7 @@ PipelineRank::PipelineRank(PipeTransport& transport,
 
 PipeMessage PipelineRank::TimedTransport::Receive(int32_t from, int32_t tag) {
   const Timer timer;
-  PipeMessage message = inner_.Receive(from, tag);
+  PipeMessage message = ForwardingTransport::Receive(from, tag);
   waited_seconds += timer.Seconds();
   return message;
 }

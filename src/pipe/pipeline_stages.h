@@ -85,20 +85,11 @@ class PipelineRank {
 
  private:
   // Counts the seconds spent in Receive.
-  class TimedTransport : public PipeTransport {
+  class TimedTransport : public ForwardingTransport {
    public:
-    explicit TimedTransport(PipeTransport& inner) : inner_(inner) {}
-    int32_t rank() const override { return inner_.rank(); }
-    int32_t size() const override { return inner_.size(); }
-    void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
-      inner_.Send(to, tag, message);
-    }
+    using ForwardingTransport::ForwardingTransport;
     PipeMessage Receive(int32_t from, int32_t tag) override;
-    void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
     double waited_seconds = 0.0;
-
-   private:
-    PipeTransport& inner_;
   };
 
   TimedTransport transport_;

@@ -95,11 +95,16 @@ double MsPerToken(const PipelineResult& run, PipelineRunKind kind, const Pipelin
 
 }  // namespace
 
+PipeOptions WithPairResolved(const PipeOptions& o) {
+  PipeOptions out = o;
+  DefaultToBundledPair(out.model, out.draft, out.pair);
+  if (out.draft.empty()) Fail("grove pipe needs a draft model (--draft)");
+  if (out.n_predict < 2) Fail("-n ", out.n_predict, " must be >= 2");
+  return out;
+}
+
 int RunPipeSimulation(const PipeOptions& o) {
-  PipeOptions opt = o;
-  DefaultToBundledPair(opt.model, opt.draft, opt.pair);
-  if (opt.draft.empty()) Fail("grove pipe needs a draft model (--draft)");
-  if (o.n_predict < 2) Fail("-n ", o.n_predict, " must be >= 2");
+  const PipeOptions opt = WithPairResolved(o);
   if (o.width < 1 || o.children < 1) Fail("--width and --children must be >= 1");
   if (!(o.bandwidth_gbps > 0)) Fail("--bandwidth-gbps ", o.bandwidth_gbps, " must be > 0");
   StaticPipelineTree({.static_tree = o.static_tree});  // a bad --static-tree stops here

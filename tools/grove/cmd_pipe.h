@@ -43,6 +43,10 @@ std::vector<double> NumberList(const std::string& text, const char* option);
 // Groups of group_size stages over n_stages (the last holding the rest); empty for groups of 1.
 std::vector<int32_t> UniformGroups(int32_t n_stages, int32_t group_size);
 
+// The options with the bundled pair filled in when no model is given; grove::Error without a
+// draft or with -n < 2.
+PipeOptions WithPairResolved(const PipeOptions& options);
+
 int RunPipeSimulation(const PipeOptions& options);
 // The real runs: this process's ranks (every rank a thread, or this process one MPI rank).
 int RunPipeRanks(const PipeOptions& options);

@@ -177,12 +177,10 @@ VerifyCostCurve MeasureUnit(const Loaded& pair, std::span<const int32_t> prompt,
 // GROVE_PIPE_FAULT=kill:RANK:SENDS or stop:RANK:SENDS: rank RANK sends SENDS messages, then
 // kills itself (SIGKILL) or stops (SIGSTOP), as a host that dies or hangs would: what the tests of
 // the failure path (tests/pipe_mpi_test.sh) run. Read by the tool only; no other effect.
-class FaultTransport : public PipeTransport {
+class FaultTransport : public ForwardingTransport {
  public:
   FaultTransport(PipeTransport& inner, int signal, int64_t sends)
-      : inner_(inner), signal_(signal), sends_left_(sends) {}
-  int32_t rank() const override { return inner_.rank(); }
-  int32_t size() const override { return inner_.size(); }
+      : ForwardingTransport(inner), signal_(signal), sends_left_(sends) {}
   void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
     if (signal_ != 0 && sends_left_-- == 0) {
       std::fprintf(stderr, "grove pipe: rank %d: GROVE_PIPE_FAULT: %s now\n", rank(),
@@ -190,13 +188,10 @@ class FaultTransport : public PipeTransport {
       std::fflush(stderr);
       raise(signal_);
     }
-    inner_.Send(to, tag, message);
+    ForwardingTransport::Send(to, tag, message);
   }
-  PipeMessage Receive(int32_t from, int32_t tag) override { return inner_.Receive(from, tag); }
-  void set_timeout(std::chrono::milliseconds timeout) override { inner_.set_timeout(timeout); }
 
  private:
-  PipeTransport& inner_;
   int signal_;
   int64_t sends_left_;
 };
@@ -485,10 +480,7 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
 }  // namespace
 
 int RunPipeRanks(const PipeOptions& in) {
-  PipeOptions o = in;
-  DefaultToBundledPair(o.model, o.draft, o.pair);
-  if (o.draft.empty()) Fail("grove pipe needs a draft model (--draft)");
-  if (o.n_predict < 2) Fail("-n ", o.n_predict, " must be >= 2");
+  const PipeOptions o = WithPairResolved(in);
   RunKinds(o.runs);  // a bad --runs stops here, on every rank
   const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_seconds * 1000));
   if (o.transport == "mpi") {
