@@ -282,11 +282,14 @@ TEST(InProcessTransport, DeliversInOrderAndTimesOutOnASilentRank) {
 }
 
 // A stage's process loads only its layers (ModelPart): it regroups and counts only those weights,
-// refuses to run others, and the stages chained over their own parts compute the whole forward.
+// holds a KV cache of those layers, refuses to run others, and the stages chained over their own
+// parts compute the whole forward.
 TEST_F(PipeDecTest, StagesLoadOnlyTheirLayers) {
   const int32_t n_layer = target_->config().n_layer;
   const std::vector<LayerRange> stages = SplitLayers(n_layer, 3);
   ThreadPool pool(1);
+  auto full = Model::Create(target_->parameters(), {.n_threads = 1, .n_ctx = 64});
+  const uint64_t full_kv_bytes = full->cache(0).bytes();
   std::vector<std::unique_ptr<Model>> parts;
   uint64_t bytes = 0;
   for (const LayerRange& s : stages) {
@@ -296,7 +299,11 @@ TEST_F(PipeDecTest, StagesLoadOnlyTheirLayers) {
     parts.push_back(Model::Create(params, {.n_threads = 1, .n_ctx = 64}));
   }
   EXPECT_EQ(bytes, target_->parameters()->weight_bytes());  // every matrix held once
-  auto full = Model::Create(target_->parameters(), {.n_threads = 1, .n_ctx = 64});
+  // And the KV cache of its layers only.
+  const uint64_t kv_per_layer = full_kv_bytes / static_cast<uint64_t>(n_layer);
+  for (std::size_t k = 0; k < stages.size(); ++k) {
+    EXPECT_EQ(parts[k]->cache(0).bytes(), kv_per_layer * static_cast<uint64_t>(stages[k].size()));
+  }
   Batch batch;
   batch.AddChain(prompt_, 0, 0);
   const std::vector<float> expected = [&] {

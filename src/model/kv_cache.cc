@@ -7,8 +7,8 @@
 
 namespace grove {
 
-KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim)
-    : n_layer_(n_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
+KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int32_t first_layer)
+    : n_layer_(n_layer), first_layer_(first_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
   std::size_t n = static_cast<std::size_t>(n_layer) * n_ctx * kv_dim;
   k_.Resize(n);
   v_.Resize(n);
@@ -28,14 +28,15 @@ void KvCache::Truncate(int32_t n) {
 }
 
 void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
-  if (other.n_layer_ != n_layer_ || other.n_ctx_ != n_ctx_ || other.kv_dim_ != kv_dim_) {
+  if (other.n_layer_ != n_layer_ || other.first_layer_ != first_layer_ || other.n_ctx_ != n_ctx_ ||
+      other.kv_dim_ != kv_dim_) {
     Fail("kv cache: cannot copy between caches of different shapes");
   }
   if (n < 0 || n > other.chain_length_) {
     Fail("kv cache: cannot copy ", n, " slots of a cache whose chain holds ", other.chain_length_);
   }
   const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(n) * kv_dim_;
-  for (int32_t layer = 0; layer < n_layer_; ++layer) {
+  for (int32_t layer = first_layer_; layer < first_layer_ + n_layer_; ++layer) {
     std::memcpy(key(layer, 0), other.key(layer, 0), bytes);
     std::memcpy(value(layer, 0), other.value(layer, 0), bytes);
   }
@@ -72,7 +73,7 @@ void KvCache::CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) con
 void KvCache::MoveSlot(int32_t src, int32_t dst) {
   if (src == dst) return;
   const std::size_t row_bytes = sizeof(float) * kv_dim_;
-  for (int32_t layer = 0; layer < n_layer_; ++layer) {
+  for (int32_t layer = first_layer_; layer < first_layer_ + n_layer_; ++layer) {
     std::memcpy(key(layer, dst), key(layer, src), row_bytes);
     std::memcpy(value(layer, dst), value(layer, src), row_bytes);
   }

@@ -20,7 +20,9 @@ namespace grove {
 
 class KvCache {
  public:
-  KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim);
+  // Keys and values of layers [first_layer, first_layer + n_layer) (a pipeline stage holds only
+  // its own layers).
+  KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int32_t first_layer = 0);
 
   int32_t n_ctx() const { return n_ctx_; }
   int32_t kv_dim() const { return kv_dim_; }
@@ -68,10 +70,11 @@ class KvCache {
   // Moves slot src's keys, values and position to dst.
   void MoveSlot(int32_t src, int32_t dst);
   std::size_t Offset(int32_t layer, int32_t slot) const {
-    return (static_cast<std::size_t>(layer) * n_ctx_ + slot) * kv_dim_;
+    return (static_cast<std::size_t>(layer - first_layer_) * n_ctx_ + slot) * kv_dim_;
   }
 
   int32_t n_layer_;
+  int32_t first_layer_;
   int32_t n_ctx_;
   int32_t kv_dim_;
   int32_t length_ = 0;

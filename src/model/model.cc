@@ -88,7 +88,8 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
       n_ctx_(CheckedContext(options, config_)),
       max_batch_(options.max_batch),
       pool_(std::move(pool)),
-      kv_(CheckedSlots(options), config_.n_layer, n_ctx_, config_.kv_dim()) {
+      kv_(CheckedSlots(options), parameters_->part().last_layer - parameters_->part().first_layer,
+          n_ctx_, config_.kv_dim(), parameters_->part().first_layer) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
   if (max_batch_ < 1 || max_batch_ > 8192)
     Fail("model: max_batch ", max_batch_, " out of range 1..8192");
