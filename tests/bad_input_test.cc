@@ -269,6 +269,13 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("pipe " + pair + " --static-tree opt:8,0.5", "static tree");
   add("pipe -m " + models + "/grove-target.gguf --draft " + m, "tokens but the target has");
   add("pipe --pair small -m " + models + "/grove-target.gguf", "--pair");
+  // The real runs: refused on every rank before anything runs.
+  add("pipe " + pair + " --transport sockets", "--transport");
+  add("pipe " + pair + " --transport threads --runs pp,fast", "not pp, stpp or pipedec");
+  add("pipe " + pair + " --transport threads --stages 2,3", "one stage count");
+  add("pipe " + pair + " --transport threads --stages 9", "stages for a model of 6 layers");
+  add("pipe " + pair + " --transport threads --group-size 0", "--group-size");
+  add("pipe " + pair + " --transport threads --timeout 0", "--timeout");
   // Empty prompts, unknown commands and options.
   add("run -m " + m + " --no-bos -n 2", "--no-bos leaves no token");
   add("frobnicate --help", "unknown command 'frobnicate'");
