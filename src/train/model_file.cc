@@ -99,22 +99,28 @@ LoadedTrainModel LoadTrainModel(const GgufFile& file) {
              .rope_freq_base = c.rope_freq_base,
              .rms_eps = c.rms_eps,
              .tied_output = c.tied_output};
-  const ParamLayout layout(m.shape);
-  m.params.resize(static_cast<std::size_t>(layout.total()));
-  for (const ParamTensor& t : layout.tensors()) {
-    const GgufTensor& g = file.GetTensor(t.name);
-    if (g.shape != t.shape)
-      refuse(StrCat("tensor '", t.name, "' is ", g.shape_string(), ", expected another shape"));
-    if (!IsSupportedWeightType(g.type))
-      refuse(StrCat("tensor '", t.name, "' has unsupported type ", GgmlTypeName(g.type)));
-    const int64_t n_in = t.shape[0];
-    const int64_t row_bytes = GgmlRowBytes(g.type, n_in);
-    for (int64_t r = 0; r < t.size / n_in; ++r) {
-      DequantizeRow(g.type, g.data + r * row_bytes, m.params.data() + t.offset + r * n_in, n_in);
-    }
-  }
+  m.params = ReadLayoutParams(file, ParamLayout(m.shape));
   m.tokenizer = TokenizerKeys(file);
   return m;
+}
+
+std::vector<float> ReadLayoutParams(const GgufFile& file, const ParamLayout& layout) {
+  auto refuse = [&](const std::string& why) { Fail("train: '", file.name(), "': ", why); };
+  std::vector<float> params(static_cast<std::size_t>(layout.total()));
+  for (const ParamTensor& t : layout.tensors()) {
+    const GgufTensor* g = file.FindTensor(t.name);
+    if (!g) refuse(StrCat("no tensor '", t.name, "'"));
+    if (g->shape != t.shape)
+      refuse(StrCat("tensor '", t.name, "' is ", g->shape_string(), ", expected another shape"));
+    if (!IsSupportedWeightType(g->type))
+      refuse(StrCat("tensor '", t.name, "' has unsupported type ", GgmlTypeName(g->type)));
+    const int64_t n_in = t.shape[0];
+    const int64_t row_bytes = GgmlRowBytes(g->type, n_in);
+    for (int64_t r = 0; r < t.size / n_in; ++r) {
+      DequantizeRow(g->type, g->data + r * row_bytes, params.data() + t.offset + r * n_in, n_in);
+    }
+  }
+  return params;
 }
 
 }  // namespace grove

@@ -44,4 +44,8 @@ struct LoadedTrainModel {
 // what does not fit.
 LoadedTrainModel LoadTrainModel(const GgufFile& file);
 
+// Every tensor of `layout`, by name, dequantized to f32. Throws grove::Error naming a tensor that
+// is missing or of another shape.
+std::vector<float> ReadLayoutParams(const GgufFile& file, const ParamLayout& layout);
+
 }  // namespace grove

@@ -71,6 +71,7 @@ double AdamW::Step(std::vector<float>& params, std::vector<float>& grads, int64_
   const float eps = static_cast<float>(config_.eps);
   const float step_size = static_cast<float>(lr);
   for (const ParamTensor& tensor : layout_.tensors()) {
+    if (tensor.frozen) continue;
     const float decay = tensor.is_matrix ? static_cast<float>(lr * config_.weight_decay) : 0.0f;
     ForEachRange(pool, tensor.size, [&](int, int64_t begin, int64_t end) {
       for (int64_t i = tensor.offset + begin; i < tensor.offset + end; ++i) {

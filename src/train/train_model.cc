@@ -64,6 +64,19 @@ int64_t ParamLayout::Add(std::string name, std::vector<int64_t> shape, bool is_m
   return offset;
 }
 
+void ParamLayout::FreezeEmbeddingAndHead() {
+  for (ParamTensor& t : tensors_) {
+    if (t.offset == token_embd_ || t.offset == output_norm_ || t.offset == output_) t.frozen = true;
+  }
+}
+
+bool ParamLayout::frozen(int64_t offset) const {
+  for (const ParamTensor& t : tensors_) {
+    if (t.offset == offset) return t.frozen;
+  }
+  return false;
+}
+
 const ParamTensor* ParamLayout::Find(std::string_view name) const {
   for (const ParamTensor& t : tensors_) {
     if (t.name == name) return &t;
@@ -141,20 +154,25 @@ TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len, Thread
 }
 
 double TrainGraph::Forward(const float* params, const int32_t* tokens, const int32_t* targets,
-                           const float* teacher_logits) {
+                           const float* teacher_logits, const float* input) {
   const int R = rows(), D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab;
   const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
-  for (int r = 0; r < R; ++r) {
-    if (tokens[r] < 0 || tokens[r] >= V)
-      Fail("train: token id ", tokens[r], " is outside the vocabulary of ", V);
-    tokens_[static_cast<std::size_t>(r)] = tokens[r];
-  }
-  // Token embeddings into the first layer's input.
+  from_input_ = input != nullptr;
   float* x = acts_.empty() ? x_final_.data() : acts_[0].x_in.data();
-  for (int r = 0; r < R; ++r) {
-    std::memcpy(x + static_cast<int64_t>(r) * D,
-                params + layout_.token_embd() + static_cast<int64_t>(tokens[r]) * D,
-                sizeof(float) * static_cast<std::size_t>(D));
+  if (input) {
+    std::memcpy(x, input, sizeof(float) * static_cast<std::size_t>(R) * D);
+  } else {
+    for (int r = 0; r < R; ++r) {
+      if (tokens[r] < 0 || tokens[r] >= V)
+        Fail("train: token id ", tokens[r], " is outside the vocabulary of ", V);
+      tokens_[static_cast<std::size_t>(r)] = tokens[r];
+    }
+    // Token embeddings into the first layer's input.
+    for (int r = 0; r < R; ++r) {
+      std::memcpy(x + static_cast<int64_t>(r) * D,
+                  params + layout_.token_embd() + static_cast<int64_t>(tokens[r]) * D,
+                  sizeof(float) * static_cast<std::size_t>(D));
+    }
   }
   for (int i = 0; i < shape_.n_layer; ++i) {
     const ParamLayout::Layer& w = layout_.layer(i);
@@ -193,18 +211,32 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
   return 0.0;
 }
 
-void TrainGraph::Backward(const float* params, float* grads) {
+void TrainGraph::ScaleLogitGradient(float scale) {
+  GROVE_CHECK(has_loss_, "ScaleLogitGradient needs a Forward with a loss");
+  ForEachRange(pool_, static_cast<int64_t>(dlogits_.size()), [&](int, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) dlogits_[static_cast<std::size_t>(i)] *= scale;
+  });
+}
+
+void TrainGraph::Backward(const float* params, float* grads, const float* d_final, float* d_input) {
   GROVE_CHECK(has_loss_, "Backward needs a Forward with targets or teacher logits");
+  GROVE_CHECK(from_input_ == (d_input != nullptr),
+              "Backward: d_input goes with a Forward from input, and only with one");
   const int R = rows(), D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab;
   const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
   auto zero = [](std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); };
+  auto grad = [&](int64_t offset) { return layout_.frozen(offset) ? nullptr : grads + offset; };
 
   zero(dh_);
   LinearBackward(h_final_.data(), params + layout_.output(), dlogits_.data(), dh_.data(),
-                 grads + layout_.output(), R, D, V, pool_);
-  zero(dx_);
+                 grad(layout_.output()), R, D, V, pool_);
+  if (d_final) {
+    std::copy(d_final, d_final + static_cast<std::ptrdiff_t>(R) * D, dx_.begin());
+  } else {
+    zero(dx_);
+  }
   RmsNormBackward(x_final_.data(), params + layout_.output_norm(), rstd_final_.data(), dh_.data(),
-                  dx_.data(), grads + layout_.output_norm(), R, D, pool_);
+                  dx_.data(), grad(layout_.output_norm()), R, D, pool_);
   for (int i = shape_.n_layer - 1; i >= 0; --i) {
     const ParamLayout::Layer& w = layout_.layer(i);
     LayerActs& a = acts_[static_cast<std::size_t>(i)];
@@ -241,6 +273,11 @@ void TrainGraph::Backward(const float* params, float* grads) {
     RmsNormBackward(a.x_in.data(), params + w.attn_norm, a.rstd1.data(), dh_.data(), dx_.data(),
                     grads + w.attn_norm, R, D, pool_);
   }
+  if (d_input) {
+    std::copy(dx_.begin(), dx_.end(), d_input);
+    return;
+  }
+  if (layout_.frozen(layout_.token_embd())) return;
   // Rows of one token add into one embedding row: split by columns, so no two threads collide.
   float* g_embd = grads + layout_.token_embd();
   ForEachRange(pool_, D, [&](int, int64_t j0, int64_t j1) {

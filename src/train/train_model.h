@@ -48,6 +48,7 @@ struct ParamTensor {
   int64_t offset = 0;          // into the flat buffer, in floats
   int64_t size = 0;
   bool is_matrix = false;  // weight decay applies to matrices only, not to norm gains
+  bool frozen = false;     // not trained: no gradient is computed for it, the optimizer skips it
 };
 
 class ParamLayout {
@@ -58,6 +59,15 @@ class ParamLayout {
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   int64_t total() const { return total_; }
   const ParamTensor* Find(std::string_view name) const;
+  // Appends a tensor beyond the model's own (a feature drafter's fusion matrix); returns its
+  // offset.
+  int64_t AddTensor(std::string name, std::vector<int64_t> shape, bool is_matrix) {
+    return Add(std::move(name), std::move(shape), is_matrix);
+  }
+  // Marks the embedding, the final norm and the output frozen (a feature drafter shares its
+  // target's, train/feature_trainer.h).
+  void FreezeEmbeddingAndHead();
+  bool frozen(int64_t offset) const;
 
   // Offsets of each layer's tensors, and the global ones.
   struct Layer {
@@ -96,14 +106,24 @@ class TrainGraph {
 
   // Runs the forward pass over tokens (rows() ids, sequence after sequence) and returns the loss:
   // mean cross-entropy against targets, or with teacher_logits (rows() x n_vocab) the mean
-  // KL(teacher || model). Both may be null: logits only (loss 0), no backward possible.
+  // KL(teacher || model). Both may be null: logits only (loss 0), no backward possible. With
+  // `input` (rows() x n_embd) the first layer reads it instead of the tokens' embeddings (a feature
+  // drafter's fused input); tokens may then be null.
   double Forward(const float* params, const int32_t* tokens, const int32_t* targets,
-                 const float* teacher_logits = nullptr);
-  // Adds d(loss)/d(params) of the last Forward (which had targets or teacher logits) into grads.
-  void Backward(const float* params, float* grads);
+                 const float* teacher_logits = nullptr, const float* input = nullptr);
+  // Scales d(loss)/d(logits) of the last Forward (the weight of its loss in a sum of losses).
+  void ScaleLogitGradient(float scale);
+  // Adds d(loss)/d(params) of the last Forward (which had targets or teacher logits) into grads,
+  // except frozen tensors'. `d_final` (rows() x n_embd), when given, is a further loss's gradient
+  // on final_hidden(). A Forward with `input` writes d(loss)/d(input) into d_input instead of
+  // the embedding's gradient.
+  void Backward(const float* params, float* grads, const float* d_final = nullptr,
+                float* d_input = nullptr);
 
   // rows() x n_vocab logits of the last Forward.
   const float* logits() const { return logits_.data(); }
+  // rows() x n_embd: the residual stream after the last layer, before the final norm.
+  const float* final_hidden() const { return x_final_.data(); }
 
  private:
   struct LayerActs {
@@ -123,6 +143,7 @@ class TrainGraph {
   // Backward scratch.
   std::vector<float> dx_, dx_mid_, dh_, datt_, dq_, dk_, dv_, dact_, dgate_, dup_, dprobs_;
   bool has_loss_ = false;
+  bool from_input_ = false;  // the last Forward read `input`
 };
 
 }  // namespace grove

@@ -21,7 +21,8 @@ void LinearBackward(const float* x, const float* w, const float* dy, float* dx, 
                     int n_in, int n_out, ThreadPool* pool) {
   if (dx)
     ParallelSgemm(pool, false, false, rows, n_in, n_out, 1.0f, dy, n_out, w, n_in, 1.0f, dx, n_in);
-  ParallelSgemm(pool, true, false, n_out, n_in, rows, 1.0f, dy, n_out, x, n_in, 1.0f, dw, n_in);
+  if (dw)
+    ParallelSgemm(pool, true, false, n_out, n_in, rows, 1.0f, dy, n_out, x, n_in, 1.0f, dw, n_in);
 }
 
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n,
@@ -55,6 +56,7 @@ void RmsNormBackward(const float* x, const float* w, const float* rstd, const fl
     }
   });
   // dw sums over rows: split by columns instead, so no two threads add into one element.
+  if (!dw) return;
   ForEachRange(pool, n, [&](int, int64_t i0, int64_t i1) {
     for (int r = 0; r < rows; ++r) {
       const float* xr = x + static_cast<int64_t>(r) * n;

@@ -24,13 +24,14 @@ class ThreadPool;
 // Y(rows x n_out) = X(rows x n_in) W^T.
 void LinearForward(const float* x, const float* w, float* y, int rows, int n_in, int n_out,
                    ThreadPool* pool = nullptr);
-// dX += dY W; dW += dY^T X.
+// dX += dY W; dW += dY^T X. A null dx or dw is not computed (a frozen tensor, an input).
 void LinearBackward(const float* x, const float* w, const float* dy, float* dx, float* dw, int rows,
                     int n_in, int n_out, ThreadPool* pool = nullptr);
 
 // y = x * rstd * w per row, rstd = 1 / sqrt(mean(x^2) + eps) (saved, rows values).
 void RmsNormForward(const float* x, const float* w, float* y, float* rstd, int rows, int n,
                     float eps, ThreadPool* pool = nullptr);
+// A null dw is not computed (a frozen gain).
 void RmsNormBackward(const float* x, const float* w, const float* rstd, const float* dy, float* dx,
                      float* dw, int rows, int n, ThreadPool* pool = nullptr);
 

@@ -54,6 +54,7 @@ struct TrainProgress {
   double eta_s = 0;
   double valid_loss =
       NAN;  // cross-entropy on the validation part; NaN when not evaluated this step
+  double valid_agreement = NAN;  // a drafter's: top-1 agreement with its target on that part
   bool checkpointed = false;
 };
 

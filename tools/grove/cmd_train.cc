@@ -18,6 +18,7 @@
 #include "model/tokenizer.h"
 #include "option_checks.h"
 #include "output_path.h"
+#include "progress_line.h"
 #include "train/corpus_files.h"
 #include "train/gemm.h"
 #include "train/model_file.h"
@@ -31,20 +32,6 @@ std::atomic<bool> g_stop{false};
 extern "C" void OnInterrupt(int) {
   g_stop = true;
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
-
-std::string FormatDuration(double s) {
-  if (!std::isfinite(s) || s < 0) return "?";
-  const auto total = static_cast<int64_t>(s + 0.5);
-  char buf[32];
-  if (total >= 3600) {
-    std::snprintf(buf, sizeof(buf), "%lldh%02lldm", static_cast<long long>(total / 3600),
-                  static_cast<long long>(total / 60 % 60));
-  } else {
-    std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(total / 60),
-                  static_cast<long long>(total % 60));
-  }
-  return buf;
 }
 
 GgmlType ExportType(const std::string& name) {

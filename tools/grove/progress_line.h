@@ -18,4 +18,7 @@ class ProgressLine {
   bool tty_;
 };
 
+// "1h05m" or "3m07s"; "?" for a negative or unknown duration.
+std::string FormatDuration(double seconds);
+
 }  // namespace grove::cli
