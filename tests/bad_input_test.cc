@@ -229,6 +229,18 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("train --corpus " + Path("nope") + " --tokenizer " + m + " -o " + Path("file.txt"),
       "not a directory");
   add("train --corpus " + Path("nope") + train_args + " --export " + Path("dir"), "a directory");
+  const std::string drafter_args =
+      "train-drafter --target " + models + "/grove-target.gguf -o " + Path("run") + " --corpus ";
+  add(drafter_args + Path("nope"), "does not exist");
+  add(drafter_args + Path("nope") + " --drafter medusa", "not built yet");
+  add(drafter_args + Path("nope") + " --seq-len 1", "--seq-len");
+  add(drafter_args + Path("nope") + " --logit-weight 0 --feature-weight 0", "nothing to train");
+  add(drafter_args + Path("nope") + " --feature-weight -1", "--feature-weight");
+  add(drafter_args + Path("nope") + " --export " + Path("dir"), "a directory");
+  add(drafter_args + Path("nope") + " --export-type q4_k", "--export-type");
+  add(drafter_args + Path("nope") + " -t 100000", "threads");
+  add("train-drafter --target " + m + " --corpus " + Path("nope") + " -o " + Path("file.txt"),
+      "not a directory");
   // Thread counts: 4 x the hardware threads at most, in every command that takes -t.
   add("run -m " + m + " -p hi -n 2 -t 1000000", "threads");
   add("run -m " + m + " -p hi -n 2 -t -3", "threads");

@@ -13,6 +13,7 @@
 
 #include "allocation_counter.h"
 #include "base/error.h"
+#include "distribution_check.h"
 #include "io/gguf.h"
 #include "model/layer_slice.h"
 #include "model/tokenizer.h"
@@ -26,6 +27,8 @@
 namespace grove {
 namespace {
 
+using testing::ChiSquare;
+using testing::ExactJoint;
 using testing::MakeRandomModel;
 using testing::TinySpec;
 
@@ -190,56 +193,6 @@ RandomModelSpec TinyVocabSpec(uint64_t seed) {
   return s;
 }
 
-// p(x1, x2) after the prompt, from the target's own logits under the given sampling parameters.
-std::vector<double> ExactJoint(Model& target, const std::vector<int32_t>& prompt,
-                               const SamplerParams& params) {
-  Sampler sampler(params);
-  std::vector<float> p1(kTinyVocab), p2(kTinyVocab);
-  Batch batch;
-  target.cache(0).Clear();
-  batch.AddChain(prompt, 0, 0);
-  auto logits = target.Forward(batch);
-  sampler.Distribution(logits, p1);
-  const int32_t p = target.cache(0).length();
-  std::vector<double> joint(kTinyVocab * kTinyVocab);
-  for (int32_t x1 = 0; x1 < kTinyVocab; ++x1) {
-    target.cache(0).Truncate(p);
-    batch.Clear();
-    batch.Add(x1, p, 0, -1, true);
-    sampler.Distribution(target.Forward(batch), p2);
-    for (int32_t x2 = 0; x2 < kTinyVocab; ++x2)
-      joint[x1 * kTinyVocab + x2] = double{p1[x1]} * p2[x2];
-  }
-  return joint;
-}
-
-// Pearson chi-square over cells with expected count >= 5 (the rest pooled into one cell), and its
-// critical value at significance 1e-3 (Wilson-Hilferty approximation of the chi-square quantile).
-std::pair<double, double> ChiSquare(const std::vector<int64_t>& counts,
-                                    const std::vector<double>& p, int64_t n) {
-  double stat = 0, pooled_expected = 0;
-  int64_t pooled_observed = 0;
-  int cells = 0;
-  for (std::size_t i = 0; i < p.size(); ++i) {
-    const double expected = p[i] * n;
-    if (expected >= 5) {
-      stat += (counts[i] - expected) * (counts[i] - expected) / expected;
-      ++cells;
-    } else {
-      pooled_expected += expected;
-      pooled_observed += counts[i];
-    }
-  }
-  if (pooled_expected > 0) {
-    stat += (pooled_observed - pooled_expected) * (pooled_observed - pooled_expected) /
-            std::max(pooled_expected, 1e-9);
-    ++cells;
-  }
-  const double df = cells - 1, z = 3.09;
-  const double crit = df * std::pow(1 - 2 / (9 * df) + z * std::sqrt(2 / (9 * df)), 3);
-  return {stat, crit};
-}
-
 struct SamplingCase {
   VerifyRule rule;
   ChildDraw draw;
@@ -257,7 +210,7 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   const SamplerParams params{
       .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
   const std::vector<int32_t> prompt = {1, 4, 2};
-  const std::vector<double> joint = ExactJoint(*target, prompt, params);
+  const std::vector<double> joint = ExactJoint(*target, prompt, params, kTinyVocab);
 
   ModelDrafter drafter(*draft, *target);
   SpeculationPolicy policy = Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)),

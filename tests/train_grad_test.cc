@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "train/feature_drafter_graph.h"
 #include "train/gemm.h"
 #include "train/parallel.h"
 #include "train/train_model.h"
@@ -236,6 +237,52 @@ void CheckWholeModel(bool tied, bool distill) {
 
 TEST(TrainGrad, WholeModelTiedCrossEntropy) { CheckWholeModel(true, false); }
 TEST(TrainGrad, WholeModelUntiedDistillation) { CheckWholeModel(false, true); }
+
+// The feature drafter's graph: its fusion matrix and layer against both losses together (KL of
+// the logits and smooth L1 of the output to the next feature), with the embedding, final norm and
+// head frozen: they get no gradient at all.
+TEST(TrainGrad, FeatureDrafterEveryTrainedTensor) {
+  const TrainShape target{
+      .n_vocab = 11, .n_embd = 8, .n_layer = 3, .n_head = 2, .n_ff = 12, .n_ctx = 8};
+  const ParamLayout layout = FeatureDrafterLayout(target);
+  std::vector<float> params = InitParams(layout, 5);
+  for (float& p : params) p *= 4.0f;
+  FeatureDrafterGraph graph(layout, /*n_seq=*/2, /*seq_len=*/4, nullptr);
+  const std::vector<int32_t> tokens = {1, 4, 2, 9, 0, 3, 3, 10};
+  const std::vector<float> features = RandomVector(8 * 8, 30, 1.0f);
+  // Next features near and far from the output, so both branches of the smooth L1 carry gradient.
+  const std::vector<float> next = RandomVector(8 * 8, 31, 1.5f);
+  const std::vector<float> teacher = RandomVector(8 * 11, 32, 2.0f);
+  auto loss = [&] {
+    return graph
+        .Forward(params.data(), tokens.data(), features.data(), teacher.data(), next.data(), 0.3f,
+                 1.0f)
+        .total;
+  };
+  std::vector<float> grads(params.size());
+  loss();
+  graph.Backward(params.data(), grads.data());
+  for (const ParamTensor& tensor : layout.tensors()) {
+    std::vector<float> x(params.begin() + tensor.offset,
+                         params.begin() + tensor.offset + tensor.size);
+    std::vector<float> g(grads.begin() + tensor.offset,
+                         grads.begin() + tensor.offset + tensor.size);
+    double largest = 0.0;
+    for (float v : g) largest = std::max(largest, std::fabs(static_cast<double>(v)));
+    if (tensor.frozen) {
+      EXPECT_EQ(largest, 0.0) << tensor.name << " is frozen but has a gradient";
+      continue;
+    }
+    auto tensor_loss = [&] {
+      std::copy(x.begin(), x.end(), params.begin() + tensor.offset);
+      return loss();
+    };
+    ASSERT_GT(largest, 1e-3) << tensor.name << ": gradient too small to check";
+    EXPECT_LT(MaxGradError(x, g, tensor_loss, 1e-3f, 0.1 * largest), 5e-2)
+        << tensor.name << " max |g| " << largest;
+    std::copy(x.begin(), x.end(), params.begin() + tensor.offset);
+  }
+}
 
 // The products split over a pool: every layout, split by rows (C taller than wide) and by columns.
 TEST(TrainParallel, SplitProductsMatchTheReference) {

@@ -269,8 +269,9 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   Validate(batch);
   const int32_t n = batch.size();
   const std::size_t row = c.n_embd;
-  const std::size_t expected = first_layer == 0 ? 0 : static_cast<std::size_t>(n) * row;
-  if (hidden_in.size() != expected) {
+  const std::size_t expected = static_cast<std::size_t>(n) * row;
+  const bool embed = first_layer == 0 && hidden_in.empty();
+  if (!embed && hidden_in.size() != expected) {
     Fail("forward: a stage from layer ", first_layer, " takes ", expected,
          " hidden floats for a batch of ", n, ", not ", hidden_in.size());
   }
@@ -281,7 +282,7 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   }
   last_batch_size_ = n;
 
-  if (first_layer == 0) {
+  if (embed) {
     for (int32_t i = 0; i < n; ++i) {
       const auto* token_row =
           static_cast<const uint8_t*>(weights_.token_embd.data) +

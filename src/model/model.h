@@ -85,11 +85,13 @@ class Model {
 
   // A pipeline stage's part of Forward (pipe/): runs layers [first_layer, last_layer) of the batch,
   // appending its tokens to this context's caches as Forward does. The first stage (first_layer
-  // 0) embeds the batch's tokens; a later one starts from `hidden_in`, the previous stage's output
-  // for the same batch ((n, n_embd) floats). A stage ending at the last layer returns the logits
-  // of the rows that asked for them, as Forward; any other returns its output rows, (n, n_embd)
-  // floats. Either is valid until the next call. Forward is ForwardLayers(batch, 0, n_layer, {}).
-  // Throws grove::Error, changing nothing, on a bad range or a hidden_in of the wrong size.
+  // 0) embeds the batch's tokens, unless `hidden_in` is given: then it replaces the embeddings (a
+  // feature drafter's fused input, speculate/feature_drafter.h); a later stage starts from
+  // `hidden_in`, the previous stage's output for the same batch ((n, n_embd) floats). A stage
+  // ending at the last layer returns the logits of the rows that asked for them, as Forward; any
+  // other returns its output rows, (n, n_embd) floats. Either is valid until the next call. Forward
+  // is ForwardLayers(batch, 0, n_layer, {}). Throws grove::Error, changing nothing, on a bad range
+  // or a hidden_in of the wrong size.
   std::span<const float> ForwardLayers(const Batch& batch, int32_t first_layer, int32_t last_layer,
                                        std::span<const float> hidden_in);
   // The residual stream after the last layer the last forward ran, before the final norm: (n,

@@ -33,11 +33,6 @@ const GgufTensor& Expect(const GgufFile& gguf, const std::string& name,
   return *t;
 }
 
-WeightView Matrix(const GgufFile& gguf, const std::string& name, int64_t n_in, int64_t n_out) {
-  const GgufTensor& t = Expect(gguf, name, {n_in, n_out});
-  return WeightView{t.type, t.data, n_in, n_out, GgmlRowBytes(t.type, n_in)};
-}
-
 std::vector<float> Vector(const GgufFile& gguf, const std::string& name, int64_t n) {
   const GgufTensor& t = Expect(gguf, name, {n});
   std::vector<float> v(n);
@@ -46,6 +41,11 @@ std::vector<float> Vector(const GgufFile& gguf, const std::string& name, int64_t
 }
 
 }  // namespace
+
+WeightView BindMatrix(const GgufFile& gguf, const std::string& name, int64_t n_in, int64_t n_out) {
+  const GgufTensor& t = Expect(gguf, name, {n_in, n_out});
+  return WeightView{t.type, t.data, n_in, n_out, GgmlRowBytes(t.type, n_in)};
+}
 
 std::vector<WeightView*> ForwardMatrices(ModelWeights& weights) {
   std::vector<WeightView*> matrices = {&weights.output};
@@ -62,9 +62,9 @@ std::array<WeightView*, 7> LayerMatrices(LayerWeights& l) {
 
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {
   ModelWeights w;
-  w.token_embd = Matrix(gguf, "token_embd.weight", c.n_embd, c.n_vocab);
+  w.token_embd = BindMatrix(gguf, "token_embd.weight", c.n_embd, c.n_vocab);
   w.output_norm = Vector(gguf, "output_norm.weight", c.n_embd);
-  w.output = c.tied_output ? w.token_embd : Matrix(gguf, "output.weight", c.n_embd, c.n_vocab);
+  w.output = c.tied_output ? w.token_embd : BindMatrix(gguf, "output.weight", c.n_embd, c.n_vocab);
   if (gguf.FindTensor("rope_freqs.weight")) {
     w.rope_freq_factors = Vector(gguf, "rope_freqs.weight", c.n_rot / 2);
     for (float f : w.rope_freq_factors) {
@@ -76,14 +76,14 @@ ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     l.attn_norm = Vector(gguf, p + "attn_norm.weight", c.n_embd);
-    l.wq = Matrix(gguf, p + "attn_q.weight", c.n_embd, c.q_dim());
-    l.wk = Matrix(gguf, p + "attn_k.weight", c.n_embd, c.kv_dim());
-    l.wv = Matrix(gguf, p + "attn_v.weight", c.n_embd, c.kv_dim());
-    l.wo = Matrix(gguf, p + "attn_output.weight", c.q_dim(), c.n_embd);
+    l.wq = BindMatrix(gguf, p + "attn_q.weight", c.n_embd, c.q_dim());
+    l.wk = BindMatrix(gguf, p + "attn_k.weight", c.n_embd, c.kv_dim());
+    l.wv = BindMatrix(gguf, p + "attn_v.weight", c.n_embd, c.kv_dim());
+    l.wo = BindMatrix(gguf, p + "attn_output.weight", c.q_dim(), c.n_embd);
     l.ffn_norm = Vector(gguf, p + "ffn_norm.weight", c.n_embd);
-    l.w_gate = Matrix(gguf, p + "ffn_gate.weight", c.n_embd, c.n_ff);
-    l.w_up = Matrix(gguf, p + "ffn_up.weight", c.n_embd, c.n_ff);
-    l.w_down = Matrix(gguf, p + "ffn_down.weight", c.n_ff, c.n_embd);
+    l.w_gate = BindMatrix(gguf, p + "ffn_gate.weight", c.n_embd, c.n_ff);
+    l.w_up = BindMatrix(gguf, p + "ffn_up.weight", c.n_embd, c.n_ff);
+    l.w_down = BindMatrix(gguf, p + "ffn_down.weight", c.n_ff, c.n_embd);
   }
   return w;
 }

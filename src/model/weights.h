@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <vector>
 
 #include "model/config.h"
@@ -35,6 +36,10 @@ struct ModelWeights {
 // The matrices a forward pass multiplies with: the output, then each layer's seven.
 std::vector<WeightView*> ForwardMatrices(ModelWeights& weights);
 std::array<WeightView*, 7> LayerMatrices(LayerWeights& layer);
+
+// One matrix of the file by name, checked as BindWeights checks the model's: present, (n_out rows
+// of n_in), a type grove computes with (a feature drafter's fusion matrix is bound this way).
+WeightView BindMatrix(const GgufFile& gguf, const std::string& name, int64_t n_in, int64_t n_out);
 
 // Binds and validates every tensor: presence, shape against the config, a type grove can compute
 // with. Errors name the tensor: "model: tensor 'blk.3.attn_q.weight': expected 2048x2048, got ...".

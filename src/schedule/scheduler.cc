@@ -17,6 +17,7 @@
 #include "schedule/request_feed.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
+#include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
 
 namespace grove {
@@ -101,7 +102,7 @@ Scheduler::Lane& Scheduler::LaneAt(std::size_t i) {
         draft_options.pool = target_.shared_pool();
       }
       lane->draft = Model::Create(draft_, draft_options);
-      lane->drafter = std::make_unique<ModelDrafter>(*lane->draft, target_);
+      lane->drafter = MakeModelDrafter(*lane->draft, target_);
     } else {
       lane->drafter = std::make_unique<NgramDrafter>(target_.config().n_vocab, target_.n_ctx());
     }

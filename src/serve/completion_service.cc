@@ -12,6 +12,7 @@
 #include "serve/stop_matcher.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
+#include "speculate/open_drafter.h"
 #include "speculate/speculation.h"
 
 namespace grove::serve {
@@ -158,7 +159,7 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
   if (draft_) {
     // Never runs: it only lets ResolveSpeculation see what kind of drafter the lanes use.
     probe_model_ = Model::Create(draft_, {.n_threads = 1, .n_ctx = 16, .max_batch = 16});
-    probe_ = std::make_unique<ModelDrafter>(*probe_model_, target_);
+    probe_ = MakeModelDrafter(*probe_model_, target_);
   }
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
   CompletionRequest defaults;

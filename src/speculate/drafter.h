@@ -44,6 +44,14 @@ class Drafter {
   virtual void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
                       int32_t next_token) = 0;
 
+  // Whether the drafter reads the target's hidden states (a feature drafter,
+  // speculate/feature_drafter.h). The session then calls ObserveTarget with the target's pre-norm
+  // hidden state (Model::hidden_states) of committed positions, in order: the prompt's after
+  // Begin, and before each Commit those of the root and the accepted nodes (positions
+  // first_position onward, n_embd floats a row).
+  virtual bool reads_target_features() const { return false; }
+  virtual void ObserveTarget(int32_t /*first_position*/, std::span<const float> /*rows*/) {}
+
   // Grows what the drafter keeps per call and per tree node to frontiers of `max_frontier` nodes
   // and trees of `max_tree_nodes` (OPT-Tree's drafted layers included), so that steps do not
   // allocate.

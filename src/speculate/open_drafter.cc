@@ -1,9 +1,17 @@
 #include "speculate/open_drafter.h"
 
+#include "model/drafter_file.h"
+#include "speculate/feature_drafter.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 
 namespace grove {
+
+std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int32_t seq) {
+  if (ReadDrafterKind(draft.gguf()) == DrafterKind::kFeature)
+    return std::make_unique<FeatureDrafter>(draft, target, seq);
+  return std::make_unique<ModelDrafter>(draft, target, seq);
+}
 
 OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
   OpenedDrafter opened;
@@ -14,7 +22,7 @@ OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
   const ModelOptions options{
       .pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()};
   opened.model = Model::Load(name, options);
-  opened.drafter = std::make_unique<ModelDrafter>(*opened.model, target);
+  opened.drafter = MakeModelDrafter(*opened.model, target);
   return opened;
 }
 

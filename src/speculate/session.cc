@@ -42,6 +42,8 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
   emitted_.reserve(static_cast<std::size_t>(max_rows) + 1);
   result_.accepted.reserve(static_cast<std::size_t>(max_rows));
   drafted_accepted_.reserve(static_cast<std::size_t>(max_rows));
+  if (drafter.reads_target_features())
+    features_.reserve(static_cast<std::size_t>(max_rows) * target.config().n_embd);
 }
 
 SpeculativeSession::~SpeculativeSession() = default;
@@ -77,16 +79,36 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
     v->reserve(static_cast<std::size_t>(policy_.plan.max_nodes()) + 1);  // depths and ranks
   }
   Timer prefill;
-  const auto uncached = static_cast<std::size_t>(cached);
-  target_.ForwardChain(prompt.subspan(uncached, prompt.size() - 1 - uncached), cached,
-                       options_.target_seq, batch_, /*want_logits=*/false);
   drafter_.Begin(prompt);
+  Prefill(prompt, cached);
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;
   previous_step_plain_ = false;  // Begin fed the prompt: the drafter has nothing to catch up
   if (planner_) planner_->Measure(target_, options_.target_seq, root_, root_position_);
   stats_.prefill_seconds = prefill.Seconds();
   done_ = options_.n_predict == 0;
+}
+
+void SpeculativeSession::Prefill(std::span<const int32_t> prompt, int32_t cached) {
+  const std::span<const int32_t> uncached =
+      prompt.subspan(static_cast<std::size_t>(cached), prompt.size() - 1 - cached);
+  if (!drafter_.reads_target_features()) {
+    target_.ForwardChain(uncached, cached, options_.target_seq, batch_, /*want_logits=*/false);
+    return;
+  }
+  // A feature drafter reads the target's hidden state of every prompt position: one chunk of the
+  // batch at a time, each handed over before the next forward replaces it.
+  for (std::size_t done = 0; done < uncached.size();) {
+    const std::size_t n =
+        std::min(uncached.size() - done, static_cast<std::size_t>(target_.max_batch()));
+    const int32_t first = cached + static_cast<int32_t>(done);
+    batch_.Clear();
+    batch_.AddChain(uncached.subspan(done, n), first, options_.target_seq);
+    batch_.logits.back() = 0;
+    target_.Forward(batch_);
+    drafter_.ObserveTarget(first, target_.hidden_states());
+    done += n;
+  }
 }
 
 void SpeculativeSession::Draft() {
@@ -135,6 +157,7 @@ void SpeculativeSession::AppendVerify(Batch& batch) {
   first_row_ =
       static_cast<int32_t>(std::count(batch.logits.begin(), batch.logits.end(), uint8_t{1}));
   const int32_t root_index = batch.size();
+  root_batch_index_ = root_index;
   batch.Add(root_, root_position_, options_.target_seq, -1, true);
   draft_.tree().AppendToBatch(batch, root_position_ + 1, options_.target_seq, root_index);
 }
@@ -168,6 +191,22 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   kept_slots_.clear();
   for (int32_t node : result_.accepted) kept_slots_.push_back(root_position_ + 1 + node);
   target_.cache(options_.target_seq).Compact(root_position_ + 1, kept_slots_);
+  if (drafter_.reads_target_features()) {
+    // The target's features of the root and the accepted nodes, before the next forward replaces
+    // them (a driver runs no target forward between its batch's forward and Accept).
+    const std::span<const float> hidden = target_.hidden_states();
+    const auto d = static_cast<std::size_t>(target_.config().n_embd);
+    auto row = [&](int32_t batch_index) {
+      return hidden.subspan(static_cast<std::size_t>(batch_index) * d, d);
+    };
+    features_.clear();
+    features_.insert(features_.end(), row(root_batch_index_).begin(), row(root_batch_index_).end());
+    for (int32_t node : result_.accepted) {
+      const std::span<const float> r = row(root_batch_index_ + 1 + node);
+      features_.insert(features_.end(), r.begin(), r.end());
+    }
+    drafter_.ObserveTarget(root_position_, features_);
+  }
   drafted_accepted_.clear();
   for (int32_t node : result_.accepted) drafted_accepted_.push_back(draft_.drafted_node(node));
   drafter_.Commit(draft_.drafted_tree(), drafted_accepted_, result_.next_token);

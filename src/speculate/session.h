@@ -151,6 +151,9 @@ class SpeculativeSession {
 
  private:
   bool IsStop(int32_t token) const;
+  // Runs the prompt but its last token through the target from `cached` on; hands the drafter the
+  // features when it reads them.
+  void Prefill(std::span<const int32_t> prompt, int32_t cached);
   void RecordTreeStats(const TokenTree& tree);
 
   Model& target_;
@@ -171,10 +174,12 @@ class SpeculativeSession {
   Batch batch_;  // Generate's own batch
   int32_t root_ = -1;
   int32_t root_position_ = 0;
-  int32_t first_row_ = 0;   // this session's first logits row in the batch it was appended to
-  Timer step_timer_;        // from Draft() to the end of Accept()
-  StepTimes step_;          // this step's parts
-  double step_wait_ = 0.0;  // RecordWait, this step
+  int32_t first_row_ = 0;         // this session's first logits row in the batch it was appended to
+  int32_t root_batch_index_ = 0;  // the root's index in that batch (its hidden-state row)
+  std::vector<float> features_;   // the target's features of the accepted path, for the drafter
+  Timer step_timer_;              // from Draft() to the end of Accept()
+  StepTimes step_;                // this step's parts
+  double step_wait_ = 0.0;        // RecordWait, this step
   bool done_ = true;
   bool previous_step_plain_ = false;
   TokenTree shape_override_;  // UseShape

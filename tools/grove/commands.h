@@ -18,6 +18,7 @@ void AddTreeCommand(CLI::App& app);
 void AddCorpusCommand(CLI::App& app);
 void AddTokenizerTrainCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
+void AddTrainDrafterCommand(CLI::App& app);
 void AddExportCommand(CLI::App& app);
 void AddEvalCommand(CLI::App& app);
 void AddTotCommand(CLI::App& app);

@@ -1,0 +1,312 @@
+#include "train/feature_trainer.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "io/gguf.h"
+#include "model/drafter_file.h"
+#include "model/model.h"
+#include "model/tokenizer.h"
+#include "train/checkpoint.h"
+#include "train/corpus_files.h"
+#include "train/feature_drafter_graph.h"
+#include "train/gemm.h"
+
+namespace grove {
+namespace {
+
+// The target's features and distributions over a batch of windows, as the drafter's rows need
+// them: row r of a window reads token w[r] and the feature f_{r-1} (zero for r = 0, as the first
+// position of a sequence at inference), and learns the target's logits and feature at r.
+class TargetRows {
+ public:
+  TargetRows(Model& target, int n_seq, int seq_len)
+      : target_(target), n_seq_(n_seq), seq_len_(seq_len) {
+    const auto rows = static_cast<std::size_t>(n_seq) * seq_len;
+    const auto d = static_cast<std::size_t>(target.config().n_embd);
+    tokens.resize(rows);
+    features.resize(rows * d);
+    next_features.resize(rows * d);
+    logits.resize(rows * target.config().n_vocab);
+  }
+
+  // windows: n_seq offsets into data of seq_len tokens each.
+  void Fill(const std::vector<int32_t>& data, std::span<const int64_t> offsets) {
+    const auto d = static_cast<std::size_t>(target_.config().n_embd);
+    const auto v = static_cast<std::size_t>(target_.config().n_vocab);
+    const auto t = static_cast<std::size_t>(seq_len_);
+    for (int b = 0; b < n_seq_; ++b) {
+      const std::span<const int32_t> window(data.data() + offsets[static_cast<std::size_t>(b)], t);
+      target_.cache(0).Clear();
+      batch_.Clear();
+      batch_.AddChain(window, 0, 0, /*all_logits=*/true);
+      const std::span<const float> out = target_.Forward(batch_);
+      const std::span<const float> hidden = target_.hidden_states();
+      const std::size_t row0 = static_cast<std::size_t>(b) * t;
+      std::copy(window.begin(), window.end(), tokens.begin() + static_cast<std::ptrdiff_t>(row0));
+      std::fill_n(features.data() + row0 * d, d, 0.0f);
+      std::memcpy(features.data() + (row0 + 1) * d, hidden.data(), (t - 1) * d * sizeof(float));
+      std::memcpy(next_features.data() + row0 * d, hidden.data(), t * d * sizeof(float));
+      std::memcpy(logits.data() + row0 * v, out.data(), t * v * sizeof(float));
+    }
+  }
+
+  std::vector<int32_t> tokens;
+  std::vector<float> features, next_features, logits;
+
+ private:
+  Model& target_;
+  int n_seq_, seq_len_;
+  Batch batch_;
+};
+
+CheckpointSettings FeatureRunSettings(const FeatureTrainOptions& o, const std::string& fingerprint,
+                                      int64_t train_tokens, int64_t valid_tokens) {
+  const OptimizerConfig& c = o.optimizer;
+  return {
+      {"drafter", "feature"},
+      {"target_fingerprint", fingerprint},
+      {"seed", std::to_string(o.seed)},
+      {"batch", std::to_string(o.batch)},
+      {"seq_len", std::to_string(o.seq_len)},
+      {"steps", std::to_string(c.steps)},
+      {"warmup", std::to_string(c.warmup)},
+      {"lr", FormatDouble(c.lr)},
+      {"min_lr_ratio", FormatDouble(c.min_lr_ratio)},
+      {"beta1", FormatDouble(c.beta1)},
+      {"beta2", FormatDouble(c.beta2)},
+      {"eps", FormatDouble(c.eps)},
+      {"weight_decay", FormatDouble(c.weight_decay)},
+      {"clip", FormatDouble(c.clip)},
+      {"logit_weight", FormatDouble(o.logit_weight)},
+      {"feature_weight", FormatDouble(o.feature_weight)},
+      {"train_tokens", std::to_string(train_tokens)},
+      {"valid_tokens", std::to_string(valid_tokens)},
+  };
+}
+
+GgufValue StringValue(std::string s) {
+  GgufValue v;
+  v.type = GgufValueType::kString;
+  v.string = std::move(s);
+  return v;
+}
+
+GgufKeyValues DrafterKeys(const DrafterTarget& target) {
+  return {{kDrafterKindKey, StringValue("feature")},
+          {kDrafterTargetNameKey, StringValue(target.name)},
+          {kDrafterTargetFingerprintKey, StringValue(target.fingerprint)}};
+}
+
+}  // namespace
+
+DrafterTarget DrafterTargetOf(const GgufFile& target) {
+  return {target.GetString("general.name", "?"), TargetFingerprint(target)};
+}
+
+GgufWriter FeatureDrafterWriter(const ParamLayout& layout, const float* params,
+                                const GgufKeyValues& tokenizer, GgmlType type,
+                                const std::string& name, const DrafterTarget& target) {
+  GgufWriter w = TrainedModelWriter(layout, params, tokenizer, type, name);
+  for (const auto& [key, value] : DrafterKeys(target)) w.SetValue(key, value);
+  return w;
+}
+
+std::vector<float> InitFeatureDrafter(const ParamLayout& layout, const ParamLayout& target_layout,
+                                      const float* target_params, uint64_t seed) {
+  std::vector<float> params = InitParams(layout, seed);
+  for (const ParamTensor& t : layout.tensors()) {
+    if (!t.frozen) continue;
+    const ParamTensor* src = target_layout.Find(t.name);
+    GROVE_CHECK(src && src->size == t.size, "the target has no tensor ", t.name, " of its size");
+    std::copy_n(target_params + src->offset, t.size, params.data() + t.offset);
+  }
+  return params;
+}
+
+void ValidateFeatureTrainOptions(const FeatureTrainOptions& o) {
+  ValidateOptimizerConfig(o.optimizer);
+  auto check = [](bool ok, const char* what, double v) {
+    if (!ok) Fail("train-drafter: ", what, " ", v, " is out of range");
+  };
+  check(o.batch >= 1 && o.batch <= 4096, "--batch", o.batch);
+  check(o.seq_len >= 2 && o.seq_len <= 65536, "--seq-len", o.seq_len);
+  check(o.eval_every >= 1, "--eval-every", static_cast<double>(o.eval_every));
+  check(o.eval_batches >= 1, "--eval-batches", o.eval_batches);
+  check(o.checkpoint_every >= 1, "--checkpoint-every", static_cast<double>(o.checkpoint_every));
+  check(o.threads >= 1 && o.threads <= 1024, "--threads", o.threads);
+  check(o.logit_weight >= 0 && o.logit_weight <= 1e3, "--logit-weight", o.logit_weight);
+  check(o.feature_weight >= 0 && o.feature_weight <= 1e3, "--feature-weight", o.feature_weight);
+  if (o.logit_weight == 0 && o.feature_weight == 0)
+    Fail("train-drafter: --logit-weight and --feature-weight are both 0: nothing to train");
+  if (o.out_dir.empty()) Fail("train-drafter: no run directory (--out)");
+  if (o.target_path.empty()) Fail("train-drafter: no target (--target)");
+}
+
+TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
+                                const std::function<void(const TrainProgress&)>& progress,
+                                const std::atomic<bool>* stop) {
+  ValidateFeatureTrainOptions(options);
+  const FeatureTrainOptions& o = options;
+  auto pool = std::make_shared<ThreadPool>(o.threads);
+  SetGemmThreads(1);
+
+  // The target: its inference forward gives the rows, its f32 copy the frozen tensors.
+  auto target_file = GgufFile::Open(o.target_path);
+  const LoadedTrainModel target_f32 = LoadTrainModel(*target_file);
+  if (target_f32.shape.n_ctx < o.seq_len + 1)
+    Fail("train-drafter: the target's context ", target_f32.shape.n_ctx,
+         " is shorter than --seq-len + 1 = ", o.seq_len + 1);
+  auto target = Model::Load(o.target_path,
+                            {.pool = pool, .n_ctx = o.seq_len + 1, .max_batch = o.seq_len + 1});
+  if (!target->tokenizer()) Fail("train-drafter: target '", o.target_path, "' has no tokenizer");
+  if (!target_file->Has("tokenizer.ggml.eos_token_id"))
+    Fail("train-drafter: target '", o.target_path, "' has no end-of-text token");
+  const auto eos = static_cast<int32_t>(target_file->GetUint("tokenizer.ggml.eos_token_id"));
+  const std::vector<int32_t> train =
+      TokenizeCorpus(*target->tokenizer(), ReadCorpusFile(o.corpus_dir, kCorpusTrainFile), eos);
+  const std::vector<int32_t> valid =
+      TokenizeCorpus(*target->tokenizer(), ReadCorpusFile(o.corpus_dir, kCorpusValidFile), eos);
+  for (const auto& [part, n] :
+       {std::pair{"training", train.size()}, std::pair{"validation", valid.size()}}) {
+    if (static_cast<int64_t>(n) < o.seq_len + 1) {
+      Fail("train-drafter: the ", part, " part of '", o.corpus_dir, "' has ", n,
+           " tokens, fewer than one window of ", o.seq_len + 1);
+    }
+  }
+
+  const ParamLayout layout = FeatureDrafterLayout(target_f32.shape);
+  FeatureDrafterGraph graph(layout, o.batch, o.seq_len, pool.get());
+  AdamW adam(layout, o.optimizer);
+  const GgufKeyValues drafter_keys = DrafterKeys(DrafterTargetOf(*target_file));
+  const auto settings =
+      FeatureRunSettings(o, TargetFingerprint(*target_file), static_cast<int64_t>(train.size()),
+                         static_cast<int64_t>(valid.size()));
+
+  std::filesystem::create_directories(o.out_dir);
+  TrainResult result;
+  result.checkpoint = CheckpointPath(o.out_dir);
+  result.train_tokens = static_cast<int64_t>(train.size());
+  result.valid_tokens = static_cast<int64_t>(valid.size());
+  result.n_params = layout.total();
+  for (const ParamTensor& t : layout.tensors()) {
+    if (t.frozen) result.n_params -= t.size;
+  }
+  RunState state;
+  if (std::filesystem::exists(result.checkpoint)) {
+    state = LoadCheckpoint(result.checkpoint, layout, target_f32.tokenizer, o.target_path, settings,
+                           adam);
+    result.resumed = true;
+  } else {
+    state.params =
+        InitFeatureDrafter(layout, ParamLayout(target_f32.shape), target_f32.params.data(), o.seed);
+  }
+
+  TargetRows rows(*target, o.batch, o.seq_len);
+  std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
+  std::vector<float> grads(state.params.size());
+  const int32_t V = target_f32.shape.n_vocab;
+
+  auto evaluate = [&](double* agreement) {
+    const int64_t count = static_cast<int64_t>(o.eval_batches) * o.batch;
+    const int64_t span = static_cast<int64_t>(valid.size()) - o.seq_len - 1;
+    double sum = 0.0;
+    int64_t agree = 0;
+    for (int32_t e = 0; e < o.eval_batches; ++e) {
+      for (int32_t b = 0; b < o.batch; ++b) {
+        offsets[static_cast<std::size_t>(b)] =
+            (static_cast<int64_t>(e) * o.batch + b) * span / count;
+      }
+      rows.Fill(valid, offsets);
+      sum += graph
+                 .Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
+                          rows.logits.data(), rows.next_features.data(), o.logit_weight,
+                          o.feature_weight)
+                 .total;
+      for (int r = 0; r < graph.rows(); ++r) {
+        const float* a = graph.logits() + static_cast<std::size_t>(r) * V;
+        const float* b = rows.logits.data() + static_cast<std::size_t>(r) * V;
+        agree += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
+      }
+    }
+    *agreement = static_cast<double>(agree) / static_cast<double>(count * o.seq_len);
+    return sum / o.eval_batches;
+  };
+
+  const double elapsed_before = state.elapsed_s;
+  const int64_t first_step = state.step;
+  Timer timer;
+  while (state.step < o.optimizer.steps) {
+    for (int32_t b = 0; b < o.batch; ++b) {
+      offsets[static_cast<std::size_t>(b)] =
+          BatchOffset(o.seed, state.step, b, static_cast<int64_t>(train.size()), o.seq_len);
+    }
+    rows.Fill(train, offsets);
+    std::fill(grads.begin(), grads.end(), 0.0f);
+    const FeatureLoss loss = graph.Forward(
+        state.params.data(), rows.tokens.data(), rows.features.data(), rows.logits.data(),
+        rows.next_features.data(), o.logit_weight, o.feature_weight);
+    if (!std::isfinite(loss.total)) {
+      Fail("train-drafter: the loss became ", loss.total, " at step ", state.step + 1,
+           "; the last checkpoint is kept. Try a lower --lr or a longer --warmup");
+    }
+    graph.Backward(state.params.data(), grads.data());
+    TrainProgress p;
+    p.lr = LearningRate(o.optimizer, state.step);
+    p.grad_norm = adam.Step(state.params, grads, state.step, pool.get());
+    ++state.step;
+    p.step = state.step;
+    p.steps = o.optimizer.steps;
+    p.loss = loss.total;
+    const double sitting_s = timer.Seconds();
+    state.elapsed_s = elapsed_before + sitting_s;
+    p.elapsed_s = state.elapsed_s;
+    p.tokens_per_s = static_cast<double>((state.step - first_step) * graph.rows()) / sitting_s;
+    p.eta_s = sitting_s / static_cast<double>(state.step - first_step) *
+              static_cast<double>(o.optimizer.steps - state.step);
+    const bool last = state.step == o.optimizer.steps;
+    const bool stopping = stop && stop->load();
+    if (state.step % o.eval_every == 0 || last) {
+      p.valid_loss = evaluate(&p.valid_agreement);
+      state.last_valid_loss = p.valid_loss;
+    }
+    if (state.step % o.checkpoint_every == 0 || last || stopping) {
+      SaveCheckpoint(result.checkpoint, layout, state, adam, target_f32.tokenizer, o.name, settings,
+                     drafter_keys);
+      p.checkpointed = true;
+    }
+    if (progress) progress(p);
+    if (stopping && !last) {
+      result.interrupted = true;
+      break;
+    }
+  }
+  result.step = state.step;
+  result.last_valid_loss = state.last_valid_loss;
+  result.elapsed_s = state.elapsed_s;
+  return result;
+}
+
+void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out, GgmlType type) {
+  auto file = GgufFile::Open(checkpoint);
+  if (ReadDrafterKind(*file) != DrafterKind::kFeature)
+    Fail("export: '", checkpoint, "' is not a feature drafter's checkpoint");
+  const LoadedTrainModel model = LoadTrainModel(*file);
+  TrainShape target_shape = model.shape;
+  const ParamLayout layout = FeatureDrafterLayout(target_shape);
+  const std::vector<float> params = ReadLayoutParams(*file, layout);
+  GgufWriter w = FeatureDrafterWriter(
+      layout, params.data(), model.tokenizer, type,
+      file->GetString("general.name", "grove-feature-drafter"),
+      {file->GetString(kDrafterTargetNameKey), file->GetString(kDrafterTargetFingerprintKey)});
+  if (file->Has("grove.train.step"))
+    w.SetUint64("grove.train.step", file->GetUint("grove.train.step"));
+  w.WriteFile(out);
+}
+
+}  // namespace grove

@@ -1,0 +1,329 @@
+// The feature drafter (ParallelSpec's drafter in its autoregressive, EAGLE-style form): speculative
+// greedy output equals plain greedy output for every tree builder, alone and beside another
+// sequence in one target forward; sampled output has the target's joint distribution; the
+// trainer's forward gives the inference drafter's logits for the same prefix; a drafter refuses a
+// target it was not trained for.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "distribution_check.h"
+#include "io/gguf.h"
+#include "model/config.h"
+#include "speculate/feature_drafter.h"
+#include "speculate/open_drafter.h"
+#include "speculate/plain_decoding.h"
+#include "speculate/session.h"
+#include "test_support.h"
+#include "train/feature_drafter_graph.h"
+#include "train/feature_trainer.h"
+#include "train/model_file.h"
+
+namespace grove {
+namespace {
+
+using testing::MakeRandomModel;
+using testing::TempPath;
+
+// A target the trainer can read (as many key/value heads as heads, RoPE over the whole head).
+RandomModelSpec TargetSpec(int32_t layers, uint64_t seed, int32_t n_vocab = 320,
+                           bool with_vocab = true) {
+  RandomModelSpec s;
+  s.name = "feature-target";
+  s.n_vocab = n_vocab;
+  s.n_embd = 64;
+  s.n_layer = layers;
+  s.n_head = 4;
+  s.n_head_kv = 4;
+  s.n_ff = 96;
+  s.n_ctx = 256;
+  s.with_vocab = with_vocab;
+  s.seed = seed;
+  return s;
+}
+
+TrainShape ShapeOf(const Model& model) {
+  const ModelConfig& c = model.config();
+  return {.n_vocab = c.n_vocab,
+          .n_embd = c.n_embd,
+          .n_layer = c.n_layer,
+          .n_head = c.n_head,
+          .n_ff = c.n_ff,
+          .n_ctx = c.n_ctx_train,
+          .rope_freq_base = c.rope_freq_base,
+          .rms_eps = c.rms_eps,
+          .tied_output = c.tied_output};
+}
+
+enum class Init {
+  kRandom,  // random layer and fusion: guesses poorly, reads the features
+  // The target's first layer reading only the token (fc = [I 0]): for a one-layer target it
+  // computes exactly the target's logits, so every node it ranks first is accepted.
+  kCopyOfTarget,
+};
+
+struct Drafter {
+  ParamLayout layout;
+  std::vector<float> params;
+  std::unique_ptr<Model> model;
+};
+
+Drafter MakeFeatureDrafter(const Model& target, Init init, uint64_t seed, ModelOptions options,
+                           int32_t n_seq = 1) {
+  const TrainShape shape = ShapeOf(target);
+  const ParamLayout target_layout(shape);
+  const std::vector<float> target_params = ReadLayoutParams(target.gguf(), target_layout);
+  Drafter d{FeatureDrafterLayout(shape), {}, nullptr};
+  d.params = InitFeatureDrafter(d.layout, target_layout, target_params.data(), seed);
+  if (init == Init::kCopyOfTarget) {
+    for (const ParamTensor& t : d.layout.tensors()) {
+      if (!t.name.starts_with("blk.0.")) continue;
+      const ParamTensor* src = target_layout.Find(t.name);
+      std::copy_n(target_params.data() + src->offset, t.size, d.params.data() + t.offset);
+    }
+    float* fc = d.params.data() + FusionOffset(d.layout);
+    const int64_t n = shape.n_embd;
+    std::fill(fc, fc + 2 * n * n, 0.0f);
+    for (int64_t o = 0; o < n; ++o) fc[o * 2 * n + o] = 1.0f;
+  }
+  const GgufKeyValues tokenizer =
+      target.gguf().Has("tokenizer.ggml.tokens") ? TokenizerKeys(target.gguf()) : GgufKeyValues{};
+  const std::string path = TempPath("feature-drafter.gguf");
+  FeatureDrafterWriter(d.layout, d.params.data(), tokenizer, GgmlType::kF32, "feature-drafter",
+                       DrafterTargetOf(target.gguf()))
+      .WriteFile(path);
+  options.n_seq = n_seq;
+  d.model = Model::Load(path, options);
+  std::remove(path.c_str());
+  return d;
+}
+
+std::vector<int32_t> Prompt(int n, int32_t n_vocab) {
+  std::vector<int32_t> t(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) t[static_cast<std::size_t>(i)] = (i * 7 + 3) % n_vocab;
+  return t;
+}
+
+SpeculationPolicy Policy(const std::string& plan, const grove::Drafter& drafter,
+                         const SamplerParams& sampling, const std::string& verify = "") {
+  TreePlanInputs inputs;
+  inputs.acceptance = {0.6, 0.2, 0.1};
+  return ResolveSpeculation({.plan = plan, .verify = verify}, inputs, drafter, sampling);
+}
+
+struct Case {
+  std::string spec;
+  Init init;
+};
+
+class FeatureGreedy : public ::testing::TestWithParam<Case> {};
+
+TEST_P(FeatureGreedy, SpeculativeEqualsPlainTokenForToken) {
+  const Case& c = GetParam();
+  ModelOptions mo{.n_threads = 2};
+  // The copy drafter equals a one-layer target; the random one reads a two-layer target's features.
+  auto target = MakeRandomModel(TargetSpec(c.init == Init::kCopyOfTarget ? 1 : 2, 7), mo);
+  mo.pool = target->shared_pool();
+  Drafter d = MakeFeatureDrafter(*target, c.init, 3, mo);
+  FeatureDrafter drafter(*d.model, *target);
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SessionOptions options{.n_predict = 48, .stop_at_eog = false};
+  const SpeculationPolicy policy = Policy(c.spec, drafter, greedy);
+  const std::vector<int32_t> prompt = Prompt(12, target->config().n_vocab);
+
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  SpeculativeSession session(*target, drafter, policy, options);
+  EXPECT_EQ(session.Generate(prompt, {}), plain);
+  const SpeculationStats& s = session.stats();
+  EXPECT_EQ(s.generated, 48);
+  if (c.init == Init::kCopyOfTarget && policy.plan.is_static() && !policy.plan.is_auto()) {
+    // The drafter computes the target's own logits from the features and tokens it is handed: a
+    // static tree's top path is accepted to its end at every step. A row fed at a wrong position,
+    // a stale cache row or a missing committed token breaks this at once.
+    ASSERT_FALSE(s.reached_depth.empty());
+    for (std::size_t depth = 0; depth < s.reached_depth.size(); ++depth)
+      EXPECT_EQ(s.accepted_at_depth[depth], s.reached_depth[depth]) << "depth " << depth + 1;
+  }
+}
+
+std::vector<Case> GreedyCases() {
+  std::vector<Case> cases;
+  for (const char* spec :
+       {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05", "auto:6"}) {
+    for (Init init : {Init::kRandom, Init::kCopyOfTarget}) cases.push_back({spec, init});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Builders, FeatureGreedy, ::testing::ValuesIn(GreedyCases()),
+                         [](const auto& info) {
+                           std::string name =
+                               info.param.spec + "_" +
+                               (info.param.init == Init::kRandom ? "random" : "copy");
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+// Two sessions verified in one target forward: each reads its own rows of the target's hidden
+// states (the second sequence's root is not the batch's first row).
+TEST(FeatureDrafter, TwoSessionsShareOneTargetForward) {
+  ModelOptions mo{.n_threads = 2, .n_seq = 2};
+  auto target = MakeRandomModel(TargetSpec(2, 7), mo);
+  mo.pool = target->shared_pool();
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 5, mo, /*n_seq=*/2);
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<int32_t> prompts[2] = {Prompt(10, nv), Prompt(17, nv)};
+  const SessionOptions options[2] = {{.n_predict = 40, .stop_at_eog = false, .target_seq = 0},
+                                     {.n_predict = 40, .stop_at_eog = false, .target_seq = 1}};
+  FeatureDrafter drafters[2] = {FeatureDrafter(*d.model, *target, 0),
+                                FeatureDrafter(*d.model, *target, 1)};
+  const SpeculationPolicy policy = Policy("kconfig:2,2", drafters[0], greedy);
+  std::vector<int32_t> alone[2];
+  for (int i = 0; i < 2; ++i) {
+    SpeculativeSession session(*target, drafters[i], policy, options[i]);
+    alone[i] = session.Generate(prompts[i], {});
+    EXPECT_EQ(alone[i], GeneratePlain(*target, prompts[i], greedy, options[i], {}));
+  }
+  SpeculativeSession a(*target, drafters[0], policy, options[0]);
+  SpeculativeSession b(*target, drafters[1], policy, options[1]);
+  a.Start(prompts[0]);
+  b.Start(prompts[1]);
+  std::vector<int32_t> together[2];
+  Batch batch;
+  SpeculativeSession* sessions[2] = {&a, &b};
+  while (!a.done() || !b.done()) {
+    batch.Clear();
+    for (SpeculativeSession* s : sessions) {
+      if (s->done()) continue;
+      s->Draft();
+      s->AppendVerify(batch);
+    }
+    const std::span<const float> logits = target->Forward(batch);
+    for (int i = 0; i < 2; ++i) {
+      if (sessions[i]->done()) continue;
+      for (int32_t token : sessions[i]->Accept(logits)) together[i].push_back(token);
+    }
+  }
+  EXPECT_EQ(together[0], alone[0]);
+  EXPECT_EQ(together[1], alone[1]);
+}
+
+// The trainer's forward (train/feature_drafter_graph.h) and the inference drafter compute the same
+// distribution for the same prefix and the same target features, for random prefixes.
+TEST(FeatureDrafter, TrainingForwardEqualsInference) {
+  ModelOptions mo{.n_threads = 1};
+  auto target = MakeRandomModel(TargetSpec(2, 11), mo);
+  mo.pool = target->shared_pool();
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 9, mo);
+  const int32_t nv = target->config().n_vocab, D = target->config().n_embd;
+  uint64_t state = 42;
+  for (int32_t len : {1, 2, 9, 31}) {
+    std::vector<int32_t> prefix(static_cast<std::size_t>(len));
+    for (int32_t& t : prefix) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      t = static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(nv));
+    }
+    // The target's features of every position but the last (the root's comes with verification).
+    std::vector<float> features(static_cast<std::size_t>(len) * D, 0.0f);
+    target->cache(0).Clear();
+    if (len > 1) {
+      Batch batch;
+      batch.AddChain(std::span<const int32_t>(prefix).first(len - 1), 0, 0);
+      target->Forward(batch);
+      const std::span<const float> hidden = target->hidden_states();
+      std::copy(hidden.begin(), hidden.end(), features.begin() + D);  // row r reads f_{r-1}
+    }
+    FeatureDrafter drafter(*d.model, *target);
+    drafter.Begin(prefix);
+    drafter.ObserveTarget(0, std::span<const float>(features).subspan(D));
+    TokenTree tree;
+    const int32_t root[] = {-1};
+    const std::span<const float> inference = drafter.Expand(tree, root);
+    ASSERT_EQ(inference.size(), static_cast<std::size_t>(nv));
+
+    FeatureDrafterGraph graph(d.layout, 1, len, nullptr);
+    graph.Forward(d.params.data(), prefix.data(), features.data(), nullptr, nullptr);
+    const float* trained = graph.logits() + static_cast<std::size_t>(len - 1) * nv;
+    float max_diff = 0, max_abs = 0;
+    for (int32_t v = 0; v < nv; ++v) {
+      max_diff = std::max(max_diff, std::fabs(trained[v] - inference[static_cast<std::size_t>(v)]));
+      max_abs = std::max(max_abs, std::fabs(trained[v]));
+    }
+    EXPECT_LT(max_diff, 2e-3f * std::max(1.0f, max_abs)) << "prefix of " << len;
+  }
+}
+
+TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
+  ModelOptions mo{.n_threads = 1};
+  auto target = MakeRandomModel(TargetSpec(2, 7), mo);
+  auto other = MakeRandomModel(TargetSpec(2, 8), mo);
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 1, mo);
+  try {
+    FeatureDrafter drafter(*d.model, *other);
+    FAIL() << "paired with another target";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("was trained for target"), std::string::npos) << e.what();
+  }
+  // A plain model is not a feature drafter; OpenDrafter tells the two apart by the file.
+  EXPECT_THROW(FeatureDrafter(*other, *target), Error);
+  const std::string path = TempPath("feature-open.gguf");
+  FeatureDrafterWriter(d.layout, d.params.data(), TokenizerKeys(target->gguf()), GgmlType::kQ8_0,
+                       "q8", DrafterTargetOf(target->gguf()))
+      .WriteFile(path);
+  OpenedDrafter opened = OpenDrafter(path, *target);
+  EXPECT_EQ(opened.drafter->name(), "feature");
+  EXPECT_TRUE(opened.drafter->reads_target_features());
+  EXPECT_THROW(OpenDrafter(path, *other), Error);
+}
+
+// Sampled output: the first two tokens' joint distribution is the target's, whatever the feature
+// drafter proposes (its children are drawn from its own distribution, a valid proposal).
+class FeatureSampled : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+
+TEST_P(FeatureSampled, FirstTwoTokensFollowTheTarget) {
+  const auto& [spec, rule] = GetParam();
+  constexpr int32_t kVocab = 6;
+  ModelOptions mo{.n_threads = 1, .n_ctx = 64};
+  auto target = MakeRandomModel(TargetSpec(2, 11, kVocab, /*with_vocab=*/false), mo);
+  mo.pool = target->shared_pool();
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 12, mo);
+  FeatureDrafter drafter(*d.model, *target);
+  const SamplerParams params{
+      .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
+  const std::vector<int32_t> prompt = {1, 4, 2};
+  const std::vector<double> joint = testing::ExactJoint(*target, prompt, params, kVocab);
+  const SpeculationPolicy policy = Policy(spec, drafter, params, rule);
+  const int64_t trials = 4000;
+  std::vector<int64_t> counts(kVocab * kVocab, 0);
+  for (int64_t t = 0; t < trials; ++t) {
+    SpeculativeSession run(
+        *target, drafter, policy,
+        {.n_predict = 2, .stop_at_eog = false, .sequence = static_cast<uint64_t>(t)});
+    const std::vector<int32_t> out = run.Generate(prompt, {});
+    ASSERT_EQ(out.size(), 2u);
+    ++counts[static_cast<std::size_t>(out[0] * kVocab + out[1])];
+  }
+  const auto [stat, crit] = testing::ChiSquare(counts, joint, trials);
+  EXPECT_LT(stat, crit) << rule << " on " << spec;
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, FeatureSampled,
+                         ::testing::Values(std::pair{"kconfig:3,2", "sequoia"},
+                                           std::pair{"chain:3", "chain"},
+                                           std::pair{"sequoia:6", "specinfer"}),
+                         [](const auto& info) {
+                           std::string name = info.param.second + "_" + info.param.first;
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace grove

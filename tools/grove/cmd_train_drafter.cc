@@ -1,0 +1,175 @@
+// grove train-drafter: trains a drafter that reads a target's hidden states (ParallelSpec's
+// feature drafter, autoregressive form) against that target, resumably, and exports it.
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "base/error.h"
+#include "commands.h"
+#include "io/ggml_type.h"
+#include "option_checks.h"
+#include "output_path.h"
+#include "progress_line.h"
+#include "train/feature_trainer.h"
+#include "train/gemm.h"
+#include "train/model_file.h"
+
+namespace grove::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnDrafterInterrupt(int) {
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
+}
+
+struct TrainDrafterOptions {
+  FeatureTrainOptions train;
+  std::string kind = "feature";
+  std::string export_path;
+  std::string export_type = "q8_0";
+  int64_t log_every = 10;
+};
+
+void RunTrainDrafter(TrainDrafterOptions& c) {
+  FeatureTrainOptions& o = c.train;
+  if (c.kind != "feature") {
+    Fail("train-drafter: --drafter ", c.kind,
+         " is not built yet (this grove trains: feature; the parallel drafter is issue 10's next "
+         "part)");
+  }
+  ValidateFeatureTrainOptions(o);
+  CheckOutputDirectory(o.out_dir, "-o");
+  const auto type = ParseGgmlType(c.export_type);
+  if (!type || !IsTrainerExportType(*type))
+    Fail("train-drafter: --export-type '", c.export_type, "' is not one of f32, f16, bf16, q8_0");
+  const std::filesystem::path export_dir = std::filesystem::path(c.export_path).parent_path();
+  if (!c.export_path.empty()) {
+    if (!export_dir.empty() && !std::filesystem::exists(export_dir)) {
+      CheckOutputDirectory(export_dir.string(), "--export");
+    } else {
+      CheckOutputFile(c.export_path, "--export",
+                      {.inputs = {o.target_path, CheckpointPath(o.out_dir)}});
+    }
+  }
+  const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
+  std::ofstream log;
+  const bool tty = isatty(fileno(stderr));
+  g_stop = false;
+  std::signal(SIGINT, OnDrafterInterrupt);
+  auto progress = [&](const TrainProgress& p) {
+    if (!log.is_open()) {
+      std::fprintf(stderr,
+                   "train-drafter: feature drafter for %s, batch %d x %d rows, %lld steps, %d "
+                   "threads, %s\n",
+                   o.target_path.c_str(), o.batch, o.seq_len,
+                   static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str());
+      const bool new_log = !std::filesystem::exists(log_path);
+      log.open(log_path, std::ios::app);
+      if (!log) Fail("train-drafter: cannot write '", log_path, "'");
+      if (new_log)
+        log << "step\tloss\tvalid_loss\tvalid_agreement\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
+    }
+    const bool evaluated = !std::isnan(p.valid_loss);
+    log << p.step << '\t' << p.loss << '\t' << (evaluated ? std::to_string(p.valid_loss) : "")
+        << '\t' << (evaluated ? std::to_string(p.valid_agreement) : "") << '\t' << p.lr << '\t'
+        << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
+    const bool line = p.step % c.log_every == 0 || evaluated || p.step == p.steps;
+    if (!tty && !line) return;
+    char valid[64] = "";
+    if (evaluated) {
+      std::snprintf(valid, sizeof(valid), "  valid %.4f agree %.3f", p.valid_loss,
+                    p.valid_agreement);
+    }
+    std::fprintf(
+        stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f rows/s  ETA %s%s%s",
+        tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
+        p.loss, valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.eta_s).c_str(),
+        p.checkpointed ? "  [saved]" : "", tty && !line ? "" : "\n");
+    std::fflush(stderr);
+  };
+  TrainResult r;
+  try {
+    r = TrainFeatureDrafter(o, progress, &g_stop);
+  } catch (...) {
+    std::signal(SIGINT, SIG_DFL);
+    throw;
+  }
+  std::signal(SIGINT, SIG_DFL);
+  log.flush();
+  std::fprintf(stderr, "%s at step %lld of %lld (%s%.2f M trained parameters); checkpoint %s\n",
+               r.interrupted ? "stopped" : "done", static_cast<long long>(r.step),
+               static_cast<long long>(o.optimizer.steps), r.resumed ? "resumed, " : "",
+               static_cast<double>(r.n_params) / 1e6, r.checkpoint.c_str());
+  if (r.interrupted) {
+    std::fprintf(stderr, "run the same command again to resume\n");
+    throw Error("train-drafter: interrupted");
+  }
+  if (!c.export_path.empty()) {
+    if (!export_dir.empty()) std::filesystem::create_directories(export_dir);
+    ExportFeatureDrafter(r.checkpoint, c.export_path, *type);
+    std::fprintf(stderr, "wrote %s (%.2f MB)\n", c.export_path.c_str(),
+                 static_cast<double>(std::filesystem::file_size(c.export_path)) / 1e6);
+  }
+}
+
+}  // namespace
+
+void AddTrainDrafterCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "train-drafter",
+      "Train a drafter that reads a target's hidden states (feature drafter), resumably");
+  auto c = std::make_shared<TrainDrafterOptions>();
+  FeatureTrainOptions& o = c->train;
+  o.optimizer.lr = 1e-3;
+  o.optimizer.warmup = 40;
+  o.optimizer.steps = 600;
+  cmd->add_option("--drafter", c->kind, "Kind of drafter: feature")->capture_default_str();
+  cmd->add_option("--target", o.target_path, "The target GGUF the drafter reads")->required();
+  cmd->add_option("--corpus", o.corpus_dir,
+                  "Corpus directory (train.txt, valid.txt), e.g. from `grove corpus`")
+      ->required();
+  cmd->add_option("-o,--out", o.out_dir,
+                  "Run directory: checkpoint.gguf and log.tsv; an existing checkpoint is resumed")
+      ->required();
+  cmd->add_option("--name", o.name, "general.name of the drafter files")->capture_default_str();
+  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")->capture_default_str();
+  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")->capture_default_str();
+  cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str();
+  cmd->add_option("--batch", o.batch, "Windows per step")->capture_default_str();
+  cmd->add_option("--seq-len", o.seq_len, "Drafter rows per window")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
+      ->capture_default_str();
+  cmd->add_option("--logit-weight", o.logit_weight,
+                  "Weight of KL(target || drafter) of the next token")
+      ->capture_default_str();
+  cmd->add_option("--feature-weight", o.feature_weight,
+                  "Weight of the smooth L1 between the drafter's output and the target's feature")
+      ->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "Steps between validations")->capture_default_str();
+  cmd->add_option("--eval-batches", o.eval_batches, "Validation batches per validation")
+      ->capture_default_str();
+  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints")
+      ->capture_default_str();
+  cmd->add_option("--log-every", c->log_every,
+                  "Steps between progress lines when not on a terminal")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
+  cmd->add_option("-t,--threads", o.threads, "Threads")
+      ->capture_default_str()
+      ->check(PositiveThreadCount());
+  cmd->add_option("--export", c->export_path, "When training ends, write the drafter here");
+  cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")
+      ->capture_default_str();
+  cmd->callback([c] { RunTrainDrafter(*c); });
+}
+
+}  // namespace grove::cli
