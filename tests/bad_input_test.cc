@@ -232,7 +232,13 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   const std::string drafter_args =
       "train-drafter --target " + models + "/grove-target.gguf -o " + Path("run") + " --corpus ";
   add(drafter_args + Path("nope"), "does not exist");
-  add(drafter_args + Path("nope") + " --drafter medusa", "not built yet");
+  add(drafter_args + Path("nope") + " --drafter medusa", "not one of feature, parallel");
+  add(drafter_args + Path("nope") + " --drafter parallel", "needs --masks");
+  add(drafter_args + Path("nope") + " --masks 4", "is for --drafter parallel");
+  add(drafter_args + Path("nope") + " --drafter parallel --masks 65", "--masks");
+  add(drafter_args + Path("nope") + " --drafter parallel --masks 2 --mask-decay 0", "--mask-decay");
+  add(drafter_args + Path("nope") + " --drafter parallel --masks 2 --mask-visibility all",
+      "--mask-visibility");
   add(drafter_args + Path("nope") + " --seq-len 1", "--seq-len");
   add(drafter_args + Path("nope") + " --logit-weight 0 --feature-weight 0", "nothing to train");
   add(drafter_args + Path("nope") + " --feature-weight -1", "--feature-weight");

@@ -1,8 +1,8 @@
-// The feature drafter (ParallelSpec's drafter in its autoregressive, EAGLE-style form): speculative
-// greedy output equals plain greedy output for every tree builder, alone and beside another
-// sequence in one target forward; sampled output has the target's joint distribution; the
-// trainer's forward gives the inference drafter's logits for the same prefix; a drafter refuses a
-// target it was not trained for.
+// The feature drafters: EAGLE-style autoregressive (K = 0) and ParallelSpec's parallel one (K mask
+// tokens). Speculative greedy output equals plain greedy output for every tree builder, alone and
+// beside another sequence in one target forward; sampled output has the target's joint
+// distribution; the trainer's group-wise forward gives the inference drafter's logits, real and
+// mask rows, for the same prefix; a drafter refuses a target it was not trained for.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
 #include "test_support.h"
-#include "train/feature_drafter_graph.h"
+#include "train/drafter_graph.h"
 #include "train/feature_trainer.h"
 #include "train/model_file.h"
 
@@ -72,11 +72,11 @@ struct Drafter {
 };
 
 Drafter MakeFeatureDrafter(const Model& target, Init init, uint64_t seed, ModelOptions options,
-                           int32_t n_seq = 1) {
+                           int32_t masks = 0, int32_t n_seq = 1, float attention_scale = 1) {
   const TrainShape shape = ShapeOf(target);
   const ParamLayout target_layout(shape);
   const std::vector<float> target_params = ReadLayoutParams(target.gguf(), target_layout);
-  Drafter d{FeatureDrafterLayout(shape), {}, nullptr};
+  Drafter d{DrafterLayout(shape, masks), {}, nullptr};
   d.params = InitFeatureDrafter(d.layout, target_layout, target_params.data(), seed);
   if (init == Init::kCopyOfTarget) {
     for (const ParamTensor& t : d.layout.tensors()) {
@@ -88,6 +88,11 @@ Drafter MakeFeatureDrafter(const Model& target, Init init, uint64_t seed, ModelO
     const int64_t n = shape.n_embd;
     std::fill(fc, fc + 2 * n * n, 0.0f);
     for (int64_t o = 0; o < n; ++o) fc[o * 2 * n + o] = 1.0f;
+  }
+  for (const char* name : {"blk.0.attn_q.weight", "blk.0.attn_k.weight"}) {
+    const ParamTensor* t = d.layout.Find(name);
+    for (int64_t i = 0; i < t->size; ++i)
+      d.params[static_cast<std::size_t>(t->offset + i)] *= attention_scale;
   }
   const GgufKeyValues tokenizer =
       target.gguf().Has("tokenizer.ggml.tokens") ? TokenizerKeys(target.gguf()) : GgufKeyValues{};
@@ -117,6 +122,7 @@ SpeculationPolicy Policy(const std::string& plan, const grove::Drafter& drafter,
 struct Case {
   std::string spec;
   Init init;
+  int32_t masks = 0;
 };
 
 class FeatureGreedy : public ::testing::TestWithParam<Case> {};
@@ -127,8 +133,9 @@ TEST_P(FeatureGreedy, SpeculativeEqualsPlainTokenForToken) {
   // The copy drafter equals a one-layer target; the random one reads a two-layer target's features.
   auto target = MakeRandomModel(TargetSpec(c.init == Init::kCopyOfTarget ? 1 : 2, 7), mo);
   mo.pool = target->shared_pool();
-  Drafter d = MakeFeatureDrafter(*target, c.init, 3, mo);
+  Drafter d = MakeFeatureDrafter(*target, c.init, 3, mo, c.masks);
   FeatureDrafter drafter(*d.model, *target);
+  EXPECT_EQ(drafter.masks(), c.masks);
   const SamplerParams greedy{.temperature = 0.0f};
   const SessionOptions options{.n_predict = 48, .stop_at_eog = false};
   const SpeculationPolicy policy = Policy(c.spec, drafter, greedy);
@@ -154,6 +161,7 @@ std::vector<Case> GreedyCases() {
   for (const char* spec :
        {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05", "auto:6"}) {
     for (Init init : {Init::kRandom, Init::kCopyOfTarget}) cases.push_back({spec, init});
+    cases.push_back({spec, Init::kRandom, 3});  // parallel: depths 1..4 from one forward
   }
   return cases;
 }
@@ -162,7 +170,9 @@ INSTANTIATE_TEST_SUITE_P(Builders, FeatureGreedy, ::testing::ValuesIn(GreedyCase
                          [](const auto& info) {
                            std::string name =
                                info.param.spec + "_" +
-                               (info.param.init == Init::kRandom ? "random" : "copy");
+                               (info.param.init == Init::kRandom ? "random" : "copy") +
+                               (info.param.masks ? "_parallel" + std::to_string(info.param.masks)
+                                                 : "");
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }
@@ -171,11 +181,13 @@ INSTANTIATE_TEST_SUITE_P(Builders, FeatureGreedy, ::testing::ValuesIn(GreedyCase
 
 // Two sessions verified in one target forward: each reads its own rows of the target's hidden
 // states (the second sequence's root is not the batch's first row).
-TEST(FeatureDrafter, TwoSessionsShareOneTargetForward) {
+class TwoSessions : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(TwoSessions, ShareOneTargetForward) {
   ModelOptions mo{.n_threads = 2, .n_seq = 2};
   auto target = MakeRandomModel(TargetSpec(2, 7), mo);
   mo.pool = target->shared_pool();
-  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 5, mo, /*n_seq=*/2);
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 5, mo, GetParam(), /*n_seq=*/2);
   const int32_t nv = target->config().n_vocab;
   const SamplerParams greedy{.temperature = 0.0f};
   const std::vector<int32_t> prompts[2] = {Prompt(10, nv), Prompt(17, nv)};
@@ -214,50 +226,82 @@ TEST(FeatureDrafter, TwoSessionsShareOneTargetForward) {
   EXPECT_EQ(together[1], alone[1]);
 }
 
-// The trainer's forward (train/feature_drafter_graph.h) and the inference drafter compute the same
-// distribution for the same prefix and the same target features, for random prefixes.
-TEST(FeatureDrafter, TrainingForwardEqualsInference) {
+INSTANTIATE_TEST_SUITE_P(Masks, TwoSessions, ::testing::Values(0, 3));
+
+// The trainer's forward (train/drafter_graph.h) and the inference drafter compute the same
+// distributions for the same prefix and the same target features, for random prefixes: the real
+// row of the prefix's last token (depth 1) and, for the parallel drafter, its group's mask rows
+// (depths 2 .. K + 1), which the group-wise layout must show exactly what inference shows.
+class TrainingMatchesInference : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(TrainingMatchesInference, SameDistributionsForRandomPrefixes) {
+  const int32_t masks = GetParam();
   ModelOptions mo{.n_threads = 1};
   auto target = MakeRandomModel(TargetSpec(2, 11), mo);
   mo.pool = target->shared_pool();
-  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 9, mo);
+  // Sharp attention (queries and keys 8x the initialisation), so that a row seeing a wrong key or
+  // at a wrong position changes its logits well beyond the tolerance.
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 9, mo, masks, 1, /*attention_scale=*/8);
   const int32_t nv = target->config().n_vocab, D = target->config().n_embd;
   uint64_t state = 42;
+  auto random_token = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(nv));
+  };
   for (int32_t len : {1, 2, 9, 31}) {
     std::vector<int32_t> prefix(static_cast<std::size_t>(len));
-    for (int32_t& t : prefix) {
-      state = state * 6364136223846793005ull + 1442695040888963407ull;
-      t = static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(nv));
-    }
-    // The target's features of every position but the last (the root's comes with verification).
-    std::vector<float> features(static_cast<std::size_t>(len) * D, 0.0f);
+    for (int32_t& t : prefix) t = random_token();
+    // The window the trainer sees: the prefix, then K tokens its mask rows must not see.
+    std::vector<int32_t> window = prefix;
+    for (int32_t j = 0; j < masks; ++j) window.push_back(random_token());
+    const auto rows = static_cast<int32_t>(window.size());
+    // Row r reads the target's feature of position r - 1 (zero for row 0).
+    std::vector<float> features(static_cast<std::size_t>(rows) * D, 0.0f);
     target->cache(0).Clear();
-    if (len > 1) {
-      Batch batch;
-      batch.AddChain(std::span<const int32_t>(prefix).first(len - 1), 0, 0);
-      target->Forward(batch);
-      const std::span<const float> hidden = target->hidden_states();
-      std::copy(hidden.begin(), hidden.end(), features.begin() + D);  // row r reads f_{r-1}
-    }
+    Batch batch;
+    batch.AddChain(window, 0, 0);
+    target->Forward(batch);
+    const std::span<const float> hidden = target->hidden_states();
+    std::copy(hidden.begin(), hidden.end() - D, features.begin() + D);
+
+    // Inference: the prefix's features but the root's (which comes with verification).
     FeatureDrafter drafter(*d.model, *target);
     drafter.Begin(prefix);
-    drafter.ObserveTarget(0, std::span<const float>(features).subspan(D));
+    drafter.ObserveTarget(0, std::span<const float>(features).subspan(D, (len - 1) * D));
+    // Depth 1 from the root; depth j + 1 from a node at depth j (a chain of any tokens).
     TokenTree tree;
+    std::vector<std::vector<float>> inference;
     const int32_t root[] = {-1};
-    const std::span<const float> inference = drafter.Expand(tree, root);
-    ASSERT_EQ(inference.size(), static_cast<std::size_t>(nv));
-
-    FeatureDrafterGraph graph(d.layout, 1, len, nullptr);
-    graph.Forward(d.params.data(), prefix.data(), features.data(), nullptr, nullptr);
-    const float* trained = graph.logits() + static_cast<std::size_t>(len - 1) * nv;
-    float max_diff = 0, max_abs = 0;
-    for (int32_t v = 0; v < nv; ++v) {
-      max_diff = std::max(max_diff, std::fabs(trained[v] - inference[static_cast<std::size_t>(v)]));
-      max_abs = std::max(max_abs, std::fabs(trained[v]));
+    const std::span<const float> first = drafter.Expand(tree, root);
+    inference.emplace_back(first.begin(), first.end());
+    int32_t parent = -1;
+    for (int32_t j = 1; j <= masks; ++j) {
+      parent = tree.AddChild(parent, random_token(), 0.5f);
+      const int32_t frontier[] = {parent};
+      const std::span<const float> level = drafter.Expand(tree, frontier);
+      inference.emplace_back(level.begin(), level.end());
     }
-    EXPECT_LT(max_diff, 2e-3f * std::max(1.0f, max_abs)) << "prefix of " << len;
+
+    DrafterGraph graph(d.layout, 1, rows, {});
+    graph.Forward(d.params.data(), window.data(), features.data(), nullptr, nullptr);
+    for (int32_t j = 0; j <= masks; ++j) {
+      const int row = j == 0 ? len - 1 : graph.MaskRow(0, len - 1, j);
+      ASSERT_GE(row, 0);
+      ASSERT_EQ(graph.DepthOfRow(row), j + 1);
+      const float* trained = graph.logits() + static_cast<std::size_t>(row) * nv;
+      float max_diff = 0, max_abs = 0;
+      for (int32_t v = 0; v < nv; ++v) {
+        const float x = inference[static_cast<std::size_t>(j)][static_cast<std::size_t>(v)];
+        max_diff = std::max(max_diff, std::fabs(trained[v] - x));
+        max_abs = std::max(max_abs, std::fabs(trained[v]));
+      }
+      EXPECT_LT(max_diff, 2e-3f * std::max(1.0f, max_abs))
+          << "prefix of " << len << ", depth " << j + 1;
+    }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Masks, TrainingMatchesInference, ::testing::Values(0, 1, 4));
 
 TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
   ModelOptions mo{.n_threads = 1};
@@ -284,15 +328,20 @@ TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
 
 // Sampled output: the first two tokens' joint distribution is the target's, whatever the feature
 // drafter proposes (its children are drawn from its own distribution, a valid proposal).
-class FeatureSampled : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};
+struct SampledCase {
+  std::string spec, rule;
+  int32_t masks;
+};
+
+class FeatureSampled : public ::testing::TestWithParam<SampledCase> {};
 
 TEST_P(FeatureSampled, FirstTwoTokensFollowTheTarget) {
-  const auto& [spec, rule] = GetParam();
+  const auto& [spec, rule, masks] = GetParam();
   constexpr int32_t kVocab = 6;
   ModelOptions mo{.n_threads = 1, .n_ctx = 64};
   auto target = MakeRandomModel(TargetSpec(2, 11, kVocab, /*with_vocab=*/false), mo);
   mo.pool = target->shared_pool();
-  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 12, mo);
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 12, mo, masks);
   FeatureDrafter drafter(*d.model, *target);
   const SamplerParams params{
       .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
@@ -314,11 +363,15 @@ TEST_P(FeatureSampled, FirstTwoTokensFollowTheTarget) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Rules, FeatureSampled,
-                         ::testing::Values(std::pair{"kconfig:3,2", "sequoia"},
-                                           std::pair{"chain:3", "chain"},
-                                           std::pair{"sequoia:6", "specinfer"}),
+                         ::testing::Values(SampledCase{"kconfig:3,2", "sequoia", 0},
+                                           SampledCase{"chain:3", "chain", 0},
+                                           SampledCase{"sequoia:6", "specinfer", 0},
+                                           SampledCase{"kconfig:3,2", "sequoia", 2},
+                                           SampledCase{"chain:3", "chain", 2},
+                                           SampledCase{"sequoia:6", "specinfer", 2}),
                          [](const auto& info) {
-                           std::string name = info.param.second + "_" + info.param.first;
+                           std::string name = info.param.rule + "_" + info.param.spec + "_k" +
+                                              std::to_string(info.param.masks);
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
-#include "train/feature_drafter_graph.h"
+#include "train/drafter_graph.h"
 #include "train/gemm.h"
 #include "train/parallel.h"
 #include "train/train_model.h"
@@ -238,25 +238,25 @@ void CheckWholeModel(bool tied, bool distill) {
 TEST(TrainGrad, WholeModelTiedCrossEntropy) { CheckWholeModel(true, false); }
 TEST(TrainGrad, WholeModelUntiedDistillation) { CheckWholeModel(false, true); }
 
-// The feature drafter's graph: its fusion matrix and layer against both losses together (KL of
-// the logits and smooth L1 of the output to the next feature), with the embedding, final norm and
-// head frozen: they get no gradient at all.
-TEST(TrainGrad, FeatureDrafterEveryTrainedTensor) {
+// The feature drafters' graph: its fusion matrix, layer and mask embeddings against both losses
+// together (KL of the logits and smooth L1 of the output to the feature), with the embedding, final
+// norm and head frozen: they get no gradient at all. Autoregressive (K = 0), parallel with
+// group-wise masks, and the ablation whose masks are seen across groups.
+void CheckDrafterGraph(int32_t masks, MaskVisibility visibility) {
   const TrainShape target{
       .n_vocab = 11, .n_embd = 8, .n_layer = 3, .n_head = 2, .n_ff = 12, .n_ctx = 8};
-  const ParamLayout layout = FeatureDrafterLayout(target);
+  const ParamLayout layout = DrafterLayout(target, masks);
   std::vector<float> params = InitParams(layout, 5);
   for (float& p : params) p *= 4.0f;
-  FeatureDrafterGraph graph(layout, /*n_seq=*/2, /*seq_len=*/4, nullptr);
+  DrafterGraph graph(layout, /*n_seq=*/2, /*seq_len=*/4,
+                     {.visibility = visibility, .logit_weight = 0.3f, .feature_weight = 1.0f});
   const std::vector<int32_t> tokens = {1, 4, 2, 9, 0, 3, 3, 10};
   const std::vector<float> features = RandomVector(8 * 8, 30, 1.0f);
-  // Next features near and far from the output, so both branches of the smooth L1 carry gradient.
+  // Features near and far from the output, so both branches of the smooth L1 carry gradient.
   const std::vector<float> next = RandomVector(8 * 8, 31, 1.5f);
   const std::vector<float> teacher = RandomVector(8 * 11, 32, 2.0f);
   auto loss = [&] {
-    return graph
-        .Forward(params.data(), tokens.data(), features.data(), teacher.data(), next.data(), 0.3f,
-                 1.0f)
+    return graph.Forward(params.data(), tokens.data(), features.data(), teacher.data(), next.data())
         .total;
   };
   std::vector<float> grads(params.size());
@@ -282,6 +282,46 @@ TEST(TrainGrad, FeatureDrafterEveryTrainedTensor) {
         << tensor.name << " max |g| " << largest;
     std::copy(x.begin(), x.end(), params.begin() + tensor.offset);
   }
+}
+
+TEST(TrainGrad, FeatureDrafterEveryTrainedTensor) {
+  CheckDrafterGraph(0, MaskVisibility::kGroupWise);
+}
+TEST(TrainGrad, ParallelDrafterEveryTrainedTensor) {
+  CheckDrafterGraph(2, MaskVisibility::kGroupWise);
+}
+TEST(TrainGrad, ParallelDrafterAcrossGroupsAblation) {
+  CheckDrafterGraph(2, MaskVisibility::kAcrossGroups);
+}
+
+// Attention over listed keys: a random visibility structure (each row sees itself and a random
+// subset of the others), q, k and v against finite differences.
+TEST(TrainGrad, ListedAttention) {
+  const ListedAttentionShape s{.rows = 5, .n_heads = 2, .head_dim = 4};
+  std::vector<int32_t> begin = {0}, visible;
+  std::mt19937 rng(9);
+  for (int i = 0; i < s.rows; ++i) {
+    for (int j = 0; j < s.rows; ++j) {
+      if (j == i || rng() % 2) visible.push_back(j);
+    }
+    begin.push_back(static_cast<int32_t>(visible.size()));
+  }
+  const std::size_t n = static_cast<std::size_t>(s.rows) * s.n_heads * s.head_dim;
+  std::vector<float> q = RandomVector(n, 1), k = RandomVector(n, 2), v = RandomVector(n, 3);
+  const std::vector<float> c = RandomVector(n, 4);
+  std::vector<float> probs(visible.size() * s.n_heads), out(n);
+  auto loss = [&] {
+    ListedAttentionForward(s, begin, visible, q.data(), k.data(), v.data(), probs.data(),
+                           out.data());
+    return Dot(out, c);
+  };
+  loss();
+  std::vector<float> dq(n), dk(n), dv(n);
+  ListedAttentionBackward(s, begin, visible, q.data(), k.data(), v.data(), probs.data(), c.data(),
+                          dq.data(), dk.data(), dv.data());
+  EXPECT_LT(MaxGradError(q, dq, loss), kTolerance);
+  EXPECT_LT(MaxGradError(k, dk, loss), kTolerance);
+  EXPECT_LT(MaxGradError(v, dv, loss), kTolerance);
 }
 
 // The products split over a pool: every layout, split by rows (C taller than wide) and by columns.

@@ -13,8 +13,17 @@ DrafterKind ReadDrafterKind(const GgufFile& file) {
   if (!file.Has(kDrafterKindKey)) return DrafterKind::kModel;
   const std::string kind = file.GetString(kDrafterKindKey);
   if (kind == "feature") return DrafterKind::kFeature;
+  if (kind == "parallel") return DrafterKind::kParallel;
   Fail("'", file.name(), "' is a drafter of kind '", kind,
-       "', which this grove does not know (it knows: feature)");
+       "', which this grove does not know (it knows: feature, parallel)");
+}
+
+int32_t ReadDrafterMasks(const GgufFile& file) {
+  if (ReadDrafterKind(file) != DrafterKind::kParallel) return 0;
+  const uint64_t k = file.GetUint(kDrafterMasksKey);
+  if (k < 1 || k > 64)
+    Fail("'", file.name(), "': ", kDrafterMasksKey, " = ", k, " is not in 1..64");
+  return static_cast<int32_t>(k);
 }
 
 std::string TargetFingerprint(const GgufFile& target) {

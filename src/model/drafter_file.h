@@ -17,12 +17,19 @@ inline constexpr const char* kDrafterTargetNameKey = "grove.drafter.target.name"
 inline constexpr const char* kDrafterTargetFingerprintKey = "grove.drafter.target.fingerprint";
 // The fusion matrix: (n_embd rows of 2 n_embd), [token embedding; feature] to the layer's input.
 inline constexpr const char* kDrafterFusionTensor = "fc.weight";
+// A parallel drafter's K mask-token embeddings (K rows of n_embd, f32), and K.
+inline constexpr const char* kDrafterMaskTensor = "mask_embd.weight";
+inline constexpr const char* kDrafterMasksKey = "grove.drafter.masks";
 
-enum class DrafterKind { kModel, kFeature };
+// kFeature: autoregressive (one forward per tree level); kParallel: ParallelSpec's, K mask tokens
+// giving K + 1 levels in one forward; kModel: any other model (a standalone draft).
+enum class DrafterKind { kModel, kFeature, kParallel };
 
-// kFeature for a file whose kDrafterKindKey is "feature"; kModel for any other model (a standalone
-// draft). Throws grove::Error on an unknown kind.
+// The kind kDrafterKindKey names ("feature", "parallel"), kModel without it. Throws grove::Error on
+// an unknown kind.
 DrafterKind ReadDrafterKind(const GgufFile& file);
+// K of a parallel drafter (0 for any other file). Throws grove::Error when out of range.
+int32_t ReadDrafterMasks(const GgufFile& file);
 
 // 16 hex digits: FNV-1a over the target's token_embd, output_norm, output (when untied) and last
 // layer's ffn_down bytes, with its width and depth. Throws grove::Error naming a missing tensor.

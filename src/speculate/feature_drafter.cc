@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "base/error.h"
 #include "io/gguf.h"
@@ -13,9 +14,10 @@ namespace grove {
 
 FeatureDrafter::FeatureDrafter(Model& layer, const Model& target, int32_t seq)
     : model_(layer), seq_(seq), n_embd_(layer.config().n_embd) {
-  if (ReadDrafterKind(layer.gguf()) != DrafterKind::kFeature) {
+  const DrafterKind kind = ReadDrafterKind(layer.gguf());
+  if (kind != DrafterKind::kFeature && kind != DrafterKind::kParallel) {
     Fail("'", layer.gguf().name(), "' is not a feature drafter (no ", kDrafterKindKey,
-         " = feature)");
+         " = feature or parallel)");
   }
   CheckDrafterTarget(layer.gguf(), target.gguf());
   CheckSameVocabulary(layer, target);
@@ -42,6 +44,26 @@ FeatureDrafter::FeatureDrafter(Model& layer, const Model& target, int32_t seq)
   observed_.resize(n_ctx);
   root_hidden_.resize(d);
   batch_.tokens.reserve(rows);
+  masks_ = ReadDrafterMasks(layer.gguf());
+  if (masks_ > 0) {
+    if (masks_ >= layer.max_batch())
+      Fail("parallel drafter: ", masks_, " masks do not fit a batch of ", layer.max_batch());
+    const GgufTensor* t = layer.gguf().FindTensor(kDrafterMaskTensor);
+    if (!t || t->shape != std::vector<int64_t>{n_embd_, masks_} || t->type != GgmlType::kF32) {
+      Fail("parallel drafter '", layer.gguf().name(), "': tensor ", kDrafterMaskTensor,
+           " must be f32 ", n_embd_, "x", masks_);
+    }
+    // The mask rows' input is the same at every step: fc [m_j; 0], computed once.
+    const auto* m = reinterpret_cast<const float*>(t->data);
+    for (int32_t j = 0; j < masks_; ++j) {
+      float* row = concat_.data() + static_cast<std::size_t>(j) * 2 * d;
+      std::copy_n(m + static_cast<std::size_t>(j) * d, d, row);
+      std::fill(row + d, row + 2 * d, 0.0f);
+    }
+    mask_fused_.resize(static_cast<std::size_t>(masks_) * d);
+    MatMul(fc_, concat_.data(), masks_, mask_fused_.data(), scratch_, layer.pool());
+    depth_logits_.resize(static_cast<std::size_t>(masks_ + 1) * layer.config().n_vocab);
+  }
 }
 
 void FeatureDrafter::Begin(std::span<const int32_t> context) {
@@ -87,22 +109,34 @@ void FeatureDrafter::Fuse(int32_t i, int32_t token, const float* feature) {
   }
 }
 
-std::span<const float> FeatureDrafter::FeedCommitted(int32_t end, bool logits_of_last) {
+std::span<const float> FeatureDrafter::FeedCommitted(int32_t end, bool root_outputs) {
+  const auto d = static_cast<std::size_t>(n_embd_);
   std::span<const float> logits;
   const int32_t n_layer = model_.config().n_layer;
+  const int32_t masks = root_outputs ? masks_ : 0;
   while (fed_until_ < end) {
-    const int32_t n = std::min(end - fed_until_, model_.max_batch());
+    // The last chunk leaves room for the mask rows.
+    const int32_t n = std::min(end - fed_until_, model_.max_batch() - masks);
+    const bool last = fed_until_ + n == end;
     batch_.Clear();
     for (int32_t i = 0; i < n; ++i) {
       const int32_t p = fed_until_ + i;
       Fuse(i, tokens_[static_cast<std::size_t>(p)], FeatureAt(p - 1));
       batch_.Add(tokens_[static_cast<std::size_t>(p)], p, seq_, i == 0 ? -1 : i - 1,
-                 logits_of_last && p == end - 1);
+                 root_outputs && last && i == n - 1);
     }
     MatMul(fc_, concat_.data(), n, fused_.data(), scratch_, model_.pool());
+    const int32_t extra = last ? masks : 0;
+    for (int32_t j = 0; j < extra; ++j) {
+      // Mask j + 1 continues the chain after the root: position end + j, sees the root and the
+      // masks before it. Its token id is never read (the input is given).
+      std::copy_n(mask_fused_.data() + static_cast<std::size_t>(j) * d, d,
+                  fused_.data() + static_cast<std::size_t>(n + j) * d);
+      batch_.Add(0, end + j, seq_, n - 1 + j, true);
+    }
     logits = model_.ForwardLayers(
         batch_, 0, n_layer,
-        std::span<const float>(fused_).first(static_cast<std::size_t>(n) * n_embd_));
+        std::span<const float>(fused_).first(static_cast<std::size_t>(n + extra) * d));
     fed_until_ += n;
   }
   return logits;
@@ -116,13 +150,21 @@ std::span<const float> FeatureDrafter::Expand(const TokenTree& tree,
     // The committed rows the drafter has not fed (the accepted tokens of the last step over the
     // target's features, or the prompt), the root's last.
     GROVE_CHECK(fed_until_ <= root_position_, "feature drafter: the root was fed already");
-    std::span<const float> logits = FeedCommitted(root_position_ + 1, /*logits_of_last=*/true);
+    std::span<const float> logits = FeedCommitted(root_position_ + 1, /*root_outputs=*/true);
+    std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
+    if (masks_ > 0) {
+      // Depths 1 .. K + 1 in one forward; the mask rows leave the cache at once.
+      std::copy(logits.begin(), logits.end(), depth_logits_.begin());
+      root_slot_ = cache.length() - 1 - masks_;
+      cache.Truncate(root_slot_ + 1);
+      return std::span<const float>(depth_logits_).first(static_cast<std::size_t>(n_vocab()));
+    }
     root_slot_ = cache.length() - 1;
     const std::span<const float> hidden = model_.hidden_states();
     std::memcpy(root_hidden_.data(), hidden.data() + hidden.size() - d, d * sizeof(float));
-    std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
     return logits;
   }
+  if (masks_ > 0) return DepthRows(tree, frontier);
   GROVE_CHECK(root_slot_ >= 0, "feature drafter: a level expanded before the root");
   GROVE_CHECK(static_cast<int32_t>(frontier.size()) <= model_.max_batch(),
               "feature drafter: a level of ", frontier.size(), " nodes exceeds the batch");
@@ -159,6 +201,22 @@ std::span<const float> FeatureDrafter::Expand(const TokenTree& tree,
   return logits;
 }
 
+std::span<const float> FeatureDrafter::DepthRows(const TokenTree& tree,
+                                                 std::span<const int32_t> frontier) {
+  const auto v = static_cast<std::size_t>(n_vocab());
+  level_out_.resize(frontier.size() * v);  // grows once to the widest level (Reserve)
+  for (std::size_t i = 0; i < frontier.size(); ++i) {
+    const int32_t depth = tree.node(frontier[i]).depth;  // its children are at depth + 1
+    float* out = level_out_.data() + i * v;
+    if (depth <= masks_) {
+      std::copy_n(depth_logits_.data() + static_cast<std::size_t>(depth) * v, v, out);
+    } else {
+      std::fill_n(out, v, -std::numeric_limits<float>::infinity());
+    }
+  }
+  return std::span<const float>(level_out_).first(frontier.size() * v);
+}
+
 void FeatureDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
                             int32_t next_token) {
   // The root's row was built from the target's feature and stays; the tree's rows read the
@@ -182,11 +240,12 @@ void FeatureDrafter::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
   GROVE_CHECK(max_frontier <= model_.max_batch(), "feature drafter: a level of ", max_frontier,
               " nodes exceeds the batch of ", model_.max_batch());
   slot_of_node_.reserve(static_cast<std::size_t>(max_tree_nodes));
+  if (masks_ > 0) level_out_.reserve(static_cast<std::size_t>(max_frontier) * n_vocab());
   node_hidden_.reserve(static_cast<std::size_t>(max_tree_nodes) * n_embd_);
 }
 
 bool FeatureDrafter::HasRoomFor(int32_t fed_nodes) const {
-  const int64_t pending = root_position_ + 1 - fed_until_;
+  const int64_t pending = root_position_ + 1 - fed_until_ + masks_;
   return static_cast<int64_t>(model_.cache(seq_).length()) + pending + fed_nodes <= model_.n_ctx();
 }
 

@@ -12,6 +12,14 @@
 // passes them, Drafter::ObserveTarget). A position whose feature the drafter never saw (the first
 // token, or a prefix another sequence computed) reads a zero feature: worse guesses, never a
 // different output.
+//
+// The parallel form (ParallelSpec, papers/parallelspec.txt §4.1; its file has K mask tokens): the
+// root's forward also runs K mask rows after the root (their own learned embeddings, a zero
+// feature, positions root + 1 .. root + K, causal among themselves), and the K + 1 rows give the
+// distributions of depths 1 .. K + 1 at once. Every node at depth d proposes its children from the
+// same q_d, whatever its path: a valid proposal for the rejection rules, which only need the
+// distribution a child was drawn from. Deeper levels propose nothing. The mask rows leave the cache
+// as soon as the forward returns.
 #pragma once
 
 #include <vector>
@@ -29,7 +37,9 @@ class FeatureDrafter : public Drafter {
   // its shape does not read this target's features.
   FeatureDrafter(Model& layer, const Model& target, int32_t seq = 0);
 
-  std::string_view name() const override { return "feature"; }
+  std::string_view name() const override { return masks_ > 0 ? "parallel" : "feature"; }
+  // K: the mask tokens of a parallel drafter, 0 for the autoregressive one.
+  int32_t masks() const { return masks_; }
   int32_t n_vocab() const override { return model_.config().n_vocab; }
   bool deterministic() const override { return false; }
   void Begin(std::span<const int32_t> context) override;
@@ -45,8 +55,11 @@ class FeatureDrafter : public Drafter {
   // Writes row i of fused_: fc [e(token); feature] (a null feature is zero).
   void Fuse(int32_t i, int32_t token, const float* feature);
   // Feeds the committed rows of positions [fed_until_, end) with their target features, in chunks
-  // of the batch; the last row asks for logits when `logits_of_last`. Returns the logits.
-  std::span<const float> FeedCommitted(int32_t end, bool logits_of_last);
+  // of the batch. With `root_outputs` the last row (the root) asks for logits and is followed by
+  // the mask rows, which ask for theirs. Returns the logits of the last forward.
+  std::span<const float> FeedCommitted(int32_t end, bool root_outputs);
+  // A parallel drafter's later levels: each frontier node's children come from its depth's q.
+  std::span<const float> DepthRows(const TokenTree& tree, std::span<const int32_t> frontier);
   const float* FeatureAt(int32_t position) const;  // null when never observed
   float* HiddenOfNode(int32_t node) {
     return node_hidden_.data() + static_cast<std::size_t>(node) * n_embd_;
@@ -70,6 +83,10 @@ class FeatureDrafter : public Drafter {
   std::vector<float> root_hidden_;     // (n_embd) the root row's output: its children's feature
   std::vector<float> node_hidden_;     // (tree nodes, n_embd) each fed node's output
   std::vector<int32_t> slot_of_node_;  // tree node -> cache slot, -1 if not fed
+  int32_t masks_ = 0;                  // K
+  std::vector<float> mask_fused_;      // (K, n_embd) fc [m_j; 0]: the mask rows' input
+  std::vector<float> depth_logits_;    // (K + 1, n_vocab) q of depths 1 .. K + 1, this step
+  std::vector<float> level_out_;       // (frontier, n_vocab) DepthRows' answer
 };
 
 }  // namespace grove

@@ -8,7 +8,7 @@
 namespace grove {
 
 std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int32_t seq) {
-  if (ReadDrafterKind(draft.gguf()) == DrafterKind::kFeature)
+  if (ReadDrafterKind(draft.gguf()) != DrafterKind::kModel)
     return std::make_unique<FeatureDrafter>(draft, target, seq);
   return std::make_unique<ModelDrafter>(draft, target, seq);
 }

@@ -115,6 +115,12 @@ void TreeBuilder::BuildShape(const TokenTree& shape, Drafter& drafter, const Cou
         // Top-k guesses: only tokens the drafter gives mass (a prompt-lookup miss adds no child).
         q = TopChildren(row, static_cast<int32_t>(wanted.size()), state);
       } else {
+        // A row of -inf proposes nothing (Drafter::Expand): e.g. a parallel drafter below the
+        // depths its masks reach. Its softmax would be undefined, not empty.
+        if (std::all_of(row.begin(), row.end(),
+                        [](float x) { return x == -std::numeric_limits<float>::infinity(); })) {
+          continue;
+        }
         const std::span<float> stored(state.rows_.data() + static_cast<std::size_t>(node + 1) * nv,
                                       nv);
         state.sampler_.Distribution(row, stored);

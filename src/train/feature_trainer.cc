@@ -14,7 +14,7 @@
 #include "model/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/corpus_files.h"
-#include "train/feature_drafter_graph.h"
+#include "train/drafter_graph.h"
 #include "train/gemm.h"
 
 namespace grove {
@@ -85,6 +85,10 @@ CheckpointSettings FeatureRunSettings(const FeatureTrainOptions& o, const std::s
       {"clip", FormatDouble(c.clip)},
       {"logit_weight", FormatDouble(o.logit_weight)},
       {"feature_weight", FormatDouble(o.feature_weight)},
+      {"masks", std::to_string(o.masks)},
+      {"mask_decay", FormatDouble(o.mask_decay)},
+      {"mask_visibility",
+       o.visibility == MaskVisibility::kGroupWise ? "group-wise" : "across-groups"},
       {"train_tokens", std::to_string(train_tokens)},
       {"valid_tokens", std::to_string(valid_tokens)},
   };
@@ -97,10 +101,17 @@ GgufValue StringValue(std::string s) {
   return v;
 }
 
-GgufKeyValues DrafterKeys(const DrafterTarget& target) {
-  return {{kDrafterKindKey, StringValue("feature")},
-          {kDrafterTargetNameKey, StringValue(target.name)},
-          {kDrafterTargetFingerprintKey, StringValue(target.fingerprint)}};
+GgufKeyValues DrafterKeys(const DrafterTarget& target, int32_t masks) {
+  GgufKeyValues keys = {{kDrafterKindKey, StringValue(masks > 0 ? "parallel" : "feature")},
+                        {kDrafterTargetNameKey, StringValue(target.name)},
+                        {kDrafterTargetFingerprintKey, StringValue(target.fingerprint)}};
+  if (masks > 0) {
+    GgufValue k;
+    k.type = GgufValueType::kUint32;
+    k.scalar = static_cast<uint64_t>(masks);
+    keys.emplace_back(kDrafterMasksKey, k);
+  }
+  return keys;
 }
 
 }  // namespace
@@ -113,7 +124,7 @@ GgufWriter FeatureDrafterWriter(const ParamLayout& layout, const float* params,
                                 const GgufKeyValues& tokenizer, GgmlType type,
                                 const std::string& name, const DrafterTarget& target) {
   GgufWriter w = TrainedModelWriter(layout, params, tokenizer, type, name);
-  for (const auto& [key, value] : DrafterKeys(target)) w.SetValue(key, value);
+  for (const auto& [key, value] : DrafterKeys(target, LayoutMasks(layout))) w.SetValue(key, value);
   return w;
 }
 
@@ -142,6 +153,9 @@ void ValidateFeatureTrainOptions(const FeatureTrainOptions& o) {
   check(o.threads >= 1 && o.threads <= 1024, "--threads", o.threads);
   check(o.logit_weight >= 0 && o.logit_weight <= 1e3, "--logit-weight", o.logit_weight);
   check(o.feature_weight >= 0 && o.feature_weight <= 1e3, "--feature-weight", o.feature_weight);
+  check(o.masks >= 0 && o.masks <= 64, "--masks", o.masks);
+  check(o.masks < o.seq_len, "--masks (at most --seq-len - 1)", o.masks);
+  check(o.mask_decay > 0 && o.mask_decay <= 1, "--mask-decay", o.mask_decay);
   if (o.logit_weight == 0 && o.feature_weight == 0)
     Fail("train-drafter: --logit-weight and --feature-weight are both 0: nothing to train");
   if (o.out_dir.empty()) Fail("train-drafter: no run directory (--out)");
@@ -180,10 +194,15 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
     }
   }
 
-  const ParamLayout layout = FeatureDrafterLayout(target_f32.shape);
-  FeatureDrafterGraph graph(layout, o.batch, o.seq_len, pool.get());
+  const ParamLayout layout = DrafterLayout(target_f32.shape, o.masks);
+  DrafterGraph graph(layout, o.batch, o.seq_len,
+                     {.visibility = o.visibility,
+                      .mask_decay = o.mask_decay,
+                      .logit_weight = o.logit_weight,
+                      .feature_weight = o.feature_weight},
+                     pool.get());
   AdamW adam(layout, o.optimizer);
-  const GgufKeyValues drafter_keys = DrafterKeys(DrafterTargetOf(*target_file));
+  const GgufKeyValues drafter_keys = DrafterKeys(DrafterTargetOf(*target_file), o.masks);
   const auto settings =
       FeatureRunSettings(o, TargetFingerprint(*target_file), static_cast<int64_t>(train.size()),
                          static_cast<int64_t>(valid.size()));
@@ -212,11 +231,13 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
   std::vector<float> grads(state.params.size());
   const int32_t V = target_f32.shape.n_vocab;
 
-  auto evaluate = [&](double* agreement) {
+  // The validation loss, and the share of rows where the drafter's argmax is the target's, by depth
+  // (depth 1: the real rows; depth j + 1: mask j's rows).
+  auto evaluate = [&](std::vector<double>* by_depth) {
     const int64_t count = static_cast<int64_t>(o.eval_batches) * o.batch;
     const int64_t span = static_cast<int64_t>(valid.size()) - o.seq_len - 1;
     double sum = 0.0;
-    int64_t agree = 0;
+    std::vector<int64_t> agree(static_cast<std::size_t>(o.masks) + 1, 0), seen(agree.size(), 0);
     for (int32_t e = 0; e < o.eval_batches; ++e) {
       for (int32_t b = 0; b < o.batch; ++b) {
         offsets[static_cast<std::size_t>(b)] =
@@ -225,16 +246,19 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
       rows.Fill(valid, offsets);
       sum += graph
                  .Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
-                          rows.logits.data(), rows.next_features.data(), o.logit_weight,
-                          o.feature_weight)
+                          rows.logits.data(), rows.next_features.data())
                  .total;
       for (int r = 0; r < graph.rows(); ++r) {
         const float* a = graph.logits() + static_cast<std::size_t>(r) * V;
-        const float* b = rows.logits.data() + static_cast<std::size_t>(r) * V;
-        agree += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
+        const float* b = rows.logits.data() + static_cast<std::size_t>(graph.LabelRow(r)) * V;
+        const std::size_t d = static_cast<std::size_t>(graph.DepthOfRow(r)) - 1;
+        agree[d] += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
+        ++seen[d];
       }
     }
-    *agreement = static_cast<double>(agree) / static_cast<double>(count * o.seq_len);
+    by_depth->clear();
+    for (std::size_t d = 0; d < agree.size(); ++d)
+      by_depth->push_back(seen[d] ? static_cast<double>(agree[d]) / seen[d] : NAN);
     return sum / o.eval_batches;
   };
 
@@ -248,9 +272,9 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
     }
     rows.Fill(train, offsets);
     std::fill(grads.begin(), grads.end(), 0.0f);
-    const FeatureLoss loss = graph.Forward(
-        state.params.data(), rows.tokens.data(), rows.features.data(), rows.logits.data(),
-        rows.next_features.data(), o.logit_weight, o.feature_weight);
+    const DrafterLoss loss =
+        graph.Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
+                      rows.logits.data(), rows.next_features.data());
     if (!std::isfinite(loss.total)) {
       Fail("train-drafter: the loss became ", loss.total, " at step ", state.step + 1,
            "; the last checkpoint is kept. Try a lower --lr or a longer --warmup");
@@ -272,7 +296,8 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
     const bool last = state.step == o.optimizer.steps;
     const bool stopping = stop && stop->load();
     if (state.step % o.eval_every == 0 || last) {
-      p.valid_loss = evaluate(&p.valid_agreement);
+      p.valid_loss = evaluate(&p.valid_agreement_by_depth);
+      p.valid_agreement = p.valid_agreement_by_depth[0];
       state.last_valid_loss = p.valid_loss;
     }
     if (state.step % o.checkpoint_every == 0 || last || stopping) {
@@ -294,11 +319,10 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
 
 void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out, GgmlType type) {
   auto file = GgufFile::Open(checkpoint);
-  if (ReadDrafterKind(*file) != DrafterKind::kFeature)
+  if (ReadDrafterKind(*file) == DrafterKind::kModel)
     Fail("export: '", checkpoint, "' is not a feature drafter's checkpoint");
   const LoadedTrainModel model = LoadTrainModel(*file);
-  TrainShape target_shape = model.shape;
-  const ParamLayout layout = FeatureDrafterLayout(target_shape);
+  const ParamLayout layout = DrafterLayout(model.shape, ReadDrafterMasks(*file));
   const std::vector<float> params = ReadLayoutParams(*file, layout);
   GgufWriter w = FeatureDrafterWriter(
       layout, params.data(), model.tokenizer, type,

@@ -1,8 +1,9 @@
 // Trains a feature drafter (speculate/feature_drafter.h) for a target: `grove train-drafter
-// --drafter feature --target T.gguf`. Each step draws windows of text, runs the target over them
+// --drafter feature|parallel --target T.gguf` (parallel: --masks K, ParallelSpec's group-wise
+// training). Each step draws windows of text, runs the target over them
 // with grove's inference forward (the features and distributions the drafter will read when it
 // drafts are exactly these), and trains the drafter's layer and fusion matrix on the two losses of
-// train/feature_drafter_graph.h. The target's embedding, final norm and head are copied into the
+// train/drafter_graph.h. The target's embedding, final norm and head are copied into the
 // drafter and stay frozen.
 //
 // A run is a directory as for `grove train` (train/checkpoint.h): the checkpoint is itself a
@@ -17,6 +18,7 @@
 #include "io/ggml_type.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "train/drafter_graph.h"
 #include "train/model_file.h"
 #include "train/trainer.h"
 
@@ -33,6 +35,9 @@ struct FeatureTrainOptions {
   uint64_t seed = 1;
   float logit_weight = 0.1f;  // EAGLE's weights: 0.1 on the distribution, 1 on the feature
   float feature_weight = 1.0f;
+  int32_t masks = 0;        // K: 0 trains the autoregressive drafter, K > 0 the parallel one
+  float mask_decay = 0.8f;  // mask j's losses weigh mask_decay^j
+  MaskVisibility visibility = MaskVisibility::kGroupWise;  // kAcrossGroups: the paper's ablation
   int64_t eval_every = 100;
   int32_t eval_batches = 2;
   int64_t checkpoint_every = 100;
@@ -55,8 +60,8 @@ struct DrafterTarget {
 };
 DrafterTarget DrafterTargetOf(const GgufFile& target);
 
-// A feature drafter file of the parameters (FeatureDrafterLayout), matrices in `type`, saying
-// which target it belongs to.
+// A feature drafter file of the parameters (DrafterLayout: parallel when it has masks), matrices in
+// `type`, saying which target it belongs to.
 GgufWriter FeatureDrafterWriter(const ParamLayout& layout, const float* params,
                                 const GgufKeyValues& tokenizer, GgmlType type,
                                 const std::string& name, const DrafterTarget& target);

@@ -154,25 +154,20 @@ TrainGraph::TrainGraph(const ParamLayout& layout, int n_seq, int seq_len, Thread
 }
 
 double TrainGraph::Forward(const float* params, const int32_t* tokens, const int32_t* targets,
-                           const float* teacher_logits, const float* input) {
+                           const float* teacher_logits) {
   const int R = rows(), D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab;
   const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
-  from_input_ = input != nullptr;
+  for (int r = 0; r < R; ++r) {
+    if (tokens[r] < 0 || tokens[r] >= V)
+      Fail("train: token id ", tokens[r], " is outside the vocabulary of ", V);
+    tokens_[static_cast<std::size_t>(r)] = tokens[r];
+  }
+  // Token embeddings into the first layer's input.
   float* x = acts_.empty() ? x_final_.data() : acts_[0].x_in.data();
-  if (input) {
-    std::memcpy(x, input, sizeof(float) * static_cast<std::size_t>(R) * D);
-  } else {
-    for (int r = 0; r < R; ++r) {
-      if (tokens[r] < 0 || tokens[r] >= V)
-        Fail("train: token id ", tokens[r], " is outside the vocabulary of ", V);
-      tokens_[static_cast<std::size_t>(r)] = tokens[r];
-    }
-    // Token embeddings into the first layer's input.
-    for (int r = 0; r < R; ++r) {
-      std::memcpy(x + static_cast<int64_t>(r) * D,
-                  params + layout_.token_embd() + static_cast<int64_t>(tokens[r]) * D,
-                  sizeof(float) * static_cast<std::size_t>(D));
-    }
+  for (int r = 0; r < R; ++r) {
+    std::memcpy(x + static_cast<int64_t>(r) * D,
+                params + layout_.token_embd() + static_cast<int64_t>(tokens[r]) * D,
+                sizeof(float) * static_cast<std::size_t>(D));
   }
   for (int i = 0; i < shape_.n_layer; ++i) {
     const ParamLayout::Layer& w = layout_.layer(i);
@@ -211,17 +206,8 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
   return 0.0;
 }
 
-void TrainGraph::ScaleLogitGradient(float scale) {
-  GROVE_CHECK(has_loss_, "ScaleLogitGradient needs a Forward with a loss");
-  ForEachRange(pool_, static_cast<int64_t>(dlogits_.size()), [&](int, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dlogits_[static_cast<std::size_t>(i)] *= scale;
-  });
-}
-
-void TrainGraph::Backward(const float* params, float* grads, const float* d_final, float* d_input) {
+void TrainGraph::Backward(const float* params, float* grads) {
   GROVE_CHECK(has_loss_, "Backward needs a Forward with targets or teacher logits");
-  GROVE_CHECK(from_input_ == (d_input != nullptr),
-              "Backward: d_input goes with a Forward from input, and only with one");
   const int R = rows(), D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab;
   const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
   auto zero = [](std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); };
@@ -230,11 +216,7 @@ void TrainGraph::Backward(const float* params, float* grads, const float* d_fina
   zero(dh_);
   LinearBackward(h_final_.data(), params + layout_.output(), dlogits_.data(), dh_.data(),
                  grad(layout_.output()), R, D, V, pool_);
-  if (d_final) {
-    std::copy(d_final, d_final + static_cast<std::ptrdiff_t>(R) * D, dx_.begin());
-  } else {
-    zero(dx_);
-  }
+  zero(dx_);
   RmsNormBackward(x_final_.data(), params + layout_.output_norm(), rstd_final_.data(), dh_.data(),
                   dx_.data(), grad(layout_.output_norm()), R, D, pool_);
   for (int i = shape_.n_layer - 1; i >= 0; --i) {
@@ -272,10 +254,6 @@ void TrainGraph::Backward(const float* params, float* grads, const float* d_fina
     dx_ = dx_mid_;
     RmsNormBackward(a.x_in.data(), params + w.attn_norm, a.rstd1.data(), dh_.data(), dx_.data(),
                     grads + w.attn_norm, R, D, pool_);
-  }
-  if (d_input) {
-    std::copy(dx_.begin(), dx_.end(), d_input);
-    return;
   }
   if (layout_.frozen(layout_.token_embd())) return;
   // Rows of one token add into one embedding row: split by columns, so no two threads collide.

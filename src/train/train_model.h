@@ -106,24 +106,15 @@ class TrainGraph {
 
   // Runs the forward pass over tokens (rows() ids, sequence after sequence) and returns the loss:
   // mean cross-entropy against targets, or with teacher_logits (rows() x n_vocab) the mean
-  // KL(teacher || model). Both may be null: logits only (loss 0), no backward possible. With
-  // `input` (rows() x n_embd) the first layer reads it instead of the tokens' embeddings (a feature
-  // drafter's fused input); tokens may then be null.
+  // KL(teacher || model). Both may be null: logits only (loss 0), no backward possible.
   double Forward(const float* params, const int32_t* tokens, const int32_t* targets,
-                 const float* teacher_logits = nullptr, const float* input = nullptr);
-  // Scales d(loss)/d(logits) of the last Forward (the weight of its loss in a sum of losses).
-  void ScaleLogitGradient(float scale);
+                 const float* teacher_logits = nullptr);
   // Adds d(loss)/d(params) of the last Forward (which had targets or teacher logits) into grads,
-  // except frozen tensors'. `d_final` (rows() x n_embd), when given, is a further loss's gradient
-  // on final_hidden(). A Forward with `input` writes d(loss)/d(input) into d_input instead of
-  // the embedding's gradient.
-  void Backward(const float* params, float* grads, const float* d_final = nullptr,
-                float* d_input = nullptr);
+  // except frozen tensors'.
+  void Backward(const float* params, float* grads);
 
   // rows() x n_vocab logits of the last Forward.
   const float* logits() const { return logits_.data(); }
-  // rows() x n_embd: the residual stream after the last layer, before the final norm.
-  const float* final_hidden() const { return x_final_.data(); }
 
  private:
   struct LayerActs {
@@ -143,7 +134,6 @@ class TrainGraph {
   // Backward scratch.
   std::vector<float> dx_, dx_mid_, dh_, datt_, dq_, dk_, dv_, dact_, dgate_, dup_, dprobs_;
   bool has_loss_ = false;
-  bool from_input_ = false;  // the last Forward read `input`
 };
 
 }  // namespace grove

@@ -190,6 +190,96 @@ void CausalAttentionBackward(const AttentionShape& s, const float* q, const floa
                });
 }
 
+void ListedAttentionForward(const ListedAttentionShape& s, std::span<const int32_t> visible_begin,
+                            std::span<const int32_t> visible, const float* q, const float* k,
+                            const float* v, float* probs, float* out, ThreadPool* pool) {
+  const int hd = s.head_dim;
+  const int64_t width = static_cast<int64_t>(s.n_heads) * hd;
+  const int64_t total = visible_begin[static_cast<std::size_t>(s.rows)];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  ForEachRange(pool, s.n_heads, [&](int, int64_t h0, int64_t h1) {
+    for (int64_t h = h0; h < h1; ++h) {
+      float* ph = probs + h * total;
+      for (int i = 0; i < s.rows; ++i) {
+        const int32_t b = visible_begin[static_cast<std::size_t>(i)];
+        const int32_t n = visible_begin[static_cast<std::size_t>(i) + 1] - b;
+        const float* qi = q + i * width + h * hd;
+        float* p = ph + b;
+        for (int32_t t = 0; t < n; ++t) {
+          const float* kj = k + visible[static_cast<std::size_t>(b + t)] * width + h * hd;
+          float dot = 0.0f;
+          for (int c = 0; c < hd; ++c) dot += qi[c] * kj[c];
+          p[t] = dot * scale;
+        }
+        Softmax(p, n);
+        float* oi = out + i * width + h * hd;
+        std::fill(oi, oi + hd, 0.0f);
+        for (int32_t t = 0; t < n; ++t) {
+          const float* vj = v + visible[static_cast<std::size_t>(b + t)] * width + h * hd;
+          for (int c = 0; c < hd; ++c) oi[c] += p[t] * vj[c];
+        }
+      }
+    }
+  });
+}
+
+void ListedAttentionBackward(const ListedAttentionShape& s, std::span<const int32_t> visible_begin,
+                             std::span<const int32_t> visible, const float* q, const float* k,
+                             const float* v, const float* probs, const float* dout, float* dq,
+                             float* dk, float* dv, ThreadPool* pool) {
+  const int hd = s.head_dim;
+  const int64_t width = static_cast<int64_t>(s.n_heads) * hd;
+  const int64_t total = visible_begin[static_cast<std::size_t>(s.rows)];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int32_t widest = 0;
+  for (int i = 0; i < s.rows; ++i) {
+    widest = std::max(widest, visible_begin[static_cast<std::size_t>(i) + 1] -
+                                  visible_begin[static_cast<std::size_t>(i)]);
+  }
+  ForEachRange(pool, s.n_heads, [&](int, int64_t h0, int64_t h1) {
+    std::vector<float> ds(static_cast<std::size_t>(widest));
+    for (int64_t h = h0; h < h1; ++h) {
+      // Each head owns its columns of dq, dk, dv: no two threads write one element.
+      for (float* g : {dq, dk, dv})
+        ZeroHeadColumns(g + h * hd, s.rows, hd, static_cast<int>(width));
+      const float* ph = probs + h * total;
+      for (int i = 0; i < s.rows; ++i) {
+        const int32_t b = visible_begin[static_cast<std::size_t>(i)];
+        const int32_t n = visible_begin[static_cast<std::size_t>(i) + 1] - b;
+        const float* p = ph + b;
+        const float* doi = dout + i * width + h * hd;
+        // dP_ij = dO_i . V_j and dV_j += P_ij dO_i; then dS = P (dP - sum P dP) scale.
+        double dot = 0.0;
+        for (int32_t t = 0; t < n; ++t) {
+          const int64_t j = visible[static_cast<std::size_t>(b + t)];
+          const float* vj = v + j * width + h * hd;
+          float* dvj = dv + j * width + h * hd;
+          float dp = 0.0f;
+          for (int c = 0; c < hd; ++c) {
+            dp += doi[c] * vj[c];
+            dvj[c] += p[t] * doi[c];
+          }
+          ds[static_cast<std::size_t>(t)] = dp;
+          dot += static_cast<double>(p[t]) * dp;
+        }
+        const float* qi = q + i * width + h * hd;
+        float* dqi = dq + i * width + h * hd;
+        for (int32_t t = 0; t < n; ++t) {
+          const float g =
+              p[t] * (ds[static_cast<std::size_t>(t)] - static_cast<float>(dot)) * scale;
+          const int64_t j = visible[static_cast<std::size_t>(b + t)];
+          const float* kj = k + j * width + h * hd;
+          float* dkj = dk + j * width + h * hd;
+          for (int c = 0; c < hd; ++c) {
+            dqi[c] += g * kj[c];
+            dkj[c] += g * qi[c];
+          }
+        }
+      }
+    }
+  });
+}
+
 void SwiGluForward(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool) {
   ForEachRange(pool, n,
                [&](int, int64_t i0, int64_t i1) { SwiGlu(gate + i0, up + i0, out + i0, i1 - i0); });
@@ -258,10 +348,11 @@ double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits,
 }
 
 double DistillKl(const float* student_logits, const float* teacher_logits, float* dlogits, int rows,
-                 int n_vocab, ThreadPool* pool) {
+                 int n_vocab, ThreadPool* pool, const float* row_weights) {
   GROVE_CHECK(rows > 0);
-  const double inv_rows = 1.0 / rows;
+  const double mean = 1.0 / rows;
   const double total = SumOverRows(pool, rows, [&](int64_t r) {
+    const double inv_rows = row_weights ? row_weights[r] : mean;
     const float* zs = student_logits + r * n_vocab;
     const float* zt = teacher_logits + r * n_vocab;
     float* dz = dlogits + r * n_vocab;
@@ -275,9 +366,9 @@ double DistillKl(const float* student_logits, const float* teacher_logits, float
       if (pt > 0.0) kl += pt * (log_pt - log_ps);
       dz[i] = static_cast<float>((std::exp(log_ps) - pt) * inv_rows);
     }
-    return kl;
+    return kl * inv_rows;
   });
-  return total * inv_rows;
+  return total;
 }
 
 }  // namespace grove

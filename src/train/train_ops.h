@@ -66,6 +66,25 @@ void CausalAttentionBackward(const AttentionShape& s, const float* q, const floa
                              const float* v, const float* probs, const float* dout, float* dq,
                              float* dk, float* dv, float* scratch, ThreadPool* pool = nullptr);
 
+// Attention in which each query row sees a listed set of key rows, all rows in one array (rows x
+// n_heads * head_dim for q, k, v and out): the keys of row i are visible[visible_begin[i] ..
+// visible_begin[i + 1]), each < rows. Any mask is a list: causal, a token tree, or ParallelSpec's
+// groups (a mask row sees the real rows up to its anchor and its own group's earlier masks). probs
+// holds n_heads * visible_begin[rows] floats for the backward pass. Heads are split over the pool.
+struct ListedAttentionShape {
+  int rows = 0;
+  int n_heads = 0;
+  int head_dim = 0;
+};
+void ListedAttentionForward(const ListedAttentionShape& s, std::span<const int32_t> visible_begin,
+                            std::span<const int32_t> visible, const float* q, const float* k,
+                            const float* v, float* probs, float* out, ThreadPool* pool = nullptr);
+// Gradients of q, k, v (overwritten, not added).
+void ListedAttentionBackward(const ListedAttentionShape& s, std::span<const int32_t> visible_begin,
+                             std::span<const int32_t> visible, const float* q, const float* k,
+                             const float* v, const float* probs, const float* dout, float* dq,
+                             float* dk, float* dv, ThreadPool* pool = nullptr);
+
 // out = silu(gate) * up (the inference op), and its backward: dgate, dup overwritten.
 void SwiGluForward(const float* gate, const float* up, float* out, int64_t n,
                    ThreadPool* pool = nullptr);
@@ -78,8 +97,9 @@ double CrossEntropy(const float* logits, const int32_t* targets, float* dlogits,
                     int n_vocab, ThreadPool* pool = nullptr);
 
 // Mean KL(teacher || student) over rows, both given as logits: sum_v p_t (log p_t - log p_s).
-// Writes d(loss)/d(student logits) = (p_s - p_t) / rows into dlogits.
+// Writes d(loss)/d(student logits) = (p_s - p_t) / rows into dlogits. With row_weights the loss is
+// sum_r w_r KL_r instead (no mean) and row r's gradient w_r (p_s - p_t).
 double DistillKl(const float* student_logits, const float* teacher_logits, float* dlogits, int rows,
-                 int n_vocab, ThreadPool* pool = nullptr);
+                 int n_vocab, ThreadPool* pool = nullptr, const float* row_weights = nullptr);
 
 }  // namespace grove

@@ -55,6 +55,7 @@ struct TrainProgress {
   double valid_loss =
       NAN;  // cross-entropy on the validation part; NaN when not evaluated this step
   double valid_agreement = NAN;  // a drafter's: top-1 agreement with its target on that part
+  std::vector<double> valid_agreement_by_depth;  // a parallel drafter's, depth 1 .. K + 1
   bool checkpointed = false;
 };
 

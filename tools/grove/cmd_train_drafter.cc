@@ -1,5 +1,6 @@
-// grove train-drafter: trains a drafter that reads a target's hidden states (ParallelSpec's
-// feature drafter, autoregressive form) against that target, resumably, and exports it.
+// grove train-drafter: trains a drafter that reads a target's hidden states against that target,
+// resumably, and exports it: the autoregressive feature drafter, or ParallelSpec's parallel one
+// (K mask tokens, group-wise training).
 #include <unistd.h>
 
 #include <atomic>
@@ -34,6 +35,7 @@ extern "C" void OnDrafterInterrupt(int) {
 struct TrainDrafterOptions {
   FeatureTrainOptions train;
   std::string kind = "feature";
+  std::string visibility = "group-wise";
   std::string export_path;
   std::string export_type = "q8_0";
   int64_t log_every = 10;
@@ -41,11 +43,16 @@ struct TrainDrafterOptions {
 
 void RunTrainDrafter(TrainDrafterOptions& c) {
   FeatureTrainOptions& o = c.train;
-  if (c.kind != "feature") {
-    Fail("train-drafter: --drafter ", c.kind,
-         " is not built yet (this grove trains: feature; the parallel drafter is issue 10's next "
-         "part)");
-  }
+  if (c.kind != "feature" && c.kind != "parallel")
+    Fail("train-drafter: --drafter ", c.kind, " is not one of feature, parallel");
+  if (c.kind == "parallel" && o.masks < 1)
+    Fail("train-drafter: --drafter parallel needs --masks K of at least 1");
+  if (c.kind == "feature" && o.masks != 0)
+    Fail("train-drafter: --masks is for --drafter parallel (the feature drafter has none)");
+  if (c.visibility != "group-wise" && c.visibility != "across-groups")
+    Fail("train-drafter: --mask-visibility ", c.visibility, " is not group-wise or across-groups");
+  o.visibility =
+      c.visibility == "group-wise" ? MaskVisibility::kGroupWise : MaskVisibility::kAcrossGroups;
   ValidateFeatureTrainOptions(o);
   CheckOutputDirectory(o.out_dir, "-o");
   const auto type = ParseGgmlType(c.export_type);
@@ -68,9 +75,9 @@ void RunTrainDrafter(TrainDrafterOptions& c) {
   auto progress = [&](const TrainProgress& p) {
     if (!log.is_open()) {
       std::fprintf(stderr,
-                   "train-drafter: feature drafter for %s, batch %d x %d rows, %lld steps, %d "
-                   "threads, %s\n",
-                   o.target_path.c_str(), o.batch, o.seq_len,
+                   "train-drafter: %s drafter (%d masks) for %s, batch %d x %d tokens, %lld steps, "
+                   "%d threads, %s\n",
+                   c.kind.c_str(), o.masks, o.target_path.c_str(), o.batch, o.seq_len,
                    static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str());
       const bool new_log = !std::filesystem::exists(log_path);
       log.open(log_path, std::ios::app);
@@ -84,15 +91,20 @@ void RunTrainDrafter(TrainDrafterOptions& c) {
         << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
     const bool line = p.step % c.log_every == 0 || evaluated || p.step == p.steps;
     if (!tty && !line) return;
-    char valid[64] = "";
+    std::string valid;
     if (evaluated) {
-      std::snprintf(valid, sizeof(valid), "  valid %.4f agree %.3f", p.valid_loss,
-                    p.valid_agreement);
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "  valid %.4f agree", p.valid_loss);
+      valid = buf;
+      for (double a : p.valid_agreement_by_depth) {
+        std::snprintf(buf, sizeof(buf), " %.3f", a);
+        valid += buf;
+      }
     }
     std::fprintf(
-        stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f rows/s  ETA %s%s%s",
+        stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tokens/s  ETA %s%s%s",
         tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
-        p.loss, valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.eta_s).c_str(),
+        p.loss, valid.c_str(), p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.eta_s).c_str(),
         p.checkpointed ? "  [saved]" : "", tty && !line ? "" : "\n");
     std::fflush(stderr);
   };
@@ -132,7 +144,17 @@ void AddTrainDrafterCommand(CLI::App& app) {
   o.optimizer.lr = 1e-3;
   o.optimizer.warmup = 40;
   o.optimizer.steps = 600;
-  cmd->add_option("--drafter", c->kind, "Kind of drafter: feature")->capture_default_str();
+  cmd->add_option("--drafter", c->kind,
+                  "Kind of drafter: feature (autoregressive) or parallel (ParallelSpec, --masks)")
+      ->capture_default_str();
+  cmd->add_option("--masks", o.masks,
+                  "Mask tokens K of a parallel drafter: depths 1..K+1 from one forward");
+  cmd->add_option("--mask-decay", o.mask_decay, "Mask j's losses weigh DECAY^j")
+      ->capture_default_str();
+  cmd->add_option("--mask-visibility", c->visibility,
+                  "group-wise (ParallelSpec's training), or across-groups (its ablation: later "
+                  "rows see earlier groups' masks)")
+      ->capture_default_str();
   cmd->add_option("--target", o.target_path, "The target GGUF the drafter reads")->required();
   cmd->add_option("--corpus", o.corpus_dir,
                   "Corpus directory (train.txt, valid.txt), e.g. from `grove corpus`")
@@ -145,7 +167,7 @@ void AddTrainDrafterCommand(CLI::App& app) {
   cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")->capture_default_str();
   cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str();
   cmd->add_option("--batch", o.batch, "Windows per step")->capture_default_str();
-  cmd->add_option("--seq-len", o.seq_len, "Drafter rows per window")->capture_default_str();
+  cmd->add_option("--seq-len", o.seq_len, "Tokens per window")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
       ->capture_default_str();
   cmd->add_option("--logit-weight", o.logit_weight,
