@@ -253,14 +253,18 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
   EXPECT_NE(r.err.find("verify fwd"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
 
-  r = Grove("bench -m " + Model("q8_0") +
-            " --draft ngram --spec chain:3 --spec kconfig:2,2 --spec auto -r 1 -t 1 "
+  // Two drafters in one run: each with every plan, against one plain baseline.
+  r = Grove("bench -m " + Model("q8_0") + " --draft ngram --draft " + draft +
+            " --spec chain:3 --spec kconfig:2,2 --spec auto -r 1 -t 1 "
             "--spec-tokens 8 -o json --prompts " +
             Path("prompts.txt"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json b = Json::parse(r.out);
   ASSERT_EQ(b["runs"].size(), 1u);
-  ASSERT_EQ(b["runs"][0]["plans"].size(), 3u);
+  ASSERT_EQ(b["runs"][0]["plans"].size(), 6u);
+  EXPECT_EQ(b["runs"][0]["plans"][0]["draft"], "ngram");
+  EXPECT_EQ(b["runs"][0]["plans"][3]["draft"], draft);
+  EXPECT_EQ(b["runs"][0]["plans"][3]["drafter"], "draft-model");
   for (const auto& plan : b["runs"][0]["plans"]) {
     EXPECT_TRUE(plan["greedy_identical"].get<bool>());
     EXPECT_GE(plan["tau"].get<double>(), 1.0);

@@ -1,6 +1,7 @@
 #include "bench_speculative.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +28,7 @@ const std::vector<std::string> kDefaultPrompts = {
     "Tom and his mom went to the store. They wanted to buy"};
 
 struct PlanRow {
+  std::size_t drafter = 0;  // index into --draft
   SpeculationPolicy policy;
   std::vector<double> tps;      // per repetition
   std::vector<double> speedup;  // per repetition, against plain decoding of the same repetition
@@ -57,6 +59,12 @@ struct PlanRow {
   }
 };
 
+std::string JoinDrafts(const std::vector<std::string>& drafts) {
+  std::string out;
+  for (const std::string& d : drafts) out += (out.empty() ? "" : ", ") + d;
+  return out;
+}
+
 nlohmann::ordered_json SplitJson(const StepTimes& t, int64_t steps) {
   const double per = steps ? 1e3 / steps : 0;
   return {{"step_ms", t.total() * per},
@@ -74,20 +82,25 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
                   const std::vector<std::string>& prompts, nlohmann::ordered_json& out) {
   auto target = Model::Load(model_path, ModelOptions{.n_threads = threads});
   if (!target->tokenizer()) Fail("'", model_path, "' has no tokenizer");
-  OpenedDrafter drafter = OpenDrafter(o.draft, *target);
+  std::vector<OpenedDrafter> drafters;
+  for (const std::string& d : o.drafts) drafters.push_back(OpenDrafter(d, *target));
   SamplerParams sampling{.temperature = o.temperature, .seed = seed};
   if (o.temperature > 0) {
     sampling = SamplerParams{
         .temperature = o.temperature, .top_k = 0, .top_p = 1, .min_p = 0, .seed = seed};
   }
-  // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`.
-  const std::string accept =
-      o.accept.empty() ? BundledAcceptanceFor(model_path, o.draft, sampling.greedy()) : o.accept;
-  const TreePlanInputs inputs = ReadPlanInputs(accept, o.profile, target->max_batch());
   std::vector<PlanRow> rows;
-  for (const std::string& spec : o.specs) {
-    rows.push_back(
-        {.policy = ResolveSpeculation({.plan = spec}, inputs, *drafter.drafter, sampling)});
+  for (std::size_t d = 0; d < drafters.size(); ++d) {
+    // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`.
+    const std::string accept =
+        o.accept.empty() ? BundledAcceptanceFor(model_path, o.drafts[d], sampling.greedy())
+                         : o.accept;
+    const TreePlanInputs inputs = ReadPlanInputs(accept, o.profile, target->max_batch());
+    for (const std::string& spec : o.specs) {
+      rows.push_back(
+          {.drafter = d,
+           .policy = ResolveSpeculation({.plan = spec}, inputs, *drafters[d].drafter, sampling)});
+    }
   }
   std::vector<std::vector<int32_t>> encoded;
   for (const std::string& p : prompts) encoded.push_back(target->tokenizer()->Encode(p, true));
@@ -127,7 +140,7 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
       int64_t spec_tokens = 0;
       for (std::size_t p = 0; p < encoded.size(); ++p) {
         so.sequence = p;
-        SpeculativeSession session(*target, *drafter.drafter, row.policy, so);
+        SpeculativeSession session(*target, *drafters[row.drafter].drafter, row.policy, so);
         const std::vector<int32_t> generated = session.Generate(encoded[p], {});
         spec_seconds += session.stats().total_seconds;
         spec_tokens += static_cast<int64_t>(generated.size());
@@ -162,11 +175,10 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
         std::printf(", t(%d)/t(1) %.2f", n, curve.Seconds(n) / curve.Seconds(1));
     }
     std::printf(
-        "\n\n| spec | verify | τ | t/s | speedup | predicted t/s | step ms | draft fwd | tree | "
-        "verify fwd "
-        "| verification | cache | other | greedy output |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    std::printf("| plain | - | 1.00 | %.1f ± %.1f | 1.00 | - | %.3f | | | | | | | - |\n",
+        "\n\n| draft | spec | verify | τ | t/s | speedup | predicted t/s | step ms | draft fwd | "
+        "tree | verify fwd | verification | cache | other | greedy output |\n"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    std::printf("| - | plain | - | 1.00 | %.1f ± %.1f | 1.00 | - | %.3f | | | | | | | - |\n",
                 plain.median, plain.sd, 1e3 / plain.median);
   }
   for (const PlanRow& row : rows) {
@@ -177,7 +189,9 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
     const std::string verify(VerifyRuleName(row.policy.rule));
     if (json) {
       j["plans"].push_back(
-          {{"spec", row.policy.plan.text},
+          {{"draft", o.drafts[row.drafter]},
+           {"drafter", drafters[row.drafter].drafter->name()},
+           {"spec", row.policy.plan.text},
            {"verify", verify},
            {"tau", t.tau()},
            {"plain_steps", t.plain_steps},
@@ -195,8 +209,9 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
     const double total = std::max(x.total(), 1e-12);
     auto pct = [&](double part) { return 100.0 * part / total; };
     std::printf(
-        "| %s | %s | %.2f | %.1f ± %.1f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | %.0f%% | "
-        "%.0f%% | %.0f%% | %s |\n",
+        "| %s | %s | %s | %.2f | %.1f ± %.1f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | %.0f%% | "
+        "%.0f%% | %.0f%% | %.0f%% | %s |\n",
+        std::filesystem::path(o.drafts[row.drafter]).filename().string().c_str(),
         row.policy.plan.text.c_str(), verify.c_str(), t.tau(), s.median, s.sd, up.median, predicted,
         t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward), pct(x.tree_building),
         pct(x.verify_forward), pct(x.verification), pct(x.cache), pct(x.other),
@@ -210,16 +225,16 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
 
 bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path,
                   const std::vector<int>& threads, int repetitions, bool json, uint64_t seed) {
-  if (o.draft.empty()) Fail("bench --spec needs --draft (a GGUF draft model, or 'ngram')");
+  if (o.drafts.empty()) Fail("bench --spec needs --draft (a GGUF draft model, or 'ngram')");
   if (o.n_predict < 1) Fail("--spec-tokens ", o.n_predict, " must be >= 1");
   const std::vector<std::string> prompts =
       o.prompts.empty() ? kDefaultPrompts : ReadPromptFile(o.prompts);
   if (!json) {
     std::printf(
-        "target %s | draft %s | kernels %s | temperature %g | %zu prompts x %d tokens, %d "
+        "target %s | drafts %s | kernels %s | temperature %g | %zu prompts x %d tokens, %d "
         "repetitions\n",
-        model_path.c_str(), o.draft.c_str(), ActiveKernels().name, o.temperature, prompts.size(),
-        o.n_predict, repetitions);
+        model_path.c_str(), JoinDrafts(o.drafts).c_str(), ActiveKernels().name, o.temperature,
+        prompts.size(), o.n_predict, repetitions);
   }
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   bool identical = true;
@@ -228,7 +243,7 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path,
   }
   if (json) {
     nlohmann::ordered_json j = {{"model", model_path},
-                                {"draft", o.draft},
+                                {"drafts", o.drafts},
                                 {"kernels", ActiveKernels().name},
                                 {"temperature", o.temperature},
                                 {"n_predict", o.n_predict},

@@ -1,8 +1,8 @@
-// grove bench --spec: plain decoding and each tree plan over the same prompts, repeated, in one run
-// (so ratios compare like with like on a noisy machine), at each thread count. Reports the median
-// tokens/s with its spread, the speedup (median of the per-repetition ratios), the step's time
-// split, and the tokens/s that τ, the measured draft time and the target's verify curve predict.
-// Checks at temperature 0 that every plan's output equals plain decoding token for token.
+// grove bench --spec: plain decoding and each drafter x tree plan over the same prompts, repeated,
+// in one run (so ratios compare like with like on a noisy machine), at each thread count. Reports
+// the median tokens/s with its spread, the speedup (median of the per-repetition ratios), the
+// step's time split, and the tokens/s that τ, the measured draft time and the target's verify curve
+// predict. Checks at temperature 0 that every plan's output equals plain decoding token for token.
 #pragma once
 
 #include <string>
@@ -11,11 +11,11 @@
 namespace grove::cli {
 
 struct SpecBenchOptions {
-  std::vector<std::string> specs;  // --spec, repeatable
-  std::string draft;               // GGUF path or "ngram"
-  std::string prompts;             // prompt file; empty: a built-in set
-  std::string accept;              // acceptance vector for sequoia plans (auto's prior)
-  std::string profile;             // verify profile for sequoia:auto
+  std::vector<std::string> specs;   // --spec, repeatable
+  std::vector<std::string> drafts;  // --draft, repeatable: GGUF paths or "ngram"
+  std::string prompts;              // prompt file; empty: a built-in set
+  std::string accept;               // acceptance vector for sequoia plans (auto's prior)
+  std::string profile;              // verify profile for sequoia:auto
   float temperature = 0.0f;
   int32_t n_predict = 128;
 };

@@ -529,8 +529,9 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option(
       "--spec", o->spec.specs,
       "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
-  cmd->add_option("--draft", o->spec.draft,
-                  "With --spec: draft GGUF, or 'ngram' for prompt lookup");
+  cmd->add_option("--draft", o->spec.drafts,
+                  "With --spec: draft GGUF (a model, a feature or a parallel drafter), or 'ngram' "
+                  "for prompt lookup; repeat to compare drafters in one run");
   cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
   cmd->add_option("--accept", o->spec.accept,
                   "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
