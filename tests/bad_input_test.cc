@@ -247,6 +247,14 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add(drafter_args + Path("nope") + " -t 100000", "threads");
   add("train-drafter --target " + m + " --corpus " + Path("nope") + " -o " + Path("file.txt"),
       "not a directory");
+  const std::string distill = "self-distill --target " + m + " -o " + Path("new") + " --corpus ";
+  add(distill + Path("nope"), "does not exist");
+  add(distill + Path("corpus") + " --tokens 0", "--tokens");
+  add(distill + Path("corpus") + " --lanes 0", "--lanes");
+  add(distill + Path("corpus") + " --max-new 0", "--max-new");
+  add(distill + Path("corpus") + " --temp -1", "temperature");
+  add("self-distill --target " + m + " --corpus " + Path("corpus") + " -o " + Path("file.txt"),
+      "not a directory");
   // Thread counts: 4 x the hardware threads at most, in every command that takes -t.
   add("run -m " + m + " -p hi -n 2 -t 1000000", "threads");
   add("run -m " + m + " -p hi -n 2 -t -3", "threads");

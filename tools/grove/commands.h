@@ -19,6 +19,7 @@ void AddCorpusCommand(CLI::App& app);
 void AddTokenizerTrainCommand(CLI::App& app);
 void AddTrainCommand(CLI::App& app);
 void AddTrainDrafterCommand(CLI::App& app);
+void AddSelfDistillCommand(CLI::App& app);
 void AddExportCommand(CLI::App& app);
 void AddEvalCommand(CLI::App& app);
 void AddTotCommand(CLI::App& app);

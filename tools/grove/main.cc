@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
   grove::cli::AddTokenizerTrainCommand(app);
   grove::cli::AddTrainCommand(app);
   grove::cli::AddTrainDrafterCommand(app);
+  grove::cli::AddSelfDistillCommand(app);
   grove::cli::AddExportCommand(app);
   grove::cli::AddEvalCommand(app);
   grove::cli::AddTotCommand(app);
