@@ -49,18 +49,7 @@ RandomModelSpec TargetSpec(int32_t layers, uint64_t seed, int32_t n_vocab = 320,
   return s;
 }
 
-TrainShape ShapeOf(const Model& model) {
-  const ModelConfig& c = model.config();
-  return {.n_vocab = c.n_vocab,
-          .n_embd = c.n_embd,
-          .n_layer = c.n_layer,
-          .n_head = c.n_head,
-          .n_ff = c.n_ff,
-          .n_ctx = c.n_ctx_train,
-          .rope_freq_base = c.rope_freq_base,
-          .rms_eps = c.rms_eps,
-          .tied_output = c.tied_output};
-}
+TrainShape ShapeOf(const Model& model) { return TrainShapeOf(model.config()); }
 
 enum class Init {
   kRandom,  // random layer and fusion: guesses poorly, reads the features
@@ -422,8 +411,9 @@ TEST_P(FeatureTrainer, LossFallsResumeIsExactExportDrafts) {
   double first_loss = 0;
   const TrainResult straight = TrainFeatureDrafter(o, [&](const TrainProgress& p) {
     if (p.step == 1) first_loss = p.loss;
-    if (!std::isnan(p.valid_loss))
+    if (!std::isnan(p.valid_loss)) {
       EXPECT_EQ(p.valid_agreement_by_depth.size(), static_cast<std::size_t>(masks) + 1);
+    }
   });
   EXPECT_EQ(straight.step, 12);
   EXPECT_LT(straight.last_valid_loss, first_loss);

@@ -13,6 +13,16 @@ constexpr const char* kSettingsPrefix = "grove.train.setting.";
 
 }  // namespace
 
+CheckpointSettings OptimizerSettings(const OptimizerConfig& c) {
+  return {
+      {"steps", std::to_string(c.steps)}, {"warmup", std::to_string(c.warmup)},
+      {"lr", FormatDouble(c.lr)},         {"min_lr_ratio", FormatDouble(c.min_lr_ratio)},
+      {"beta1", FormatDouble(c.beta1)},   {"beta2", FormatDouble(c.beta2)},
+      {"eps", FormatDouble(c.eps)},       {"weight_decay", FormatDouble(c.weight_decay)},
+      {"clip", FormatDouble(c.clip)},
+  };
+}
+
 std::string FormatDouble(double v) {
   char buf[40];
   std::snprintf(buf, sizeof(buf), "%.17g", v);

@@ -20,6 +20,9 @@ namespace grove {
 // (name, value) of each setting that shapes the result, stored as grove.train.setting.NAME.
 using CheckpointSettings = std::vector<std::pair<std::string, std::string>>;
 
+// The optimizer's settings (steps, warm-up, learning rates, betas, epsilon, decay, clipping).
+CheckpointSettings OptimizerSettings(const OptimizerConfig& c);
+
 // %.17g: a double that reads back exactly.
 std::string FormatDouble(double v);
 

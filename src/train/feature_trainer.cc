@@ -16,6 +16,7 @@
 #include "train/corpus_files.h"
 #include "train/drafter_graph.h"
 #include "train/gemm.h"
+#include "train/train_loop.h"
 
 namespace grove {
 namespace {
@@ -67,22 +68,12 @@ class TargetRows {
 
 CheckpointSettings FeatureRunSettings(const FeatureTrainOptions& o, const std::string& fingerprint,
                                       int64_t train_tokens, int64_t valid_tokens) {
-  const OptimizerConfig& c = o.optimizer;
-  return {
+  CheckpointSettings settings = {
       {"drafter", "feature"},
       {"target_fingerprint", fingerprint},
       {"seed", std::to_string(o.seed)},
       {"batch", std::to_string(o.batch)},
       {"seq_len", std::to_string(o.seq_len)},
-      {"steps", std::to_string(c.steps)},
-      {"warmup", std::to_string(c.warmup)},
-      {"lr", FormatDouble(c.lr)},
-      {"min_lr_ratio", FormatDouble(c.min_lr_ratio)},
-      {"beta1", FormatDouble(c.beta1)},
-      {"beta2", FormatDouble(c.beta2)},
-      {"eps", FormatDouble(c.eps)},
-      {"weight_decay", FormatDouble(c.weight_decay)},
-      {"clip", FormatDouble(c.clip)},
       {"logit_weight", FormatDouble(o.logit_weight)},
       {"feature_weight", FormatDouble(o.feature_weight)},
       {"masks", std::to_string(o.masks)},
@@ -92,6 +83,8 @@ CheckpointSettings FeatureRunSettings(const FeatureTrainOptions& o, const std::s
       {"train_tokens", std::to_string(train_tokens)},
       {"valid_tokens", std::to_string(valid_tokens)},
   };
+  for (auto& setting : OptimizerSettings(o.optimizer)) settings.push_back(std::move(setting));
+  return settings;
 }
 
 GgufValue StringValue(std::string s) {
@@ -228,7 +221,6 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
 
   TargetRows rows(*target, o.batch, o.seq_len);
   std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
-  std::vector<float> grads(state.params.size());
   const int32_t V = target_f32.shape.n_vocab;
 
   // The validation loss, and the share of rows where the drafter's argmax is the target's, by depth
@@ -262,55 +254,36 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
     return sum / o.eval_batches;
   };
 
-  const double elapsed_before = state.elapsed_s;
-  const int64_t first_step = state.step;
-  Timer timer;
-  while (state.step < o.optimizer.steps) {
-    for (int32_t b = 0; b < o.batch; ++b) {
-      offsets[static_cast<std::size_t>(b)] =
-          BatchOffset(o.seed, state.step, b, static_cast<int64_t>(train.size()), o.seq_len);
-    }
-    rows.Fill(train, offsets);
-    std::fill(grads.begin(), grads.end(), 0.0f);
-    const DrafterLoss loss =
-        graph.Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
-                      rows.logits.data(), rows.next_features.data());
-    if (!std::isfinite(loss.total)) {
-      Fail("train-drafter: the loss became ", loss.total, " at step ", state.step + 1,
-           "; the last checkpoint is kept. Try a lower --lr or a longer --warmup");
-    }
-    graph.Backward(state.params.data(), grads.data());
-    TrainProgress p;
-    p.lr = LearningRate(o.optimizer, state.step);
-    p.grad_norm = adam.Step(state.params, grads, state.step, pool.get());
-    ++state.step;
-    p.step = state.step;
-    p.steps = o.optimizer.steps;
-    p.loss = loss.total;
-    const double sitting_s = timer.Seconds();
-    state.elapsed_s = elapsed_before + sitting_s;
-    p.elapsed_s = state.elapsed_s;
-    p.tokens_per_s = static_cast<double>((state.step - first_step) * graph.rows()) / sitting_s;
-    p.eta_s = sitting_s / static_cast<double>(state.step - first_step) *
-              static_cast<double>(o.optimizer.steps - state.step);
-    const bool last = state.step == o.optimizer.steps;
-    const bool stopping = stop && stop->load();
-    if (state.step % o.eval_every == 0 || last) {
-      p.valid_loss = evaluate(&p.valid_agreement_by_depth);
-      p.valid_agreement = p.valid_agreement_by_depth[0];
-      state.last_valid_loss = p.valid_loss;
-    }
-    if (state.step % o.checkpoint_every == 0 || last || stopping) {
-      SaveCheckpoint(result.checkpoint, layout, state, adam, target_f32.tokenizer, o.name, settings,
-                     drafter_keys);
-      p.checkpointed = true;
-    }
-    if (progress) progress(p);
-    if (stopping && !last) {
-      result.interrupted = true;
-      break;
-    }
-  }
+  const TrainLoopHooks hooks{
+      .gradient =
+          [&](int64_t step, std::vector<float>& grads) {
+            for (int32_t b = 0; b < o.batch; ++b) {
+              offsets[static_cast<std::size_t>(b)] =
+                  BatchOffset(o.seed, step, b, static_cast<int64_t>(train.size()), o.seq_len);
+            }
+            rows.Fill(train, offsets);
+            const DrafterLoss loss =
+                graph.Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
+                              rows.logits.data(), rows.next_features.data());
+            if (std::isfinite(loss.total)) graph.Backward(state.params.data(), grads.data());
+            return loss.total;
+          },
+      .validate =
+          [&](TrainProgress& p) {
+            p.valid_loss = evaluate(&p.valid_agreement_by_depth);
+            p.valid_agreement = p.valid_agreement_by_depth[0];
+          },
+      .save =
+          [&] {
+            SaveCheckpoint(result.checkpoint, layout, state, adam, target_f32.tokenizer, o.name,
+                           settings, drafter_keys);
+          }};
+  result.interrupted = RunTrainLoop(o.optimizer,
+                                    {.eval_every = o.eval_every,
+                                     .checkpoint_every = o.checkpoint_every,
+                                     .tokens_per_step = static_cast<int64_t>(o.batch) * o.seq_len,
+                                     .command = "train-drafter"},
+                                    state, adam, pool.get(), hooks, progress, stop);
   result.step = state.step;
   result.last_valid_loss = state.last_valid_loss;
   result.elapsed_s = state.elapsed_s;

@@ -79,6 +79,18 @@ GgufWriter TrainedModelWriter(const ParamLayout& layout, const float* params,
   return w;
 }
 
+TrainShape TrainShapeOf(const ModelConfig& c) {
+  return {.n_vocab = c.n_vocab,
+          .n_embd = c.n_embd,
+          .n_layer = c.n_layer,
+          .n_head = c.n_head,
+          .n_ff = c.n_ff,
+          .n_ctx = c.n_ctx_train,
+          .rope_freq_base = c.rope_freq_base,
+          .rms_eps = c.rms_eps,
+          .tied_output = c.tied_output};
+}
+
 LoadedTrainModel LoadTrainModel(const GgufFile& file) {
   const ModelConfig c = ConfigFromGguf(file);
   auto refuse = [&](const std::string& why) { Fail("train: '", file.name(), "': ", why); };
@@ -90,15 +102,7 @@ LoadedTrainModel LoadTrainModel(const GgufFile& file) {
   if (c.rope_freq_scale != 1.0f || file.FindTensor("rope_freqs.weight"))
     refuse("RoPE scaling is not supported by the trainer");
   LoadedTrainModel m;
-  m.shape = {.n_vocab = c.n_vocab,
-             .n_embd = c.n_embd,
-             .n_layer = c.n_layer,
-             .n_head = c.n_head,
-             .n_ff = c.n_ff,
-             .n_ctx = c.n_ctx_train,
-             .rope_freq_base = c.rope_freq_base,
-             .rms_eps = c.rms_eps,
-             .tied_output = c.tied_output};
+  m.shape = TrainShapeOf(c);
   m.params = ReadLayoutParams(file, ParamLayout(m.shape));
   m.tokenizer = TokenizerKeys(file);
   return m;

@@ -10,6 +10,7 @@
 
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
+#include "model/config.h"
 #include "train/train_model.h"
 
 namespace grove {
@@ -38,6 +39,9 @@ struct LoadedTrainModel {
   std::vector<float> params;
   GgufKeyValues tokenizer;
 };
+
+// The trainer's view of a model's shape (what LoadTrainModel checks aside).
+TrainShape TrainShapeOf(const ModelConfig& config);
 
 // Reads a llama GGUF of the shape the trainer supports (as many key/value heads as heads, RoPE over
 // the whole head, no rope scaling) and dequantizes every tensor to f32. Throws grove::Error naming

@@ -15,6 +15,7 @@
 #include "train/corpus_files.h"
 #include "train/gemm.h"
 #include "train/model_file.h"
+#include "train/train_loop.h"
 
 namespace grove {
 namespace {
@@ -23,25 +24,17 @@ constexpr const char* kCheckpointFile = "checkpoint.gguf";
 
 // Everything that shapes the result besides the model shape; a resumed run must agree on all of it.
 CheckpointSettings RunSettings(const TrainOptions& o, int64_t train_tokens, int64_t valid_tokens) {
-  const OptimizerConfig& c = o.optimizer;
-  return {
+  CheckpointSettings settings = {
       {"seed", std::to_string(o.seed)},
       {"batch", std::to_string(o.batch)},
       {"seq_len", std::to_string(o.seq_len)},
-      {"steps", std::to_string(c.steps)},
-      {"warmup", std::to_string(c.warmup)},
-      {"lr", FormatDouble(c.lr)},
-      {"min_lr_ratio", FormatDouble(c.min_lr_ratio)},
-      {"beta1", FormatDouble(c.beta1)},
-      {"beta2", FormatDouble(c.beta2)},
-      {"eps", FormatDouble(c.eps)},
-      {"weight_decay", FormatDouble(c.weight_decay)},
-      {"clip", FormatDouble(c.clip)},
       {"teacher",
        o.teacher_path.empty() ? "" : std::filesystem::path(o.teacher_path).filename().string()},
       {"train_tokens", std::to_string(train_tokens)},
       {"valid_tokens", std::to_string(valid_tokens)},
   };
+  for (auto& setting : OptimizerSettings(o.optimizer)) settings.push_back(std::move(setting));
+  return settings;
 }
 
 uint64_t Mix(uint64_t x) {
@@ -180,7 +173,6 @@ TrainResult Train(const TrainOptions& options,
   const std::size_t rows = static_cast<std::size_t>(graph.rows());
   std::vector<int32_t> tokens(rows), targets(rows);
   std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
-  std::vector<float> grads(state.params.size());
 
   auto evaluate = [&]() {
     const int64_t count = static_cast<int64_t>(o.eval_batches) * o.batch;
@@ -197,58 +189,35 @@ TrainResult Train(const TrainOptions& options,
     return sum / o.eval_batches;
   };
 
-  const double elapsed_before = state.elapsed_s;
-  const int64_t first_step = state.step;
-  Timer timer;
-  while (state.step < o.optimizer.steps) {
-    for (int32_t b = 0; b < o.batch; ++b) {
-      offsets[static_cast<std::size_t>(b)] =
-          BatchOffset(o.seed, state.step, b, static_cast<int64_t>(train.size()), o.seq_len);
-    }
-    FillBatch(train, offsets, o.seq_len, tokens.data(), targets.data());
-    const float* teacher_logits = nullptr;
-    if (teacher_graph) {
-      teacher_graph->Forward(teacher->params.data(), tokens.data(), nullptr);
-      teacher_logits = teacher_graph->logits();
-    }
-    std::fill(grads.begin(), grads.end(), 0.0f);
-    const double loss =
-        graph.Forward(state.params.data(), tokens.data(), targets.data(), teacher_logits);
-    if (!std::isfinite(loss)) {
-      Fail("train: the loss became ", loss, " at step ", state.step + 1,
-           "; the last checkpoint is kept. Try a lower --lr or a longer --warmup");
-    }
-    graph.Backward(state.params.data(), grads.data());
-    TrainProgress p;
-    p.lr = LearningRate(o.optimizer, state.step);
-    p.grad_norm = adam.Step(state.params, grads, state.step, &pool);
-    ++state.step;
-    p.step = state.step;
-    p.steps = o.optimizer.steps;
-    p.loss = loss;
-    const double sitting_s = timer.Seconds();
-    state.elapsed_s = elapsed_before + sitting_s;
-    p.elapsed_s = state.elapsed_s;
-    p.tokens_per_s =
-        static_cast<double>((state.step - first_step) * static_cast<int64_t>(rows)) / sitting_s;
-    p.eta_s = sitting_s / static_cast<double>(state.step - first_step) *
-              static_cast<double>(o.optimizer.steps - state.step);
-    const bool last = state.step == o.optimizer.steps;
-    const bool stopping = stop && stop->load();
-    if (state.step % o.eval_every == 0 || last) {
-      p.valid_loss = evaluate();
-      state.last_valid_loss = p.valid_loss;
-    }
-    if (state.step % o.checkpoint_every == 0 || last || stopping) {
-      SaveCheckpoint(result.checkpoint, layout, state, adam, tokenizer_keys, o.name, settings);
-      p.checkpointed = true;
-    }
-    if (progress) progress(p);
-    if (stopping && !last) {
-      result.interrupted = true;
-      break;
-    }
-  }
+  const TrainLoopHooks hooks{
+      .gradient =
+          [&](int64_t step, std::vector<float>& grads) {
+            for (int32_t b = 0; b < o.batch; ++b) {
+              offsets[static_cast<std::size_t>(b)] =
+                  BatchOffset(o.seed, step, b, static_cast<int64_t>(train.size()), o.seq_len);
+            }
+            FillBatch(train, offsets, o.seq_len, tokens.data(), targets.data());
+            const float* teacher_logits = nullptr;
+            if (teacher_graph) {
+              teacher_graph->Forward(teacher->params.data(), tokens.data(), nullptr);
+              teacher_logits = teacher_graph->logits();
+            }
+            const double loss =
+                graph.Forward(state.params.data(), tokens.data(), targets.data(), teacher_logits);
+            if (std::isfinite(loss)) graph.Backward(state.params.data(), grads.data());
+            return loss;
+          },
+      .validate = [&](TrainProgress& p) { p.valid_loss = evaluate(); },
+      .save =
+          [&] {
+            SaveCheckpoint(result.checkpoint, layout, state, adam, tokenizer_keys, o.name,
+                           settings);
+          }};
+  result.interrupted = RunTrainLoop(o.optimizer,
+                                    {.eval_every = o.eval_every,
+                                     .checkpoint_every = o.checkpoint_every,
+                                     .tokens_per_step = static_cast<int64_t>(rows)},
+                                    state, adam, &pool, hooks, progress, stop);
   result.step = state.step;
   result.last_valid_loss = state.last_valid_loss;
   result.elapsed_s = state.elapsed_s;
