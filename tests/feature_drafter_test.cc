@@ -17,6 +17,7 @@
 #include "distribution_check.h"
 #include "io/gguf.h"
 #include "model/config.h"
+#include "schedule/scheduler.h"
 #include "speculate/feature_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
@@ -459,6 +460,53 @@ TEST_P(FeatureTrainer, LossFallsResumeIsExactExportDrafts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Masks, FeatureTrainer, ::testing::Values(0, 2));
+
+}  // namespace
+}  // namespace grove
+
+namespace grove {
+namespace {
+
+// The scheduler's lanes make their drafters from the drafter file (MakeModelDrafter): with feature
+// and parallel drafters every policy gives each sequence what plain decoding gives it alone,
+// a forked prompt included (its fork reads zero features for the prefix it did not prefill).
+class FeatureScheduler : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(FeatureScheduler, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
+  ModelOptions mo{.n_threads = 2, .n_ctx = 128, .n_seq = 3};
+  auto target = MakeRandomModel(TargetSpec(2, 7), mo);
+  Drafter d =
+      MakeFeatureDrafter(*target, Init::kRandom, 4, {.n_threads = 1, .n_ctx = 128}, GetParam());
+  const int32_t nv = target->config().n_vocab;
+  std::vector<SequenceRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    requests.push_back({.prompt = Prompt(6 + 3 * (i % 2), nv),
+                        .sequence = 50u + static_cast<uint64_t>(i),
+                        .n_predict = 24});
+  }
+  requests[2].prompt = requests[0].prompt;
+  requests[2].shares_prompt_with = 0;
+  requests[3].prompt[0] = 11;
+  const SamplerParams greedy{.temperature = 0.0f};
+  std::vector<std::vector<int32_t>> alone;
+  for (const SequenceRequest& q : requests) {
+    alone.push_back(GeneratePlain(*target, q.prompt, greedy,
+                                  {.n_predict = q.n_predict, .sequence = q.sequence}, {}));
+  }
+  FeatureDrafter probe(*d.model, *target);
+  const SpeculationPolicy speculation = Policy("kconfig:2,2,1", probe, greedy);
+  for (SchedulePolicy policy : kAllSchedulePolicies) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    Scheduler scheduler(*target, d.model->parameters(),
+                        {.policy = policy, .speculation = speculation, .node_budget = 40});
+    const std::vector<SequenceResult> results = scheduler.Run(requests);
+    ASSERT_EQ(results.size(), requests.size());
+    for (std::size_t i = 0; i < results.size(); ++i)
+      EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Masks, FeatureScheduler, ::testing::Values(0, 3));
 
 }  // namespace
 }  // namespace grove

@@ -157,8 +157,10 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
   if (draft_) {
-    // Never runs: it only lets ResolveSpeculation see what kind of drafter the lanes use.
-    probe_model_ = Model::Create(draft_, {.n_threads = 1, .n_ctx = 16, .max_batch = 16});
+    // Never runs: it only lets ResolveSpeculation see what kind of drafter the lanes use. A
+    // feature drafter keeps a row per position of the target's context: it gets that context.
+    probe_model_ =
+        Model::Create(draft_, {.n_threads = 1, .n_ctx = target_.n_ctx(), .max_batch = 16});
     probe_ = MakeModelDrafter(*probe_model_, target_);
   }
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};

@@ -196,6 +196,8 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
     // them (a driver runs no target forward between its batch's forward and Accept).
     const std::span<const float> hidden = target_.hidden_states();
     const auto d = static_cast<std::size_t>(target_.config().n_embd);
+    GROVE_CHECK(hidden.size() >= static_cast<std::size_t>(root_batch_index_ + n_rows) * d,
+                "session: the target's last forward is not the batch this session was verified in");
     auto row = [&](int32_t batch_index) {
       return hidden.subspan(static_cast<std::size_t>(batch_index) * d, d);
     };
