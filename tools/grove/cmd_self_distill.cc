@@ -110,8 +110,7 @@ void RunSelfDistill(SelfDistillCliOptions& o) {
   if (std::filesystem::exists(o.out)) {
     for (std::string_view file : {kCorpusTrainFile, kCorpusValidFile}) {
       const std::string path = (std::filesystem::path(o.out) / file).string();
-      CheckOutputFile(path, "-o",
-                      {.inputs = {(std::filesystem::path(o.corpus) / file).string()}});
+      CheckOutputFile(path, "-o", {.inputs = {(std::filesystem::path(o.corpus) / file).string()}});
     }
   }
   const int32_t n_ctx = o.prompt_tokens + 1 + o.distill.max_new_tokens + 1;
