@@ -12,6 +12,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <vector>
 
 #include "base/error.h"
 #include "tasks/corpus_rng.h"
@@ -79,6 +81,23 @@ TEST(CorpusTest, DocumentsAreSeparatedByOneEmptyLineAndSplitOneInTwenty) {
   const double story_share = static_cast<double>(corpus.stats.train.documents[0]) /
                              static_cast<double>(corpus.stats.train.total_documents());
   EXPECT_NEAR(story_share, 0.6, 0.08);
+}
+
+TEST(CorpusTest, SplitDocumentsFindsEveryDocumentOnce) {
+  const Corpus corpus = GenerateCorpus({.seed = 11, .target_words = 20000});
+  const std::vector<std::string_view> docs = SplitDocuments(corpus.train);
+  EXPECT_EQ(static_cast<int64_t>(docs.size()), corpus.stats.train.total_documents());
+  std::string joined;
+  for (std::string_view doc : docs) {
+    ASSERT_TRUE(doc.ends_with("\n"));
+    EXPECT_EQ(doc.find("\n\n"), std::string_view::npos);
+    joined += doc;
+    joined += '\n';
+  }
+  EXPECT_EQ(joined, corpus.train + "\n");
+  // Runs of blank lines, and text without a final newline.
+  EXPECT_EQ(SplitDocuments("a\n\n\n\nb c"), (std::vector<std::string_view>{"a\n", "b c"}));
+  EXPECT_TRUE(SplitDocuments("").empty());
 }
 
 TEST(CorpusTest, ManyDistinctWords) {

@@ -126,3 +126,20 @@ std::string ReadCorpusFile(const std::string& dir, std::string_view file) {
 }
 
 }  // namespace grove
+
+namespace grove {
+
+std::vector<std::string_view> SplitDocuments(std::string_view text) {
+  std::vector<std::string_view> docs;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find("\n\n", pos);
+    end = end == std::string_view::npos ? text.size() : end + 1;
+    docs.push_back(text.substr(pos, end - pos));
+    pos = end;
+    while (pos < text.size() && text[pos] == '\n') ++pos;
+  }
+  return docs;
+}
+
+}  // namespace grove

@@ -3,6 +3,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "train/corpus.h"
 
@@ -25,5 +26,9 @@ CorpusStats WriteCorpus(const CorpusOptions& options, const std::string& dir);
 // Reads DIR/<file>. Throws grove::Error when the directory is missing or not a directory, or the
 // file is missing, unreadable or empty.
 std::string ReadCorpusFile(const std::string& dir, std::string_view file);
+
+// The documents of a corpus part: runs of text separated by one or more blank lines, each keeping
+// its last newline (the separator's first). Views into `text`; empty documents are skipped.
+std::vector<std::string_view> SplitDocuments(std::string_view text);
 
 }  // namespace grove

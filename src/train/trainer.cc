@@ -79,17 +79,10 @@ std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view
                                     int32_t eos) {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3);
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find("\n\n", pos);
-    end = end == std::string_view::npos ? text.size()
-                                        : end + 1;  // the document keeps its last newline
-    const std::string_view doc = text.substr(pos, end - pos);
+  for (std::string_view doc : SplitDocuments(text)) {
     out.push_back(eos);
     const std::vector<int32_t> ids = tokenizer.Encode(doc, /*add_bos=*/false);
     out.insert(out.end(), ids.begin(), ids.end());
-    pos = end;
-    while (pos < text.size() && text[pos] == '\n') ++pos;
   }
   return out;
 }
@@ -100,6 +93,21 @@ int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, in
       Mix(Mix(seed ^ 0x5851f42d4c957f2dull) ^
           Mix(static_cast<uint64_t>(step) * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(b)));
   return static_cast<int64_t>(h % range);
+}
+
+void BatchOffsets(uint64_t seed, int64_t step, int64_t n_tokens, int32_t seq_len,
+                  std::span<int64_t> offsets) {
+  for (std::size_t b = 0; b < offsets.size(); ++b)
+    offsets[b] = BatchOffset(seed, step, static_cast<int32_t>(b), n_tokens, seq_len);
+}
+
+void ValidationOffsets(int32_t e, int32_t n_batches, int64_t n_tokens, int32_t seq_len,
+                       std::span<int64_t> offsets) {
+  const auto batch = static_cast<int64_t>(offsets.size());
+  const int64_t count = static_cast<int64_t>(n_batches) * batch;
+  const int64_t span = n_tokens - seq_len - 1;
+  for (int64_t b = 0; b < batch; ++b)
+    offsets[static_cast<std::size_t>(b)] = (static_cast<int64_t>(e) * batch + b) * span / count;
 }
 
 TrainResult Train(const TrainOptions& options,
@@ -175,14 +183,9 @@ TrainResult Train(const TrainOptions& options,
   std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
 
   auto evaluate = [&]() {
-    const int64_t count = static_cast<int64_t>(o.eval_batches) * o.batch;
-    const int64_t span = static_cast<int64_t>(valid.size()) - o.seq_len - 1;
     double sum = 0.0;
     for (int32_t e = 0; e < o.eval_batches; ++e) {
-      for (int32_t b = 0; b < o.batch; ++b) {
-        offsets[static_cast<std::size_t>(b)] =
-            (static_cast<int64_t>(e) * o.batch + b) * span / count;
-      }
+      ValidationOffsets(e, o.eval_batches, static_cast<int64_t>(valid.size()), o.seq_len, offsets);
       FillBatch(valid, offsets, o.seq_len, tokens.data(), targets.data());
       sum += graph.Forward(state.params.data(), tokens.data(), targets.data());
     }
@@ -192,10 +195,7 @@ TrainResult Train(const TrainOptions& options,
   const TrainLoopHooks hooks{
       .gradient =
           [&](int64_t step, std::vector<float>& grads) {
-            for (int32_t b = 0; b < o.batch; ++b) {
-              offsets[static_cast<std::size_t>(b)] =
-                  BatchOffset(o.seed, step, b, static_cast<int64_t>(train.size()), o.seq_len);
-            }
+            BatchOffsets(o.seed, step, static_cast<int64_t>(train.size()), o.seq_len, offsets);
             FillBatch(train, offsets, o.seq_len, tokens.data(), targets.data());
             const float* teacher_logits = nullptr;
             if (teacher_graph) {

@@ -34,22 +34,8 @@ struct SelfDistillCliOptions {
   SelfDistillOptions distill;
 };
 
-// The documents of a corpus part (separated by blank lines, as `grove corpus` writes them).
-std::vector<std::string> Documents(const std::string& text) {
-  std::vector<std::string> docs;
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find("\n\n", pos);
-    if (end == std::string::npos) end = text.size();
-    if (end > pos) docs.push_back(text.substr(pos, end - pos));
-    pos = end;
-    while (pos < text.size() && text[pos] == '\n') ++pos;
-  }
-  return docs;
-}
-
 // Continues documents' openings until `budget` tokens are generated; returns the documents' text.
-std::string DistillPart(Model& target, const std::vector<std::string>& docs, int64_t budget,
+std::string DistillPart(Model& target, const std::vector<std::string_view>& docs, int64_t budget,
                         const SelfDistillCliOptions& o, const char* part) {
   const Tokenizer& tok = *target.tokenizer();
   std::string text;
@@ -120,9 +106,9 @@ void RunSelfDistill(SelfDistillCliOptions& o) {
   target->WarmUp();
   Corpus corpus;
   Timer timer;
-  corpus.train = DistillPart(*target, Documents(train_text), o.tokens, o, "train");
+  corpus.train = DistillPart(*target, SplitDocuments(train_text), o.tokens, o, "train");
   corpus.valid = DistillPart(
-      *target, Documents(valid_text),
+      *target, SplitDocuments(valid_text),
       o.valid_tokens > 0 ? o.valid_tokens : std::max<int64_t>(1, o.tokens / 20), o, "valid");
   WriteCorpusFiles(corpus, o.out);
   std::fprintf(stderr, "wrote %s/{train,valid}.txt (%.1f + %.1f MB) in %.0f s\n", o.out.c_str(),
