@@ -226,15 +226,10 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
   // The validation loss, and the share of rows where the drafter's argmax is the target's, by depth
   // (depth 1: the real rows; depth j + 1: mask j's rows).
   auto evaluate = [&](std::vector<double>* by_depth) {
-    const int64_t count = static_cast<int64_t>(o.eval_batches) * o.batch;
-    const int64_t span = static_cast<int64_t>(valid.size()) - o.seq_len - 1;
     double sum = 0.0;
     std::vector<int64_t> agree(static_cast<std::size_t>(o.masks) + 1, 0), seen(agree.size(), 0);
     for (int32_t e = 0; e < o.eval_batches; ++e) {
-      for (int32_t b = 0; b < o.batch; ++b) {
-        offsets[static_cast<std::size_t>(b)] =
-            (static_cast<int64_t>(e) * o.batch + b) * span / count;
-      }
+      ValidationOffsets(e, o.eval_batches, static_cast<int64_t>(valid.size()), o.seq_len, offsets);
       rows.Fill(valid, offsets);
       sum += graph
                  .Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
@@ -257,10 +252,7 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
   const TrainLoopHooks hooks{
       .gradient =
           [&](int64_t step, std::vector<float>& grads) {
-            for (int32_t b = 0; b < o.batch; ++b) {
-              offsets[static_cast<std::size_t>(b)] =
-                  BatchOffset(o.seed, step, b, static_cast<int64_t>(train.size()), o.seq_len);
-            }
+            BatchOffsets(o.seed, step, static_cast<int64_t>(train.size()), o.seq_len, offsets);
             rows.Fill(train, offsets);
             const DrafterLoss loss =
                 graph.Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
@@ -290,7 +282,8 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
   return result;
 }
 
-void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out, GgmlType type) {
+void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out, GgmlType type,
+                          const std::string& name) {
   auto file = GgufFile::Open(checkpoint);
   if (ReadDrafterKind(*file) == DrafterKind::kModel)
     Fail("export: '", checkpoint, "' is not a feature drafter's checkpoint");
@@ -299,7 +292,7 @@ void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out,
   const std::vector<float> params = ReadLayoutParams(*file, layout);
   GgufWriter w = FeatureDrafterWriter(
       layout, params.data(), model.tokenizer, type,
-      file->GetString("general.name", "grove-feature-drafter"),
+      name.empty() ? file->GetString("general.name", "grove-feature-drafter") : name,
       {file->GetString(kDrafterTargetNameKey), file->GetString(kDrafterTargetFingerprintKey)});
   if (file->Has("grove.train.step"))
     w.SetUint64("grove.train.step", file->GetUint("grove.train.step"));

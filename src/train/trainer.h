@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,15 @@ std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view
 // Offset in [0, n_tokens - seq_len - 1] of sequence b of a step's batch: a function of (seed, step,
 // b) only, so a resumed run sees the same batches.
 int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, int32_t seq_len);
+
+// The offsets of a step's whole batch (BatchOffset of each b < offsets.size()).
+void BatchOffsets(uint64_t seed, int64_t step, int64_t n_tokens, int32_t seq_len,
+                  std::span<int64_t> offsets);
+
+// The offsets of validation batch e of n_batches: the n_batches x offsets.size() windows are spread
+// evenly over the text, the same ones at every validation.
+void ValidationOffsets(int32_t e, int32_t n_batches, int64_t n_tokens, int32_t seq_len,
+                       std::span<int64_t> offsets);
 
 // Path of the checkpoint inside a run directory.
 std::string CheckpointPath(const std::string& out_dir);
