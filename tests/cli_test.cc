@@ -333,6 +333,24 @@ TEST_F(CliTest, TrainingCommandsEndToEnd) {
   r = Grove("run -m " + run + "/m16.gguf -p Once -n 5 --temp 0 -t 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
 
+  // A parallel drafter for that model; `grove export` of its checkpoint writes a drafter (with its
+  // masks and target), not a plain model, and it drafts for the model it was trained for.
+  const std::string drun = Path("drafter-run");
+  r = Grove("train-drafter --drafter parallel --masks 2 --target " + run + "/m.gguf --corpus " +
+            corpus + " -o " + drun + " --steps 3 --batch 2 --seq-len 16 --warmup 1 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = Grove("export " + drun + "/checkpoint.gguf -o " + drun + "/d.gguf --name tiny-parallel");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  {
+    auto drafter = GgufFile::Open(drun + "/d.gguf");
+    EXPECT_EQ(drafter->GetString("grove.drafter.kind"), "parallel");
+    EXPECT_EQ(drafter->GetUint("grove.drafter.masks"), 2u);
+    EXPECT_EQ(drafter->GetString("general.name"), "tiny-parallel");
+  }
+  r = Grove("run -m " + run + "/m.gguf --draft " + drun + "/d.gguf --spec chain:3 -p Once -n 8" +
+            " --temp 0 -t 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
   for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
            {"train --corpus " + Path("nope") + " --tokenizer " + corpus + "/tok.gguf -o " +
                 Path("r2"),

@@ -73,6 +73,8 @@ std::vector<float> InitFeatureDrafter(const ParamLayout& layout, const ParamLayo
 
 // Writes a checkpoint of TrainFeatureDrafter as a feature drafter of weight type `type`
 // (f32, f16, bf16, q8_0); the frozen tensors the target quantized come back to the same values.
-void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out, GgmlType type);
+// general.name is `name`, or the checkpoint's when empty.
+void ExportFeatureDrafter(const std::string& checkpoint, const std::string& out, GgmlType type,
+                          const std::string& name = "");
 
 }  // namespace grove

@@ -1,5 +1,6 @@
 // grove train: train a model on a corpus (or distill one from a teacher), resumably; grove export:
-// write a checkpoint as a model file of a given weight type.
+// write a checkpoint (of `grove train` or `grove train-drafter`) as a model or drafter file of a
+// given weight type.
 #include <unistd.h>
 
 #include <atomic>
@@ -15,11 +16,13 @@
 #include "commands.h"
 #include "io/ggml_type.h"
 #include "io/gguf.h"
+#include "model/drafter_file.h"
 #include "model/tokenizer.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "progress_line.h"
 #include "train/corpus_files.h"
+#include "train/feature_trainer.h"
 #include "train/gemm.h"
 #include "train/model_file.h"
 #include "train/trainer.h"
@@ -47,6 +50,16 @@ void ExportCheckpoint(const std::string& checkpoint, const std::string& out,
   const GgmlType type = ExportType(type_name);
   auto file = GgufFile::Open(checkpoint);
   CheckOutputFile(out, "-o", {.inputs = {checkpoint}, .force = &force});
+  if (ReadDrafterKind(*file) != DrafterKind::kModel) {
+    // A checkpoint of `grove train-drafter`: the plain-model writer would drop its fusion, masks
+    // and target.
+    file.reset();
+    ExportFeatureDrafter(checkpoint, out, type, name);
+    std::fprintf(stderr, "wrote %s (drafter, %s, %.2f MB)\n", out.c_str(),
+                 std::string(GgmlTypeName(type)).c_str(),
+                 static_cast<double>(std::filesystem::file_size(out)) / 1e6);
+    return;
+  }
   const LoadedTrainModel model = LoadTrainModel(*file);
   const ParamLayout layout(model.shape);
   const std::string model_name = name.empty() ? file->GetString("general.name", "grove") : name;
