@@ -12,10 +12,14 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "allocation_counter.h"
 #include "base/error.h"
 #include "distribution_check.h"
 #include "io/gguf.h"
+#include "model/batch.h"
 #include "model/config.h"
 #include "schedule/scheduler.h"
 #include "speculate/feature_drafter.h"
@@ -296,6 +300,46 @@ TEST_P(TrainingMatchesInference, SameDistributionsForRandomPrefixes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Masks, TrainingMatchesInference, ::testing::Values(0, 1, 4));
+
+// After warm-up a speculative step with a feature drafter allocates nothing, as with the other
+// drafters (session_test): observing the target's features, drafting (the mask rows included) and
+// committing reuse their buffers. Greedy and sampled, chain and built trees, K = 0 and 3.
+class FeatureStep : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(FeatureStep, DoesNotAllocateAfterWarmUp) {
+  const int32_t masks = GetParam();
+  ModelOptions mo{.n_threads = 2};
+  auto target = MakeRandomModel(TargetSpec(1, 7), mo);
+  mo.pool = target->shared_pool();
+  Drafter d = MakeFeatureDrafter(*target, Init::kCopyOfTarget, 3, mo, masks);
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams cold{.temperature = 0.0f};
+  const SamplerParams hot{.temperature = 1.2f, .seed = 5};
+  for (const auto& [plan, sampling] : std::vector<std::pair<std::string, SamplerParams>>{
+           {"chain:4", cold}, {"sequoia:12", hot}, {"opt:10,0.05", cold}, {"kconfig:2,2,1", hot}}) {
+    SCOPED_TRACE(plan + (sampling.greedy() ? " greedy" : " sampled"));
+    FeatureDrafter drafter(*d.model, *target);
+    SpeculativeSession session(*target, drafter, Policy(plan, drafter, sampling),
+                               {.n_predict = 230, .stop_at_eog = false});
+    session.Start(Prompt(16, nv));
+    Batch batch;
+    batch.tokens.reserve(target->max_batch());
+    auto step = [&] {
+      session.Draft();
+      batch.Clear();
+      session.AppendVerify(batch);
+      session.Accept(target->Forward(batch));
+    };
+    for (int i = 0; i < 10 && !session.done(); ++i) step();  // warm-up: buffers grow
+    testing::AllocationCounter allocations;
+    int steps = 0;
+    for (; steps < 12 && !session.done(); ++steps) step();
+    EXPECT_EQ(allocations.count(), 0);
+    EXPECT_EQ(steps, 12) << "the session ended before the counted steps";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Masks, FeatureStep, ::testing::Values(0, 3));
 
 TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
   ModelOptions mo{.n_threads = 1};
