@@ -269,6 +269,13 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
     EXPECT_TRUE(plan["greedy_identical"].get<bool>());
     EXPECT_GE(plan["tau"].get<double>(), 1.0);
     EXPECT_GT(plan["tps_median"].get<double>(), 0.0);
+    if (plan["spec"] == "chain:3" && plan["draft"] == draft) {  // ngram may find no match
+      ASSERT_EQ(plan["acceptance_by_depth"].size(), 3u) << plan;
+      for (const auto& a : plan["acceptance_by_depth"]) {
+        EXPECT_GE(a.get<double>(), 0.0);
+        EXPECT_LE(a.get<double>(), 1.0);
+      }
+    }
     const Json& split = plan["split"];
     const double parts =
         split["draft_forward_ms"].get<double>() + split["tree_building_ms"].get<double>() +

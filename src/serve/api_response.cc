@@ -22,15 +22,10 @@ nlohmann::json Usage(const Completion& completion) {
 
 nlohmann::json GroveStats(const Completion& completion) {
   const SpeculationStats s = completion.speculation();
-  nlohmann::json by_depth = nlohmann::json::array();
-  for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
-    if (s.reached_depth[d] == 0) break;
-    by_depth.push_back(static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d]);
-  }
   return {{"speculation", completion.tree()},
           {"steps", s.steps},
           {"tau", s.tau()},
-          {"acceptance_by_depth", by_depth}};
+          {"acceptance_by_depth", s.acceptance_by_depth()}};
 }
 
 nlohmann::json CompletionBody(const Completion& completion, const CompletionTexts& texts, bool chat,

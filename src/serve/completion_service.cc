@@ -35,9 +35,8 @@ SpeculationPolicy PlainPolicy(const SamplerParams& sampling) {
 // One step for the live view: the tree (each node's token text, parent, depth and draft
 // probability), the accepted path, the emitted text, and the choice's running tau and acceptance
 // by depth.
-std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice, int64_t steps,
-                      int64_t tokens, const std::vector<int64_t>& accepted_at_depth,
-                      const std::vector<int64_t>& reached_depth) {
+std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice,
+                      const SpeculationStats& running) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const TreeNode& node : step.tree.nodes()) {
     nodes.push_back({{"token", node.token >= 0 ? std::string(tok.TokenPiece(node.token)) : ""},
@@ -47,19 +46,14 @@ std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice
   }
   std::string emitted;
   for (int32_t t : step.tokens) emitted += tok.TokenPiece(t);
-  nlohmann::json by_depth = nlohmann::json::array();
-  for (std::size_t d = 0; d < reached_depth.size(); ++d) {
-    by_depth.push_back(
-        reached_depth[d] ? static_cast<double>(accepted_at_depth[d]) / reached_depth[d] : 0.0);
-  }
   const nlohmann::json event{
       {"choice", choice},
-      {"step", steps},
+      {"step", running.steps},
       {"nodes", std::move(nodes)},
       {"accepted", std::vector<int32_t>(step.accepted.begin(), step.accepted.end())},
       {"emitted", emitted},
-      {"tau", steps ? static_cast<double>(tokens) / steps : 0.0},
-      {"acceptance_by_depth", std::move(by_depth)}};
+      {"tau", running.tau()},
+      {"acceptance_by_depth", running.acceptance_by_depth()}};
   // Byte-fallback pieces may be parts of a character: replaced rather than thrown on.
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -111,21 +105,7 @@ void Completion::FinishChoice(int32_t choice, const SequenceResult& result,
     tree_ = tree;
     completion_tokens_ += static_cast<int64_t>(result.tokens.size());
     if (!result.error.empty() && error_.empty()) error_ = result.error;
-    const SpeculationStats& s = result.speculation;
-    speculation_.steps += s.steps;
-    speculation_.plain_steps += s.plain_steps;
-    speculation_.generated += s.generated;
-    speculation_.tree_nodes += s.tree_nodes;
-    if (speculation_.reached_depth.size() < s.reached_depth.size()) {
-      speculation_.reached_depth.resize(s.reached_depth.size(), 0);
-      speculation_.accepted_at_depth.resize(s.reached_depth.size(), 0);
-    }
-    for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
-      speculation_.reached_depth[d] += s.reached_depth[d];
-      if (d < s.accepted_at_depth.size()) {
-        speculation_.accepted_at_depth[d] += s.accepted_at_depth[d];
-      }
-    }
+    speculation_ += result.speculation;
     events_.push_back({.kind = CompletionEvent::Kind::kChoiceDone,
                        .choice = choice,
                        .finish_reason = std::move(finish_reason)});
@@ -281,9 +261,8 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       StopMatcher stop;
       bool stopped = false;
       bool end_of_generation = false;
-      // For the live view: steps so far, tokens, and acceptance by depth.
-      int64_t steps = 0, tokens = 0;
-      std::vector<int64_t> accepted_at_depth, reached_depth;
+      // For the live view: steps so far, tokens (generated), and acceptance by depth.
+      SpeculationStats running;
     };
     auto state = std::make_shared<ChoiceState>(tok, stops);
     SequenceRequest q{.prompt = prompt,
@@ -291,18 +270,18 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
                       .n_predict = request.max_tokens,
                       .speculation = policy};
     q.on_step = [channel, state, &tok, i](const StepView& step) {
-      ++state->steps;
-      state->tokens += static_cast<int64_t>(step.tokens.size());
-      const int32_t depth = step.tree.depth();
-      if (static_cast<int32_t>(state->reached_depth.size()) < depth) {
-        state->reached_depth.resize(depth, 0);
-        state->accepted_at_depth.resize(depth, 0);
+      SpeculationStats& r = state->running;
+      ++r.steps;
+      r.generated += static_cast<int64_t>(step.tokens.size());
+      const auto depth = static_cast<std::size_t>(step.tree.depth());
+      if (r.reached_depth.size() < depth) {
+        r.reached_depth.resize(depth, 0);
+        r.accepted_at_depth.resize(depth, 0);
       }
-      for (int32_t d = 0; d < depth; ++d) ++state->reached_depth[d];
-      for (std::size_t d = 0; d < step.accepted.size(); ++d) ++state->accepted_at_depth[d];
+      for (std::size_t d = 0; d < depth; ++d) ++r.reached_depth[d];
+      for (std::size_t d = 0; d < step.accepted.size(); ++d) ++r.accepted_at_depth[d];
       if (!channel->watched()) return;
-      channel->Publish(StepEvent(tok, step, i, state->steps, state->tokens,
-                                 state->accepted_at_depth, state->reached_depth));
+      channel->Publish(StepEvent(tok, step, i, r));
     };
     q.on_tokens = [completion, state, &tok, i](std::span<const int32_t> tokens) {
       if (completion->cancelled()) return false;

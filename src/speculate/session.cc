@@ -9,6 +9,39 @@
 
 namespace grove {
 
+std::vector<double> SpeculationStats::acceptance_by_depth() const {
+  std::vector<double> out;
+  for (std::size_t d = 0; d < reached_depth.size() && reached_depth[d] > 0; ++d) {
+    const int64_t accepted = d < accepted_at_depth.size() ? accepted_at_depth[d] : 0;
+    out.push_back(static_cast<double>(accepted) / static_cast<double>(reached_depth[d]));
+  }
+  return out;
+}
+
+namespace {
+
+void AddCounts(std::vector<int64_t>& into, const std::vector<int64_t>& from) {
+  if (into.size() < from.size()) into.resize(from.size(), 0);
+  for (std::size_t i = 0; i < from.size(); ++i) into[i] += from[i];
+}
+
+}  // namespace
+
+SpeculationStats& SpeculationStats::operator+=(const SpeculationStats& s) {
+  steps += s.steps;
+  plain_steps += s.plain_steps;
+  prompt_tokens += s.prompt_tokens;
+  generated += s.generated;
+  tree_nodes += s.tree_nodes;
+  prefill_seconds += s.prefill_seconds;
+  total_seconds += s.total_seconds;
+  times += s.times;
+  AddCounts(accepted_at_depth, s.accepted_at_depth);
+  AddCounts(reached_depth, s.reached_depth);
+  AddCounts(first_rank, s.first_rank);
+  return *this;
+}
+
 SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SpeculationPolicy& policy,
                                        const SessionOptions& options)

@@ -80,6 +80,11 @@ struct SpeculationStats {
   // Mean tokens per step: accepted + 1 (τ).
   double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
   double tokens_per_second() const { return total_seconds > 0 ? generated / total_seconds : 0.0; }
+  // accepted_at_depth / reached_depth for each depth some tree reached (for a chain: the share of
+  // steps that accepted at least d tokens).
+  std::vector<double> acceptance_by_depth() const;
+  // Sums every count, time and per-depth count (sessions of a benchmark, choices of a request).
+  SpeculationStats& operator+=(const SpeculationStats& s);
 };
 
 struct SessionOptions {

@@ -35,20 +35,7 @@ struct PlanRow {
   SpeculationStats totals;      // summed over every prompt and repetition
   bool identical = true;
 
-  void Add(const SpeculationStats& s) {
-    totals.steps += s.steps;
-    totals.plain_steps += s.plain_steps;
-    totals.generated += s.generated;
-    totals.tree_nodes += s.tree_nodes;
-    totals.total_seconds += s.total_seconds;
-    StepTimes& t = totals.times;
-    t.draft_forward += s.times.draft_forward;
-    t.tree_building += s.times.tree_building;
-    t.verify_forward += s.times.verify_forward;
-    t.verification += s.times.verification;
-    t.cache += s.times.cache;
-    t.other += s.times.other;
-  }
+  void Add(const SpeculationStats& s) { totals += s; }
   // τ / (draft forward time per step + t(mean verified tokens)): what the step would reach if it
   // cost nothing beyond its two forwards.
   double Predicted(const VerifyCostCurve& curve) const {
@@ -194,6 +181,7 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
            {"spec", row.policy.plan.text},
            {"verify", verify},
            {"tau", t.tau()},
+           {"acceptance_by_depth", t.acceptance_by_depth()},
            {"plain_steps", t.plain_steps},
            {"tps_median", s.median},
            {"tps_sd", s.sd},

@@ -26,12 +26,10 @@ std::string FormatStepSplit(const StepTimes& t) {
 
 std::string FormatAcceptanceByDepth(const SpeculationStats& s) {
   std::string out;
-  for (std::size_t d = 0; d < s.reached_depth.size(); ++d) {
+  const std::vector<double> by_depth = s.acceptance_by_depth();
+  for (std::size_t d = 0; d < by_depth.size(); ++d) {
     char buf[32];
-    std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1,
-                  s.reached_depth[d]
-                      ? static_cast<double>(s.accepted_at_depth[d]) / s.reached_depth[d]
-                      : 0.0);
+    std::snprintf(buf, sizeof(buf), " d%zu %.2f", d + 1, by_depth[d]);
     out += buf;
   }
   return out.empty() ? " (no tree verified)" : out;
