@@ -1,5 +1,6 @@
 #include "serve/completion_service.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
@@ -7,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "model/drafter_file.h"
 #include "model/tokenizer.h"
 #include "serve/api_error.h"
 #include "serve/stop_matcher.h"
@@ -138,9 +140,13 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
   if (draft_) {
     // Never runs: it only lets ResolveSpeculation see what kind of drafter the lanes use. A
-    // feature drafter keeps a row per position of the target's context: it gets that context.
+    // feature drafter keeps a row per position of the target's context (it gets that context), and
+    // a parallel one's K mask rows ride in its forward; a draft model needs neither.
+    const bool feature = ReadDrafterKind(draft_->gguf()) != DrafterKind::kModel;
     probe_model_ =
-        Model::Create(draft_, {.n_threads = 1, .n_ctx = target_.n_ctx(), .max_batch = 16});
+        Model::Create(draft_, {.n_threads = 1,
+                               .n_ctx = feature ? target_.n_ctx() : 16,
+                               .max_batch = std::max(16, ReadDrafterMasks(draft_->gguf()) + 1)});
     probe_ = MakeModelDrafter(*probe_model_, target_);
   }
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
