@@ -341,6 +341,24 @@ TEST_P(FeatureStep, DoesNotAllocateAfterWarmUp) {
 
 INSTANTIATE_TEST_SUITE_P(Masks, FeatureStep, ::testing::Values(0, 3));
 
+TEST(FeatureDrafter, RefusesTokensOutsideTheVocabulary) {
+  ModelOptions mo{.n_threads = 1};
+  auto target = MakeRandomModel(TargetSpec(1, 7), mo);
+  Drafter d = MakeFeatureDrafter(*target, Init::kRandom, 3, mo, 2);
+  FeatureDrafter drafter(*d.model, *target);
+  const int32_t nv = target->config().n_vocab;
+  for (int32_t bad : {-1, nv}) {
+    const std::vector<int32_t> context = {1, 2, bad};
+    try {
+      drafter.Begin(context);
+      ADD_FAILURE() << "token " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("outside the vocabulary"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
   ModelOptions mo{.n_threads = 1};
   auto target = MakeRandomModel(TargetSpec(2, 7), mo);
@@ -513,7 +531,8 @@ namespace {
 
 // The scheduler's lanes make their drafters from the drafter file (MakeModelDrafter): with feature
 // and parallel drafters every policy gives each sequence what plain decoding gives it alone,
-// a forked prompt included (its fork reads zero features for the prefix it did not prefill).
+// a prompt shared with an earlier request included. That one is not forked (a fork would leave the
+// drafter without the prompt's features) except by plain decoding, which reads none.
 class FeatureScheduler : public ::testing::TestWithParam<int32_t> {};
 
 TEST_P(FeatureScheduler, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
@@ -547,6 +566,7 @@ TEST_P(FeatureScheduler, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
     ASSERT_EQ(results.size(), requests.size());
     for (std::size_t i = 0; i < results.size(); ++i)
       EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+    if (policy != SchedulePolicy::kSerialAr) EXPECT_FALSE(results[2].forked);
   }
 }
 

@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "model/drafter_file.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
 #include "speculate/model_drafter.h"
@@ -80,6 +81,11 @@ Scheduler::Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft
                      const SchedulerOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options) {
   if (options_.node_budget < 1) Fail("scheduler: node budget ", options_.node_budget, " < 1");
+  // A forked sequence's target never computes its prompt's hidden states, so a drafter that reads
+  // them would draft the whole prompt from zero features (worse guesses for the whole sequence):
+  // with such a drafter each sequence prefills its own prompt. Plain decoding still forks.
+  forks_prompts_ = !draft_ || ReadDrafterKind(draft_->gguf()) == DrafterKind::kModel ||
+                   options_.policy == SchedulePolicy::kSerialAr;
   if (draft_ && draft_->config().n_vocab != target_.config().n_vocab) {
     Fail("the draft has ", draft_->config().n_vocab, " tokens but the target has ",
          target_.config().n_vocab);
@@ -242,7 +248,7 @@ std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requ
   BeginRun(requests.front().prompt);
   stats_.sequences = n;
   for (const SequenceRequest& q : requests) {
-    if (q.shares_prompt_with >= 0) ++pending_shares_[q.shares_prompt_with];
+    if (forks_prompts_ && q.shares_prompt_with >= 0) ++pending_shares_[q.shares_prompt_with];
   }
   ListSource source(requests, results);
   Drive(source);
@@ -327,7 +333,7 @@ void Scheduler::ReleaseRetained(std::vector<int64_t>::iterator it) {
 int32_t Scheduler::AcquireSlot(Source& source, int64_t r, int32_t* cached) {
   KvCachePool& kv = target_.kv();
   const SequenceRequest& q = source.request(r);
-  const int64_t parent = q.shares_prompt_with;
+  const int64_t parent = forks_prompts_ ? q.shares_prompt_with : -1;
   const bool parent_held = parent >= 0 && SlotOf(parent) >= 0 && q.prompt.size() > 1;
   // A full pool gives back the slots of finished sequences kept for their siblings, oldest first,
   // except the one this request forks.

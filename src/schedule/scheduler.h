@@ -48,7 +48,8 @@ struct SequenceRequest {
   uint64_t sequence = 0;        // RNG key (SessionOptions::sequence)
   int32_t n_predict = 96;
   // Index of an earlier request with an identical prompt, or -1. While that sequence holds its
-  // slot, this one forks it (KvCachePool::Fork) instead of prefilling the prompt again.
+  // slot, this one forks it (KvCachePool::Fork) instead of prefilling the prompt again; not with a
+  // drafter that reads the target's hidden states, which a fork would not compute.
   int32_t shares_prompt_with = -1;
   // Streaming: called on the thread that called Run, with the tokens each step accepted (the stop
   // token included), in order. Returning false cancels the sequence there (a client that went
@@ -195,6 +196,7 @@ class Scheduler {
   Model& target_;
   std::shared_ptr<const ModelParameters> draft_;
   SchedulerOptions options_;
+  bool forks_prompts_ = true;  // shares_prompt_with forks the KV cache (not for feature drafters)
   std::vector<std::unique_ptr<Lane>> lanes_;
   std::unordered_map<int64_t, int32_t> slot_of_request_;  // while in flight (or retained)
   std::unordered_map<int64_t, int32_t> pending_shares_;   // later requests that fork each one

@@ -70,6 +70,11 @@ void FeatureDrafter::Begin(std::span<const int32_t> context) {
   GROVE_CHECK(!context.empty());
   if (context.size() > tokens_.size())
     Fail("feature drafter: a context of ", context.size(), " tokens exceeds ", tokens_.size());
+  // Fuse reads embedding rows before any forward validates the tokens: check them here.
+  for (int32_t token : context) {
+    if (token < 0 || token >= n_vocab())
+      Fail("feature drafter: token ", token, " is outside the vocabulary of ", n_vocab());
+  }
   model_.cache(seq_).Clear();
   std::copy(context.begin(), context.end(), tokens_.begin());
   std::fill(observed_.begin(), observed_.end(), uint8_t{0});
