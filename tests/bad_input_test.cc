@@ -252,6 +252,7 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add(distill + Path("corpus") + " --tokens 0", "--tokens");
   add(distill + Path("corpus") + " --lanes 0", "--lanes");
   add(distill + Path("corpus") + " --max-new 0", "--max-new");
+  add(distill + Path("corpus") + " --max-new 2147483647", "--max-new");
   add(distill + Path("corpus") + " --temp -1", "temperature");
   add("self-distill --target " + m + " --corpus " + Path("corpus") + " -o " + Path("file.txt"),
       "not a directory");

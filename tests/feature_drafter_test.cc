@@ -359,6 +359,19 @@ TEST(FeatureDrafter, RefusesTokensOutsideTheVocabulary) {
   }
 }
 
+// The trainer's attention lists are int32-indexed: a batch whose lists could pass 2^31 entries is
+// refused by name before anything is allocated.
+TEST(FeatureDrafter, TrainingGraphRefusesAttentionListsBeyondInt32) {
+  auto target = MakeRandomModel(TargetSpec(1, 7), {.n_threads = 1});
+  const ParamLayout layout = DrafterLayout(ShapeOf(*target), 4);
+  try {
+    DrafterGraph graph(layout, 20000, 256, {}, nullptr);
+    ADD_FAILURE() << "a graph of 20000 x 256 rows with 4 masks was built";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 2^31"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
   ModelOptions mo{.n_threads = 1};
   auto target = MakeRandomModel(TargetSpec(2, 7), mo);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/error.h"
 #include "train/gemm.h"
@@ -48,6 +49,17 @@ DrafterGraph::DrafterGraph(const ParamLayout& layout, int n_seq, int seq_len,
   if (n_seq < 1 || seq_len < 1) Fail("train: batch of ", n_seq, " x ", seq_len, " is empty");
   if (seq_len > shape.n_ctx)
     Fail("train: sequence length ", seq_len, " exceeds the context ", shape.n_ctx);
+  {
+    // The attention lists are indexed with int32 (and hold n_head probabilities per entry): an
+    // upper bound of their length, refused before anything is built.
+    const int64_t groups = masks_ + 1, L = seq_len;
+    const int64_t across = options.visibility == MaskVisibility::kAcrossGroups ? groups : 1;
+    const int64_t entries = int64_t{n_seq} * groups * L * (L + 1) / 2 * across;
+    if (entries > std::numeric_limits<int32_t>::max()) {
+      Fail("train: ", n_seq, " windows of ", seq_len, " tokens with ", masks_, " masks need up to ",
+           entries, " attention entries (more than 2^31): use a smaller ", "--batch or --seq-len");
+    }
+  }
   rope_ = {
       .head_dim = shape.head_dim(), .n_rot = shape.head_dim(), .freq_base = shape.rope_freq_base};
   rope_table_ = RopeAngleTable(rope_, seq_len, /*inverse=*/false);

@@ -85,8 +85,8 @@ void RunSelfDistill(SelfDistillCliOptions& o) {
   if (o.lanes < 1 || o.lanes > 256) Fail("self-distill: --lanes ", o.lanes, " is not in 1..256");
   if (o.prompt_tokens < 1 || o.prompt_tokens > 256)
     Fail("self-distill: --prompt-tokens ", o.prompt_tokens, " is not in 1..256");
-  if (o.distill.max_new_tokens < 1)
-    Fail("self-distill: --max-new ", o.distill.max_new_tokens, " must be >= 1");
+  if (o.distill.max_new_tokens < 1 || o.distill.max_new_tokens > 1'000'000)
+    Fail("self-distill: --max-new ", o.distill.max_new_tokens, " is not in 1..1000000");
   o.distill.sampling = SamplerParams{
       .temperature = o.temperature, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = o.seed};
   o.distill.sampling.Validate();
