@@ -279,13 +279,7 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       SpeculationStats& r = state->running;
       ++r.steps;
       r.generated += static_cast<int64_t>(step.tokens.size());
-      const auto depth = static_cast<std::size_t>(step.tree.depth());
-      if (r.reached_depth.size() < depth) {
-        r.reached_depth.resize(depth, 0);
-        r.accepted_at_depth.resize(depth, 0);
-      }
-      for (std::size_t d = 0; d < depth; ++d) ++r.reached_depth[d];
-      for (std::size_t d = 0; d < step.accepted.size(); ++d) ++r.accepted_at_depth[d];
+      r.CountDepths(static_cast<std::size_t>(step.tree.depth()), step.accepted.size());
       if (!channel->watched()) return;
       channel->Publish(StepEvent(tok, step, i, r));
     };

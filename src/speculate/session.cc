@@ -18,6 +18,15 @@ std::vector<double> SpeculationStats::acceptance_by_depth() const {
   return out;
 }
 
+void SpeculationStats::CountDepths(std::size_t depth, std::size_t accepted) {
+  if (reached_depth.size() < depth) {
+    reached_depth.resize(depth, 0);
+    accepted_at_depth.resize(depth, 0);
+  }
+  for (std::size_t d = 0; d < depth; ++d) ++reached_depth[d];
+  for (std::size_t d = 0; d < accepted && d < depth; ++d) ++accepted_at_depth[d];
+}
+
 namespace {
 
 void AddCounts(std::vector<int64_t>& into, const std::vector<int64_t>& from) {
@@ -283,13 +292,7 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
 void SpeculativeSession::RecordTreeStats(const TokenTree& tree) {
   if (tree.empty()) return;
   stats_.tree_nodes += tree.size();
-  const std::size_t depth = static_cast<std::size_t>(tree.depth());
-  if (stats_.reached_depth.size() < depth) {
-    stats_.reached_depth.resize(depth, 0);
-    stats_.accepted_at_depth.resize(depth, 0);
-  }
-  for (std::size_t d = 0; d < depth; ++d) ++stats_.reached_depth[d];
-  for (std::size_t d = 0; d < result_.accepted.size(); ++d) ++stats_.accepted_at_depth[d];
+  stats_.CountDepths(static_cast<std::size_t>(tree.depth()), result_.accepted.size());
   const std::size_t rank = result_.accepted.empty() ? 0 : tree.rank(result_.accepted[0]) + 1;
   if (stats_.first_rank.size() <= rank) stats_.first_rank.resize(rank + 1, 0);
   ++stats_.first_rank[rank];

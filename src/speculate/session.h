@@ -83,6 +83,9 @@ struct SpeculationStats {
   // accepted_at_depth / reached_depth for each depth some tree reached (for a chain: the share of
   // steps that accepted at least d tokens).
   std::vector<double> acceptance_by_depth() const;
+  // One verified tree of `depth` levels whose first `accepted` levels were accepted: counts
+  // reached_depth and accepted_at_depth (they grow to the deepest tree seen).
+  void CountDepths(std::size_t depth, std::size_t accepted);
   // Sums every count, time and per-depth count (sessions of a benchmark, choices of a request).
   SpeculationStats& operator+=(const SpeculationStats& s);
 };

@@ -125,10 +125,6 @@ std::string ReadCorpusFile(const std::string& dir, std::string_view file) {
   return s;
 }
 
-}  // namespace grove
-
-namespace grove {
-
 std::vector<std::string_view> SplitDocuments(std::string_view text) {
   std::vector<std::string_view> docs;
   std::size_t pos = 0;
