@@ -496,6 +496,32 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+// gelu(g) = g sigmoid(y), y = 2 sqrt(2 / pi) (g + 0.044715 g^3), with the sigmoid as in SiluMul8.
+__m256 GeluMul8(__m256 g, __m256 u) {
+  const __m256 g2 = _mm256_mul_ps(g, g);
+  const __m256 y = _mm256_mul_ps(_mm256_mul_ps(g, _mm256_set1_ps(1.5957691216f)),
+                                 _mm256_fmadd_ps(g2, _mm256_set1_ps(0.044715f), _mm256_set1_ps(1)));
+  const __m256 e = ExpNonPositive(_mm256_or_ps(y, _mm256_set1_ps(-0.0f)));  // exp(-|y|)
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 numerator = _mm256_blendv_ps(one, e, y);  // sign bit of y set: e
+  return _mm256_mul_ps(_mm256_mul_ps(g, _mm256_div_ps(numerator, _mm256_add_ps(one, e))), u);
+}
+
+void GeluMul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, GeluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  if (i < n) {
+    alignas(32) float g[8] = {}, u[8] = {};
+    for (int64_t j = i; j < n; ++j) {
+      g[j - i] = gate[j];
+      u[j - i] = up[j];
+    }
+    _mm256_store_ps(g, GeluMul8(_mm256_load_ps(g), _mm256_load_ps(u)));
+    for (int64_t j = i; j < n; ++j) out[j] = g[j - i];
+  }
+}
+
 // Two chains of four doubles over eight floats at a time, then the tail in order.
 double SumSquares(const float* x, int64_t n) {
   __m256d a = _mm256_setzero_pd(), b = _mm256_setzero_pd();
@@ -569,6 +595,7 @@ extern const KernelSet kAvx2Kernels = {
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
     .silu_mul = &SiluMul,
+    .gelu_mul = &GeluMul,
     .sum_squares = &SumSquares,
     .indices_above = &IndicesAbove,
     .sum_exp = &SumExp,

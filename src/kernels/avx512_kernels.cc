@@ -875,6 +875,32 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   }
 }
 
+// gelu(g) = g sigmoid(y), y = 2 sqrt(2 / pi) (g + 0.044715 g^3), with the sigmoid as in SiluMul16.
+__m512 GeluMul16(__m512 g, __m512 u) {
+  const __m512 g2 = _mm512_mul_ps(g, g);
+  const __m512 y = _mm512_mul_ps(_mm512_mul_ps(g, _mm512_set1_ps(1.5957691216f)),
+                                 _mm512_fmadd_ps(g2, _mm512_set1_ps(0.044715f), _mm512_set1_ps(1)));
+  const __m512 e = ExpNonPositive(_mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(y), _mm512_set1_epi32(static_cast<int32_t>(0x80000000u)))));
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __mmask16 negative = _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_LT_OQ);
+  const __m512 numerator = _mm512_mask_blend_ps(negative, one, e);
+  return _mm512_mul_ps(_mm512_mul_ps(g, _mm512_div_ps(numerator, _mm512_add_ps(one, e))), u);
+}
+
+void GeluMul(const float* gate, const float* up, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(out + i, GeluMul16(_mm512_loadu_ps(gate + i), _mm512_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = TailMask(static_cast<int32_t>(n - i));
+    _mm512_mask_storeu_ps(
+        out + i, m,
+        GeluMul16(_mm512_maskz_loadu_ps(m, gate + i), _mm512_maskz_loadu_ps(m, up + i)));
+  }
+}
+
 // Two chains of eight doubles over sixteen floats at a time; the masked tail adds exact zeros.
 double SumSquares(const float* x, int64_t n) {
   __m512d a = _mm512_setzero_pd(), b = _mm512_setzero_pd();
@@ -951,6 +977,7 @@ extern const KernelSet kAvx512Kernels = {
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
     .silu_mul = &SiluMul,
+    .gelu_mul = &GeluMul,
     .sum_squares = &SumSquares,
     .indices_above = &IndicesAbove,
     .sum_exp = &SumExp,

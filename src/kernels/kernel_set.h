@@ -83,8 +83,10 @@ using AttnWeightedSumFn = void (*)(const float* p, const float* values, int64_t 
 
 // Element-wise and row-wise ops of the forward pass; like the others, each result depends only on
 // its own inputs and n, never on how a batch is split.
-//   out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + exp(-g)); out may be gate
-using SiluMulFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
+//   out[i] = act(gate[i]) * up[i], out may be gate: silu(g) = g / (1 + exp(-g)), or GELU's tanh
+//   approximation computed as gelu(g) = g / (1 + exp(-2 sqrt(2 / pi) (g + 0.044715 g^3)))
+//   (the same function: (1 + tanh(y)) / 2 = 1 / (1 + exp(-2y)))
+using GatedActFn = void (*)(const float* gate, const float* up, float* out, int64_t n);
 //   sum of x[i]^2 accumulated in double (RMSNorm), in an order that depends only on n
 using SumSquaresFn = double (*)(const float* x, int64_t n);
 //   writes the indices i (increasing) with x[i] > threshold to indices, returns how many: the scan
@@ -120,7 +122,8 @@ struct KernelSet {
   SoftmaxExpFn softmax_exp;
   AttnWeightedSumFn attn_weighted_sum;
 
-  SiluMulFn silu_mul;
+  GatedActFn silu_mul;
+  GatedActFn gelu_mul;
   SumSquaresFn sum_squares;
   IndicesAboveFn indices_above;
   SumExpFn sum_exp;

@@ -210,6 +210,14 @@ void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }
 
+void GeluMul(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    const float y = 1.5957691216f * g * (1.0f + 0.044715f * g * g);  // 2 sqrt(2 / pi) (g + ...)
+    out[i] = g / (1.0f + std::exp(-y)) * up[i];
+  }
+}
+
 double SumSquares(const float* x, int64_t n) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
@@ -253,6 +261,7 @@ extern const KernelSet kScalarKernels = {
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
     .silu_mul = &SiluMul,
+    .gelu_mul = &GeluMul,
     .sum_squares = &SumSquares,
     .indices_above = &IndicesAbove,
     .sum_exp = &SumExp,

@@ -11,6 +11,12 @@ void SwiGlu(const float* gate, const float* up, float* out, int64_t n) {
   ActiveKernels().silu_mul(gate, up, out, n);
 }
 
+void GatedActivation(GateActivation act, const float* gate, const float* up, float* out,
+                     int64_t n) {
+  const KernelSet& k = ActiveKernels();
+  (act == GateActivation::kSilu ? k.silu_mul : k.gelu_mul)(gate, up, out, n);
+}
+
 void Softmax(float* x, int64_t n) {
   float max = x[0];
   for (int64_t i = 1; i < n; ++i) max = std::fmax(max, x[i]);

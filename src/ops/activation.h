@@ -4,8 +4,13 @@
 
 namespace grove {
 
-// SwiGLU: out[i] = silu(gate[i]) * up[i], silu(x) = x / (1 + exp(-x)), with the active SIMD kernel
-// (kernels/kernel_set.h); out may be gate.
+// The nonlinearity of a gated feed-forward: SwiGLU (silu, Llama, Qwen, Phi) or GeGLU with GELU's
+// tanh approximation (Gemma).
+enum class GateActivation : uint8_t { kSilu, kGeluTanh };
+
+// out[i] = act(gate[i]) * up[i] with the active SIMD kernel (kernels/kernel_set.h); out may be
+// gate. silu(x) = x / (1 + exp(-x)); gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).
+void GatedActivation(GateActivation act, const float* gate, const float* up, float* out, int64_t n);
 void SwiGlu(const float* gate, const float* up, float* out, int64_t n);
 
 // In-place softmax over n values (max-subtracted, so any finite logits are safe).
