@@ -45,43 +45,55 @@ void AttendQueries(const QueryGroup& group, float* scores) {
 }
 
 void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* scores) {
-  // Query i's scores: its prefix scores, then its extra slots' (as AttendHead lays them out).
+  // Query i's keys: prefix slots [first(i), n_prefix), then extra slots from extra_first(i) on.
+  // Its scores row holds them in that order from its start (as AttendHead lays them out).
+  auto first = [&](int32_t i) { return g.prefix_begin ? g.prefix_begin[i] : 0; };
+  auto extra_first = [&](int32_t i) { return g.extra_first ? g.extra_first[i] : g.extra_begin[i]; };
   int32_t max_extra = 0;
-  for (int32_t i = 0; i < g.n_q; ++i)
+  int32_t lowest = g.n_prefix;
+  for (int32_t i = 0; i < g.n_q; ++i) {
     max_extra = std::max(max_extra, g.extra_begin[i + 1] - g.extra_begin[i]);
+    lowest = std::min(lowest, first(i));
+  }
   const int64_t row = g.n_prefix + max_extra;
   auto query = [&](int32_t i) { return g.q + i * g.q_stride; };
   auto out = [&](int32_t i) { return g.out + i * g.out_stride; };
-  for (int32_t j0 = 0; j0 < g.n_prefix; j0 += kKeyBlock) {
-    const int32_t n = std::min(kKeyBlock, g.n_prefix - j0);
-    for (int32_t i = 0; i < g.n_q; ++i) {
-      k.attn_scores(query(i), g.keys + j0 * g.row_stride, g.row_stride, n, g.head_dim, g.scale,
-                    scores + i * row + j0);
+  // Each block of prefix keys is read by every query that sees part of it, while it is in L1.
+  auto for_each_block = [&](auto&& visit) {
+    for (int32_t j0 = lowest; j0 < g.n_prefix; j0 += kKeyBlock) {
+      const int32_t j1 = std::min(j0 + kKeyBlock, g.n_prefix);
+      for (int32_t i = 0; i < g.n_q; ++i) {
+        const int32_t b = std::max(j0, first(i));
+        if (b < j1) visit(i, b, j1 - b);
+      }
     }
-  }
+  };
+  for_each_block([&](int32_t i, int32_t b, int32_t n) {
+    k.attn_scores(query(i), g.keys + b * g.row_stride, g.row_stride, n, g.head_dim, g.scale,
+                  scores + i * row + (b - first(i)));
+  });
   for (int32_t i = 0; i < g.n_q; ++i) std::fill(out(i), out(i) + g.head_dim, 0.0f);
   float* sums = scores + g.n_q * row;  // one more row of scratch holds each query's softmax sum
   for (int32_t i = 0; i < g.n_q; ++i) {
-    const int32_t n_extra = g.extra_begin[i + 1] - g.extra_begin[i];
-    const int32_t* extra = g.extra + g.extra_begin[i];
+    const int32_t n_prefix = g.n_prefix - first(i);
+    const int32_t n_extra = g.extra_begin[i + 1] - extra_first(i);
+    const int32_t* extra = g.extra + extra_first(i);
     for (int32_t e = 0; e < n_extra; ++e) {
       k.attn_scores(query(i), g.keys + extra[e] * g.row_stride, g.row_stride, 1, g.head_dim,
-                    g.scale, scores + i * row + g.n_prefix + e);
+                    g.scale, scores + i * row + n_prefix + e);
     }
-    sums[i] = k.softmax_exp(scores + i * row, g.n_prefix + n_extra);
+    sums[i] = k.softmax_exp(scores + i * row, n_prefix + n_extra);
   }
-  for (int32_t j0 = 0; j0 < g.n_prefix; j0 += kKeyBlock) {
-    const int32_t n = std::min(kKeyBlock, g.n_prefix - j0);
-    for (int32_t i = 0; i < g.n_q; ++i) {
-      k.attn_weighted_sum(scores + i * row + j0, g.values + j0 * g.row_stride, g.row_stride, n,
-                          g.head_dim, out(i));
-    }
-  }
+  for_each_block([&](int32_t i, int32_t b, int32_t n) {
+    k.attn_weighted_sum(scores + i * row + (b - first(i)), g.values + b * g.row_stride,
+                        g.row_stride, n, g.head_dim, out(i));
+  });
   for (int32_t i = 0; i < g.n_q; ++i) {
-    const int32_t n_extra = g.extra_begin[i + 1] - g.extra_begin[i];
-    const int32_t* extra = g.extra + g.extra_begin[i];
+    const int32_t n_prefix = g.n_prefix - first(i);
+    const int32_t n_extra = g.extra_begin[i + 1] - extra_first(i);
+    const int32_t* extra = g.extra + extra_first(i);
     for (int32_t e = 0; e < n_extra; ++e) {
-      k.attn_weighted_sum(scores + i * row + g.n_prefix + e, g.values + extra[e] * g.row_stride,
+      k.attn_weighted_sum(scores + i * row + n_prefix + e, g.values + extra[e] * g.row_stride,
                           g.row_stride, 1, g.head_dim, out(i));
     }
     const float inv = 1.0f / sums[i];

@@ -52,6 +52,11 @@ struct QueryGroup {
   float scale;
   float* out;  // query i's output at out + i * out_stride
   int64_t out_stride;
+  // A sliding window, or null for none: query i sees prefix slots [prefix_begin[i], n_prefix) and
+  // its extra slots from extra[extra_first[i]] on (extra_begin[i] <= extra_first[i]). Its result is
+  // then AttendHead's over just those keys.
+  const int32_t* prefix_begin = nullptr;
+  const int32_t* extra_first = nullptr;
 };
 
 // Most queries one group holds (the scratch AttendQueries needs grows with it).

@@ -1,10 +1,15 @@
-// Rotary position embedding as GGUF stores Llama weights: the converter permutes Q/K rows so that
-// each head rotates adjacent pairs (x[2i], x[2i+1]) by angle pos * freq_scale * base^(-2i / n_rot).
+// Rotary position embedding. Each head rotates its first n_rot dimensions in pairs, pair i by the
+// angle pos * freq_scale * base^(-2i / n_rot) / factor_i. Which dimensions form pair i is the
+// model's layout: adjacent ones (x[2i], x[2i+1]) in `llama` files, whose converter permutes the Q
+// and K rows to that end, or halves (x[i], x[i + n_rot / 2]) as Hugging Face stores every other
+// family (GPT-NeoX style). Dimensions from n_rot on pass through.
 #pragma once
 
 #include <cstdint>
 
 namespace grove {
+
+enum class RopePairing : uint8_t { kAdjacent, kHalves };
 
 struct RopeParams {
   int32_t head_dim = 0;
@@ -12,6 +17,10 @@ struct RopeParams {
   float freq_base = 10000.0f;
   float freq_scale = 1.0f;              // 1 / linear scaling factor
   const float* freq_factors = nullptr;  // (n_rot / 2) divisors of each frequency, or null
+  RopePairing pairing = RopePairing::kAdjacent;
+  // cos and sin are multiplied by it (LongRoPE's attention factor; 1 otherwise): both q and k are
+  // scaled, so attention logits grow by its square, as in llama.cpp's ggml_rope_ext.
+  float attn_factor = 1.0f;
 };
 
 // Fills cos_sin with (n_rot / 2) pairs {cos, sin} for one position. Depends only on the position,
