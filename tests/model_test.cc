@@ -122,7 +122,7 @@ class ReferenceLlama {
     for (int h = 0; h < n_heads; ++h) {
       for (int i = 0; i < c_.n_rot / 2; ++i) {
         const double theta =
-            pos * c_.rope_freq_scale * std::pow(c_.rope_freq_base, -2.0 * i / c_.n_rot);
+            pos * c_.rope.freq_scale * std::pow(c_.rope.freq_base, -2.0 * i / c_.n_rot);
         double& a = x[h * c_.head_dim + 2 * i];
         double& b = x[h * c_.head_dim + 2 * i + 1];
         const double a0 = a, b0 = b;

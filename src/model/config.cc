@@ -1,7 +1,9 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include "base/error.h"
 #include "io/gguf.h"
@@ -9,14 +11,207 @@
 namespace grove {
 namespace {
 
-int32_t PositiveInt(const GgufFile& gguf, const std::string& key, uint64_t max) {
-  uint64_t v = gguf.GetUint(key);
-  if (v == 0 || v > max)
-    Fail("model: metadata '", key, "' = ", v, " is out of range (1 to ", max, ")");
-  return static_cast<int32_t>(v);
+constexpr uint64_t kMaxDim = 1 << 20;
+
+// Reads `<arch>.<key>` and remembers which keys were read, so that the ones left over can be named
+// (nothing in a file is ignored in silence).
+class ArchKeys {
+ public:
+  ArchKeys(const GgufFile& gguf, std::string arch) : gguf_(gguf), prefix_(std::move(arch) + ".") {}
+
+  std::string Name(std::string_view key) const { return prefix_ + std::string(key); }
+  bool Has(std::string_view key) {
+    read_.insert(Name(key));
+    return gguf_.Has(Name(key));
+  }
+  int32_t PositiveInt(std::string_view key, uint64_t max) {
+    read_.insert(Name(key));
+    const uint64_t v = gguf_.GetUint(Name(key));
+    if (v == 0 || v > max)
+      Fail("model: metadata '", Name(key), "' = ", v, " is out of range (1 to ", max, ")");
+    return static_cast<int32_t>(v);
+  }
+  int32_t PositiveInt(std::string_view key, uint64_t max, int32_t fallback) {
+    return Has(key) ? PositiveInt(key, max) : fallback;
+  }
+  uint64_t Uint(std::string_view key, uint64_t fallback) {
+    read_.insert(Name(key));
+    return gguf_.GetUint(Name(key), fallback);
+  }
+  double Float(std::string_view key, double fallback) {
+    read_.insert(Name(key));
+    return gguf_.GetFloat(Name(key), fallback);
+  }
+  std::string String(std::string_view key, std::string_view fallback) {
+    read_.insert(Name(key));
+    return gguf_.GetString(Name(key), fallback);
+  }
+  const GgufValue* Find(std::string_view key) {
+    read_.insert(Name(key));
+    return gguf_.Find(Name(key));
+  }
+  // Marks keys that carry nothing grove needs (documentation of the conversion) as read.
+  void Accept(std::initializer_list<std::string_view> keys) {
+    for (std::string_view k : keys) read_.insert(Name(k));
+  }
+  // Every `<arch>.` key of the file that nothing read.
+  std::vector<std::string> Unread() const {
+    std::vector<std::string> unread;
+    for (const auto& [key, value] : gguf_.metadata()) {
+      if (key.rfind(prefix_, 0) == 0 && !read_.count(key)) unread.push_back(key);
+    }
+    return unread;
+  }
+
+ private:
+  const GgufFile& gguf_;
+  std::string prefix_;
+  std::set<std::string> read_;
+};
+
+// Heads, widths and the context.
+void ReadShape(ArchKeys& keys, ModelConfig& c) {
+  c.n_embd = keys.PositiveInt("embedding_length", kMaxDim);
+  c.n_layer = keys.PositiveInt("block_count", 4096);
+  c.n_ff = keys.PositiveInt("feed_forward_length", kMaxDim);
+  c.n_head = keys.PositiveInt("attention.head_count", 4096);
+  c.n_head_kv = keys.PositiveInt("attention.head_count_kv", 4096, c.n_head);
+  c.n_ctx_train =
+      keys.PositiveInt("context_length", std::numeric_limits<int32_t>::max(), /*fallback=*/2048);
+  if (c.n_head % c.n_head_kv != 0) {
+    Fail("model: attention.head_count ", c.n_head, " is not a multiple of head_count_kv ",
+         c.n_head_kv);
+  }
+  if (keys.Has("attention.key_length")) {
+    c.head_dim = keys.PositiveInt("attention.key_length", kMaxDim);
+    if (keys.Has("attention.value_length") &&
+        keys.Uint("attention.value_length", 0) != static_cast<uint64_t>(c.head_dim)) {
+      Fail("model: '", keys.Name("attention.value_length"), "' differs from key_length ",
+           c.head_dim, " (not supported)");
+    }
+  } else {
+    if (c.n_embd % c.n_head != 0) {
+      Fail("model: embedding_length ", c.n_embd, " is not a multiple of head_count ", c.n_head);
+    }
+    c.head_dim = c.n_embd / c.n_head;
+  }
+  if (c.head_dim % 2 != 0) Fail("model: head dimension ", c.head_dim, " is odd; RoPE needs pairs");
+  c.rms_eps = static_cast<float>(keys.Float("attention.layer_norm_rms_epsilon", 1e-5));
+  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
+    Fail("model: attention.layer_norm_rms_epsilon = ", c.rms_eps, " is out of range");
+  }
+  const uint64_t experts = keys.Uint("expert_count", 0);
+  if (experts > 0) {
+    Fail("model: '", c.arch, "' file with ", experts,
+         " experts: mixture-of-experts models (Mixtral, Qwen3-MoE) are not supported");
+  }
+  keys.Accept({"expert_used_count", "vocab_size"});
+}
+
+float PositiveFinite(ArchKeys& keys, std::string_view key, double fallback) {
+  const double v = keys.Float(key, fallback);
+  if (!(v > 0.0) || !std::isfinite(v) || v > 1e12)
+    Fail("model: '", keys.Name(key), "' = ", v, " is out of range");
+  return static_cast<float>(v);
+}
+
+// Bases, scaling and the dimensions that rotate.
+void ReadRope(ArchKeys& keys, ModelConfig& c) {
+  c.n_rot = keys.PositiveInt("rope.dimension_count", c.head_dim, c.head_dim);
+  if (c.n_rot % 2 != 0) Fail("model: rope.dimension_count ", c.n_rot, " is odd");
+  c.rope.freq_base = PositiveFinite(keys, "rope.freq_base", 10000.0);
+  if (!(c.rope.freq_base > 1.0f)) {
+    Fail("model: rope.freq_base = ", c.rope.freq_base, " is out of range");
+  }
+  // llama.cpp's reading: the type defaults to linear, whose factor (or the older scale_linear)
+  // defaults to none; "none" never scales.
+  const std::string scaling = keys.String("rope.scaling.type", "linear");
+  double factor = keys.Float("rope.scaling.factor", 0.0);
+  if (factor == 0.0) factor = keys.Float("rope.scale_linear", 0.0);
+  if (scaling == "linear" && factor != 0.0) {
+    if (!(factor >= 1.0 && factor < 1e6))
+      Fail("model: rope.scaling.factor = ", factor, " is out of range");
+    c.rope.freq_scale = static_cast<float>(1.0 / factor);
+  } else if (scaling != "linear" && scaling != "none" &&
+             !(scaling == "longrope" && c.family->rope_factors == RopeFactorRule::kLongShort)) {
+    Fail("model: '", keys.Name("rope.scaling.type"), "' = '", scaling,
+         "' is not supported (supported: none, linear",
+         c.family->rope_factors == RopeFactorRule::kLongShort ? ", longrope" : "", ")");
+  }
+  c.rope_attn_factor = PositiveFinite(keys, "rope.scaling.attn_factor", 1.0);
+  c.rope_orig_ctx = keys.PositiveInt("rope.scaling.original_context_length",
+                                     std::numeric_limits<int32_t>::max(), c.n_ctx_train);
+  keys.Accept({"rope.scaling.finetuned"});
+  if (c.family->window == WindowRule::kLocalGlobal) {
+    // Local layers keep the base they were trained with and are never scaled (llama.cpp reads
+    // freq_base_swa, 10000 when absent).
+    c.local_rope = true;
+    c.rope_local.freq_base = PositiveFinite(keys, "rope.freq_base_swa", 10000.0);
+    c.rope_local.freq_scale = 1.0f;
+  }
+}
+
+// Which layers see a window, by the family's rule and the file's pattern.
+void ReadWindow(ArchKeys& keys, ModelConfig& c) {
+  c.local_layers.assign(static_cast<std::size_t>(c.n_layer), 0);
+  const uint64_t window = keys.Uint("attention.sliding_window", 0);
+  if (window > static_cast<uint64_t>(std::numeric_limits<int32_t>::max()))
+    Fail("model: '", keys.Name("attention.sliding_window"), "' = ", window, " is out of range");
+  if (window == 0) {
+    if (keys.Has("attention.sliding_window_pattern")) {
+      c.notes.push_back(StrCat("'", keys.Name("attention.sliding_window_pattern"),
+                               "' is not used: the file sets no sliding window"));
+    }
+    return;
+  }
+  switch (c.family->window) {
+    case WindowRule::kRefused:
+      Fail("model: '", keys.Name("attention.sliding_window"), "' = ", window, ", but '", c.arch,
+           "' models have no sliding-window attention (is the file's architecture right?)");
+    case WindowRule::kNotApplied:
+      c.notes.push_back(StrCat("'", keys.Name("attention.sliding_window"), "' = ", window,
+                               " is not applied: ", c.family->models,
+                               " files carry a window the model does not use consistently; "
+                               "every layer sees the whole context, as in llama.cpp"));
+      return;
+    case WindowRule::kEveryLayer:
+      std::fill(c.local_layers.begin(), c.local_layers.end(), 1);
+      break;
+    case WindowRule::kLocalGlobal: {
+      const GgufValue* pattern = keys.Find("attention.sliding_window_pattern");
+      if (pattern && pattern->type == GgufValueType::kArray) {
+        if (pattern->array_size() != static_cast<std::size_t>(c.n_layer)) {
+          Fail("model: '", keys.Name("attention.sliding_window_pattern"), "' has ",
+               pattern->array_size(), " entries for ", c.n_layer, " layers");
+        }
+        for (int32_t i = 0; i < c.n_layer; ++i) {
+          const auto* b = std::get_if<bool>(&pattern->array[static_cast<std::size_t>(i)]);
+          if (!b) Fail("model: '", keys.Name("attention.sliding_window_pattern"), "' is not bools");
+          c.local_layers[static_cast<std::size_t>(i)] = *b ? 1 : 0;
+        }
+      } else {
+        // Every period-th layer is global: layer i is local when i % period < period - 1.
+        const uint64_t period = keys.Uint("attention.sliding_window_pattern",
+                                          static_cast<uint64_t>(c.family->global_layer_period));
+        if (period > 4096) Fail("model: sliding_window_pattern ", period, " is out of range");
+        for (int32_t i = 0; i < c.n_layer; ++i) {
+          c.local_layers[static_cast<std::size_t>(i)] =
+              period == 0 || static_cast<uint64_t>(i) % period < period - 1;
+        }
+      }
+      break;
+    }
+  }
+  c.sliding_window = static_cast<int32_t>(window);
 }
 
 }  // namespace
+
+int32_t ModelConfig::n_local_layers() const {
+  return sliding_window > 0 ? static_cast<int32_t>(
+                                  std::count(local_layers.begin(), local_layers.end(), uint8_t{1}))
+                            : 0;
+}
 
 int64_t ModelConfig::n_params() const {
   int64_t per_layer = int64_t{n_embd} * q_dim() * 2 + int64_t{n_embd} * kv_dim() * 2 +
@@ -28,72 +223,24 @@ int64_t ModelConfig::n_params() const {
 ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   ModelConfig c;
   c.arch = gguf.GetString("general.architecture");
-  // Mistral-style models without sliding window and TinyLlama/SmolLM are all stored as "llama".
-  if (c.arch != "llama") {
-    Fail("model: unsupported architecture '", c.arch, "' (grove supports 'llama')");
-  }
-  const std::string p = c.arch + ".";
+  c.family = &FindFamily(c.arch);
   c.name = gguf.GetString("general.name", "");
-  constexpr uint64_t kMaxDim = 1 << 20;
-  c.n_embd = PositiveInt(gguf, p + "embedding_length", kMaxDim);
-  c.n_layer = PositiveInt(gguf, p + "block_count", 4096);
-  c.n_ff = PositiveInt(gguf, p + "feed_forward_length", kMaxDim);
-  c.n_head = PositiveInt(gguf, p + "attention.head_count", 4096);
-  c.n_head_kv = gguf.Has(p + "attention.head_count_kv")
-                    ? PositiveInt(gguf, p + "attention.head_count_kv", 4096)
-                    : c.n_head;
-  c.n_ctx_train = gguf.Has(p + "context_length")
-                      ? PositiveInt(gguf, p + "context_length", std::numeric_limits<int32_t>::max())
-                      : 2048;
-  if (c.n_head % c.n_head_kv != 0) {
-    Fail("model: attention.head_count ", c.n_head, " is not a multiple of head_count_kv ",
-         c.n_head_kv);
+  ArchKeys keys(gguf, c.arch);
+  ReadShape(keys, c);
+  ReadRope(keys, c);
+  ReadWindow(keys, c);
+  // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) = 1/sqrt(168), not by its key length
+  // (128), as Google's reference does; llama.cpp recognises it by its 62 layers, and so does grove.
+  const bool gemma3_27b = c.arch == "gemma3" && c.n_layer == 62;
+  c.query_scale =
+      1.0f / std::sqrt(static_cast<float>(gemma3_27b ? c.n_embd / c.n_head : c.head_dim));
+  if (c.family->scaled_embedding) c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
+  if (c.family->logit_softcap) {
+    c.logit_softcap = static_cast<float>(keys.Float("final_logit_softcapping", 0.0));
+    if (!(c.logit_softcap >= 0.0f && c.logit_softcap < 1e6f))
+      Fail("model: final_logit_softcapping = ", c.logit_softcap, " is out of range");
   }
-  if (gguf.Has(p + "attention.key_length")) {
-    c.head_dim = PositiveInt(gguf, p + "attention.key_length", kMaxDim);
-    if (gguf.Has(p + "attention.value_length") &&
-        gguf.GetUint(p + "attention.value_length") != static_cast<uint64_t>(c.head_dim)) {
-      Fail("model: attention.value_length differs from key_length (not supported)");
-    }
-  } else {
-    if (c.n_embd % c.n_head != 0) {
-      Fail("model: embedding_length ", c.n_embd, " is not a multiple of head_count ", c.n_head);
-    }
-    c.head_dim = c.n_embd / c.n_head;
-  }
-  if (c.head_dim % 2 != 0) Fail("model: head dimension ", c.head_dim, " is odd; RoPE needs pairs");
-  c.n_rot = gguf.Has(p + "rope.dimension_count")
-                ? PositiveInt(gguf, p + "rope.dimension_count", c.head_dim)
-                : c.head_dim;
-  if (c.n_rot % 2 != 0) Fail("model: rope.dimension_count ", c.n_rot, " is odd");
-  c.rms_eps = static_cast<float>(gguf.GetFloat(p + "attention.layer_norm_rms_epsilon", 1e-5));
-  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
-    Fail("model: attention.layer_norm_rms_epsilon = ", c.rms_eps, " is out of range");
-  }
-  c.rope_freq_base = static_cast<float>(gguf.GetFloat(p + "rope.freq_base", 10000.0));
-  if (!(c.rope_freq_base > 1.0f) || !std::isfinite(c.rope_freq_base)) {
-    Fail("model: rope.freq_base = ", c.rope_freq_base, " is out of range");
-  }
-  std::string scaling = gguf.GetString(p + "rope.scaling.type", "none");
-  double factor = gguf.GetFloat(p + "rope.scaling.factor", 0.0);
-  if (scaling == "linear" ||
-      (scaling == "none" && factor > 0.0 && !gguf.Has(p + "rope.scaling.type"))) {
-    if (factor > 0.0) {
-      if (!(factor >= 1.0 && factor < 1e6))
-        Fail("model: rope.scaling.factor = ", factor, " is out of range");
-      c.rope_freq_scale = static_cast<float>(1.0 / factor);
-    }
-  } else if (scaling != "none") {
-    Fail("model: rope.scaling.type '", scaling, "' is not supported (supported: none, linear)");
-  }
-  if (gguf.Has(p + "rope.scale_linear")) {  // older files
-    double f = gguf.GetFloat(p + "rope.scale_linear");
-    if (!(f >= 1.0 && f < 1e6)) Fail("model: rope.scale_linear = ", f, " is out of range");
-    c.rope_freq_scale = static_cast<float>(1.0 / f);
-  }
-  if (gguf.Has(p + "attention.sliding_window")) {
-    Fail("model: sliding-window attention ('", p, "attention.sliding_window') is not supported");
-  }
+
   const GgufTensor& embd = gguf.GetTensor("token_embd.weight");
   if (embd.shape.size() != 2 || embd.shape[0] != c.n_embd) {
     Fail("model: tensor 'token_embd.weight': expected ", c.n_embd, "xN_VOCAB, got ",
@@ -101,12 +248,14 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   }
   if (embd.shape[1] > std::numeric_limits<int32_t>::max()) Fail("model: vocabulary too large");
   c.n_vocab = static_cast<int32_t>(embd.shape[1]);
-  if (gguf.Has(p + "vocab_size") &&
-      gguf.GetUint(p + "vocab_size") != static_cast<uint64_t>(c.n_vocab)) {
-    Fail("model: metadata '", p, "vocab_size' = ", gguf.GetUint(p + "vocab_size"),
+  if (keys.Has("vocab_size") && keys.Uint("vocab_size", 0) != static_cast<uint64_t>(c.n_vocab)) {
+    Fail("model: metadata '", keys.Name("vocab_size"), "' = ", keys.Uint("vocab_size", 0),
          " but tensor 'token_embd.weight' has ", c.n_vocab, " rows");
   }
   c.tied_output = gguf.FindTensor("output.weight") == nullptr;
+  for (const std::string& key : keys.Unread()) {
+    c.notes.push_back(StrCat("metadata '", key, "' is not used by grove"));
+  }
   return c;
 }
 

@@ -1,15 +1,27 @@
-// Model hyper-parameters, read from GGUF metadata. Model shape is data, never a template parameter.
+// Model hyper-parameters, read from GGUF metadata. Model shape is data, never a template parameter:
+// what the family does differently (family.h) and the numbers the file gives (widths, window, rope
+// bases) are resolved here once, so the forward pass reads plain fields.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
+
+#include "model/family.h"
 
 namespace grove {
 
 class GgufFile;
 
+// Rotary embedding of one kind of layer (Gemma 3's local layers rotate with their own base).
+struct RopeFrequencies {
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;  // 1 / linear scaling factor
+};
+
 struct ModelConfig {
-  std::string arch;  // "llama"
+  std::string arch;  // general.architecture
+  const ModelFamily* family = nullptr;
   std::string name;  // general.name, if present
   int32_t n_vocab = 0;
   int32_t n_embd = 0;  // model width (dim)
@@ -17,23 +29,40 @@ struct ModelConfig {
   int32_t n_head = 0;
   int32_t n_head_kv = 0;  // grouped-query attention: n_head % n_head_kv == 0
   int32_t head_dim = 0;   // n_embd / n_head unless attention.key_length says otherwise
-  int32_t n_ff = 0;       // SwiGLU hidden width
+  int32_t n_ff = 0;       // gated feed-forward hidden width
   int32_t n_ctx_train = 0;
   int32_t n_rot = 0;  // dimensions of each head that RoPE rotates (rope.dimension_count)
   float rms_eps = 1e-5f;
-  float rope_freq_base = 10000.0f;
-  float rope_freq_scale = 1.0f;  // 1 / linear scaling factor
-  bool tied_output = false;      // no output.weight: logits reuse token_embd
+  RopeFrequencies rope;        // global layers (every layer but Gemma 3's local ones)
+  RopeFrequencies rope_local;  // layers that see a window, when the family rotates them apart
+  bool local_rope = false;     // local layers use rope_local
+  // LongRoPE (Phi-3.5, Phi-4-mini): cos and sin are scaled by this (attention sharpening), and the
+  // long factors apply when the context exceeds the original context length.
+  float rope_attn_factor = 1.0f;
+  int32_t rope_orig_ctx = 0;
+  // Sliding-window attention: a token at position p sees keys at positions > p - sliding_window
+  // on the layers marked local (0: no window anywhere).
+  int32_t sliding_window = 0;
+  std::vector<uint8_t> local_layers;  // (n_layer) 1 where the window applies
+  float query_scale = 0.0f;           // attention logits = query_scale * q.k
+  float embedding_scale = 1.0f;       // token embeddings are multiplied by it
+  float logit_softcap = 0.0f;         // logits = c * tanh(logits / c) when > 0
+  bool tied_output = false;           // no output.weight: logits reuse token_embd
+  // What the file holds that grove reads and does not apply (unknown keys, a window the family
+  // does not use): the loader passes them to the log once (ModelParameters).
+  std::vector<std::string> notes;
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }
+  bool is_local(int32_t layer) const { return sliding_window > 0 && local_layers[layer] != 0; }
+  int32_t n_local_layers() const;
   // Parameters in the weight matrices and norms.
   int64_t n_params() const;
 };
 
-// Reads and validates the config of a llama-architecture GGUF. n_vocab comes from the token
-// embedding tensor, since vocab-less files exist. Throws grove::Error naming the key that is
-// missing or wrong.
+// Reads and validates the config of a GGUF model of a family grove runs. n_vocab comes from the
+// token embedding tensor, since vocab-less files exist. Throws grove::Error naming the key that is
+// missing or wrong; keys that grove does not apply are listed in `notes`.
 ModelConfig ConfigFromGguf(const GgufFile& gguf);
 
 }  // namespace grove

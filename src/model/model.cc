@@ -94,9 +94,34 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
   if (max_batch_ < 1 || max_batch_ > 8192)
     Fail("model: max_batch ", max_batch_, " out of range 1..8192");
   const ModelConfig& c = config_;
-  rope_ =
-      RopeParams{c.head_dim, c.n_rot, c.rope_freq_base, c.rope_freq_scale,
-                 weights_.rope_freq_factors.empty() ? nullptr : weights_.rope_freq_factors.data()};
+  // LongRoPE's factors: the long ones when this context is longer than the one the model was
+  // first trained for (as llama.cpp chooses, by the context of one sequence).
+  const ModelWeights& w = weights_;
+  const std::vector<float>& factors = !w.rope_freq_factors.empty() ? w.rope_freq_factors
+                                      : n_ctx_ > c.rope_orig_ctx   ? w.rope_factors_long
+                                                                   : w.rope_factors_short;
+  const RopeParams global{.head_dim = c.head_dim,
+                          .n_rot = c.n_rot,
+                          .freq_base = c.rope.freq_base,
+                          .freq_scale = c.rope.freq_scale,
+                          .freq_factors = factors.empty() ? nullptr : factors.data(),
+                          .pairing = c.family->rope,
+                          .attn_factor = c.rope_attn_factor};
+  rotations_.resize(c.local_rope ? 2 : 1);
+  rotations_[0].params = global;
+  if (c.local_rope) {
+    rotations_[1].params = global;
+    rotations_[1].params.freq_base = c.rope_local.freq_base;
+    rotations_[1].params.freq_scale = c.rope_local.freq_scale;
+  }
+  for (Rotation& r : rotations_) {
+    r.table.Resize(static_cast<std::size_t>(n_ctx_) * c.n_rot);
+    r.batch.Resize(static_cast<std::size_t>(max_batch_) * c.n_rot);
+    r.batch.Zero();
+    for (int32_t pos = 0; pos < n_ctx_; ++pos) {
+      RopeAngles(r.params, pos, r.table.data() + static_cast<std::size_t>(pos) * c.n_rot);
+    }
+  }
 
   const std::size_t b = max_batch_;
   matmul_scratch_ = MatMulScratch(max_batch_, std::max<int64_t>({c.n_embd, c.n_ff, c.q_dim()}));
@@ -109,11 +134,6 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
   gate_.Resize(b * c.n_ff);
   up_.Resize(b * c.n_ff);
   proj_.Resize(b * c.n_embd);
-  rope_cs_.Resize(b * c.n_rot);
-  rope_table_.Resize(static_cast<std::size_t>(n_ctx_) * c.n_rot);
-  for (int32_t pos = 0; pos < n_ctx_; ++pos) {
-    RopeAngles(rope_, pos, rope_table_.data() + static_cast<std::size_t>(pos) * c.n_rot);
-  }
   scores_.Resize(static_cast<std::size_t>(pool_->size()) * AttentionScratchPerThread());
   logits_.Resize(b * c.n_vocab);
   slot_.Resize(b);
@@ -125,10 +145,12 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
   visible_cache_parent_.Resize(b);
   out_rows_.Resize(b);
   query_group_begin_.Resize(b + 1);
+  window_prefix_begin_.Resize(b);
+  window_extra_first_.Resize(b);
   // Fault every page of the forward's state in now (AlignedBuffer::Zero): a batch larger than any
   // before (a draft catching up after plain steps, a wider tree) would otherwise pay for it.
   for (AlignedBuffer<float>* f :
-       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &rope_cs_, &scores_, &logits_}) {
+       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &scores_, &logits_}) {
     f->Zero();
   }
   std::memset(matmul_scratch_.bytes(), 0, matmul_scratch_.size());
@@ -137,13 +159,14 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
 
 uint64_t Model::activation_bytes() const {
   uint64_t n = matmul_scratch_.size();
-  for (const AlignedBuffer<float>* f : {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_,
-                                        &rope_cs_, &rope_table_, &scores_, &logits_}) {
+  for (const AlignedBuffer<float>* f :
+       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &scores_, &logits_}) {
     n += f->size() * sizeof(float);
   }
+  for (const Rotation& r : rotations_) n += (r.table.size() + r.batch.size()) * sizeof(float);
   for (const AlignedBuffer<int32_t>* b :
        {&slot_, &prefix_len_, &visible_cache_parent_, &visible_begin_, &visible_, &out_rows_,
-        &seq_count_, &query_group_begin_}) {
+        &seq_count_, &query_group_begin_, &window_prefix_begin_, &window_extra_first_}) {
     n += b->size() * sizeof(int32_t);
   }
   return n;
@@ -237,16 +260,43 @@ void Model::PrepareBatch(const Batch& batch) {
     }
   }
   query_group_begin_[n_query_groups_] = n;
-  // Rotations from the table of every position the context can hold (computed once at load:
-  // sin/cos in double were 2% of a draft model's forward); positions past it are computed.
+  // Rotations from the table of every position the context can hold; positions past it are
+  // computed.
   const std::size_t n_rot = static_cast<std::size_t>(config_.n_rot);
-  for (int32_t i = 0; i < n; ++i) {
-    float* cs = rope_cs_.data() + i * n_rot;
-    if (batch.positions[i] < n_ctx_) {
-      std::memcpy(cs, rope_table_.data() + batch.positions[i] * n_rot, n_rot * sizeof(float));
-    } else {
-      RopeAngles(rope_, batch.positions[i], cs);
+  for (Rotation& r : rotations_) {
+    for (int32_t i = 0; i < n; ++i) {
+      float* cs = r.batch.data() + i * n_rot;
+      if (batch.positions[i] < n_ctx_) {
+        std::memcpy(cs, r.table.data() + batch.positions[i] * n_rot, n_rot * sizeof(float));
+      } else {
+        RopeAngles(r.params, batch.positions[i], cs);
+      }
     }
+  }
+}
+
+void Model::PrepareWindow(const Batch& batch) {
+  const int32_t window = config_.sliding_window;
+  if (window == 0) return;
+  for (int32_t i = 0; i < batch.size(); ++i) {
+    const KvCache& cache = kv_.cache(batch.seq_ids[i]);
+    // Visible: keys at positions > p - window. Positions grow along every chain of ancestors, so
+    // the visible keys of the prefix are its last ones, and those of the extra slots too.
+    const int64_t oldest = static_cast<int64_t>(batch.positions[i]) - window;
+    int32_t lo = 0;
+    int32_t hi = prefix_len_[i];
+    while (lo < hi) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      if (cache.position(mid) > oldest) {
+        hi = mid;
+      } else {
+        lo = mid + 1;
+      }
+    }
+    window_prefix_begin_[i] = lo;
+    int32_t e = visible_begin_[i];
+    while (e < visible_begin_[i + 1] - 1 && cache.position(visible_[e]) <= oldest) ++e;
+    window_extra_first_[i] = e;
   }
 }
 
@@ -280,6 +330,7 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   for (int32_t i = 0; i < n; ++i) {
     kv_.cache(batch.seq_ids[i]).SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
   }
+  PrepareWindow(batch);
   last_batch_size_ = n;
 
   if (embed) {
@@ -287,8 +338,11 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
       const auto* token_row =
           static_cast<const uint8_t*>(weights_.token_embd.data) +
           static_cast<std::size_t>(batch.tokens[i]) * weights_.token_embd.row_bytes;
-      DequantizeRow(weights_.token_embd.type, token_row,
-                    x_.data() + static_cast<std::size_t>(i) * row, c.n_embd);
+      float* x = x_.data() + static_cast<std::size_t>(i) * row;
+      DequantizeRow(weights_.token_embd.type, token_row, x, c.n_embd);
+      if (c.embedding_scale != 1.0f) {
+        for (std::size_t j = 0; j < row; ++j) x[j] *= c.embedding_scale;
+      }
     }
   } else {
     std::memcpy(x_.data(), hidden_in.data(), hidden_in.size() * sizeof(float));
@@ -306,7 +360,12 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   }
   if (n_out == 0) return {};
   MatMul(weights_.output, xb_.data(), n_out, logits_.data(), matmul_scratch_, *pool_);
-  return {logits_.data(), static_cast<std::size_t>(n_out) * c.n_vocab};
+  const std::size_t n_logits = static_cast<std::size_t>(n_out) * c.n_vocab;
+  if (c.logit_softcap > 0.0f) {
+    const float cap = c.logit_softcap;
+    for (std::size_t j = 0; j < n_logits; ++j) logits_[j] = cap * std::tanh(logits_[j] / cap);
+  }
+  return {logits_.data(), n_logits};
 }
 
 std::span<const float> Model::hidden_states() const {
@@ -337,15 +396,32 @@ std::span<const float> Model::ForwardChain(std::span<const int32_t> tokens, int3
   return logits;
 }
 
+// One block of every family, as the equations read (family.h says which parts a family has):
+//   h = x + PostNorm(Attention(Norm(x)))
+//   x = h + PostNorm(FeedForward(Norm(h)))
+// Attention projects q, k, v (with biases in Qwen2), norms each head of q and k (Qwen3, Gemma 3),
+// rotates them, and attends over the cache (through the window on a local layer). PostNorm is
+// Gemma 3's; the others add the sub-layer's output as it is.
 void Model::Layer(const Batch& batch, int32_t layer) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int32_t n = batch.size();
-  const std::size_t d = c.n_embd;
 
-  // Attention block. Q, K and V read the same normalised rows: one dispatch, activations
-  // quantized once (see MatMulFused).
-  RmsNormRows(x_.data(), w.attn_norm.data(), xb_.data(), n, d, c.rms_eps, *pool_);
+  RmsNormRows(x_.data(), w.attn_norm.data(), xb_.data(), n, c.n_embd, c.rms_eps, *pool_);
+  ProjectQkv(w, n);
+  RotateAndCache(batch, layer);
+  Attend(batch, layer);
+  MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, *pool_);
+  AddResidual(w.attn_post_norm, n);
+
+  RmsNormRows(x_.data(), w.ffn_norm.data(), xb_.data(), n, c.n_embd, c.rms_eps, *pool_);
+  FeedForward(w, n);
+  AddResidual(w.ffn_post_norm, n);
+}
+
+void Model::ProjectQkv(const LayerWeights& w, int32_t n) {
+  // Q, K and V read the same normalised rows: one dispatch, activations quantized once (see
+  // MatMulFused).
   const MatMulOutput qkv[] = {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}};
   if (CanFuseMatMuls(qkv)) {
     MatMulFused(qkv, xb_.data(), n, matmul_scratch_, *pool_);
@@ -353,24 +429,51 @@ void Model::Layer(const Batch& batch, int32_t layer) {
     for (const MatMulOutput& out : qkv)
       MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
   }
+  const std::pair<const std::vector<float>*, float*> biases[] = {
+      {&w.bq, q_.data()}, {&w.bk, k_.data()}, {&w.bv, v_.data()}};
+  for (const auto& [bias, y] : biases) {
+    const std::size_t width = bias->size();
+    for (std::size_t i = 0; i < width * static_cast<std::size_t>(n); ++i)
+      y[i] += (*bias)[i % width];
+  }
+}
+
+void Model::RotateAndCache(const Batch& batch, int32_t layer) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const Rotation& rotation = RotationOf(layer);
+  const std::size_t q_dim = c.q_dim();
+  const std::size_t kv_dim = c.kv_dim();
+  const std::size_t head = c.head_dim;
+  for (int32_t i = 0; i < batch.size(); ++i) {
+    float* q = q_.data() + i * q_dim;
+    float* k = k_.data() + i * kv_dim;
+    if (!w.q_norm.empty()) {
+      for (std::size_t h = 0; h < q_dim; h += head)
+        RmsNorm(q + h, w.q_norm.data(), q + h, head, c.rms_eps);
+      for (std::size_t h = 0; h < kv_dim; h += head)
+        RmsNorm(k + h, w.k_norm.data(), k + h, head, c.rms_eps);
+    }
+    const float* cs = rotation.batch.data() + static_cast<std::size_t>(i) * c.n_rot;
+    RopeApply(rotation.params, cs, q, c.n_head);
+    RopeApply(rotation.params, cs, k, c.n_head_kv);
+    KvCache& cache = kv_.cache(batch.seq_ids[i]);
+    std::memcpy(cache.key(layer, slot_[i]), k, sizeof(float) * kv_dim);
+    std::memcpy(cache.value(layer, slot_[i]), v_.data() + i * kv_dim, sizeof(float) * kv_dim);
+  }
+}
+
+void Model::Attend(const Batch& batch, int32_t layer) {
+  const ModelConfig& c = config_;
   const int32_t q_dim = c.q_dim();
   const int32_t kv_dim = c.kv_dim();
-  for (int32_t i = 0; i < n; ++i) {
-    const float* cs = rope_cs_.data() + static_cast<std::size_t>(i) * c.n_rot;
-    RopeApply(rope_, cs, q_.data() + static_cast<std::size_t>(i) * q_dim, c.n_head);
-    RopeApply(rope_, cs, k_.data() + static_cast<std::size_t>(i) * kv_dim, c.n_head_kv);
-    KvCache& cache = kv_.cache(batch.seq_ids[i]);
-    std::memcpy(cache.key(layer, slot_[i]), k_.data() + static_cast<std::size_t>(i) * kv_dim,
-                sizeof(float) * kv_dim);
-    std::memcpy(cache.value(layer, slot_[i]), v_.data() + static_cast<std::size_t>(i) * kv_dim,
-                sizeof(float) * kv_dim);
-  }
   const int32_t group = c.n_head / c.n_head_kv;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const bool local = c.is_local(layer);
   // One task per (query group, head): a group's queries read their shared prefix together
   // (ops/attention.h), each with the bits it would get alone.
   const int64_t n_tasks = static_cast<int64_t>(n_query_groups_) * c.n_head;
-  // Scores and weighted sum: two multiply-adds per visible key and head element.
+  // Scores and weighted sum: two multiply-adds per visible key and head element (an upper bound on
+  // a local layer).
   const int64_t attention_macs = 2 * attention_keys_ * c.n_head * c.head_dim;
   RunWork(*pool_, attention_macs, [&](int thread, int n_threads) {
     float* scores = scores_.data() + static_cast<std::size_t>(thread) * AttentionScratchPerThread();
@@ -394,44 +497,55 @@ void Model::Layer(const Batch& batch, int32_t layer) {
           .extra_begin = visible_begin_.data() + first,
           .extra = visible_.data(),
           .head_dim = c.head_dim,
-          .scale = scale,
+          .scale = c.query_scale,
           .out = att_.data() + static_cast<std::size_t>(first) * q_dim + head,
           .out_stride = q_dim,
+          .prefix_begin = local ? window_prefix_begin_.data() + first : nullptr,
+          .extra_first = local ? window_extra_first_.data() + first : nullptr,
       };
       AttendQueries(queries, scores);
     }
   });
-  MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, *pool_);
-  for (std::size_t j = 0; j < static_cast<std::size_t>(n) * d; ++j) x_[j] += proj_[j];
+}
 
-  // Feed-forward block (SwiGLU).
-  // Small batches (decode, short chains): gate, up and SwiGLU in one dispatch; each thread computes
-  // the same columns of gate and up, then SwiGLU over them (elementwise, so a column range gives
-  // the bits of whole rows). Larger batches keep separate gate/up matmuls and a row-split SwiGLU:
-  // on TinyLlama Q8_0 at n = 16 and 64 (2 threads) the column-fused form gained nothing measurable
-  // and may have lost a few percent (within this machine's run-to-run noise); the barriers it saves
-  // are ~2 us against milliseconds of matmul per layer there. The bits are the same either way.
-  RmsNormRows(x_.data(), w.ffn_norm.data(), xb_.data(), n, d, c.rms_eps, *pool_);
+void Model::FeedForward(const LayerWeights& w, int32_t n) {
+  const ModelConfig& c = config_;
+  const GateActivation act = c.family->activation;
+  // Small batches (decode, short chains): gate, up and the activation in one dispatch; each thread
+  // computes the same columns of gate and up, then the activation over them (elementwise, so a
+  // column range gives the bits of whole rows). Larger batches keep separate gate/up matmuls and a
+  // row-split activation: on TinyLlama Q8_0 at n = 16 and 64 (2 threads) the column-fused form
+  // gained nothing measurable and may have lost a few percent (within this machine's run-to-run
+  // noise); the barriers it saves are ~2 us against milliseconds of matmul per layer there. The
+  // bits are the same either way.
   const std::size_t ff = c.n_ff;
-  auto swiglu = [&](int64_t o_begin, int64_t o_end) {
+  auto activate = [&](int64_t o_begin, int64_t o_end) {
     for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
-      SwiGlu(gate_.data() + i * ff + o_begin, up_.data() + i * ff + o_begin,
-             gate_.data() + i * ff + o_begin, o_end - o_begin);
+      float* gate = gate_.data() + i * ff + o_begin;
+      GatedActivation(act, gate, up_.data() + i * ff + o_begin, gate, o_end - o_begin);
     }
   };
   const MatMulOutput gate_up[] = {{w.w_gate, gate_.data()}, {w.w_up, up_.data()}};
   if (static_cast<int64_t>(n) * c.n_ff < kParallelRowsMin && CanFuseMatMuls(gate_up)) {
-    MatMulColumns(gate_up, xb_.data(), n, swiglu, matmul_scratch_, *pool_);
+    MatMulColumns(gate_up, xb_.data(), n, activate, matmul_scratch_, *pool_);
   } else {
     for (const MatMulOutput& out : gate_up)
       MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, *pool_);
     ParallelForWork(*pool_, n, static_cast<int64_t>(n) * c.n_ff, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
-        SwiGlu(gate_.data() + i * ff, up_.data() + i * ff, gate_.data() + i * ff, c.n_ff);
+        GatedActivation(act, gate_.data() + i * ff, up_.data() + i * ff, gate_.data() + i * ff,
+                        c.n_ff);
       }
     });
   }
   MatMul(w.w_down, gate_.data(), n, proj_.data(), matmul_scratch_, *pool_);
+}
+
+void Model::AddResidual(const std::vector<float>& post_norm, int32_t n) {
+  const std::size_t d = config_.n_embd;
+  if (!post_norm.empty()) {
+    RmsNormRows(proj_.data(), post_norm.data(), proj_.data(), n, d, config_.rms_eps, *pool_);
+  }
   for (std::size_t j = 0; j < static_cast<std::size_t>(n) * d; ++j) x_[j] += proj_[j];
 }
 

@@ -1,8 +1,9 @@
-// A forward context of a Llama-family model: the shared, immutable parameters (model_parameters.h:
-// file, config, tokenizer, weights), a pool of KV-cache slots (kv_cache_pool.h), the preallocated
-// state of the forward pass, and the thread pool it borrows. Model::Load makes the parameters and
-// one context; Model::Create adds another context over the same parameters (a scheduler's
-// concurrent drafters each forward in their own), so weights are held once per process.
+// A forward context of a model of any family grove runs (family.h): the shared, immutable
+// parameters (model_parameters.h: file, config, tokenizer, weights), a pool of KV-cache slots
+// (kv_cache_pool.h), the preallocated state of the forward pass, and the thread pool it borrows.
+// Model::Load makes the parameters and one context; Model::Create adds another context over the
+// same parameters (a scheduler's concurrent drafters each forward in their own), so weights are
+// held once per process.
 #pragma once
 
 #include <cstdint>
@@ -122,7 +123,23 @@ class Model {
   // Checks the batch and counts its tokens per sequence into seq_count_.
   void Validate(const Batch& batch);
   void PrepareBatch(const Batch& batch);
+  // For the sliding window: the first prefix slot and extra slot each token sees on local layers.
+  // Reads the positions of the batch's slots, so it runs after they are recorded.
+  void PrepareWindow(const Batch& batch);
+
+  // One transformer block (model.cc): the steps below, in the order of the equations.
   void Layer(const Batch& batch, int32_t layer);
+  // q_, k_, v_ = xb_ W (+ b).
+  void ProjectQkv(const LayerWeights& w, int32_t n);
+  // Per-head norms of q_ and k_ (Qwen3, Gemma 3), rotation, then k_ and v_ into the caches.
+  void RotateAndCache(const Batch& batch, int32_t layer);
+  // att_ = softmax(scale q k^T + mask) v over each token's visible keys (its window on local
+  // layers).
+  void Attend(const Batch& batch, int32_t layer);
+  // proj_ = w_down (act(xb_ w_gate) * (xb_ w_up)).
+  void FeedForward(const LayerWeights& w, int32_t n);
+  // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).
+  void AddResidual(const std::vector<float>& post_norm, int32_t n);
 
   std::shared_ptr<const ModelParameters> parameters_;
   const ModelConfig& config_;    // parameters_->config()
@@ -131,21 +148,31 @@ class Model {
   int32_t max_batch_;
   std::shared_ptr<ThreadPool> pool_;
   KvCachePool kv_;
-  RopeParams rope_;
+
+  // One rotation per kind of layer (Gemma 3's local layers rotate with a base of their own): its
+  // parameters, and the cos/sin pairs of every position the context holds (computed once at load:
+  // sin/cos in double were 2% of a draft model's forward) and of the batch's tokens.
+  struct Rotation {
+    RopeParams params;
+    AlignedBuffer<float> table;  // (n_ctx, n_rot)
+    AlignedBuffer<float> batch;  // (max_batch, n_rot)
+  };
+  std::vector<Rotation> rotations_;  // [0]: global layers; [1]: local ones, when they differ
+  const Rotation& RotationOf(int32_t layer) const {
+    return rotations_[config_.local_rope && config_.is_local(layer) ? 1 : 0];
+  }
 
   // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
   MatMulScratch matmul_scratch_;
-  AlignedBuffer<float> x_;           // (max_batch, n_embd) residual stream
-  AlignedBuffer<float> xb_;          // (max_batch, n_embd) normalised input of a sub-layer
-  AlignedBuffer<float> q_;           // (max_batch, q_dim)
-  AlignedBuffer<float> k_;           // (max_batch, kv_dim)
-  AlignedBuffer<float> v_;           // (max_batch, kv_dim)
-  AlignedBuffer<float> att_;         // (max_batch, q_dim) attention output
-  AlignedBuffer<float> gate_;        // (max_batch, n_ff)
-  AlignedBuffer<float> up_;          // (max_batch, n_ff)
-  AlignedBuffer<float> proj_;        // (max_batch, n_embd) output of wo / w_down
-  AlignedBuffer<float> rope_cs_;     // (max_batch, n_rot) cos/sin pairs per token
-  AlignedBuffer<float> rope_table_;  // (n_ctx, n_rot) cos/sin pairs of every position
+  AlignedBuffer<float> x_;     // (max_batch, n_embd) residual stream
+  AlignedBuffer<float> xb_;    // (max_batch, n_embd) normalised input of a sub-layer
+  AlignedBuffer<float> q_;     // (max_batch, q_dim)
+  AlignedBuffer<float> k_;     // (max_batch, kv_dim)
+  AlignedBuffer<float> v_;     // (max_batch, kv_dim)
+  AlignedBuffer<float> att_;   // (max_batch, q_dim) attention output
+  AlignedBuffer<float> gate_;  // (max_batch, n_ff)
+  AlignedBuffer<float> up_;    // (max_batch, n_ff)
+  AlignedBuffer<float> proj_;  // (max_batch, n_embd) output of wo / w_down
   // Attention scores of one query group (ops/attention.h): its queries' rows of visible keys (at
   // most n_ctx each), and their softmax sums.
   std::size_t AttentionScratchPerThread() const {
@@ -161,7 +188,11 @@ class Model {
   AlignedBuffer<int32_t> out_rows_;   // (max_batch) batch index of each logits row
   AlignedBuffer<int32_t> seq_count_;  // (n_seq) tokens of each sequence in this batch
   int64_t attention_keys_ = 0;        // keys visible to the batch's tokens, summed (one head)
-  AlignedBuffer<int32_t> query_group_begin_;  // (max_batch + 1) first token of each query group
+  // On local layers, token i sees cache slots [window_prefix_begin_[i], prefix_len_[i]) and
+  // visible_[window_extra_first_[i]] onwards of its extra slots.
+  AlignedBuffer<int32_t> window_prefix_begin_;  // (max_batch)
+  AlignedBuffer<int32_t> window_extra_first_;   // (max_batch)
+  AlignedBuffer<int32_t> query_group_begin_;    // (max_batch + 1) first token of each query group
   int32_t n_query_groups_ = 0;
   int32_t last_batch_size_ = 0;  // rows of the last forward (hidden_states)
 };

@@ -1,6 +1,7 @@
 #include "model/model_parameters.h"
 
 #include "base/error.h"
+#include "base/log.h"
 #include "io/gguf.h"
 #include "kernels/kernel_set.h"
 #include "model/tokenizer.h"
@@ -34,6 +35,9 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
       config_(ConfigFromGguf(*gguf_)),
       part_(part),
       weights_(BindWeights(*gguf_, config_)) {
+  for (const std::string& note : config_.notes) {
+    Log(LogLevel::kWarn, "model: '", gguf_->name(), "': ", note);
+  }
   if (part_.last_layer < 0) part_.last_layer = config_.n_layer;
   if (part_.first_layer < 0 || part_.first_layer > part_.last_layer ||
       part_.last_layer > config_.n_layer) {

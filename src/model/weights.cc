@@ -1,9 +1,11 @@
 #include "model/weights.h"
 
 #include <array>
+#include <unordered_set>
 
 #include "base/error.h"
 #include "io/gguf.h"
+#include "model/drafter_file.h"
 #include "quant/quant.h"
 
 namespace grove {
@@ -33,11 +35,99 @@ const GgufTensor& Expect(const GgufFile& gguf, const std::string& name,
   return *t;
 }
 
-std::vector<float> Vector(const GgufFile& gguf, const std::string& name, int64_t n) {
-  const GgufTensor& t = Expect(gguf, name, {n});
-  std::vector<float> v(n);
-  DequantizeRow(t.type, t.data, v.data(), n);
-  return v;
+// Rows [first, first + n) of a matrix: the parts of a fused tensor (Phi-3's attn_qkv, ffn_up).
+WeightView Rows(const WeightView& w, int64_t first, int64_t n) {
+  WeightView part = w;
+  part.data = static_cast<const uint8_t*>(w.data) + first * w.row_bytes;
+  part.n_out = n;
+  return part;
+}
+
+// Binds tensors by name and remembers which ones were bound, so that the ones left over can be
+// named.
+class TensorBinder {
+ public:
+  explicit TensorBinder(const GgufFile& gguf) : gguf_(gguf) {}
+
+  bool Has(const std::string& name) const { return gguf_.FindTensor(name) != nullptr; }
+  WeightView Matrix(const std::string& name, int64_t n_in, int64_t n_out) {
+    used_.insert(name);
+    return BindMatrix(gguf_, name, n_in, n_out);
+  }
+  std::vector<float> Vector(const std::string& name, int64_t n) {
+    used_.insert(name);
+    const GgufTensor& t = Expect(gguf_, name, {n});
+    std::vector<float> v(n);
+    DequantizeRow(t.type, t.data, v.data(), n);
+    return v;
+  }
+  std::vector<float> OptionalVector(const std::string& name, int64_t n) {
+    return Has(name) ? Vector(name, n) : std::vector<float>{};
+  }
+  void Use(const std::string& name) { used_.insert(name); }
+  // Throws naming the first tensor of the file (in file order) that nothing bound.
+  void CheckEveryTensorUsed(const std::string& arch) const {
+    for (const GgufTensor& t : gguf_.tensors()) {
+      if (!used_.count(t.name)) {
+        Fail("model: tensor '", t.name, "' is not used by architecture '", arch,
+             "' (is the file's architecture right?)");
+      }
+    }
+  }
+
+ private:
+  const GgufFile& gguf_;
+  std::unordered_set<std::string> used_;
+};
+
+// Per-frequency divisors of the rotation, positive.
+std::vector<float> RopeFactors(TensorBinder& bind, const std::string& name, int32_t n_rot) {
+  std::vector<float> f = bind.Vector(name, n_rot / 2);
+  for (float v : f) {
+    if (!(v > 0.0f)) Fail("model: tensor '", name, "' holds a non-positive factor");
+  }
+  return f;
+}
+
+void BindAttention(TensorBinder& bind, const ModelConfig& c, const std::string& p,
+                   LayerWeights& l) {
+  const ModelFamily& f = *c.family;
+  if (f.fused_qkv && bind.Has(p + "attn_qkv.weight")) {
+    const WeightView qkv =
+        bind.Matrix(p + "attn_qkv.weight", c.n_embd, int64_t{c.q_dim()} + 2 * c.kv_dim());
+    l.wq = Rows(qkv, 0, c.q_dim());
+    l.wk = Rows(qkv, c.q_dim(), c.kv_dim());
+    l.wv = Rows(qkv, int64_t{c.q_dim()} + c.kv_dim(), c.kv_dim());
+  } else {
+    l.wq = bind.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim());
+    l.wk = bind.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
+    l.wv = bind.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim());
+  }
+  if (f.qkv_bias) {
+    l.bq = bind.Vector(p + "attn_q.bias", c.q_dim());
+    l.bk = bind.Vector(p + "attn_k.bias", c.kv_dim());
+    l.bv = bind.Vector(p + "attn_v.bias", c.kv_dim());
+  }
+  if (f.qk_norm) {
+    l.q_norm = bind.Vector(p + "attn_q_norm.weight", c.head_dim);
+    l.k_norm = bind.Vector(p + "attn_k_norm.weight", c.head_dim);
+  }
+  l.wo = bind.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
+  if (f.sandwich_norms) l.attn_post_norm = bind.Vector(p + "post_attention_norm.weight", c.n_embd);
+}
+
+void BindFeedForward(TensorBinder& bind, const ModelConfig& c, const std::string& p,
+                     LayerWeights& l) {
+  if (c.family->fused_gate_up) {
+    const WeightView gate_up = bind.Matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t{c.n_ff});
+    l.w_gate = Rows(gate_up, 0, c.n_ff);
+    l.w_up = Rows(gate_up, c.n_ff, c.n_ff);
+  } else {
+    l.w_gate = bind.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
+    l.w_up = bind.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
+  }
+  l.w_down = bind.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
+  if (c.family->sandwich_norms) l.ffn_post_norm = bind.Vector(p + "post_ffw_norm.weight", c.n_embd);
 }
 
 }  // namespace
@@ -61,30 +151,40 @@ std::array<WeightView*, 7> LayerMatrices(LayerWeights& l) {
 }
 
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {
+  TensorBinder bind(gguf);
   ModelWeights w;
-  w.token_embd = BindMatrix(gguf, "token_embd.weight", c.n_embd, c.n_vocab);
-  w.output_norm = Vector(gguf, "output_norm.weight", c.n_embd);
-  w.output = c.tied_output ? w.token_embd : BindMatrix(gguf, "output.weight", c.n_embd, c.n_vocab);
-  if (gguf.FindTensor("rope_freqs.weight")) {
-    w.rope_freq_factors = Vector(gguf, "rope_freqs.weight", c.n_rot / 2);
-    for (float f : w.rope_freq_factors) {
-      if (!(f > 0.0f)) Fail("model: tensor 'rope_freqs.weight' holds a non-positive factor");
-    }
+  w.token_embd = bind.Matrix("token_embd.weight", c.n_embd, c.n_vocab);
+  w.output_norm = bind.Vector("output_norm.weight", c.n_embd);
+  w.output = c.tied_output ? w.token_embd : bind.Matrix("output.weight", c.n_embd, c.n_vocab);
+  switch (c.family->rope_factors) {
+    case RopeFactorRule::kNone:
+      break;
+    case RopeFactorRule::kFrequencies:
+      if (bind.Has("rope_freqs.weight"))
+        w.rope_freq_factors = RopeFactors(bind, "rope_freqs.weight", c.n_rot);
+      break;
+    case RopeFactorRule::kLongShort:
+      if (bind.Has("rope_factors_long.weight") || bind.Has("rope_factors_short.weight")) {
+        w.rope_factors_long = RopeFactors(bind, "rope_factors_long.weight", c.n_rot);
+        w.rope_factors_short = RopeFactors(bind, "rope_factors_short.weight", c.n_rot);
+      }
+      break;
   }
   w.layers.resize(c.n_layer);
   for (int32_t i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
-    l.attn_norm = Vector(gguf, p + "attn_norm.weight", c.n_embd);
-    l.wq = BindMatrix(gguf, p + "attn_q.weight", c.n_embd, c.q_dim());
-    l.wk = BindMatrix(gguf, p + "attn_k.weight", c.n_embd, c.kv_dim());
-    l.wv = BindMatrix(gguf, p + "attn_v.weight", c.n_embd, c.kv_dim());
-    l.wo = BindMatrix(gguf, p + "attn_output.weight", c.q_dim(), c.n_embd);
-    l.ffn_norm = Vector(gguf, p + "ffn_norm.weight", c.n_embd);
-    l.w_gate = BindMatrix(gguf, p + "ffn_gate.weight", c.n_embd, c.n_ff);
-    l.w_up = BindMatrix(gguf, p + "ffn_up.weight", c.n_embd, c.n_ff);
-    l.w_down = BindMatrix(gguf, p + "ffn_down.weight", c.n_ff, c.n_embd);
+    l.attn_norm = bind.Vector(p + "attn_norm.weight", c.n_embd);
+    BindAttention(bind, c, p, l);
+    l.ffn_norm = bind.Vector(p + "ffn_norm.weight", c.n_embd);
+    BindFeedForward(bind, c, p, l);
   }
+  // A drafter file's own tensors are bound by its drafter (speculate/feature_drafter.h).
+  if (ReadDrafterKind(gguf) != DrafterKind::kModel) {
+    bind.Use(kDrafterFusionTensor);
+    bind.Use(kDrafterMaskTensor);
+  }
+  bind.CheckEveryTensorUsed(c.arch);
   return w;
 }
 

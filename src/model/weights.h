@@ -1,5 +1,7 @@
 // Weights bound in place from a GGUF file: matrices stay in the memory map (no copy); the small
-// norm vectors are converted to f32 once, since they are read for every token.
+// vectors (norms, biases, rope factors) are converted to f32 once, since they are read for every
+// token. Which tensors a layer has is the family's (family.h): a vector that the family does not
+// have stays empty, and the forward skips the step it would feed.
 #pragma once
 
 #include <array>
@@ -14,15 +16,22 @@ namespace grove {
 class GgufFile;
 
 struct LayerWeights {
-  std::vector<float> attn_norm;  // (n_embd)
-  WeightView wq;                 // (q_dim rows, n_embd)
-  WeightView wk;                 // (kv_dim rows, n_embd)
-  WeightView wv;                 // (kv_dim rows, n_embd)
-  WeightView wo;                 // (n_embd rows, q_dim)
-  std::vector<float> ffn_norm;   // (n_embd)
-  WeightView w_gate;             // (n_ff rows, n_embd)
-  WeightView w_up;               // (n_ff rows, n_embd)
-  WeightView w_down;             // (n_embd rows, n_ff)
+  std::vector<float> attn_norm;       // (n_embd)
+  WeightView wq;                      // (q_dim rows, n_embd); rows of attn_qkv when fused
+  WeightView wk;                      // (kv_dim rows, n_embd)
+  WeightView wv;                      // (kv_dim rows, n_embd)
+  std::vector<float> bq;              // (q_dim) or empty: Q bias (Qwen2)
+  std::vector<float> bk;              // (kv_dim) or empty
+  std::vector<float> bv;              // (kv_dim) or empty
+  std::vector<float> q_norm;          // (head_dim) or empty: RMSNorm weight of each Q head (Qwen3)
+  std::vector<float> k_norm;          // (head_dim) or empty
+  WeightView wo;                      // (n_embd rows, q_dim)
+  std::vector<float> attn_post_norm;  // (n_embd) or empty: norm of the attention output (Gemma 3)
+  std::vector<float> ffn_norm;        // (n_embd)
+  WeightView w_gate;                  // (n_ff rows, n_embd); the first n_ff rows of a fused ffn_up
+  WeightView w_up;                    // (n_ff rows, n_embd)
+  WeightView w_down;                  // (n_embd rows, n_ff)
+  std::vector<float> ffn_post_norm;   // (n_embd) or empty
 };
 
 struct ModelWeights {
@@ -30,6 +39,8 @@ struct ModelWeights {
   std::vector<float> output_norm;        // (n_embd)
   WeightView output;                     // (n_vocab rows, n_embd); token_embd when tied
   std::vector<float> rope_freq_factors;  // (n_rot / 2) or empty: per-frequency divisors (Llama 3.1)
+  std::vector<float> rope_factors_long;  // (n_rot / 2) or empty: LongRoPE beyond rope_orig_ctx
+  std::vector<float> rope_factors_short;  // (n_rot / 2) or empty: LongRoPE within it
   std::vector<LayerWeights> layers;
 };
 
@@ -43,6 +54,9 @@ WeightView BindMatrix(const GgufFile& gguf, const std::string& name, int64_t n_i
 
 // Binds and validates every tensor: presence, shape against the config, a type grove can compute
 // with. Errors name the tensor: "model: tensor 'blk.3.attn_q.weight': expected 2048x2048, got ...".
+// Every tensor of the file must be one the architecture uses (or a drafter file's own, see
+// drafter_file.h): the first one that is not is named, since a tensor left out means the file is
+// not what its metadata says (a Qwen2 file relabelled 'llama' would run without its biases).
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& config);
 
 }  // namespace grove

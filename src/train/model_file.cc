@@ -86,7 +86,7 @@ TrainShape TrainShapeOf(const ModelConfig& c) {
           .n_head = c.n_head,
           .n_ff = c.n_ff,
           .n_ctx = c.n_ctx_train,
-          .rope_freq_base = c.rope_freq_base,
+          .rope_freq_base = c.rope.freq_base,
           .rms_eps = c.rms_eps,
           .tied_output = c.tied_output};
 }
@@ -94,12 +94,14 @@ TrainShape TrainShapeOf(const ModelConfig& c) {
 LoadedTrainModel LoadTrainModel(const GgufFile& file) {
   const ModelConfig c = ConfigFromGguf(file);
   auto refuse = [&](const std::string& why) { Fail("train: '", file.name(), "': ", why); };
+  if (c.arch != "llama")
+    refuse(StrCat("the trainer trains 'llama' models, and this one is '", c.arch, "'"));
   if (c.n_head_kv != c.n_head)
     refuse(StrCat("grouped-query attention (", c.n_head, "/", c.n_head_kv,
                   " heads) is not supported by the trainer"));
   if (c.head_dim * c.n_head != c.n_embd) refuse("head size times heads differs from the width");
   if (c.n_rot != c.head_dim) refuse("RoPE over part of the head is not supported by the trainer");
-  if (c.rope_freq_scale != 1.0f || file.FindTensor("rope_freqs.weight"))
+  if (c.rope.freq_scale != 1.0f || file.FindTensor("rope_freqs.weight"))
     refuse("RoPE scaling is not supported by the trainer");
   LoadedTrainModel m;
   m.shape = TrainShapeOf(c);

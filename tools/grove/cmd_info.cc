@@ -94,15 +94,26 @@ void RunInfo(const std::string& path, bool all_tensors) {
                 static_cast<unsigned long long>(t.offset));
     ++shown;
   }
-  if (gguf->GetString("general.architecture", "") == "llama") {
-    ModelConfig c = ConfigFromGguf(*gguf);
-    std::printf(
-        "\nmodel: llama, %.2f M parameters, %d layers, width %d, %d heads (%d KV), head dim %d, "
-        "FFN %d, "
-        "vocab %d, context %d, rope base %g%s\n",
-        c.n_params() / 1e6, c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff,
-        c.n_vocab, c.n_ctx_train, c.rope_freq_base, c.tied_output ? ", tied output" : "");
+  ModelConfig c;
+  try {
+    c = ConfigFromGguf(*gguf);
+  } catch (const Error& e) {
+    std::printf("\nmodel: grove does not run this file: %s\n", e.what());
+    return;
   }
+  std::printf(
+      "\nmodel: %s (%s), %.2f M parameters, %d layers, width %d, %d heads (%d KV), head dim %d, "
+      "FFN %d, vocab %d, context %d, rope base %g%s\n",
+      c.arch.c_str(), std::string(c.family->models).c_str(), c.n_params() / 1e6, c.n_layer,
+      c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab, c.n_ctx_train,
+      c.rope.freq_base, c.tied_output ? ", tied output" : "");
+  if (c.sliding_window > 0) {
+    std::printf(
+        "sliding window: %d tokens on %d of %d layers%s\n", c.sliding_window, c.n_local_layers(),
+        c.n_layer,
+        c.local_rope ? StrCat(" (rope base ", c.rope_local.freq_base, " there)").c_str() : "");
+  }
+  for (const std::string& note : c.notes) std::printf("note: %s\n", note.c_str());
 }
 
 }  // namespace

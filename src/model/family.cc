@@ -1,0 +1,86 @@
+#include "model/family.h"
+
+#include <array>
+
+#include "base/error.h"
+
+namespace grove {
+namespace {
+
+// Facts about each architecture as llama.cpp's converter writes it and llama.cpp runs it (its
+// src/models/<arch>.cpp), which the tests check against node-llama-cpp.
+constexpr std::array<ModelFamily, 5> kFamilies = {{
+    {
+        .arch = "llama",
+        .models = "Llama 2/3.x, TinyLlama, SmolLM2, Mistral 7B",
+        .window = WindowRule::kEveryLayer,
+        .rope_factors = RopeFactorRule::kFrequencies,
+    },
+    {
+        .arch = "qwen2",
+        .models = "Qwen2, Qwen2.5, Qwen2.5-Coder, DeepSeek-R1-Distill-Qwen",
+        .rope = RopePairing::kHalves,
+        .qkv_bias = true,
+    },
+    {
+        .arch = "qwen3",
+        .models = "Qwen3",
+        .rope = RopePairing::kHalves,
+        .qk_norm = true,
+    },
+    {
+        .arch = "gemma3",
+        .models = "Gemma 3 (text)",
+        .rope = RopePairing::kHalves,
+        .activation = GateActivation::kGeluTanh,
+        .qk_norm = true,
+        .sandwich_norms = true,
+        .scaled_embedding = true,
+        .window = WindowRule::kLocalGlobal,
+        .global_layer_period = 6,
+        .logit_softcap = true,
+    },
+    {
+        .arch = "phi3",
+        .models = "Phi-3, Phi-3.5, Phi-4-mini",
+        .rope = RopePairing::kHalves,
+        .fused_qkv = true,
+        .fused_gate_up = true,
+        .window = WindowRule::kNotApplied,
+        .rope_factors = RopeFactorRule::kLongShort,
+    },
+}};
+
+// Architectures whose feed-forward is a mixture of experts: refused by name, since "unsupported
+// architecture" alone would leave a user guessing whether a conversion went wrong.
+constexpr std::array<std::string_view, 8> kMixtureOfExperts = {
+    "qwen2moe", "qwen3moe", "mixtral", "deepseek2", "olmoe", "granitemoe", "phimoe", "llama4"};
+
+}  // namespace
+
+std::span<const ModelFamily> ModelFamilies() { return kFamilies; }
+
+std::string FamilyList() {
+  std::string list;
+  for (const ModelFamily& f : kFamilies) {
+    if (!list.empty()) list += ", ";
+    list += f.arch;
+  }
+  return list;
+}
+
+const ModelFamily& FindFamily(std::string_view arch) {
+  for (const ModelFamily& f : kFamilies) {
+    if (f.arch == arch) return f;
+  }
+  for (std::string_view moe : kMixtureOfExperts) {
+    if (moe == arch) {
+      Fail("model: architecture '", arch,
+           "' is a mixture-of-experts model, which grove does not run (it runs ", FamilyList(),
+           ")");
+    }
+  }
+  Fail("model: unsupported architecture '", arch, "' (grove runs ", FamilyList(), ")");
+}
+
+}  // namespace grove

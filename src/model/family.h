@@ -1,0 +1,66 @@
+// The model families grove runs, each described by what it does differently from Llama. A family is
+// data, not a code path: the loader reads the file's architecture, finds its family here, and the
+// one layer function (model.cc) applies whatever the family and the file say.
+//
+// Why a table of traits and not a graph builder per family (llama.cpp's way): the families people
+// run differ by a handful of switches on one transformer block, so a builder per family would
+// repeat the block once per family, and every fix would need the same edit in each. gemma.cpp's way
+// (one config struct per model, one layer function) keeps one block; the switches are per family
+// here and the numbers (window, rope bases, head size) per file, in ModelConfig. A family that is
+// not one more switch (Mixture-of-Experts, state-space layers) is refused by name.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ops/activation.h"
+#include "ops/rope.h"
+
+namespace grove {
+
+// What the family does with `<arch>.attention.sliding_window`.
+enum class WindowRule : uint8_t {
+  kRefused,      // a window is an error: the family has none, so the key means a mislabelled file
+  kEveryLayer,   // every layer sees only the window (Mistral 7B's `llama` files)
+  kLocalGlobal,  // local layers see the window, every n-th layer sees everything (Gemma 3)
+  kNotApplied,   // warned and not applied: Phi-3 files carry a window the model does not use
+                 // consistently; llama.cpp disables it too
+};
+
+// Per-frequency RoPE divisors the family reads from tensors.
+enum class RopeFactorRule : uint8_t {
+  kNone,
+  kFrequencies,  // rope_freqs.weight, when present (Llama 3.1+)
+  kLongShort,    // rope_factors_long/short.weight, when present (Phi-3.5, Phi-4: LongRoPE)
+};
+
+struct ModelFamily {
+  std::string_view arch;    // general.architecture
+  std::string_view models;  // the models people know it by, for messages and docs
+  // Which dimensions rotate together (ops/rope.h): adjacent in `llama` files, whose converter
+  // permutes the Q and K rows; halves in every other family (the Hugging Face layout, kept).
+  RopePairing rope = RopePairing::kAdjacent;
+  GateActivation activation = GateActivation::kSilu;  // of the gated feed-forward
+  bool qkv_bias = false;                              // Q, K and V projections add a bias (Qwen2)
+  bool qk_norm = false;         // each head of Q and K is RMS-normalised before rotation
+  bool sandwich_norms = false;  // each sub-layer's output is RMS-normalised before the residual add
+  bool scaled_embedding = false;  // embeddings are multiplied by sqrt(n_embd)
+  bool fused_qkv = false;         // attn_qkv.weight (Q, K, V rows) may replace attn_q/k/v (Phi-3)
+  bool fused_gate_up = false;     // ffn_up.weight holds gate rows then up rows, 2 n_ff (Phi-3)
+  WindowRule window = WindowRule::kRefused;
+  // kLocalGlobal: every n-th layer is global unless the file says otherwise.
+  int32_t global_layer_period = 0;
+  RopeFactorRule rope_factors = RopeFactorRule::kNone;
+  bool logit_softcap = false;  // final_logit_softcapping is read (Gemma)
+};
+
+// The family of an architecture. Throws grove::Error naming the architecture when grove does not
+// run it (Mixture-of-Experts architectures are named as such).
+const ModelFamily& FindFamily(std::string_view arch);
+std::span<const ModelFamily> ModelFamilies();
+// "llama, qwen2, qwen3, gemma3, phi3"
+std::string FamilyList();
+
+}  // namespace grove
