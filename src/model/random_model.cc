@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "model/family.h"
 #include "quant/quant.h"
 
 namespace grove {
@@ -73,99 +74,195 @@ void AddVocab(GgufWriter& w, int32_t n_vocab) {
   w.SetUint32("tokenizer.ggml.eos_token_id", 2);
 }
 
+// Uniform(-a, a) with a = sqrt(3 / n) has variance 1 / n.
+float UniformAmplitude(float gain, int64_t n) {
+  return gain * std::sqrt(3.0f / static_cast<float>(n));
+}
+
 }  // namespace
 
 std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
-  RandomModelSpec s;
-  s.name = std::string(name);
-  if (name == "tinyllama-1.1b") {
-    s.n_vocab = 32000, s.n_embd = 2048, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4,
-    s.n_ff = 5632;
-  } else if (name == "draft-68m") {
-    s.n_vocab = 32000, s.n_embd = 768, s.n_layer = 2, s.n_head = 12, s.n_head_kv = 12,
-    s.n_ff = 3072;
-  } else if (name == "llama-60m") {
-    s.n_vocab = 4096, s.n_embd = 768, s.n_layer = 8, s.n_head = 12, s.n_head_kv = 4, s.n_ff = 2048;
-  } else if (name == "tiny") {
-    s.n_vocab = 512, s.n_embd = 64, s.n_layer = 2, s.n_head = 4, s.n_head_kv = 2, s.n_ff = 160;
-  } else {
-    return std::nullopt;
+  struct Shape {
+    std::string_view name, arch;
+    int32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx;
+    int32_t head_dim = 0;
+    float rope_freq_base = 10000.0f;
+    bool tied = false;
+  };
+  // Real models' shapes from their published configurations (what a GGUF of each holds).
+  static const Shape kShapes[] = {
+      {"qwen2.5-0.5b", "qwen2", 151936, 896, 24, 14, 2, 4864, 32768, 0, 1e6f, true},
+      {"qwen2.5-7b", "qwen2", 152064, 3584, 28, 28, 4, 18944, 32768, 0, 1e6f},
+      {"qwen3-0.6b", "qwen3", 151936, 1024, 28, 16, 8, 3072, 40960, 128, 1e6f, true},
+      {"qwen3-8b", "qwen3", 151936, 4096, 36, 32, 8, 12288, 40960, 128, 1e6f},
+      {"gemma3-1b", "gemma3", 262144, 1152, 26, 4, 1, 6912, 32768, 256, 1e6f, true},
+      {"gemma3-4b", "gemma3", 262144, 2560, 34, 8, 4, 10240, 131072, 256, 1e6f, true},
+      {"llama3.2-1b", "llama", 128256, 2048, 16, 32, 8, 8192, 131072, 0, 5e5f, true},
+      {"llama3.1-8b", "llama", 128256, 4096, 32, 32, 8, 14336, 131072, 0, 5e5f},
+      {"phi4-mini", "phi3", 200064, 3072, 32, 24, 8, 8192, 131072, 0, 1e4f, true},
+      {"tinyllama-1.1b", "llama", 32000, 2048, 22, 32, 4, 5632, 2048},
+      {"draft-68m", "llama", 32000, 768, 2, 12, 12, 3072, 2048},
+      {"llama-60m", "llama", 4096, 768, 8, 12, 4, 2048, 2048},
+      {"tiny", "llama", 512, 64, 2, 4, 2, 160, 2048},
+  };
+  for (const Shape& shape : kShapes) {
+    if (shape.name != name) continue;
+    RandomModelSpec s;
+    s.name = std::string(name);
+    s.arch = std::string(shape.arch);
+    s.n_vocab = shape.n_vocab, s.n_embd = shape.n_embd, s.n_layer = shape.n_layer;
+    s.n_head = shape.n_head, s.n_head_kv = shape.n_head_kv, s.n_ff = shape.n_ff;
+    s.n_ctx = shape.n_ctx, s.head_dim = shape.head_dim, s.rope_freq_base = shape.rope_freq_base;
+    s.tied_output = shape.tied;
+    if (s.arch != "llama") s.rms_eps = 1e-6f;
+    if (name == "gemma3-1b") s.sliding_window = 512;
+    if (name == "gemma3-4b") s.sliding_window = 1024, s.rope_scale = 8.0f;
+    if (name == "llama3.2-1b" || name == "llama3.1-8b") s.rope_freq_factors = true;
+    if (name == "phi4-mini") s.n_rot = 96, s.longrope_orig_ctx = 4096, s.rms_eps = 1e-5f;
+    return s;
   }
-  return s;
+  return std::nullopt;
 }
 
 std::vector<std::string> NamedModelShapes() {
-  return {"tinyllama-1.1b", "draft-68m", "llama-60m", "tiny"};
+  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",  "gemma3-1b",
+          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b",
+          "draft-68m",    "llama-60m",   "tiny"};
 }
 
 GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
+  const ModelFamily& family = FindFamily(spec.arch);
   if (!IsSupportedWeightType(spec.type))
     Fail("random model: type ", GgmlTypeName(spec.type), " is not supported");
   const int64_t block = GgmlTraits(spec.type).block_size;
-  if (spec.n_embd % spec.n_head != 0 || spec.n_head % spec.n_head_kv != 0) {
+  if (spec.n_head <= 0 || spec.n_head_kv <= 0 || spec.n_head % spec.n_head_kv != 0 ||
+      (spec.head_dim == 0 && spec.n_embd % spec.n_head != 0)) {
     Fail("random model: heads (", spec.n_head, "/", spec.n_head_kv, ") do not divide width ",
          spec.n_embd);
   }
-  if (spec.n_embd % block != 0 || spec.n_ff % block != 0) {
-    Fail("random model: widths ", spec.n_embd, " and ", spec.n_ff, " must be multiples of the ",
-         GgmlTypeName(spec.type), " block size ", block);
+  const int32_t head_dim = spec.head_size();
+  const int32_t n_rot = spec.n_rot > 0 ? spec.n_rot : head_dim;
+  const int32_t q_dim = spec.n_head * head_dim;
+  const int32_t kv_dim = spec.n_head_kv * head_dim;
+  if (spec.n_embd % block != 0 || spec.n_ff % block != 0 || q_dim % block != 0) {
+    Fail("random model: widths ", spec.n_embd, ", ", spec.n_ff, " and ", q_dim,
+         " must be multiples of the ", GgmlTypeName(spec.type), " block size ", block);
   }
   GgufWriter w;
-  w.SetString("general.architecture", "llama");
+  const std::string a = spec.arch + ".";
+  w.SetString("general.architecture", spec.arch);
   w.SetString("general.name", spec.name);
-  w.SetUint32("llama.context_length", spec.n_ctx);
-  w.SetUint32("llama.embedding_length", spec.n_embd);
-  w.SetUint32("llama.block_count", spec.n_layer);
-  w.SetUint32("llama.feed_forward_length", spec.n_ff);
-  w.SetUint32("llama.attention.head_count", spec.n_head);
-  w.SetUint32("llama.attention.head_count_kv", spec.n_head_kv);
-  w.SetUint32("llama.rope.dimension_count", spec.n_embd / spec.n_head);
-  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.SetFloat32("llama.rope.freq_base", spec.rope_freq_base);
+  w.SetUint32(a + "context_length", spec.n_ctx);
+  w.SetUint32(a + "embedding_length", spec.n_embd);
+  w.SetUint32(a + "block_count", spec.n_layer);
+  w.SetUint32(a + "feed_forward_length", spec.n_ff);
+  w.SetUint32(a + "attention.head_count", spec.n_head);
+  w.SetUint32(a + "attention.head_count_kv", spec.n_head_kv);
+  if (spec.head_dim > 0) {
+    w.SetUint32(a + "attention.key_length", head_dim);
+    w.SetUint32(a + "attention.value_length", head_dim);
+  }
+  w.SetUint32(a + "rope.dimension_count", n_rot);
+  w.SetFloat32(a + "attention.layer_norm_rms_epsilon", spec.rms_eps);
+  w.SetFloat32(a + "rope.freq_base", spec.rope_freq_base);
+  if (spec.rope_freq_base_local > 0.0f)
+    w.SetFloat32(a + "rope.freq_base_swa", spec.rope_freq_base_local);
+  if (spec.rope_scale > 0.0f) {
+    w.SetString(a + "rope.scaling.type", "linear");
+    w.SetFloat32(a + "rope.scaling.factor", spec.rope_scale);
+  }
+  if (spec.sliding_window > 0) w.SetUint32(a + "attention.sliding_window", spec.sliding_window);
+  if (spec.window_pattern > 0)
+    w.SetUint32(a + "attention.sliding_window_pattern", spec.window_pattern);
+  if (spec.final_logit_softcap > 0.0f)
+    w.SetFloat32(a + "final_logit_softcapping", spec.final_logit_softcap);
+  if (spec.longrope_orig_ctx > 0) {
+    // As the converter writes LongRoPE: the original context and sqrt(1 + ln(s) / ln(orig)).
+    const double scale = static_cast<double>(spec.n_ctx) / spec.longrope_orig_ctx;
+    w.SetUint32(a + "rope.scaling.original_context_length", spec.longrope_orig_ctx);
+    w.SetFloat32(a + "rope.scaling.attn_factor",
+                 scale > 1.0 ? static_cast<float>(std::sqrt(
+                                   1.0 + std::log(scale) / std::log(spec.longrope_orig_ctx)))
+                             : 1.0f);
+  }
   if (spec.with_vocab) AddVocab(w, spec.n_vocab);
 
   const uint64_t seed = spec.seed;
-  // Uniform(-a, a) with a = sqrt(3 / n_in) has variance 1 / n_in, so activations keep their scale
-  // through each matrix and the logits are neither flat nor saturated.
-  auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+  // Uniform(-a, a): a = gain * sqrt(3 / n_in) has variance gain^2 / n_in, so with gain 1
+  // activations keep their scale through each matrix.
+  auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out, float amplitude) {
     const GgmlType type = spec.type;
-    w.AddTensor(name, {n_in, n_out}, type, [name, n_in, n_out, type, seed](std::span<uint8_t> out) {
-      SplitMix rng(HashName(name, seed));
-      const float a = std::sqrt(3.0f / static_cast<float>(n_in));
-      std::vector<float> row(n_in);
-      const int64_t row_bytes = GgmlRowBytes(type, n_in);
-      for (int64_t r = 0; r < n_out; ++r) {
-        for (float& v : row) v = a * rng.Symmetric();
-        QuantizeRow(type, row.data(), out.data() + r * row_bytes, n_in);
-      }
-    });
+    w.AddTensor(name, {n_in, n_out}, type,
+                [name, n_in, n_out, type, seed, amplitude](std::span<uint8_t> out) {
+                  SplitMix rng(HashName(name, seed));
+                  std::vector<float> row(n_in);
+                  const int64_t row_bytes = GgmlRowBytes(type, n_in);
+                  for (int64_t r = 0; r < n_out; ++r) {
+                    for (float& v : row) v = amplitude * rng.Symmetric();
+                    QuantizeRow(type, row.data(), out.data() + r * row_bytes, n_in);
+                  }
+                });
   };
-  auto norm = [&](const std::string& name, int64_t n) {
-    w.AddTensor(name, {n}, GgmlType::kF32, [name, n, seed](std::span<uint8_t> out) {
+  auto weight = [&](const std::string& name, int64_t n_in, int64_t n_out) {
+    matrix(name, n_in, n_out, UniformAmplitude(spec.matrix_gain, n_in));
+  };
+  // f32 vectors: center + spread * Uniform(-1, 1).
+  auto vec = [&](const std::string& name, int64_t n, float center, float spread) {
+    w.AddTensor(name, {n}, GgmlType::kF32, [name, n, seed, center, spread](std::span<uint8_t> out) {
       SplitMix rng(HashName(name, seed));
       for (int64_t i = 0; i < n; ++i) {
-        float v = 1.0f + 0.1f * rng.Symmetric();
+        const float v = center + spread * rng.Symmetric();
         std::memcpy(out.data() + i * 4, &v, 4);
       }
     });
   };
-  const int32_t head_dim = spec.n_embd / spec.n_head;
-  const int32_t kv_dim = spec.n_head_kv * head_dim;
-  matrix("token_embd.weight", spec.n_embd, spec.n_vocab);
+  auto norm = [&](const std::string& name, int64_t n) { vec(name, n, 1.0f, 0.1f); };
+  matrix("token_embd.weight", spec.n_embd, spec.n_vocab,
+         UniformAmplitude(spec.embedding_gain, spec.n_embd));
+  if (spec.rope_freq_factors) {
+    if (family.rope_factors != RopeFactorRule::kFrequencies)
+      Fail("random model: '", spec.arch, "' has no rope_freqs");
+    vec("rope_freqs.weight", n_rot / 2, 2.0f, 1.0f);
+  }
+  if (spec.longrope_orig_ctx > 0) {
+    if (family.rope_factors != RopeFactorRule::kLongShort)
+      Fail("random model: '", spec.arch, "' has no LongRoPE factors");
+    vec("rope_factors_long.weight", n_rot / 2, 4.0f, 3.0f);
+    vec("rope_factors_short.weight", n_rot / 2, 1.1f, 0.1f);
+  }
   for (int32_t i = 0; i < spec.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     norm(p + "attn_norm.weight", spec.n_embd);
-    matrix(p + "attn_q.weight", spec.n_embd, spec.n_embd);
-    matrix(p + "attn_k.weight", spec.n_embd, kv_dim);
-    matrix(p + "attn_v.weight", spec.n_embd, kv_dim);
-    matrix(p + "attn_output.weight", spec.n_embd, spec.n_embd);
+    if (family.fused_qkv) {
+      weight(p + "attn_qkv.weight", spec.n_embd, q_dim + 2 * kv_dim);
+    } else {
+      weight(p + "attn_q.weight", spec.n_embd, q_dim);
+      weight(p + "attn_k.weight", spec.n_embd, kv_dim);
+      weight(p + "attn_v.weight", spec.n_embd, kv_dim);
+    }
+    if (family.qkv_bias) {
+      vec(p + "attn_q.bias", q_dim, 0.0f, 0.5f);
+      vec(p + "attn_k.bias", kv_dim, 0.0f, 0.5f);
+      vec(p + "attn_v.bias", kv_dim, 0.0f, 0.5f);
+    }
+    if (family.qk_norm) {
+      norm(p + "attn_q_norm.weight", head_dim);
+      norm(p + "attn_k_norm.weight", head_dim);
+    }
+    weight(p + "attn_output.weight", q_dim, spec.n_embd);
+    if (family.sandwich_norms) norm(p + "post_attention_norm.weight", spec.n_embd);
     norm(p + "ffn_norm.weight", spec.n_embd);
-    matrix(p + "ffn_gate.weight", spec.n_embd, spec.n_ff);
-    matrix(p + "ffn_up.weight", spec.n_embd, spec.n_ff);
-    matrix(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
+    if (family.fused_gate_up) {
+      weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
+    } else {
+      weight(p + "ffn_gate.weight", spec.n_embd, spec.n_ff);
+      weight(p + "ffn_up.weight", spec.n_embd, spec.n_ff);
+    }
+    weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
+    if (family.sandwich_norms) norm(p + "post_ffw_norm.weight", spec.n_embd);
   }
-  norm("output_norm.weight", spec.n_embd);
-  if (!spec.tied_output) matrix("output.weight", spec.n_embd, spec.n_vocab);
+  vec("output_norm.weight", spec.n_embd, spec.output_norm_gain, 0.1f * spec.output_norm_gain);
+  if (!spec.tied_output) weight("output.weight", spec.n_embd, spec.n_vocab);
   return w;
 }
 
