@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <exception>
 #include <functional>
@@ -86,7 +87,10 @@ Scheduler::Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft
   // with such a drafter each sequence prefills its own prompt. Plain decoding still forks.
   forks_prompts_ = !draft_ || ReadDrafterKind(draft_->gguf()) == DrafterKind::kModel ||
                    options_.policy == SchedulePolicy::kSerialAr;
-  if (draft_ && draft_->config().n_vocab != target_.config().n_vocab) {
+  // Each lane's drafter checks the token texts (a draft model may differ by padding,
+  // speculate/model_drafter.h); the sizes are checked here, before any lane exists.
+  if (draft_ &&
+      std::abs(draft_->config().n_vocab - target_.config().n_vocab) > kMaxPairVocabDifference) {
     Fail("the draft has ", draft_->config().n_vocab, " tokens but the target has ",
          target_.config().n_vocab);
   }

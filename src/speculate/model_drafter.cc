@@ -1,32 +1,71 @@
 #include "speculate/model_drafter.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <limits>
 
 #include "base/error.h"
 #include "io/gguf.h"
+#include "model/tokenizer.h"
 
 namespace grove {
+namespace {
+
+// The first token id below n at which the two files' token texts differ, or -1.
+int32_t FirstDifferentToken(const Model& draft, const Model& target, int32_t n, std::string* a_text,
+                            std::string* b_text) {
+  const char* key = "tokenizer.ggml.tokens";
+  if (!draft.gguf().Has(key) || !target.gguf().Has(key)) return -1;
+  auto a = draft.gguf().GetStringArray(key);
+  auto b = target.gguf().GetStringArray(key);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n) && i < a.size() && i < b.size(); ++i) {
+    if (a[i] != b[i]) {
+      *a_text = a[i];
+      *b_text = b[i];
+      return static_cast<int32_t>(i);
+    }
+  }
+  return -1;
+}
+
+void CheckTokens(const Model& draft, const Model& target, int32_t n) {
+  std::string a, b;
+  const int32_t i = FirstDifferentToken(draft, target, n, &a, &b);
+  if (i >= 0) Fail("draft and target vocabularies differ at token ", i, ": '", a, "' vs '", b, "'");
+}
+
+}  // namespace
+
 void CheckSameVocabulary(const Model& draft, const Model& target) {
   const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
   if (nd != nt) {
     Fail("draft and target vocabularies differ: the draft has ", nd, " tokens, the target ", nt,
          " (speculative decoding needs one shared tokenizer)");
   }
-  const char* key = "tokenizer.ggml.tokens";
-  if (draft.gguf().Has(key) && target.gguf().Has(key)) {
-    auto a = draft.gguf().GetStringArray(key);
-    auto b = target.gguf().GetStringArray(key);
-    for (std::size_t i = 0; i < a.size() && i < b.size(); ++i) {
-      if (a[i] != b[i]) {
-        Fail("draft and target vocabularies differ at token ", i, ": '", a[i], "' vs '", b[i], "'");
-      }
+  CheckTokens(draft, target, nd);
+}
+
+void CheckPairVocabulary(const Model& draft, const Model& target) {
+  const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
+  if (std::abs(nd - nt) > kMaxPairVocabDifference) {
+    Fail("draft and target vocabularies differ: the draft has ", nd, " tokens, the target ", nt,
+         " (more than ", kMaxPairVocabDifference,
+         " apart: speculative decoding needs one shared tokenizer)");
+  }
+  CheckTokens(draft, target, std::min(nd, nt));
+  const Tokenizer* a = draft.tokenizer();
+  const Tokenizer* b = target.tokenizer();
+  if (a && b) {
+    if (a->bos() != b->bos() || a->eos() != b->eos()) {
+      Fail("draft and target vocabularies differ in their special tokens: BOS ", a->bos(), " vs ",
+           b->bos(), ", EOS ", a->eos(), " vs ", b->eos());
     }
   }
 }
 
 ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq)
-    : draft_(draft), seq_(seq) {
-  CheckSameVocabulary(draft, target);
+    : draft_(draft), seq_(seq), n_vocab_(target.config().n_vocab) {
+  CheckPairVocabulary(draft, target);
   if (seq < 0 || seq >= draft.n_seq())
     Fail("draft model: sequence ", seq, " outside 0..", draft.n_seq() - 1);
   batch_.tokens.reserve(draft.max_batch());
@@ -39,7 +78,8 @@ ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq)
 void ModelDrafter::Begin(std::span<const int32_t> context) {
   GROVE_CHECK(!context.empty());
   draft_.cache(seq_).Clear();
-  pending_.assign(context.begin(), context.end());
+  pending_.clear();
+  for (int32_t token : context) pending_.push_back(DraftToken(token));
   root_position_ = static_cast<int32_t>(context.size()) - 1;
   root_slot_ = -1;
   // The prompt goes into the cache now, as a prefill; the root is fed with the first level.
@@ -99,7 +139,30 @@ std::span<const float> ModelDrafter::Expand(const TokenTree& tree,
       slot_of_node_[frontier[i]] = first_slot + static_cast<int32_t>(i);
     }
   }
-  return logits;
+  return PadRows(logits);
+}
+
+int32_t ModelDrafter::DraftToken(int32_t token) const {
+  // A token only the target has (its padding: never produced by a trained target) is shown to the
+  // draft as token 0; the draft's guesses after it may be worse, its output is still verified.
+  return token < draft_.config().n_vocab ? token : 0;
+}
+
+std::span<const float> ModelDrafter::PadRows(std::span<const float> logits) {
+  const std::size_t nd = static_cast<std::size_t>(draft_.config().n_vocab);
+  const std::size_t nt = static_cast<std::size_t>(n_vocab_);
+  if (nd == nt) return logits;
+  // Tokens only the target has (its padding) are never proposed; those only the draft has are
+  // dropped. The tree is drawn from these rows, so verification stays lossless.
+  const std::size_t n_rows = logits.size() / nd;
+  padded_rows_.resize(n_rows * nt);
+  const std::size_t shared = std::min(nd, nt);
+  for (std::size_t r = 0; r < n_rows; ++r) {
+    std::copy_n(logits.data() + r * nd, shared, padded_rows_.data() + r * nt);
+    std::fill(padded_rows_.data() + r * nt + shared, padded_rows_.data() + (r + 1) * nt,
+              -std::numeric_limits<float>::infinity());
+  }
+  return {padded_rows_.data(), n_rows * nt};
 }
 
 void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
@@ -118,13 +181,16 @@ void ModelDrafter::Commit(const TokenTree& tree, std::span<const int32_t> accept
     root_slot_ = -1;
   }
   for (std::size_t i = n_fed; i < accepted.size(); ++i)
-    pending_.push_back(tree.node(accepted[i]).token);
-  pending_.push_back(next_token);
+    pending_.push_back(DraftToken(tree.node(accepted[i]).token));
+  pending_.push_back(DraftToken(next_token));
   root_position_ += static_cast<int32_t>(accepted.size()) + 1;
   std::fill(slot_of_node_.begin(), slot_of_node_.end(), -1);
 }
 
 void ModelDrafter::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
+  if (draft_.config().n_vocab != n_vocab_) {
+    padded_rows_.reserve(static_cast<std::size_t>(std::max(max_frontier, 1)) * n_vocab_);
+  }
   batch_.tokens.reserve(static_cast<std::size_t>(std::max(max_frontier, draft_.max_batch())));
   slot_of_node_.reserve(static_cast<std::size_t>(max_tree_nodes));
 }

@@ -1,4 +1,5 @@
-// A draft model (any GGUF with the target's vocabulary) as a drafter. Each tree level is one
+// A draft model (any GGUF with the target's vocabulary, up to padding) as a drafter. Each tree
+// level is one
 // batched draft forward; earlier levels stay in the draft KV cache as speculative slots
 // (model/kv_cache.h), and after verification the accepted path is compacted in place, so the draft
 // never recomputes a token it has already seen.
@@ -14,11 +15,12 @@ namespace grove {
 class ModelDrafter : public Drafter {
  public:
   // Drafts into sequence `seq` of the draft model's caches. Throws grove::Error if the
-  // vocabularies of draft and target differ.
+  // vocabularies of draft and target cannot share token ids (CheckPairVocabulary).
   ModelDrafter(Model& draft, const Model& target, int32_t seq = 0);
 
   std::string_view name() const override { return "draft-model"; }
-  int32_t n_vocab() const override { return draft_.config().n_vocab; }
+  // The target's: rows the draft returns are padded (or cut) to it.
+  int32_t n_vocab() const override { return n_vocab_; }
   bool deterministic() const override { return false; }
   void Begin(std::span<const int32_t> context) override;
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
@@ -30,9 +32,15 @@ class ModelDrafter : public Drafter {
  private:
   // Puts the committed tokens the draft has not seen, all but the root, into its cache.
   void FeedPendingBeforeRoot();
+  // The token the draft is fed for a committed one (the same, unless the draft lacks it).
+  int32_t DraftToken(int32_t token) const;
+  // The draft's logits rows in the target's width (the draft's own span when they agree).
+  std::span<const float> PadRows(std::span<const float> logits);
 
   Model& draft_;
   int32_t seq_;
+  int32_t n_vocab_;                 // the target's
+  std::vector<float> padded_rows_;  // the draft's rows in the target's width, when they differ
   Batch batch_;
   std::vector<int32_t> pending_;  // committed tokens not yet in the draft cache (last: the root)
   int32_t root_position_ = 0;     // position of the root token
@@ -44,5 +52,15 @@ class ModelDrafter : public Drafter {
 // Throws grove::Error naming the first difference if two models cannot share token ids: vocabulary
 // size, and (when both files carry one) the token texts.
 void CheckSameVocabulary(const Model& draft, const Model& target);
+
+// Most tokens by which a draft's vocabulary may differ from its target's (llama.cpp's limit too):
+// real pairs differ by the padding of their embedding matrices (Qwen2.5-0.5B has 151,936 rows,
+// Qwen2.5-7B 152,064), never by real tokens.
+inline constexpr int32_t kMaxPairVocabDifference = 128;
+
+// Throws grove::Error naming the first difference unless a draft can propose tokens to a target:
+// sizes within kMaxPairVocabDifference, the same texts for every token both have (when both files
+// carry them), and the same BOS and EOS.
+void CheckPairVocabulary(const Model& draft, const Model& target);
 
 }  // namespace grove
