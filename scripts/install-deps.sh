@@ -2,6 +2,7 @@
 # Installs what grove needs to build and test on Debian 12 (bookworm). Safe to run again.
 # Each package and why it is there: docs/design.md, "Dependencies".
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   g++ cmake ninja-build pkg-config   # toolchain
@@ -16,7 +17,26 @@ packages=(
   chromium                           # the tree view's page test (headless; a screenshot in build/)
   clang-format                       # the format check the test suite runs (.clang-format)
   clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)
+  nodejs                             # runs llama.cpp (node-llama-cpp) as the tests' reference
 )
+
+# llama.cpp as the reference of the model-family tests: node-llama-cpp 3.22.1 and its prebuilt
+# Linux x64 CPU binaries from npm, pinned by tests/reference/package-lock.json (the other
+# platforms' binaries, optional dependencies of the package, are left out: 85 MB instead of 700).
+install_reference() {
+  if ! command -v npm > /dev/null; then
+    echo "install-deps: npm not found; the llama.cpp reference tests will skip"
+    return
+  fi
+  if [ -f tests/reference/node_modules/@node-llama-cpp/linux-x64/package.json ]; then
+    echo "install-deps: llama.cpp reference (node-llama-cpp) present"
+    return
+  fi
+  echo "install-deps: installing the llama.cpp reference (npm install in tests/reference)"
+  # npm install, not npm ci: npm ci refuses a lock that lacks the other platforms' binaries, which
+  # npm leaves out of it; the versions are pinned in package.json and the lock all the same.
+  npm install --prefix tests/reference --omit=optional --ignore-scripts --no-audit --no-fund
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -24,6 +44,7 @@ for p in "${packages[@]}"; do
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  install_reference
   exit 0
 fi
 
@@ -32,3 +53,4 @@ if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_reference

@@ -1,0 +1,55 @@
+// llama.cpp as the reference: runs tests/reference/llama_cpp_logits.mjs (node-llama-cpp 3.22.1,
+// its prebuilt CPU binaries, installed by scripts/install-deps.sh) on a GGUF file and returns what
+// llama.cpp computed. Tests skip with a message when node or the package is missing.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/random_model.h"
+
+namespace grove::testing {
+
+struct LlamaCppRequest {
+  std::string model;            // GGUF path
+  std::vector<int32_t> tokens;  // one causal sequence: logits after each token
+  int32_t context = 256;
+  int32_t threads = 1;
+  std::vector<int32_t> greedy_prompt;  // and greedy_n ids continuing it (when n > 0)
+  int32_t greedy_n = 0;
+};
+
+struct LlamaCppResult {
+  std::vector<std::vector<float>> logits;  // (tokens.size(), n_vocab)
+  std::vector<int32_t> greedy;
+  std::vector<float> margins;  // top-1 minus top-2 logit at each greedy step
+};
+
+// Writes a copy of a GGUF file whose quantized tensors are stored dequantized, as f32: the same
+// weights, computed without activation quantization (what llama.cpp's own quantization noise is
+// measured against).
+void WriteDequantizedCopy(const std::string& src, const std::string& dst);
+
+// Why the reference cannot run here (node or node-llama-cpp missing), or nullopt when it can.
+std::optional<std::string> LlamaCppUnavailable();
+
+// Runs llama.cpp on the request. Throws grove::Error with llama.cpp's message when it fails (a
+// file it refuses, a crash).
+LlamaCppResult RunLlamaCpp(const LlamaCppRequest& request);
+
+// Small random-weight models of each family, shaped to exercise what the family differs in
+// (grouped-query attention, a head size that differs from n_embd / n_head, a sliding window that
+// 64 tokens cross, LongRoPE factors, partial rotation), with weights scaled so that greedy text
+// varies. Architectures: llama, qwen2, qwen3, gemma3, phi3.
+RandomModelSpec FamilyTestSpec(const std::string& arch, GgmlType type, uint64_t seed = 1);
+// A smaller model of the same family and vocabulary (a draft for speculative tests).
+RandomModelSpec FamilyDraftSpec(const std::string& arch, GgmlType type, uint64_t seed = 2);
+
+}  // namespace grove::testing
+
+#define GROVE_SKIP_WITHOUT_LLAMA_CPP()                                            \
+  do {                                                                            \
+    if (auto why = ::grove::testing::LlamaCppUnavailable()) GTEST_SKIP() << *why; \
+  } while (0)
