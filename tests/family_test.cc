@@ -500,5 +500,99 @@ TEST(FamilyFiles, KeysGroveDoesNotApplyAreNoted) {
   EXPECT_TRUE(has("'phi3.attention.sliding_window' = 48 is not applied"));
 }
 
+// Gemma 3's local layers keep a ring of window + 2 max_batch rows: with max_batch 16 and a window
+// of 16 that is 48 rows of a 256-token context. A model whose rings are shorter than the context
+// computes the bits of one whose layers keep everything (max_batch 512: no ring fits under 256).
+std::unique_ptr<Model> Gemma(int32_t max_batch, int32_t n_seq = 1) {
+  return testing::MakeRandomModel(
+      FamilyTestSpec("gemma3", GgmlType::kQ8_0),
+      {.n_threads = 2, .n_ctx = 256, .n_seq = n_seq, .max_batch = max_batch});
+}
+
+TEST(SlidingWindowRing, RingLayersComputeTheBitsOfFullLayers) {
+  auto ring = Gemma(16);
+  auto full = Gemma(512);
+  ASSERT_EQ(ring->cache(0).ring_rows(), 48);
+  ASSERT_EQ(full->cache(0).ring_rows(), 0);
+  // Five local layers of 48 rows and one global layer of 256, against six of 256.
+  EXPECT_EQ(ring->kv().bytes_per_slot() * 6, full->kv().bytes_per_slot() * (5 * 48 + 256) / 256);
+  const std::vector<int32_t> tokens = VariedTokens(200, 512);
+  Batch batch;
+  for (std::size_t begin = 0; begin < tokens.size(); begin += 16) {
+    const std::size_t n = std::min<std::size_t>(16, tokens.size() - begin);
+    batch.Clear();
+    batch.AddChain(std::span<const int32_t>(tokens).subspan(begin, n), static_cast<int32_t>(begin),
+                   0, /*all_logits=*/true);
+    const std::span<const float> a = ring->Forward(batch);
+    const std::vector<float> a_copy(a.begin(), a.end());
+    const std::span<const float> b = full->Forward(batch);
+    ASSERT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin())) << "chunk at " << begin;
+  }
+}
+
+TEST(SlidingWindowRing, SpeculationAndForksPastTheRing) {
+  auto target = Gemma(32);
+  auto draft =
+      testing::MakeRandomModel(testing::FamilyDraftSpec("gemma3", GgmlType::kQ8_0),
+                               {.pool = target->shared_pool(), .n_ctx = 256, .max_batch = 32});
+  ASSERT_EQ(target->cache(0).ring_rows(), 80);
+  ModelDrafter drafter(*draft, *target);
+  const SamplerParams greedy{.temperature = 0.0f};
+  TreePlanInputs inputs;
+  inputs.acceptance = {0.6, 0.2, 0.1};
+  const SessionOptions options{.n_predict = 150, .stop_at_eog = false};
+  const std::vector<int32_t> prompt = VariedTokens(40, 512);
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  for (const char* plan : {"chain:4", "sequoia:12"}) {
+    SpeculativeSession session(
+        *target, drafter, ResolveSpeculation({.plan = plan}, inputs, drafter, greedy), options);
+    EXPECT_EQ(session.Generate(prompt, {}), plain) << plan;
+  }
+  // A fork copies the ring rows it needs: the child continues as the parent would.
+  auto model = Gemma(16, /*n_seq=*/2);
+  const int32_t parent = model->kv().Acquire();
+  Batch batch;
+  const std::vector<int32_t> tokens = VariedTokens(120, 512);
+  model->ForwardChain(std::span<const int32_t>(tokens).first(100), 0, parent, batch, false);
+  const int32_t child = model->kv().Fork(parent, 100);
+  const std::vector<int32_t> rest(tokens.begin() + 100, tokens.end());
+  const std::span<const float> a = model->ForwardChain(rest, 100, parent, batch, true);
+  const std::vector<float> a_copy(a.begin(), a.end());
+  const std::span<const float> b = model->ForwardChain(rest, 100, child, batch, true);
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin()));
+}
+
+TEST(SlidingWindowRing, ACacheRewoundPastItsRingIsComputedAgain) {
+  auto model = Gemma(16);
+  KvCache& cache = model->cache(0);
+  Batch batch;
+  const std::vector<int32_t> tokens = VariedTokens(200, 512);
+  model->ForwardChain(tokens, 0, 0, batch, false);
+  // Rows of slots before 200 - 48 are gone: continuing after slot 100 would need slots 84..99.
+  EXPECT_EQ(cache.valid_from(), 152);
+  EXPECT_EQ(cache.ReusablePrefix(180), 180);
+  EXPECT_EQ(cache.ReusablePrefix(100), 0);
+  cache.Truncate(100);
+  const int32_t next[] = {5};
+  try {
+    model->ForwardChain(next, 100, 0, batch, true);
+    ADD_FAILURE() << "a forward over overwritten ring rows ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("must be computed again"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cache.length(), 100);  // the refused forward changed nothing
+  // A session given that cached prompt computes it again, and decodes as from scratch.
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + 101);
+  SessionOptions options{.n_predict = 8, .stop_at_eog = false, .cached_prompt = 100};
+  EXPECT_EQ(KeepCachedPrompt(*model, options, prompt), 0);
+  model->ForwardChain(tokens, 0, 0, batch, false);
+  cache.Truncate(100);
+  const std::vector<int32_t> resumed = GeneratePlain(*model, prompt, greedy, options, {});
+  options.cached_prompt = 0;
+  cache.Clear();
+  EXPECT_EQ(resumed, GeneratePlain(*model, prompt, greedy, options, {}));
+}
+
 }  // namespace
 }  // namespace grove

@@ -8,12 +8,34 @@
 namespace grove {
 
 KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int32_t first_layer)
-    : n_layer_(n_layer), first_layer_(first_layer), n_ctx_(n_ctx), kv_dim_(kv_dim) {
-  std::size_t n = static_cast<std::size_t>(n_layer) * n_ctx * kv_dim;
+    : KvCache(KvCacheShape{
+          .n_layer = n_layer, .n_ctx = n_ctx, .kv_dim = kv_dim, .first_layer = first_layer}) {}
+
+KvCache::KvCache(const KvCacheShape& shape)
+    : n_layer_(shape.n_layer),
+      first_layer_(shape.first_layer),
+      n_ctx_(shape.n_ctx),
+      kv_dim_(shape.kv_dim),
+      ring_rows_(shape.ring_rows),
+      window_(shape.window),
+      ring_(static_cast<std::size_t>(shape.n_layer), 0),
+      layer_offset_(static_cast<std::size_t>(shape.n_layer)) {
+  // A ring no shorter than the context is no ring.
+  if (!shape.ring_layers.empty() && ring_rows_ > 0 && ring_rows_ < n_ctx_) {
+    GROVE_CHECK(shape.ring_layers.size() == ring_.size() && window_ > 0 && window_ < ring_rows_);
+    ring_ = shape.ring_layers;
+  } else {
+    ring_rows_ = 0;
+  }
+  std::size_t n = 0;
+  for (std::size_t l = 0; l < ring_.size(); ++l) {
+    layer_offset_[l] = n;
+    n += static_cast<std::size_t>(ring_[l] ? ring_rows_ : n_ctx_) * kv_dim_;
+  }
   k_.Resize(n);
   v_.Resize(n);
-  positions_.Resize(n_ctx);
-  parents_.Resize(n_ctx);
+  positions_.Resize(n_ctx_);
+  parents_.Resize(n_ctx_);
   // Touched now, at load: left to the first writes, every few tokens of the first generation
   // page-faulted (a first 128-token generation of the bundled target ran 1.4x slower than the
   // next), and whichever decoding ran first looked slower in a comparison.
@@ -21,29 +43,57 @@ KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int32_t first_l
   v_.Zero();
 }
 
+int32_t KvCache::valid_from() const {
+  return ring_rows_ > 0 ? std::max(0, written_end_ - ring_rows_) : 0;
+}
+
+int32_t KvCache::ReusablePrefix(int32_t n) const {
+  // A token after slot n - 1 sees the window's slots [n - window, n).
+  return std::max(0, n - window_) >= valid_from() || n == 0 ? n : 0;
+}
+
+uint64_t KvCache::bytes_for(int32_t n) const {
+  uint64_t rows = 0;
+  for (uint8_t ring : ring_) rows += static_cast<uint64_t>(ring ? std::min(n, ring_rows_) : n);
+  return 2ull * sizeof(float) * rows * kv_dim_;
+}
+
 void KvCache::Truncate(int32_t n) {
   if (n < 0 || n > length_) Fail("kv cache: cannot truncate ", length_, " slots to ", n);
   length_ = n;
   chain_length_ = std::min(chain_length_, n);
+  if (n == 0) written_end_ = 0;
 }
 
 void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
   if (other.n_layer_ != n_layer_ || other.first_layer_ != first_layer_ || other.n_ctx_ != n_ctx_ ||
-      other.kv_dim_ != kv_dim_) {
+      other.kv_dim_ != kv_dim_ || other.ring_ != ring_ || other.ring_rows_ != ring_rows_) {
     Fail("kv cache: cannot copy between caches of different shapes");
   }
   if (n < 0 || n > other.chain_length_) {
     Fail("kv cache: cannot copy ", n, " slots of a cache whose chain holds ", other.chain_length_);
   }
-  const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(n) * kv_dim_;
+  if (other.ReusablePrefix(n) != n) {
+    Fail("kv cache: cannot copy ", n, " slots: the window rows before slot ", n,
+         " were overwritten in the source's ring");
+  }
+  // Rings hold the last ring_rows slots in place (slot s in row s % ring_rows): the same rows.
   for (int32_t layer = first_layer_; layer < first_layer_ + n_layer_; ++layer) {
-    std::memcpy(key(layer, 0), other.key(layer, 0), bytes);
-    std::memcpy(value(layer, 0), other.value(layer, 0), bytes);
+    const int32_t rows = ring_rows(layer) > 0 ? std::min(n, ring_rows_) : n;
+    for (int32_t s = n - rows; s < n;) {
+      const int32_t run =
+          ring_rows(layer) > 0 ? std::min(n - s, ring_rows_ - s % ring_rows_) : n - s;
+      const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(run) * kv_dim_;
+      std::memcpy(key(layer, s), other.key(layer, s), bytes);
+      std::memcpy(value(layer, s), other.value(layer, s), bytes);
+      s += run;
+    }
   }
   std::memcpy(positions_.data(), other.positions_.data(), sizeof(int32_t) * n);
   std::memcpy(parents_.data(), other.parents_.data(), sizeof(int32_t) * n);
   length_ = n;
   chain_length_ = n;
+  written_end_ = n;
 }
 
 void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot) {
@@ -55,6 +105,7 @@ void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot) {
 void KvCache::Append(int32_t n) {
   GROVE_CHECK(n >= 0 && length_ + n <= n_ctx_, "kv cache overflow");
   length_ += n;
+  written_end_ = std::max(written_end_, length_);
 }
 
 void KvCache::CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) const {

@@ -9,20 +9,39 @@
 // them. Slots [0, chain_length()) form a plain chain (slot i's parent is i - 1): the committed
 // text, and whatever extends it linearly. A token whose ancestry reaches slot s < chain_length()
 // sees all of [0, s], so ordinary decoding never walks parent links.
+//
+// Sliding-window layers keep a ring (KvCacheShape::ring_rows): slot s lives in row s % ring_rows,
+// so a long context on Gemma 3 pays the whole context's keys only on its global layers. The ring is
+// long enough for the window, a batch and the speculative slots of a tree (model.cc checks each
+// batch against it); a cache rewound further back than that (Truncate after a long generation)
+// has lost the window rows it would need, which valid_from() tells (ReusablePrefix).
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/aligned_buffer.h"
 
 namespace grove {
+
+struct KvCacheShape {
+  int32_t n_layer = 0;  // layers [first_layer, first_layer + n_layer)
+  int32_t n_ctx = 0;
+  int32_t kv_dim = 0;
+  int32_t first_layer = 0;
+  // (n_layer) 1 where the layer keeps a ring of ring_rows rows instead of n_ctx (empty: none).
+  std::vector<uint8_t> ring_layers;
+  int32_t ring_rows = 0;
+  int32_t window = 0;  // the keys a ring layer's query sees (ReusablePrefix)
+};
 
 class KvCache {
  public:
   // Keys and values of layers [first_layer, first_layer + n_layer) (a pipeline stage holds only
   // its own layers).
   KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int32_t first_layer = 0);
+  explicit KvCache(const KvCacheShape& shape);
 
   int32_t n_ctx() const { return n_ctx_; }
   int32_t kv_dim() const { return kv_dim_; }
@@ -40,6 +59,19 @@ class KvCache {
   float* value(int32_t layer, int32_t slot) { return v_.data() + Offset(layer, slot); }
   const float* key(int32_t layer, int32_t slot) const { return k_.data() + Offset(layer, slot); }
   const float* value(int32_t layer, int32_t slot) const { return v_.data() + Offset(layer, slot); }
+  // Rows a layer keeps when it is a ring (slot s in row s % ring_rows(layer)), 0 when it keeps
+  // every slot of the context.
+  int32_t ring_rows(int32_t layer) const {
+    return ring_[static_cast<std::size_t>(layer - first_layer_)] ? ring_rows_ : 0;
+  }
+  // The rows of every ring layer (0 when the cache has none).
+  int32_t ring_rows() const { return ring_rows_; }
+  // The first slot whose ring rows are still held (0 without rings): later slots overwrote the
+  // rows of earlier ones.
+  int32_t valid_from() const;
+  // The longest prefix of at most n slots that a new token can continue from: n, unless the ring
+  // rows its window needs were overwritten (then 0: the prefix must be computed again).
+  int32_t ReusablePrefix(int32_t n) const;
 
   // Drops every slot from n on.
   void Truncate(int32_t n);
@@ -56,7 +88,9 @@ class KvCache {
   // chain_length(): committed text). Used to fork a sequence (kv_cache_pool.h).
   void CopyPrefix(const KvCache& other, int32_t n);
   // Bytes of keys and values held for the whole context.
-  uint64_t bytes() const { return 2ull * sizeof(float) * n_layer_ * n_ctx_ * kv_dim_; }
+  uint64_t bytes() const { return 2ull * sizeof(float) * k_.size(); }
+  // Bytes of keys and values that a context of n tokens occupies (rings hold at most their rows).
+  uint64_t bytes_for(int32_t n) const;
 
   // Used by the forward pass: claims slots [length, length + n), then records each new slot's
   // position and parent (in slot order, which extends the chain when the parent is the previous
@@ -70,19 +104,26 @@ class KvCache {
   // Moves slot src's keys, values and position to dst.
   void MoveSlot(int32_t src, int32_t dst);
   std::size_t Offset(int32_t layer, int32_t slot) const {
-    return (static_cast<std::size_t>(layer - first_layer_) * n_ctx_ + slot) * kv_dim_;
+    const std::size_t l = static_cast<std::size_t>(layer - first_layer_);
+    const int32_t row = ring_[l] ? slot % ring_rows_ : slot;
+    return layer_offset_[l] + static_cast<std::size_t>(row) * kv_dim_;
   }
 
   int32_t n_layer_;
   int32_t first_layer_;
   int32_t n_ctx_;
   int32_t kv_dim_;
+  int32_t ring_rows_ = 0;
+  int32_t window_ = 0;
   int32_t length_ = 0;
   int32_t chain_length_ = 0;
-  AlignedBuffer<float> k_;            // (n_layer, n_ctx, kv_dim)
-  AlignedBuffer<float> v_;            // (n_layer, n_ctx, kv_dim)
-  AlignedBuffer<int32_t> positions_;  // (n_ctx)
-  AlignedBuffer<int32_t> parents_;    // (n_ctx)
+  int32_t written_end_ = 0;    // one past the highest slot written since the cache was cleared
+  std::vector<uint8_t> ring_;  // (n_layer) 1 where the layer is a ring
+  std::vector<std::size_t> layer_offset_;  // (n_layer) first float of each layer's rows
+  AlignedBuffer<float> k_;                 // each layer's rows (n_ctx, or ring_rows), kv_dim each
+  AlignedBuffer<float> v_;                 // likewise
+  AlignedBuffer<int32_t> positions_;       // (n_ctx)
+  AlignedBuffer<int32_t> parents_;         // (n_ctx)
 };
 
 }  // namespace grove

@@ -6,9 +6,15 @@ namespace grove {
 
 KvCachePool::KvCachePool(int32_t n_slots, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
                          int32_t first_layer)
+    : KvCachePool(
+          n_slots,
+          KvCacheShape{
+              .n_layer = n_layer, .n_ctx = n_ctx, .kv_dim = kv_dim, .first_layer = first_layer}) {}
+
+KvCachePool::KvCachePool(int32_t n_slots, const KvCacheShape& shape)
     : acquired_(static_cast<std::size_t>(n_slots), 0) {
   caches_.reserve(static_cast<std::size_t>(n_slots));
-  for (int32_t s = 0; s < n_slots; ++s) caches_.emplace_back(n_layer, n_ctx, kv_dim, first_layer);
+  for (int32_t s = 0; s < n_slots; ++s) caches_.emplace_back(shape);
 }
 
 uint64_t KvCachePool::bytes_per_slot() const {

@@ -22,6 +22,7 @@ class KvCachePool {
   // Slots of layers [first_layer, first_layer + n_layer) each (KvCache).
   KvCachePool(int32_t n_slots, int32_t n_layer, int32_t n_ctx, int32_t kv_dim,
               int32_t first_layer = 0);
+  KvCachePool(int32_t n_slots, const KvCacheShape& shape);
 
   int32_t size() const { return static_cast<int32_t>(caches_.size()); }
   int32_t in_use() const { return in_use_count_; }

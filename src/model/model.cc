@@ -59,6 +59,26 @@ int32_t CheckedContext(const ModelOptions& options, const ModelConfig& config) {
   return options.n_ctx > 0 ? options.n_ctx : std::min(config.n_ctx_train, 4096);
 }
 
+// Every layer's keys for the context, but a sliding-window layer's for its window only: a ring of
+// the window, a batch (max_batch tokens are written before any attends) and as many speculative
+// slots again (the draft levels of a tree held in the cache). PrepareBatch checks every batch
+// against it.
+KvCacheShape CacheShape(const ModelConfig& c, const ModelPart& part, int32_t n_ctx,
+                        int32_t max_batch) {
+  KvCacheShape shape{.n_layer = part.last_layer - part.first_layer,
+                     .n_ctx = n_ctx,
+                     .kv_dim = c.kv_dim(),
+                     .first_layer = part.first_layer};
+  if (c.sliding_window > 0) {
+    for (int32_t l = part.first_layer; l < part.last_layer; ++l)
+      shape.ring_layers.push_back(c.is_local(l) ? 1 : 0);
+    shape.window = c.sliding_window;
+    shape.ring_rows = static_cast<int32_t>(
+        std::min<int64_t>(n_ctx, int64_t{c.sliding_window} + 2 * int64_t{max_batch}));
+  }
+  return shape;
+}
+
 }  // namespace
 
 std::unique_ptr<Model> Model::Load(const std::string& path, const ModelOptions& options) {
@@ -88,8 +108,7 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
       n_ctx_(CheckedContext(options, config_)),
       max_batch_(options.max_batch),
       pool_(std::move(pool)),
-      kv_(CheckedSlots(options), parameters_->part().last_layer - parameters_->part().first_layer,
-          n_ctx_, config_.kv_dim(), parameters_->part().first_layer) {
+      kv_(CheckedSlots(options), CacheShape(config_, parameters_->part(), n_ctx_, max_batch_)) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
   if (max_batch_ < 1 || max_batch_ > 8192)
     Fail("model: max_batch ", max_batch_, " out of range 1..8192");
@@ -142,6 +161,7 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
   // Batch ancestors of every token (a chain of max_batch at most), plus speculative cache ancestors
   // (a draft tree expanded level by level: rarely more than a few dozen deep).
   visible_.Resize(b * (b + 1) / 2 + b * 256);
+  visible_position_.Resize(visible_.size());
   visible_cache_parent_.Resize(b);
   out_rows_.Resize(b);
   query_group_begin_.Resize(b + 1);
@@ -166,7 +186,8 @@ uint64_t Model::activation_bytes() const {
   for (const Rotation& r : rotations_) n += (r.table.size() + r.batch.size()) * sizeof(float);
   for (const AlignedBuffer<int32_t>* b :
        {&slot_, &prefix_len_, &visible_cache_parent_, &visible_begin_, &visible_, &out_rows_,
-        &seq_count_, &query_group_begin_, &window_prefix_begin_, &window_extra_first_}) {
+        &seq_count_, &query_group_begin_, &window_prefix_begin_, &window_extra_first_,
+        &visible_position_}) {
     n += b->size() * sizeof(int32_t);
   }
   return n;
@@ -242,8 +263,14 @@ void Model::PrepareBatch(const Batch& batch) {
     visible_cache_parent_[i] = batch.parents[i] >= 0 ? slot_[batch.parents[i]] : anchor;
     visible_begin_[i] = offset;
     int32_t k = offset + n_spec + depth;
-    for (int32_t j = i; j >= 0; j = batch.parents[j]) visible_[--k] = slot_[j];
-    for (; anchor >= cache.chain_length(); anchor = cache.parent(anchor)) visible_[--k] = anchor;
+    for (int32_t j = i; j >= 0; j = batch.parents[j]) {
+      visible_position_[--k] = batch.positions[j];
+      visible_[k] = slot_[j];
+    }
+    for (; anchor >= cache.chain_length(); anchor = cache.parent(anchor)) {
+      visible_position_[--k] = cache.position(anchor);
+      visible_[k] = anchor;
+    }
     prefix_len_[i] = anchor + 1;
     offset += n_spec + depth;
     attention_keys_ += prefix_len_[i] + n_spec + depth;
@@ -260,6 +287,7 @@ void Model::PrepareBatch(const Batch& batch) {
     }
   }
   query_group_begin_[n_query_groups_] = n;
+  PrepareWindow(batch);
   // Rotations from the table of every position the context can hold; positions past it are
   // computed.
   const std::size_t n_rot = static_cast<std::size_t>(config_.n_rot);
@@ -295,8 +323,19 @@ void Model::PrepareWindow(const Batch& batch) {
     }
     window_prefix_begin_[i] = lo;
     int32_t e = visible_begin_[i];
-    while (e < visible_begin_[i + 1] - 1 && cache.position(visible_[e]) <= oldest) ++e;
+    while (e < visible_begin_[i + 1] - 1 && visible_position_[e] <= oldest) ++e;
     window_extra_first_[i] = e;
+    // The ring layers hold the rows of the last ring_rows slots: the oldest this token reads must
+    // still be there and stay there while the batch writes its own.
+    const int32_t oldest_slot = lo < prefix_len_[i] ? lo : visible_[e];
+    const int32_t ring = cache.ring_rows();
+    if (ring > 0 && (oldest_slot < cache.valid_from() ||
+                     cache.length() + seq_count_[batch.seq_ids[i]] - oldest_slot > ring)) {
+      Fail("forward: token ", i, " of sequence ", batch.seq_ids[i], " reads slot ", oldest_slot,
+           " of the sliding window, which the window layers' ring of ", ring,
+           " rows no longer holds (held: from slot ", cache.valid_from(),
+           "): a cache rewound that far must be computed again");
+    }
   }
 }
 
@@ -330,7 +369,6 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   for (int32_t i = 0; i < n; ++i) {
     kv_.cache(batch.seq_ids[i]).SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
   }
-  PrepareWindow(batch);
   last_batch_size_ = n;
 
   if (embed) {
@@ -502,6 +540,7 @@ void Model::Attend(const Batch& batch, int32_t layer) {
           .out_stride = q_dim,
           .prefix_begin = local ? window_prefix_begin_.data() + first : nullptr,
           .extra_first = local ? window_extra_first_.data() + first : nullptr,
+          .ring = cache.ring_rows(layer),
       };
       AttendQueries(queries, scores);
     }

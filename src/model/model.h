@@ -123,8 +123,8 @@ class Model {
   // Checks the batch and counts its tokens per sequence into seq_count_.
   void Validate(const Batch& batch);
   void PrepareBatch(const Batch& batch);
-  // For the sliding window: the first prefix slot and extra slot each token sees on local layers.
-  // Reads the positions of the batch's slots, so it runs after they are recorded.
+  // For the sliding window: the first prefix slot and extra slot each token sees on local layers;
+  // throws, changing nothing, if the window layers' rings cannot hold them (kv_cache.h).
   void PrepareWindow(const Batch& batch);
 
   // One transformer block (model.cc): the steps below, in the order of the equations.
@@ -184,10 +184,11 @@ class Model {
   AlignedBuffer<int32_t> prefix_len_;  // (max_batch) cache slots [0, prefix) each token sees
   AlignedBuffer<int32_t> visible_cache_parent_;  // (max_batch) parent slot recorded for each token
   AlignedBuffer<int32_t> visible_begin_;         // (max_batch + 1) offsets into visible_
-  AlignedBuffer<int32_t> visible_;    // slots of ancestors then self, per token, increasing
-  AlignedBuffer<int32_t> out_rows_;   // (max_batch) batch index of each logits row
-  AlignedBuffer<int32_t> seq_count_;  // (n_seq) tokens of each sequence in this batch
-  int64_t attention_keys_ = 0;        // keys visible to the batch's tokens, summed (one head)
+  AlignedBuffer<int32_t> visible_;           // slots of ancestors then self, per token, increasing
+  AlignedBuffer<int32_t> visible_position_;  // the position of each slot of visible_
+  AlignedBuffer<int32_t> out_rows_;          // (max_batch) batch index of each logits row
+  AlignedBuffer<int32_t> seq_count_;         // (n_seq) tokens of each sequence in this batch
+  int64_t attention_keys_ = 0;  // keys visible to the batch's tokens, summed (one head)
   // On local layers, token i sees cache slots [window_prefix_begin_[i], prefix_len_[i]) and
   // visible_[window_extra_first_[i]] onwards of its extra slots.
   AlignedBuffer<int32_t> window_prefix_begin_;  // (max_batch)

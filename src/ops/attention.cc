@@ -58,19 +58,23 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
   const int64_t row = g.n_prefix + max_extra;
   auto query = [&](int32_t i) { return g.q + i * g.q_stride; };
   auto out = [&](int32_t i) { return g.out + i * g.out_stride; };
-  // Each block of prefix keys is read by every query that sees part of it, while it is in L1.
+  auto slot_row = [&](int32_t slot) { return g.ring > 0 ? slot % g.ring : slot; };
+  // Each block of prefix keys is read by every query that sees part of it, while it is in L1. A
+  // block never wraps around a ring: blocks start at multiples of the ring's rows too.
   auto for_each_block = [&](auto&& visit) {
-    for (int32_t j0 = lowest; j0 < g.n_prefix; j0 += kKeyBlock) {
-      const int32_t j1 = std::min(j0 + kKeyBlock, g.n_prefix);
+    for (int32_t j0 = lowest; j0 < g.n_prefix;) {
+      int32_t j1 = std::min(j0 + kKeyBlock, g.n_prefix);
+      if (g.ring > 0) j1 = std::min(j1, j0 + g.ring - j0 % g.ring);
       for (int32_t i = 0; i < g.n_q; ++i) {
         const int32_t b = std::max(j0, first(i));
         if (b < j1) visit(i, b, j1 - b);
       }
+      j0 = j1;
     }
   };
   for_each_block([&](int32_t i, int32_t b, int32_t n) {
-    k.attn_scores(query(i), g.keys + b * g.row_stride, g.row_stride, n, g.head_dim, g.scale,
-                  scores + i * row + (b - first(i)));
+    k.attn_scores(query(i), g.keys + slot_row(b) * g.row_stride, g.row_stride, n, g.head_dim,
+                  g.scale, scores + i * row + (b - first(i)));
   });
   for (int32_t i = 0; i < g.n_q; ++i) std::fill(out(i), out(i) + g.head_dim, 0.0f);
   float* sums = scores + g.n_q * row;  // one more row of scratch holds each query's softmax sum
@@ -79,13 +83,13 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
     const int32_t n_extra = g.extra_begin[i + 1] - extra_first(i);
     const int32_t* extra = g.extra + extra_first(i);
     for (int32_t e = 0; e < n_extra; ++e) {
-      k.attn_scores(query(i), g.keys + extra[e] * g.row_stride, g.row_stride, 1, g.head_dim,
-                    g.scale, scores + i * row + n_prefix + e);
+      k.attn_scores(query(i), g.keys + slot_row(extra[e]) * g.row_stride, g.row_stride, 1,
+                    g.head_dim, g.scale, scores + i * row + n_prefix + e);
     }
     sums[i] = k.softmax_exp(scores + i * row, n_prefix + n_extra);
   }
   for_each_block([&](int32_t i, int32_t b, int32_t n) {
-    k.attn_weighted_sum(scores + i * row + (b - first(i)), g.values + b * g.row_stride,
+    k.attn_weighted_sum(scores + i * row + (b - first(i)), g.values + slot_row(b) * g.row_stride,
                         g.row_stride, n, g.head_dim, out(i));
   });
   for (int32_t i = 0; i < g.n_q; ++i) {
@@ -93,8 +97,9 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
     const int32_t n_extra = g.extra_begin[i + 1] - extra_first(i);
     const int32_t* extra = g.extra + extra_first(i);
     for (int32_t e = 0; e < n_extra; ++e) {
-      k.attn_weighted_sum(scores + i * row + n_prefix + e, g.values + extra[e] * g.row_stride,
-                          g.row_stride, 1, g.head_dim, out(i));
+      k.attn_weighted_sum(scores + i * row + n_prefix + e,
+                          g.values + slot_row(extra[e]) * g.row_stride, g.row_stride, 1, g.head_dim,
+                          out(i));
     }
     const float inv = 1.0f / sums[i];
     for (int32_t d = 0; d < g.head_dim; ++d) out(i)[d] *= inv;

@@ -57,6 +57,9 @@ struct QueryGroup {
   // then AttendHead's over just those keys.
   const int32_t* prefix_begin = nullptr;
   const int32_t* extra_first = nullptr;
+  // Keys and values kept in a ring of this many rows (slot s in row s % ring; 0: row s). A run of
+  // slots that wraps is read in two parts, in slot order, with the bits of one.
+  int32_t ring = 0;
 };
 
 // Most queries one group holds (the scratch AttendQueries needs grows with it).

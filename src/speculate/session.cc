@@ -109,8 +109,11 @@ int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
     Fail("the target cache holds ", cache.chain_length(), " committed tokens, not the ", cached,
          " cached prompt tokens of a ", prompt.size(), "-token prompt");
   }
-  cache.Truncate(cached);
-  return cached;
+  // A window layer's ring may no longer hold the rows the cached prompt's end needs (the cache
+  // went on far past it): then the prompt is computed again.
+  const int32_t kept = cache.ReusablePrefix(cached);
+  cache.Truncate(kept);
+  return kept;
 }
 
 void SpeculativeSession::Start(std::span<const int32_t> prompt) {

@@ -102,8 +102,10 @@ struct SessionOptions {
 };
 
 // Checks options.cached_prompt against the prompt and the target cache, drops whatever the cache
-// holds past it, and returns it (the first prompt token the prefill must run). Throws grove::Error
-// on an empty prompt, one that fills the context, or a cached prefix the cache does not hold.
+// holds past it, and returns it (the first prompt token the prefill must run): 0 when the sliding
+// window's ring no longer holds what continuing after it needs (KvCache::ReusablePrefix). Throws
+// grove::Error on an empty prompt, one that fills the context, or a cached prefix the cache does
+// not hold.
 int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
                          std::span<const int32_t> prompt);
 

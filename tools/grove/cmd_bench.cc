@@ -62,7 +62,10 @@ struct ModelFacts {
   uint64_t params = 0;
   std::string types;          // types of the matrices, most bytes first: "q8_0", "q4_K+q6_K"
   uint64_t weight_bytes = 0;  // read per forward
-  uint64_t kv_bytes = 0;
+  uint64_t kv_bytes = 0;      // of one sequence's cache, for the bench's context
+  // KV bytes one more token costs once the sliding-window layers' rings are full (their global
+  // layers' share): what a long context costs per token.
+  uint64_t kv_bytes_per_token = 0;
 };
 
 struct TestResult {
@@ -133,7 +136,10 @@ ModelFacts DescribeModel(const Model& model, const std::string& path) {
     f.types += (f.types.empty() ? "" : "+") + std::string(GgmlTypeName(type));
   f.weight_bytes = model.weight_bytes();
   const ModelConfig& c = model.config();
-  f.kv_bytes = 2ull * c.n_layer * static_cast<uint64_t>(model.n_ctx()) * c.kv_dim() * sizeof(float);
+  f.kv_bytes = model.cache(0).bytes();
+  f.kv_bytes_per_token =
+      2ull * sizeof(float) * c.kv_dim() *
+      static_cast<uint64_t>(c.n_layer - (model.cache(0).ring_rows() > 0 ? c.n_local_layers() : 0));
   return f;
 }
 
@@ -254,11 +260,12 @@ void PrintMemory(const BenchRun& r) {
   }
   std::printf(
       "memory: %s, %d threads: resident %s after load, %s after runs, peak %s%s "
-      "(file tensors %s + KV cache %s for %d tokens + scratch)\n",
+      "(file tensors %s + KV cache %s for %d tokens, %s per token beyond it + scratch)\n",
       r.model.name.c_str(), r.threads, FormatBytes(r.after_load->rss_bytes).c_str(),
       FormatBytes(r.after_runs->rss_bytes).c_str(), FormatBytes(r.after_runs->peak_bytes).c_str(),
       r.peak_reset ? "" : " (process-wide)", FormatBytes(r.model.size_bytes).c_str(),
-      FormatBytes(r.model.kv_bytes).c_str(), r.n_ctx);
+      FormatBytes(r.model.kv_bytes).c_str(), r.n_ctx,
+      FormatBytes(r.model.kv_bytes_per_token).c_str());
 }
 
 void PrintCurve(const BenchRun& r, const BenchOptions& o) {
@@ -323,6 +330,7 @@ Json RunJson(const BenchRun& r, const BenchOptions& o, const BandwidthProbe* pro
             {"threads", r.threads},
             {"n_ctx", r.n_ctx},
             {"kv_cache_bytes", r.model.kv_bytes},
+            {"kv_bytes_per_token", r.model.kv_bytes_per_token},
             {"memory_after_load", MemoryJson(r.after_load)},
             {"memory_after_runs", MemoryJson(r.after_runs)},
             {"peak_is_per_run", r.peak_reset},
