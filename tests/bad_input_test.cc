@@ -27,6 +27,9 @@
 #include <tuple>
 #include <vector>
 
+#include "llama_cpp_reference.h"
+#include "test_support.h"
+
 #ifndef GROVE_CLI
 #error "GROVE_CLI (path of the grove binary) must be defined by the build"
 #endif
@@ -140,6 +143,20 @@ class BadInputTest : public ::testing::Test {
     std::ofstream(Path("prompts.txt")) << "hello world\n\nonce upon a time\n";
     fs::copy_file(std::string(GROVE_MODELS_DIR) + "/grove-pair.greedy.accept.json",
                   Path("accept.json"));
+    // Files that are not what they say (tests/family_test.cc has the library's side).
+    using testing::FamilyDraftSpec;
+    using testing::FamilyTestSpec;
+    testing::WriteRelabelledModel(FamilyTestSpec("qwen2", GgmlType::kQ8_0), "llama",
+                                  Path("qwen2-as-llama.gguf"));
+    testing::WriteRelabelledModel(FamilyTestSpec("qwen3", GgmlType::kQ8_0), "qwen3moe",
+                                  Path("moe.gguf"));
+    testing::WriteRelabelledModel(
+        FamilyTestSpec("gemma3", GgmlType::kQ8_0), "gemma3", Path("bad-heads.gguf"),
+        [](GgufWriter& w) { w.SetUint32("gemma3.attention.head_count_kv", 3); });
+    RandomModelSpec far = FamilyDraftSpec("gemma3", GgmlType::kQ8_0);
+    far.n_vocab = 320;
+    RandomModelWriter(FamilyTestSpec("gemma3", GgmlType::kQ8_0)).WriteFile(Path("gemma.gguf"));
+    RandomModelWriter(far).WriteFile(Path("far-vocab.gguf"));
     fs::copy_file(Path("model.gguf"), Path("readonly.gguf"));
     fs::permissions(Path("readonly.gguf"), fs::perms::owner_read | fs::perms::group_read);
     // A character device (the null device's numbers) needs root; the rows using it skip without.
@@ -296,6 +313,12 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("pipe " + pair + " --static-tree opt:8,0.5", "static tree");
   add("pipe -m " + models + "/grove-target.gguf --draft " + m, "tokens but the target has");
   add("pipe --pair small -m " + models + "/grove-target.gguf", "--pair");
+  add("run -m " + Path("qwen2-as-llama.gguf") + " -p hi -n 1",
+      "tensor 'blk.0.attn_q.bias' is not used by architecture 'llama'");
+  add("bench -m " + Path("moe.gguf") + " -p 8 -n 0 -r 1", "mixture-of-experts");
+  add("run -m " + Path("bad-heads.gguf") + " -p hi -n 1", "is not a multiple of head_count_kv 3");
+  add("run -m " + Path("gemma.gguf") + " --draft " + Path("far-vocab.gguf") + " -p hi -n 4",
+      "the draft has 320 tokens, the target 512");
   // The real runs: refused on every rank before anything runs.
   add("pipe " + pair + " --transport sockets", "--transport");
   add("pipe " + pair + " --transport threads --runs pp,fast", "not pp, stpp or pipedec");

@@ -5,12 +5,14 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <random>
 #include <system_error>
 #include <vector>
 
+#include "io/gguf.h"
 #include "io/gguf_writer.h"
 
 namespace grove::testing {
@@ -64,6 +66,27 @@ std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelO
   auto model = Model::Load(path, options);
   std::remove(path.c_str());  // the map keeps the data alive
   return model;
+}
+
+void WriteRelabelledModel(const RandomModelSpec& spec, const std::string& new_arch,
+                          const std::string& path, const std::function<void(GgufWriter&)>& edit) {
+  const std::string src = TempPath(spec.name + "-original.gguf");
+  RandomModelWriter(spec).WriteFile(src);
+  auto file = GgufFile::Open(src);
+  GgufWriter w(file->alignment());
+  const std::string prefix = spec.arch + ".";
+  for (const auto& [key, value] : file->metadata()) {
+    w.SetValue(key.rfind(prefix, 0) == 0 ? new_arch + "." + key.substr(prefix.size()) : key, value);
+  }
+  w.SetString("general.architecture", new_arch);
+  if (edit) edit(w);
+  for (const GgufTensor& t : file->tensors()) {
+    const GgufTensor* tensor = &t;
+    w.AddTensor(t.name, t.shape, t.type, [tensor](std::span<uint8_t> out) {
+      std::memcpy(out.data(), tensor->data, out.size());
+    });
+  }
+  w.WriteFile(path);
 }
 
 RandomModelSpec TinySpec(GgmlType type, uint64_t seed) {

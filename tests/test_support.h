@@ -1,9 +1,12 @@
 // Shared fixtures: where ../shared lives, temporary files, and small random models.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "io/gguf_writer.h"
 
 #include "kernels/kernel_set.h"
 #include "model/model.h"
@@ -23,6 +26,13 @@ std::string TempPath(const std::string& name);
 // Writes a random model of the given spec to a temporary file and loads it.
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec,
                                        const ModelOptions& options = {});
+
+// Writes a random model of `spec` to `path` as a file that is not what it says: its architecture,
+// and the prefix of its architecture's keys, renamed to new_arch, then `edit` applied to the
+// metadata (relabelled files, wrong head counts, ...).
+void WriteRelabelledModel(const RandomModelSpec& spec, const std::string& new_arch,
+                          const std::string& path,
+                          const std::function<void(GgufWriter&)>& edit = {});
 
 // Every kernel level this CPU runs (kernels/kernel_set.h), scalar first.
 std::vector<const KernelSet*> AvailableKernelLevels();

@@ -100,8 +100,10 @@ std::string FormatBytes(uint64_t bytes) {
   const double b = static_cast<double>(bytes);
   if (b >= 1024.0 * 1024 * 1024) {
     std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  } else {
+  } else if (b >= 1024.0 * 1024) {
     std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
   }
   return buf;
 }
