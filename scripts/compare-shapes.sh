@@ -9,7 +9,11 @@
 # 256 (Qwen2.5-0.5B's 896, Gemma 3 1B's 1152) as q5_0, which grove does not read yet (the
 # weight-types issue), and for those shapes grove's own quantize q4_k_m writes the file both run.
 #
-# With VERIFY=1 it also prints grove's verify curve t(n)/t(1) of each shape (1..64 tokens).
+# With VERIFY=1 it also prints grove's verify curve t(n)/t(1) of each shape (1..64 tokens) and,
+# for each real pair among the shapes (PAIRS), the speedup speculative decoding is predicted to give
+# (grove tree: the best Sequoia tree of at most 32 tokens for the target's verify curve, the
+# draft's measured cost per level (1 / its tg64) and the bundled pair's greedy acceptance vector,
+# since random weights accept nothing).
 #
 # llama.cpp is built outside this project (../shared/tools/build-llama-cpp.sh); pass its bin/.
 # Usage: scripts/compare-shapes.sh LLAMA_BIN_DIR [SHAPES] [TYPES="q8_0 q4_k_m"] [THREADS=2] [REPS=3]
@@ -26,6 +30,9 @@ grove=build/release/tools/grove/grove
 [ -x "$grove" ] || { echo "build grove first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
 [ -x "$llama/llama-bench" ] || { echo "no llama-bench in $llama" >&2; exit 1; }
 mkdir -p "$dir"
+pairs=${PAIRS:-"qwen2.5-0.5b:qwen2.5-7b qwen3-0.6b:qwen3-8b gemma3-1b:gemma3-4b llama3.2-1b:llama3.1-8b"}
+accept=${ACCEPT:-models/grove-base.greedy.accept.json}
+declare -A tg_of  # "shape type" -> grove's median tg64
 
 # The file of a shape and type, made once.
 model_file() {
@@ -82,6 +89,7 @@ for shape in $shapes; do
     mgp=$(printf '%s\n' "${gp[@]}" | median); mlp=$(printf '%s\n' "${lp[@]}" | median)
     mgt=$(printf '%s\n' "${gt[@]}" | median); mlt=$(printf '%s\n' "${lt[@]}" | median)
     echo "| $shape | $type | $size | $mgp | $mlp | $(ratio "$mgp" "$mlp") | $mgt | $mlt | $(ratio "$mgt" "$mlt") |"
+    tg_of["$shape $type"]=${mgt%% *}
     if [ "${VERIFY:-0}" = 1 ]; then
       "$grove" bench -m "$file" -p 0 -n 0 -r "$reps" -t "$threads" --probe-mib 0 \
         --verify-curve 1,2,4,8,16,32,64 --profile-out "$dir/$shape-$type.profile.json" 2>/dev/null |
@@ -90,3 +98,25 @@ for shape in $shapes; do
     [ "${KEEP:-0}" = 1 ] || rm -f "$file"
   done
 done
+
+if [ "${VERIFY:-0}" = 1 ]; then
+  echo
+  echo "| target | draft | target type | draft type | draft s/level | predicted tree | predicted speedup |"
+  echo "|---|---|---|---|---:|---|---:|"
+  for pair in $pairs; do
+    draft=${pair%%:*}; target=${pair##*:}
+    for ttype in $types; do
+      for dtype in q8_0; do
+        profile="$dir/$target-$ttype.profile.json"
+        dtg=${tg_of["$draft $dtype"]:-}
+        [ -f "$profile" ] && [ -n "$dtg" ] || continue
+        cost=$(awk -v t="$dtg" 'BEGIN{printf "%.6f", 1 / t}')
+        line=$("$grove" tree --accept "$accept" --profile "$profile" --budget 32 --draft-cost "$cost" 2>&1 |
+               grep 'hardware-aware choice')
+        tree=$(sed -E 's/.*choice: (n = [0-9]+ tokens, depth [0-9]+).*/\1/' <<<"$line")
+        speedup=$(sed -E 's/.*speedup ([0-9.]+x).*/\1/' <<<"$line")
+        echo "| $target | $draft | $ttype | $dtype | $cost | $tree | $speedup |"
+      done
+    done
+  done
+fi

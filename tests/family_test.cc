@@ -571,6 +571,46 @@ TEST(SlidingWindowRing, SpeculationAndForksPastTheRing) {
   EXPECT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin()));
 }
 
+// Two sequences in one batch, each a tree above its own prefix, apply the window with their masks:
+// every row equals its sequence run alone (the scheduler verifies several sequences' trees so).
+TEST(SlidingWindowRing, SequencesSharingABatchEachSeeTheirOwnWindow) {
+  auto model = Gemma(32, /*n_seq=*/2);
+  const int32_t a = model->kv().Acquire();
+  const int32_t b = model->kv().Acquire();
+  const std::vector<int32_t> prefix_a = VariedTokens(60, 512);
+  std::vector<int32_t> prefix_b = VariedTokens(45, 512);
+  std::reverse(prefix_b.begin(), prefix_b.end());
+  Batch scratch;
+  model->ForwardChain(prefix_a, 0, a, scratch, false);
+  model->ForwardChain(prefix_b, 0, b, scratch, false);
+  // A tree of 7 nodes (two levels of three, one deeper) per sequence, interleaved in one batch.
+  const int32_t parents[] = {-1, 0, 0, 0, 1, 1, 4};
+  const int32_t depths[] = {0, 1, 1, 1, 2, 2, 3};
+  Batch both;
+  for (int i = 0; i < 7; ++i) {
+    both.Add(100 + i, 60 + depths[i], a, parents[i] < 0 ? -1 : 2 * parents[i], true);
+    both.Add(200 + i, 45 + depths[i], b, parents[i] < 0 ? -1 : 2 * parents[i] + 1, true);
+  }
+  const std::span<const float> rows = model->Forward(both);
+  const std::vector<float> together(rows.begin(), rows.end());
+  model->cache(a).Truncate(60);
+  model->cache(b).Truncate(45);
+  for (int32_t seq : {a, b}) {
+    Batch alone;
+    const int32_t start = seq == a ? 60 : 45;
+    for (int i = 0; i < 7; ++i) {
+      alone.Add((seq == a ? 100 : 200) + i, start + depths[i], seq, parents[i], true);
+    }
+    const std::span<const float> own = model->Forward(alone);
+    for (int i = 0; i < 7; ++i) {
+      const std::size_t row = static_cast<std::size_t>(2 * i + (seq == a ? 0 : 1));
+      EXPECT_TRUE(std::equal(own.begin() + i * 512, own.begin() + (i + 1) * 512,
+                             together.begin() + row * 512))
+          << "sequence " << seq << " node " << i;
+    }
+  }
+}
+
 TEST(SlidingWindowRing, ACacheRewoundPastItsRingIsComputedAgain) {
   auto model = Gemma(16);
   KvCache& cache = model->cache(0);
