@@ -17,7 +17,8 @@
 #
 # llama.cpp is built outside this project (../shared/tools/build-llama-cpp.sh); pass its bin/.
 # Usage: scripts/compare-shapes.sh LLAMA_BIN_DIR [SHAPES] [TYPES="q8_0 q4_k_m"] [THREADS=2] [REPS=3]
-#        (DIR=/tmp/grove-shapes holds the files; KEEP=1 keeps them)
+#        (DIR=/tmp/grove-shapes holds the files; KEEP=1 keeps them; files over 3 GB get REPS_BIG=2
+#        repetitions: a pp512 of an 8B shape takes minutes on 2 cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=${1:?usage: $0 LLAMA_BIN_DIR [SHAPES] [TYPES] [THREADS] [REPS]}
@@ -82,7 +83,9 @@ for shape in $shapes; do
     file=$(model_file "$shape" "$type")
     size=$(du -h "$file" | cut -f1)
     gp=(); gt=(); lp=(); lt=()
-    for ((r = 0; r < reps; ++r)); do
+    n_reps=$reps
+    [ "$(stat -c %s "$file")" -gt 3000000000 ] && n_reps=${REPS_BIG:-2}
+    for ((r = 0; r < n_reps; ++r)); do
       read -r a b <<<"$(grove_rep "$file")"; gp+=("$a"); gt+=("$b")
       read -r a b <<<"$(llama_rep "$file")"; lp+=("$a"); lt+=("$b")
     done
@@ -91,7 +94,7 @@ for shape in $shapes; do
     echo "| $shape | $type | $size | $mgp | $mlp | $(ratio "$mgp" "$mlp") | $mgt | $mlt | $(ratio "$mgt" "$mlt") |"
     tg_of["$shape $type"]=${mgt%% *}
     if [ "${VERIFY:-0}" = 1 ]; then
-      "$grove" bench -m "$file" -p 0 -n 0 -r "$reps" -t "$threads" --probe-mib 0 \
+      "$grove" bench -m "$file" -p 0 -n 0 -r "$n_reps" -t "$threads" --probe-mib 0 \
         --verify-curve 1,2,4,8,16,32,64 --profile-out "$dir/$shape-$type.profile.json" 2>/dev/null |
         awk -v s="$shape $type" '/^\| [0-9]+ \|/ {r = r " t(" $2 ")/t(1) " $8} END {print "verify curve " s ":" r}'
     fi
