@@ -13,6 +13,7 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "llama_cpp_reference.h"
+#include "model/layer_slice.h"
 #include "model/model.h"
 #include "speculate/model_drafter.h"
 #include "speculate/plain_decoding.h"
@@ -193,7 +194,9 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
       "top-1 checked at %zu positions (%d near-ties); greedy: %d of %d tokens identical, "
       "%zu distinct among them\n",
       tokens.size() - near_ties, near_ties, same, kGreedy, distinct.size());
-  if (!quantized) EXPECT_GE(distinct.size(), 8u);
+  if (!quantized) {
+    EXPECT_GE(distinct.size(), 8u);
+  }
 }
 
 TEST_P(FamilyVsLlamaCpp, DistributionsAtEveryPositionAndGreedyTextAgree) {
@@ -266,7 +269,9 @@ TEST_P(FamilySpeculation, GreedyEqualsPlainTokenForToken) {
   const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, session_options, {});
   SpeculativeSession session(*target, drafter, policy, session_options);
   EXPECT_EQ(session.Generate(prompt, {}), plain);
-  if (c.self_draft) EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+  if (c.self_draft) {
+    EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+  }
 }
 
 std::vector<SpecCase> SpecCases() {
@@ -609,6 +614,57 @@ TEST(SlidingWindowRing, SequencesSharingABatchEachSeeTheirOwnWindow) {
           << "sequence " << seq << " node " << i;
     }
   }
+}
+
+// A pipeline stage of global layers only keeps no ring (and so never refuses a rewind); one with
+// local layers does. A fork from a parent whose ring moved on is refused before any slot is taken.
+TEST(SlidingWindowRing, RingsOnlyWhereALocalLayerIsHeldAndForksThatCannotCopy) {
+  const std::string path = TempPath("gemma-stages.gguf");
+  RandomModelWriter(FamilyTestSpec("gemma3", GgmlType::kQ8_0)).WriteFile(path);
+  ThreadPool pool(1);
+  const ModelOptions options{.n_threads = 1, .n_ctx = 256, .n_seq = 2, .max_batch = 16};
+  auto global_only = Model::Create(ModelParameters::Load(path, true, pool, {5, 6}), options);
+  EXPECT_EQ(global_only->cache(0).ring_rows(), 0);
+  auto locals = Model::Create(ModelParameters::Load(path, true, pool, {0, 5}), options);
+  EXPECT_EQ(locals->cache(0).ring_rows(), 48);
+
+  auto model = Gemma(16, /*n_seq=*/2);
+  const int32_t parent = model->kv().Acquire();
+  Batch batch;
+  model->ForwardChain(VariedTokens(200, 512), 0, parent, batch, false);
+  EXPECT_THROW(model->kv().Fork(parent, 100), Error);
+  EXPECT_EQ(model->kv().in_use(), 1);  // nothing leaked
+  const int32_t child = model->kv().Fork(parent, 190);
+  // The child inherits which rows are stale: it cannot be cut back past the parent's ring.
+  EXPECT_EQ(model->cache(child).valid_from(), model->cache(parent).valid_from());
+}
+
+TEST(SlidingWindowRing, PositionsMustGrowAlongAncestors) {
+  auto model = Gemma(16);
+  Batch batch;
+  batch.Add(5, 3, 0, -1, false);
+  batch.Add(6, 3, 0, 0, true);  // same position as its parent
+  EXPECT_THROW(model->Forward(batch), Error);
+  EXPECT_EQ(model->cache(0).length(), 0);
+}
+
+// grove slice keeps a per-layer window pattern's entries for the layers it keeps.
+TEST(SlidingWindowRing, SliceKeepsThePatternOfItsLayers) {
+  const std::string path = TempPath("gemma-pattern.gguf");
+  testing::WriteRelabelledModel(FamilyTestSpec("gemma3", GgmlType::kF32), "gemma3", path,
+                                [](GgufWriter& w) {
+                                  GgufValue pattern;
+                                  pattern.type = GgufValueType::kArray;
+                                  pattern.element_type = GgufValueType::kBool;
+                                  for (bool local : {true, false, true, true, false, true})
+                                    pattern.array.emplace_back(local);
+                                  w.SetValue("gemma3.attention.sliding_window_pattern", pattern);
+                                });
+  auto file = GgufFile::Open(path);
+  const std::string sliced = TempPath("gemma-sliced.gguf");
+  LayerSliceWriter(*file, 2).WriteFile(sliced);
+  auto model = Model::Load(sliced, {.n_threads = 1, .n_ctx = 64});
+  EXPECT_EQ(model->config().local_layers, (std::vector<uint8_t>{1, 0}));
 }
 
 TEST(SlidingWindowRing, ACacheRewoundPastItsRingIsComputedAgain) {

@@ -20,8 +20,11 @@ KvCache::KvCache(const KvCacheShape& shape)
       window_(shape.window),
       ring_(static_cast<std::size_t>(shape.n_layer), 0),
       layer_offset_(static_cast<std::size_t>(shape.n_layer)) {
-  // A ring no shorter than the context is no ring.
-  if (!shape.ring_layers.empty() && ring_rows_ > 0 && ring_rows_ < n_ctx_) {
+  // A ring no shorter than the context is no ring, nor is one that no layer keeps (a pipeline
+  // stage of global layers only).
+  const bool any_ring =
+      std::find(shape.ring_layers.begin(), shape.ring_layers.end(), 1) != shape.ring_layers.end();
+  if (any_ring && ring_rows_ > 0 && ring_rows_ < n_ctx_) {
     GROVE_CHECK(shape.ring_layers.size() == ring_.size() && window_ > 0 && window_ < ring_rows_);
     ring_ = shape.ring_layers;
   } else {
@@ -93,7 +96,8 @@ void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
   std::memcpy(parents_.data(), other.parents_.data(), sizeof(int32_t) * n);
   length_ = n;
   chain_length_ = n;
-  written_end_ = n;
+  // The copied rows are the source's: those it had overwritten are stale here too.
+  written_end_ = std::max(n, other.written_end_);
 }
 
 void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot) {

@@ -49,6 +49,10 @@ int32_t KvCachePool::Fork(int32_t parent, int32_t n) {
     Fail("kv cache pool: cannot fork ", n, " slots of sequence ", parent, ", which holds ",
          caches_[parent].chain_length(), " committed slots");
   }
+  if (caches_[parent].ReusablePrefix(n) != n) {
+    Fail("kv cache pool: cannot fork ", n, " slots of sequence ", parent,
+         ": its sliding-window ring no longer holds the rows before slot ", n);
+  }
   const int32_t child = Acquire();
   caches_[child].CopyPrefix(caches_[parent], n);
   return child;

@@ -43,6 +43,12 @@ std::shared_ptr<ThreadPool> PoolFor(const ModelOptions& options) {
   return options.pool ? options.pool : std::make_shared<ThreadPool>(options.n_threads);
 }
 
+int32_t CheckedMaxBatch(const ModelOptions& options) {
+  if (options.max_batch < 1 || options.max_batch > 8192)
+    Fail("model: max_batch ", options.max_batch, " out of range 1..8192");
+  return options.max_batch;
+}
+
 int32_t CheckedSlots(const ModelOptions& options) {
   if (options.n_seq < 1 || options.n_seq > 1024)
     Fail("model: n_seq ", options.n_seq, " out of range 1..1024");
@@ -69,7 +75,9 @@ KvCacheShape CacheShape(const ModelConfig& c, const ModelPart& part, int32_t n_c
                      .n_ctx = n_ctx,
                      .kv_dim = c.kv_dim(),
                      .first_layer = part.first_layer};
-  if (c.sliding_window > 0) {
+  bool any_local = false;
+  for (int32_t l = part.first_layer; l < part.last_layer; ++l) any_local |= c.is_local(l);
+  if (any_local) {
     for (int32_t l = part.first_layer; l < part.last_layer; ++l)
       shape.ring_layers.push_back(c.is_local(l) ? 1 : 0);
     shape.window = c.sliding_window;
@@ -106,12 +114,11 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
       config_(parameters_->config()),
       weights_(parameters_->weights()),
       n_ctx_(CheckedContext(options, config_)),
-      max_batch_(options.max_batch),
+      max_batch_(CheckedMaxBatch(options)),
       pool_(std::move(pool)),
       kv_(CheckedSlots(options), CacheShape(config_, parameters_->part(), n_ctx_, max_batch_)) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
-  if (max_batch_ < 1 || max_batch_ > 8192)
-    Fail("model: max_batch ", max_batch_, " out of range 1..8192");
+  GROVE_CHECK(config_.query_scale > 0.0f, "the config's query scale was not set");
   const ModelConfig& c = config_;
   // LongRoPE's factors: the long ones when this context is longer than the one the model was
   // first trained for (as llama.cpp chooses, by the context of one sequence).
@@ -218,10 +225,25 @@ void Model::Validate(const Batch& batch) {
       Fail("forward: token ", i, " and its parent ", parent, " belong to different sequences");
     }
     if (batch.positions[i] < 0) Fail("forward: token ", i, " has negative position");
+    // The sliding window finds a token's keys by position along its ancestors, which therefore
+    // must come before it.
+    if (config_.sliding_window > 0 && parent >= 0 &&
+        batch.positions[i] <= batch.positions[parent]) {
+      Fail("forward: token ", i, " at position ", batch.positions[i],
+           " does not follow its parent's position ", batch.positions[parent]);
+    }
     const int32_t cp = batch.cache_parents[i];
-    if (parent == -1 && cp != Batch::kContinueCache && (cp < 0 || cp >= kv_.cache(seq).length())) {
+    const KvCache& cache = kv_.cache(seq);
+    if (parent == -1 && cp != Batch::kContinueCache && (cp < 0 || cp >= cache.length())) {
       Fail("forward: token ", i, " continues cache slot ", cp, " but sequence ", seq, " holds ",
-           kv_.cache(seq).length(), " slots");
+           cache.length(), " slots");
+    }
+    const int32_t anchor = cp == Batch::kContinueCache ? cache.length() - 1 : cp;
+    if (config_.sliding_window > 0 && parent == -1 && anchor >= 0 &&
+        batch.positions[i] <= cache.position(anchor)) {
+      Fail("forward: token ", i, " at position ", batch.positions[i],
+           " does not follow the position ", cache.position(anchor), " of cache slot ", anchor,
+           " it continues");
     }
     ++seq_count_[seq];
   }
@@ -329,12 +351,19 @@ void Model::PrepareWindow(const Batch& batch) {
     // still be there and stay there while the batch writes its own.
     const int32_t oldest_slot = lo < prefix_len_[i] ? lo : visible_[e];
     const int32_t ring = cache.ring_rows();
-    if (ring > 0 && (oldest_slot < cache.valid_from() ||
-                     cache.length() + seq_count_[batch.seq_ids[i]] - oldest_slot > ring)) {
+    if (ring > 0 && oldest_slot < cache.valid_from()) {
       Fail("forward: token ", i, " of sequence ", batch.seq_ids[i], " reads slot ", oldest_slot,
            " of the sliding window, which the window layers' ring of ", ring,
            " rows no longer holds (held: from slot ", cache.valid_from(),
            "): a cache rewound that far must be computed again");
+    }
+    const int32_t newest = cache.length() + seq_count_[batch.seq_ids[i]];
+    if (ring > 0 && newest - oldest_slot > ring) {
+      Fail("forward: token ", i, " of sequence ", batch.seq_ids[i], " reads slot ", oldest_slot,
+           " while the batch writes up to slot ", newest - 1, ": more than the ", ring,
+           " rows of the sliding-window ring (the window, and twice max_batch for a batch and "
+           "the speculative slots of a tree); a smaller batch or tree, or a larger max_batch, "
+           "fits");
     }
   }
 }

@@ -360,8 +360,13 @@ int32_t Scheduler::AcquireSlot(Source& source, int64_t r, int32_t* cached) {
       slot = SlotOf(parent);
       slot_of_request_.erase(parent);
       retained_.erase(retained_parent);
-    } else {
+    } else if (kv.cache(SlotOf(parent)).ReusablePrefix(*cached) == *cached) {
       slot = kv.Fork(SlotOf(parent), *cached);
+    } else {
+      // The parent went on so far that its sliding-window ring no longer holds the rows the
+      // shared prompt's end needs (model/kv_cache.h): this sibling computes its prompt itself.
+      slot = kv.Acquire();
+      *cached = 0;
     }
   } else {
     slot = kv.Acquire();
