@@ -126,17 +126,21 @@ void ReadRope(ArchKeys& keys, ModelConfig& c) {
   // llama.cpp's reading: the type defaults to linear, whose factor (or the older scale_linear)
   // defaults to none; "none" never scales.
   const std::string scaling = keys.String("rope.scaling.type", "linear");
-  double factor = keys.Float("rope.scaling.factor", 0.0);
-  if (factor == 0.0) factor = keys.Float("rope.scale_linear", 0.0);
-  if (scaling == "linear" && factor != 0.0) {
-    if (!(factor >= 1.0 && factor < 1e6))
-      Fail("model: rope.scaling.factor = ", factor, " is out of range");
-    c.rope.freq_scale = static_cast<float>(1.0 / factor);
-  } else if (scaling != "linear" && scaling != "none" &&
-             !(scaling == "longrope" && c.family->rope_factors == RopeFactorRule::kLongShort)) {
+  std::string factor_key = "rope.scaling.factor";
+  double factor = keys.Float(factor_key, 0.0);
+  if (factor == 0.0) factor = keys.Float(factor_key = "rope.scale_linear", 0.0);
+  const bool longrope =
+      scaling == "longrope" && c.family->rope_factors == RopeFactorRule::kLongShort;
+  if (scaling != "linear" && scaling != "none" && !longrope) {
     Fail("model: '", keys.Name("rope.scaling.type"), "' = '", scaling,
          "' is not supported (supported: none, linear",
          c.family->rope_factors == RopeFactorRule::kLongShort ? ", longrope" : "", ")");
+  }
+  // As llama.cpp: a factor divides the frequencies under any type but "none".
+  if (scaling != "none" && factor != 0.0) {
+    if (!(factor >= 1.0 && factor < 1e6))
+      Fail("model: '", keys.Name(factor_key), "' = ", factor, " is out of range");
+    c.rope.freq_scale = static_cast<float>(1.0 / factor);
   }
   c.rope_attn_factor = PositiveFinite(keys, "rope.scaling.attn_factor", 1.0);
   c.rope_orig_ctx = keys.PositiveInt("rope.scaling.original_context_length",

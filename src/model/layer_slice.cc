@@ -15,6 +15,14 @@ GgufWriter LayerSliceWriter(const GgufFile& source, int32_t n_layers) {
   GgufWriter w(source.alignment());
   for (const auto& [key, value] : source.metadata()) w.SetValue(key, value);
   w.SetUint32(config.arch + ".block_count", static_cast<uint32_t>(n_layers));
+  // A per-layer window pattern keeps the entries of the layers kept.
+  const std::string pattern_key = config.arch + ".attention.sliding_window_pattern";
+  if (const GgufValue* pattern = source.Find(pattern_key);
+      pattern && pattern->type == GgufValueType::kArray) {
+    GgufValue kept = *pattern;
+    kept.array.resize(static_cast<std::size_t>(n_layers));
+    w.SetValue(pattern_key, kept);
+  }
   w.SetString("general.name", config.name + (config.name.empty() ? "" : " ") + "first " +
                                   std::to_string(n_layers) + " layers");
   for (const GgufTensor& t : source.tensors()) {

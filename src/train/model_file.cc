@@ -96,6 +96,8 @@ LoadedTrainModel LoadTrainModel(const GgufFile& file) {
   auto refuse = [&](const std::string& why) { Fail("train: '", file.name(), "': ", why); };
   if (c.arch != "llama")
     refuse(StrCat("the trainer trains 'llama' models, and this one is '", c.arch, "'"));
+  if (c.sliding_window > 0) refuse("sliding-window attention is not supported by the trainer");
+  if (c.rope_attn_factor != 1.0f) refuse("LongRoPE is not supported by the trainer");
   if (c.n_head_kv != c.n_head)
     refuse(StrCat("grouped-query attention (", c.n_head, "/", c.n_head_kv,
                   " heads) is not supported by the trainer"));
