@@ -46,7 +46,7 @@ TEST(BpeTrainerTest, DeterministicForTheSameCorpus) {
 // The reference: recount every pair of every word before each merge, same tie-break.
 std::vector<std::string> NaiveMerges(const std::string& text, int n_merges) {
   std::vector<PreTokenizerWord> spans;
-  PreTokenize(PreTokenizerKind::kGpt2, text, &spans);
+  PreTokenizer::ForName("gpt-2").Split(text, &spans);
   std::map<std::vector<std::string>, int64_t> words;  // symbols as byte strings
   for (const PreTokenizerWord& s : spans) {
     std::vector<std::string> symbols;

@@ -4,12 +4,14 @@
 
 #include <chrono>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "base/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "model/pretokenizer.h"
+#include "model/split_pattern.h"
 #include "model/tokenizer.h"
 #include "test_support.h"
 
@@ -320,18 +322,25 @@ TEST(TokenizerGpt2, MetadataAndParseSpecial) {
 // -------------------------------------------------------------------------------------------------
 // Pre-tokenizers, against splits worked out by hand from the regexes.
 
-std::vector<std::string> Split(PreTokenizerKind kind, std::string_view text) {
+// The words of `text`; the general pattern matcher must split exactly as the hand-written one.
+std::vector<std::string> Split(std::string_view name, std::string_view text) {
+  const PreTokenizer& pre = PreTokenizer::ForName(name);
   std::vector<PreTokenizerWord> words;
-  PreTokenize(kind, text, &words);
+  pre.Split(text, &words);
   std::vector<std::string> out;
   for (const auto& w : words) out.emplace_back(text.substr(w.begin, w.end - w.begin));
+  std::vector<PreTokenizerWord> general;
+  pre.SplitWithPatterns(text, &general);
+  std::vector<std::string> general_words;
+  for (const auto& w : general) general_words.emplace_back(text.substr(w.begin, w.end - w.begin));
+  EXPECT_EQ(general_words, out) << "pre-tokenizer '" << name << "' on '" << text << "'";
   return out;
 }
 
 using Words = std::vector<std::string>;
 
 TEST(PreTokenizer, Gpt2) {
-  const auto k = PreTokenizerKind::kGpt2;
+  const std::string_view k = "gpt-2";
   EXPECT_EQ(Split(k, "Hello world"), (Words{"Hello", " world"}));
   EXPECT_EQ(Split(k, "I'VE it's 12345!!"), (Words{"I", "'", "VE", " it", "'s", " 12345", "!!"}));
   EXPECT_EQ(Split(k, "a   b"), (Words{"a", "  ", " b"}));  // \s+(?!\S) leaves one space
@@ -344,7 +353,7 @@ TEST(PreTokenizer, Gpt2) {
 }
 
 TEST(PreTokenizer, Llama3) {
-  const auto k = PreTokenizerKind::kLlama3;
+  const std::string_view k = "llama-bpe";
   EXPECT_EQ(Split(k, "Hello world"), (Words{"Hello", " world"}));
   EXPECT_EQ(Split(k, "I'VE it's"), (Words{"I", "'VE", " it", "'s"}));  // (?i:...)
   EXPECT_EQ(Split(k, "1234567"), (Words{"123", "456", "7"}));          // \p{N}{1,3}
@@ -355,18 +364,82 @@ TEST(PreTokenizer, Llama3) {
   EXPECT_EQ(Split(k, "\tx"), (Words{"\tx"}));
 }
 
+TEST(PreTokenizer, Qwen2SmolLmDefault) {
+  // Qwen2: Llama 3's pattern with single digits.
+  EXPECT_EQ(Split("qwen2", "x 1234 (word"), (Words{"x", " ", "1", "2", "3", "4", " (", "word"}));
+  // SmolLM: every digit alone first, then GPT-2's pattern inside the rest.
+  EXPECT_EQ(Split("smollm", "ab 123c"), (Words{"ab", " ", "1", "2", "3", "c"}));
+  // llama.cpp's default: punctuation runs first, then GPT-2, then numbers, then digit triples.
+  EXPECT_EQ(Split("default", "a+b=12345!?"), (Words{"a", "+", "b", "=", "123", "45", "!?"}));
+}
+
+TEST(PreTokenizer, TekkenGpt4oDeepseekV3) {
+  // Tekken: a run of capitals then lower case is one word; a new capital starts the next.
+  EXPECT_EQ(Split("tekken", "HelloWorld XMLHttp 42/x"),
+            (Words{"Hello", "World", " XMLHttp", " ", "4", "2", "/x"}));
+  EXPECT_EQ(Split("tekken", "a/\nb"), (Words{"a", "/\n", "b"}));
+  // GPT-4o keeps a contraction with its word and groups digits by three.
+  EXPECT_EQ(Split("gpt-4o", "It's 12345"), (Words{"It's", " ", "123", "45"}));
+  // DeepSeek-V3: digit triples, CJK runs, then a pattern that joins punctuation to letters.
+  EXPECT_EQ(Split("deepseek-v3", "ab1234東京x.yz"), (Words{"ab", "123", "4", "東京", "x", ".yz"}));
+}
+
+TEST(SplitPattern, RefusesWhatItCannotMatchSafely) {
+  for (const char* bad : {"a*?", "(ab)+", "^a", "\\bword", "\\p{Greek}", "(?<=a)b", "[a"}) {
+    try {
+      SplitPattern::Compile(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("split pattern"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(SplitPattern::Compile("(ab){1,3}"));  // bounded: safe
+}
+
+TEST(SplitPattern, LongInputsNeitherRecurseNorStall) {
+  // 256 KiB of one class and of alternating classes: loops, not recursion per character.
+  for (const std::string& text : {std::string(1 << 18, ' '), std::string(1 << 18, 'a'), [] {
+                                    std::string s;
+                                    for (int i = 0; i < (1 << 16); ++i) s += "a1 .";
+                                    return s;
+                                  }()}) {
+    for (const char* name : {"default", "tekken", "gpt-4o", "deepseek-v3", "smollm"}) {
+      std::vector<PreTokenizerWord> words;
+      PreTokenizer::ForName(name).SplitWithPatterns(text, &words);
+      ASSERT_FALSE(words.empty());
+      EXPECT_EQ(words.back().end, text.size()) << name;
+    }
+  }
+}
+
+// The hand-written matchers equal the general one on random text over awkward characters.
+TEST(PreTokenizer, HandWrittenMatchersEqualThePatterns) {
+  const std::vector<std::string> pieces = {
+      "a",   "Z", "é", "東", "1",    "٣",      " ",      "  ",     "\n",   "\r\n", "\t", "'s",
+      "'LL", "'", "!", "(",  "🦙", "\u00a0", "\u2003", "\u0301", "\xff", "_",    "ǅ"};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 3000; ++i) {
+    std::string text;
+    const int n = static_cast<int>(rng() % 12);
+    for (int j = 0; j < n; ++j) text += pieces[rng() % pieces.size()];
+    for (const char* name : {"gpt-2", "llama-bpe", "qwen2"}) Split(name, text);
+  }
+}
+
 TEST(PreTokenizer, NamesAndUnknownName) {
-  EXPECT_EQ(PreTokenizerFromName(""), PreTokenizerKind::kGpt2);
-  EXPECT_EQ(PreTokenizerFromName("default"), PreTokenizerKind::kGpt2);
-  EXPECT_EQ(PreTokenizerFromName("gpt-2"), PreTokenizerKind::kGpt2);
-  EXPECT_EQ(PreTokenizerFromName("llama-bpe"), PreTokenizerKind::kLlama3);
-  EXPECT_EQ(PreTokenizerFromName("llama3"), PreTokenizerKind::kLlama3);
-  EXPECT_EQ(PreTokenizerFromName("llama-v3"), PreTokenizerKind::kLlama3);
+  EXPECT_EQ(PreTokenizer::ForName("").name(), "default");
+  EXPECT_EQ(PreTokenizer::ForName("gpt2").name(), "gpt-2");
+  EXPECT_EQ(PreTokenizer::ForName("llama3").name(), "llama-bpe");
+  EXPECT_EQ(PreTokenizer::ForName("llama-v3").name(), "llama-bpe");
+  EXPECT_EQ(PreTokenizer::ForName("deepseek-r1-qwen").name(), "qwen2");
+  EXPECT_TRUE(PreTokenizer::ForName("llama-bpe").ignore_merges());
+  EXPECT_TRUE(PreTokenizer::ForName("tekken").adds_bos());
+  EXPECT_FALSE(PreTokenizer::ForName("qwen2").adds_bos());
   try {
-    PreTokenizerFromName("qwen2");
+    PreTokenizer::ForName("chameleon");
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'qwen2'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'chameleon'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("tokenizer.ggml.pre"), std::string::npos) << e.what();
   }
 }
@@ -629,8 +702,8 @@ TEST(TokenizerSynthetic, MalformedVocabErrorsNameTheKey) {
   ExpectLoadError(BpeWriter({}, {"ab"}), {"tokenizer.ggml.merges[0]", "separated by a space"});
   {
     GgufWriter w = BpeWriter({}, {});
-    w.SetString("tokenizer.ggml.pre", "qwen2");
-    ExpectLoadError(w, {"tokenizer.ggml.pre", "'qwen2'"});
+    w.SetString("tokenizer.ggml.pre", "chameleon");
+    ExpectLoadError(w, {"tokenizer.ggml.pre", "'chameleon'"});
   }
   {
     GgufWriter w;

@@ -1,223 +1,310 @@
 #include "model/pretokenizer.h"
 
-#include <unicode/uchar.h>
-#include <unicode/utf8.h>
-
-#include <array>
-#include <cstdint>
+#include <memory>
+#include <utility>
 
 #include "base/error.h"
 
 namespace grove {
 namespace {
 
-// The only properties the patterns test. They are exclusive (no code point is both a letter and
-// white space), so one class per code point is enough. kNone is what lookahead past the end sees:
-// it fails every class test, as the end of input fails every regex character class.
-enum class CharClass : uint8_t { kNone, kLetter, kNumber, kSpace, kOther };
+// The patterns, as llama.cpp (src/llama-vocab.cpp) writes them. Where a tokenizer.json pattern
+// uses what std::regex lacks, llama.cpp adapts it: (?i:'s|...) becomes (?:'[sS]|...), and the
+// \p{Lu}/\p{Ll} case tests of Tekken and GPT-4o become lookahead-guarded [^a-z] / [^A-Z].
+constexpr std::string_view kGpt2Pattern =
+    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
+constexpr std::string_view kContractions =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))";
+constexpr std::string_view kLlama3Pattern =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr std::string_view kQwen2Pattern =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
-// \s is Unicode White_Space (what the HF tokenizers' regex engines use), \p{L} is L*, \p{N} is N*.
-CharClass ClassifyWithIcu(UChar32 c) {
-  if (u_isUWhiteSpace(c)) return CharClass::kSpace;
-  switch (u_charType(c)) {
-    case U_UPPERCASE_LETTER:
-    case U_LOWERCASE_LETTER:
-    case U_TITLECASE_LETTER:
-    case U_MODIFIER_LETTER:
-    case U_OTHER_LETTER:
-      return CharClass::kLetter;
-    case U_DECIMAL_DIGIT_NUMBER:
-    case U_LETTER_NUMBER:
-    case U_OTHER_NUMBER:
-      return CharClass::kNumber;
-    default:
-      return CharClass::kOther;
-  }
+struct PreTokenizerSpec {
+  std::vector<std::string_view> names;  // the first is written to files
+  std::vector<std::string> patterns;
+  bool ignore_merges = false;
+  bool adds_bos = false;
+};
+
+std::string Cat(std::initializer_list<std::string_view> parts) {
+  std::string s;
+  for (std::string_view p : parts) s += p;
+  return s;
 }
 
-// Most text is ASCII; a table avoids two ICU calls per character there.
-CharClass Classify(UChar32 c) {
-  static const std::array<CharClass, 128> kAscii = [] {
-    std::array<CharClass, 128> table{};
-    for (UChar32 i = 0; i < 128; ++i) table[i] = ClassifyWithIcu(i);
-    return table;
-  }();
-  if (c < 0) return CharClass::kOther;  // an ill-formed byte sequence, treated as U+FFFD would be
-  return c < 128 ? kAscii[c] : ClassifyWithIcu(c);
+// One row per pre-tokenizer family of llama.cpp that grove supports. Names and patterns are
+// llama.cpp's (facts about its file format), the flags its ignore_merges / add_bos.
+const std::vector<PreTokenizerSpec>& Table() {
+  static const std::vector<PreTokenizerSpec> table = {
+      {{"default", ""},
+       {R"([\p{P}\$\+<=>\^~\|]+)", std::string(kGpt2Pattern), R"(\p{N}+)", "[0-9][0-9][0-9]"}},
+      {{"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jais", "exaone4", "gigachat", "mellum"},
+       {std::string(kGpt2Pattern)}},
+      {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2"},
+       {std::string(kLlama3Pattern)},
+       /*ignore_merges=*/true,
+       /*adds_bos=*/true},
+      {{"dbrx", "smaug-bpe"}, {std::string(kLlama3Pattern)}},
+      {{"qwen2", "deepseek-r1-qwen", "megrez", "stablelm2"}, {std::string(kQwen2Pattern)}},
+      {{"qwen35"},
+       {Cat(
+           {kContractions,
+            R"(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"})}},
+      {{"smollm", "starcoder", "refact", "command-r", "codeshell", "exaone", "minerva-7b"},
+       {R"(\p{N})", std::string(kGpt2Pattern)}},
+      {{"falcon"}, {R"([\p{P}\$\+<=>\^~\|`]+)", std::string(kGpt2Pattern), "[0-9][0-9][0-9]"}},
+      {{"tekken"},
+       {R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       /*ignore_merges=*/true,
+       /*adds_bos=*/true},
+      {{"gpt-4o", "llama4", "kanana2"},
+       {Cat({R"([^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+)", kContractions,
+             R"(?|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*)", kContractions,
+             R"(?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"})}},
+      {{"deepseek-v3"},
+       {R"(\p{N}{1,3})", "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
+        "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}},
+      {{"deepseek-coder"},
+       {"[\r\n]", R"(\s?\p{L}+)", R"(\s?\p{P}+)", "[\u4e00-\u9fa5\u0800-\u4e00\uac00-\ud7ff]+",
+        R"(\p{N})"}},
+      {{"poro-chat", "bloom", "gpt3-finnish"},
+       {" ?[^(\\s|.,!?\u2026\u3002\uff0c\u3001\u0964\u06d4\u060c)]+"}},
+  };
+  return table;
 }
 
-// The input decoded to code points, with lookahead that returns a sentinel past the end, and the
-// emission of words as byte ranges. Positions below are code point indices.
-class CodePointSplitter {
+// Hand-written matchers for the commonest patterns. Each follows its regex alternative by
+// alternative over [begin, end) and appends word ends; cps past `end` are never read.
+class FastSplitter {
  public:
-  // Past the end; distinct from U_SENTINEL (-1), which marks ill-formed bytes.
-  static constexpr UChar32 kEnd = -2;
+  FastSplitter(const std::vector<CodePointInfo>& cps, std::size_t begin, std::size_t end,
+               std::vector<std::size_t>* ends)
+      : cps_(cps), begin_(begin), end_(end), ends_(ends) {}
 
-  CodePointSplitter(std::string_view text, std::vector<PreTokenizerWord>* words) : words_(words) {
-    const auto* s = reinterpret_cast<const uint8_t*>(text.data());
-    const auto length = static_cast<int64_t>(text.size());
-    cps_.reserve(text.size());
-    classes_.reserve(text.size());
-    offsets_.reserve(text.size() + 1);
-    for (int64_t i = 0; i < length;) {
-      offsets_.push_back(static_cast<std::size_t>(i));
-      UChar32 c;
-      U8_NEXT(s, i, length, c);
-      cps_.push_back(c);
-      classes_.push_back(Classify(c));
+  // 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)
+  void Gpt2() {
+    for (std::size_t pos = begin_; pos < end_;) {
+      if (std::size_t n = ContractionLength(pos, /*ignore_case=*/false)) {
+        pos = Emit(pos + n);
+        continue;
+      }
+      // ` ?\p{L}+`, ` ?\p{N}+` and ` ?[^\s\p{L}\p{N}]+` all read: an optional space, then a run
+      // of one class other than white space.
+      std::size_t run = pos + (cp(pos) == ' ' ? 1 : 0);
+      const Class run_class = cls(run);
+      if (run_class == Class::kLetter || run_class == Class::kNumber ||
+          run_class == Class::kOther) {
+        while (cls(run) == run_class) ++run;
+        pos = Emit(run);
+        continue;
+      }
+      pos = Emit(MatchWhitespace(pos, /*newline_alternative=*/false));
     }
-    offsets_.push_back(text.size());
-    words_->clear();
   }
 
-  std::size_t size() const { return cps_.size(); }
-  UChar32 cp(std::size_t i) const { return i < cps_.size() ? cps_[i] : kEnd; }
-  CharClass cls(std::size_t i) const {
-    return i < classes_.size() ? classes_[i] : CharClass::kNone;
+  // (?:'[sS]|...)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,max_digits}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+  // \s*[\r\n]+|\s+(?!\S)|\s+   (Llama 3: max_digits 3; Qwen2: 1)
+  void Llama3(std::size_t max_digits) {
+    for (std::size_t pos = begin_; pos < end_;) {
+      if (std::size_t n = ContractionLength(pos, /*ignore_case=*/true)) {
+        pos = Emit(pos + n);
+        continue;
+      }
+      const Class here = cls(pos);
+      // [^\r\n\p{L}\p{N}]?\p{L}+ : letters, optionally preceded by one character that is not a
+      // newline, letter or digit (usually a space, but also punctuation: "(word" is one word).
+      if (!IsNewline(pos) && here != Class::kNumber &&
+          (here == Class::kLetter || cls(pos + 1) == Class::kLetter)) {
+        std::size_t end = pos + 1;
+        while (cls(end) == Class::kLetter) ++end;
+        pos = Emit(end);
+        continue;
+      }
+      // \p{N}{1,3} : numbers in groups of at most three digits, left to right.
+      if (here == Class::kNumber) {
+        std::size_t end = pos;
+        while (cls(end) == Class::kNumber && end - pos < max_digits) ++end;
+        pos = Emit(end);
+        continue;
+      }
+      // ` ?[^\s\p{L}\p{N}]+[\r\n]*` : punctuation keeps the newlines that follow it.
+      std::size_t run = pos + (cp(pos) == ' ' ? 1 : 0);
+      if (cls(run) == Class::kOther) {
+        while (cls(run) == Class::kOther) ++run;
+        while (IsNewline(run)) ++run;
+        pos = Emit(run);
+        continue;
+      }
+      pos = Emit(MatchWhitespace(pos, /*newline_alternative=*/true));
+    }
+  }
+
+ private:
+  // kNone is what lookahead past the end sees: it fails every class test.
+  enum class Class : uint8_t { kNone, kLetter, kNumber, kSpace, kOther };
+
+  int32_t cp(std::size_t i) const { return i < end_ ? cps_[i].cp : -2; }
+  Class cls(std::size_t i) const {
+    if (i >= end_) return Class::kNone;
+    const CodePointInfo& c = cps_[i];
+    if (c.space) return Class::kSpace;
+    if (c.category == kCategoryLetter) return Class::kLetter;
+    if (c.category == kCategoryNumber) return Class::kNumber;
+    return Class::kOther;
   }
   bool IsNewline(std::size_t i) const { return cp(i) == '\r' || cp(i) == '\n'; }
 
-  // Ends the current word at code point `end` (exclusive) and returns `end`.
   std::size_t Emit(std::size_t end) {
-    if (end > word_start_) words_->push_back({offsets_[word_start_], offsets_[end]});
-    word_start_ = end;
+    ends_->push_back(end);
     return end;
   }
 
-  // 's|'t|'re|'ve|'m|'ll|'d at `pos`, optionally ASCII case-insensitive (Llama-3's (?i:...));
-  // returns the match length in code points, 0 for none. Full Unicode case folding would also let
-  // U+017F (ſ) match 's'; like llama.cpp we only fold ASCII.
+  // 's|'t|'re|'ve|'m|'ll|'d at `pos`, optionally ASCII case-insensitive; the match length in code
+  // points, 0 for none.
   std::size_t ContractionLength(std::size_t pos, bool ignore_case) const {
     if (cp(pos) != '\'') return 0;
     auto fold = [&](std::size_t i) {
-      UChar32 c = cp(i);
+      const int32_t c = cp(i);
       return ignore_case && c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
     };
-    UChar32 a = fold(pos + 1);
+    const int32_t a = fold(pos + 1);
     if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-    UChar32 b = fold(pos + 2);
+    const int32_t b = fold(pos + 2);
     if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
     return 0;
   }
 
-  // The whitespace alternatives of both patterns, tried at `pos` when everything else failed:
-  // `\s*[\r\n]+` (Llama-3 only), then `\s+(?!\S)`, then `\s+`. Returns the end of the match.
+  // The whitespace alternatives, tried at `pos` when everything else failed: `\s*[\r\n]+`
+  // (Llama 3 only), then `\s+(?!\S)`, then `\s+`. Returns the end of the match.
   std::size_t MatchWhitespace(std::size_t pos, bool newline_alternative) const {
     std::size_t end = pos;
     std::size_t after_last_newline = 0;
-    while (cls(end) == CharClass::kSpace) {
+    while (cls(end) == Class::kSpace) {
       if (IsNewline(end)) after_last_newline = end + 1;
       ++end;
     }
     // \s*[\r\n]+ : greedy \s* backtracks to the last newline of the run.
     if (newline_alternative && after_last_newline > 0) return after_last_newline;
     // \s+(?!\S) : a run followed by a non-space leaves its last space to prefix the next word.
-    if (end - pos > 1 && end < size()) return end - 1;
-    // \s+
+    if (end - pos > 1 && end < end_) return end - 1;
+    // \s+ (or, for GPT-2's pattern, the unmatched space that becomes a word of its own)
     if (end > pos) return end;
-    return pos + 1;  // no alternative matched: a one-character word (unreachable for valid classes)
+    return pos + 1;  // no alternative matched: a one-character word
   }
 
- private:
-  std::vector<PreTokenizerWord>* words_;
-  std::vector<UChar32> cps_;
-  std::vector<CharClass> classes_;
-  std::vector<std::size_t> offsets_;  // byte offset of each code point, then text.size()
-  std::size_t word_start_ = 0;
+  const std::vector<CodePointInfo>& cps_;
+  std::size_t begin_;
+  std::size_t end_;
+  std::vector<std::size_t>* ends_;
 };
 
-// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-void SplitGpt2(CodePointSplitter& s) {
-  for (std::size_t pos = 0; pos < s.size();) {
-    if (std::size_t n = s.ContractionLength(pos, /*ignore_case=*/false)) {
-      pos = s.Emit(pos + n);
-      continue;
-    }
-    // ` ?\p{L}+`, ` ?\p{N}+` and ` ?[^\s\p{L}\p{N}]+` all read: an optional space, then a run of
-    // one class other than white space.
-    std::size_t run = pos + (s.cp(pos) == ' ' ? 1 : 0);
-    const CharClass run_class = s.cls(run);
-    if (run_class == CharClass::kLetter || run_class == CharClass::kNumber ||
-        run_class == CharClass::kOther) {
-      while (s.cls(run) == run_class) ++run;
-      pos = s.Emit(run);
-      continue;
-    }
-    pos = s.Emit(s.MatchWhitespace(pos, /*newline_alternative=*/false));
-  }
-}
+enum class FastPath { kNone, kGpt2, kLlama3, kQwen2 };
 
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-// \s*[\r\n]+|\s+(?!\S)|\s+
-void SplitLlama3(CodePointSplitter& s) {
-  for (std::size_t pos = 0; pos < s.size();) {
-    if (std::size_t n = s.ContractionLength(pos, /*ignore_case=*/true)) {
-      pos = s.Emit(pos + n);
-      continue;
-    }
-    const CharClass here = s.cls(pos);
-    // [^\r\n\p{L}\p{N}]?\p{L}+ : letters, optionally preceded by one character that is not a
-    // newline, letter or digit (usually a space, but also punctuation: "(word" is one word).
-    if (!s.IsNewline(pos) && here != CharClass::kNumber &&
-        (here == CharClass::kLetter || s.cls(pos + 1) == CharClass::kLetter)) {
-      std::size_t end = pos + 1;
-      while (s.cls(end) == CharClass::kLetter) ++end;
-      pos = s.Emit(end);
-      continue;
-    }
-    // \p{N}{1,3} : numbers in groups of at most three digits, left to right.
-    if (here == CharClass::kNumber) {
-      std::size_t end = pos;
-      while (s.cls(end) == CharClass::kNumber && end - pos < 3) ++end;
-      pos = s.Emit(end);
-      continue;
-    }
-    // ` ?[^\s\p{L}\p{N}]+[\r\n]*` : punctuation keeps the newlines that follow it.
-    std::size_t run = pos + (s.cp(pos) == ' ' ? 1 : 0);
-    if (s.cls(run) == CharClass::kOther) {
-      while (s.cls(run) == CharClass::kOther) ++run;
-      while (s.IsNewline(run)) ++run;
-      pos = s.Emit(run);
-      continue;
-    }
-    pos = s.Emit(s.MatchWhitespace(pos, /*newline_alternative=*/true));
-  }
+FastPath FastPathFor(std::string_view pattern) {
+  if (pattern == kGpt2Pattern) return FastPath::kGpt2;
+  if (pattern == kLlama3Pattern) return FastPath::kLlama3;
+  if (pattern == kQwen2Pattern) return FastPath::kQwen2;
+  return FastPath::kNone;
 }
 
 }  // namespace
 
-PreTokenizerKind PreTokenizerFromName(std::string_view name) {
-  if (name.empty() || name == "default" || name == "gpt2" || name == "gpt-2") {
-    return PreTokenizerKind::kGpt2;
+struct PreTokenizer::Stage {
+  SplitPattern pattern;
+  FastPath fast;
+};
+
+PreTokenizer::PreTokenizer(std::string name, std::vector<std::string> patterns, bool ignore_merges,
+                           bool adds_bos)
+    : name_(std::move(name)), ignore_merges_(ignore_merges), adds_bos_(adds_bos) {
+  for (const std::string& p : patterns) {
+    stages_.push_back({SplitPattern::Compile(p), FastPathFor(p)});
   }
-  if (name == "llama3" || name == "llama-v3" || name == "llama-bpe") {
-    return PreTokenizerKind::kLlama3;
+}
+PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
+PreTokenizer::~PreTokenizer() = default;
+
+const PreTokenizer& PreTokenizer::ForName(std::string_view name) {
+  // Compiled once, on first use, and shared: a PreTokenizer is immutable.
+  static const std::vector<PreTokenizer> compiled = [] {
+    std::vector<PreTokenizer> all;
+    for (const PreTokenizerSpec& spec : Table()) {
+      all.emplace_back(std::string(spec.names[0]), spec.patterns, spec.ignore_merges,
+                       spec.adds_bos);
+    }
+    return all;
+  }();
+  for (std::size_t i = 0; i < Table().size(); ++i) {
+    for (std::string_view n : Table()[i].names) {
+      if (n == name) return compiled[i];
+    }
   }
-  Fail("tokenizer: tokenizer.ggml.pre = '", name,
-       "' is not supported (supported: 'default', 'gpt2', 'gpt-2', 'llama3', 'llama-v3', "
-       "'llama-bpe')");
+  std::string supported;
+  for (const std::string& n : SupportedNames()) {
+    if (n.empty()) continue;
+    if (!supported.empty()) supported += ", ";
+    supported += "'" + n + "'";
+  }
+  Fail("tokenizer: tokenizer.ggml.pre = '", name, "' is not supported (supported: ", supported,
+       ")");
 }
 
-std::string_view PreTokenizerName(PreTokenizerKind kind) {
-  switch (kind) {
-    case PreTokenizerKind::kGpt2:
-      return "gpt2";
-    case PreTokenizerKind::kLlama3:
-      return "llama3";
+std::vector<std::string> PreTokenizer::SupportedNames() {
+  std::vector<std::string> names;
+  for (const PreTokenizerSpec& spec : Table()) {
+    for (std::string_view n : spec.names) names.emplace_back(n);
   }
-  return "?";
+  return names;
 }
 
-void PreTokenize(PreTokenizerKind kind, std::string_view text,
-                 std::vector<PreTokenizerWord>* words) {
-  CodePointSplitter splitter(text, words);
-  switch (kind) {
-    case PreTokenizerKind::kGpt2:
-      SplitGpt2(splitter);
-      break;
-    case PreTokenizerKind::kLlama3:
-      SplitLlama3(splitter);
-      break;
+void PreTokenizer::Split(std::string_view text, std::vector<PreTokenizerWord>* words) const {
+  SplitImpl(text, /*allow_fast=*/true, words);
+}
+
+void PreTokenizer::SplitWithPatterns(std::string_view text,
+                                     std::vector<PreTokenizerWord>* words) const {
+  SplitImpl(text, /*allow_fast=*/false, words);
+}
+
+void PreTokenizer::SplitImpl(std::string_view text, bool allow_fast,
+                             std::vector<PreTokenizerWord>* words) const {
+  std::vector<CodePointInfo> cps;
+  std::vector<std::size_t> offsets;
+  ClassifyCodePoints(text, &cps, &offsets);
+  // Word ends in code points; each stage splits every word of the one before.
+  std::vector<std::size_t> ends;
+  if (!cps.empty()) ends.push_back(cps.size());
+  std::vector<std::size_t> next;
+  for (const Stage& stage : stages_) {
+    next.clear();
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
+      FastSplitter fast(cps, begin, end, &next);
+      switch (allow_fast ? stage.fast : FastPath::kNone) {
+        case FastPath::kGpt2:
+          fast.Gpt2();
+          break;
+        case FastPath::kLlama3:
+          fast.Llama3(3);
+          break;
+        case FastPath::kQwen2:
+          fast.Llama3(1);
+          break;
+        case FastPath::kNone:
+          stage.pattern.Split(cps, begin, end, &next);
+          break;
+      }
+      begin = end;
+    }
+    ends.swap(next);
+  }
+  words->clear();
+  std::size_t begin = 0;
+  for (std::size_t end : ends) {
+    words->push_back({offsets[begin], offsets[end]});
+    begin = end;
   }
 }
 

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "io/gguf.h"
 #include "model/pretokenizer.h"
 #include "model/tokenizer_vocab.h"
@@ -126,19 +127,22 @@ class BpeModel final : public TokenizerModel {
   void EncodeWord(std::string_view word, Scratch* scratch, std::vector<int32_t>* out) const;
 
   const TokenizerVocab& vocab_;
-  PreTokenizerKind pre_;
-  // Llama 3's tokenizer.json sets ignore_merges: a word that is itself a token is emitted whole,
-  // even where the merges would have split it differently.
-  bool ignore_merges_ = false;
+  const PreTokenizer* pre_;
   std::array<int32_t, 256> byte_tokens_{};  // the token of each byte's stand-in character, or -1
   std::unordered_map<uint64_t, Merge> merges_;  // PairKey(left, right) -> rank and merged token
 };
 
 BpeModel::BpeModel(const GgufFile& gguf, TokenizerVocab* vocab) : vocab_(*vocab) {
-  pre_ = PreTokenizerFromName(gguf.GetString("tokenizer.ggml.pre", ""));
-  ignore_merges_ = pre_ == PreTokenizerKind::kLlama3;
-  // Llama 3 wants BOS; GPT-2 and most other byte-level vocabs do not. The file's flag wins.
-  vocab->add_bos = gguf.GetBool("tokenizer.ggml.add_bos_token", pre_ == PreTokenizerKind::kLlama3);
+  const std::string pre_name = gguf.GetString("tokenizer.ggml.pre", "");
+  pre_ = &PreTokenizer::ForName(pre_name);
+  if (pre_name.empty()) {
+    Log(LogLevel::kWarn, "tokenizer: '", gguf.name(),
+        "' does not name its pre-tokenizer (tokenizer.ggml.pre); using llama.cpp's 'default', "
+        "which may split text differently from the model's training");
+  }
+  // Llama 3 and Tekken want BOS; GPT-2 and most other byte-level vocabs do not. The file's flag
+  // wins.
+  vocab->add_bos = gguf.GetBool("tokenizer.ggml.add_bos_token", pre_->adds_bos());
 
   const ByteCharMap& map = GetByteCharMap();
   for (int byte = 0; byte < 256; ++byte) {
@@ -206,7 +210,7 @@ void BpeModel::Encode(std::string_view text, bool /*after_special*/,
     Fail("tokenizer: a text run of ", text.size(), " bytes is too long to encode in one call");
   }
   Scratch scratch;
-  PreTokenize(pre_, text, &scratch.words);
+  pre_->Split(text, &scratch.words);
   for (const PreTokenizerWord& word : scratch.words) {
     EncodeWord(text.substr(word.begin, word.end - word.begin), &scratch, out);
   }
@@ -214,7 +218,7 @@ void BpeModel::Encode(std::string_view text, bool /*after_special*/,
 
 void BpeModel::EncodeWord(std::string_view word, Scratch* scratch,
                           std::vector<int32_t>* out) const {
-  if (ignore_merges_) {
+  if (pre_->ignore_merges()) {
     std::string& mapped = scratch->mapped;
     mapped.clear();
     const ByteCharMap& map = GetByteCharMap();

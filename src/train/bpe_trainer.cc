@@ -173,10 +173,11 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
   // Pre-token counts. An ordered map: the word list (and so every later step) is in byte order,
   // whatever the hash table's iteration order.
   std::map<std::string, int64_t, std::less<>> counts;
+  const PreTokenizer& pre_tokenizer = PreTokenizer::ForName(options.pre_tokenizer);
   std::vector<PreTokenizerWord> spans;
   int64_t n_pre_tokens = 0;
   for (std::string_view text : texts) {
-    PreTokenize(options.pre_tokenizer, text, &spans);
+    pre_tokenizer.Split(text, &spans);
     n_pre_tokens += static_cast<int64_t>(spans.size());
     for (const PreTokenizerWord& span : spans) {
       std::string_view w = text.substr(span.begin, span.end - span.begin);
@@ -194,7 +195,7 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
   }
 
   BpeVocab vocab;
-  vocab.pre_tokenizer = options.pre_tokenizer;
+  vocab.pre_tokenizer = pre_tokenizer.name();
   const std::array<std::string, 256> stand_ins = ByteStandIns();
   std::unordered_map<std::string, int32_t> ids;
   for (int byte = 0; byte < 256; ++byte) {
@@ -231,10 +232,7 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
 
 void AddBpeTokenizerMetadata(const BpeVocab& vocab, GgufWriter* writer) {
   writer->SetString("tokenizer.ggml.model", "gpt2");
-  // "gpt-2" is the spelling llama.cpp recognises; grove accepts it as well.
-  writer->SetString("tokenizer.ggml.pre", vocab.pre_tokenizer == PreTokenizerKind::kGpt2
-                                              ? "gpt-2"
-                                              : std::string(PreTokenizerName(vocab.pre_tokenizer)));
+  writer->SetString("tokenizer.ggml.pre", vocab.pre_tokenizer);
   writer->SetStringArray("tokenizer.ggml.tokens", vocab.tokens);
   std::vector<int32_t> types;
   for (TokenType t : vocab.types) types.push_back(static_cast<int32_t>(t));

@@ -33,7 +33,8 @@ struct BpeTrainerOptions {
   // Control tokens appended after the learned tokens, e.g. end-of-text between documents. The first
   // is also BOS and EOS.
   std::vector<std::string> special_tokens = {"<|endoftext|>"};
-  PreTokenizerKind pre_tokenizer = PreTokenizerKind::kGpt2;
+  // A name PreTokenizer::ForName accepts (model/pretokenizer.h).
+  std::string pre_tokenizer = "gpt-2";
 };
 
 inline constexpr int32_t kBpeMaxVocab = 65536;
@@ -42,9 +43,9 @@ struct BpeVocab {
   // As stored in tokenizer.ggml.tokens: each byte by its GPT-2 stand-in character ("Ġ" for space).
   std::vector<std::string> tokens;
   std::vector<TokenType> types;
-  std::vector<std::string> merges;  // "left right", rank = index
-  int32_t eos = -1;                 // also BOS; -1 without special tokens
-  PreTokenizerKind pre_tokenizer = PreTokenizerKind::kGpt2;
+  std::vector<std::string> merges;      // "left right", rank = index
+  int32_t eos = -1;                     // also BOS; -1 without special tokens
+  std::string pre_tokenizer = "gpt-2";  // as written to tokenizer.ggml.pre
 };
 
 struct BpeTrainStats {
