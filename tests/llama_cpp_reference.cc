@@ -14,11 +14,34 @@
 #include "test_support.h"
 
 namespace grove::testing {
-namespace {
+namespace {}  // namespace
 
 std::string ReferenceDir() { return GROVE_REFERENCE_DIR; }
 
-}  // namespace
+ReferenceTokenization RunReferenceTokenizers(const std::string& gguf, const std::string& hf_package,
+                                             const std::vector<std::string>& strings) {
+  nlohmann::json request = {{"gguf", gguf}, {"strings", strings}};
+  request["hf"] = hf_package.empty() ? nlohmann::json() : nlohmann::json(hf_package);
+  const std::string in = TempPath("tokenize_request.json");
+  const std::string out = TempPath("tokenize_result.json");
+  const std::string err = TempPath("tokenize_stderr.txt");
+  std::ofstream(in) << request.dump();
+  const std::string command =
+      "node " + ReferenceDir() + "/tokenize.mjs < " + in + " > " + out + " 2> " + err;
+  const int status = std::system(command.c_str());
+  if (status != 0) {
+    std::ostringstream message;
+    message << std::ifstream(err).rdbuf();
+    Fail("the reference tokenizers failed on '", gguf, "' (status ", status, "): ", message.str());
+  }
+  const nlohmann::json result = nlohmann::json::parse(std::ifstream(out));
+  ReferenceTokenization t;
+  t.llama_cpp_plain = result["llama_cpp"]["plain"].get<std::vector<std::vector<int32_t>>>();
+  t.llama_cpp_special = result["llama_cpp"]["special"].get<std::vector<std::vector<int32_t>>>();
+  if (!result["hf"].is_null())
+    t.hugging_face = result["hf"].get<std::vector<std::vector<int32_t>>>();
+  return t;
+}
 
 std::optional<std::string> LlamaCppUnavailable() {
   if (std::system("node --version > /dev/null 2>&1") != 0) {

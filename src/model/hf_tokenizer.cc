@@ -1,0 +1,342 @@
+#include "model/hf_tokenizer.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "io/gguf_writer.h"
+#include "model/pretokenizer.h"
+#include "model/tokenizer.h"
+
+namespace grove {
+namespace {
+
+using Json = nlohmann::json;
+
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+Json ParseJson(std::string_view text, std::string_view what) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    Fail("convert-tokenizer: ", what, " is not valid JSON: ", e.what());
+  }
+}
+
+// Hugging Face's split patterns (tokenizer.json) by the llama.cpp pre-tokenizer that implements
+// them. Facts about the published files; llama.cpp itself recognises a vocabulary by hashing the
+// tokens of a test text, which needs the Python tokenizer, so grove matches the pattern instead.
+struct KnownSplit {
+  std::vector<std::string> signature;  // the pre-tokenizer's parts, see Signature()
+  std::string_view pre;
+};
+
+const std::vector<KnownSplit>& KnownSplits() {
+  static const std::vector<KnownSplit> known = {
+      {{R"(split:(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       "llama-bpe"},
+      {{R"(split:(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       "qwen2"},
+      {{R"(split:[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       "tekken"},
+      {{R"(split:[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
+       "gpt-4o"},
+      {{R"(split:\p{N}{1,3})", "split:[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+        "split:[!\"#$%&'()*+,\\-./"
+        ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}"
+        "\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"},
+       "deepseek-v3"},
+      {{"bytelevel-regex"}, "gpt-2"},
+      {{"digits", "bytelevel-regex"}, "smollm"},
+  };
+  return known;
+}
+
+// The parts of a pre_tokenizer that decide how text splits: "split:<regex>" per Split, "digits"
+// for individual digits, "bytelevel-regex" for a ByteLevel that applies GPT-2's own pattern. A
+// ByteLevel without its regex only maps bytes, so it adds nothing.
+void AddSignature(const Json& pre, std::vector<std::string>* parts) {
+  if (!pre.is_object()) return;
+  const std::string type = pre.value("type", "");
+  if (type == "Sequence") {
+    for (const Json& p : pre.value("pretokenizers", Json::array())) AddSignature(p, parts);
+  } else if (type == "Split") {
+    const Json& pattern = pre.value("pattern", Json::object());
+    if (pattern.contains("Regex")) parts->push_back("split:" + pattern["Regex"].get<std::string>());
+    if (pattern.contains("String")) {
+      parts->push_back("split-string:" + pattern["String"].get<std::string>());
+    }
+  } else if (type == "Digits") {
+    parts->push_back(pre.value("individual_digits", false) ? "digits" : "digits-runs");
+  } else if (type == "ByteLevel") {
+    if (pre.value("use_regex", true)) parts->push_back("bytelevel-regex");
+  } else {
+    parts->push_back("other:" + type);
+  }
+}
+
+std::string PreTokenizerNameFor(const Json& pre) {
+  std::vector<std::string> parts;
+  AddSignature(pre, &parts);
+  for (const KnownSplit& k : KnownSplits()) {
+    if (k.signature == parts) return std::string(k.pre);
+  }
+  return "";
+}
+
+bool MentionsByteLevel(const Json& j) {
+  if (j.is_object()) {
+    if (j.value("type", "") == "ByteLevel") return true;
+    for (const auto& [key, value] : j.items()) {
+      if (MentionsByteLevel(value)) return true;
+    }
+  } else if (j.is_array()) {
+    for (const Json& v : j) {
+      if (MentionsByteLevel(v)) return true;
+    }
+  }
+  return false;
+}
+
+// A special token in tokenizer_config.json: "text", {"content": "text", ...} or null.
+std::optional<std::string> TokenField(const Json& config, const char* key) {
+  if (!config.contains(key)) return std::nullopt;
+  const Json& v = config[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) {
+    return v["content"].get<std::string>();
+  }
+  return std::nullopt;
+}
+
+// llama.cpp's converter treats added tokens that look like control markers as control tokens even
+// when tokenizer.json does not mark them special.
+bool LooksLikeControl(std::string_view t) {
+  auto wrapped = [&](std::string_view open, std::string_view close) {
+    return t.size() > open.size() + close.size() && t.substr(0, open.size()) == open &&
+           t.substr(t.size() - close.size()) == close;
+  };
+  return wrapped("<|", "|>") || wrapped("<\xEF\xBD\x9C", "\xEF\xBD\x9C>") || t == "<pad>" ||
+         t == "<mask>";
+}
+
+bool IsByteToken(std::string_view t) {
+  auto hex = [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); };
+  return t.size() == 6 && t.substr(0, 3) == "<0x" && hex(t[3]) && hex(t[4]) && t[5] == '>';
+}
+
+std::string MergeText(const Json& merge, std::size_t rank) {
+  if (merge.is_string()) return merge.get<std::string>();
+  if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
+    return merge[0].get<std::string>() + " " + merge[1].get<std::string>();
+  }
+  Fail("convert-tokenizer: tokenizer.json model.merges[", rank,
+       "] is neither \"left right\" nor [left, right]");
+}
+
+}  // namespace
+
+HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::string_view config_json,
+                                      const HfTokenizerOptions& options, GgufWriter* writer) {
+  const Json tok = ParseJson(tokenizer_json, "tokenizer.json");
+  const Json config =
+      config_json.empty() ? Json::object() : ParseJson(config_json, "tokenizer_config.json");
+  if (!tok.is_object() || !tok.contains("model") || !tok["model"].is_object()) {
+    Fail("convert-tokenizer: tokenizer.json has no 'model' object");
+  }
+  const Json& model = tok["model"];
+  const std::string type = model.value("type", "BPE");
+  if (type != "BPE") {
+    Fail("convert-tokenizer: tokenizer.json model.type = '", type,
+         "' is not supported (grove converts BPE tokenizers: byte-level, and SentencePiece-style "
+         "with byte fallback)");
+  }
+  if (!model.contains("vocab") || !model["vocab"].is_object()) {
+    Fail("convert-tokenizer: tokenizer.json has no model.vocab object");
+  }
+
+  HfTokenizerSummary summary;
+  const bool byte_level = MentionsByteLevel(tok.value("pre_tokenizer", Json())) ||
+                          MentionsByteLevel(tok.value("decoder", Json()));
+  const bool byte_fallback = model.value("byte_fallback", false);
+  if (!byte_level && !byte_fallback) {
+    Fail(
+        "convert-tokenizer: tokenizer.json is BPE but neither byte-level (no ByteLevel "
+        "pre-tokenizer or decoder) nor SentencePiece-style (model.byte_fallback is not true)");
+  }
+  summary.model = byte_level ? "gpt2" : "llama";
+
+  // Tokens by id: the model's vocab, then the added tokens (which may reuse or extend the ids).
+  std::map<int64_t, std::string> by_id;
+  for (const auto& [text, id] : model["vocab"].items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0) {
+      Fail("convert-tokenizer: model.vocab['", text, "'] is not a non-negative integer id");
+    }
+    by_id[id.get<int64_t>()] = text;
+  }
+  std::unordered_map<int64_t, bool> added_special;  // id -> special
+  for (const Json& added : tok.value("added_tokens", Json::array())) {
+    const int64_t id = added.value("id", int64_t{-1});
+    if (id < 0 || !added.contains("content")) {
+      Fail("convert-tokenizer: an added_tokens entry without an id or content");
+    }
+    by_id[id] = added["content"].get<std::string>();
+    added_special[id] = added.value("special", false);
+  }
+  if (by_id.empty()) Fail("convert-tokenizer: tokenizer.json has no tokens");
+  const int64_t n_tokens = by_id.rbegin()->first + 1;
+  if (n_tokens > std::numeric_limits<int32_t>::max() / 2) {
+    Fail("convert-tokenizer: token id ", n_tokens - 1, " is out of range");
+  }
+  summary.n_tokens = static_cast<int32_t>(n_tokens);
+  summary.n_added = static_cast<int32_t>(added_special.size());
+
+  std::vector<std::string> tokens(n_tokens);
+  std::vector<int32_t> types(n_tokens, static_cast<int32_t>(TokenType::kNormal));
+  const std::optional<std::string> unk = TokenField(config, "unk_token");
+  const std::string model_unk = model.value("unk_token", Json()).is_string()
+                                    ? model["unk_token"].get<std::string>()
+                                    : std::string();
+  std::unordered_map<std::string, int32_t> ids;
+  for (int64_t id = 0; id < n_tokens; ++id) {
+    auto it = by_id.find(id);
+    if (it == by_id.end()) {
+      tokens[id] = "[PAD" + std::to_string(id) + "]";
+      types[id] = static_cast<int32_t>(TokenType::kUnused);
+      continue;
+    }
+    tokens[id] = it->second;
+    ids.emplace(it->second, static_cast<int32_t>(id));
+    TokenType t = TokenType::kNormal;
+    if (auto a = added_special.find(id); a != added_special.end()) {
+      if (a->second || LooksLikeControl(it->second)) {
+        t = TokenType::kControl;
+      } else if (byte_level || it->second.find(kSpaceMarker) == std::string::npos) {
+        t = TokenType::kUserDefined;
+      }
+      // Otherwise a SentencePiece piece spelled with U+2581 (Gemma lists its whitespace runs
+      // among the added tokens): added tokens are matched in the raw text, where spaces are not
+      // yet U+2581, so it can never match there; the merges make it, and it decodes to spaces
+      // like any normal piece.
+    } else if (byte_fallback && IsByteToken(it->second)) {
+      t = TokenType::kByte;
+    }
+    if ((unk && *unk == it->second) || (!model_unk.empty() && model_unk == it->second)) {
+      t = TokenType::kUnknown;
+    }
+    types[id] = static_cast<int32_t>(t);
+  }
+
+  const Json merges = model.value("merges", Json::array());
+  summary.n_merges = static_cast<int32_t>(merges.size());
+  writer->SetString("general.architecture", "llama");
+  if (!options.name.empty()) writer->SetString("general.name", options.name);
+  // Placeholder hyperparameters: llama.cpp reads them even from a vocabulary-only file.
+  writer->SetUint32("llama.context_length", 4096);
+  writer->SetUint32("llama.embedding_length", 64);
+  writer->SetUint32("llama.feed_forward_length", 128);
+  writer->SetUint32("llama.block_count", 1);
+  writer->SetUint32("llama.attention.head_count", 1);
+  writer->SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+
+  writer->SetString("tokenizer.ggml.model", summary.model);
+  if (byte_level) {
+    summary.pre =
+        options.pre.empty() ? PreTokenizerNameFor(tok.value("pre_tokenizer", Json())) : options.pre;
+    if (summary.pre.empty()) {
+      Fail("convert-tokenizer: the pre_tokenizer of tokenizer.json is not one grove knows (",
+           tok.value("pre_tokenizer", Json()).dump().substr(0, 200),
+           "...); name the llama.cpp pre-tokenizer it implements with --pre");
+    }
+    PreTokenizer::ForName(summary.pre);  // throws, listing the names, when unknown
+    writer->SetString("tokenizer.ggml.pre", summary.pre);
+    std::vector<std::string> merge_texts;
+    merge_texts.reserve(merges.size());
+    for (std::size_t i = 0; i < merges.size(); ++i) merge_texts.push_back(MergeText(merges[i], i));
+    writer->SetStringArray("tokenizer.ggml.merges", std::move(merge_texts));
+  } else {
+    // Scores: minus the rank of the first merge that makes the token (see the header).
+    std::vector<float> scores(n_tokens, -1e9f);
+    for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+      std::string merged = MergeText(merges[rank], rank);
+      const std::size_t space = merged.find(' ', 1);
+      if (space == std::string::npos) {
+        Fail("convert-tokenizer: tokenizer.json model.merges[", rank, "] has no space");
+      }
+      merged.erase(space, 1);
+      auto it = ids.find(merged);
+      if (it != ids.end() && scores[it->second] == -1e9f) {
+        scores[it->second] = -static_cast<float>(rank);
+      }
+    }
+    for (int64_t id = 0; id < n_tokens; ++id) {
+      if (tokens[id].size() <= 3 && scores[id] == -1e9f) scores[id] = 0.0f;  // single characters
+    }
+    writer->SetFloat32Array("tokenizer.ggml.scores", scores);
+    // A normalizer or pre-tokenizer that prepends U+2581 is sentencepiece's space prefix.
+    const std::string normalizer = tok.value("normalizer", Json()).dump();
+    const std::string pre = tok.value("pre_tokenizer", Json()).dump();
+    const bool prefix = normalizer.find("Prepend") != std::string::npos ||
+                        pre.find("\"prepend_scheme\":\"always\"") != std::string::npos ||
+                        pre.find("\"prepend_scheme\":\"first\"") != std::string::npos ||
+                        pre.find("\"add_prefix_space\":true") != std::string::npos;
+    writer->SetBool("tokenizer.ggml.add_space_prefix", prefix);
+  }
+  writer->SetStringArray("tokenizer.ggml.tokens", std::move(tokens));
+  writer->SetInt32Array("tokenizer.ggml.token_type", types);
+
+  const std::string normalizer_type =
+      tok.value("normalizer", Json::object()).is_object()
+          ? tok.value("normalizer", Json::object()).value("type", "")
+          : "";
+  if (normalizer_type == "NFC" || normalizer_type == "NFKC") {
+    summary.notes.push_back(
+        "the " + normalizer_type +
+        " normalizer of tokenizer.json is not applied (nor is it by llama.cpp)");
+  }
+
+  auto set_special = [&](const char* config_key, const char* gguf_key) {
+    const std::optional<std::string> text = TokenField(config, config_key);
+    if (!text) return;
+    auto it = ids.find(*text);
+    if (it == ids.end()) {
+      summary.notes.push_back(std::string(config_key) + " '" + *text +
+                              "' is not a token: left out");
+      return;
+    }
+    writer->SetUint32(gguf_key, static_cast<uint32_t>(it->second));
+  };
+  set_special("bos_token", "tokenizer.ggml.bos_token_id");
+  set_special("eos_token", "tokenizer.ggml.eos_token_id");
+  set_special("unk_token", "tokenizer.ggml.unknown_token_id");
+  set_special("pad_token", "tokenizer.ggml.padding_token_id");
+  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) {
+    writer->SetBool("tokenizer.ggml.add_bos_token", config["add_bos_token"].get<bool>());
+  }
+  if (config.contains("add_eos_token") && config["add_eos_token"].is_boolean()) {
+    writer->SetBool("tokenizer.ggml.add_eos_token", config["add_eos_token"].get<bool>());
+  }
+  if (config.contains("chat_template")) {
+    const Json& t = config["chat_template"];
+    std::string text;
+    if (t.is_string()) {
+      text = t.get<std::string>();
+    } else if (t.is_array()) {
+      for (const Json& named : t) {
+        if (named.value("name", "") == "default") text = named.value("template", "");
+      }
+    }
+    if (!text.empty()) {
+      writer->SetString("tokenizer.chat_template", text);
+      summary.has_chat_template = true;
+    }
+  }
+  return summary;
+}
+
+}  // namespace grove
