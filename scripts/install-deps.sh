@@ -18,6 +18,8 @@ packages=(
   clang-format                       # the format check the test suite runs (.clang-format)
   clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)
   nodejs                             # runs llama.cpp (node-llama-cpp) as the tests' reference
+  python3-jinja2                     # Jinja2: the reference the chat-template interpreter is checked against
+  git                                # extracts llama.cpp's chat templates from node-llama-cpp's source bundle
 )
 
 # llama.cpp as the reference of the model-family tests: node-llama-cpp 3.22.1 and its prebuilt
