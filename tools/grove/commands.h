@@ -28,6 +28,7 @@ void AddTotBenchCommand(CLI::App& app);
 void AddServeCommand(CLI::App& app);
 void AddServeBenchCommand(CLI::App& app);
 void AddPipeCommand(CLI::App& app);
+void AddTemplateCommand(CLI::App& app);
 
 // Installs a log callback that prints library diagnostics to stderr.
 void InstallStderrLog(bool verbose);

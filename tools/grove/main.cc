@@ -73,6 +73,7 @@ int main(int argc, char** argv) {
   grove::cli::AddServeCommand(app);
   grove::cli::AddServeBenchCommand(app);
   grove::cli::AddPipeCommand(app);
+  grove::cli::AddTemplateCommand(app);
   grove::cli::InstallStderrLog(false);
   // Usage errors are one line, like every other error; --help shows the usage.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

@@ -1,0 +1,347 @@
+#include "jinja/jinja_lexer.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "base/error.h"
+
+namespace grove::jinja {
+
+namespace {
+
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+int LineAt(std::string_view src, size_t pos) {
+  return 1 + static_cast<int>(std::count(src.begin(), src.begin() + static_cast<long>(pos), '\n'));
+}
+
+// Python's unicode-escape decoding of a string literal's body (Jinja2 reads literals that way).
+std::string Unescape(std::string_view body) {
+  std::string out;
+  auto put_code_point = [&](uint32_t cp) {
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+      out += static_cast<char>(0xc0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+      out += static_cast<char>(0xe0 | (cp >> 12));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+      out += static_cast<char>(0xf0 | (cp >> 18));
+      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+      out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+  };
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c != '\\' || i + 1 == body.size()) {
+      out += c;
+      continue;
+    }
+    char e = body[++i];
+    switch (e) {
+      case 'n':
+        out += '\n';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case '0':
+        out += '\0';
+        break;
+      case '\n':
+        break;
+      case 'x':
+      case 'u':
+      case 'U': {
+        size_t len = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+        if (i + len < body.size() + 0 && i + len <= body.size() - 0 &&
+            std::all_of(body.begin() + static_cast<long>(i) + 1,
+                        body.begin() + static_cast<long>(i + 1 + len),
+                        [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
+          uint32_t cp =
+              static_cast<uint32_t>(std::stoul(std::string(body.substr(i + 1, len)), nullptr, 16));
+          put_code_point(std::min<uint32_t>(cp, 0x10ffff));
+          i += len;
+        } else {
+          out += '\\';
+          out += e;
+        }
+        break;
+      }
+      default:
+        out += '\\';
+        out += e;
+    }
+  }
+  return out;
+}
+
+class Lexer {
+ public:
+  Lexer(std::string_view src, const LexOptions& options) : src_(src), options_(options) {}
+
+  std::vector<Token> Run() {
+    size_t pos = 0;
+    bool line_starting = true;
+    bool strip_next_text = false;  // the previous tag ended with '-'
+    while (pos < src_.size()) {
+      size_t start = FindTagStart(pos);
+      std::string text(src_.substr(pos, start - pos));
+      if (strip_next_text) {
+        size_t first = 0;
+        while (first < text.size() && IsSpace(text[first])) ++first;
+        text.erase(0, first);
+      }
+      if (start == src_.size()) {
+        EmitText(std::move(text), pos);
+        break;
+      }
+      char kind = src_[start + 1];  // '{', '%' or '#'
+      char modifier = start + 2 < src_.size() ? src_[start + 2] : '\0';
+      if (modifier == '-') {
+        while (!text.empty() && IsSpace(text.back())) text.pop_back();
+      } else if (modifier != '+' && options_.lstrip_blocks && kind != '{') {
+        size_t line_start = text.rfind('\n');
+        size_t from = line_start == std::string::npos ? 0 : line_start + 1;
+        if (line_start != std::string::npos || line_starting || strip_next_text) {
+          bool blank = std::all_of(text.begin() + static_cast<long>(from), text.end(),
+                                   [](char c) { return c == ' ' || c == '\t'; });
+          if (blank) text.erase(from);
+        }
+      }
+      EmitText(std::move(text), pos);
+      size_t inner = start + 2 + ((modifier == '-' || modifier == '+') ? 1 : 0);
+      size_t end;  // just past the tag
+      bool strip_after = false;
+      if (kind == '#') {
+        size_t close = src_.find("#}", inner);
+        if (close == std::string_view::npos) Fail(LineError(start, "unterminated comment"));
+        strip_after = close > inner && src_[close - 1] == '-';
+        end = close + 2;
+        end = TrimAfterBlock(end, strip_after, close > inner && src_[close - 1] == '+');
+      } else if (kind == '{') {
+        tokens_.push_back({Token::Kind::kVarBegin, "{{", LineAt(src_, start)});
+        end = LexExpression(inner, start, /*block=*/false, &strip_after);
+      } else {
+        size_t raw_end = 0;
+        if (IsRawTag(inner, &raw_end)) {
+          end = LexRaw(raw_end, start, &strip_after);
+        } else {
+          tokens_.push_back({Token::Kind::kBlockBegin, "{%", LineAt(src_, start)});
+          end = LexExpression(inner, start, /*block=*/true, &strip_after);
+        }
+      }
+      line_starting = end > 0 && src_[end - 1] == '\n';
+      strip_next_text = strip_after;
+      pos = end;
+    }
+    tokens_.push_back({Token::Kind::kEnd, "", LineAt(src_, src_.size())});
+    return std::move(tokens_);
+  }
+
+ private:
+  std::string LineError(size_t pos, std::string_view what) const {
+    return StrCat("chat template line ", LineAt(src_, pos), ": ", what);
+  }
+
+  size_t FindTagStart(size_t pos) const {
+    while (true) {
+      size_t p = src_.find('{', pos);
+      if (p == std::string_view::npos || p + 1 >= src_.size()) return src_.size();
+      char next = src_[p + 1];
+      if (next == '{' || next == '%' || next == '#') return p;
+      pos = p + 1;
+    }
+  }
+
+  void EmitText(std::string text, size_t pos) {
+    if (text.empty()) return;
+    tokens_.push_back({Token::Kind::kText, std::move(text), LineAt(src_, pos)});
+  }
+
+  // After a block or comment tag: trim_blocks drops one newline (unless `+%}`), `-%}` is handled
+  // by stripping the next text.
+  size_t TrimAfterBlock(size_t end, bool strip_after, bool keep) const {
+    if (!strip_after && !keep && options_.trim_blocks && end < src_.size() && src_[end] == '\n') {
+      return end + 1;
+    }
+    return end;
+  }
+
+  bool IsRawTag(size_t inner, size_t* after) const {
+    size_t p = inner;
+    while (p < src_.size() && IsSpace(src_[p])) ++p;
+    if (src_.substr(p, 3) != "raw") return false;
+    p += 3;
+    while (p < src_.size() && IsSpace(src_[p])) ++p;
+    if (p < src_.size() && src_[p] == '-') ++p;
+    if (src_.substr(p, 2) != "%}") return false;
+    *after = p + 2;
+    return true;
+  }
+
+  size_t LexRaw(size_t body_start, size_t tag_start, bool* strip_after) {
+    size_t search = body_start;
+    while (true) {
+      size_t p = src_.find("{%", search);
+      if (p == std::string_view::npos) Fail(LineError(tag_start, "unterminated raw block"));
+      size_t q = p + 2;
+      bool strip_before = q < src_.size() && src_[q] == '-';
+      if (strip_before) ++q;
+      while (q < src_.size() && IsSpace(src_[q])) ++q;
+      if (src_.substr(q, 6) == "endraw") {
+        q += 6;
+        while (q < src_.size() && IsSpace(src_[q])) ++q;
+        bool strip = q < src_.size() && src_[q] == '-';
+        if (strip) ++q;
+        if (src_.substr(q, 2) == "%}") {
+          std::string body(src_.substr(body_start, p - body_start));
+          if (strip_before) {
+            while (!body.empty() && IsSpace(body.back())) body.pop_back();
+          }
+          EmitText(std::move(body), body_start);
+          *strip_after = strip;
+          return TrimAfterBlock(q + 2, strip, false);
+        }
+      }
+      search = p + 2;
+    }
+  }
+
+  // Tokens of one tag's expression, up to and including its end marker; returns the position
+  // just past it.
+  size_t LexExpression(size_t p, size_t tag_start, bool block, bool* strip_after) {
+    int depth = 0;  // open brackets: a '}' inside a dict literal does not end the tag
+    while (true) {
+      while (p < src_.size() && IsSpace(src_[p])) ++p;
+      if (p >= src_.size()) {
+        Fail(LineError(tag_start, block ? "unterminated '{%' tag" : "unterminated '{{' tag"));
+      }
+      int line = LineAt(src_, p);
+      char c = src_[p];
+      std::string_view rest = src_.substr(p);
+      if (depth == 0) {
+        std::string_view end_marker = block ? "%}" : "}}";
+        bool minus = rest.size() >= 3 && rest[0] == '-' && rest.substr(1, 2) == end_marker;
+        bool plus = rest.size() >= 3 && rest[0] == '+' && rest.substr(1, 2) == end_marker;
+        if (minus || plus || rest.substr(0, 2) == end_marker) {
+          size_t end = p + 2 + (minus || plus ? 1 : 0);
+          tokens_.push_back({block ? Token::Kind::kBlockEnd : Token::Kind::kVarEnd,
+                             std::string(end_marker), line});
+          *strip_after = minus;
+          return block ? TrimAfterBlock(end, minus, plus) : end;
+        }
+      }
+      if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        size_t q = p;
+        while (q < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) {
+          ++q;
+        }
+        tokens_.push_back({Token::Kind::kName, std::string(src_.substr(p, q - p)), line});
+        p = q;
+      } else if (std::isdigit(static_cast<unsigned char>(c))) {
+        size_t q = p;
+        bool is_float = false;
+        auto digits = [&] {
+          while (q < src_.size() &&
+                 (std::isdigit(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) {
+            ++q;
+          }
+        };
+        digits();
+        if (q + 1 < src_.size() && src_[q] == '.' &&
+            std::isdigit(static_cast<unsigned char>(src_[q + 1]))) {
+          is_float = true;
+          ++q;
+          digits();
+        }
+        if (q < src_.size() && (src_[q] == 'e' || src_[q] == 'E')) {
+          size_t r = q + 1;
+          if (r < src_.size() && (src_[r] == '+' || src_[r] == '-')) ++r;
+          if (r < src_.size() && std::isdigit(static_cast<unsigned char>(src_[r]))) {
+            is_float = true;
+            q = r;
+            digits();
+          }
+        }
+        std::string number;
+        for (char d : src_.substr(p, q - p)) {
+          if (d != '_') number += d;
+        }
+        tokens_.push_back({is_float ? Token::Kind::kFloat : Token::Kind::kInt, number, line});
+        p = q;
+      } else if (c == '\'' || c == '"') {
+        size_t q = p + 1;
+        while (q < src_.size() && src_[q] != c) {
+          if (src_[q] == '\\') ++q;
+          ++q;
+        }
+        if (q >= src_.size()) Fail(LineError(p, "unterminated string literal"));
+        tokens_.push_back({Token::Kind::kString, Unescape(src_.substr(p + 1, q - p - 1)), line});
+        p = q + 1;
+      } else {
+        static constexpr std::string_view kOps[] = {
+            "//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
+            ">",  "(",  ")",  "[",  "]",  "{",  "}", ",", ".", ":", "|", "=", ";"};
+        std::string_view op;
+        for (std::string_view candidate : kOps) {
+          if (rest.substr(0, candidate.size()) == candidate) {
+            op = candidate;
+            break;
+          }
+        }
+        if (op.empty()) Fail(LineError(p, StrCat("unexpected character '", c, "'")));
+        if (op == "(" || op == "[" || op == "{") ++depth;
+        if ((op == ")" || op == "]" || op == "}") && depth > 0) --depth;
+        tokens_.push_back({Token::Kind::kOp, std::string(op), line});
+        p += op.size();
+      }
+    }
+  }
+
+  std::string_view src_;
+  LexOptions options_;
+  std::vector<Token> tokens_;
+};
+
+}  // namespace
+
+std::vector<Token> Lex(std::string_view source, const LexOptions& options) {
+  if (!options.keep_trailing_newline && !source.empty() && source.back() == '\n') {
+    source.remove_suffix(1);
+  }
+  return Lexer(source, options).Run();
+}
+
+}  // namespace grove::jinja

@@ -1,0 +1,725 @@
+#include "jinja/jinja_render.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "jinja/jinja_builtins.h"
+#include "jinja/jinja_parser.h"
+
+namespace grove::jinja {
+
+namespace {
+
+using Frame = std::unordered_map<std::string, Value>;
+
+// Python's floor division and modulo (the sign follows the divisor).
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+int64_t FloorMod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+
+bool IsIntLike(const Value& v) {
+  return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
+}
+int64_t AsInt(const Value& v) { return v.kind == Value::Kind::kBool ? v.boolean : v.integer; }
+
+// Python's slice indices for a sequence of length n.
+std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& stop_v,
+                                 const Value& step_v) {
+  auto get = [](const Value& v, int64_t fallback) {
+    if (v.is_undefined() || v.is_none()) return fallback;
+    if (!IsIntLike(v)) ValueFail("slice indices must be integers or None");
+    return AsInt(v);
+  };
+  int64_t step = get(step_v, 1);
+  if (step == 0) ValueFail("slice step cannot be zero");
+  int64_t lower = step < 0 ? -1 : 0;
+  int64_t upper = step < 0 ? n - 1 : n;
+  auto clamp = [&](int64_t i) {
+    if (i < 0) {
+      i += n;
+      return i < lower ? lower : i;
+    }
+    return i > upper ? upper : i;
+  };
+  int64_t start = start_v.is_undefined() || start_v.is_none() ? (step < 0 ? upper : lower)
+                                                              : clamp(get(start_v, 0));
+  int64_t stop = stop_v.is_undefined() || stop_v.is_none() ? (step < 0 ? lower : upper)
+                                                           : clamp(get(stop_v, 0));
+  std::vector<size_t> out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    out.push_back(static_cast<size_t>(i));
+  }
+  return out;
+}
+
+enum class Flow { kNormal, kBreak, kContinue };
+
+class Renderer {
+ public:
+  Renderer(const ValueDict& globals, const RenderLimits& limits) : limits_(limits) {
+    Frame root;
+    for (const auto& [k, v] : globals.items) root[k] = v;
+    AddBuiltins(root);
+    frames_.push_back(std::move(root));
+    chain_.push_back(0);
+  }
+
+  std::string Run(const Body& body) {
+    std::string out;
+    out_ = &out;
+    ExecBody(body);
+    return out;
+  }
+
+ private:
+  // --- scopes -------------------------------------------------------------------------------
+  // frames_ holds every live frame; chain_ the ones visible now, innermost last (a macro sees
+  // the template's top level and its own frame, not its caller's loops).
+  Value Lookup(const std::string& name) const {
+    for (size_t i = chain_.size(); i-- > 0;) {
+      const Frame& f = frames_[chain_[i]];
+      auto it = f.find(name);
+      if (it != f.end()) return it->second;
+    }
+    return Value::Undefined(name);
+  }
+  void Assign(const std::string& name, Value v) { frames_[chain_.back()][name] = std::move(v); }
+  void PushFrame() {
+    frames_.emplace_back();
+    chain_.push_back(frames_.size() - 1);
+  }
+  void PopFrame() {
+    chain_.pop_back();
+    frames_.pop_back();
+  }
+
+  void AddBuiltins(Frame& root) {
+    size_t max_steps = static_cast<size_t>(limits_.max_steps);
+    root["range"] = Value::Func([max_steps](CallArgs& a) {
+      int64_t start = 0, stop = 0, step = 1;
+      for (const Value& v : a.positional) {
+        if (!IsIntLike(v)) ValueFail("range() needs integers, got ", TypeName(v));
+      }
+      if (a.positional.size() == 1) {
+        stop = AsInt(a.positional[0]);
+      } else if (a.positional.size() >= 2) {
+        start = AsInt(a.positional[0]);
+        stop = AsInt(a.positional[1]);
+        if (a.positional.size() >= 3) step = AsInt(a.positional[2]);
+      } else {
+        ValueFail("range() needs 1 to 3 arguments");
+      }
+      if (step == 0) ValueFail("range() step must not be zero");
+      double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
+                               static_cast<double>(step));
+      if (count > static_cast<double>(max_steps)) {
+        ValueFail("range of ", count, " items is more than the step limit (", max_steps, ")");
+      }
+      ValueList items;
+      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+        items.push_back(Value::Int(i));
+      }
+      return Value::List(std::move(items));
+    });
+    root["namespace"] = Value::Func([](CallArgs& a) {
+      Value ns = Value::Dict();
+      ns.dict->is_namespace = true;
+      for (const Value& p : a.positional) {
+        if (!p.is_dict()) ValueFail("namespace() takes a dict or keyword arguments");
+        for (const auto& [k, v] : p.dict->items) ns.dict->Set(k, v);
+      }
+      for (auto& [k, v] : a.keywords) ns.dict->Set(k, v);
+      return ns;
+    });
+    root["dict"] = Value::Func([](CallArgs& a) {
+      Value d = Value::Dict();
+      for (const Value& p : a.positional) {
+        if (!p.is_dict()) ValueFail("dict() takes a dict or keyword arguments");
+        for (const auto& [k, v] : p.dict->items) d.dict->Set(k, v);
+      }
+      for (auto& [k, v] : a.keywords) d.dict->Set(k, v);
+      return d;
+    });
+  }
+
+  // --- limits -------------------------------------------------------------------------------
+  void Step(int line) {
+    if (++steps_ > limits_.max_steps) {
+      Fail("chat template line ", line, ": more than ", limits_.max_steps,
+           " steps (a loop that does not end?)");
+    }
+  }
+  void Emit(std::string_view s, int line) {
+    out_->append(s);
+    if (out_->size() > limits_.max_output_bytes) {
+      Fail("chat template line ", line, ": output longer than ", limits_.max_output_bytes,
+           " bytes");
+    }
+  }
+
+  // --- statements ---------------------------------------------------------------------------
+  Flow ExecBody(const Body& body) {
+    for (const StmtPtr& s : body) {
+      Flow f = Exec(*s);
+      if (f != Flow::kNormal) return f;
+    }
+    return Flow::kNormal;
+  }
+
+  Flow Exec(const Stmt& s) {
+    Step(s.line);
+    switch (s.kind) {
+      case Stmt::Kind::kText:
+        Emit(s.text, s.line);
+        return Flow::kNormal;
+      case Stmt::Kind::kOutput:
+        Emit(ToStr(Eval(*s.exprs[0])), s.line);
+        return Flow::kNormal;
+      case Stmt::Kind::kIf:
+        for (size_t i = 0; i < s.exprs.size(); ++i) {
+          if (Truthy(Eval(*s.exprs[i]))) return ExecBody(s.bodies[i]);
+        }
+        if (s.bodies.size() > s.exprs.size()) return ExecBody(s.bodies.back());
+        return Flow::kNormal;
+      case Stmt::Kind::kFor:
+        ExecFor(s);
+        return Flow::kNormal;
+      case Stmt::Kind::kSet:
+        ExecSet(s);
+        return Flow::kNormal;
+      case Stmt::Kind::kSetBlock: {
+        Value text = Value::String(Capture(s.bodies[0]));
+        if (!s.exprs.empty()) text = EvalWithBody(*s.exprs[0], std::move(text));
+        Assign(s.targets[0], std::move(text));
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kMacro:
+        Assign(s.name, MakeMacro(s));
+        return Flow::kNormal;
+      case Stmt::Kind::kCallBlock: {
+        const Expr& call = *s.exprs[0];
+        Value caller =
+            Value::Func([this, &s](CallArgs&) { return Value::String(Capture(s.bodies[0])); });
+        CallArgs args = EvalArgs(call);
+        args.keywords.emplace_back("caller", std::move(caller));
+        Emit(ToStr(Guarded(call.line, [&] { return CallValue(Eval(*call.args[0]), args); })),
+             s.line);
+        return Flow::kNormal;
+      }
+      case Stmt::Kind::kFilterBlock:
+        Emit(ToStr(EvalWithBody(*s.exprs[0], Value::String(Capture(s.bodies[0])))), s.line);
+        return Flow::kNormal;
+      case Stmt::Kind::kBreak:
+        return Flow::kBreak;
+      case Stmt::Kind::kContinue:
+        return Flow::kContinue;
+      case Stmt::Kind::kScope:
+        return ExecBody(s.bodies[0]);
+    }
+    return Flow::kNormal;
+  }
+
+  std::string Capture(const Body& body) {
+    std::string buffer;
+    std::string* saved = out_;
+    out_ = &buffer;
+    try {
+      ExecBody(body);
+    } catch (...) {
+      out_ = saved;
+      throw;
+    }
+    out_ = saved;
+    return buffer;
+  }
+
+  Value EvalWithBody(const Expr& chain, Value body) {
+    PushFrame();
+    Assign(kFilterBodyName, std::move(body));
+    Value v = Eval(chain);
+    PopFrame();
+    return v;
+  }
+
+  void Unpack(const std::vector<std::string>& targets, const Value& v, int line) {
+    if (targets.size() == 1) {
+      Assign(targets[0], v);
+      return;
+    }
+    if (!v.is_list() || v.list->size() != targets.size()) {
+      Fail("chat template line ", line, ": cannot unpack ", TypeName(v), " into ", targets.size(),
+           " names");
+    }
+    for (size_t i = 0; i < targets.size(); ++i) Assign(targets[i], (*v.list)[i]);
+  }
+
+  ValueList Iterate(const Value& v, int line) {
+    switch (v.kind) {
+      case Value::Kind::kUndefined:
+        return {};
+      case Value::Kind::kList:
+        return *v.list;
+      case Value::Kind::kDict: {
+        ValueList keys;
+        for (const auto& [k, item] : v.dict->items) keys.push_back(ValueDict::KeyValue(k));
+        return keys;
+      }
+      case Value::Kind::kString: {
+        ValueList chars;
+        for (std::string_view c : CodePoints(v.text))
+          chars.push_back(Value::String(std::string(c)));
+        return chars;
+      }
+      default:
+        Fail("chat template line ", line, ": '", TypeName(v), "' object is not iterable");
+    }
+  }
+
+  void ExecFor(const Stmt& s) {
+    ValueList items = Iterate(Eval(*s.exprs[0]), s.line);
+    PushFrame();
+    if (s.exprs.size() > 1) {  // `for x in xs if cond`: filtered before the loop counts
+      ValueList kept;
+      for (Value& item : items) {
+        Step(s.line);
+        Unpack(s.targets, item, s.line);
+        if (Truthy(Eval(*s.exprs[1]))) kept.push_back(std::move(item));
+      }
+      items = std::move(kept);
+    }
+    const int64_t n = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < n; ++i) {
+      Step(s.line);
+      Value loop = Value::Dict();
+      ValueDict& d = *loop.dict;
+      d.items.reserve(10);
+      d.items.emplace_back("index", Value::Int(i + 1));
+      d.items.emplace_back("index0", Value::Int(i));
+      d.items.emplace_back("revindex", Value::Int(n - i));
+      d.items.emplace_back("revindex0", Value::Int(n - i - 1));
+      d.items.emplace_back("first", Value::Bool(i == 0));
+      d.items.emplace_back("last", Value::Bool(i == n - 1));
+      d.items.emplace_back("length", Value::Int(n));
+      d.items.emplace_back("depth", Value::Int(1));
+      d.items.emplace_back("depth0", Value::Int(0));
+      d.items.emplace_back(
+          "previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::Undefined("previtem"));
+      d.items.emplace_back(
+          "nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::Undefined("nextitem"));
+      d.items.emplace_back("cycle", Value::Func([i](CallArgs& a) {
+                             if (a.positional.empty()) ValueFail("loop.cycle() needs arguments");
+                             return a.positional[static_cast<size_t>(i) % a.positional.size()];
+                           }));
+      Assign("loop", std::move(loop));
+      Unpack(s.targets, items[static_cast<size_t>(i)], s.line);
+      if (ExecBody(s.bodies[0]) == Flow::kBreak) break;
+    }
+    PopFrame();
+    if (n == 0 && s.bodies.size() > 1) ExecBody(s.bodies[1]);
+  }
+
+  void ExecSet(const Stmt& s) {
+    Value v = Eval(*s.exprs[0]);
+    if (s.exprs.size() > 1) {  // set ns.attr = v
+      Value target = Eval(*s.exprs[1]);
+      if (!target.is_dict() || !target.dict->is_namespace) {
+        Fail("chat template line ", s.line, ": cannot assign attribute '", s.name, "' on ",
+             TypeName(target), " (only a namespace())");
+      }
+      target.dict->Set(s.name, std::move(v));
+      return;
+    }
+    Unpack(s.targets, v, s.line);
+  }
+
+  Value MakeMacro(const Stmt& s) {
+    return Value::Func([this, &s](CallArgs& args) { return CallMacro(s, args); });
+  }
+
+  Value CallMacro(const Stmt& s, CallArgs& args) {
+    if (call_depth_ >= limits_.max_call_depth) {
+      Fail("chat template line ", s.line, ": macro '", s.name, "' nested more than ",
+           limits_.max_call_depth, " calls deep (recursion without end?)");
+    }
+    if (args.positional.size() > s.params.size()) {
+      ValueFail("macro '", s.name, "' takes not more than ", s.params.size(), " argument(s)");
+    }
+    std::vector<size_t> saved_chain = chain_;
+    chain_.assign(1, 0);
+    PushFrame();
+    ++call_depth_;
+    struct Restore {
+      Renderer& r;
+      std::vector<size_t> chain;
+      ~Restore() {
+        --r.call_depth_;
+        r.frames_.pop_back();
+        r.chain_ = std::move(chain);
+      }
+    } restore{*this, std::move(saved_chain)};
+    ValueList varargs;
+    for (size_t p = 0; p < s.params.size(); ++p) {
+      const MacroParam& param = s.params[p];
+      const Value* given = nullptr;
+      for (const auto& [k, v] : args.keywords) {
+        if (k == param.name) given = &v;
+      }
+      if (given == nullptr && p < args.positional.size()) given = &args.positional[p];
+      if (given != nullptr) {
+        Assign(param.name, *given);
+      } else if (param.default_value) {
+        Assign(param.name, Eval(*param.default_value));
+      } else {
+        Assign(param.name, Value::Undefined(param.name));
+      }
+    }
+    Value kwargs = Value::Dict();
+    for (const auto& [k, v] : args.keywords) {
+      if (k == "caller") {
+        Assign("caller", v);
+        continue;
+      }
+      bool is_param = false;
+      for (const MacroParam& param : s.params) is_param = is_param || param.name == k;
+      if (!is_param) kwargs.dict->Set(k, v);
+    }
+    Assign("varargs", Value::List(std::move(varargs)));
+    Assign("kwargs", std::move(kwargs));
+    return Value::String(Capture(s.bodies[0]));
+  }
+
+  // --- expressions --------------------------------------------------------------------------
+  // Runs fn, turning a ValueError from a filter, method or operator into grove::Error with the
+  // line (TemplateRaised for raise_exception).
+  template <typename Fn>
+  Value Guarded(int line, Fn&& fn) {
+    try {
+      return fn();
+    } catch (const ValueError& e) {
+      std::string message = StrCat("chat template line ", line, ": ", e.what());
+      if (e.raised) throw TemplateRaised(message);
+      throw Error(message);
+    }
+  }
+
+  CallArgs EvalArgs(const Expr& e, size_t first = 1) {
+    CallArgs args;
+    args.line = e.line;
+    for (size_t i = first; i < e.args.size(); ++i) args.positional.push_back(Eval(*e.args[i]));
+    for (const auto& [k, v] : e.kwargs) args.keywords.emplace_back(k, Eval(*v));
+    return args;
+  }
+
+  Value CallValue(const Value& fn, CallArgs& args) {
+    if (fn.kind != Value::Kind::kFunction) {
+      if (fn.is_undefined()) ValueFail("'", fn.text, "' is undefined");
+      ValueFail("'", TypeName(fn), "' object is not callable");
+    }
+    return (*fn.function)(args);
+  }
+
+  Value GetAttr(const Value& obj, const std::string& name) {
+    if (obj.is_undefined()) {
+      ValueFail("'", obj.text.empty() ? "value" : obj.text, "' is undefined (reading '", name,
+                "')");
+    }
+    if (obj.is_dict()) {
+      if (const Value* v = obj.dict->Find(name)) return *v;
+    }
+    return Value::Undefined(name);
+  }
+
+  Value GetItem(const Value& obj, const Value& key) {
+    if (obj.is_undefined()) {
+      ValueFail("'", obj.text.empty() ? "value" : obj.text, "' is undefined (reading [", Repr(key),
+                "])");
+    }
+    if (obj.is_dict() && (key.is_string() || IsIntLike(key))) {
+      if (const Value* v = obj.dict->Find(ValueDict::EncodeKey(key))) return *v;
+      return Value::Undefined(key.is_string() ? key.text : "item");
+    }
+    if (obj.generator) ValueFail("'generator' object is not subscriptable");
+    if ((obj.is_list() || obj.is_string()) && IsIntLike(key)) {
+      int64_t i = AsInt(key);
+      if (obj.is_list()) {
+        int64_t n = static_cast<int64_t>(obj.list->size());
+        if (i < 0) i += n;
+        if (i < 0 || i >= n) return Value::Undefined("item");
+        return (*obj.list)[static_cast<size_t>(i)];
+      }
+      std::vector<std::string_view> chars = CodePoints(obj.text);
+      int64_t n = static_cast<int64_t>(chars.size());
+      if (i < 0) i += n;
+      if (i < 0 || i >= n) return Value::Undefined("item");
+      return Value::String(std::string(chars[static_cast<size_t>(i)]));
+    }
+    return Value::Undefined(key.is_string() ? key.text : "item");
+  }
+
+  Value Slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
+    if (obj.is_list()) {
+      ValueList out;
+      for (size_t i : SliceIndices(static_cast<int64_t>(obj.list->size()), start, stop, step)) {
+        out.push_back((*obj.list)[i]);
+      }
+      return Value::List(std::move(out));
+    }
+    if (obj.is_string()) {
+      std::vector<std::string_view> chars = CodePoints(obj.text);
+      std::string out;
+      for (size_t i : SliceIndices(static_cast<int64_t>(chars.size()), start, stop, step)) {
+        out += chars[i];
+      }
+      return Value::String(std::move(out));
+    }
+    if (obj.is_undefined()) ValueFail("'", obj.text, "' is undefined (slicing it)");
+    ValueFail("'", TypeName(obj), "' object is not subscriptable");
+  }
+
+  Value Eval(const Expr& e) {
+    Step(e.line);
+    return Guarded(e.line, [&] { return EvalUnguarded(e); });
+  }
+
+  Value EvalUnguarded(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        return e.value;
+      case Expr::Kind::kName:
+        return Lookup(e.name);
+      case Expr::Kind::kList:
+      case Expr::Kind::kTuple: {
+        ValueList items;
+        for (const ExprPtr& a : e.args) items.push_back(Eval(*a));
+        return Value::List(std::move(items));
+      }
+      case Expr::Kind::kDict: {
+        Value d = Value::Dict();
+        for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+          Value key = Eval(*e.args[i]);
+          d.dict->Set(ValueDict::EncodeKey(key), Eval(*e.args[i + 1]));
+        }
+        return d;
+      }
+      case Expr::Kind::kAttr:
+        return GetAttr(Eval(*e.args[0]), e.name);
+      case Expr::Kind::kItem:
+        return GetItem(Eval(*e.args[0]), Eval(*e.args[1]));
+      case Expr::Kind::kSlice: {
+        auto part = [&](size_t i) { return e.args[i] ? Eval(*e.args[i]) : Value::None(); };
+        return Slice(Eval(*e.args[0]), part(1), part(2), part(3));
+      }
+      case Expr::Kind::kCall:
+        return EvalCall(e);
+      case Expr::Kind::kFilter: {
+        Value target = Eval(*e.args[0]);
+        CallArgs args = EvalArgs(e);
+        return ApplyFilter(e.name, target, args, limits_.max_output_bytes);
+      }
+      case Expr::Kind::kTest: {
+        Value target = Eval(*e.args[0]);
+        CallArgs args = EvalArgs(e);
+        bool result = ApplyTest(e.name, target, args);
+        return Value::Bool(result != e.negated);
+      }
+      case Expr::Kind::kUnary: {
+        Value v = Eval(*e.args[0]);
+        if (e.name == "not") return Value::Bool(!Truthy(v));
+        if (v.kind == Value::Kind::kFloat)
+          return Value::Float(e.name == "-" ? -v.number : v.number);
+        if (IsIntLike(v)) return Value::Int(e.name == "-" ? -AsInt(v) : AsInt(v));
+        ValueFail("bad operand type for unary ", e.name, ": '", TypeName(v), "'");
+      }
+      case Expr::Kind::kAnd: {
+        Value left = Eval(*e.args[0]);
+        return Truthy(left) ? Eval(*e.args[1]) : left;
+      }
+      case Expr::Kind::kOr: {
+        Value left = Eval(*e.args[0]);
+        return Truthy(left) ? left : Eval(*e.args[1]);
+      }
+      case Expr::Kind::kCondition:
+        if (Truthy(Eval(*e.args[1]))) return Eval(*e.args[0]);
+        return e.args[2] ? Eval(*e.args[2]) : Value::Undefined("else");
+      case Expr::Kind::kBinary:
+        return EvalBinary(e.name, Eval(*e.args[0]), Eval(*e.args[1]));
+    }
+    return Value::Undefined();
+  }
+
+  Value EvalCall(const Expr& e) {
+    const Expr& callee = *e.args[0];
+    if (callee.kind == Expr::Kind::kAttr) {
+      Value target = Eval(*callee.args[0]);
+      CallArgs args = EvalArgs(e);
+      if (target.is_dict()) {
+        const Value* member = target.dict->Find(callee.name);
+        if (member != nullptr && member->kind == Value::Kind::kFunction) {
+          return CallValue(*member, args);
+        }
+      }
+      if (target.is_undefined()) {
+        ValueFail("'", target.text, "' is undefined (calling ", callee.name, "())");
+      }
+      return CallMethod(target, callee.name, args);
+    }
+    Value fn = Eval(callee);
+    CallArgs args = EvalArgs(e);
+    if (fn.is_undefined() && callee.kind == Expr::Kind::kName) {
+      ValueFail("unsupported function '", callee.name, "'");
+    }
+    return CallValue(fn, args);
+  }
+
+  Value EvalBinary(const std::string& op, const Value& a, const Value& b) {
+    if (op == "~") return Value::String(ToStr(a) + ToStr(b));
+    if (op == "==") return Value::Bool(Equals(a, b));
+    if (op == "!=") return Value::Bool(!Equals(a, b));
+    if (op == "<") return Value::Bool(Compare(a, b, nullptr) < 0);
+    if (op == ">") return Value::Bool(Compare(a, b, nullptr) > 0);
+    if (op == "<=") return Value::Bool(Compare(a, b, nullptr) <= 0);
+    if (op == ">=") return Value::Bool(Compare(a, b, nullptr) >= 0);
+    if (op == "in" || op == "not in") return Value::Bool(Contains(b, a) == (op == "in"));
+    if (a.is_undefined() || b.is_undefined()) {
+      const Value& u = a.is_undefined() ? a : b;
+      ValueFail("'", u.text, "' is undefined (operator ", op, ")");
+    }
+    if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
+    if (op == "+" && a.is_string() && b.is_string()) {
+      if (a.text.size() + b.text.size() > limits_.max_output_bytes) ValueFail("string too long");
+      if (a.markup || b.markup) {  // Markup + str escapes the plain side
+        Value sum = Value::String((a.markup ? a.text : HtmlEscape(a.text)) +
+                                  (b.markup ? b.text : HtmlEscape(b.text)));
+        sum.markup = true;
+        return sum;
+      }
+      return Value::String(a.text + b.text);
+    }
+    if (op == "+" && a.is_list() && b.is_list()) {
+      ValueList items = *a.list;
+      items.insert(items.end(), b.list->begin(), b.list->end());
+      return Value::List(std::move(items));
+    }
+    if (op == "*" && (a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, AsInt(b));
+    if (op == "*" && (b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, AsInt(a));
+    if (op == "%" && a.is_string()) {
+      CallArgs args;
+      if (b.is_list()) {
+        args.positional = *b.list;
+      } else {
+        args.positional.push_back(b);
+      }
+      return ApplyFilter("format", a, args, limits_.max_output_bytes);
+    }
+    ValueFail("operator ", op, " cannot combine '", TypeName(a), "' and '", TypeName(b), "'");
+  }
+
+  Value Repeat(const Value& v, int64_t n) {
+    if (n <= 0) return v.is_string() ? Value::String("") : Value::List();
+    size_t unit = v.is_string() ? v.text.size() : v.list->size();
+    if (unit != 0 && static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) {
+      ValueFail("repetition longer than ", limits_.max_output_bytes);
+    }
+    if (v.is_string()) {
+      std::string out;
+      for (int64_t i = 0; i < n; ++i) out += v.text;
+      return Value::String(std::move(out));
+    }
+    ValueList out;
+    for (int64_t i = 0; i < n; ++i) out.insert(out.end(), v.list->begin(), v.list->end());
+    return Value::List(std::move(out));
+  }
+
+  static Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
+    bool ints = IsIntLike(a) && IsIntLike(b);
+    if (ints) {
+      int64_t x = AsInt(a), y = AsInt(b);
+      if (op == "+") return Value::Int(x + y);
+      if (op == "-") return Value::Int(x - y);
+      if (op == "*") return Value::Int(x * y);
+      if (op == "/") {
+        if (y == 0) ValueFail("division by zero");
+        return Value::Float(static_cast<double>(x) / static_cast<double>(y));
+      }
+      if (op == "//" || op == "%") {
+        if (y == 0) ValueFail("integer division or modulo by zero");
+        return Value::Int(op == "//" ? FloorDiv(x, y) : FloorMod(x, y));
+      }
+      if (op == "**") {
+        if (y >= 0) {
+          int64_t r = 1;
+          for (int64_t i = 0; i < y && i < 64; ++i) r *= x;
+          return Value::Int(r);
+        }
+        return Value::Float(std::pow(static_cast<double>(x), static_cast<double>(y)));
+      }
+    }
+    double x = a.AsDouble(), y = b.AsDouble();
+    if (op == "+") return Value::Float(x + y);
+    if (op == "-") return Value::Float(x - y);
+    if (op == "*") return Value::Float(x * y);
+    if (op == "/") {
+      if (y == 0) ValueFail("float division by zero");
+      return Value::Float(x / y);
+    }
+    if (op == "//") {
+      if (y == 0) ValueFail("float floor division by zero");
+      return Value::Float(std::floor(x / y));
+    }
+    if (op == "%") {
+      if (y == 0) ValueFail("float modulo");
+      double r = std::fmod(x, y);
+      if (r != 0 && ((r < 0) != (y < 0))) r += y;
+      return Value::Float(r);
+    }
+    if (op == "**") return Value::Float(std::pow(x, y));
+    ValueFail("unsupported operator ", op);
+  }
+
+  static bool Contains(const Value& container, const Value& item) {
+    switch (container.kind) {
+      case Value::Kind::kString:
+        if (!item.is_string()) {
+          ValueFail("'in <string>' requires string as left operand, not ", TypeName(item));
+        }
+        return container.text.find(item.text) != std::string::npos;
+      case Value::Kind::kList:
+        for (const Value& v : *container.list) {
+          if (Equals(v, item)) return true;
+        }
+        return false;
+      case Value::Kind::kDict:
+        return (item.is_string() || IsIntLike(item)) &&
+               container.dict->Find(ValueDict::EncodeKey(item)) != nullptr;
+      case Value::Kind::kUndefined:
+        return false;
+      default:
+        ValueFail("argument of type '", TypeName(container), "' is not iterable");
+    }
+  }
+
+  RenderLimits limits_;
+  std::vector<Frame> frames_;
+  std::vector<size_t> chain_;
+  std::string* out_ = nullptr;
+  int64_t steps_ = 0;
+  int call_depth_ = 0;
+};
+
+}  // namespace
+
+Template::Template(std::string_view source, const LexOptions& options)
+    : body_(std::make_shared<const Body>(Parse(source, options))) {}
+
+std::string Template::Render(const ValueDict& globals, const RenderLimits& limits) const {
+  return Renderer(globals, limits).Run(*body_);
+}
+
+}  // namespace grove::jinja

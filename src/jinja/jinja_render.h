@@ -1,0 +1,47 @@
+// A parsed template and its interpreter.
+//
+// Templates come from model files, so rendering is bounded: a step budget (expressions evaluated
+// and loop iterations) stops a template that would loop for ever, a depth limit stops a macro that
+// recurses without end, and an output limit stops one that grows without end. Every failure is a
+// grove::Error naming the template line ("chat template line 12: unsupported filter 'wordwrap'");
+// the template's own raise_exception(msg) is a TemplateRaised carrying msg.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/error.h"
+#include "jinja/jinja_ast.h"
+#include "jinja/jinja_lexer.h"
+#include "jinja/jinja_value.h"
+
+namespace grove::jinja {
+
+// The template called raise_exception: the message is the template's own (with its line).
+class TemplateRaised : public Error {
+ public:
+  using Error::Error;
+};
+
+struct RenderLimits {
+  int64_t max_steps = 1'000'000;  // well under a second; real chat templates use thousands
+  int max_call_depth = 64;        // nested macro calls
+  size_t max_output_bytes = size_t{16} << 20;
+};
+
+class Template {
+ public:
+  // Parses `source`; throws grove::Error for a syntax error or an unsupported tag.
+  explicit Template(std::string_view source, const LexOptions& options = {});
+
+  // Renders with `globals` as the template's variables (range, namespace and dict are built in).
+  std::string Render(const ValueDict& globals, const RenderLimits& limits = {}) const;
+
+ private:
+  std::shared_ptr<const Body> body_;
+};
+
+}  // namespace grove::jinja

@@ -1,0 +1,215 @@
+// The Jinja interpreter construct by construct (Python's Jinja2 gives the expected texts), its
+// errors with template lines, and its limits on hostile templates.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include <nlohmann/json.hpp>
+
+#include "jinja/chat_template.h"
+#include "jinja/jinja_render.h"
+
+namespace grove::jinja {
+namespace {
+
+std::string Render(std::string_view source,
+                   const nlohmann::ordered_json& vars = nlohmann::ordered_json::object(),
+                   const RenderLimits& limits = {}) {
+  ValueDict globals;
+  for (const auto& [k, v] : vars.items()) globals.Set(k, FromJson(v));
+  return Template(source).Render(globals, limits);
+}
+
+std::string ErrorOf(std::string_view source,
+                    const nlohmann::ordered_json& vars = nlohmann::ordered_json::object(),
+                    const RenderLimits& limits = {}) {
+  try {
+    Render(source, vars, limits);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(Jinja, PrintsValuesAsPython) {
+  EXPECT_EQ(Render("{{ 1.0 }} {{ 2.5e-7 }} {{ 1e16 }} {{ 3 / 2 }} {{ 7 // 2 }} {{ -7 % 3 }}"),
+            "1.0 2.5e-07 1e+16 1.5 3 2");
+  EXPECT_EQ(Render("{{ none }} {{ true }} {{ False }} {{ [1, 'a', none] }} {{ {'k': \"it's\"} }}"),
+            "None True False [1, 'a', None] {'k': \"it's\"}");
+  EXPECT_EQ(Render("{{ undefined_name }}|{{ 'a' ~ 1 ~ none }}"), "|a1None");
+}
+
+TEST(Jinja, ControlFlowAndLoopVariables) {
+  EXPECT_EQ(
+      Render("{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}"
+             "{{ loop.length }}{{ loop.previtem }}{{ loop.nextitem }};{% endfor %}",
+             {{"xs", {"a", "b"}}}),
+      "10TrueFalse2b;21FalseTrue2a;");
+  EXPECT_EQ(Render("{% for x in [] %}x{% else %}empty{% endfor %}"), "empty");
+  EXPECT_EQ(Render("{% for x in range(10) if x is odd %}{% if x > 6 %}{% break %}{% endif %}"
+                   "{{ x }}{% endfor %}"),
+            "135");
+  EXPECT_EQ(Render("{% if a %}1{% elif b %}2{% else %}3{% endif %}", {{"a", false}, {"b", 1}}),
+            "2");
+  EXPECT_EQ(Render("{% for k, v in d.items() %}{{ k }}={{ v }},{% endfor %}",
+                   nlohmann::ordered_json::parse(R"({"d": {"z": 1, "a": 2}})")),
+            "z=1,a=2,");
+}
+
+TEST(Jinja, ScopesNamespacesAndMacros) {
+  EXPECT_EQ(Render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");
+  EXPECT_EQ(Render("{% set ns = namespace(n=0) %}{% for i in [1, 2] %}{% set ns.n = ns.n + i %}"
+                   "{% endfor %}{{ ns.n }}"),
+            "3");
+  EXPECT_EQ(Render("{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}"
+                   "{{ greet('A') }} {{ greet('B', punct='?') }}"),
+            "Hi A! Hi B?");
+  EXPECT_EQ(
+      Render("{% macro box() %}[{{ caller() }}]{% endmacro %}{% call box() %}in{% endcall %}"),
+      "[in]");
+  EXPECT_EQ(Render("{% set block %}  x  {% endset %}{{ block | trim }}"), "x");
+  EXPECT_EQ(Render("{% filter upper %}abc{% endfilter %}"), "ABC");
+  EXPECT_EQ(Render("{% generation %}kept{% endgeneration %}"), "kept");
+}
+
+TEST(Jinja, WhitespaceControlAsHuggingFace) {
+  // trim_blocks drops the newline after a tag; lstrip_blocks the indentation before one.
+  EXPECT_EQ(Render("{% if true %}\n  a\n  {% endif %}\nb"), "  a\nb");
+  EXPECT_EQ(Render("x  {{- ' y ' -}}  z"), "x y z");
+  EXPECT_EQ(Render("a\n{#- comment -#}\nb"), "ab");
+  EXPECT_EQ(Render("a\n    {%+ if true %}b{% endif %}"), "a\n    b");
+  EXPECT_EQ(Render("line\n"), "line");  // keep_trailing_newline is off
+  EXPECT_EQ(Render("{% raw %}{{ not parsed }}{% endraw %}"), "{{ not parsed }}");
+}
+
+TEST(Jinja, FiltersTestsAndMethods) {
+  nlohmann::ordered_json vars = nlohmann::ordered_json::parse(R"({
+    "msgs": [{"role": "system", "content": " s "}, {"role": "user", "content": "u"},
+             {"role": "user", "content": "v"}],
+    "obj": {"name": "f", "args": {"x": "é", "n": [1, 2.5, true, null]}}})");
+  EXPECT_EQ(Render("{{ msgs | selectattr('role', 'equalto', 'user') | map(attribute='content') | "
+                   "join(',') }}",
+                   vars),
+            "u,v");
+  EXPECT_EQ(Render("{{ msgs | rejectattr('role', 'eq', 'user') | list | length }}", vars), "1");
+  EXPECT_EQ(Render("{{ obj | tojson }}", vars),
+            R"({"name": "f", "args": {"x": "é", "n": [1, 2.5, true, null]}})");
+  EXPECT_EQ(Render("{{ obj.args | tojson(indent=2) }}", vars),
+            "{\n  \"x\": \"é\",\n  \"n\": [\n    1,\n    2.5,\n    true,\n    null\n  ]\n}");
+  EXPECT_EQ(
+      Render("{{ msgs[0].content | trim }}|{{ msgs[0]['content'].strip() }}|{{ msgs[-1].content }}",
+             vars),
+      "s|s|v");
+  EXPECT_EQ(
+      Render("{{ 'a,b,c'.split(',')[::-1] | join }} {{ 'abcdef'[1:4] }} {{ 'x'.upper() }}"
+             " {{ 'Hello'.startswith('He') }} {{ 'a b'.title() }} {{ 'ab'.replace('a', 'z') }}"),
+      "cba bcd X True A B zb");
+  EXPECT_EQ(Render("{{ obj.missing is defined }} {{ obj.name is string }} {{ obj is mapping }}"
+                   " {{ none is none }} {{ 3 is number }} {{ 'a' in 'cat' }} {{ 'name' in obj }}",
+                   vars),
+            "False True True True True True True");
+  EXPECT_EQ(
+      Render("{{ obj.get('name') }} {{ obj.get('zz', 'dflt') }} {{ x | default('d') }}", vars),
+      "f dflt d");
+  EXPECT_EQ(Render("{{ [3, 1, 2] | sort | first }} {{ [1, 2] | last }} {{ 'A' | lower }}"
+                   " {{ ['a', 'A', 'b'] | unique | list }} {{ '12' | int + 1 }} {{ -2 | abs }}"),
+            "1 2 a ['a', 'b'] 13 2");
+  EXPECT_EQ(Render("{{ 'a\nb' | indent(2) }}|{{ {'b': 1, 'a': 2} | dictsort }}"),
+            "a\n  b|[['a', 2], ['b', 1]]");
+  EXPECT_EQ(Render("{{ '{}-{}'.format(1, 'x') }} {{ '%s!' | format('hi') }}"), "1-x hi!");
+}
+
+TEST(Jinja, ErrorsNameTheConstructAndLine) {
+  EXPECT_EQ(ErrorOf("a\n{{ x | wordwrap }}"),
+            "chat template line 2: unsupported filter 'wordwrap'");
+  EXPECT_EQ(ErrorOf("\n\n{% include 'x' %}"), "chat template line 3: unsupported tag 'include'");
+  EXPECT_EQ(ErrorOf("{% if x %}"),
+            "chat template line 1: expected 'endif' to close 'if' of line 1, got end of template");
+  EXPECT_EQ(ErrorOf("{{ x is wibble }}"), "chat template line 1: unsupported test 'wibble'");
+  EXPECT_EQ(ErrorOf("{{ 'a'.zfill(3) }}"), "chat template line 1: unsupported method 'str.zfill'");
+  EXPECT_NE(ErrorOf("{{ 'a' + 1 }}").find("line 1"), std::string::npos);
+  EXPECT_NE(ErrorOf("{{ a.b.c }}").find("'a' is undefined"), std::string::npos);
+}
+
+TEST(Jinja, RaiseExceptionCarriesTheTemplatesMessage) {
+  ChatTemplate t(
+      "{% if messages[0].role != 'user' %}\n{{ raise_exception('Roles must alternate') }}"
+      "{% endif %}");
+  ChatTemplateInput input;
+  input.messages = nlohmann::ordered_json::parse(R"([{"role": "assistant", "content": "x"}])");
+  try {
+    t.Apply(input);
+    FAIL() << "no error";
+  } catch (const TemplateRaised& e) {
+    EXPECT_EQ(std::string(e.what()), "chat template line 2: Roles must alternate");
+  }
+}
+
+TEST(Jinja, LimitsStopHostileTemplatesQuickly) {
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(ErrorOf("{% for i in range(1000000000) %}x{% endfor %}").find("step limit"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("{% for i in range(3000) %}{% for j in range(3000) %}{% endfor %}{% endfor %}")
+                .find("steps"),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOf("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("nested more than"),
+      std::string::npos);
+  RenderLimits small;
+  small.max_output_bytes = 1000;
+  EXPECT_NE(ErrorOf("{% for i in range(100) %}{{ 'x' * 50 }}{% endfor %}", {}, small)
+                .find("output longer"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("{{ 'x' * 100000000000 }}").find("repetition"), std::string::npos);
+  EXPECT_NE(ErrorOf("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}")
+                .find("nesting deeper"),
+            std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+}
+
+TEST(ChatTemplate, RendersHuggingFaceGlobals) {
+  ChatTemplate t(
+      "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}"
+      "{% if tools is not none %}T{{ tools | length }}{% endif %}"
+      "{% if add_generation_prompt %}<assistant>{% endif %}{{ strftime_now('%d %b %Y') }}"
+      "{% if enable_thinking is defined and not enable_thinking %}/no_think{% endif %}");
+  ChatTemplateInput input;
+  input.messages = nlohmann::ordered_json::parse(R"([{"role": "user", "content": "hi"}])");
+  input.bos_token = "<s>";
+  std::tm now{};
+  now.tm_year = 124;
+  now.tm_mon = 6;
+  now.tm_mday = 26;
+  input.now = now;
+  EXPECT_EQ(t.Apply(input), "<s><user>hi<assistant>26 Jul 2024");
+  input.add_generation_prompt = false;
+  input.tools = nlohmann::ordered_json::array({{{"type", "function"}}});
+  input.extra = {{"enable_thinking", false}};
+  EXPECT_EQ(t.Apply(input), "<s><user>hiT126 Jul 2024/no_think");
+}
+
+TEST(ChatTemplate, RejectsBadMessages) {
+  ChatTemplate t("{% for m in messages %}{{ m.content }}{% endfor %}");
+  ChatTemplateInput input;
+  input.messages = nlohmann::ordered_json::parse(R"([{"role": "robot", "content": "x"}])");
+  try {
+    t.Apply(input);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("messages[0].role: unknown role 'robot'"),
+              std::string::npos);
+  }
+  input.messages =
+      nlohmann::ordered_json::array({{{"role", "user"}, {"content", "bad \xff\xfe utf-8"}}});
+  try {
+    t.Apply(input);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "messages[0].content: invalid UTF-8");
+  }
+  input.messages = nlohmann::ordered_json::array({{{"content", "no role"}}});
+  EXPECT_THROW(t.Apply(input), Error);
+}
+
+}  // namespace
+}  // namespace grove::jinja

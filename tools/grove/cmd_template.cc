@@ -1,0 +1,124 @@
+// grove template -m FILE.gguf --messages CONV.json: the exact prompt text the model sees for a
+// conversation, rendered with the file's own chat template (`tokenizer.chat_template`) the way
+// Hugging Face's apply_chat_template does; files without one fall back to grove's hand-written
+// renderers (serve/chat_template.h), which stderr says.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "commands.h"
+#include "io/gguf.h"
+#include "jinja/chat_template.h"
+#include "model/tokenizer.h"
+#include "serve/chat_template.h"
+
+namespace grove::cli {
+namespace {
+
+using OrderedJson = nlohmann::ordered_json;
+
+struct TemplateOptions {
+  std::string model;
+  std::string messages;
+  std::string system;
+  bool no_generation_prompt = false;
+};
+
+// CONV.json is a list of messages, or an object with "messages" and optionally "tools" and more
+// template variables (e.g. "enable_thinking": false).
+jinja::ChatTemplateInput ReadConversation(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) Fail("cannot read '", path, "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  OrderedJson doc;
+  try {
+    doc = OrderedJson::parse(text.str());
+  } catch (const std::exception& e) {
+    Fail("'", path, "': not JSON: ", e.what());
+  }
+  jinja::ChatTemplateInput input;
+  if (doc.is_array()) {
+    input.messages = doc;
+  } else if (doc.is_object() && doc.contains("messages")) {
+    input.messages = doc["messages"];
+    for (const auto& [k, v] : doc.items()) {
+      if (k == "tools") {
+        input.tools = v;
+      } else if (k != "messages") {
+        input.extra[k] = v;
+      }
+    }
+  } else {
+    Fail("'", path, "': expected a list of messages or an object with \"messages\"");
+  }
+  return input;
+}
+
+void RunTemplate(const TemplateOptions& o) {
+  auto gguf = GgufFile::Open(o.model);
+  jinja::ChatTemplateInput input = ReadConversation(o.messages);
+  if (!o.system.empty()) {
+    OrderedJson system = {{"role", "system"}, {"content", o.system}};
+    if (!input.messages.empty() && input.messages[0].value("role", "") == "system") {
+      input.messages[0] = system;
+    } else {
+      input.messages.insert(input.messages.begin(), system);
+    }
+  }
+  input.add_generation_prompt = !o.no_generation_prompt;
+  std::string bos, eos;
+  if (gguf->Has("tokenizer.ggml.model")) {
+    // The tokens' own texts (e.g. "<|begin_of_text|>"), as the vocabulary stores them.
+    auto tok = Tokenizer::FromGguf(*gguf);
+    std::span<const std::string> tokens = gguf->GetStringArray("tokenizer.ggml.tokens");
+    auto text_of = [&](int32_t id) {
+      return id >= 0 && static_cast<size_t>(id) < tokens.size() ? tokens[id] : std::string();
+    };
+    bos = text_of(tok->bos());
+    eos = text_of(tok->eos());
+  }
+  const std::string source = gguf->GetString("tokenizer.chat_template", "");
+  std::string prompt;
+  if (!source.empty()) {
+    input.bos_token = bos;
+    input.eos_token = eos;
+    prompt = jinja::ChatTemplate(source).Apply(input);
+  } else {
+    jinja::CheckChatInput(input);
+    std::vector<serve::ChatMessage> messages;
+    for (const OrderedJson& m : input.messages) {
+      const OrderedJson content = m.value("content", OrderedJson());
+      messages.push_back(
+          {m["role"].get<std::string>(), content.is_string() ? content.get<std::string>() : ""});
+    }
+    std::fprintf(stderr,
+                 "grove template: '%s' has no tokenizer.chat_template; using grove's plain "
+                 "format (serve/chat_template.h), which always ends with the reply's start\n",
+                 o.model.c_str());
+    prompt = serve::RenderChat(serve::ChatTemplate::kPlain, messages, "");
+  }
+  std::fwrite(prompt.data(), 1, prompt.size(), stdout);
+}
+
+}  // namespace
+
+void AddTemplateCommand(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "template", "Print the prompt text a conversation becomes under the model's chat template");
+  auto o = std::make_shared<TemplateOptions>();
+  cmd->add_option("-m,--model", o->model, "GGUF model or vocabulary file")->required();
+  cmd->add_option("--messages", o->messages,
+                  "JSON file: a list of messages, or {\"messages\": [...], \"tools\": [...], ...}")
+      ->required();
+  cmd->add_option("--system", o->system, "System prompt (replaces or adds the first message)");
+  cmd->add_flag("--no-generation-prompt", o->no_generation_prompt,
+                "Do not open the assistant's turn at the end (add_generation_prompt=false)");
+  cmd->callback([o] { RunTemplate(*o); });
+}
+
+}  // namespace grove::cli
