@@ -432,7 +432,7 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
     if (!target.is_dict()) ValueFail("items: can only get item pairs from a mapping");
     ValueList out;
     for (const auto& [k, v] : target.dict->items)
-      out.push_back(Value::List({ValueDict::KeyValue(k), v}));
+      out.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
     return Value::List(std::move(out));
   }
   if (name == "dictsort") {
@@ -443,7 +443,7 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
     size_t index = by.text == "value" ? 1 : 0;
     ValueList pairs;
     for (const auto& [k, v] : target.dict->items)
-      pairs.push_back(Value::List({ValueDict::KeyValue(k), v}));
+      pairs.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
       Value ka = SortKey((*a.list)[index], case_sensitive);
       Value kb = SortKey((*b.list)[index], case_sensitive);

@@ -241,7 +241,7 @@ Value DictMethod(const Value& d, std::string_view name, const CallArgs& args) {
   if (name == "items") {
     ValueList out;
     for (const auto& [k, v] : d.dict->items)
-      out.push_back(Value::List({ValueDict::KeyValue(k), v}));
+      out.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
     return Value::List(std::move(out));
   }
   if (name == "keys") {
