@@ -392,7 +392,7 @@ class Renderer {
       for (const MacroParam& param : s.params) is_param = is_param || param.name == k;
       if (!is_param) kwargs.dict->Set(k, v);
     }
-    Assign("varargs", Value::List(std::move(varargs)));
+    Assign("varargs", Value::Tuple(std::move(varargs)));
     Assign("kwargs", std::move(kwargs));
     return Value::String(Capture(s.bodies[0]));
   }
