@@ -37,6 +37,8 @@ TEST(Jinja, PrintsValuesAsPython) {
   EXPECT_EQ(Render("{{ none }} {{ true }} {{ False }} {{ [1, 'a', none] }} {{ {'k': \"it's\"} }}"),
             "None True False [1, 'a', None] {'k': \"it's\"}");
   EXPECT_EQ(Render("{{ undefined_name }}|{{ 'a' ~ 1 ~ none }}"), "|a1None");
+  EXPECT_EQ(Render("{{ (1, 2) }} {{ ('a',) }} {{ {'b': 1} | items | list }} {{ 0.1 + 0.2 }}"),
+            "(1, 2) ('a',) [('b', 1)] 0.30000000000000004");
 }
 
 TEST(Jinja, ControlFlowAndLoopVariables) {
@@ -58,6 +60,10 @@ TEST(Jinja, ControlFlowAndLoopVariables) {
 
 TEST(Jinja, ScopesNamespacesAndMacros) {
   EXPECT_EQ(Render("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");
+  // Each iteration starts from a fresh scope, as in Jinja2.
+  EXPECT_EQ(Render("{% for i in range(3) %}{% if i == 0 %}{% set x = 'a' %}{% endif %}[{{ x }}]"
+                   "{% endfor %}"),
+            "[a][][]");
   EXPECT_EQ(Render("{% set ns = namespace(n=0) %}{% for i in [1, 2] %}{% set ns.n = ns.n + i %}"
                    "{% endfor %}{{ ns.n }}"),
             "3");
@@ -115,7 +121,7 @@ TEST(Jinja, FiltersTestsAndMethods) {
                    " {{ ['a', 'A', 'b'] | unique | list }} {{ '12' | int + 1 }} {{ -2 | abs }}"),
             "1 2 a ['a', 'b'] 13 2");
   EXPECT_EQ(Render("{{ 'a\nb' | indent(2) }}|{{ {'b': 1, 'a': 2} | dictsort }}"),
-            "a\n  b|[['a', 2], ['b', 1]]");
+            "a\n  b|[('a', 2), ('b', 1)]");
   EXPECT_EQ(Render("{{ '{}-{}'.format(1, 'x') }} {{ '%s!' | format('hi') }}"), "1-x hi!");
 }
 

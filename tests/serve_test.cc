@@ -586,9 +586,10 @@ TEST(ServeParseCompletionRequest, RefusesBadMessages) {
   ExpectRefused({{"messages", {{{"role", 1}, {"content", "hi"}}}}}, true, "messages[0].role",
                 "messages[0].role must be a string, got 1");
   ExpectRefused(
-      {{"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "tool"}}}}}, true,
+      {{"messages", {{{"role", "user"}, {"content", "a"}}, {{"role", "robot"}}}}}, true,
       "messages[1].role",
-      "messages[1].role must be one of \"system\", \"user\", \"assistant\", got \"tool\"");
+      "messages[1].role must be one of \"system\", \"user\", \"assistant\", \"tool\", got "
+      "\"robot\"");
   ExpectRefused({{"messages", {{{"role", "user"}, {"content", nullptr}}}}}, true,
                 "messages[0].content", "messages[0].content is required for a user message");
   ExpectRefused({{"messages", {{{"role", "user"}, {"content", 5}}}}}, true, "messages[0].content",

@@ -46,14 +46,16 @@ using nlohmann::json;
 class Server {
  public:
   Server(int parallel, int max_waiting, std::string api_key = "",
-         SchedulePolicy policy = SchedulePolicy::kBatched, int keep_alive_ms = 1000) {
+         SchedulePolicy policy = SchedulePolicy::kBatched, int keep_alive_ms = 1000,
+         std::string chat_template = "") {
     target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
     ServiceOptions options{.model_id = "grove-target",
                            .policy = policy,
                            .spec = "sequoia:6",
                            .plan_inputs = ReadPlanInputs(kAccept, "", 128),
-                           .max_waiting = max_waiting};
+                           .max_waiting = max_waiting,
+                           .chat_template_source = std::move(chat_template)};
     service_ = std::make_unique<CompletionService>(*target_, draft->parameters(), options);
     http_ =
         std::make_unique<HttpServer>(*service_, HttpServerOptions{.port = 0,
@@ -636,6 +638,60 @@ TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
   }
   httplib::Client client = server.Client();
   EXPECT_EQ(client.Get("/health")->status, 200);
+}
+
+}  // namespace
+}  // namespace grove::serve
+
+namespace grove::serve {
+namespace {
+
+// POST /apply-template answers llama-server's {"prompt": ...}: the hand-written plain format for
+// the bundled model (no template), the model's own Jinja template when it has one, with tools and
+// keys in the client's order; a template that raises, or an unknown role, is a 400.
+TEST(ApplyTemplate, RendersWithTheModelsOwnTemplateOrTheFallback) {
+  const std::string body =
+      R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
+          "tools": [{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}]})";
+  {
+    Server server(1, 4);
+    httplib::Client client = server.Client();
+    auto res =
+        client.Post("/apply-template", R"({"messages": [{"role": "user", "content": "Hi"}]})",
+                    "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(json::parse(res->body)["prompt"], "User: Hi\nAssistant:");
+  }
+  const std::string jinja =
+      "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+      "{% if tools %}{{ tools[0].function.parameters | tojson }}\n{% endif %}"
+      "{% if messages[0].role != 'system' %}{{ raise_exception('a system message comes first') }}"
+      "{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+  Server server(1, 4, "", SchedulePolicy::kBatched, 1000, jinja);
+  httplib::Client client = server.Client();
+  auto res = client.Post("/apply-template", body, "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["prompt"],
+            "<|system|>Be brief.\n<|user|>Hi\n{\"z\": 1, \"a\": 2}\n<|assistant|>");
+  res = client.Post("/apply-template", R"({"messages": [{"role": "user", "content": "Hi"}]})",
+                    "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_NE(res->body.find("a system message comes first"), std::string::npos) << res->body;
+  res = client.Post("/apply-template", R"({"messages": [{"role": "robot", "content": "Hi"}]})",
+                    "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  // A chat completion encodes the same prompt and runs.
+  res = client.Post(
+      "/v1/chat/completions",
+      R"({"messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "A dog"}],
+                        "max_tokens": 4, "temperature": 0})",
+      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // `default` only for undefined values unless boolean=true) and Hugging Face's own tojson
 // (json.dumps with ensure_ascii=False, no HTML escaping).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -56,8 +57,10 @@ Value AttributeOf(const Value& item, std::string_view path) {
       cur = v != nullptr ? *v : Value::Undefined(part);
     } else if (cur.is_list() && !part.empty() &&
                std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      size_t i = std::stoul(part);
-      cur = i < cur.list->size() ? (*cur.list)[i] : Value::Undefined(part);
+      size_t i = 0;
+      auto res = std::from_chars(part.data(), part.data() + part.size(), i);
+      bool ok = res.ec == std::errc() && i < cur.list->size();
+      cur = ok ? (*cur.list)[i] : Value::Undefined(part);
     } else {
       if (cur.is_undefined()) ValueFail("'", cur.text, "' is undefined (reading '", part, "')");
       cur = Value::Undefined(part);
@@ -429,7 +432,7 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
     if (!target.is_dict()) ValueFail("items: can only get item pairs from a mapping");
     ValueList out;
     for (const auto& [k, v] : target.dict->items)
-      out.push_back(Value::List({ValueDict::KeyValue(k), v}));
+      out.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
     return Value::List(std::move(out));
   }
   if (name == "dictsort") {
@@ -440,7 +443,7 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
     size_t index = by.text == "value" ? 1 : 0;
     ValueList pairs;
     for (const auto& [k, v] : target.dict->items)
-      pairs.push_back(Value::List({ValueDict::KeyValue(k), v}));
+      pairs.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
     std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
       Value ka = SortKey((*a.list)[index], case_sensitive);
       Value kb = SortKey((*b.list)[index], case_sensitive);

@@ -84,7 +84,8 @@ std::string Unescape(std::string_view body) {
       case 'u':
       case 'U': {
         size_t len = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-        if (i + len < body.size() + 0 && i + len <= body.size() - 0 &&
+        // The hex digits are body[i + 1 .. i + len].
+        if (i + len < body.size() &&
             std::all_of(body.begin() + static_cast<long>(i) + 1,
                         body.begin() + static_cast<long>(i + 1 + len),
                         [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {

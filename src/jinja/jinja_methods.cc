@@ -2,6 +2,7 @@
 // `message.get('tool_calls')`, `tools.items()`. The immutable sandbox Hugging Face renders in
 // refuses methods that change a list or dict, so grove refuses them too.
 #include <algorithm>
+#include <charconv>
 
 #include "jinja/jinja_builtins.h"
 
@@ -139,8 +140,11 @@ std::string BraceFormat(std::string_view fmt, const CallArgs& args) {
       v = &args.positional[next_auto++];
     } else if (std::all_of(field.begin(), field.end(),
                            [](char d) { return d >= '0' && d <= '9'; })) {
-      size_t index = std::stoul(field);
-      if (index >= args.positional.size()) ValueFail("format: index out of range");
+      size_t index = 0;
+      auto res = std::from_chars(field.data(), field.data() + field.size(), index);
+      if (res.ec != std::errc() || index >= args.positional.size()) {
+        ValueFail("format: index out of range");
+      }
       v = &args.positional[index];
     } else {
       for (const auto& [k, kv] : args.keywords) {
@@ -237,7 +241,7 @@ Value DictMethod(const Value& d, std::string_view name, const CallArgs& args) {
   if (name == "items") {
     ValueList out;
     for (const auto& [k, v] : d.dict->items)
-      out.push_back(Value::List({ValueDict::KeyValue(k), v}));
+      out.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
     return Value::List(std::move(out));
   }
   if (name == "keys") {

@@ -1,6 +1,7 @@
 #include "jinja/jinja_parser.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <initializer_list>
 
 #include "base/error.h"
@@ -487,12 +488,13 @@ class Parser {
         Next();
         int64_t v = 0;
         auto res = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-        if (res.ec != std::errc()) return Literal(Value::Float(std::stod(t.text)), t.line);
+        if (res.ec != std::errc())
+          return Literal(Value::Float(std::strtod(t.text.c_str(), nullptr)), t.line);
         return Literal(Value::Int(v), t.line);
       }
       case Token::Kind::kFloat:
         Next();
-        return Literal(Value::Float(std::stod(t.text)), t.line);
+        return Literal(Value::Float(std::strtod(t.text.c_str(), nullptr)), t.line);
       case Token::Kind::kOp:
         if (t.text == "(") {
           int line = Next().line;
@@ -547,7 +549,11 @@ class Parser {
         attr->args.push_back(std::move(e));
         if (Peek().kind == Token::Kind::kInt) {  // x.0 reads item 0, as in Jinja2
           attr->kind = Expr::Kind::kItem;
-          attr->args.push_back(Literal(Value::Int(std::stoll(Next().text)), line));
+          const std::string& digits = Next().text;
+          int64_t index = 0;
+          auto res = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+          if (res.ec != std::errc()) Fail(Error(line, StrCat("index '", digits, "' too large")));
+          attr->args.push_back(Literal(Value::Int(index), line));
         } else {
           attr->name = ExpectName();
         }

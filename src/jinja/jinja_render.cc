@@ -297,6 +297,8 @@ class Renderer {
     const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       Step(s.line);
+      // Jinja2 runs each iteration in a fresh scope: a `set` in one is gone in the next.
+      frames_.back().clear();
       Value loop = Value::Dict();
       ValueDict& d = *loop.dict;
       d.items.reserve(10);
@@ -390,7 +392,7 @@ class Renderer {
       for (const MacroParam& param : s.params) is_param = is_param || param.name == k;
       if (!is_param) kwargs.dict->Set(k, v);
     }
-    Assign("varargs", Value::List(std::move(varargs)));
+    Assign("varargs", Value::Tuple(std::move(varargs)));
     Assign("kwargs", std::move(kwargs));
     return Value::String(Capture(s.bodies[0]));
   }
@@ -498,7 +500,8 @@ class Renderer {
       case Expr::Kind::kTuple: {
         ValueList items;
         for (const ExprPtr& a : e.args) items.push_back(Eval(*a));
-        return Value::List(std::move(items));
+        return e.kind == Expr::Kind::kTuple ? Value::Tuple(std::move(items))
+                                            : Value::List(std::move(items));
       }
       case Expr::Kind::kDict: {
         Value d = Value::Dict();

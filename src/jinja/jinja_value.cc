@@ -77,6 +77,11 @@ Value Value::List(ValueList items) {
   v.list = std::make_shared<ValueList>(std::move(items));
   return v;
 }
+Value Value::Tuple(ValueList items) {
+  Value v = List(std::move(items));
+  v.tuple = true;
+  return v;
+}
 Value Value::Dict() {
   Value v;
   v.kind = Kind::kDict;
@@ -323,12 +328,13 @@ std::string Repr(const Value& v) {
       return ReprString(v.text);
     case Value::Kind::kList: {
       if (v.generator) return "<generator object>";
-      std::string out = "[";
+      std::string out = v.tuple ? "(" : "[";
       for (size_t i = 0; i < v.list->size(); ++i) {
         if (i > 0) out += ", ";
         out += Repr((*v.list)[i]);
       }
-      return out + "]";
+      if (v.tuple && v.list->size() == 1) out += ",";
+      return out + (v.tuple ? ")" : "]");
     }
     case Value::Kind::kDict: {
       std::string out = v.dict->is_namespace ? "<Namespace {" : "{";

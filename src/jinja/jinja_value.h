@@ -71,6 +71,8 @@ struct Value {
   // A string marked safe (`|safe`, `|escape`): Python's markupsafe.Markup, which HTML-escapes
   // plain strings added to it (`"x"|safe + "<"` is "x&lt;").
   bool markup = false;
+  // A list that Python holds as a tuple (`(1, 2)`, the pairs of items()): printed with parentheses.
+  bool tuple = false;
 
   static Value Undefined(std::string name = {});
   static Value None();
@@ -79,6 +81,7 @@ struct Value {
   static Value Float(double f);
   static Value String(std::string s);
   static Value List(ValueList items = {});
+  static Value Tuple(ValueList items);
   static Value Dict();
   static Value Func(Function f);
 

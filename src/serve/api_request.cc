@@ -141,8 +141,9 @@ std::vector<ChatMessage> ReadMessages(const json& body) {
     std::string role = ReadString(*role_value, param + ".role");
     // OpenAI's newer models take "developer" for what older ones call "system".
     if (role == "developer") role = "system";
-    if (role != "system" && role != "user" && role != "assistant") {
-      RefuseValue(param + ".role", "one of \"system\", \"user\", \"assistant\"", *role_value);
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      RefuseValue(param + ".role", "one of \"system\", \"user\", \"assistant\", \"tool\"",
+                  *role_value);
     }
     std::string content = ReadContent(message, param + ".content", role);
     out.push_back({std::move(role), std::move(content)});

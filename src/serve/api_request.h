@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>
 
 #include "serve/chat_template.h"
 
@@ -26,12 +26,16 @@ struct CompletionRequest {
   std::string model;                  // as sent; empty when absent
   std::string prompt;                 // /v1/completions: the prompt text
   std::vector<ChatMessage> messages;  // /v1/chat/completions
-  int32_t max_tokens = 256;           // default when absent (`max_completion_tokens` too, for chat)
-  float temperature = 1.0f;           // OpenAI's default; 0..2
-  float top_p = 1.0f;                 // (0, 1]
-  std::optional<uint64_t> seed;       // absent: the server draws one per request
-  std::vector<std::string> stop;      // a string or an array of at most max_stops strings
-  int32_t n = 1;                      // choices, 1..max_n
+  // The messages and tools as sent, keys in the client's order, for the model's own Jinja template
+  // (tool calls, tool results and reasoning fields included); set by the HTTP handler.
+  nlohmann::ordered_json chat_messages;
+  nlohmann::ordered_json tools;
+  int32_t max_tokens = 256;       // default when absent (`max_completion_tokens` too, for chat)
+  float temperature = 1.0f;       // OpenAI's default; 0..2
+  float top_p = 1.0f;             // (0, 1]
+  std::optional<uint64_t> seed;   // absent: the server draws one per request
+  std::vector<std::string> stop;  // a string or an array of at most max_stops strings
+  int32_t n = 1;                  // choices, 1..max_n
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // grove's extension: "grove": {"speculation": "off" | "auto" | a tree spec such as "sequoia:8"}.

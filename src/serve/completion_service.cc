@@ -135,6 +135,13 @@ SpeculationStats Completion::speculation() const {
 CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelParameters> draft,
                                      const ServiceOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options), feed_(options.max_waiting) {
+  if (!options_.chat_template_source.empty()) {
+    try {
+      model_template_ = std::make_shared<const jinja::ChatTemplate>(options_.chat_template_source);
+    } catch (const Error& e) {
+      model_template_error_ = e.what();  // served with the hand-written renderer instead
+    }
+  }
   if (!target_.tokenizer()) Fail("the served model has no tokenizer");
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
@@ -203,9 +210,44 @@ SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
   }
 }
 
+std::string CompletionService::RenderChatPrompt(const CompletionRequest& request) const {
+  const Tokenizer& tok = *target_.tokenizer();
+  if (model_template_ == nullptr) {
+    const std::string bos = options_.chat_template != ChatTemplate::kPlain && tok.bos() >= 0
+                                ? tok.TokenText(tok.bos())
+                                : "";
+    return RenderChat(options_.chat_template, request.messages, bos);
+  }
+  jinja::ChatTemplateInput input;
+  if (request.chat_messages.is_array()) {
+    input.messages = request.chat_messages;
+  } else {
+    for (const ChatMessage& m : request.messages) {
+      input.messages.push_back({{"role", m.role}, {"content", m.content}});
+    }
+  }
+  input.tools = request.tools;
+  input.bos_token = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
+  input.eos_token = tok.eos() >= 0 ? tok.TokenText(tok.eos()) : "";
+  try {
+    return model_template_->Apply(input);
+  } catch (const Error& e) {
+    throw ApiError(400, e.what(), "invalid_request_error", "messages");
+  }
+}
+
 std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& request) const {
   const Tokenizer& tok = *target_.tokenizer();
   if (!request.chat) return tok.Encode(request.prompt, tok.add_bos_by_default());
+  if (model_template_ != nullptr) {
+    // The template writes its markers (and usually BOS) as text: encode them as the special
+    // tokens they are, and add BOS only where the model wants one and the text lacks it, as
+    // llama-server does.
+    const std::string text = RenderChatPrompt(request);
+    const std::string bos = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
+    const bool add_bos = tok.add_bos_by_default() && (bos.empty() || text.rfind(bos, 0) != 0);
+    return tok.Encode(text, add_bos, true);
+  }
   if (options_.chat_template == ChatTemplate::kPlain) {
     return tok.Encode(RenderChat(ChatTemplate::kPlain, request.messages, ""),
                       tok.add_bos_by_default());
@@ -252,7 +294,10 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
   auto choices_left = std::make_shared<int32_t>(request.n);  // touched on the scheduler's thread
 
   std::vector<std::string> stops = request.stop;
-  if (request.chat) {
+  // With the model's own template the turn ends at the model's end-of-generation tokens (EOS,
+  // EOT); a recognised family's markers stay as stops, the plain format's "\nUser:" does not.
+  if (request.chat &&
+      (model_template_ == nullptr || options_.chat_template != ChatTemplate::kPlain)) {
     for (std::string& s : ChatStopStrings(options_.chat_template)) stops.push_back(std::move(s));
   }
   const Tokenizer& tok = *target_.tokenizer();

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "jinja/chat_template.h"
 #include "model/model.h"
 #include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
@@ -42,6 +43,9 @@ struct ServiceOptions {
   int32_t max_waiting = 64;    // sequences queued beyond the slots; more: 503
   int32_t node_budget = 128;   // batched: most tokens per verify forward
   ChatTemplate chat_template = ChatTemplate::kPlain;
+  // The model's own Jinja template (`tokenizer.chat_template`): chat prompts are rendered with it
+  // as Hugging Face does; empty, or one grove cannot parse, falls back to `chat_template`.
+  std::string chat_template_source;
 };
 
 struct CompletionEvent {
@@ -113,6 +117,15 @@ class CompletionService {
   std::shared_ptr<Completion> Start(const CompletionRequest& request);
 
   const ServiceOptions& options() const { return options_; }
+
+  // The prompt text for chat messages (POST /apply-template, and what chat completions encode):
+  // the model's Jinja template when it has one, else the hand-written renderer. Throws ApiError
+  // 400 for messages the template refuses (its raise_exception message), an unknown role or
+  // invalid UTF-8.
+  std::string RenderChatPrompt(const CompletionRequest& request) const;
+  // Whether chat prompts use the model's own template; else why not ("" when it has none).
+  bool uses_model_template() const { return model_template_ != nullptr; }
+  const std::string& model_template_error() const { return model_template_error_; }
   const Model& target() const { return target_; }
   bool healthy() const { return !failed_; }
   ServiceMetrics& metrics() { return metrics_; }
@@ -137,6 +150,8 @@ class CompletionService {
   Model& target_;
   std::shared_ptr<const ModelParameters> draft_;
   ServiceOptions options_;
+  std::shared_ptr<const jinja::ChatTemplate> model_template_;
+  std::string model_template_error_;
   std::unique_ptr<Model> probe_model_;  // a draft context for resolving policies (never runs)
   std::unique_ptr<Drafter> probe_;
   std::unique_ptr<Scheduler> scheduler_;

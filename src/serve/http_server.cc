@@ -25,6 +25,15 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
   SendJson(res, error.status(), error.ToJson());
 }
 
+// The messages and tools of a chat body with their keys in the client's order (nlohmann::json
+// sorts them), for the model's own template: a tool's parameters print as they were sent.
+void SetChatJson(const std::string& body, CompletionRequest* request) {
+  nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
+  request->chat_messages = ordered["messages"];
+  auto tools = ordered.find("tools");
+  if (tools != ordered.end()) request->tools = *tools;
+}
+
 // Writes a piece of a response; a failed write means the client is gone: its sequences are
 // cancelled.
 bool WriteOrCancel(httplib::DataSink& sink, const std::string& text, Completion& completion) {
@@ -312,7 +321,8 @@ void HttpServer::Route() {
         } catch (const nlohmann::json::parse_error& e) {
           throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
         }
-        const CompletionRequest request = ParseCompletionRequest(body, chat, limits);
+        CompletionRequest request = ParseCompletionRequest(body, chat, limits);
+        if (chat) SetChatJson(req.body, &request);
         const std::string& model = service_.options().model_id;
         if (!request.model.empty() && request.model != model) {
           throw ApiError(
@@ -353,6 +363,25 @@ void HttpServer::Route() {
       }
     };
   };
+  // llama-server's POST /apply-template: {"messages": [...], "tools"?: [...]} -> {"prompt": text},
+  // the prompt a chat completion would encode, not run.
+  server_->Post("/apply-template",
+                [this, limits](const httplib::Request& req, httplib::Response& res) {
+                  try {
+                    nlohmann::json body;
+                    try {
+                      body = nlohmann::json::parse(req.body);
+                    } catch (const nlohmann::json::parse_error& e) {
+                      throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+                    }
+                    if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
+                    CompletionRequest request = ParseCompletionRequest(body, true, limits);
+                    SetChatJson(req.body, &request);
+                    SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
+                  } catch (const ApiError& e) {
+                    SendError(res, e, 0);
+                  }
+                });
   server_->Post("/v1/completions", completions(false));
   server_->Post("/v1/chat/completions", completions(true));
 }

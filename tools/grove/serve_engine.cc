@@ -68,7 +68,9 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .max_waiting = opt.queue,
       .node_budget = opt.node_budget,
       .chat_template = serve::DetectChatTemplate(
-          target_->parameters()->gguf().GetString("tokenizer.chat_template", ""))};
+          target_->parameters()->gguf().GetString("tokenizer.chat_template", "")),
+      .chat_template_source =
+          target_->parameters()->gguf().GetString("tokenizer.chat_template", "")};
   if (!opt.draft.empty() && opt.draft != "none") {
     draft_ = OpenDrafter(opt.draft, *target_).model->parameters();
     // Requests default to OpenAI's temperature 1: the sampled acceptance vector fits them better.
@@ -105,8 +107,14 @@ std::string ServeEngine::Describe() const {
                 o.model.c_str(), service_options_.model_id.c_str(), o.host.c_str(), port_,
                 draft_ ? o.draft.c_str() : "none", draft_ ? o.spec.c_str() : "off",
                 o.policy.c_str(), o.parallel,
-                std::string(serve::ChatTemplateName(service_options_.chat_template)).c_str());
-  return text;
+                service_->uses_model_template()
+                    ? "the model's own (Jinja)"
+                    : std::string(serve::ChatTemplateName(service_options_.chat_template)).c_str());
+  std::string line = text;
+  if (!service_->model_template_error().empty()) {
+    line += "; the model's template was not usable: " + service_->model_template_error();
+  }
+  return line;
 }
 
 }  // namespace grove::cli
