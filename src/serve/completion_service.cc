@@ -135,14 +135,9 @@ SpeculationStats Completion::speculation() const {
 CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelParameters> draft,
                                      const ServiceOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options), feed_(options.max_waiting) {
-  if (!options_.chat_template_source.empty()) {
-    try {
-      model_template_ = std::make_shared<const jinja::ChatTemplate>(options_.chat_template_source);
-    } catch (const Error& e) {
-      model_template_error_ = e.what();  // served with the hand-written renderer instead
-    }
-  }
   if (!target_.tokenizer()) Fail("the served model has no tokenizer");
+  chat_format_ =
+      std::make_unique<const ModelChatFormat>(options_.chat_template_source, *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
   if (draft_) {
@@ -211,13 +206,6 @@ SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
 }
 
 std::string CompletionService::RenderChatPrompt(const CompletionRequest& request) const {
-  const Tokenizer& tok = *target_.tokenizer();
-  if (model_template_ == nullptr) {
-    const std::string bos = options_.chat_template != ChatTemplate::kPlain && tok.bos() >= 0
-                                ? tok.TokenText(tok.bos())
-                                : "";
-    return RenderChat(options_.chat_template, request.messages, bos);
-  }
   jinja::ChatTemplateInput input;
   if (request.chat_messages.is_array()) {
     input.messages = request.chat_messages;
@@ -227,10 +215,8 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
     }
   }
   input.tools = request.tools;
-  input.bos_token = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
-  input.eos_token = tok.eos() >= 0 ? tok.TokenText(tok.eos()) : "";
   try {
-    return model_template_->Apply(input);
+    return chat_format_->Render(std::move(input));
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");
   }
@@ -239,22 +225,7 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
 std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& request) const {
   const Tokenizer& tok = *target_.tokenizer();
   if (!request.chat) return tok.Encode(request.prompt, tok.add_bos_by_default());
-  if (model_template_ != nullptr) {
-    // The template writes its markers (and usually BOS) as text: encode them as the special
-    // tokens they are, and add BOS only where the model wants one and the text lacks it, as
-    // llama-server does.
-    const std::string text = RenderChatPrompt(request);
-    const std::string bos = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
-    const bool add_bos = tok.add_bos_by_default() && (bos.empty() || text.rfind(bos, 0) != 0);
-    return tok.Encode(text, add_bos, true);
-  }
-  if (options_.chat_template == ChatTemplate::kPlain) {
-    return tok.Encode(RenderChat(ChatTemplate::kPlain, request.messages, ""),
-                      tok.add_bos_by_default());
-  }
-  // The template writes BOS and its markers as text: encode them as the special tokens they are.
-  const std::string bos = tok.bos() >= 0 ? tok.TokenText(tok.bos()) : "";
-  return tok.Encode(RenderChat(options_.chat_template, request.messages, bos), false, true);
+  return chat_format_->Encode(RenderChatPrompt(request));
 }
 
 std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& request) {
@@ -294,11 +265,8 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
   auto choices_left = std::make_shared<int32_t>(request.n);  // touched on the scheduler's thread
 
   std::vector<std::string> stops = request.stop;
-  // With the model's own template the turn ends at the model's end-of-generation tokens (EOS,
-  // EOT); a recognised family's markers stay as stops, the plain format's "\nUser:" does not.
-  if (request.chat &&
-      (model_template_ == nullptr || options_.chat_template != ChatTemplate::kPlain)) {
-    for (std::string& s : ChatStopStrings(options_.chat_template)) stops.push_back(std::move(s));
+  if (request.chat) {
+    for (std::string& s : chat_format_->StopStrings()) stops.push_back(std::move(s));
   }
   const Tokenizer& tok = *target_.tokenizer();
   std::vector<SequenceRequest> sequences;

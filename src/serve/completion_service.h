@@ -22,12 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "jinja/chat_template.h"
 #include "model/model.h"
 #include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
 #include "serve/api_request.h"
 #include "serve/chat_template.h"
+#include "serve/model_chat_format.h"
 #include "serve/service_metrics.h"
 #include "serve/step_channel.h"
 #include "speculate/drafter.h"
@@ -42,9 +42,9 @@ struct ServiceOptions {
   TreePlanInputs plan_inputs;  // acceptance vector (and profile) for sequoia trees
   int32_t max_waiting = 64;    // sequences queued beyond the slots; more: 503
   int32_t node_budget = 128;   // batched: most tokens per verify forward
-  ChatTemplate chat_template = ChatTemplate::kPlain;
   // The model's own Jinja template (`tokenizer.chat_template`): chat prompts are rendered with it
-  // as Hugging Face does; empty, or one grove cannot parse, falls back to `chat_template`.
+  // as Hugging Face does; empty, or one grove cannot parse, falls back to the hand-written renderer
+  // of its family (model_chat_format.h).
   std::string chat_template_source;
 };
 
@@ -123,9 +123,8 @@ class CompletionService {
   // 400 for messages the template refuses (its raise_exception message), an unknown role or
   // invalid UTF-8.
   std::string RenderChatPrompt(const CompletionRequest& request) const;
-  // Whether chat prompts use the model's own template; else why not ("" when it has none).
-  bool uses_model_template() const { return model_template_ != nullptr; }
-  const std::string& model_template_error() const { return model_template_error_; }
+  // How chat prompts are rendered: the model's own template, or why not.
+  const ModelChatFormat& chat_format() const { return *chat_format_; }
   const Model& target() const { return target_; }
   bool healthy() const { return !failed_; }
   ServiceMetrics& metrics() { return metrics_; }
@@ -150,8 +149,7 @@ class CompletionService {
   Model& target_;
   std::shared_ptr<const ModelParameters> draft_;
   ServiceOptions options_;
-  std::shared_ptr<const jinja::ChatTemplate> model_template_;
-  std::string model_template_error_;
+  std::unique_ptr<const ModelChatFormat> chat_format_;
   std::unique_ptr<Model> probe_model_;  // a draft context for resolving policies (never runs)
   std::unique_ptr<Drafter> probe_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -14,7 +14,7 @@
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
 #include "model/tokenizer.h"
-#include "serve/chat_template.h"
+#include "serve/model_chat_format.h"
 
 namespace grove::cli {
 namespace {
@@ -71,37 +71,23 @@ void RunTemplate(const TemplateOptions& o) {
     }
   }
   input.add_generation_prompt = !o.no_generation_prompt;
-  std::string bos, eos;
-  if (gguf->Has("tokenizer.ggml.model")) {
-    // The tokens' own texts (e.g. "<|begin_of_text|>"), as the vocabulary stores them.
-    auto tok = Tokenizer::FromGguf(*gguf);
-    std::span<const std::string> tokens = gguf->GetStringArray("tokenizer.ggml.tokens");
-    auto text_of = [&](int32_t id) {
-      return id >= 0 && static_cast<size_t>(id) < tokens.size() ? tokens[id] : std::string();
-    };
-    bos = text_of(tok->bos());
-    eos = text_of(tok->eos());
+  if (!gguf->Has("tokenizer.ggml.model")) {
+    Fail("'", o.model,
+         "' has no vocabulary (tokenizer.ggml.model): the template's bos_token and "
+         "eos_token are its tokens' texts");
   }
-  const std::string source = gguf->GetString("tokenizer.chat_template", "");
-  std::string prompt;
-  if (!source.empty()) {
-    input.bos_token = bos;
-    input.eos_token = eos;
-    prompt = jinja::ChatTemplate(source).Apply(input);
-  } else {
-    jinja::CheckChatInput(input);
-    std::vector<serve::ChatMessage> messages;
-    for (const OrderedJson& m : input.messages) {
-      const OrderedJson content = m.value("content", OrderedJson());
-      messages.push_back(
-          {m["role"].get<std::string>(), content.is_string() ? content.get<std::string>() : ""});
-    }
+  const auto tok = Tokenizer::FromGguf(*gguf);
+  const serve::ModelChatFormat format(gguf->GetString("tokenizer.chat_template", ""), *tok);
+  // This command shows the model's own rendering: a template grove cannot run is an error here
+  // (the server and grove chat fall back to the family renderer instead).
+  if (!format.template_error().empty()) Fail(format.template_error());
+  if (!format.uses_model_template()) {
     std::fprintf(stderr,
-                 "grove template: '%s' has no tokenizer.chat_template; using grove's plain "
-                 "format (serve/chat_template.h), which always ends with the reply's start\n",
-                 o.model.c_str());
-    prompt = serve::RenderChat(serve::ChatTemplate::kPlain, messages, "");
+                 "grove template: '%s' has no tokenizer.chat_template; using grove's %s format "
+                 "(serve/chat_template.h)\n",
+                 o.model.c_str(), format.Describe().c_str());
   }
+  const std::string prompt = format.Render(std::move(input));
   std::fwrite(prompt.data(), 1, prompt.size(), stdout);
 }
 

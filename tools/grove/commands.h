@@ -10,6 +10,7 @@ void AddRunCommand(CLI::App& app);
 void AddInfoCommand(CLI::App& app);
 void AddTokenizeCommand(CLI::App& app);
 void AddConvertTokenizerCommand(CLI::App& app);
+void AddChatCommand(CLI::App& app);
 void AddSynthCommand(CLI::App& app);
 void AddBenchCommand(CLI::App& app);
 void AddQuantizeCommand(CLI::App& app);

@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
   grove::cli::AddInfoCommand(app);
   grove::cli::AddTokenizeCommand(app);
   grove::cli::AddConvertTokenizerCommand(app);
+  grove::cli::AddChatCommand(app);
   grove::cli::AddSynthCommand(app);
   grove::cli::AddBenchCommand(app);
   grove::cli::AddQuantizeCommand(app);

@@ -67,8 +67,6 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .spec = opt.spec,
       .max_waiting = opt.queue,
       .node_budget = opt.node_budget,
-      .chat_template = serve::DetectChatTemplate(
-          target_->parameters()->gguf().GetString("tokenizer.chat_template", "")),
       .chat_template_source =
           target_->parameters()->gguf().GetString("tokenizer.chat_template", "")};
   if (!opt.draft.empty() && opt.draft != "none") {
@@ -106,13 +104,10 @@ std::string ServeEngine::Describe() const {
                 "template %s)",
                 o.model.c_str(), service_options_.model_id.c_str(), o.host.c_str(), port_,
                 draft_ ? o.draft.c_str() : "none", draft_ ? o.spec.c_str() : "off",
-                o.policy.c_str(), o.parallel,
-                service_->uses_model_template()
-                    ? "the model's own (Jinja)"
-                    : std::string(serve::ChatTemplateName(service_options_.chat_template)).c_str());
+                o.policy.c_str(), o.parallel, service_->chat_format().Describe().c_str());
   std::string line = text;
-  if (!service_->model_template_error().empty()) {
-    line += "; the model's template was not usable: " + service_->model_template_error();
+  if (!service_->chat_format().template_error().empty()) {
+    line += "; the model's template was not usable: " + service_->chat_format().template_error();
   }
   return line;
 }
