@@ -80,9 +80,9 @@ fs::path* CliTest::dir_ = nullptr;
 
 TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
   for (const char* cmd :
-       {"", "run", "info", "tokenize", "synth", "bench", "quantize", "slice", "calibrate", "tree",
-        "corpus", "tokenizer-train", "train", "export", "eval", "tot", "tot-bench", "chat",
-        "template", "convert-tokenizer"}) {
+       {"",          "run",  "info",     "tokenize",         "synth", "bench",  "quantize", "slice",
+        "calibrate", "tree", "corpus",   "tokenizer-train",  "train", "export", "eval",     "tot",
+        "tot-bench", "chat", "template", "convert-tokenizer"}) {
     const CommandResult r = Grove(std::string(cmd) + " --help");
     EXPECT_EQ(r.exit_code, 0) << cmd << ": " << r.err;
     EXPECT_NE(r.out.find("Usage"), std::string::npos) << cmd << ": " << r.out;
@@ -94,9 +94,9 @@ TEST_F(CliTest, HelpOfEveryCommandExitsZero) {
 TEST_F(CliTest, ChatAnswersEachTurnAndReportsSpeculation) {
   const std::string turns = Path("turns.txt");
   std::ofstream(turns) << "Hello there\n/clear\n\nOnce upon a time\n";
-  const CommandResult r = Grove("chat -m " + Model("q8_0") + " --draft " + Model("q8_0") +
-                                " --spec chain:3 -n 6 --temp 0 -t 1 --system 'Be brief.' < " +
-                                turns);
+  const CommandResult r =
+      Grove("chat -m " + Model("q8_0") + " --draft " + Model("q8_0") +
+            " --spec chain:3 -n 6 --temp 0 -t 1 --system 'Be brief.' < " + turns);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[conversation cleared]"), std::string::npos) << r.out;
   std::size_t answers = 0;
