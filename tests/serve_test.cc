@@ -13,6 +13,7 @@
 #include "serve/api_error.h"
 #include "serve/api_request.h"
 #include "serve/chat_template.h"
+#include "serve/reasoning_splitter.h"
 #include "serve/stop_matcher.h"
 
 namespace grove::serve {
@@ -282,6 +283,101 @@ TEST(ServeStopMatcher, MatchesWholeTextOverEverySplit) {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ReasoningSplitter
+
+struct Split {
+  std::string reasoning;
+  std::string content;
+};
+
+Split SplitPieces(const std::vector<std::string>& pieces, bool thinking_open) {
+  ReasoningSplitter splitter(thinking_open);
+  Split out;
+  for (const std::string& piece : pieces) {
+    ReasoningSplitter::Parts p = splitter.Push(piece);
+    out.reasoning += p.reasoning;
+    out.content += p.content;
+  }
+  ReasoningSplitter::Parts p = splitter.Flush();
+  out.reasoning += p.reasoning;
+  out.content += p.content;
+  return out;
+}
+
+// Each text is split whole, then cut at every byte position in every way: the same parts.
+TEST(ServeReasoningSplitter, SplitsThinkingFromTheAnswerOverEverySplit) {
+  struct Case {
+    std::string text;
+    bool thinking_open;
+    std::string reasoning;
+    std::string content;
+  };
+  const std::vector<Case> cases = {
+      {"<think>\nhm, a cat.\n</think>\n\nA cat.", false, "hm, a cat.", "A cat."},
+      {"  <think>x</think>y", false, "x", "y"},
+      {"<think></think>answer ", false, "", "answer "},
+      {"no thinking </think> here", false, "", "no thinking </think> here"},
+      {" plain", false, "", " plain"},
+      {"<thin", false, "", "<thin"},
+      {"<think>cut off at the end </thi", false, "cut off at the end </thi", ""},
+      {"<think>a < b </ c\n\n", false, "a < b </ c", ""},
+      {"still thinking</think>\nok", true, "still thinking", "ok"},
+      {"<think>again</think>ok", true, "again", "ok"},
+      {"\n  only thoughts", true, "only thoughts", ""},
+      {"", true, "", ""},
+      {"", false, "", ""},
+      {"<think>x</think>a</think>b", false, "x", "a</think>b"},
+  };
+  for (const Case& c : cases) {
+    const std::size_t n = c.text.size();
+    const uint32_t splits = n < 2 ? 1 : (1u << std::min<std::size_t>(n - 1, 14));
+    for (uint32_t mask = 0; mask < splits; ++mask) {
+      std::vector<std::string> pieces;
+      std::size_t begin = 0;
+      for (std::size_t i = 1; i <= n; ++i) {
+        if (i == n || (i <= 14 && (mask >> (i - 1)) & 1u)) {
+          pieces.push_back(c.text.substr(begin, i - begin));
+          begin = i;
+        }
+      }
+      const Split got = SplitPieces(pieces, c.thinking_open);
+      ASSERT_EQ(got.reasoning, c.reasoning) << "'" << c.text << "' split mask " << mask;
+      ASSERT_EQ(got.content, c.content) << "'" << c.text << "' split mask " << mask;
+    }
+  }
+}
+
+TEST(ServeReasoningSplitter, ReleasesTextAsSoonAsItCannotBeAMarker) {
+  ReasoningSplitter splitter(false);
+  EXPECT_EQ(splitter.Push("<thi").reasoning, "");
+  EXPECT_EQ(splitter.Push("nk>Let me see").reasoning, "Let me see");
+  EXPECT_EQ(splitter.Push(" </").reasoning, "");  // maybe the end: held
+  EXPECT_EQ(splitter.Push("b>").reasoning, " </b>");
+  ReasoningSplitter::Parts p = splitter.Push("</think>\n\nIt is 4.");
+  EXPECT_EQ(p.reasoning, "");
+  EXPECT_EQ(p.content, "It is 4.");
+}
+
+TEST(ServeReasoningSplitter, PromptOpensThinkingOnlyWhenItEndsInsideThink) {
+  EXPECT_TRUE(PromptOpensThinking("<|Assistant|><think>\n"));
+  EXPECT_TRUE(PromptOpensThinking("<think>"));
+  EXPECT_FALSE(PromptOpensThinking("<|im_start|>assistant\n<think>\n\n</think>\n\n"));
+  EXPECT_FALSE(PromptOpensThinking("<think>x</think> and then"));
+  EXPECT_FALSE(PromptOpensThinking(""));
+}
+
+TEST(ServeReasoningSplitter, FormatNames) {
+  ReasoningFormat f = ReasoningFormat::kNone;
+  EXPECT_TRUE(ParseReasoningFormat("deepseek", &f));
+  EXPECT_EQ(f, ReasoningFormat::kDeepSeek);
+  EXPECT_TRUE(ParseReasoningFormat("none", &f));
+  EXPECT_EQ(f, ReasoningFormat::kNone);
+  EXPECT_TRUE(ParseReasoningFormat("auto", &f));
+  EXPECT_EQ(f, ReasoningFormat::kDeepSeek);
+  EXPECT_FALSE(ParseReasoningFormat("deepseek-legacy", &f));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -627,6 +723,22 @@ TEST(ServeParseCompletionRequest, ParsedChatRendersInEveryFamily) {
   EXPECT_EQ(RenderChat(ChatTemplate::kPlain, r.messages, ""), "User: Hi\nAssistant:");
   EXPECT_EQ(RenderChat(ChatTemplate::kChatMl, r.messages, ""),
             "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ServeParseCompletionRequest, ReasoningFormatAndTemplateArgumentsForChat) {
+  EXPECT_FALSE(ParseCompletionRequest(Chat(), true, {}).reasoning_format.has_value());
+  EXPECT_EQ(
+      ParseCompletionRequest(Chat({{"reasoning_format", "deepseek"}}), true, {}).reasoning_format,
+      ReasoningFormat::kDeepSeek);
+  EXPECT_EQ(ParseCompletionRequest(Chat({{"reasoning_format", "none"}}), true, {}).reasoning_format,
+            ReasoningFormat::kNone);
+  ExpectRefused(Chat({{"reasoning_format", "r1"}}), true, "reasoning_format",
+                "reasoning_format must be \"none\", \"deepseek\" or \"auto\", got \"r1\"");
+  ExpectRefused(Chat({{"chat_template_kwargs", "x"}}), true, "chat_template_kwargs",
+                "chat_template_kwargs must be an object, got \"x\"");
+  // /v1/completions has no messages to split: the field is ignored there, as unknown fields are.
+  EXPECT_FALSE(
+      ParseCompletionRequest(Prompt({{"reasoning_format", 3}}), false, {}).reasoning_format);
 }
 
 }  // namespace

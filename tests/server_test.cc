@@ -694,5 +694,64 @@ TEST(ApplyTemplate, RendersWithTheModelsOwnTemplateOrTheFallback) {
   EXPECT_EQ(res->status, 200) << res->body;
 }
 
+// A template that leaves "<think>" open, as DeepSeek-R1 distills' do (and Qwen3's thinking turn):
+// with reasoning_format deepseek, what the model writes comes back as reasoning_content, whole
+// and streamed, and is the text plain decoding gives; "none" leaves it in content;
+// chat_template_kwargs reach the template (enable_thinking false opens nothing: all content).
+TEST(ReasoningContent, AThinkingPromptsTextComesBackAsReasoning) {
+  const std::string jinja =
+      "{% for m in messages %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}"
+      "{% if enable_thinking is defined and not enable_thinking %}, then{% else %} <think>\n"
+      "{% endif %}{% endif %}";
+  Server server(1, 4, "", SchedulePolicy::kBatched, 1000, jinja);
+  httplib::Client client = server.Client();
+  const json messages = json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
+  auto trim = [](std::string s) {
+    const auto b = s.find_first_not_of(" \n");
+    const auto e = s.find_last_not_of(" \n");
+    return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+  };
+  const std::string thought = server.Alone("Once upon a time <think>\n", 24, 0.0f, 1);
+  ASSERT_EQ(thought.find("</think>"), std::string::npos);
+  ASSERT_FALSE(trim(thought).empty());
+
+  int status = 0;
+  json body = {{"messages", messages}, {"max_tokens", 24}, {"temperature", 0}};
+  body["reasoning_format"] = "deepseek";
+  json r = PostJson(client, "/v1/chat/completions", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  const json& message = r["choices"][0]["message"];
+  EXPECT_EQ(message["reasoning_content"], trim(thought));
+  EXPECT_EQ(message["content"], "");
+
+  body["stream"] = true;
+  std::string reasoning, content;
+  for (const std::string& d : StreamPost(server, "/v1/chat/completions", body)) {
+    if (d == "[DONE]") continue;
+    const json chunk = json::parse(d);
+    for (const json& c : chunk.at("choices")) {
+      if (c["delta"].contains("reasoning_content")) reasoning += c["delta"]["reasoning_content"];
+      if (c["delta"].contains("content")) content += c["delta"]["content"];
+    }
+  }
+  EXPECT_EQ(reasoning, trim(thought));
+  EXPECT_EQ(content, "");
+
+  body.erase("stream");
+  body["reasoning_format"] = "none";
+  r = PostJson(client, "/v1/chat/completions", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["choices"][0]["message"]["content"], thought);
+  EXPECT_FALSE(r["choices"][0]["message"].contains("reasoning_content"));
+
+  body["reasoning_format"] = "deepseek";
+  body["chat_template_kwargs"] = {{"enable_thinking", false}};
+  r = PostJson(client, "/v1/chat/completions", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["choices"][0]["message"]["content"],
+            server.Alone("Once upon a time, then", 24, 0.0f, 1));
+  EXPECT_FALSE(r["choices"][0]["message"].contains("reasoning_content"));
+}
+
 }  // namespace
 }  // namespace grove::serve

@@ -225,6 +225,18 @@ CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
       request.include_usage = ReadBool(*usage, "stream_options.include_usage");
     }
   }
+  if (chat) {
+    if (const json* v = Field(body, "reasoning_format")) {
+      ReasoningFormat format;
+      if (!v->is_string() || !ParseReasoningFormat(v->get_ref<const std::string&>(), &format)) {
+        RefuseValue("reasoning_format", "\"none\", \"deepseek\" or \"auto\"", *v);
+      }
+      request.reasoning_format = format;
+    }
+    if (const json* v = Field(body, "chat_template_kwargs")) {
+      if (!v->is_object()) RefuseValue("chat_template_kwargs", "an object", *v);
+    }
+  }
   if (const json* v = Field(body, "grove")) {
     if (!v->is_object()) RefuseValue("grove", "an object", *v);
     if (const json* spec = Field(*v, "speculation")) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "serve/chat_template.h"
+#include "serve/reasoning_splitter.h"
 
 namespace grove::serve {
 
@@ -30,6 +31,11 @@ struct CompletionRequest {
   // (tool calls, tool results and reasoning fields included); set by the HTTP handler.
   nlohmann::ordered_json chat_messages;
   nlohmann::ordered_json tools;
+  // Chat: more variables for the template (`chat_template_kwargs`, as vLLM and llama-server take
+  // them, e.g. {"enable_thinking": false} for Qwen3), keys in the client's order.
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  // Chat: `reasoning_format` ("none", "deepseek" or "auto"); absent: the server's choice.
+  std::optional<ReasoningFormat> reasoning_format;
   int32_t max_tokens = 256;       // default when absent (`max_completion_tokens` too, for chat)
   float temperature = 1.0f;       // OpenAI's default; 0..2
   float top_p = 1.0f;             // (0, 1]

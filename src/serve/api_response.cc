@@ -37,6 +37,10 @@ nlohmann::json CompletionBody(const Completion& completion, const CompletionText
         {"index", i}, {"logprobs", nullptr}, {"finish_reason", texts.finish_reason[i]}};
     if (chat) {
       choice["message"] = {{"role", "assistant"}, {"content", texts.text[i]}};
+      // As llama-server: present only when the model reasoned (and the client asked for it).
+      if (i < texts.reasoning.size() && !texts.reasoning[i].empty()) {
+        choice["message"]["reasoning_content"] = texts.reasoning[i];
+      }
     } else {
       choice["text"] = texts.text[i];
     }
@@ -50,7 +54,7 @@ nlohmann::json CompletionBody(const Completion& completion, const CompletionText
 
 nlohmann::json StreamChunk(const Completion& completion, bool chat, const std::string& model,
                            int choice, const std::string* text, const std::string* finish_reason,
-                           bool first) {
+                           bool first, bool reasoning) {
   nlohmann::json body =
       Envelope(completion, chat ? "chat.completion.chunk" : "text_completion", model);
   nlohmann::json c{{"index", choice},
@@ -59,7 +63,7 @@ nlohmann::json StreamChunk(const Completion& completion, bool chat, const std::s
   if (chat) {
     nlohmann::json delta = nlohmann::json::object();
     if (first) delta["role"] = "assistant";
-    if (text) delta["content"] = *text;
+    if (text) delta[reasoning ? "reasoning_content" : "content"] = *text;
     c["delta"] = std::move(delta);
   } else {
     c["text"] = text ? *text : "";

@@ -17,16 +17,17 @@ namespace grove::serve {
 // What a finished completion produced, per choice.
 struct CompletionTexts {
   std::vector<std::string> text;
+  std::vector<std::string> reasoning;  // chat: reasoning_content (reasoning_splitter.h), if any
   std::vector<std::string> finish_reason;
 };
 
 nlohmann::json CompletionBody(const Completion& completion, const CompletionTexts& texts, bool chat,
                               const std::string& model);
-// A stream chunk for one choice: text (chat: the delta's content; `first` adds the role), or,
-// with a finish_reason, the choice's last chunk.
+// A stream chunk for one choice: text (chat: the delta's content, or its reasoning_content when
+// `reasoning`; `first` adds the role), or, with a finish_reason, the choice's last chunk.
 nlohmann::json StreamChunk(const Completion& completion, bool chat, const std::string& model,
                            int choice, const std::string* text, const std::string* finish_reason,
-                           bool first);
+                           bool first, bool reasoning = false);
 // The stream's last chunk: no choices, grove's statistics, and usage when asked for.
 nlohmann::json StreamSummary(const Completion& completion, bool chat, const std::string& model,
                              bool include_usage);

@@ -1,6 +1,7 @@
 #include "serve/completion_service.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -215,6 +216,7 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
     }
   }
   input.tools = request.tools;
+  input.extra = request.chat_template_kwargs;
   try {
     return chat_format_->Render(std::move(input));
   } catch (const Error& e) {
@@ -222,14 +224,19 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
   }
 }
 
-std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& request) const {
+std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& request,
+                                                 bool* thinking_open) const {
   const Tokenizer& tok = *target_.tokenizer();
+  *thinking_open = false;
   if (!request.chat) return tok.Encode(request.prompt, tok.add_bos_by_default());
-  return chat_format_->Encode(RenderChatPrompt(request));
+  const std::string text = RenderChatPrompt(request);
+  *thinking_open = PromptOpensThinking(text);
+  return chat_format_->Encode(text);
 }
 
 std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& request) {
-  std::vector<int32_t> prompt = Tokenize(request);
+  bool thinking_open = false;
+  std::vector<int32_t> prompt = Tokenize(request, &thinking_open);
   if (prompt.empty()) {
     throw ApiError(400, "the prompt is empty and the model has no BOS token to start from",
                    "invalid_request_error", request.chat ? "messages" : "prompt");
@@ -268,6 +275,9 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
   if (request.chat) {
     for (std::string& s : chat_format_->StopStrings()) stops.push_back(std::move(s));
   }
+  const bool split_reasoning =
+      request.chat &&
+      request.reasoning_format.value_or(options_.reasoning_format) == ReasoningFormat::kDeepSeek;
   const Tokenizer& tok = *target_.tokenizer();
   std::vector<SequenceRequest> sequences;
   std::vector<RequestFeed::DoneFn> done;
@@ -276,14 +286,37 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
     struct ChoiceState {
       ChoiceState(const Tokenizer& tok, std::vector<std::string> stops)
           : decoder(tok), stop(std::move(stops)) {}
+      // Hands text that passed the stop strings to the client, split into reasoning and content
+      // when asked; `end`: the text is complete (releases what the splitter holds).
+      void Emit(Completion& completion, int32_t choice, std::string text, bool end) {
+        if (!reasoning) {
+          if (!text.empty()) completion.Push({.choice = choice, .text = std::move(text)});
+          return;
+        }
+        ReasoningSplitter::Parts parts = reasoning->Push(text);
+        if (end) {
+          ReasoningSplitter::Parts rest = reasoning->Flush();
+          parts.reasoning += rest.reasoning;
+          parts.content += rest.content;
+        }
+        if (!parts.reasoning.empty()) {
+          completion.Push(
+              {.choice = choice, .text = std::move(parts.reasoning), .reasoning = true});
+        }
+        if (!parts.content.empty()) {
+          completion.Push({.choice = choice, .text = std::move(parts.content)});
+        }
+      }
       TokenStreamDecoder decoder;
       StopMatcher stop;
+      std::optional<ReasoningSplitter> reasoning;
       bool stopped = false;
       bool end_of_generation = false;
       // For the live view: steps so far, tokens (generated), and acceptance by depth.
       SpeculationStats running;
     };
     auto state = std::make_shared<ChoiceState>(tok, stops);
+    if (split_reasoning) state->reasoning.emplace(thinking_open);
     SequenceRequest q{.prompt = prompt,
                       .sequence = static_cast<uint64_t>(i),
                       .n_predict = request.max_tokens,
@@ -303,8 +336,7 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
           state->end_of_generation = true;
           break;
         }
-        std::string text = state->stop.Push(state->decoder.Push(token));
-        if (!text.empty()) completion->Push({.choice = i, .text = std::move(text)});
+        state->Emit(*completion, i, state->stop.Push(state->decoder.Push(token)), false);
         if (state->stop.stopped()) {
           state->stopped = true;
           return false;  // ends the sequence at this step
@@ -319,10 +351,11 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
             std::lock_guard lock(running_mutex_);
             running_.erase(completion->id());
           }
+          std::string rest;
           if (!state->stopped && result.error.empty()) {
-            std::string rest = state->stop.Push(state->decoder.Flush()) + state->stop.Flush();
-            if (!rest.empty()) completion->Push({.choice = i, .text = std::move(rest)});
+            rest = state->stop.Push(state->decoder.Flush()) + state->stop.Flush();
           }
+          if (result.error.empty()) state->Emit(*completion, i, std::move(rest), true);
           const char* reason = !result.error.empty()                        ? "error"
                                : state->stopped || state->end_of_generation ? "stop"
                                                                             : "length";

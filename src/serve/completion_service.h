@@ -28,6 +28,7 @@
 #include "serve/api_request.h"
 #include "serve/chat_template.h"
 #include "serve/model_chat_format.h"
+#include "serve/reasoning_splitter.h"
 #include "serve/service_metrics.h"
 #include "serve/step_channel.h"
 #include "speculate/drafter.h"
@@ -46,6 +47,9 @@ struct ServiceOptions {
   // as Hugging Face does; empty, or one grove cannot parse, falls back to the hand-written renderer
   // of its family (model_chat_format.h).
   std::string chat_template_source;
+  // Chat completions of requests that do not choose (`reasoning_format`): kDeepSeek returns a
+  // thinking model's "<think>" part as reasoning_content (reasoning_splitter.h).
+  ReasoningFormat reasoning_format = ReasoningFormat::kNone;
 };
 
 struct CompletionEvent {
@@ -53,6 +57,7 @@ struct CompletionEvent {
   Kind kind = Kind::kText;
   int32_t choice = 0;
   std::string text;           // kText: the next piece of the choice's text
+  bool reasoning = false;     // kText: the piece is reasoning (reasoning_content), not content
   std::string finish_reason;  // kChoiceDone: "stop" or "length"
 };
 
@@ -144,7 +149,8 @@ class CompletionService {
 
  private:
   SpeculationPolicy PolicyFor(const CompletionRequest& request, const SamplerParams& sampling);
-  std::vector<int32_t> Tokenize(const CompletionRequest& request) const;
+  // The prompt's tokens; `thinking_open` says whether a chat prompt leaves "<think>" open.
+  std::vector<int32_t> Tokenize(const CompletionRequest& request, bool* thinking_open) const;
 
   Model& target_;
   std::shared_ptr<const ModelParameters> draft_;

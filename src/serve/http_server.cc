@@ -25,13 +25,16 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
   SendJson(res, error.status(), error.ToJson());
 }
 
-// The messages and tools of a chat body with their keys in the client's order (nlohmann::json
-// sorts them), for the model's own template: a tool's parameters print as they were sent.
+// The messages, tools and chat_template_kwargs of a chat body with their keys in the client's order
+// (nlohmann::json sorts them), for the model's own template: a tool's parameters print as they were
+// sent.
 void SetChatJson(const std::string& body, CompletionRequest* request) {
   nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
   request->chat_messages = ordered["messages"];
   auto tools = ordered.find("tools");
   if (tools != ordered.end()) request->tools = *tools;
+  auto kwargs = ordered.find("chat_template_kwargs");
+  if (kwargs != ordered.end() && kwargs->is_object()) request->chat_template_kwargs = *kwargs;
 }
 
 // Writes a piece of a response; a failed write means the client is gone: its sequences are
@@ -48,6 +51,7 @@ class Collector {
   Collector(std::shared_ptr<Completion> completion, bool chat, std::string model)
       : completion_(std::move(completion)), chat_(chat), model_(std::move(model)) {
     texts_.text.resize(completion_->n_choices());
+    texts_.reasoning.resize(completion_->n_choices());
     texts_.finish_reason.resize(completion_->n_choices());
   }
 
@@ -60,7 +64,7 @@ class Collector {
       CompletionEvent event;
       if (left.count() <= 0 || !completion_->Next(&event, left)) return false;
       if (event.kind == CompletionEvent::Kind::kText) {
-        texts_.text[event.choice] += event.text;
+        (event.reasoning ? texts_.reasoning : texts_.text)[event.choice] += event.text;
       } else if (event.kind == CompletionEvent::Kind::kChoiceDone) {
         texts_.finish_reason[event.choice] = event.finish_reason;
       } else {
@@ -137,7 +141,7 @@ class EventStream {
     switch (event.kind) {
       case CompletionEvent::Kind::kText:
         return Send(sink, StreamChunk(*completion_, chat_, model_, event.choice, &event.text,
-                                      nullptr, First(event.choice)));
+                                      nullptr, First(event.choice), event.reasoning));
       case CompletionEvent::Kind::kChoiceDone:
         return Send(sink, StreamChunk(*completion_, chat_, model_, event.choice, nullptr,
                                       &event.finish_reason, First(event.choice)));

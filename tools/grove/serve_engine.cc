@@ -48,6 +48,12 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 8192));
   cmd.add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' on /v1/");
+  cmd.add_option("--reasoning-format", o.reasoning_format,
+                 "Chat: none (thinking stays in content) or deepseek (a thinking model's "
+                 "<think> part comes back as reasoning_content); a request's reasoning_format "
+                 "overrides it")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "deepseek", "auto"}));
   cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
 }
 
@@ -59,6 +65,10 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");
   if (opt.port < 0 || opt.port > 65535) Fail("--port ", opt.port, " out of range 0..65535");
   const SchedulePolicy policy = ParseSchedulePolicy(opt.policy);
+  serve::ReasoningFormat reasoning_format;
+  if (!serve::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
+    Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
+  }
   target_ =
       Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx, .n_seq = opt.parallel});
   service_options_ = serve::ServiceOptions{
@@ -68,7 +78,8 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .max_waiting = opt.queue,
       .node_budget = opt.node_budget,
       .chat_template_source =
-          target_->parameters()->gguf().GetString("tokenizer.chat_template", "")};
+          target_->parameters()->gguf().GetString("tokenizer.chat_template", ""),
+      .reasoning_format = reasoning_format};
   if (!opt.draft.empty() && opt.draft != "none") {
     draft_ = OpenDrafter(opt.draft, *target_).model->parameters();
     // Requests default to OpenAI's temperature 1: the sampled acceptance vector fits them better.

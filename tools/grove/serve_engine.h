@@ -31,6 +31,7 @@ struct ServeModelOptions {
   int n_ctx = 0;
   int node_budget = 128;
   std::string api_key;
+  std::string reasoning_format = "none";
   bool verbose = false;
 };
 
