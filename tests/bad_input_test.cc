@@ -283,7 +283,7 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("train --corpus " + Path("nope") + train_args + " -t 100000", "threads");
   // Numbers out of range.
   add("run -m " + m + " -p hi -n 2 -c 100000", "larger than the model's context");
-  add("run -m " + m + " -p hi -n 2 --temp nan", "temperature");
+  add("run -m " + m + " -p hi -n 2 --temp nan", "--temp");
   add("run " + pair + " --spec opt:16,2 -p hi -n 2", "at most 1");
   add("tree --accept " + Path("accept.json") + " --draft-cost -1", "--draft-cost");
   add("tree --accept " + Path("accept.json") + " --draft-cost nan", "--draft-cost");

@@ -16,6 +16,7 @@
 #include "output_path.h"
 #include "progress_line.h"
 #include "prompt_file.h"
+#include "sampling_options.h"
 #include "speculate/open_drafter.h"
 #include "speculate/session.h"
 
@@ -120,11 +121,7 @@ void AddCalibrateCommand(CLI::App& app) {
   cmd->add_option("--max-prompts", o->max_prompts, "Use at most this many prompts")
       ->capture_default_str()
       ->check(CLI::Range(1, 1'000'000));
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature (0: greedy)")
-      ->capture_default_str();
-  cmd->add_option("--top-k", o->sampling.top_k, "As for run")->capture_default_str();
-  cmd->add_option("--top-p", o->sampling.top_p, "As for run")->capture_default_str();
-  cmd->add_option("--min-p", o->sampling.min_p, "As for run")->capture_default_str();
+  AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("-s,--seed", o->seed, "Seed")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all)")
       ->capture_default_str()

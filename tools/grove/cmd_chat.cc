@@ -1,8 +1,10 @@
 // grove chat -m MODEL [--draft DRAFT] [--system TEXT]: a conversation in the terminal, each turn
 // rendered with the model's own chat template (serve/model_chat_format.h) and answered
 // speculatively, with one line per answer: τ, tokens per second and the speedup over plain
-// decoding (measured once at start). /clear forgets the conversation, /exit (or end of input)
-// ends it; Ctrl-C stops the answer being written, not the program.
+// decoding, paired: plain decoding is timed on the same turn's prompt (kPlainProbeTokens tokens
+// after it, prefill excluded on both sides), so both run at the same context length. /clear forgets
+// the conversation, /exit (or end of input) ends it; Ctrl-C stops the answer being written, not the
+// program.
 //
 // Each turn renders and prefills the whole conversation again (the template may rewrite earlier
 // turns, e.g. Qwen3 drops old reasoning), so a long conversation pays its prompt every turn.
@@ -11,7 +13,6 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "base/error.h"
@@ -23,6 +24,7 @@
 #include "model/model_parameters.h"
 #include "model/tokenizer.h"
 #include "option_checks.h"
+#include "sampling_options.h"
 #include "serve/model_chat_format.h"
 #include "serve/stop_matcher.h"
 #include "speculate/open_drafter.h"
@@ -48,12 +50,14 @@ struct ChatOptions {
   bool verbose = false;
 };
 
-// Plain decoding's speed on this machine, for the speedup each answer reports: 32 tokens after
-// the rendered system turn (or BOS), timed once.
-double MeasurePlainTokensPerSecond(Model& model, const std::vector<int32_t>& prompt,
-                                   const SamplerParams& sampling) {
+// Tokens of plain decoding timed after each speculative answer, on the same prompt.
+constexpr int32_t kPlainProbeTokens = 16;
+
+// Plain decoding's speed after `prompt` (prefill excluded), for the speedup an answer reports.
+double PlainTokensPerSecond(Model& model, const std::vector<int32_t>& prompt,
+                            const SamplerParams& sampling) {
   PlainTiming timing;
-  const SessionOptions so{.n_predict = 32, .stop_at_eog = false};
+  const SessionOptions so{.n_predict = kPlainProbeTokens, .stop_at_eog = false};
   const std::vector<int32_t> out = GeneratePlain(model, prompt, sampling, so, {}, &timing);
   return out.size() / std::max(timing.generation_seconds, 1e-9);
 }
@@ -64,7 +68,7 @@ void RunChat(ChatOptions o) {
     std::fprintf(stderr, "[grove] bundled models: target %s, draft %s\n", o.model.c_str(),
                  o.draft.c_str());
   }
-  o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  o.sampling.seed = SeedOrRandom(o.seed);
   o.sampling.Validate();
   if (o.n_predict <= 0) Fail("-n ", o.n_predict, " must be > 0");
 
@@ -99,20 +103,11 @@ void RunChat(ChatOptions o) {
     if (!o.system.empty()) messages.push_back({{"role", "system"}, {"content", o.system}});
   };
   reset();
-  const double plain_tps = [&] {
-    jinja::ChatTemplateInput input;
-    input.messages = messages.empty()
-                         ? nlohmann::ordered_json::array({{{"role", "user"}, {"content", "Hello"}}})
-                         : messages;
-    std::vector<int32_t> prompt = format.Encode(format.Render(input));
-    if (prompt.empty()) prompt.push_back(std::max(tok->bos(), 0));
-    return MeasurePlainTokensPerSecond(*model, prompt, o.sampling);
-  }();
   std::fprintf(stderr,
-               "[grove] chat with %s (%s), %s; plain decoding runs at %.1f t/s here. /clear "
-               "forgets, /exit ends, Ctrl-C stops an answer.\n",
+               "[grove] chat with %s (%s), %s. /clear forgets, /exit ends, Ctrl-C stops an "
+               "answer.\n",
                o.model.c_str(), format.Describe().c_str(),
-               session ? ("speculating with " + o.draft).c_str() : "no draft", plain_tps);
+               session ? ("speculating with " + o.draft).c_str() : "no draft");
 
   std::string line;
   while (true) {
@@ -175,11 +170,19 @@ void RunChat(ChatOptions o) {
     std::fflush(stdout);
     messages.push_back({{"role", "assistant"}, {"content", answer}});
 
-    const double tps = session ? session->stats().tokens_per_second()
-                               : output.size() / std::max(plain_timing.generation_seconds, 1e-9);
-    std::fprintf(stderr, "[grove] %zu tokens%s | τ %.2f | %.1f t/s | %.2fx plain\n", output.size(),
-                 g_stop_answer ? " (stopped)" : "", session ? session->stats().tau() : 1.0, tps,
-                 tps / std::max(plain_tps, 1e-9));
+    const char* stopped = g_stop_answer ? " (stopped)" : "";
+    if (!session) {
+      std::fprintf(stderr, "[grove] %zu tokens%s | %.1f t/s\n", output.size(), stopped,
+                   output.size() / std::max(plain_timing.generation_seconds, 1e-9));
+      continue;
+    }
+    const double tps = session->stats().tokens_per_second();
+    const double plain_tps = PlainTokensPerSecond(*model, prompt, o.sampling);
+    std::fprintf(stderr,
+                 "[grove] %zu tokens%s | τ %.2f | %.1f t/s | %.2fx plain (%.1f t/s, %d tokens "
+                 "after the same prompt)\n",
+                 output.size(), stopped, session->stats().tau(), tps,
+                 tps / std::max(plain_tps, 1e-9), plain_tps, kPlainProbeTokens);
   }
   std::printf("\n");
 }
@@ -199,15 +202,7 @@ void AddChatCommand(CLI::App& app) {
   cmd->add_option("--spec", o->spec, "Tree, as for grove run (default: auto)")
       ->capture_default_str();
   cmd->add_option("-n,--n-predict", o->n_predict, "Most tokens per answer")->capture_default_str();
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature; 0 is greedy")
-      ->capture_default_str();
-  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens; 0 disables")
-      ->capture_default_str();
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass in (0, 1]; 1 disables")
-      ->capture_default_str();
-  cmd->add_option("--min-p", o->sampling.min_p,
-                  "Drop tokens below min-p x the top probability; 0 disables")
-      ->capture_default_str();
+  AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random)")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
       ->capture_default_str()

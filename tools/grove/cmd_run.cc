@@ -5,7 +5,6 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
-#include <random>
 #include <string>
 
 #include "base/error.h"
@@ -16,6 +15,7 @@
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "option_checks.h"
+#include "sampling_options.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
@@ -71,7 +71,7 @@ void RunGenerate(RunOptions o) {
   InstallStderrLog(o.verbose);
   ResolveModels(o);
   const std::string prompt_text = ReadPrompt(o);
-  o.sampling.seed = o.seed >= 0 ? static_cast<uint64_t>(o.seed) : std::random_device{}();
+  o.sampling.seed = SeedOrRandom(o.seed);
   o.sampling.Validate();
   if (o.n_predict < 0) Fail("-n ", o.n_predict, " must be >= 0");
   if (o.threads < 0) Fail("-t ", o.threads, " must be >= 0");
@@ -212,15 +212,7 @@ void AddRunCommand(CLI::App& app) {
                             "Prompt text (default: empty, start from the BOS token)");
   cmd->add_option("-f,--file", o->prompt_file, "Read the prompt from a file")->excludes(p);
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")->capture_default_str();
-  cmd->add_option("--temp", o->sampling.temperature, "Temperature; 0 is greedy")
-      ->capture_default_str();
-  cmd->add_option("--top-k", o->sampling.top_k, "Keep the k most likely tokens; 0 disables")
-      ->capture_default_str();
-  cmd->add_option("--top-p", o->sampling.top_p, "Nucleus sampling mass in (0, 1]; 1 disables")
-      ->capture_default_str();
-  cmd->add_option("--min-p", o->sampling.min_p,
-                  "Drop tokens below min-p x the top probability; 0 disables")
-      ->capture_default_str();
+  AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random, printed in the stats)")
       ->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "bundled_models.h"
 #include "option_checks.h"
+#include "sampling_options.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/tree_plan.h"
@@ -31,11 +32,8 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
                  "draws are plain sampling's, so every policy gives the same text)");
   cmd.add_option("--accept", o.accept_file,
                  "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
-  cmd.add_option("--temp", o.sampling.temperature, "Temperature (ToT samples thoughts at 0.7)")
-      ->capture_default_str()
-      ->check(FiniteRange(0.0, 2.0));
-  cmd.add_option("--top-k", o.sampling.top_k, "Top-k; 0 disables")->capture_default_str();
-  cmd.add_option("--top-p", o.sampling.top_p, "Top-p; 1 disables")->capture_default_str();
+  // ToT samples its thoughts: --temp defaults to 0.7 (tot_engine.h).
+  AddSamplingOptions(cmd, o.sampling);
   cmd.add_option("-s,--seed", o.seed, "Seed of sampling and of the search's sequence keys")
       ->capture_default_str();
   cmd.add_option("-t,--threads", o.threads,
