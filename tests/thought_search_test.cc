@@ -435,7 +435,7 @@ TEST(ThoughtSearchTest, WritersShowTheTree) {
   SearchTree odd;
   odd.nodes.push_back({.numbers = {{1, 1}}});
   odd.nodes.push_back({.id = 1, .parent = 0, .depth = 1, .step = "a<b & \"c\"", .kept = true});
-  EXPECT_NE(SearchTreeSvg(odd).find("a&lt;b &amp; &quot;c&quot;"), std::string::npos);
+  EXPECT_NE(SearchTreeSvg(odd).find("a&lt;b &amp; &#34;c&#34;"), std::string::npos);
   EXPECT_NE(SearchTreeDot(odd).find("a<b & \\\"c\\\""), std::string::npos);
   EXPECT_NE(SearchTreeSvg(SearchTree{}).find("<svg"), std::string::npos);
   EXPECT_EQ(FormatSearchTreeText(SearchTree{}), "");

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/html_escape.h"
 #include "jinja/jinja_value.h"
 
 namespace grove::jinja {
@@ -17,9 +18,6 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
 bool ApplyTest(std::string_view name, const Value& target, const CallArgs& args);
 // `target.name(args)`: str, dict and list methods.
 Value CallMethod(const Value& target, std::string_view name, const CallArgs& args);
-
-// markupsafe's escape: & < > " ' as HTML entities.
-std::string HtmlEscape(std::string_view s);
 
 // Python's str methods on UTF-8 text, shared by the methods and the filters.
 std::string PyStrip(std::string_view s, const Value* chars, bool left, bool right);

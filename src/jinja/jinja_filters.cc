@@ -84,36 +84,6 @@ void SortValues(ValueList& items, bool case_sensitive, const std::string* attrib
   });
 }
 
-}  // namespace
-
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-namespace {
-
 // Python's printf-style `fmt % args` for %s, %r, %d, %i, %f and %%.
 std::string PercentFormat(std::string_view fmt, const ValueList& args) {
   std::string out;

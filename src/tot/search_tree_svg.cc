@@ -2,6 +2,7 @@
 #include <map>
 
 #include "base/error.h"
+#include "base/html_escape.h"
 #include "tot/search_tree_writers.h"
 
 namespace grove {
@@ -15,29 +16,6 @@ constexpr double kPadding = 6;
 constexpr double kGapX = 14;
 constexpr double kGapY = 44;
 constexpr double kMargin = 16;
-
-std::string Escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Px(double v) { return StrCat(static_cast<int64_t>(v + 0.5)); }
 
@@ -104,7 +82,7 @@ std::string SearchTreeSvg(const SearchTree& tree) {
   for (const ThoughtNode& node : tree.nodes) {
     const double x = x_of(node.id), y = y_of(node.id);
     const bool bold = node.on_answer_path;
-    out += StrCat("<g><title>", Escape(StrCat("node ", node.id, ", depth ", node.depth)),
+    out += StrCat("<g><title>", HtmlEscape(StrCat("node ", node.id, ", depth ", node.depth)),
                   "</title>\n");
     out +=
         StrCat("<rect x=\"", Px(x), "\" y=\"", Px(y), "\" width=\"", Px(box_w), "\" height=\"",
@@ -112,14 +90,14 @@ std::string SearchTreeSvg(const SearchTree& tree) {
                node.kept ? "#2e7d32" : "#999999", "\" stroke-width=\"", bold ? 3 : 1, "\"/>\n");
     const std::string fill = node.kept ? "#000000" : "#666666";
     const std::string weight = bold ? " font-weight=\"bold\"" : "";
-    out +=
-        StrCat("<text x=\"", Px(x + kPadding), "\" y=\"", Px(y + kPadding + kLineHeight - 3),
-               "\" fill=\"", fill, "\"", weight, ">", Escape(ThoughtNodeTitle(node)), "</text>\n");
+    out += StrCat("<text x=\"", Px(x + kPadding), "\" y=\"", Px(y + kPadding + kLineHeight - 3),
+                  "\" fill=\"", fill, "\"", weight, ">", HtmlEscape(ThoughtNodeTitle(node)),
+                  "</text>\n");
     const std::string value = ThoughtNodeValueText(node);
     if (!value.empty()) {
       out +=
           StrCat("<text x=\"", Px(x + kPadding), "\" y=\"", Px(y + kPadding + 2 * kLineHeight - 3),
-                 "\" fill=\"", fill, "\"", weight, ">", Escape(value), "</text>\n");
+                 "\" fill=\"", fill, "\"", weight, ">", HtmlEscape(value), "</text>\n");
     }
     out += "</g>\n";
   }
