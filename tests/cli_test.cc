@@ -220,8 +220,9 @@ TEST_F(CliTest, QuantizeF32ToQ8_0MatchesSynthAndRuns) {
   EXPECT_EQ(a.out, b.out);
 }
 
-// The tiny model's rows (64, 160) do not divide into 256-element K blocks: every matrix falls back
-// to q8_0 with a warning naming it, and the result still loads and runs.
+// The tiny model's rows (64, 160) do not divide into 256-element K blocks: every matrix falls back,
+// as in llama.cpp, q4_K to q5_0 and q6_K to q8_0, with a warning naming it, and the result still
+// loads and runs.
 TEST_F(CliTest, QuantizeFallsBackWhenRowsDoNotFitTheBlocks) {
   const std::string out = Path("fallback.gguf");
   const CommandResult q = Grove("quantize " + Model("f32") + " " + out + " q4_k_m");
@@ -231,7 +232,14 @@ TEST_F(CliTest, QuantizeFallsBackWhenRowsDoNotFitTheBlocks) {
       << q.err;
   auto f = GgufFile::Open(out);
   EXPECT_EQ(f->GetUint("general.file_type"), 15u);  // LLAMA_FTYPE_MOSTLY_Q4_K_M
-  EXPECT_EQ(f->GetTensor("blk.0.attn_q.weight").type, GgmlType::kQ8_0);
+  EXPECT_EQ(f->GetTensor("blk.0.attn_q.weight").type, GgmlType::kQ5_0);
+  int q8_0 = 0;  // the matrices the mix gives q6_K
+  for (const GgufTensor& t : f->tensors()) {
+    if (t.shape.size() < 2) continue;
+    EXPECT_TRUE(t.type == GgmlType::kQ5_0 || t.type == GgmlType::kQ8_0) << t.name;
+    q8_0 += t.type == GgmlType::kQ8_0;
+  }
+  EXPECT_GT(q8_0, 0);
   EXPECT_EQ(f->GetTensor("blk.0.attn_norm.weight").type, GgmlType::kF32);
   const CommandResult r = Grove("run -m " + out + " -p hello -n 2 --temp 0 -t 1");
   EXPECT_EQ(r.exit_code, 0) << r.err;

@@ -218,7 +218,10 @@ INSTANTIATE_TEST_SUITE_P(
         // LongRoPE: the long factors beyond the original context (256), the short
         // ones within it (llama.cpp pads contexts to multiples of 256).
         FamilyCase{"phi3", GgmlType::kF32, 512}, FamilyCase{"phi3", GgmlType::kF32, 256},
-        FamilyCase{"phi3", GgmlType::kQ8_0, 512}),
+        FamilyCase{"phi3", GgmlType::kQ8_0, 512},
+        // Q5_0, what llama.cpp's Q4_K_M stores rows of 896 in (Qwen2.5-0.5B): grove computes it
+        // as Q8_0, re-encoded at load without loss.
+        FamilyCase{"qwen2", GgmlType::kQ5_0, 256}),
     CaseName);
 
 // The same checks on files of another writer (tests/reference/write_gguf.py: 64-byte alignment,

@@ -616,5 +616,48 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
+// What the table says of the 32-block types: Q5_0 and IQ4_NL compute as Q8_0, Q4_1 and Q5_1 are
+// read and written but have no kernel, IQ4_NL is read but not written.
+TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
+  EXPECT_EQ(ComputeType(GgmlType::kQ5_0), GgmlType::kQ8_0);
+  EXPECT_EQ(ComputeType(GgmlType::kIQ4_NL), GgmlType::kQ8_0);
+  EXPECT_EQ(ComputeType(GgmlType::kQ4_K), GgmlType::kQ4_K);
+  EXPECT_FALSE(ComputeType(GgmlType::kQ4_1).has_value());
+  EXPECT_FALSE(ComputeType(GgmlType::kQ5_1).has_value());
+  EXPECT_FALSE(ComputeType(GgmlType::kQ2_K).has_value());
+  EXPECT_TRUE(CanDequantize(GgmlType::kQ5_1) && CanQuantize(GgmlType::kQ5_1));
+  EXPECT_TRUE(CanDequantize(GgmlType::kIQ4_NL));
+  EXPECT_FALSE(CanQuantize(GgmlType::kIQ4_NL));
+  std::vector<float> x(64, 1.0f);
+  std::vector<uint8_t> bytes(256);
+  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_NL, x.data(), bytes.data(), 64), Error);
+  EXPECT_THROW(ConvertRow(GgmlType::kQ4_1, bytes.data(), bytes.data(), 64), Error);
+  EXPECT_EQ(SupportedWeightTypeNames(), "f32, f16, bf16, q8_0, q4_0, q5_0, iq4_nl, q4_k, q6_k");
+}
+
+// Re-encoding Q5_0 and IQ4_NL as Q8_0 keeps every value: the Q8_0 row dequantizes to the same
+// floats, bit for bit, for every quant and a range of scales.
+TEST(QuantConvertTest, Q5_0AndIQ4_NLBecomeQ8_0Exactly) {
+  std::mt19937 rng(7);
+  for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kIQ4_NL}) {
+    const int64_t n = 32 * 64;
+    std::vector<uint8_t> row(GgmlRowBytes(type, n));
+    for (uint8_t& b : row) b = static_cast<uint8_t>(rng());
+    const int64_t block_bytes = GgmlTraits(type).type_size;
+    for (int64_t b = 0; b < n / 32; ++b) {
+      // A finite fp16 scale: sign, exponent 1..29, any mantissa (and some subnormals).
+      const uint16_t d =
+          static_cast<uint16_t>((rng() & 0x83ff) | ((b % 7 == 0 ? 0 : 1 + rng() % 29) << 10));
+      std::memcpy(row.data() + b * block_bytes, &d, sizeof(d));
+    }
+    std::vector<uint8_t> q8(GgmlRowBytes(GgmlType::kQ8_0, n));
+    ConvertRow(type, row.data(), q8.data(), n);
+    std::vector<float> want(n), got(n);
+    DequantizeRow(type, row.data(), want.data(), n);
+    DequantizeRow(GgmlType::kQ8_0, q8.data(), got.data(), n);
+    EXPECT_EQ(std::memcmp(want.data(), got.data(), n * sizeof(float)), 0) << GgmlTypeName(type);
+  }
+}
+
 }  // namespace
 }  // namespace grove

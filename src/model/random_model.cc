@@ -132,8 +132,8 @@ std::vector<std::string> NamedModelShapes() {
 
 GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
   const ModelFamily& family = FindFamily(spec.arch);
-  if (!IsSupportedWeightType(spec.type))
-    Fail("random model: type ", GgmlTypeName(spec.type), " is not supported");
+  if (!CanQuantize(spec.type))
+    Fail("random model: grove does not write type ", GgmlTypeName(spec.type));
   const int64_t block = GgmlTraits(spec.type).block_size;
   if (spec.n_head <= 0 || spec.n_head_kv <= 0 || spec.n_head % spec.n_head_kv != 0 ||
       (spec.head_dim == 0 && spec.n_embd % spec.n_head != 0)) {

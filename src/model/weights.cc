@@ -30,7 +30,8 @@ const GgufTensor& Expect(const GgufFile& gguf, const std::string& name,
   }
   if (!IsSupportedWeightType(t->type)) {
     Fail("model: tensor '", name, "' has type ", GgmlTypeName(t->type),
-         ", which grove cannot compute with (supported: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+         ", which grove cannot compute with yet (it computes with ", SupportedWeightTypeNames(),
+         ")");
   }
   return *t;
 }

@@ -28,6 +28,40 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "BlockQ4_0 must match ggml's block_q4_0");
 
+// Q4_1: nibbles as Q4_0; value = nibble * d + m (d, m fp16).
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "BlockQ4_1 must match ggml's block_q4_1");
+
+// Q5_0: 5-bit quants q in [0, 31]; the low 4 bits are nibbles as in Q4_0 and bit 4 of element j is
+// bit j of qh (read as a little-endian uint32); value = (q - 16) * d.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "BlockQ5_0 must match ggml's block_q5_0");
+
+// Q5_1: quants as Q5_0; value = q * d + m.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "BlockQ5_1 must match ggml's block_q5_1");
+
+// IQ4_NL: nibbles as Q4_0, each an index into a fixed non-linear table of 16 int8 levels
+// (kIq4NlLevels, quant/quant.h); value = level * d.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "BlockIQ4_NL must match ggml's block_iq4_nl");
+
 // Elements per super-block of the k-quants (ggml's QK_K).
 inline constexpr int kKBlock = 256;
 
@@ -60,8 +94,9 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210, "BlockQ6_K must match ggml's block_q6_K");
 
-static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_K) == 2 &&
-                  alignof(BlockQ6_K) == 2,
+static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_1) == 2 &&
+                  alignof(BlockQ5_0) == 2 && alignof(BlockQ5_1) == 2 && alignof(BlockIQ4_NL) == 2 &&
+                  alignof(BlockQ4_K) == 2 && alignof(BlockQ6_K) == 2,
               "blocks are packed back to back in GGUF rows");
 
 }  // namespace grove

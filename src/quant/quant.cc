@@ -1,10 +1,9 @@
 #include "quant/quant.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "base/error.h"
+#include "quant/block32_quants.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
 #include "quant/k_quants.h"
@@ -12,164 +11,156 @@
 namespace grove {
 namespace {
 
-// The scalar quantizers below are ggml's reference ones (quantize_row_q8_0_ref,
-// quantize_row_q4_0_ref) step for step, so a file grove writes matches llama-quantize bit for bit.
+using DequantizeFn = void (*)(const void* src, float* dst, int64_t n_blocks);
+using QuantizeFn = void (*)(const float* src, void* dst, int64_t n_blocks);
+using ConvertFn = void (*)(const void* src, void* dst, int64_t n_blocks);
 
-void QuantizeRowQ8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * kQBlock;
-    float amax = 0.0f;
-    for (int j = 0; j < kQBlock; ++j) {
-      const float v = std::fabs(x[j]);
-      amax = amax > v ? amax : v;  // ggml's MAX(), NaN handling included
-    }
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    dst[b].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQBlock; ++j) dst[b].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
-  }
+// Adapts a typed block function to the table's untyped signature.
+template <typename Block, void (*F)(const Block*, float*, int64_t)>
+void Dequantize(const void* src, float* dst, int64_t n_blocks) {
+  F(static_cast<const Block*>(src), dst, n_blocks);
+}
+template <typename Block, void (*F)(const float*, Block*, int64_t)>
+void Quantize(const float* src, void* dst, int64_t n_blocks) {
+  F(src, static_cast<Block*>(dst), n_blocks);
+}
+template <typename From, typename To, void (*F)(const From*, To*, int64_t)>
+void Convert(const void* src, void* dst, int64_t n_blocks) {
+  F(static_cast<const From*>(src), static_cast<To*>(dst), n_blocks);
 }
 
-void DequantizeRowQ8_0(const BlockQ8_0* src, float* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = Fp16ToFp32(src[b].d);
-    for (int j = 0; j < kQBlock; ++j) dst[b * kQBlock + j] = static_cast<float>(src[b].qs[j]) * d;
-  }
+void DequantizeF32(const void* src, float* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+void QuantizeF32(const float* src, void* dst, int64_t n) {
+  std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+}
+void DequantizeF16(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
+}
+void QuantizeF16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(src[i]);
+}
+void DequantizeBF16(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(h[i]);
+}
+void QuantizeBF16(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(src[i]);
 }
 
-void QuantizeRowQ4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
-  constexpr int kHalf = kQBlock / 2;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * kQBlock;
-    // The signed value of largest magnitude maps to -8, so the full range [-8, 7] is used.
-    float amax = 0.0f;
-    float max = 0.0f;
-    for (int j = 0; j < kQBlock; ++j) {
-      if (amax < std::fabs(x[j])) {
-        amax = std::fabs(x[j]);
-        max = x[j];
-      }
-    }
-    const float d = max / -8.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    dst[b].d = Fp32ToFp16(d);
-    for (int j = 0; j < kHalf; ++j) {
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
-      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + kHalf] * id + 8.5f)));
-      dst[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
+// What grove does with each type. `compute`: the type the kernels take a matrix as (itself, or
+// the target of `convert`); kNone where no kernel computes it yet.
+constexpr auto kNone = static_cast<GgmlType>(~0u);
+struct WeightTypeRow {
+  GgmlType type;
+  DequantizeFn dequantize;
+  QuantizeFn quantize;  // null: grove does not write the type
+  GgmlType compute;
+  ConvertFn convert;  // type -> compute, lossless; null when compute == type or kNone
+};
+
+const WeightTypeRow kWeightTypes[] = {
+    {GgmlType::kF32, DequantizeF32, QuantizeF32, GgmlType::kF32, nullptr},
+    {GgmlType::kF16, DequantizeF16, QuantizeF16, GgmlType::kF16, nullptr},
+    {GgmlType::kBF16, DequantizeBF16, QuantizeBF16, GgmlType::kBF16, nullptr},
+    {GgmlType::kQ8_0, Dequantize<BlockQ8_0, DequantizeRowQ8_0>,
+     Quantize<BlockQ8_0, QuantizeRowQ8_0>, GgmlType::kQ8_0, nullptr},
+    {GgmlType::kQ4_0, Dequantize<BlockQ4_0, DequantizeRowQ4_0>,
+     Quantize<BlockQ4_0, QuantizeRowQ4_0>, GgmlType::kQ4_0, nullptr},
+    {GgmlType::kQ4_1, Dequantize<BlockQ4_1, DequantizeRowQ4_1>,
+     Quantize<BlockQ4_1, QuantizeRowQ4_1>, kNone, nullptr},
+    {GgmlType::kQ5_0, Dequantize<BlockQ5_0, DequantizeRowQ5_0>,
+     Quantize<BlockQ5_0, QuantizeRowQ5_0>, GgmlType::kQ8_0,
+     Convert<BlockQ5_0, BlockQ8_0, Q5_0ToQ8_0>},
+    {GgmlType::kQ5_1, Dequantize<BlockQ5_1, DequantizeRowQ5_1>,
+     Quantize<BlockQ5_1, QuantizeRowQ5_1>, kNone, nullptr},
+    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr, GgmlType::kQ8_0,
+     Convert<BlockIQ4_NL, BlockQ8_0, IQ4_NLToQ8_0>},
+    {GgmlType::kQ4_K, Dequantize<BlockQ4_K, DequantizeRowQ4_K>,
+     Quantize<BlockQ4_K, QuantizeRowQ4_K>, GgmlType::kQ4_K, nullptr},
+    {GgmlType::kQ6_K, Dequantize<BlockQ6_K, DequantizeRowQ6_K>,
+     Quantize<BlockQ6_K, QuantizeRowQ6_K>, GgmlType::kQ6_K, nullptr},
+};
+
+const WeightTypeRow* Find(GgmlType type) {
+  for (const WeightTypeRow& row : kWeightTypes) {
+    if (row.type == type) return &row;
   }
+  return nullptr;
 }
 
-void DequantizeRowQ4_0(const BlockQ4_0* src, float* dst, int64_t n_blocks) {
-  constexpr int kHalf = kQBlock / 2;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = Fp16ToFp32(src[b].d);
-    float* y = dst + b * kQBlock;
-    for (int j = 0; j < kHalf; ++j) {
-      y[j] = static_cast<float>((src[b].qs[j] & 0x0f) - 8) * d;
-      y[j + kHalf] = static_cast<float>((src[b].qs[j] >> 4) - 8) * d;
-    }
-  }
-}
-
-int64_t BlockCount(GgmlType type, int64_t n) {
-  if (!IsSupportedWeightType(type)) {
-    Fail("quant: type ", GgmlTypeName(type),
-         " is not supported (grove computes with f32, f16, "
-         "bf16, q8_0, q4_0, q4_k, q6_k)");
+// The row's table entry and its block count; throws for an unknown type or a ragged row.
+const WeightTypeRow& Checked(GgmlType type, int64_t n, int64_t* n_blocks) {
+  const WeightTypeRow* row = Find(type);
+  if (!row) {
+    Fail("quant: grove cannot read type ", GgmlTypeName(type), " (it computes with ",
+         SupportedWeightTypeNames(), ")");
   }
   const int64_t block_size = GgmlTraits(type).block_size;
   if (n < 0 || n % block_size != 0) {
     Fail("quant: row of ", n, " elements is not a multiple of the ", GgmlTypeName(type),
          " block size ", block_size);
   }
-  return n / block_size;
+  // The float types' functions take elements, the block types' blocks.
+  *n_blocks = block_size == 1 ? n : n / block_size;
+  return *row;
 }
 
 }  // namespace
 
-bool IsSupportedWeightType(GgmlType type) {
-  switch (type) {
-    case GgmlType::kF32:
-    case GgmlType::kF16:
-    case GgmlType::kBF16:
-    case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0:
-    case GgmlType::kQ4_K:
-    case GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
+bool CanDequantize(GgmlType type) { return Find(type) != nullptr; }
+
+bool CanQuantize(GgmlType type) {
+  const WeightTypeRow* row = Find(type);
+  return row && row->quantize;
+}
+
+std::optional<GgmlType> ComputeType(GgmlType type) {
+  const WeightTypeRow* row = Find(type);
+  if (!row || row->compute == kNone) return std::nullopt;
+  return row->compute;
+}
+
+bool IsSupportedWeightType(GgmlType type) { return ComputeType(type).has_value(); }
+
+std::string SupportedWeightTypeNames() {
+  std::string names;
+  for (const WeightTypeRow& row : kWeightTypes) {
+    if (row.compute == kNone) continue;
+    if (!names.empty()) names += ", ";
+    names += GgmlTypeName(row.type);
   }
+  return names;
 }
 
 void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n) {
-  const int64_t n_blocks = BlockCount(type, n);
-  switch (type) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case GgmlType::kF16: {
-      const auto* h = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
-      return;
-    }
-    case GgmlType::kBF16: {
-      const auto* h = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(h[i]);
-      return;
-    }
-    case GgmlType::kQ8_0:
-      DequantizeRowQ8_0(static_cast<const BlockQ8_0*>(src), dst, n_blocks);
-      return;
-    case GgmlType::kQ4_0:
-      DequantizeRowQ4_0(static_cast<const BlockQ4_0*>(src), dst, n_blocks);
-      return;
-    case GgmlType::kQ4_K:
-      DequantizeRowQ4_K(static_cast<const BlockQ4_K*>(src), dst, n_blocks);
-      return;
-    case GgmlType::kQ6_K:
-      DequantizeRowQ6_K(static_cast<const BlockQ6_K*>(src), dst, n_blocks);
-      return;
-    default:
-      break;
-  }
-  Fail("quant: no dequantizer for ", GgmlTypeName(type));
+  int64_t n_blocks;
+  Checked(type, n, &n_blocks).dequantize(src, dst, n_blocks);
 }
 
 void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n) {
-  const int64_t n_blocks = BlockCount(type, n);
-  switch (type) {
-    case GgmlType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
-      return;
-    case GgmlType::kF16: {
-      auto* h = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(src[i]);
-      return;
-    }
-    case GgmlType::kBF16: {
-      auto* h = static_cast<uint16_t*>(dst);
-      for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(src[i]);
-      return;
-    }
-    case GgmlType::kQ8_0:
-      QuantizeRowQ8_0(src, static_cast<BlockQ8_0*>(dst), n_blocks);
-      return;
-    case GgmlType::kQ4_0:
-      QuantizeRowQ4_0(src, static_cast<BlockQ4_0*>(dst), n_blocks);
-      return;
-    case GgmlType::kQ4_K:
-      QuantizeRowQ4_K(src, static_cast<BlockQ4_K*>(dst), n_blocks);
-      return;
-    case GgmlType::kQ6_K:
-      QuantizeRowQ6_K(src, static_cast<BlockQ6_K*>(dst), n_blocks);
-      return;
-    default:
-      break;
+  int64_t n_blocks;
+  const WeightTypeRow& row = Checked(type, n, &n_blocks);
+  if (!row.quantize) Fail("quant: grove does not write ", GgmlTypeName(type), " yet");
+  row.quantize(src, dst, n_blocks);
+}
+
+void ConvertRow(GgmlType type, const void* src, void* dst, int64_t n) {
+  int64_t n_blocks;
+  const WeightTypeRow& row = Checked(type, n, &n_blocks);
+  if (row.compute == kNone) {
+    Fail("quant: grove has no kernel for ", GgmlTypeName(type), " matrices yet (it computes with ",
+         SupportedWeightTypeNames(), ")");
   }
-  Fail("quant: no quantizer for ", GgmlTypeName(type));
+  if (row.convert) {
+    row.convert(src, dst, n_blocks);
+  } else {
+    std::memcpy(dst, src, static_cast<size_t>(GgmlRowBytes(type, n)));
+  }
 }
 
 }  // namespace grove

@@ -1,19 +1,37 @@
-// Weight types grove computes with: conversion of rows between float and each block format.
-// Layouts are GGUF/ggml-compatible bit for bit (see quant/blocks.h).
+// Weight types grove reads, writes and computes with: conversion of rows between float and each
+// block format, and how a matrix of each type is computed. Layouts are GGUF/ggml-compatible bit
+// for bit (see quant/blocks.h). One table (quant.cc) says, per type, what grove can do with it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "io/ggml_type.h"
 
 namespace grove {
 
-// True for the types that grove can dequantize, quantize and multiply: F32, F16, BF16, Q8_0, Q4_0,
-// Q4_K, Q6_K (k-quant rows must be multiples of 256 elements).
-bool IsSupportedWeightType(GgmlType type);
+// Rows of the type can be dequantized: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// Q4_K, Q6_K.
+bool CanDequantize(GgmlType type);
+// grove writes the type, byte for byte as ggml's reference quantizer (all of the above but
+// IQ4_NL).
+bool CanQuantize(GgmlType type);
 
-// n must be a multiple of the type's block size. Types that are not supported throw grove::Error.
+// The type the kernels compute a matrix of `type` as: the type itself where kernels exist (F32,
+// F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), Q8_0 for Q5_0 and IQ4_NL (re-encoded losslessly at load,
+// ConvertRow), nullopt where grove has no way yet (Q4_1, Q5_1 and every other type).
+std::optional<GgmlType> ComputeType(GgmlType type);
+// True when a model's matrix may have this type (ComputeType has a value).
+bool IsSupportedWeightType(GgmlType type);
+// "f32, f16, ..." — the types IsSupportedWeightType accepts, for messages.
+std::string SupportedWeightTypeNames();
+
+// n must be a multiple of the type's block size. Types that cannot be converted throw grove::Error.
 void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n);
 void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n);
+// A row of `type` in ComputeType(type), exactly (no rounding): dst holds
+// GgmlRowBytes(ComputeType(type), n) bytes.
+void ConvertRow(GgmlType type, const void* src, void* dst, int64_t n);
 
 }  // namespace grove

@@ -120,7 +120,7 @@ std::vector<float> ReadLayoutParams(const GgufFile& file, const ParamLayout& lay
     if (!g) refuse(StrCat("no tensor '", t.name, "'"));
     if (g->shape != t.shape)
       refuse(StrCat("tensor '", t.name, "' is ", g->shape_string(), ", expected another shape"));
-    if (!IsSupportedWeightType(g->type))
+    if (!CanDequantize(g->type))
       refuse(StrCat("tensor '", t.name, "' has unsupported type ", GgmlTypeName(g->type)));
     const int64_t n_in = t.shape[0];
     const int64_t row_bytes = GgmlRowBytes(g->type, n_in);

@@ -56,16 +56,23 @@ struct QuantTarget {
 // labelled MOSTLY_Q4_K_S (14), the closest llama.cpp file type.
 const std::vector<QuantTarget>& KnownTargets() {
   static const std::vector<QuantTarget> targets = {
-      {"f32", GgmlType::kF32, 0},    {"f16", GgmlType::kF16, 1},
-      {"bf16", GgmlType::kBF16, 32}, {"q8_0", GgmlType::kQ8_0, 7},
-      {"q4_0", GgmlType::kQ4_0, 2},  {"q4_k", GgmlType::kQ4_K, 14},
-      {"q6_k", GgmlType::kQ6_K, 18}, {"q4_k_m", GgmlType::kQ4_K, 15, /*q4_k_m_mix=*/true},
+      {"f32", GgmlType::kF32, 0},
+      {"f16", GgmlType::kF16, 1},
+      {"bf16", GgmlType::kBF16, 32},
+      {"q8_0", GgmlType::kQ8_0, 7},
+      {"q4_0", GgmlType::kQ4_0, 2},
+      {"q4_1", GgmlType::kQ4_1, 3},
+      {"q5_0", GgmlType::kQ5_0, 8},
+      {"q5_1", GgmlType::kQ5_1, 9},
+      {"q4_k", GgmlType::kQ4_K, 14},
+      {"q6_k", GgmlType::kQ6_K, 18},
+      {"q4_k_m", GgmlType::kQ4_K, 15, /*q4_k_m_mix=*/true},
   };
   return targets;
 }
 
 bool TargetSupported(const QuantTarget& t) {
-  return IsSupportedWeightType(t.base) && (!t.q4_k_m_mix || IsSupportedWeightType(GgmlType::kQ6_K));
+  return CanQuantize(t.base) && (!t.q4_k_m_mix || CanQuantize(GgmlType::kQ6_K));
 }
 
 std::string SupportedTargetNames() {
@@ -130,6 +137,17 @@ GgmlType Q4KMType(const std::string& name, int n_layer, bool has_output) {
   return GgmlType::kQ4_K;
 }
 
+// The type of a matrix whose rows do not divide into `wanted`'s blocks, as llama.cpp chooses it
+// (llama_tensor_get_type): a k-quant becomes the 32-block type of about its size (Q4_K: Q5_0,
+// Q6_K: Q8_0), and anything that still does not fit, F16.
+GgmlType FallbackType(GgmlType wanted, int64_t row) {
+  GgmlType type = wanted == GgmlType::kQ4_K   ? GgmlType::kQ5_0
+                  : wanted == GgmlType::kQ6_K ? GgmlType::kQ8_0
+                                              : GgmlType::kF16;
+  if (row % GgmlTraits(type).block_size != 0) type = GgmlType::kF16;
+  return type;
+}
+
 bool IsQuantized(GgmlType t) {
   return t != GgmlType::kF32 && t != GgmlType::kF16 && t != GgmlType::kBF16;
 }
@@ -158,12 +176,7 @@ std::vector<TensorPlan> PlanTensors(const GgufFile& in, const QuantTarget& targe
       type = target.q4_k_m_mix ? Q4KMType(t.name, n_layer, has_output) : target.base;
       if (row % GgmlTraits(type).block_size != 0) {
         const GgmlType wanted = type;
-        for (GgmlType fallback : {GgmlType::kQ8_0, GgmlType::kF16, GgmlType::kF32}) {
-          if (IsSupportedWeightType(fallback) && row % GgmlTraits(fallback).block_size == 0) {
-            type = fallback;
-            break;
-          }
-        }
+        type = FallbackType(wanted, row);
         Log(LogLevel::kWarn,
             StrCat("tensor '", t.name, "': rows of ", row, " are not a multiple of the ",
                    GgmlTypeName(wanted), " block size ", GgmlTraits(wanted).block_size,
@@ -171,7 +184,7 @@ std::vector<TensorPlan> PlanTensors(const GgufFile& in, const QuantTarget& targe
       }
     }
     const bool copy = t.type == type;
-    if (!copy && !IsSupportedWeightType(t.type)) {
+    if (!copy && !CanDequantize(t.type)) {
       Fail("tensor '", t.name, "' is ", GgmlTypeName(t.type),
            ", which grove cannot decode to convert it to ", GgmlTypeName(type));
     }
