@@ -4,10 +4,10 @@
 # time pp512 and tg64 on the same file, alternately (one repetition each, REPS times), so machine
 # drift moves both alike. Prints medians with min-max and the ratio grove / llama.cpp.
 #
-# Files: q8_0 is written by grove synth. q4_k_m is made by llama.cpp's llama-quantize from an f16
-# synth, when grove can read what it writes; llama.cpp stores rows whose length is not a multiple of
-# 256 (Qwen2.5-0.5B's 896, Gemma 3 1B's 1152) as q5_0, which grove does not read yet (the
-# weight-types issue), and for those shapes grove's own quantize q4_k_m writes the file both run.
+# Files: q8_0, q5_0 and the other single types are written by grove synth. q4_k_m is made by
+# llama.cpp's llama-quantize from an f16 synth, when grove can read what it writes (it stores rows
+# whose length is not a multiple of 256, Qwen2.5-0.5B's 896 or Gemma 3 1B's 1152, as q5_0, which
+# grove computes as q8_0); otherwise grove's own quantize q4_k_m writes the file both run.
 #
 # With VERIFY=1 it also prints grove's verify curve t(n)/t(1) of each shape (1..64 tokens) and,
 # for each real pair among the shapes (PAIRS), the speedup speculative decoding is predicted to give
