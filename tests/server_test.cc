@@ -51,6 +51,7 @@ class Server {
     target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
     ServiceOptions options{.model_id = "grove-target",
+                           .model_aliases = {"gpt-4o-mini"},
                            .policy = policy,
                            .spec = "sequoia:6",
                            .plan_inputs = ReadPlanInputs(kAccept, "", 128),
@@ -75,6 +76,7 @@ class Server {
     return client;
   }
   Model& target() { return *target_; }
+  CompletionService& service() { return *service_; }
   int port() const { return port_; }
 
   // Plain greedy or sampled decoding of `prompt` alone, decoded as the server decodes.
@@ -171,6 +173,13 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
   auto models = client.Get("/v1/models");
   ASSERT_TRUE(models);
   EXPECT_EQ(json::parse(models->body).at("data").at(0).at("id"), "grove-target");
+  EXPECT_EQ(json::parse(models->body).at("data").at(1).at("id"), "gpt-4o-mini");
+  // One model is served: any name gets it, as from llama-server.
+  int any_status = 0;
+  const json any = PostJson(client, "/v1/completions",
+                            {{"prompt", "hi"}, {"model", "gpt-4"}, {"max_tokens", 2}}, &any_status);
+  EXPECT_EQ(any_status, 200) << any.dump();
+  EXPECT_EQ(any.at("model"), "grove-target");
 
   const std::string prompt = "Once upon a time";
   // Greedy, speculative and off, non-streamed and streamed: all equal plain decoding alone.
@@ -312,7 +321,6 @@ TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
       {"/v1/completions", R"({"prompt": "hi", "max_tokens": 0})", 400, "max_tokens"},
       {"/v1/completions", R"({"prompt": "hi", "max_tokens": 1000000})", 400, "max_tokens"},
       {"/v1/completions", R"({"prompt": "hi", "temperature": 3})", 400, "temperature"},
-      {"/v1/completions", R"({"prompt": "hi", "model": "gpt-4"})", 404, "gpt-4"},
       {"/v1/completions", R"({"max_tokens": 4})", 400, "prompt"},
       {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "tree:9"}})", 400, ""},
       {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "sequoia:400"}})", 400, ""},
@@ -751,6 +759,23 @@ TEST(ReasoningContent, AThinkingPromptsTextComesBackAsReasoning) {
   EXPECT_EQ(r["choices"][0]["message"]["content"],
             server.Alone("Once upon a time, then", 24, 0.0f, 1));
   EXPECT_FALSE(r["choices"][0]["message"].contains("reasoning_content"));
+}
+
+// A second server on a port in use is refused: without SO_REUSEPORT the kernel does not split the
+// connections between two servers (cpp-httplib's default options set it).
+TEST(HttpServerPort, APortInUseIsRefused) {
+  Server server(1, 4);
+  HttpServer second(server.service(), HttpServerOptions{.port = server.port()});
+  try {
+    second.Bind();
+    ADD_FAILURE() << "a second server bound port " << server.port();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another server"), std::string::npos) << e.what();
+  }
+  httplib::Client client = server.Client();
+  auto health = client.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
 }
 
 }  // namespace

@@ -37,7 +37,8 @@
 namespace grove::serve {
 
 struct ServiceOptions {
-  std::string model_id = "grove";  // /v1/models, and the `model` of every response
+  std::string model_id = "grove";          // /v1/models, and the `model` of every response
+  std::vector<std::string> model_aliases;  // more names /v1/models lists (--alias)
   SchedulePolicy policy = SchedulePolicy::kBatched;
   std::string spec = "auto";   // the tree of requests that do not name one ("off": none)
   TreePlanInputs plan_inputs;  // acceptance vector (and profile) for sequoia trees

@@ -190,8 +190,12 @@ HttpServer::HttpServer(CompletionService& service, HttpServerOptions options)
   server_->set_payload_max_length(options_.max_body_bytes);
   // cpp-httplib listens with a backlog of 5: a burst of clients connecting at once overflows it
   // and some connections fail. Keep the listening socket, to raise its backlog once it listens.
+  // Its default options add SO_REUSEPORT, with which a second server binds a port in use and the
+  // kernel splits the connections between the two: only SO_REUSEADDR here (a restart may bind
+  // while old connections wait in TIME_WAIT; a port another socket listens on is refused).
   server_->set_socket_options([this](socket_t sock) {
-    httplib::default_socket_options(sock);
+    const int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     listen_socket_ = sock;
   });
   Route();
@@ -203,7 +207,10 @@ int HttpServer::Bind() {
   const int port = options_.port == 0
                        ? server_->bind_to_any_port(options_.host)
                        : (server_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
-  if (port < 0) Fail("cannot listen on ", options_.host, ":", options_.port);
+  if (port < 0) {
+    Fail("cannot listen on ", options_.host, ":", options_.port,
+         " (is another server using the port?)");
+  }
   // On Linux, listen() again on a listening socket only changes its backlog.
   if (listen_socket_ >= 0) ::listen(listen_socket_, SOMAXCONN);
   return port;
@@ -267,12 +274,18 @@ void HttpServer::Route() {
     res.set_content(service_.MetricsText(), "text/plain; version=0.0.4");
   });
   server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    const nlohmann::json model{{"id", service_.options().model_id},
-                               {"object", "model"},
-                               {"created", 0},
-                               {"owned_by", "grove"},
-                               {"meta", {{"n_ctx", service_.target().n_ctx()}}}};
-    SendJson(res, 200, {{"object", "list"}, {"data", nlohmann::json::array({model})}});
+    nlohmann::json data = nlohmann::json::array();
+    const ServiceOptions& o = service_.options();
+    std::vector<std::string> names = {o.model_id};
+    names.insert(names.end(), o.model_aliases.begin(), o.model_aliases.end());
+    for (const std::string& name : names) {
+      data.push_back({{"id", name},
+                      {"object", "model"},
+                      {"created", 0},
+                      {"owned_by", "grove"},
+                      {"meta", {{"n_ctx", service_.target().n_ctx()}}}});
+    }
+    SendJson(res, 200, {{"object", "list"}, {"data", std::move(data)}});
   });
 
   server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
@@ -327,13 +340,9 @@ void HttpServer::Route() {
         }
         CompletionRequest request = ParseCompletionRequest(body, chat, limits);
         if (chat) SetChatJson(req.body, &request);
+        // One model is served: whatever `model` names, it answers, as llama-server does (OpenAI
+        // and vLLM refuse names they do not serve). Responses carry the served model's id.
         const std::string& model = service_.options().model_id;
-        if (!request.model.empty() && request.model != model) {
-          throw ApiError(
-              404,
-              "the model '" + request.model + "' does not exist (this server has '" + model + "')",
-              "invalid_request_error", "model");
-        }
         std::shared_ptr<Completion> completion = service_.Start(request);
         const std::chrono::milliseconds keep_alive(options_.keep_alive_ms);
         if (!request.stream) {

@@ -30,7 +30,9 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
                  "Scheduling of the clients' sequences: batched (their trees verified in shared "
                  "forwards), seed, serial-sd, serial-ar")
       ->capture_default_str();
-  cmd.add_option("--alias", o.alias, "Model id of /v1/models (default: the file's name)");
+  cmd.add_option("--alias", o.aliases,
+                 "Model id of /v1/models and of responses (default: the file's name); repeat it "
+                 "for more names to list. Requests may name any model: the one served answers");
   cmd.add_option("--parallel", o.parallel, "Sequences generated at once (target KV slots)")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
@@ -72,7 +74,11 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   target_ =
       Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx, .n_seq = opt.parallel});
   service_options_ = serve::ServiceOptions{
-      .model_id = opt.alias.empty() ? std::filesystem::path(opt.model).stem().string() : opt.alias,
+      .model_id =
+          opt.aliases.empty() ? std::filesystem::path(opt.model).stem().string() : opt.aliases[0],
+      .model_aliases = opt.aliases.size() > 1
+                           ? std::vector<std::string>(opt.aliases.begin() + 1, opt.aliases.end())
+                           : std::vector<std::string>{},
       .policy = policy,
       .spec = opt.spec,
       .max_waiting = opt.queue,

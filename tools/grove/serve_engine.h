@@ -22,7 +22,7 @@ struct ServeModelOptions {
   std::string spec = "auto";
   std::string accept_file;
   std::string policy = "batched";
-  std::string alias;
+  std::vector<std::string> aliases;
   std::string host = "127.0.0.1";
   int port = 8080;
   int parallel = 4;
