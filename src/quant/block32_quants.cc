@@ -6,15 +6,12 @@
 #include <cstring>
 
 #include "quant/half.h"
+#include "quant/iq4_levels.h"
 
 namespace grove {
 namespace {
 
 constexpr int kHalf = kQBlock / 2;
-
-// IQ4_NL's 16 levels (ggml's kvalues_iq4nl), a fact of the format.
-constexpr int8_t kIq4NlLevels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                     1,    13,   25,  38,  53,  69,  89,  113};
 
 // The 5-bit quants of a Q5_0/Q5_1 block: element j < 16 takes the low nibble of qs[j] and bit j of
 // qh, element j + 16 the high nibble and bit j + 16.

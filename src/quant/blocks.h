@@ -55,7 +55,7 @@ struct BlockQ5_1 {
 static_assert(sizeof(BlockQ5_1) == 24, "BlockQ5_1 must match ggml's block_q5_1");
 
 // IQ4_NL: nibbles as Q4_0, each an index into a fixed non-linear table of 16 int8 levels
-// (kIq4NlLevels, quant/quant.h); value = level * d.
+// (kIq4NlLevels, quant/iq4_levels.h); value = level * d.
 struct BlockIQ4_NL {
   uint16_t d;
   uint8_t qs[kQBlock / 2];
@@ -64,6 +64,33 @@ static_assert(sizeof(BlockIQ4_NL) == 18, "BlockIQ4_NL must match ggml's block_iq
 
 // Elements per super-block of the k-quants (ggml's QK_K).
 inline constexpr int kKBlock = 256;
+
+// Q2_K: sixteen sub-blocks of 16 elements; scales[i] holds sub-block i's 4-bit scale (low nibble)
+// and 4-bit min (high nibble); value = fp16(d) * scale * q - fp16(dmin) * min, q a 2-bit quant in
+// [0, 3]. qs: 128 elements per 32 bytes; element 128h + 32c + r (h < 2, c < 4, r < 32) is bits
+// 2c, 2c + 1 of qs[32h + r].
+struct BlockQ2_K {
+  uint8_t scales[kKBlock / 16];
+  uint8_t qs[kKBlock / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84, "BlockQ2_K must match ggml's block_q2_K");
+
+// Q3_K: sixteen sub-blocks of 16 elements with 6-bit scales sc[i];
+// value = fp16(d) * (sc[e / 16] - 32) * q, q a signed 3-bit quant in [-4, 3].
+// The low 2 bits of q are stored as Q2_K's qs; its high bit is bit e / 32 of hmask[e % 32], and
+// q = low - 4 where that bit is clear, low where it is set.
+// scales packs the 16 six-bit numbers into 12 bytes: the low 4 bits of sc[i] are the low (i < 8)
+// or high (i >= 8) nibble of scales[i % 8], its top 2 bits are bits 2(i / 4), 2(i / 4) + 1 of
+// scales[8 + i % 4].
+struct BlockQ3_K {
+  uint8_t hmask[kKBlock / 8];
+  uint8_t qs[kKBlock / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ3_K) == 110, "BlockQ3_K must match ggml's block_q3_K");
 
 // Q4_K: eight sub-blocks of 32 elements, each with a 6-bit scale sc[j] and a 6-bit min m[j];
 // value = fp16(d) * sc[j] * q - fp16(dmin) * m[j], q a 4-bit quant in [0, 15].
@@ -81,6 +108,18 @@ struct BlockQ4_K {
 };
 static_assert(sizeof(BlockQ4_K) == 144, "BlockQ4_K must match ggml's block_q4_K");
 
+// Q5_K: eight sub-blocks of 32 elements with scales and mins packed exactly as Q4_K's;
+// value = fp16(d) * sc[j] * q - fp16(dmin) * m[j], q a 5-bit quant in [0, 31]. The low 4 bits of
+// q are stored as Q4_K's qs; bit 4 of element e is bit e / 32 of qh[e % 32].
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kKBlock / 8];
+  uint8_t qs[kKBlock / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176, "BlockQ5_K must match ggml's block_q5_K");
+
 // Q6_K: sixteen sub-blocks of 16 elements with signed 8-bit scales;
 // value = fp16(d) * scales[e / 16] * (q - 32), q a 6-bit quant in [0, 63].
 // Each half h (128 elements) uses ql[64h .. 64h + 64) and qh[32h .. 32h + 32). For l < 32, element
@@ -94,9 +133,23 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210, "BlockQ6_K must match ggml's block_q6_K");
 
+// IQ4_XS: eight sub-blocks of 32 elements, each a 6-bit scale ls[j] and 32 nibbles indexing the
+// IQ4_NL levels; value = fp16(d) * (ls[j] - 32) * level. The low 4 bits of ls[j] are the low
+// (j even) or high (j odd) nibble of scales_l[j / 2], its top 2 bits bits 2j, 2j + 1 of scales_h
+// (a little-endian uint16). qs: 16 bytes per sub-block, nibbles as IQ4_NL's (element 32j + r,
+// r < 16, is the low nibble of qs[16j + r], element 32j + 16 + r its high nibble).
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kKBlock / 64];
+  uint8_t qs[kKBlock / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136, "BlockIQ4_XS must match ggml's block_iq4_xs");
+
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ4_0) == 2 && alignof(BlockQ4_1) == 2 &&
                   alignof(BlockQ5_0) == 2 && alignof(BlockQ5_1) == 2 && alignof(BlockIQ4_NL) == 2 &&
-                  alignof(BlockQ4_K) == 2 && alignof(BlockQ6_K) == 2,
+                  alignof(BlockQ2_K) == 2 && alignof(BlockQ3_K) == 2 && alignof(BlockQ4_K) == 2 &&
+                  alignof(BlockQ5_K) == 2 && alignof(BlockQ6_K) == 2 && alignof(BlockIQ4_XS) == 2,
               "blocks are packed back to back in GGUF rows");
 
 }  // namespace grove

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "quant/half.h"
+#include "quant/iq4_levels.h"
 
 // Bit-exactness with ggml depends on doing the same float operations in the same order: every
 // expression below keeps ggml's association (a * b * c is (a * b) * c, int operands converted to
@@ -16,8 +17,8 @@
 namespace grove {
 namespace {
 
-constexpr int kSub4 = 32;  // Q4_K sub-block: one scale and min per 32 elements
-constexpr int kSub6 = 16;  // Q6_K sub-block: one scale per 16 elements
+constexpr int kSub4 = 32;  // Q4_K and Q5_K sub-block: one scale and min per 32 elements
+constexpr int kSub6 = 16;  // Q2_K, Q3_K and Q6_K sub-block: one scale (and min) per 16
 
 // Round to nearest, ties to even, the way ggml does it: adding 1.5 * 2^23 leaves the rounded
 // integer in the low mantissa bits. Valid for |v| <= 2^22 - 1, as in ggml; outside that range it
@@ -213,6 +214,21 @@ float FitScale(const float* x, uint8_t* levels) {
   return scale;
 }
 
+// Stores 256 six-bit quants (levels in [0, 63]) in a Q6_K block's ql and qh (see BlockQ6_K).
+void PackQ6_KLevels(const uint8_t* levels, BlockQ6_K* out) {
+  for (int h = 0; h < kKBlock / 128; ++h) {
+    const uint8_t* lv = levels + 128 * h;
+    uint8_t* ql = out->ql + 64 * h;
+    uint8_t* qh = out->qh + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<uint8_t>((lv[l] & 0x0f) | ((lv[l + 64] & 0x0f) << 4));
+      ql[l + 32] = static_cast<uint8_t>((lv[l + 32] & 0x0f) | ((lv[l + 96] & 0x0f) << 4));
+      qh[l] = static_cast<uint8_t>((lv[l] >> 4) | ((lv[l + 32] >> 4) << 2) |
+                                   ((lv[l + 64] >> 4) << 4) | ((lv[l + 96] >> 4) << 6));
+    }
+  }
+}
+
 void QuantizeBlockQ6_K(const float* x, BlockQ6_K* out) {
   constexpr int kSubBlocks = kKBlock / kSub6;
   uint8_t levels[kKBlock];
@@ -245,20 +261,76 @@ void QuantizeBlockQ6_K(const float* x, BlockQ6_K* out) {
       levels[j * kSub6 + i] = static_cast<uint8_t>(level + 32);
     }
   }
-  for (int h = 0; h < kKBlock / 128; ++h) {
-    const uint8_t* lv = levels + 128 * h;
-    uint8_t* ql = out->ql + 64 * h;
-    uint8_t* qh = out->qh + 32 * h;
-    for (int l = 0; l < 32; ++l) {
-      ql[l] = static_cast<uint8_t>((lv[l] & 0x0f) | ((lv[l + 64] & 0x0f) << 4));
-      ql[l + 32] = static_cast<uint8_t>((lv[l + 32] & 0x0f) | ((lv[l + 96] & 0x0f) << 4));
-      qh[l] = static_cast<uint8_t>((lv[l] >> 4) | ((lv[l + 32] >> 4) << 2) |
-                                   ((lv[l + 64] >> 4) << 4) | ((lv[l + 96] >> 4) << 6));
+  PackQ6_KLevels(levels, out);
+}
+
+// ---- Q2_K and Q3_K
+
+// Bits 2c, 2c + 1 of the 2-bit quants as Q2_K and Q3_K store them: element e of the super-block
+// (see BlockQ2_K).
+int Low2Bits(const uint8_t* qs, int e) {
+  const int h = e / 128, c = e % 128 / 32, r = e % 32;
+  return (qs[32 * h + r] >> (2 * c)) & 3;
+}
+
+// The 6-bit scale of sub-block i (0..15) of a Q3_K block, before the -32 (see BlockQ3_K).
+int Q3_KScale(const uint8_t* scales, int i) {
+  const int low = (scales[i % 8] >> (4 * (i / 8))) & 0x0f;
+  const int high = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return low | (high << 4);
+}
+
+// The signed quant of element e of a Q3_K block, in [-4, 3]: the low 2 bits, less 4 where the
+// hmask bit is clear.
+int Q3_KQuant(const BlockQ3_K& block, int e) {
+  const int high = (block.hmask[e % 32] >> (e / 32)) & 1;
+  return Low2Bits(block.qs, e) - (high ? 0 : 4);
+}
+
+}  // namespace
+
+void DequantizeRowQ2_K(const BlockQ2_K* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = Fp16ToFp32(src[b].d);
+    const float dmin = Fp16ToFp32(src[b].dmin);
+    float* y = dst + b * kKBlock;
+    for (int j = 0; j < kKBlock / kSub6; ++j) {
+      const uint8_t sc = src[b].scales[j];
+      const float step = d * static_cast<float>(sc & 0x0f);
+      const float offset = dmin * static_cast<float>(sc >> 4);
+      for (int i = 0; i < kSub6; ++i) {
+        const int e = j * kSub6 + i;
+        y[e] = step * static_cast<float>(Low2Bits(src[b].qs, e)) - offset;
+      }
     }
   }
 }
 
-}  // namespace
+void DequantizeRowQ3_K(const BlockQ3_K* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = Fp16ToFp32(src[b].d);
+    float* y = dst + b * kKBlock;
+    for (int j = 0; j < kKBlock / kSub6; ++j) {
+      const float step = d * static_cast<float>(Q3_KScale(src[b].scales, j) - 32);
+      for (int i = 0; i < kSub6; ++i) {
+        const int e = j * kSub6 + i;
+        y[e] = step * static_cast<float>(Q3_KQuant(src[b], e));
+      }
+    }
+  }
+}
+
+void Q3_KToQ6_K(const BlockQ3_K* src, BlockQ6_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    dst[b].d = src[b].d;
+    for (int j = 0; j < kKBlock / kSub6; ++j) {
+      dst[b].scales[j] = static_cast<int8_t>(Q3_KScale(src[b].scales, j) - 32);
+    }
+    uint8_t levels[kKBlock];
+    for (int e = 0; e < kKBlock; ++e) levels[e] = static_cast<uint8_t>(Q3_KQuant(src[b], e) + 32);
+    PackQ6_KLevels(levels, &dst[b]);
+  }
+}
 
 void UnpackQ4_KScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
   if (j < 4) {
@@ -293,6 +365,26 @@ void DequantizeRowQ4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks) {
   }
 }
 
+void DequantizeRowQ5_K(const BlockQ5_K* src, float* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = Fp16ToFp32(src[b].d);
+    const float dmin = Fp16ToFp32(src[b].dmin);
+    float* y = dst + b * kKBlock;
+    for (int j = 0; j < kKBlock / kSub4; ++j) {
+      int sc, m;
+      UnpackQ4_KScaleMin(src[b].scales, j, &sc, &m);
+      const float step = d * static_cast<float>(sc);
+      const float offset = dmin * static_cast<float>(m);
+      const uint8_t* q = src[b].qs + 32 * (j / 2);
+      const int shift = 4 * (j % 2);
+      for (int i = 0; i < kSub4; ++i) {
+        const int q5 = ((q[i] >> shift) & 0x0f) | (((src[b].qh[i] >> j) & 1) << 4);
+        y[j * kSub4 + i] = step * static_cast<float>(q5) - offset;
+      }
+    }
+  }
+}
+
 void QuantizeRowQ6_K(const float* src, BlockQ6_K* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ6_K(src + b * kKBlock, &dst[b]);
 }
@@ -307,6 +399,26 @@ void DequantizeRowQ6_K(const BlockQ6_K* src, float* dst, int64_t n_blocks) {
       const int high = (src[b].qh[32 * h + l] >> (2 * c)) & 3;
       const int q = (low | (high << 4)) - 32;
       y[e] = d * static_cast<float>(src[b].scales[e / kSub6]) * static_cast<float>(q);
+    }
+  }
+}
+
+// ---- IQ4_XS
+
+void DequantizeRowIQ4_XS(const BlockIQ4_XS* src, float* dst, int64_t n_blocks) {
+  constexpr int kSub = 32;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float d = Fp16ToFp32(src[b].d);
+    float* y = dst + b * kKBlock;
+    for (int j = 0; j < kKBlock / kSub; ++j) {
+      const int low = (src[b].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
+      const int high = (src[b].scales_h >> (2 * j)) & 3;
+      const float step = d * static_cast<float>((low | (high << 4)) - 32);
+      const uint8_t* qs = src[b].qs + 16 * j;
+      for (int r = 0; r < kSub / 2; ++r) {
+        y[j * kSub + r] = step * static_cast<float>(kIq4NlLevels[qs[r] & 0x0f]);
+        y[j * kSub + 16 + r] = step * static_cast<float>(kIq4NlLevels[qs[r] >> 4]);
+      }
     }
   }
 }

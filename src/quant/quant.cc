@@ -80,10 +80,15 @@ const WeightTypeRow kWeightTypes[] = {
      Quantize<BlockQ5_1, QuantizeRowQ5_1>, kNone, nullptr},
     {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr, GgmlType::kQ8_0,
      Convert<BlockIQ4_NL, BlockQ8_0, IQ4_NLToQ8_0>},
+    {GgmlType::kQ2_K, Dequantize<BlockQ2_K, DequantizeRowQ2_K>, nullptr, kNone, nullptr},
+    {GgmlType::kQ3_K, Dequantize<BlockQ3_K, DequantizeRowQ3_K>, nullptr, GgmlType::kQ6_K,
+     Convert<BlockQ3_K, BlockQ6_K, Q3_KToQ6_K>},
     {GgmlType::kQ4_K, Dequantize<BlockQ4_K, DequantizeRowQ4_K>,
      Quantize<BlockQ4_K, QuantizeRowQ4_K>, GgmlType::kQ4_K, nullptr},
+    {GgmlType::kQ5_K, Dequantize<BlockQ5_K, DequantizeRowQ5_K>, nullptr, kNone, nullptr},
     {GgmlType::kQ6_K, Dequantize<BlockQ6_K, DequantizeRowQ6_K>,
      Quantize<BlockQ6_K, QuantizeRowQ6_K>, GgmlType::kQ6_K, nullptr},
+    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr, kNone, nullptr},
 };
 
 const WeightTypeRow* Find(GgmlType type) {

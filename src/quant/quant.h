@@ -12,15 +12,16 @@
 namespace grove {
 
 // Rows of the type can be dequantized: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// Q4_K, Q6_K.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool CanDequantize(GgmlType type);
-// grove writes the type, byte for byte as ggml's reference quantizer (all of the above but
-// IQ4_NL).
+// grove writes the type, byte for byte as ggml's reference quantizer (F32, F16, BF16, Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, Q4_K, Q6_K).
 bool CanQuantize(GgmlType type);
 
 // The type the kernels compute a matrix of `type` as: the type itself where kernels exist (F32,
-// F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), Q8_0 for Q5_0 and IQ4_NL (re-encoded losslessly at load,
-// ConvertRow), nullopt where grove has no way yet (Q4_1, Q5_1 and every other type).
+// F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), Q8_0 for Q5_0 and IQ4_NL and Q6_K for Q3_K (re-encoded
+// losslessly at load, ConvertRow), nullopt where grove has no way yet (Q4_1, Q5_1, Q2_K, Q5_K,
+// IQ4_XS and every other type).
 std::optional<GgmlType> ComputeType(GgmlType type);
 // True when a model's matrix may have this type (ComputeType has a value).
 bool IsSupportedWeightType(GgmlType type);
