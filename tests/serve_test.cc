@@ -447,8 +447,8 @@ TEST(ServeParseCompletionRequest, ReadsEveryField) {
                       {"stream", true},
                       {"stream_options", {{"include_usage", true}}},
                       {"grove", {{"speculation", "sequoia:8"}}},
-                      {"logprobs", 5},
-                      {"user", "someone"}});  // the last two are ignored, as OpenAI ignores them
+                      {"logprobs", nullptr},
+                      {"user", "someone"}});  // the last two change nothing: ignored
   CompletionRequest r = ParseCompletionRequest(body, false, {});
   EXPECT_EQ(r.model, "grove-target");
   EXPECT_EQ(r.max_tokens, 32);
@@ -739,6 +739,38 @@ TEST(ServeParseCompletionRequest, ReasoningFormatAndTemplateArgumentsForChat) {
   // /v1/completions has no messages to split: the field is ignored there, as unknown fields are.
   EXPECT_FALSE(
       ParseCompletionRequest(Prompt({{"reasoning_format", 3}}), false, {}).reasoning_format);
+}
+
+// Fields that would change what a response holds are refused when they ask for something grove
+// does not do, and accepted at their neutral values: nothing is ignored in silence.
+TEST(ServeParseCompletionRequest, UnimplementedFieldsAreRefusedUnlessNeutral) {
+  ExpectRefused(Prompt({{"logprobs", 2}}), false, "logprobs",
+                "logprobs is not supported by grove (omit it, or send null)");
+  ExpectRefused(Chat({{"logprobs", true}}), true, "logprobs",
+                "logprobs is not supported by grove (omit it, or send null)");
+  ExpectRefused(Prompt({{"echo", true}}), false, "echo",
+                "echo is not supported by grove (omit it, or send null)");
+  ExpectRefused(Prompt({{"best_of", 3}}), false, "best_of",
+                "best_of is not supported by grove (omit it, or send 1; n gives several choices)");
+  ExpectRefused(Prompt({{"presence_penalty", 0.5}}), false, "presence_penalty",
+                "presence_penalty is not supported by grove (omit it, or send null)");
+  ExpectRefused(Prompt({{"logit_bias", {{"50256", -100}}}}), false, "logit_bias",
+                "logit_bias is not supported by grove (omit it, or send {})");
+  ExpectRefused(Chat({{"response_format", {{"type", "json_object"}}}}), true, "response_format",
+                "response_format is not supported by grove beyond {\"type\": \"text\"}");
+  ExpectRefused(Chat({{"tool_choice", "required"}}), true, "tool_choice",
+                "tool_choice is not supported by grove beyond \"auto\" and \"none\"");
+  EXPECT_NO_THROW(ParseCompletionRequest(Prompt({{"logprobs", nullptr},
+                                                 {"echo", false},
+                                                 {"best_of", 1},
+                                                 {"presence_penalty", 0},
+                                                 {"frequency_penalty", 0.0},
+                                                 {"logit_bias", json::object()},
+                                                 {"suffix", ""}}),
+                                         false, {}));
+  EXPECT_NO_THROW(ParseCompletionRequest(
+      Chat({{"logprobs", false}, {"tool_choice", "auto"}, {"response_format", {{"type", "text"}}}}),
+      true, {}));
 }
 
 }  // namespace

@@ -185,6 +185,38 @@ int32_t ReadMaxTokens(const json& body, bool chat, const ApiLimits& limits) {
   return std::min(CompletionRequest{}.max_tokens, limits.max_tokens);
 }
 
+// OpenAI fields that change what a response holds and that grove does not implement: refused
+// when they ask for something (a client relying on them would otherwise read a response that
+// silently lacks it), accepted at their neutral value.
+void RefuseUnimplemented(const json& body, bool chat) {
+  auto truthy = [](const json& v) {
+    return !(v.is_boolean() && !v.get<bool>()) && !(v.is_number() && v.get<double>() == 0);
+  };
+  for (const char* name :
+       {"logprobs", "top_logprobs", "echo", "suffix", "presence_penalty", "frequency_penalty"}) {
+    const json* v = Field(body, name);
+    if (v && truthy(*v) && !(v->is_string() && v->get_ref<const std::string&>().empty())) {
+      Refuse(name, "is not supported by grove (omit it, or send null)");
+    }
+  }
+  if (const json* v = Field(body, "best_of"); v && !(v->is_number_integer() && *v == 1)) {
+    Refuse("best_of", "is not supported by grove (omit it, or send 1; n gives several choices)");
+  }
+  if (const json* v = Field(body, "logit_bias"); v && !(v->is_object() && v->empty())) {
+    Refuse("logit_bias", "is not supported by grove (omit it, or send {})");
+  }
+  if (const json* v = Field(body, "response_format");
+      v && !(v->is_object() && v->value("type", "") == "text")) {
+    Refuse("response_format", "is not supported by grove beyond {\"type\": \"text\"}");
+  }
+  if (chat) {
+    if (const json* v = Field(body, "tool_choice");
+        v && !(v->is_string() && (*v == "auto" || *v == "none"))) {
+      Refuse("tool_choice", "is not supported by grove beyond \"auto\" and \"none\"");
+    }
+  }
+}
+
 }  // namespace
 
 CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
@@ -192,6 +224,7 @@ CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
   if (!body.is_object()) {
     throw ApiError(400, StrCat("the request body must be a JSON object, got ", body.type_name()));
   }
+  RefuseUnimplemented(body, chat);
   CompletionRequest request;
   request.chat = chat;
   if (const json* v = Field(body, "model")) request.model = ReadString(*v, "model");

@@ -1,6 +1,9 @@
 // The bodies of POST /v1/completions and /v1/chat/completions, read and checked. Every field
-// grove uses is validated by type and range with an OpenAI-style error naming the field; fields
-// grove does not use are ignored, as OpenAI ignores unknown ones.
+// grove uses is validated by type and range with an OpenAI-style error naming the field. Fields
+// that would change what a response holds and that grove does not implement (logprobs, echo,
+// best_of, penalties, logit_bias, response_format, tool_choice beyond auto/none) are refused unless
+// they carry their neutral value; other fields (user, metadata, ...) are ignored, as OpenAI
+// ignores unknown ones.
 #pragma once
 
 #include <cstdint>

@@ -238,7 +238,11 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
   bool thinking_open = false;
   std::vector<int32_t> prompt = Tokenize(request, &thinking_open);
   if (prompt.empty()) {
-    throw ApiError(400, "the prompt is empty and the model has no BOS token to start from",
+    const bool has_bos = target_.tokenizer()->bos() >= 0;
+    throw ApiError(400,
+                   has_bos ? "the prompt is empty, and this model does not start texts with its "
+                             "BOS token: give it some text"
+                           : "the prompt is empty and the model has no BOS token to start from",
                    "invalid_request_error", request.chat ? "messages" : "prompt");
   }
   if (static_cast<int32_t>(prompt.size()) >= target_.n_ctx()) {
