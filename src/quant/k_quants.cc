@@ -346,7 +346,12 @@ void QuantizeRowQ4_K(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ4_K(src + b * kKBlock, &dst[b]);
 }
 
-void DequantizeRowQ4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks) {
+namespace {
+
+// Q4_K and Q5_K share their layout but for Q5_K's fifth bit: value = d sc q - dmin m for sub-block
+// j, q the nibble of qs (low for even j, high for odd) plus, for Q5_K, (HighBit(block, j, i) << 4).
+template <typename Block, typename HighBit>
+void DequantizeScaleMinRow(const Block* src, float* dst, int64_t n_blocks, HighBit high_bit) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float d = Fp16ToFp32(src[b].d);
     const float dmin = Fp16ToFp32(src[b].dmin);
@@ -359,30 +364,22 @@ void DequantizeRowQ4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks) {
       const uint8_t* q = src[b].qs + 32 * (j / 2);
       const int shift = 4 * (j % 2);
       for (int i = 0; i < kSub4; ++i) {
-        y[j * kSub4 + i] = step * static_cast<float>((q[i] >> shift) & 0x0f) - offset;
+        const int level = ((q[i] >> shift) & 0x0f) | (high_bit(src[b], j, i) << 4);
+        y[j * kSub4 + i] = step * static_cast<float>(level) - offset;
       }
     }
   }
 }
 
+}  // namespace
+
+void DequantizeRowQ4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks) {
+  DequantizeScaleMinRow(src, dst, n_blocks, [](const BlockQ4_K&, int, int) { return 0; });
+}
+
 void DequantizeRowQ5_K(const BlockQ5_K* src, float* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = Fp16ToFp32(src[b].d);
-    const float dmin = Fp16ToFp32(src[b].dmin);
-    float* y = dst + b * kKBlock;
-    for (int j = 0; j < kKBlock / kSub4; ++j) {
-      int sc, m;
-      UnpackQ4_KScaleMin(src[b].scales, j, &sc, &m);
-      const float step = d * static_cast<float>(sc);
-      const float offset = dmin * static_cast<float>(m);
-      const uint8_t* q = src[b].qs + 32 * (j / 2);
-      const int shift = 4 * (j % 2);
-      for (int i = 0; i < kSub4; ++i) {
-        const int q5 = ((q[i] >> shift) & 0x0f) | (((src[b].qh[i] >> j) & 1) << 4);
-        y[j * kSub4 + i] = step * static_cast<float>(q5) - offset;
-      }
-    }
-  }
+  DequantizeScaleMinRow(src, dst, n_blocks,
+                        [](const BlockQ5_K& b, int j, int i) { return (b.qh[i] >> j) & 1; });
 }
 
 void QuantizeRowQ6_K(const float* src, BlockQ6_K* dst, int64_t n_blocks) {
