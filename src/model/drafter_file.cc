@@ -1,9 +1,7 @@
 #include "model/drafter_file.h"
 
-#include <cinttypes>
-#include <cstdio>
-
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "io/gguf.h"
 #include "model/config.h"
 
@@ -28,12 +26,9 @@ int32_t ReadDrafterMasks(const GgufFile& file) {
 
 std::string TargetFingerprint(const GgufFile& target) {
   const ModelConfig c = ConfigFromGguf(target);
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](const uint8_t* p, std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
-  };
+  Fnv1a h;
   const int64_t shape[2] = {c.n_embd, c.n_layer};
-  mix(reinterpret_cast<const uint8_t*>(shape), sizeof(shape));
+  h.Mix(shape, sizeof(shape));
   const std::string last = "blk." + std::to_string(c.n_layer - 1) + ".ffn_down.weight";
   for (const std::string& name :
        {std::string("token_embd.weight"), std::string("output_norm.weight"),
@@ -43,11 +38,9 @@ std::string TargetFingerprint(const GgufFile& target) {
       if (name == "output.weight") continue;  // tied output
       Fail("'", target.name(), "' has no tensor '", name, "' to fingerprint");
     }
-    mix(t->data, static_cast<std::size_t>(t->n_bytes));
+    h.Mix(t->data, static_cast<std::size_t>(t->n_bytes));
   }
-  char buf[17];
-  std::snprintf(buf, sizeof(buf), "%016" PRIx64, h);
-  return buf;
+  return h.Hex();
 }
 
 void CheckDrafterTarget(const GgufFile& drafter, const GgufFile& target) {

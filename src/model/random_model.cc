@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "model/family.h"
 #include "quant/quant.h"
 
@@ -29,11 +30,7 @@ class SplitMix {
   uint64_t state_;
 };
 
-uint64_t HashName(std::string_view s, uint64_t seed) {
-  uint64_t h = 1469598103934665603ull ^ seed;
-  for (char c : s) h = (h ^ static_cast<uint8_t>(c)) * 1099511628211ull;
-  return h;
-}
+uint64_t HashName(std::string_view s, uint64_t seed) { return Fnv1a(seed).Mix(s).value(); }
 
 // Control tokens, 256 byte tokens, then pieces over "▁" and a-z in order of length, so that every
 // piece of length k > 1 splits into a piece of length k - 1 and one symbol (SentencePiece merges
