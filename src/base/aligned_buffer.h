@@ -2,6 +2,7 @@
 // register).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -45,8 +46,10 @@ class AlignedBuffer {
 
   // Zeroes every element: called at load, so the pages are faulted in then and not by the first
   // forwards that reach them (which made a first generation measurably slower than later ones).
-  void Zero() {
-    if (data_ != nullptr) std::memset(static_cast<void*>(data_), 0, size_ * sizeof(T));
+  void Zero() { ZeroFirst(size_); }
+  // The same for the first min(n, size()) elements only.
+  void ZeroFirst(std::size_t n) {
+    if (data_ != nullptr) std::memset(static_cast<void*>(data_), 0, std::min(n, size_) * sizeof(T));
   }
 
   T* data() { return data_; }
