@@ -5,10 +5,19 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "speculate/tree_plan.h"
+#include "speculate/verify_cost_cache.h"
+#include "test_support.h"
 
 namespace grove {
 namespace {
+
+using testing::MakeRandomModel;
+using testing::TempPath;
+using testing::TinySpec;
 
 TreePlan AutoPlan(int32_t max_tokens = 16) {
   return ParseTreePlan("auto:" + std::to_string(max_tokens), TreePlanInputs{.max_tokens = 64});
@@ -121,6 +130,199 @@ TEST(AutoPlanner, EstimatesFollowWhatStepsReport) {
   EXPECT_NEAR(planner.verify_cost_scale(), 2.0, 1e-3);
   // Rank 1 tried 3 times per step (root, node 0, node 1), accepted twice.
   EXPECT_NEAR(planner.acceptance()[0], 2.0 / 3.0, 0.02);
+}
+
+TEST(AutoPlanner, WithoutACurveTheFirstStepIsAProbeThatAnchorsTheGuess) {
+  // No profile, no kept curve: nothing is measured before decoding; the first step drafts one
+  // token, and its verify time (two tokens) anchors the guessed curve.
+  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64};
+  AutoPlanner planner(AutoPlan(), inputs);
+  planner.Begin(*MakeRandomModel(TinySpec()), 4);
+  EXPECT_FALSE(planner.verify_cost().has_value());
+  EXPECT_FALSE(planner.WantsMeasurement(4));
+  const TokenTree& probe = planner.NextShape();
+  ASSERT_EQ(probe.size(), 1);
+  const int32_t accepted[] = {0};
+  planner.Observe({.tree = probe,
+                   .accepted = accepted,
+                   .draft_seconds = 1e-4,
+                   .first_draft_seconds = 1e-4,
+                   .draft_calls = 1,
+                   .verify_seconds = 1.35e-3,
+                   .drafter_caught_up = false});
+  ASSERT_TRUE(planner.verify_cost().has_value());
+  const VerifyCostCurve& curve = *planner.verify_cost();
+  // The guess: t(n) = t(1) (1 + 0.35 (n - 1)), so t(2) = 1.35 t(1) is the observed 1.35 ms.
+  EXPECT_NEAR(curve.Seconds(2), 1.35e-3, 1e-9);
+  EXPECT_NEAR(curve.Seconds(1), 1e-3, 1e-9);
+  EXPECT_NEAR(curve.Seconds(5), 2.4e-3, 1e-9);
+  EXPECT_NEAR(planner.draft_seconds_per_level(), 1e-4, 1e-12);
+  // With a good draft and that curve, a tree beats plain decoding.
+  EXPECT_GT(planner.choice().size, 1);
+  EXPECT_TRUE(planner.measured_cost().points.empty());
+}
+
+// A model to measure, its sequence 0 holding `position` tokens of context.
+struct MeasuredTarget {
+  std::unique_ptr<Model> model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 5), {.n_threads = 1});
+  int32_t position = 6;
+  MeasuredTarget() {
+    Batch batch;
+    const std::vector<int32_t> context(static_cast<std::size_t>(position), 3);
+    model->ForwardChain(context, 0, 0, batch, false);
+  }
+};
+
+// Feeds `planner` steps of a chain of 3 until decoding time enough to pay for a measurement has
+// passed (or 10,000 steps).
+void DecodeUntilItWantsToMeasure(AutoPlanner& planner, int32_t position) {
+  const TokenTree chain = Chain(3);
+  const int32_t accepted[] = {0, 1};
+  for (int32_t step = 0; step < 10000 && !planner.WantsMeasurement(position); ++step) {
+    planner.NextShape();
+    planner.Observe({.tree = chain,
+                     .accepted = accepted,
+                     .draft_seconds = 3e-4,
+                     .first_draft_seconds = 1e-4,
+                     .draft_calls = 3,
+                     .verify_seconds = 2e-3,
+                     .drafter_caught_up = false});
+  }
+}
+
+TEST(AutoPlanner, ExtendsTheCurveWithinItsShareAndKeepsItForTheNextRun) {
+  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-extend"));
+  MeasuredTarget target;
+  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
+  std::vector<std::pair<int32_t, double>> first_run;
+  {
+    AutoPlanner planner(AutoPlan(8), inputs);
+    planner.Begin(*target.model, target.position);
+    DecodeUntilItWantsToMeasure(planner, target.position);
+    ASSERT_TRUE(planner.WantsMeasurement(target.position));
+    const double seconds = planner.Measure(*target.model, 0, 3, target.position);
+    EXPECT_GT(seconds, 0.0);
+    EXPECT_EQ(target.model->cache(0).length(), target.position);  // left as found
+    first_run = planner.measured_cost().points;
+    ASSERT_FALSE(first_run.empty());
+    EXPECT_EQ(first_run.front().first, 1);
+    // The curve planned with starts with what was measured.
+    EXPECT_DOUBLE_EQ(planner.verify_cost()->Seconds(first_run.back().first),
+                     first_run.back().second);
+  }
+  // The next run starts from the kept curve, measuring nothing first.
+  AutoPlanner next(AutoPlan(8), inputs);
+  next.Begin(*target.model, target.position);
+  ASSERT_TRUE(next.verify_cost().has_value());
+  ASSERT_GE(next.measured_cost().points.size(), first_run.size());
+  for (std::size_t i = 0; i < first_run.size(); ++i) {
+    EXPECT_EQ(next.measured_cost().points[i].first, first_run[i].first);
+    EXPECT_DOUBLE_EQ(next.measured_cost().points[i].second, first_run[i].second);
+  }
+  // Runs extend it until it is complete: to the plan's 8 tokens, or where a size costs more
+  // than no tree can repay.
+  for (int32_t run = 0; run < 20 && !next.measured_cost().complete; ++run) {
+    DecodeUntilItWantsToMeasure(next, target.position);
+    if (!next.WantsMeasurement(target.position)) break;
+    next.Measure(*target.model, 0, 3, target.position);
+  }
+  EXPECT_GE(next.measured_cost().points.back().first, 8);
+  // A curve is measured by sizes in increasing order and never falls.
+  for (std::size_t i = 1; i < next.measured_cost().points.size(); ++i) {
+    EXPECT_GT(next.measured_cost().points[i].first, next.measured_cost().points[i - 1].first);
+    EXPECT_GE(next.measured_cost().points[i].second, next.measured_cost().points[i - 1].second);
+  }
+}
+
+TEST(AutoPlanner, ShortRunsPayForAMeasurementTogether) {
+  // Each run decodes too little for a measurement alone; the kept decoding time adds up.
+  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-short"));
+  MeasuredTarget target;
+  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
+  // A run before measured t(1) only.
+  const double t1 = 1e-4;
+  cache->Store(*target.model, {.points = {{1, t1}}});
+  int32_t runs = 0;
+  bool wanted = false;
+  for (; runs < 1000 && !wanted; ++runs) {
+    AutoPlanner planner(AutoPlan(8), inputs);
+    planner.Begin(*target.model, target.position);
+    const TokenTree chain = Chain(3);
+    // 2 steps of t(1) each: 5% of them pays for a tenth of a t(1); measuring t(2) costs three
+    // forwards of about t(2).
+    for (int step = 0; step < 2; ++step) {
+      planner.NextShape();
+      planner.Observe({.tree = chain,
+                       .accepted = {},
+                       .draft_seconds = 0,
+                       .first_draft_seconds = 0,
+                       .draft_calls = 3,
+                       .verify_seconds = t1,
+                       .drafter_caught_up = false});
+      wanted = wanted || planner.WantsMeasurement(target.position);
+    }
+  }
+  EXPECT_TRUE(wanted);
+  EXPECT_GT(runs, 10);
+}
+
+TEST(VerifyCostCache, KeepsACurvePerModelAndMachine) {
+  const VerifyCostCache cache(TempPath("verify-cache-roundtrip"));
+  auto a = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  auto b = MakeRandomModel(TinySpec(GgmlType::kF32, 1), {.n_threads = 1});   // other types
+  auto c = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 2});  // other threads
+  EXPECT_FALSE(cache.Load(*a).has_value());
+  const CachedVerifyCost kept{
+      .points = {{1, 1e-3}, {2, 1.2e-3}, {4, 2e-3}}, .complete = true, .decode_seconds = 0.5};
+  cache.Store(*a, kept);
+  const std::optional<CachedVerifyCost> loaded = cache.Load(*a);
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->points, kept.points);
+  EXPECT_TRUE(loaded->complete);
+  EXPECT_DOUBLE_EQ(loaded->decode_seconds, 0.5);
+  EXPECT_NE(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*b));
+  EXPECT_NE(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*c));
+  EXPECT_FALSE(cache.Load(*b).has_value());
+  EXPECT_FALSE(cache.Load(*c).has_value());
+  // The same shape from another file (other weights) shares the curve: the cost is the shape's.
+  auto same_shape = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 2), {.n_threads = 1});
+  EXPECT_EQ(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*same_shape));
+}
+
+TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
+  const std::string dir = TempPath("verify-cache-corrupt");
+  const VerifyCostCache cache(dir);
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  const std::string path = cache.PathFor(VerifyCostCache::KeyFor(*model));
+  std::filesystem::create_directories(dir);
+  const std::string key = VerifyCostCache::KeyFor(*model);
+  const std::string head = R"({"format":"grove-verify-cost-cache","version":1,"key":)";
+  for (const std::string text :
+       {std::string("{not json"), std::string("[]"),
+        // another model's or machine's key
+        head + R"("x","complete":true,"decode_seconds":0,"curve":[{"n":1,"seconds_median":1e-3}]})",
+        // a curve that does not start at n = 1
+        head + "\"" + key +
+            R"(","complete":false,"decode_seconds":0,"curve":[{"n":2,"seconds_median":1e-3}]})"}) {
+    std::ofstream(path) << text;
+    EXPECT_FALSE(cache.Load(*model).has_value()) << text;
+    cache.Store(*model, {.points = {{1, 1e-3}}});
+    EXPECT_TRUE(cache.Load(*model).has_value()) << text;
+  }
+}
+
+TEST(VerifyCostCache, AnUnwritableDirectoryMeansNoCachingNotAnError) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  // A directory under a regular file can never be created, whoever runs the test (root too).
+  const std::string file = TempPath("verify-cache-a-file");
+  std::ofstream(file) << "x";
+  const VerifyCostCache cache(file + "/cache");
+  EXPECT_NO_THROW(cache.Store(*model, {.points = {{1, 1e-3}}}));
+  EXPECT_FALSE(cache.Load(*model).has_value());
+  const VerifyCostCache off("");
+  EXPECT_FALSE(off.enabled());
+  EXPECT_NO_THROW(off.Store(*model, {.points = {{1, 1e-3}}}));
+  EXPECT_FALSE(off.Load(*model).has_value());
 }
 
 }  // namespace

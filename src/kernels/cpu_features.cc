@@ -1,6 +1,7 @@
 #include "kernels/cpu_features.h"
 
 #include <cstdint>
+#include <fstream>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -84,6 +85,22 @@ std::string CpuFeatureString(const CpuFeatures& f) {
   add(f.avx512_vnni, "avx512_vnni");
   add(f.avx512_bf16, "avx512_bf16");
   return out.empty() ? "none" : out;
+}
+
+const std::string& CpuModelName() {
+  static const std::string name = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("model name", 0) != 0) continue;
+      const std::size_t colon = line.find(':');
+      if (colon == std::string::npos) break;
+      const std::size_t start = line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? std::string() : line.substr(start);
+    }
+    return std::string();
+  }();
+  return name;
 }
 
 }  // namespace grove

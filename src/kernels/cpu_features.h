@@ -23,4 +23,8 @@ const CpuFeatures& HostCpuFeatures();
 // "avx2 fma f16c avx512f avx512bw avx512vl avx512_vnni avx512_bf16" (the ones present), or "none".
 std::string CpuFeatureString(const CpuFeatures& features);
 
+// The processor's name as the OS gives it ("AMD EPYC 9R14 96-Core Processor": the first "model
+// name" of /proc/cpuinfo), or "" where it does not.
+const std::string& CpuModelName();
+
 }  // namespace grove

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -26,14 +27,25 @@ constexpr int32_t kFirstReplan = 4;
 // step.
 constexpr double kDraftCostWeight = 0.2;
 constexpr double kVerifyScaleWeight = 0.05;
-// Measuring t(n) costs at most this (a pass over the sizes, then as many repetitions as fit) ...
+// Measuring t(n) again at a longer context costs at most this (a pass over the sizes, then as
+// many repetitions as fit) ...
 constexpr double kMeasureBudgetSeconds = 0.03;
-// ... and is repeated once the context has doubled, by at least kMinContextGrowth tokens, if it
-// costs at most kMeasureShare of the decoding time since the last time.
+// ... and is done once the context has doubled, by at least kMinContextGrowth tokens, if it
+// costs at most kMeasureShare of the decoding time since the last time. Extending an incomplete
+// curve takes the same share.
 constexpr int32_t kMinContextGrowth = 64;
 constexpr double kMeasureShare = 0.05;
+// The guess for sizes not measured yet: each token beyond the first adds this share of t(1). On
+// memory-bound CPU decoding the measured slopes are 0.1-0.3 (bundled base target, 1 thread, this
+// project's 2-core machine: 0.12 to n = 2, 0.17 to 4, 0.25 to 8, 0.30 to 16; 0.11 to 16 on a
+// 16-core Xeon); a steeper guess errs towards smaller trees, which cost little when wrong.
+constexpr double kGuessSlope = 0.35;
 // Deepest tree considered, root level included (grove's trees are rarely deeper than 10 accepted).
 constexpr int32_t kMaxDepth = 16;
+// Sizes the verify cost is measured at: every size small trees use, then sparser (the search
+// interpolates between them).
+constexpr int32_t kMeasuredSizes[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128};
+
 // While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
 // cost (their drafting, the drafter catching up, the wider verify) under kProbeShare of the plain
 // steps' time, between kMinProbeInterval and kMaxProbeInterval.
@@ -47,7 +59,8 @@ std::span<const double> AutoPlanner::DefaultAcceptancePrior() { return kDefaultP
 
 AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
     : max_tokens_(plan.auto_max_tokens),
-      measured_curve_(!inputs.verify_cost.has_value()),
+      given_curve_(inputs.verify_cost.has_value()),
+      cache_(inputs.verify_cost_cache),
       verify_cost_(inputs.verify_cost),
       prior_(kRanks, 0.0),
       tried_(kRanks, 0.0),
@@ -74,21 +87,84 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
   }
   shape_.Reserve(max_tokens_, kRanks);
   probe_.AddChild(-1, kNoToken, static_cast<float>(prior_[0]));
-  if (verify_cost_) Plan(/*first=*/true);  // a profile was given: plan now, Measure only re-plans
+  if (verify_cost_) Plan(/*first=*/true);  // a profile was given: plan now
 }
 
-void AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root_position) {
-  const bool first = !scaled_cost_.has_value();
-  if (measured_curve_) {
-    Timer timer;
-    verify_cost_ =
-        MeasureVerifyCost(target, seq, root, root_position, max_tokens_, kMeasureBudgetSeconds);
-    measure_seconds_ = timer.Seconds();
-    verify_scale_ = 1.0;
+AutoPlanner::~AutoPlanner() {
+  if (cache_ && cache_target_ && !measured_.complete && decode_seconds_ > 0) {
+    CachedVerifyCost kept = measured_;
+    kept.decode_seconds += decode_seconds_;
+    cache_->Store(*cache_target_, kept);
   }
+}
+
+void AutoPlanner::Begin(const Model& target, int32_t root_position) {
   measured_at_ = root_position;
   seconds_since_measure_ = 0.0;
+  if (given_curve_ || verify_cost_) return;
+  if (cache_ && cache_->enabled()) {
+    cache_target_ = &target;
+    if (std::optional<CachedVerifyCost> kept = cache_->Load(target)) measured_ = std::move(*kept);
+  }
+  if (measured_.points.empty()) return;  // the first step is a probe that anchors the guess
+  BuildVerifyCost();
+  Plan(/*first=*/true);
+}
+
+double AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t root_position) {
+  Timer timer;
+  if (!measured_.complete) {
+    const double credit = measured_.decode_seconds + decode_seconds_;
+    const double budget = std::max(kMeasureShare * credit, NextMeasurementSeconds());
+    if (ExtendVerifyCost(target, seq, root, root_position, max_tokens_, budget, kMaxDepth,
+                         measured_)) {
+      measured_.decode_seconds = 0.0;
+      decode_seconds_ = 0.0;
+      if (cache_target_) cache_->Store(target, measured_);
+    }
+  } else {
+    // The context has doubled: the sizes known, measured again at this context (not kept: the
+    // cache holds curves for short contexts, which every run starts from).
+    const VerifyCostCurve again = MeasureVerifyCost(
+        target, seq, root, root_position, std::min(max_tokens_, measured_.points.back().first),
+        kMeasureBudgetSeconds);
+    measured_.points.assign(again.points().begin(), again.points().end());
+  }
+  measure_seconds_ = timer.Seconds();
+  measured_at_ = root_position;
+  seconds_since_measure_ = 0.0;
+  verify_scale_ = 1.0;
+  const bool first = !verify_cost_.has_value();
+  BuildVerifyCost();
   Plan(first);
+  return measure_seconds_;
+}
+
+void AutoPlanner::BuildVerifyCost() {
+  std::vector<std::pair<int32_t, double>> points = measured_.points;
+  if (!measured_.complete) {
+    // Sizes not measured yet: the measured curve continued with the guess's slope (from t(1) alone,
+    // the guess itself).
+    const double t1 = points.empty() ? guess_t1_ : points.front().second;
+    int32_t n = points.empty() ? 1 : points.back().first;
+    double t = points.empty() ? t1 : points.back().second;
+    if (points.empty()) points.emplace_back(1, t1);
+    for (int32_t size : kMeasuredSizes) {
+      if (size <= n || size > max_tokens_) continue;
+      t += kGuessSlope * t1 * (size - n);
+      n = size;
+      points.emplace_back(n, t);
+    }
+  }
+  verify_cost_.emplace(std::move(points));
+}
+
+double AutoPlanner::NextMeasurementSeconds() const {
+  if (!verify_cost_) return std::numeric_limits<double>::infinity();
+  if (measured_.complete) return measure_seconds_;
+  const int32_t next = measured_.points.empty() ? 1 : measured_.points.back().first + 1;
+  if (next > verify_cost_->max_size()) return std::numeric_limits<double>::infinity();
+  return kVerifyMeasureForwards * verify_cost_->Seconds(next) * verify_scale_;
 }
 
 void AutoPlanner::Plan(bool first) {
@@ -106,8 +182,11 @@ void AutoPlanner::Plan(bool first) {
 }
 
 bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
-  return measured_curve_ && root_position >= 2 * measured_at_ &&
-         root_position - measured_at_ >= kMinContextGrowth &&
+  if (given_curve_ || !verify_cost_) return false;
+  if (!measured_.complete) {
+    return (measured_.decode_seconds + decode_seconds_) * kMeasureShare >= NextMeasurementSeconds();
+  }
+  return root_position >= 2 * measured_at_ && root_position - measured_at_ >= kMinContextGrowth &&
          seconds_since_measure_ * kMeasureShare >= measure_seconds_;
 }
 
@@ -146,7 +225,8 @@ void AutoPlanner::Replan() {
 }
 
 const TokenTree& AutoPlanner::NextShape() {
-  GROVE_CHECK(verify_cost_.has_value(), "auto planner: NextShape before the first Measure");
+  // Nothing known about the verify cost yet: a probe, whose time anchors the guess (Observe).
+  if (!verify_cost_) return probe_;
   // Replan every kReplanSteps steps, unless nothing was learnt meanwhile (plain steps only, while
   // plain wins and no probe ran): the DP search costs tens of microseconds.
   if (steps_since_plan_ >= kReplanSteps && trees_since_plan_ > 0) Replan();
@@ -181,6 +261,17 @@ void AutoPlanner::Observe(const Step& step) {
   const TokenTree& tree = step.tree;
   const std::span<const int32_t> accepted = step.accepted;
   seconds_since_measure_ += step.draft_seconds + step.verify_seconds;
+  decode_seconds_ += step.draft_seconds + step.verify_seconds;
+  if (!verify_cost_) {
+    // The first step, without a curve: its verify forward anchors the guess (and, without one from
+    // the acceptance file, its drafting the draft cost).
+    const int32_t n = tree.size() + 1;
+    guess_t1_ = std::max(step.verify_seconds, 1e-9) / (1.0 + kGuessSlope * (n - 1));
+    if (!(draft_seconds_per_level_ > 0) && step.draft_calls > 0)
+      draft_seconds_per_level_ = step.draft_seconds / step.draft_calls;
+    BuildVerifyCost();
+    Plan(/*first=*/true);
+  }
   if (probing_) {
     // What the probe cost beyond the plain step it replaced.
     const double extra =
@@ -222,41 +313,87 @@ void AutoPlanner::Observe(const Step& step) {
   observe(node, -1);
 }
 
+namespace {
+
+// Times forwards of a chain of n copies of one token continuing sequence `seq` at `position`,
+// and truncates the cache back after each.
+class VerifyTimer {
+ public:
+  VerifyTimer(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
+              int32_t first_layer, int32_t last_layer)
+      : target_(target),
+        cache_(target.cache(seq)),
+        seq_(seq),
+        token_(token),
+        position_(position),
+        first_layer_(first_layer),
+        last_layer_(last_layer < 0 ? target.config().n_layer : last_layer) {
+    GROVE_CHECK(cache_.length() == position, "verify cost: the cache holds ", cache_.length(),
+                " slots, not ", position);
+    limit_ = std::min({max_tokens, target.max_batch(), target.n_ctx() - position});
+    if (limit_ < 1) Fail("verify cost: no room in the context to measure at position ", position);
+    if (first_layer_ > 0)
+      hidden_.assign(static_cast<std::size_t>(limit_) * target.config().n_embd, 0.0f);
+  }
+
+  int32_t limit() const { return limit_; }
+
+  double Time(int32_t n) {
+    batch_.Clear();
+    for (int32_t i = 0; i < n; ++i) batch_.Add(token_, position_ + i, seq_, i - 1, true);
+    const std::span<const float> in =
+        hidden_.empty() ? std::span<const float>()
+                        : std::span<const float>(hidden_).first(static_cast<std::size_t>(n) *
+                                                                target_.config().n_embd);
+    Timer timer;
+    target_.ForwardLayers(batch_, first_layer_, last_layer_, in);
+    const double seconds = timer.Seconds();
+    cache_.Truncate(position_);
+    return seconds;
+  }
+
+  // One untimed forward (decoding repeats one shape: the caches should hold what it uses), then
+  // the median of `reps` timed ones ...
+  double Median(int32_t n, int32_t reps) {
+    Time(n);
+    std::vector<double> s;
+    for (int32_t r = 0; r < reps; ++r) s.push_back(Time(n));
+    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
+    return s[s.size() / 2];
+  }
+  // ... or the fastest.
+  double Fastest(int32_t n, int32_t reps) {
+    Time(n);
+    double best = std::numeric_limits<double>::infinity();
+    for (int32_t r = 0; r < reps; ++r) best = std::min(best, Time(n));
+    return best;
+  }
+
+ private:
+  Model& target_;
+  KvCache& cache_;
+  int32_t seq_, token_, position_, first_layer_, last_layer_;
+  int32_t limit_ = 0;
+  Batch batch_;
+  std::vector<float> hidden_;
+};
+
+}  // namespace
+
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                                   int32_t max_tokens, double budget_seconds, int32_t first_layer,
                                   int32_t last_layer) {
-  if (last_layer < 0) last_layer = target.config().n_layer;
-  KvCache& cache = target.cache(seq);
-  GROVE_CHECK(cache.length() == position, "verify cost: the cache holds ", cache.length(),
-              " slots, not ", position);
-  const int32_t limit = std::min({max_tokens, target.max_batch(), target.n_ctx() - position});
-  if (limit < 1) Fail("verify cost: no room in the context to measure at position ", position);
+  VerifyTimer timer(target, seq, token, position, max_tokens, first_layer, last_layer);
   std::vector<int32_t> sizes;
-  for (int32_t n : {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128}) {
-    if (n <= limit) sizes.push_back(n);
+  for (int32_t n : kMeasuredSizes) {
+    if (n <= timer.limit()) sizes.push_back(n);
   }
-  Batch batch;
-  const auto n_embd = static_cast<std::size_t>(target.config().n_embd);
-  std::vector<float> hidden;
-  if (first_layer > 0) hidden.assign(static_cast<std::size_t>(limit) * n_embd, 0.0f);
-  auto forward = [&](int32_t n) {
-    batch.Clear();
-    for (int32_t i = 0; i < n; ++i) batch.Add(token, position + i, seq, i - 1, true);
-    const std::span<const float> in =
-        hidden.empty() ? std::span<const float>()
-                       : std::span<const float>(hidden).first(static_cast<std::size_t>(n) * n_embd);
-    Timer timer;
-    target.ForwardLayers(batch, first_layer, last_layer, in);
-    const double seconds = timer.Seconds();
-    cache.Truncate(position);
-    return seconds;
-  };
-  // Each size is timed in a run of its own, after one untimed forward, as decoding repeats one
-  // shape: interleaving sizes would charge the small ones for the caches the large ones evicted.
-  // A first pass says what the whole costs; a large model keeps powers of two only.
+  // Each size is timed in a run of its own, as decoding repeats one shape: interleaving sizes
+  // would charge the small ones for the caches the large ones evicted. A first pass says what the
+  // whole costs; a large model keeps powers of two only.
   auto one_pass = [&] {
     double total = 0.0;
-    for (int32_t n : sizes) total += forward(n);
+    for (int32_t n : sizes) total += timer.Time(n);
     return total;
   };
   double pass = one_pass();
@@ -266,21 +403,44 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
   }
   const int32_t reps =
       std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
-  std::vector<std::vector<double>> samples(sizes.size());
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    forward(sizes[i]);
-    for (int32_t r = 0; r < reps; ++r) samples[i].push_back(forward(sizes[i]));
-  }
   std::vector<std::pair<int32_t, double>> points;
   double floor = 0.0;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    std::vector<double>& s = samples[i];
-    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
+  for (int32_t n : sizes) {
     // More tokens never cost less; a dip is noise, and would lure the search to a larger tree.
-    floor = std::max(floor, s[s.size() / 2]);
-    points.emplace_back(sizes[i], floor);
+    floor = std::max(floor, timer.Median(n, reps));
+    points.emplace_back(n, floor);
   }
   return VerifyCostCurve(std::move(points));
+}
+
+bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
+                      int32_t max_tokens, double budget_seconds, double worth_ratio,
+                      CachedVerifyCost& curve) {
+  VerifyTimer timer(target, seq, token, position, max_tokens, 0, -1);
+  Timer spent;
+  bool extended = false;
+  for (int32_t n : kMeasuredSizes) {
+    if (curve.complete) break;
+    if (!curve.points.empty() && n <= curve.points.back().first) continue;
+    if (n > target.max_batch()) {
+      curve.complete = true;  // no larger batch can be verified
+      break;
+    }
+    if (n > timer.limit()) break;  // beyond this plan's budget or the context's room
+    // What measuring n costs, guessed from the last size with the guess's slope.
+    if (!curve.points.empty()) {
+      const auto [last_n, last_t] = curve.points.back();
+      const double t1 = curve.points.front().second;
+      const double guess = kVerifyMeasureForwards * (last_t + kGuessSlope * t1 * (n - last_n));
+      if (spent.Seconds() + guess > budget_seconds) break;
+    }
+    const double t = std::max(timer.Fastest(n, kVerifyMeasureForwards - 1),
+                              curve.points.empty() ? 0.0 : curve.points.back().second);
+    curve.points.emplace_back(n, t);
+    extended = true;
+    if (t > worth_ratio * curve.points.front().second) curve.complete = true;
+  }
+  return extended;
 }
 
 }  // namespace grove

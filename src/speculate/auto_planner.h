@@ -2,12 +2,19 @@
 // at all, when nothing beats plain decoding — from three measurements, each refreshed as decoding
 // goes:
 //
-//   t(n)  the target's verify cost for n tokens (root included): from --profile, else measured on
-//         the sequence's own context when the session starts (Measure), within ~30 ms; measured
-//         again once the context has doubled (attention grows with it), at most 5% of the time
-//         spent since. Between measurements the whole curve is scaled by the running ratio of the
-//         verify forwards actually timed to what the curve predicted for their n: what the cache
-//         left behind by drafting, other load and the context's growth do to it;
+//   t(n)  the target's verify cost for n tokens (root included): from --profile; else the curve
+//         kept for this model on this machine (VerifyCostCache); else a guess, t(n) = t(1) (1 +
+//         kGuessSlope (n - 1)), anchored on the time of the first step (a probe of two tokens).
+//         Nothing is measured before decoding starts (issue 30: measuring first cost a 16-token
+//         run more than its tokens). While the kept curve is incomplete, the next sizes are
+//         measured when that costs at most kMeasureShare of the decoding time since the last
+//         extension (ExtendVerifyCost), and the longer curve is kept for the next run; sizes
+//         not measured yet continue the measured ones with the guess's slope. The decoding time
+//         is summed over runs in the kept file, so short runs pay for the measurements together.
+//         Measured again once the context has doubled (attention grows with it), at most
+//         kMeasureShare of the time since. Between measurements the whole curve is scaled by the
+//         running ratio of the verify forwards actually timed to what the curve predicted for their
+//         n: what the cache left behind by drafting, other load and the context's growth do to it;
 //   c     the draft cost of one tree level: from --accept's draft_seconds_per_level, else a
 //         guess of t(1) / 10, then a running mean of the levels actually drafted (not a first
 //         level that caught up after plain steps);
@@ -33,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -41,6 +49,7 @@
 #include "speculate/sequoia.h"
 #include "speculate/token_tree.h"
 #include "speculate/tree_plan.h"
+#include "speculate/verify_cost_cache.h"
 
 namespace grove {
 
@@ -57,12 +66,18 @@ class AutoPlanner {
 
   // plan: a kAuto plan (its verify budget); inputs: what the files gave (all optional).
   AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs);
+  // Keeps an incomplete curve with the decoding time this run adds to what pays for extending it.
+  ~AutoPlanner();
+  AutoPlanner(AutoPlanner&&) = default;
 
   // Called once the prompt, all but the root, is in the target's cache for `seq` (root_position
-  // slots), and again whenever WantsMeasurement: measures t(n) on that context (unless a profile
-  // was given), restores the cache, and replans. With a profile the planner plans at
-  // construction already.
-  void Measure(Model& target, int32_t seq, int32_t root, int32_t root_position);
+  // slots): takes the kept curve of `target`, if any, and plans with it. Measures nothing. With a
+  // profile the planner plans at construction already.
+  void Begin(const Model& target, int32_t root_position);
+  // Whenever WantsMeasurement: measures t(n) on the sequence's context (extends the curve, or
+  // measures it again at a longer context), restores the cache, keeps an extended curve, and
+  // replans. Returns the seconds it took.
+  double Measure(Model& target, int32_t seq, int32_t root, int32_t root_position);
   bool WantsMeasurement(int32_t root_position) const;
 
   // The shape of the next step's tree; empty for a plain step. Valid until the next call.
@@ -87,17 +102,27 @@ class AutoPlanner {
   const SizeDepthChoice& choice() const { return choice_; }
   std::span<const double> acceptance() const { return acceptance_; }
   double draft_seconds_per_level() const { return draft_seconds_per_level_; }
-  // The curve as last measured (or given), and the factor the planner scales it by now.
+  // The curve planned with (measured, kept or given, continued by the guess; nullopt before the
+  // first step without any), and the factor the planner scales it by now.
   const std::optional<VerifyCostCurve>& verify_cost() const { return verify_cost_; }
   double verify_cost_scale() const { return verify_scale_; }
+  // The sizes measured so far (this run's and the kept ones) and whether the curve is complete.
+  const CachedVerifyCost& measured_cost() const { return measured_; }
 
  private:
   void Plan(bool first);
   void Replan();
   void ScaleVerifyCost();
+  void BuildVerifyCost();  // verify_cost_ from measured_ and the guess anchored at guess_t1_
+  double NextMeasurementSeconds() const;
 
   int32_t max_tokens_;
-  bool measured_curve_;  // false: the curve came from a profile file
+  bool given_curve_;  // the curve came from a profile file: never measured
+  std::shared_ptr<const VerifyCostCache> cache_;
+  const Model* cache_target_ = nullptr;  // the model whose curve is kept (Begin)
+  CachedVerifyCost measured_;    // sizes measured (here or by a run before), decoding time before
+  double decode_seconds_ = 0.0;  // decoding time observed since the curve was last extended
+  double guess_t1_ = 0.0;        // t(1) the guess is anchored at, until t(1) is measured
   std::optional<VerifyCostCurve> verify_cost_;
   std::optional<VerifyCostCurve> scaled_cost_;  // verify_cost_ x verify_scale_, what Replan uses
   double verify_scale_ = 1.0;
@@ -132,5 +157,18 @@ class AutoPlanner {
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                                   int32_t max_tokens, double budget_seconds,
                                   int32_t first_layer = 0, int32_t last_layer = -1);
+
+// Forwards per size that ExtendVerifyCost spends: one untimed, then the fastest of the rest
+// (interference only ever adds time).
+inline constexpr int32_t kVerifyMeasureForwards = 3;
+
+// Measures the sizes after the last of `curve` (from n = 1 when empty), in increasing order, while
+// the next one's guessed cost fits what is left of budget_seconds (the first always), up to
+// max_tokens and the context's room; marks the curve complete when a size costs more than
+// worth_ratio x t(1) (no larger tree can pay for itself) or the target's batch is reached.
+// Returns whether a size was added. The cache is left as found.
+bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
+                      int32_t max_tokens, double budget_seconds, double worth_ratio,
+                      CachedVerifyCost& curve);
 
 }  // namespace grove

@@ -43,6 +43,7 @@ SpeculationStats& SpeculationStats::operator+=(const SpeculationStats& s) {
   generated += s.generated;
   tree_nodes += s.tree_nodes;
   prefill_seconds += s.prefill_seconds;
+  measure_seconds += s.measure_seconds;
   total_seconds += s.total_seconds;
   times += s.times;
   AddCounts(accepted_at_depth, s.accepted_at_depth);
@@ -129,7 +130,7 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;
   previous_step_plain_ = false;  // Begin fed the prompt: the drafter has nothing to catch up
-  if (planner_) planner_->Measure(target_, options_.target_seq, root_, root_position_);
+  if (planner_) planner_->Begin(target_, root_position_);
   stats_.prefill_seconds = prefill.Seconds();
   done_ = options_.n_predict == 0;
 }
@@ -161,11 +162,14 @@ void SpeculativeSession::Draft() {
   step_timer_.Reset();
   step_ = StepTimes{};
   Timer timer;
-  // The planner measures the target again when the context has grown (counted as tree building).
+  // The planner measures the target when it can afford to (counted as tree building, and apart).
   if (planner_ && planner_->WantsMeasurement(root_position_)) {
-    planner_->Measure(target_, options_.target_seq, root_, root_position_);
+    stats_.measure_seconds +=
+        planner_->Measure(target_, options_.target_seq, root_, root_position_);
   }
-  const TokenTree* shape = planner_        ? &planner_->NextShape()
+  // With one token left to generate, no tree can give more than a plain step: auto plans none.
+  const bool last_token = options_.n_predict - stats_.generated <= 1;
+  const TokenTree* shape = planner_        ? (last_token ? &no_tree_ : &planner_->NextShape())
                            : use_override_ ? &shape_override_
                                            : nullptr;
   const TreePlan& plan = policy_.plan;

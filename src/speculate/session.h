@@ -66,6 +66,7 @@ struct SpeculationStats {
   int64_t generated = 0;         // tokens emitted (accepted + next), the stop token included
   int64_t tree_nodes = 0;        // draft nodes verified, summed over steps
   double prefill_seconds = 0.0;  // target prompt + drafter Begin
+  double measure_seconds = 0.0;  // the auto planner measuring the verify cost (within the steps)
   double total_seconds = 0.0;    // generation only (prefill excluded)
   StepTimes times;
   // accepted_at_depth[d - 1]: steps that accepted a node at depth d; reached_depth[d - 1]: steps
@@ -193,6 +194,7 @@ class SpeculativeSession {
   bool done_ = true;
   bool previous_step_plain_ = false;
   TokenTree shape_override_;  // UseShape
+  TokenTree no_tree_;         // a plain step of the auto plan
   bool use_override_ = false;
   SpeculationStats stats_;
 };

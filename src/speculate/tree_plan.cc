@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/text_file.h"
+#include "speculate/verify_cost_cache.h"
 
 namespace grove {
 namespace {
@@ -148,7 +149,12 @@ TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string&
     inputs.acceptance = std::move(accept.acceptance);
     inputs.draft_seconds_per_level = accept.draft_seconds_per_level;
   }
-  if (!profile_path.empty()) inputs.verify_cost = ReadVerifyProfile(profile_path);
+  if (!profile_path.empty()) {
+    inputs.verify_cost = ReadVerifyProfile(profile_path);
+  } else {
+    inputs.verify_cost_cache =
+        std::make_shared<const VerifyCostCache>(VerifyCostCache::DefaultDirectory());
+  }
   return inputs;
 }
 

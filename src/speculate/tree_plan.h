@@ -13,6 +13,7 @@
 //                    verify cost, draft cost and acceptance it measures while decoding
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@
 #include "speculate/token_tree.h"
 
 namespace grove {
+
+class VerifyCostCache;
 
 enum class TreeKind { kChain, kKConfig, kFile, kSequoia, kOpt, kAuto };
 
@@ -36,6 +39,9 @@ struct TreePlanInputs {
   std::optional<VerifyCostCurve> verify_cost;  // t(n), seconds, n counts the root
   double draft_seconds_per_level = 0.0;        // c
   int32_t max_tokens = 1024;                   // largest verify batch allowed (root included)
+  // Where `auto` keeps the verify curves it measures (nullptr: nowhere; ReadPlanInputs gives
+  // the user's cache directory).
+  std::shared_ptr<const VerifyCostCache> verify_cost_cache;
 };
 
 struct TreePlan {

@@ -1,0 +1,145 @@
+#include "speculate/verify_cost_cache.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "base/fnv1a.h"
+#include "base/log.h"
+#include "base/text_file.h"
+#include "io/gguf.h"
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_set.h"
+#include "speculate/sequoia.h"
+
+#ifndef GROVE_VERSION
+#define GROVE_VERSION "unknown"
+#endif
+
+namespace grove {
+namespace {
+
+constexpr const char* kFormat = "grove-verify-cost-cache";
+constexpr int kFormatVersion = 1;
+
+// What the target's forward computes: every tensor's name, type and shape, and the attention's
+// shape (heads and window change the work without changing a tensor).
+std::string ModelShapeFingerprint(const Model& target) {
+  Fnv1a h;
+  const ModelConfig& c = target.config();
+  h.Mix(c.arch);
+  const int64_t dims[] = {c.n_vocab,
+                          c.n_embd,
+                          c.n_layer,
+                          c.n_head,
+                          c.n_head_kv,
+                          c.head_dim,
+                          c.n_ff,
+                          c.sliding_window,
+                          c.n_local_layers(),
+                          static_cast<int64_t>(target.gguf().file_size())};
+  h.Mix(dims, sizeof(dims));
+  for (const GgufTensor& t : target.gguf().tensors()) {
+    h.Mix(t.name);
+    const auto type = static_cast<int64_t>(t.type);
+    h.Mix(&type, sizeof(type));
+    h.Mix(t.shape.data(), t.shape.size() * sizeof(int64_t));
+  }
+  return h.Hex();
+}
+
+bool OlderThanDays(const std::string& path, int days) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  const auto age =
+      std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(st.st_mtime);
+  return age > std::chrono::hours(24 * days);
+}
+
+}  // namespace
+
+std::string VerifyCostCache::DefaultDirectory() {
+  if (const char* dir = std::getenv("GROVE_CACHE_DIR")) return dir;  // "" turns caching off
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/grove";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/grove";
+  return "";
+}
+
+std::string VerifyCostCache::KeyFor(const Model& target) {
+  return StrCat("model ", target.config().arch, " ", ModelShapeFingerprint(target), " | cpu ",
+                CpuModelName(), " (", CpuFeatureString(HostCpuFeatures()), ") | kernels ",
+                ActiveKernels().name, " | threads ", target.shared_pool()->size(), " | batch ",
+                target.max_batch(), " | grove ", GROVE_VERSION);
+}
+
+std::string VerifyCostCache::PathFor(const std::string& key) const {
+  return dir_ + "/verify-" + Fnv1a().Mix(key).Hex() + ".json";
+}
+
+std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const {
+  if (!enabled()) return std::nullopt;
+  const std::string key = KeyFor(target);
+  const std::string path = PathFor(key);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  if (OlderThanDays(path, kMaxAgeDays)) {
+    Log(LogLevel::kDebug, "verify cost cache: '", path, "' is older than ", kMaxAgeDays,
+        " days: measuring again");
+    return std::nullopt;
+  }
+  try {
+    const nlohmann::json j = nlohmann::json::parse(ReadTextFile(path, "verify cost cache"));
+    if (!j.is_object() || j.value("format", "") != kFormat ||
+        j.value("version", 0) != kFormatVersion) {
+      Fail("not a ", kFormat, " file of version ", kFormatVersion);
+    }
+    if (j.value("key", "") != key) Fail("it was measured for another model or machine");
+    CachedVerifyCost cached{.complete = j.at("complete").get<bool>(),
+                            .decode_seconds = j.at("decode_seconds").get<double>()};
+    for (const auto& point : j.at("curve")) {
+      cached.points.emplace_back(point.at("n").get<int32_t>(),
+                                 point.at("seconds_median").get<double>());
+    }
+    if (!(cached.decode_seconds >= 0) || !std::isfinite(cached.decode_seconds))
+      Fail("decode_seconds ", cached.decode_seconds, " is not a time");
+    if (!cached.points.empty()) VerifyCostCurve check(cached.points);  // throws if unusable
+    if (cached.complete && cached.points.empty()) Fail("a complete curve without points");
+    return cached;
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarn, "ignoring the cached verify curve '", path, "' (", e.what(),
+        "); it will be measured again");
+    return std::nullopt;
+  }
+}
+
+void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) const {
+  if (!enabled()) return;
+  const std::string key = KeyFor(target);
+  const std::string path = PathFor(key);
+  nlohmann::json points = nlohmann::json::array();
+  for (const auto& [n, seconds] : curve.points)
+    points.push_back({{"n", n}, {"seconds_median", seconds}});
+  const nlohmann::json j = {{"format", kFormat},
+                            {"version", kFormatVersion},
+                            {"key", key},
+                            {"model", target.gguf().name()},
+                            {"complete", curve.complete},
+                            {"decode_seconds", curve.decode_seconds},
+                            {"curve", points}};
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    ReplaceTextFile(path, j.dump(1) + "\n", "verify cost cache");
+  } catch (const std::exception& e) {
+    Log(LogLevel::kDebug, "verify cost cache: not kept: ", e.what());
+  }
+}
+
+}  // namespace grove

@@ -1,0 +1,63 @@
+// The verify curves `auto` has measured, kept between runs: one file per (model shape, machine) in
+// the user's cache directory, so that a run starts decoding with the curve a run before it
+// measured instead of measuring it again (about 0.2-0.7 s for the bundled pair).
+//
+// A curve depends on what the target's forward computes and on what computes it, not on the
+// weights' values: the key is the model's shape (architecture, every tensor's name, type and shape,
+// the attention hyperparameters) and file size, the CPU's name and features, the kernels in use,
+// the thread count, the largest batch, and the grove version (kernels change between versions). A
+// file older than kMaxAgeDays is measured again. A curve may be partial: runs extend it by what
+// their decoding time (summed over runs) allows (see AutoPlanner), until it is complete.
+//
+// Where: $GROVE_CACHE_DIR if set (set and empty: no caching), else $XDG_CACHE_HOME/grove, else
+// $HOME/.cache/grove. A corrupt or foreign file is ignored with a one-line notice and rewritten; a
+// directory that cannot be created or written means no caching, not an error.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/model.h"
+
+namespace grove {
+
+struct CachedVerifyCost {
+  std::vector<std::pair<int32_t, double>>
+      points;             // (n, seconds), n increasing from 1; may be empty
+  bool complete = false;  // no larger n is worth measuring (see AutoPlanner)
+  // Decoding time runs have spent with this curve since it was last extended: what pays for the
+  // next extension (AutoPlanner spends a share of it), so that short runs pay together.
+  double decode_seconds = 0.0;
+};
+
+class VerifyCostCache {
+ public:
+  static constexpr int kMaxAgeDays = 30;
+
+  // The default place (see above); "" when caching is off or no home is known.
+  static std::string DefaultDirectory();
+
+  // dir "": a cache that keeps nothing.
+  explicit VerifyCostCache(std::string dir) : dir_(std::move(dir)) {}
+
+  bool enabled() const { return !dir_.empty(); }
+  const std::string& directory() const { return dir_; }
+
+  // What the key of `target` (as loaded, with its threads and batch) says about it, and the file.
+  static std::string KeyFor(const Model& target);
+  std::string PathFor(const std::string& key) const;
+
+  // The curve kept for `target`; nullopt when there is none, it is stale, or it cannot be used
+  // (with a notice).
+  std::optional<CachedVerifyCost> Load(const Model& target) const;
+  // Keeps `curve` for `target`, replacing what was kept; a failure to write is logged (debug), not
+  // thrown.
+  void Store(const Model& target, const CachedVerifyCost& curve) const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace grove
