@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""The speedup a user sees (issue 30): whole `grove run` processes timed from outside, paired.
+
+For each token count and thread count, runs plain decoding of the target (`grove run -m TARGET`)
+and the default speculative run (`grove run`, the bundled pair with `--spec auto`) alternately,
+REPS times each, at temperature 0 with --ignore-eos (both produce exactly N tokens), and prints the
+median wall time of each with its range and the ratio of the medians. Load, prefill, every
+measurement and exit are included: what a script that calls grove per request sees.
+
+Two cache states are timed:
+  warm  auto's verify-cost cache as runs leave it: a private cache directory, filled by one
+        untimed run before the timed ones and by the timed runs themselves (what a user who has
+        run grove before sees);
+  cold  an empty cache directory for every run (a first run on a new machine or model).
+
+usage: scripts/whole-process-bench.py [--grove PATH] [--tokens 1,16,128,512] [--threads 1,2]
+                                      [--reps 7] [--cache warm,cold] [--prompt TEXT]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def timed(cmd, env):
+    start = time.perf_counter()
+    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr.decode()[-2000:]}")
+    return seconds
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--grove", default=os.path.join(ROOT, "build/release/tools/grove/grove"))
+    ap.add_argument("--target", default=os.path.join(ROOT, "models/grove-base-target.gguf"))
+    ap.add_argument("--tokens", default="1,16,128,512")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--cache", default="warm,cold")
+    ap.add_argument("--prompt", default="Once upon a time")
+    a = ap.parse_args()
+    if not os.access(a.grove, os.X_OK):
+        sys.exit(f"no grove binary at {a.grove} (build it, or pass --grove)")
+
+    scratch = tempfile.mkdtemp(prefix="grove-whole-process-")
+    print(f"grove: {a.grove}\nplain: run -m {os.path.basename(a.target)}; speculative: run "
+          f"(bundled pair, --spec auto); prompt {a.prompt!r}, --temp 0 --ignore-eos, "
+          f"{a.reps} paired runs each, wall time of the whole process\n")
+    print("| cache | threads | tokens | plain s (median, range) | speculative s (median, range) "
+          "| speedup |")
+    print("|---|---:|---:|---|---|---:|")
+    try:
+        for cache in a.cache.split(","):
+            for threads in [int(t) for t in a.threads.split(",")]:
+                for n in [int(t) for t in a.tokens.split(",")]:
+                    common = ["run", "-p", a.prompt, "-n", str(n), "--temp", "0", "--ignore-eos",
+                              "-t", str(threads), "--no-display-prompt"]
+                    plain_cmd = [a.grove] + common + ["-m", a.target]
+                    spec_cmd = [a.grove] + common
+                    env = dict(os.environ)
+                    warm_dir = os.path.join(scratch, f"warm-{threads}")
+                    if cache == "warm":
+                        env["GROVE_CACHE_DIR"] = warm_dir
+                        timed(spec_cmd, env)  # untimed: what a run before left
+                    plain, spec = [], []
+                    for rep in range(a.reps):
+                        if cache == "cold":
+                            cold_dir = os.path.join(scratch, f"cold-{threads}-{n}-{rep}")
+                            env["GROVE_CACHE_DIR"] = cold_dir
+                        # Alternate which goes first, so neither always runs on a cooler machine.
+                        if rep % 2 == 0:
+                            plain.append(timed(plain_cmd, env))
+                            spec.append(timed(spec_cmd, env))
+                        else:
+                            spec.append(timed(spec_cmd, env))
+                            plain.append(timed(plain_cmd, env))
+                    mp, ms = statistics.median(plain), statistics.median(spec)
+                    print(f"| {cache} | {threads} | {n} | {mp:.3f} ({min(plain):.3f}-{max(plain):.3f})"
+                          f" | {ms:.3f} ({min(spec):.3f}-{max(spec):.3f}) | {mp / ms:.2f}x |",
+                          flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
