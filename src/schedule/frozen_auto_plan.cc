@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "speculate/auto_planner.h"
+#include "speculate/verify_cost_cache.h"
 
 namespace grove {
 namespace {
@@ -50,14 +51,27 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
   // is measured on its first part.
   const auto room = std::max(1, target.n_ctx() - measured);
   if (static_cast<int64_t>(context.size()) > room) context = context.first(room);
-  const int32_t slot = target.kv().Acquire();
-  try {
-    inputs.verify_cost = MeasureOn(target, slot, context, measured, kTargetBudgetSeconds);
-  } catch (...) {
+  // A curve a run before kept for this model and machine, if it reaches far enough, spares the
+  // measurement; one measured here is kept for the next.
+  const VerifyCostCache* cache = inputs.verify_cost_cache.get();
+  std::optional<CachedVerifyCost> kept = cache ? cache->Load(target) : std::nullopt;
+  if (kept && !kept->points.empty() && kept->points.back().first >= measured) {
+    inputs.verify_cost = VerifyCostCurve(kept->points);
+  } else {
+    const int32_t slot = target.kv().Acquire();
+    try {
+      inputs.verify_cost = MeasureOn(target, slot, context, measured, kTargetBudgetSeconds);
+    } catch (...) {
+      target.kv().Release(slot);
+      throw;
+    }
     target.kv().Release(slot);
-    throw;
+    if (cache) {
+      const auto points = inputs.verify_cost->points();
+      cache->Store(target, {.points = {points.begin(), points.end()},
+                            .complete = points.back().first >= target.max_batch()});
+    }
   }
-  target.kv().Release(slot);
   if (draft != nullptr) {
     inputs.draft_seconds_per_level =
         MeasureOn(*draft, 0, context, 1, kDraftBudgetSeconds).Seconds(1);
