@@ -414,6 +414,57 @@ TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
 }
 
+// Issue 30: auto measures nothing before decoding; a run keeps what it measured for the next (in
+// GROVE_CACHE_DIR); a corrupt kept file is reported in one line and rewritten; a cache directory
+// that cannot be made is no error; the report names load, prefill and decode, and --compare the
+// whole call's speedup beside decoding's.
+TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
+  const std::string cache = Path("verify-cache");
+  const std::string run = "GROVE_CACHE_DIR=" + cache + " " + std::string(GROVE_CLI) +
+                          " run --pair small -p \"Once upon a time\" -n 200 --temp 0 -t 1 "
+                          "--ignore-eos";
+  auto grove = [&](const std::string& env_and_args) {
+    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
+    const int status = std::system((env_and_args + " >" + out + " 2>" + err).c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadAll(out);
+    r.err = ReadAll(err);
+    return r;
+  };
+  auto kept_files = [&] {
+    std::vector<fs::path> files;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(cache, ec)) files.push_back(e.path());
+    return files;
+  };
+  CommandResult r = grove(run + " --compare");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"load ", "(target ", "draft ", "prefill ", "decode ", "decoding, ",
+                           "whole call", "outputs identical"}) {
+    EXPECT_NE(r.err.find(part), std::string::npos) << part << "\n" << r.err;
+  }
+  // Runs leave one file for the pair's target on this machine, and no temporary beside it.
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(grove(run).exit_code, 0);
+  std::vector<fs::path> files = kept_files();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].extension(), ".json");
+  EXPECT_NE(ReadAll(files[0]).find("\"curve\""), std::string::npos);
+  // Corrupt: one line says so, the run goes on, the file is rewritten.
+  std::ofstream(files[0]) << "{ not json";
+  r = grove(run);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ignoring the cached verify curve"), std::string::npos) << r.err;
+  EXPECT_NE(ReadAll(files[0]).find("grove-verify-cost-cache"), std::string::npos);
+  // A cache directory under a regular file cannot exist: no caching, no error.
+  const std::string blocked = "GROVE_CACHE_DIR=" + files[0].string() + "/sub " +
+                              std::string(GROVE_CLI) +
+                              " run --pair small -p hi -n 20 --temp 0 -t 1";
+  r = grove(blocked);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("error"), std::string::npos) << r.err;
+}
+
 // Tree-of-thought search on the small bundled pair under SEED's rounds, its SVG tree, and the
 // policy benchmark's check that every policy generated the same tokens.
 TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {

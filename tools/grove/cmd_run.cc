@@ -60,6 +60,12 @@ void ResolveModels(RunOptions& o) {
   }
   if (o.draft.empty() && o.spec_given)
     Fail("--spec, --verify, --draw, --accept, --profile and --compare need a draft (--draft)");
+  // One token (or none) is a plain forward of the prompt whatever drafts it: loading and feeding
+  // a drafter would only make the run slower (issue 30). --compare still compares.
+  if (!o.draft.empty() && o.n_predict <= 1 && !o.compare) {
+    std::fprintf(stderr, "[grove] -n %d: nothing to speculate, decoding plainly\n", o.n_predict);
+    o.draft.clear();
+  }
 }
 
 std::string ReadPrompt(const RunOptions& o) {
