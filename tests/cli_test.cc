@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/gguf.h"
+#include "test_support.h"
 
 #ifndef GROVE_CLI
 #error "GROVE_CLI (path of the grove binary) must be defined by the build"
@@ -176,7 +177,7 @@ TEST_F(CliTest, BenchMarkdownTableAndVerifyCurveProfile) {
     EXPECT_GT(curve[i].at("ratio").get<double>(), 0);
   }
   EXPECT_EQ(curve[0].at("ratio").get<double>(), 1.0);
-  EXPECT_FALSE(fs::exists(profile + ".partial"));
+  EXPECT_FALSE(testing::PartialFileLeft(profile));
 }
 
 TEST_F(CliTest, VerifyCurveAlwaysMeasuresOneToken) {
@@ -198,7 +199,7 @@ TEST_F(CliTest, QuantizeF32ToQ8_0MatchesSynthAndRuns) {
   const std::string out = Path("quantized-q8_0.gguf");
   const CommandResult q = Grove("quantize " + Model("f32") + " " + out + " q8_0 -t 2");
   ASSERT_EQ(q.exit_code, 0) << q.err;
-  EXPECT_FALSE(fs::exists(out + ".partial"));
+  EXPECT_FALSE(testing::PartialFileLeft(out));
 
   auto quantized = GgufFile::Open(out);
   auto reference = GgufFile::Open(Model("q8_0"));
@@ -584,7 +585,7 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
     EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\nstderr: " << r.err;
   }
   EXPECT_FALSE(fs::exists(Path("x.gguf")));
-  EXPECT_FALSE(fs::exists(Path("x.gguf.partial")));
+  EXPECT_FALSE(testing::PartialFileLeft(Path("x.gguf")));
   EXPECT_FALSE(fs::exists(Path("p.json")));
 }
 

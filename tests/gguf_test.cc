@@ -1,9 +1,13 @@
 // GGUF reader and writer: round trips, the shared real files, and one test per kind of malformed
 // file.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "base/error.h"
 #include "io/gguf.h"
@@ -115,8 +119,37 @@ TEST(Gguf, WriteFileIsAtomicAndReadable) {
   SampleWriter().WriteFile(path);
   auto f = GgufFile::Open(path);
   EXPECT_EQ(f->tensors().size(), 2u);
-  EXPECT_FALSE(testing::FileExists(path + ".partial"));
+  EXPECT_FALSE(testing::PartialFileLeft(path));
   std::remove(path.c_str());
+}
+
+// Issue 34: a file or link someone left at OUT.partial is neither followed nor deleted: the
+// temporary has a unique name and is created exclusively.
+TEST(Gguf, WriteFileNeverTouchesAnExistingPartialFile) {
+  const std::string path = testing::TempPath("planted.gguf");
+  const std::string victim = testing::TempPath("victim.txt");
+  std::ofstream(victim) << "precious";
+  ASSERT_EQ(::symlink(victim.c_str(), (path + ".partial").c_str()), 0);
+  SampleWriter().WriteFile(path);
+  EXPECT_EQ(GgufFile::Open(path)->tensors().size(), 2u);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "precious");  // the link's target was not overwritten
+  struct stat st {};
+  ASSERT_EQ(::lstat((path + ".partial").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));  // the link is still there, still a link
+  EXPECT_FALSE(S_ISLNK([&] {
+    struct stat out {};
+    ::lstat(path.c_str(), &out);
+    return out.st_mode;
+  }()));
+  // A user's own file of that name stays as it was.
+  ::unlink((path + ".partial").c_str());
+  std::ofstream(path + ".partial") << "mine";
+  SampleWriter().WriteFile(path);
+  std::ifstream mine(path + ".partial");
+  EXPECT_EQ(std::string((std::istreambuf_iterator<char>(mine)), std::istreambuf_iterator<char>()),
+            "mine");
 }
 
 TEST(Gguf, FailedWriteLeavesNoFile) {
@@ -125,7 +158,7 @@ TEST(Gguf, FailedWriteLeavesNoFile) {
   w.AddTensor("t", {32}, GgmlType::kF32, [](std::span<uint8_t>) { Fail("filler failed"); });
   EXPECT_THROW(w.WriteFile(path), Error);
   EXPECT_FALSE(testing::FileExists(path));
-  EXPECT_FALSE(testing::FileExists(path + ".partial"));
+  EXPECT_FALSE(testing::PartialFileLeft(path));
 }
 
 TEST(Gguf, ReadsSharedStoriesModel) {

@@ -28,6 +28,20 @@ bool FileExists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool PartialFileLeft(const std::string& path) {
+  const std::filesystem::path p(path);
+  const std::string prefix = p.filename().string() + ".";
+  std::error_code ec;
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() > 8 &&
+        name.compare(name.size() - 8, 8, ".partial") == 0)
+      return true;
+  }
+  return false;
+}
+
 namespace {
 
 // Every path TempPath hands out, removed (file or directory tree) when the test binary exits, so

@@ -18,6 +18,9 @@ namespace grove::testing {
 // $GROVE_SHARED_DIR).
 std::string SharedPath(const std::string& relative);
 bool FileExists(const std::string& path);
+// Whether a temporary of a file being written to `path` (`path.XXXXXX.partial`,
+// base/replacing_file.h) is left in its directory.
+bool PartialFileLeft(const std::string& path);
 
 // A fresh path in the test's temporary directory; whatever is there (file or directory) is
 // removed when the test binary exits.

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/replacing_file.h"
 
 namespace grove {
 namespace {
@@ -208,34 +209,10 @@ void GgufWriter::Emit(const Sink& sink,
 
 void GgufWriter::WriteFile(const std::string& path,
                            const std::function<void(std::size_t, std::size_t)>& progress) const {
-  std::string tmp = path + ".partial";
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
-  if (!f) Fail("cannot write '", tmp, "': ", std::strerror(errno));
-  bool ok = true;
-  try {
-    Emit(
-        [&](const void* p, std::size_t n) {
-          if (ok && std::fwrite(p, 1, n, f.get()) != n) ok = false;
-        },
-        progress);
-  } catch (...) {
-    // A tensor filler failed (or was interrupted): leave nothing behind under either name.
-    f.reset();
-    std::remove(tmp.c_str());
-    throw;
-  }
-  if (std::fflush(f.get()) != 0) ok = false;
-  int err = errno;
-  f.reset();
-  if (!ok) {
-    std::remove(tmp.c_str());
-    Fail("cannot write '", path, "': ", std::strerror(err));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = errno;
-    std::remove(tmp.c_str());
-    Fail("cannot rename '", tmp, "' to '", path, "': ", std::strerror(err));
-  }
+  // A unique temporary beside `path`, renamed over it when whole; removed if a filler throws.
+  ReplacingFile file(path, "GGUF file");
+  Emit([&](const void* p, std::size_t n) { file.Write(p, n); }, progress);
+  file.Commit();
 }
 
 std::vector<uint8_t> GgufWriter::WriteToBytes() const {

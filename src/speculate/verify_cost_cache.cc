@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "base/log.h"
+#include "base/replacing_file.h"
 #include "base/text_file.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"

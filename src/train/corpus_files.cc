@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "base/error.h"
+#include "base/replacing_file.h"
 #include "base/text_file.h"
 
 namespace grove {
@@ -14,60 +15,23 @@ namespace {
 namespace fs = std::filesystem;
 
 void WriteFileAtomically(const fs::path& path, std::string_view text) {
-  const fs::path partial = path.string() + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) Fail("corpus: cannot write '", partial.string(), "': ", std::strerror(errno));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) Fail("corpus: writing '", partial.string(), "' failed: ", std::strerror(errno));
-  }
-  std::error_code ec;
-  fs::rename(partial, path, ec);
-  if (ec)
-    Fail("corpus: cannot rename '", partial.string(), "' to '", path.string(), "': ", ec.message());
+  ReplaceTextFile(path.string(), text, "corpus file");
 }
 
-// A part being written to DIR/<file>.partial.
+// A part being written (base/replacing_file.h: a unique temporary beside it until Finish).
 class PartialFile {
  public:
-  explicit PartialFile(fs::path path)
-      : path_(std::move(path)), partial_(path_.string() + ".partial") {
-    out_.open(partial_, std::ios::binary | std::ios::trunc);
-    if (!out_) Fail("corpus: cannot write '", partial_.string(), "': ", std::strerror(errno));
-  }
-  PartialFile(const PartialFile&) = delete;
-  PartialFile& operator=(const PartialFile&) = delete;
-  ~PartialFile() {
-    if (!done_) {
-      out_.close();
-      std::error_code ec;
-      fs::remove(partial_, ec);
-    }
-  }
+  explicit PartialFile(const fs::path& path) : file_(path.string(), "corpus file") {}
   void Append(std::string_view doc) {
-    if (!empty_) out_.put('\n');  // the empty line between documents
-    out_.write(doc.data(), static_cast<std::streamsize>(doc.size()));
+    if (!empty_) file_.Write("\n");  // the empty line between documents
+    file_.Write(doc);
     empty_ = false;
-    if (!out_) Fail("corpus: writing '", partial_.string(), "' failed: ", std::strerror(errno));
   }
-  void Finish() {
-    out_.close();
-    if (!out_) Fail("corpus: writing '", partial_.string(), "' failed: ", std::strerror(errno));
-    std::error_code ec;
-    fs::rename(partial_, path_, ec);
-    if (ec) {
-      Fail("corpus: cannot rename '", partial_.string(), "' to '", path_.string(),
-           "': ", ec.message());
-    }
-    done_ = true;
-  }
+  void Finish() { file_.Commit(); }
 
  private:
-  fs::path path_, partial_;
-  std::ofstream out_;
+  ReplacingFile file_;
   bool empty_ = true;
-  bool done_ = false;
 };
 
 void CreateCorpusDirectory(const std::string& dir) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/replacing_file.h"
 #include "bench_bandwidth.h"
 #include "bench_memory.h"
 #include "bench_speculative.h"
@@ -377,21 +378,7 @@ void WriteProfile(const std::string& path, const BenchRun& r, const BenchOptions
             {"curve", CurveJson(r.curve)},
             {"decode_gbps", static_cast<double>(r.model.weight_bytes) / t1 / 1e9},
             {"bandwidth_gbps", probe ? Json(probe->gbps_median) : Json(nullptr)}};
-  const std::string tmp = path + ".partial";
-  {
-    std::ofstream out(tmp);
-    out << j.dump(2) << "\n";
-    if (!out.flush()) {
-      std::filesystem::remove(tmp);
-      Fail("--profile-out: cannot write '", path, "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp);
-    Fail("--profile-out: cannot rename '", tmp, "' to '", path, "': ", ec.message());
-  }
+  ReplaceTextFile(path, j.dump(2) + "\n", "--profile-out");
 }
 
 // ---- the command

@@ -264,24 +264,17 @@ void RunQuantize(const QuantizeOptions& o) {
 
   Timer timer;
   const bool tty = ::isatty(STDERR_FILENO);
-  try {
-    writer.WriteFile(o.out, [tty, verbose = o.verbose](std::size_t done, std::size_t total) {
-      if (verbose) return;  // each tensor has its own line already
-      // A line that rewrites itself on a terminal; one line per tenth in a log.
-      if (tty) {
-        std::fprintf(stderr, "\rquantizing tensors: %zu/%zu", done, total);
-        if (done == total) std::fprintf(stderr, "\n");
-      } else if (done * 10 / total != (done - 1) * 10 / total) {
-        std::fprintf(stderr, "quantizing tensors: %zu/%zu\n", done, total);
-      }
-    });
-  } catch (...) {
-    // The writer removes its .partial file when a write fails; this also covers a filler that
-    // throws.
-    std::error_code ec;
-    std::filesystem::remove(o.out + ".partial", ec);
-    throw;
-  }
+  // The writer removes its temporary file when a write or a filler fails.
+  writer.WriteFile(o.out, [tty, verbose = o.verbose](std::size_t done, std::size_t total) {
+    if (verbose) return;  // each tensor has its own line already
+    // A line that rewrites itself on a terminal; one line per tenth in a log.
+    if (tty) {
+      std::fprintf(stderr, "\rquantizing tensors: %zu/%zu", done, total);
+      if (done == total) std::fprintf(stderr, "\n");
+    } else if (done * 10 / total != (done - 1) * 10 / total) {
+      std::fprintf(stderr, "quantizing tensors: %zu/%zu\n", done, total);
+    }
+  });
   const uint64_t out_bytes = std::filesystem::file_size(o.out);
   std::fprintf(
       stderr,
@@ -297,7 +290,8 @@ void AddQuantizeCommand(CLI::App& app) {
       app.add_subcommand("quantize", "Convert a GGUF model's weight matrices to another type");
   auto o = std::make_shared<QuantizeOptions>();
   cmd->add_option("IN", o->in, "Input GGUF model")->required();
-  cmd->add_option("OUT", o->out, "Output GGUF path (written as OUT.partial, then renamed)")
+  cmd->add_option("OUT", o->out,
+                  "Output GGUF path (written to a new temporary file beside it, then renamed)")
       ->required();
   cmd->add_option(
          "TYPE", o->type,

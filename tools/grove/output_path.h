@@ -1,7 +1,7 @@
 // Checks of the files and directories a command will write, made before any work starts, so that
 // a bad target fails at once with its reason instead of after minutes of work, and so that no
 // command replaces what it should not: a device node, a FIFO or a symlink (renaming a finished
-// `.partial` file over it would replace the node or the link itself), a directory, one of the
+// temporary file over it would replace the node or the link itself), a directory, one of the
 // command's own inputs, or a read-only file unless --force is given. An existing writable regular
 // file is replaced, as cp and llama-quantize do (re-running a finished `grove train` rewrites its
 // --export, for one).

@@ -1,0 +1,74 @@
+#include "base/replacing_file.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/text_file.h"
+
+namespace grove {
+namespace {
+
+// The file-creation mask, read without changing it (umask(2) can only set it, and setting it even
+// for a moment races with other threads creating files): Linux reports it in /proc/self/status.
+mode_t ProcessUmask() {
+  std::string status;
+  try {
+    status = ReadTextFile("/proc/self/status", "process status");
+  } catch (const Error&) {
+    return 022;
+  }
+  const std::size_t at = status.find("Umask:");
+  if (at == std::string::npos) return 022;
+  return static_cast<mode_t>(std::strtoul(status.c_str() + at + 6, nullptr, 8));
+}
+
+}  // namespace
+
+ReplacingFile::ReplacingFile(std::string path, std::string_view what)
+    : path_(std::move(path)), what_(what), tmp_(path_ + ".XXXXXX.partial") {
+  // mkstemps: O_CREAT | O_EXCL on a fresh name (mode 0600), so nothing planted there is opened.
+  const int fd = ::mkstemps(tmp_.data(), static_cast<int>(std::strlen(".partial")));
+  if (fd < 0) Fail("cannot write ", what_, " '", path_, "': ", std::strerror(errno));
+  if (::fchmod(fd, 0644 & ~ProcessUmask()) != 0 || (file_ = ::fdopen(fd, "wb")) == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    ::unlink(tmp_.c_str());
+    Fail("cannot write ", what_, " '", path_, "': ", std::strerror(err));
+  }
+}
+
+ReplacingFile::~ReplacingFile() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    ::unlink(tmp_.c_str());
+  }
+}
+
+void ReplacingFile::Write(const void* data, std::size_t n) {
+  if (error_ == 0 && n > 0 && std::fwrite(data, 1, n, file_) != n) error_ = errno ? errno : EIO;
+}
+
+void ReplacingFile::Commit() {
+  GROVE_CHECK(file_ != nullptr, "replacing file '", path_, "': committed twice");
+  if (error_ == 0 && std::fflush(file_) != 0) error_ = errno;
+  if (std::fclose(file_) != 0 && error_ == 0) error_ = errno;
+  file_ = nullptr;
+  if (error_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) error_ = errno;
+  if (error_ != 0) {
+    ::unlink(tmp_.c_str());
+    Fail("cannot write ", what_, " '", path_, "': ", std::strerror(error_));
+  }
+}
+
+void ReplaceTextFile(const std::string& path, std::string_view text, std::string_view what) {
+  ReplacingFile file(path, what);
+  file.Write(text);
+  file.Commit();
+}
+
+}  // namespace grove

@@ -1,0 +1,42 @@
+// Writing a file that replaces `path` only when it is complete: the bytes go to a new file of a
+// unique name beside it (`path.XXXXXX.partial`, created with O_EXCL, so no file or link that
+// someone put there is ever opened, followed or deleted), which Commit() renames over `path`. Until
+// then `path` is untouched; a ReplacingFile destroyed without Commit() removes its temporary file.
+// The file gets mode 0644 less the umask, as a file made by open(2) would.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+namespace grove {
+
+class ReplacingFile {
+ public:
+  // `what` names the file in errors ("verify cost cache", "GGUF output"). Throws grove::Error.
+  ReplacingFile(std::string path, std::string_view what);
+  ReplacingFile(const ReplacingFile&) = delete;
+  ReplacingFile& operator=(const ReplacingFile&) = delete;
+  ~ReplacingFile();
+
+  const std::string& path() const { return path_; }
+  const std::string& temporary_path() const { return tmp_; }
+  // Buffered writes; a failure is remembered and reported by Commit().
+  void Write(const void* data, std::size_t n);
+  void Write(std::string_view text) { Write(text.data(), text.size()); }
+  // Flushes, closes and renames over path(). Throws grove::Error naming what failed (the
+  // temporary file is then gone).
+  void Commit();
+
+ private:
+  std::string path_;
+  std::string what_;
+  std::string tmp_;
+  std::FILE* file_ = nullptr;
+  int error_ = 0;  // errno of the first failed write
+};
+
+// The whole of `text` as the new contents of `path` (a ReplacingFile).
+void ReplaceTextFile(const std::string& path, std::string_view text, std::string_view what);
+
+}  // namespace grove
