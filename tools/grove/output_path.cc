@@ -1,5 +1,8 @@
 #include "output_path.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,6 +38,20 @@ void CheckParentWritable(const std::string& path, const char* what) {
     Fail(what, " '", path, "': directory '", dir, "' is not writable");
 }
 
+// "immutable" or "append-only" when the file system marks `path` so, else nullptr (also where the
+// file system has no such attributes).
+const char* ProtectingAttribute(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  int flags = 0;
+  const bool known = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;
+  ::close(fd);
+  if (!known) return nullptr;
+  if (flags & FS_IMMUTABLE_FL) return "immutable";
+  if (flags & FS_APPEND_FL) return "append-only";
+  return nullptr;
+}
+
 }  // namespace
 
 void CheckOutputFile(const std::string& path, const char* what, const OutputRules& rules) {
@@ -50,9 +67,16 @@ void CheckOutputFile(const std::string& path, const char* what, const OutputRule
         Fail(what, " '", path, "' is the input file '", input, "'; write to a new path");
       }
     }
-    if (::access(path.c_str(), W_OK) != 0) {
+    // Read-only by its mode bits (no write bit for anyone), not by access(2), which says yes to
+    // root whatever the bits: a file its owner made read-only stays protected from root too.
+    if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0 || ::access(path.c_str(), W_OK) != 0) {
       if (rules.force == nullptr) Fail(what, " '", path, "' is read-only");
       if (!*rules.force) Fail(what, " '", path, "' is read-only (--force replaces it)");
+    }
+    // An immutable or append-only file (chattr +i, +a) cannot be replaced even with --force:
+    // renaming over it fails, which would only show after the work.
+    if (const char* attribute = ProtectingAttribute(path)) {
+      Fail(what, " '", path, "' is ", attribute, " (chattr); it cannot be replaced");
     }
   } else if (errno != ENOENT && errno != ENOTDIR) {  // ENOTDIR: the parent check names it
     Fail(what, " '", path, "': ", std::strerror(errno));
