@@ -40,6 +40,19 @@ TokenTree Chain(int32_t n) {
   return tree;
 }
 
+// One step of `tree` whose drafter was called `draft_calls` times for draft_seconds (none caught
+// up), verified in verify_seconds.
+void ObserveStep(AutoPlanner& planner, const TokenTree& tree, std::span<const int32_t> accepted,
+                 double draft_seconds, int32_t draft_calls, double verify_seconds) {
+  planner.Observe({.tree = tree,
+                   .accepted = accepted,
+                   .draft_seconds = draft_seconds,
+                   .first_draft_seconds = draft_calls > 0 ? draft_seconds / draft_calls : 0.0,
+                   .draft_calls = draft_calls,
+                   .verify_seconds = verify_seconds,
+                   .drafter_caught_up = false});
+}
+
 TEST(AutoPlanner, CheapVerificationAndAGoodDraftGiveADeepTree) {
   // Verifying 16 tokens costs what one does; drafting a level a tenth of it; the draft's first
   // guess is right 90% of the time.
@@ -143,13 +156,7 @@ TEST(AutoPlanner, WithoutACurveTheFirstStepIsAProbeThatAnchorsTheGuess) {
   const TokenTree& probe = planner.NextShape();
   ASSERT_EQ(probe.size(), 1);
   const int32_t accepted[] = {0};
-  planner.Observe({.tree = probe,
-                   .accepted = accepted,
-                   .draft_seconds = 1e-4,
-                   .first_draft_seconds = 1e-4,
-                   .draft_calls = 1,
-                   .verify_seconds = 1.35e-3,
-                   .drafter_caught_up = false});
+  ObserveStep(planner, probe, accepted, 1e-4, 1, 1.35e-3);
   ASSERT_TRUE(planner.verify_cost().has_value());
   const VerifyCostCurve& curve = *planner.verify_cost();
   // The guess: t(n) = t(1) (1 + 0.35 (n - 1)), so t(2) = 1.35 t(1) is the observed 1.35 ms.
@@ -180,13 +187,7 @@ void DecodeUntilItWantsToMeasure(AutoPlanner& planner, int32_t position) {
   const int32_t accepted[] = {0, 1};
   for (int32_t step = 0; step < 10000 && !planner.WantsMeasurement(position); ++step) {
     planner.NextShape();
-    planner.Observe({.tree = chain,
-                     .accepted = accepted,
-                     .draft_seconds = 3e-4,
-                     .first_draft_seconds = 1e-4,
-                     .draft_calls = 3,
-                     .verify_seconds = 2e-3,
-                     .drafter_caught_up = false});
+    ObserveStep(planner, chain, accepted, 3e-4, 3, 2e-3);
   }
 }
 
@@ -252,13 +253,7 @@ TEST(AutoPlanner, ShortRunsPayForAMeasurementTogether) {
     // forwards of about t(2).
     for (int step = 0; step < 2; ++step) {
       planner.NextShape();
-      planner.Observe({.tree = chain,
-                       .accepted = {},
-                       .draft_seconds = 0,
-                       .first_draft_seconds = 0,
-                       .draft_calls = 3,
-                       .verify_seconds = t1,
-                       .drafter_caught_up = false});
+      ObserveStep(planner, chain, {}, 0, 3, t1);
       wanted = wanted || planner.WantsMeasurement(target.position);
     }
   }
