@@ -46,6 +46,14 @@ constexpr int32_t kMaxDepth = 16;
 // interpolates between them).
 constexpr int32_t kMeasuredSizes[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128};
 
+// The size ExtendVerifyCost measures next (past the last size: none left).
+int32_t NextMeasuredSize(const CachedVerifyCost& curve) {
+  for (int32_t n : kMeasuredSizes) {
+    if (curve.points.empty() || n > curve.points.back().first) return n;
+  }
+  return std::numeric_limits<int32_t>::max();
+}
+
 // While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
 // cost (their drafting, the drafter catching up, the wider verify) under kProbeShare of the plain
 // steps' time, between kMinProbeInterval and kMaxProbeInterval.
@@ -121,6 +129,8 @@ double AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t ro
       measured_.decode_seconds = 0.0;
       decode_seconds_ = 0.0;
       if (cache_target_) cache_->Store(target, measured_);
+    } else {
+      extension_stalled_ = true;  // no room in this context: not again in this run
     }
   } else {
     // The context has doubled: the sizes known, measured again at this context (not kept: the
@@ -162,7 +172,7 @@ void AutoPlanner::BuildVerifyCost() {
 double AutoPlanner::NextMeasurementSeconds() const {
   if (!verify_cost_) return std::numeric_limits<double>::infinity();
   if (measured_.complete) return measure_seconds_;
-  const int32_t next = measured_.points.empty() ? 1 : measured_.points.back().first + 1;
+  const int32_t next = NextMeasuredSize(measured_);
   if (next > verify_cost_->max_size()) return std::numeric_limits<double>::infinity();
   return kVerifyMeasureForwards * verify_cost_->Seconds(next) * verify_scale_;
 }
@@ -184,7 +194,8 @@ void AutoPlanner::Plan(bool first) {
 bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
   if (given_curve_ || !verify_cost_) return false;
   if (!measured_.complete) {
-    return (measured_.decode_seconds + decode_seconds_) * kMeasureShare >= NextMeasurementSeconds();
+    return !extension_stalled_ &&
+           (measured_.decode_seconds + decode_seconds_) * kMeasureShare >= NextMeasurementSeconds();
   }
   return root_position >= 2 * measured_at_ && root_position - measured_at_ >= kMinContextGrowth &&
          seconds_since_measure_ * kMeasureShare >= measure_seconds_;
@@ -418,6 +429,7 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
                       CachedVerifyCost& curve) {
   VerifyTimer timer(target, seq, token, position, max_tokens, 0, -1);
   Timer spent;
+  const bool was_complete = curve.complete;
   bool extended = false;
   for (int32_t n : kMeasuredSizes) {
     if (curve.complete) break;
@@ -427,8 +439,9 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
       break;
     }
     if (n > timer.limit()) break;  // beyond this plan's budget or the context's room
-    // What measuring n costs, guessed from the last size with the guess's slope.
-    if (!curve.points.empty()) {
+    // What measuring n costs, guessed from the last size with the guess's slope; the first size
+    // of a call is measured whatever the guess (the caller judged it affordable).
+    if (extended && !curve.points.empty()) {
       const auto [last_n, last_t] = curve.points.back();
       const double t1 = curve.points.front().second;
       const double guess = kVerifyMeasureForwards * (last_t + kGuessSlope * t1 * (n - last_n));
@@ -440,7 +453,9 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
     extended = true;
     if (t > worth_ratio * curve.points.front().second) curve.complete = true;
   }
-  return extended;
+  if (!curve.points.empty() && curve.points.back().first >= std::end(kMeasuredSizes)[-1])
+    curve.complete = true;  // every size measured
+  return extended || curve.complete != was_complete;
 }
 
 }  // namespace grove

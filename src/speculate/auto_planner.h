@@ -122,7 +122,8 @@ class AutoPlanner {
   const Model* cache_target_ = nullptr;  // the model whose curve is kept (Begin)
   CachedVerifyCost measured_;    // sizes measured (here or by a run before), decoding time before
   double decode_seconds_ = 0.0;  // decoding time observed since the curve was last extended
-  double guess_t1_ = 0.0;        // t(1) the guess is anchored at, until t(1) is measured
+  bool extension_stalled_ = false;  // the context had no room for the next size
+  double guess_t1_ = 0.0;           // t(1) the guess is anchored at, until t(1) is measured
   std::optional<VerifyCostCurve> verify_cost_;
   std::optional<VerifyCostCurve> scaled_cost_;  // verify_cost_ x verify_scale_, what Replan uses
   double verify_scale_ = 1.0;
@@ -162,11 +163,11 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
 // (interference only ever adds time).
 inline constexpr int32_t kVerifyMeasureForwards = 3;
 
-// Measures the sizes after the last of `curve` (from n = 1 when empty), in increasing order, while
-// the next one's guessed cost fits what is left of budget_seconds (the first always), up to
+// Measures the sizes after the last of `curve` (from n = 1 when empty), in increasing order, the
+// first always and each next one while its guessed cost fits what is left of budget_seconds, up to
 // max_tokens and the context's room; marks the curve complete when a size costs more than
-// worth_ratio x t(1) (no larger tree can pay for itself) or the target's batch is reached.
-// Returns whether a size was added. The cache is left as found.
+// worth_ratio x t(1) (no larger tree can pay for itself), the target's batch is reached or every
+// size is measured. Returns whether the curve changed. The cache is left as found.
 bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                       int32_t max_tokens, double budget_seconds, double worth_ratio,
                       CachedVerifyCost& curve);
