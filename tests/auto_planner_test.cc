@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -304,6 +305,20 @@ TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
     cache.Store(*model, {.points = {{1, 1e-3}}});
     EXPECT_TRUE(cache.Load(*model).has_value()) << text;
   }
+}
+
+TEST(VerifyCostCache, ACurveMeasuredLongAgoIsMeasuredAgain) {
+  const VerifyCostCache cache(TempPath("verify-cache-stale"));
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t day = 24 * 3600;
+  cache.Store(*model, {.points = {{1, 1e-3}}, .measured_at = now - 29 * day});
+  ASSERT_TRUE(cache.Load(*model).has_value());
+  EXPECT_EQ(cache.Load(*model)->measured_at, now - 29 * day);  // kept as measured, not as written
+  cache.Store(*model, {.points = {{1, 1e-3}}, .measured_at = now - 31 * day});
+  EXPECT_FALSE(cache.Load(*model).has_value());
 }
 
 TEST(VerifyCostCache, AnUnwritableDirectoryMeansNoCachingNotAnError) {

@@ -127,6 +127,7 @@ double AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t ro
     if (ExtendVerifyCost(target, seq, root, root_position, max_tokens_, budget, kMaxDepth,
                          measured_)) {
       measured_.decode_seconds = 0.0;
+      measured_.measured_at = 0;  // now
       decode_seconds_ = 0.0;
       if (cache_target_) cache_->Store(target, measured_);
     } else {

@@ -1,7 +1,5 @@
 #include "speculate/verify_cost_cache.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -54,12 +52,10 @@ std::string ModelShapeFingerprint(const Model& target) {
   return h.Hex();
 }
 
-bool OlderThanDays(const std::string& path, int days) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return false;
-  const auto age =
-      std::chrono::system_clock::now() - std::chrono::system_clock::from_time_t(st.st_mtime);
-  return age > std::chrono::hours(24 * days);
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace
@@ -90,11 +86,6 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
   const std::string path = PathFor(key);
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
-  if (OlderThanDays(path, kMaxAgeDays)) {
-    Log(LogLevel::kDebug, "verify cost cache: '", path, "' is older than ", kMaxAgeDays,
-        " days: measuring again");
-    return std::nullopt;
-  }
   try {
     const nlohmann::json j = nlohmann::json::parse(ReadTextFile(path, "verify cost cache"));
     if (!j.is_object() || j.value("format", "") != kFormat ||
@@ -112,6 +103,12 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
       Fail("decode_seconds ", cached.decode_seconds, " is not a time");
     if (!cached.points.empty()) VerifyCostCurve check(cached.points);  // throws if unusable
     if (cached.complete && cached.points.empty()) Fail("a complete curve without points");
+    cached.measured_at = j.at("measured_at").get<int64_t>();
+    if (NowSeconds() - cached.measured_at > int64_t{kMaxAgeDays} * 24 * 3600) {
+      Log(LogLevel::kDebug, "verify cost cache: '", path, "' was measured more than ", kMaxAgeDays,
+          " days ago: measuring again");
+      return std::nullopt;
+    }
     return cached;
   } catch (const std::exception& e) {
     Log(LogLevel::kWarn, "ignoring the cached verify curve '", path, "' (", e.what(),
@@ -127,13 +124,15 @@ void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) 
   nlohmann::json points = nlohmann::json::array();
   for (const auto& [n, seconds] : curve.points)
     points.push_back({{"n", n}, {"seconds_median", seconds}});
-  const nlohmann::json j = {{"format", kFormat},
-                            {"version", kFormatVersion},
-                            {"key", key},
-                            {"model", target.gguf().name()},
-                            {"complete", curve.complete},
-                            {"decode_seconds", curve.decode_seconds},
-                            {"curve", points}};
+  const nlohmann::json j = {
+      {"format", kFormat},
+      {"version", kFormatVersion},
+      {"key", key},
+      {"model", target.gguf().name()},
+      {"complete", curve.complete},
+      {"decode_seconds", curve.decode_seconds},
+      {"measured_at", curve.measured_at > 0 ? curve.measured_at : NowSeconds()},
+      {"curve", points}};
   try {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);

@@ -30,6 +30,9 @@ struct CachedVerifyCost {
   // Decoding time runs have spent with this curve since it was last extended: what pays for the
   // next extension (AutoPlanner spends a share of it), so that short runs pay together.
   double decode_seconds = 0.0;
+  // When the points were last measured (seconds since the epoch; 0: now, when stored). Runs that
+  // only add decoding time keep it, so a curve in daily use still ages.
+  int64_t measured_at = 0;
 };
 
 class VerifyCostCache {
