@@ -98,6 +98,7 @@ struct FamilyCase {
   std::string arch;
   GgmlType type;
   int32_t context;
+  int32_t width = 0;  // n_embd and n_ff when the type's blocks need more than the spec's 128
 };
 
 std::string CaseName(const ::testing::TestParamInfo<FamilyCase>& info) {
@@ -202,7 +203,8 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
 TEST_P(FamilyVsLlamaCpp, DistributionsAtEveryPositionAndGreedyTextAgree) {
   GROVE_SKIP_WITHOUT_LLAMA_CPP();
   const FamilyCase& c = GetParam();
-  const RandomModelSpec spec = FamilyTestSpec(c.arch, c.type);
+  RandomModelSpec spec = FamilyTestSpec(c.arch, c.type);
+  if (c.width > 0) spec.n_embd = spec.n_ff = c.width;
   const std::string path = TempPath(spec.name + ".gguf");
   RandomModelWriter(spec).WriteFile(path);
   CheckAgainstLlamaCpp(path, c);
@@ -221,7 +223,9 @@ INSTANTIATE_TEST_SUITE_P(
         FamilyCase{"phi3", GgmlType::kQ8_0, 512},
         // Q5_0, what llama.cpp's Q4_K_M stores rows of 896 in (Qwen2.5-0.5B): grove computes it
         // as Q8_0, re-encoded at load without loss.
-        FamilyCase{"qwen2", GgmlType::kQ5_0, 256}),
+        FamilyCase{"qwen2", GgmlType::kQ5_0, 256},
+        // Q5_K, the base of llama.cpp's Q5_K_M and part of its Q3_K_M: grove's own kernels.
+        FamilyCase{"llama", GgmlType::kQ5_K, 256, 256}),
     CaseName);
 
 // The same checks on files of another writer (tests/reference/write_gguf.py: 64-byte alignment,

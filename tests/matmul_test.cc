@@ -32,9 +32,12 @@ constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
 constexpr GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
                                   GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
-                                  GgmlType::kQ6_K};
+                                  GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-bool IsKQuant(GgmlType type) { return type == GgmlType::kQ4_K || type == GgmlType::kQ6_K; }
+// The k-quants whose value is d sc q - dmin m: their kernels add a scale and a min term per block.
+bool HasMins(GgmlType type) { return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K; }
+
+bool IsKQuant(GgmlType type) { return HasMins(type) || type == GgmlType::kQ6_K; }
 
 bool IsQuantized(GgmlType type) {
   return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || IsKQuant(type);
@@ -68,7 +71,7 @@ struct TestWeights {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // n_out x n_in, what the stored weights mean
   // n_out x n_in: the magnitude the kernels' float arithmetic works with per weight. |w|, except
-  // for Q4_K, whose kernels handle d sc q and dmin m separately: |d sc q| + |dmin m|.
+  // for Q4_K and Q5_K, whose kernels handle d sc q and dmin m separately: |d sc q| + |dmin m|.
   std::vector<float> magnitudes;
   // The same matrix regrouped for the group kernels (quant/packed.h), where the type has a layout.
   std::vector<uint8_t> grouped_bytes;
@@ -102,16 +105,25 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
   }
   w.magnitudes.resize(n_in * n_out);
   for (int64_t i = 0; i < n_in * n_out; ++i) w.magnitudes[i] = std::fabs(w.values[i]);
-  if (type == GgmlType::kQ4_K) {
+  if (HasMins(type)) {
+    // Both formats keep their nibbles as Q4_K does; Q5_K adds bit 4 from qh (see BlockQ5_K).
+    const int64_t block_bytes = GgmlRowBytes(type, 256);
     for (int64_t o = 0; o < n_out; ++o) {
-      const auto* blocks = reinterpret_cast<const BlockQ4_K*>(w.bytes.data() + o * w.row_bytes);
+      const uint8_t* row = w.bytes.data() + o * w.row_bytes;
       for (int64_t k = 0; k < n_in; ++k) {
-        const BlockQ4_K& b = blocks[k / 256];
+        const uint8_t* block = row + k / 256 * block_bytes;
+        const auto& head = *reinterpret_cast<const BlockQ4_K*>(block);  // d, dmin, scales
+        const uint8_t* qs = type == GgmlType::kQ4_K ? reinterpret_cast<const BlockQ4_K*>(block)->qs
+                                                    : reinterpret_cast<const BlockQ5_K*>(block)->qs;
+        const int j = static_cast<int>(k % 256 / 32);
         int sc, m;
-        UnpackQ4_KScaleMin(b.scales, static_cast<int>(k % 256 / 32), &sc, &m);
-        const float q =
-            static_cast<float>((b.qs[k % 256 / 64 * 32 + k % 32] >> (k % 64 / 32 * 4)) & 15);
-        w.magnitudes[o * n_in + k] = Fp16ToFp32(b.d) * sc * q + Fp16ToFp32(b.dmin) * m;
+        UnpackQ4_KScaleMin(head.scales, j, &sc, &m);
+        int level = (qs[k % 256 / 64 * 32 + k % 32] >> (k % 64 / 32 * 4)) & 15;
+        if (type == GgmlType::kQ5_K) {
+          level |= ((reinterpret_cast<const BlockQ5_K*>(block)->qh[k % 32] >> j) & 1) << 4;
+        }
+        w.magnitudes[o * n_in + k] =
+            Fp16ToFp32(head.d) * sc * static_cast<float>(level) + Fp16ToFp32(head.dmin) * m;
       }
     }
   }
@@ -176,8 +188,8 @@ Reference ComputeReference(const TestWeights& w, const std::vector<float>& x, in
       const int64_t i = r * n_out + o;
       ref.y[i] = sum;
       if (IsQuantized(w.type)) {
-        // Q4_K accumulates a scale term and a min term per block (the scalar level in one chain).
-        const int64_t terms = w.type == GgmlType::kQ4_K ? 2 * (n_in / 32) : n_in / 32;
+        // Q4_K/Q5_K accumulate a scale and a min term per block (the scalar level in one chain).
+        const int64_t terms = HasMins(w.type) ? 2 * (n_in / 32) : n_in / 32;
         const double depth = static_cast<double>(terms + 6);
         ref.float_bound[i] = 1.01 * depth * kUnit * quant_abs + 1e-30;
         ref.bound[i] = quant_err + ref.float_bound[i];
@@ -366,8 +378,8 @@ TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
 TEST(MatMulTest, LargeBatchOf512Rows) {
   ThreadPool pool(2);
   MatMulScratch scratch(512, 256);
-  for (GgmlType type :
-       {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kF16}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                        GgmlType::kQ6_K, GgmlType::kF16}) {
     const TestWeights w = MakeWeights(type, 256, 40, 77);
     const std::vector<float> x = MakeActivations(512, 256, 78);
     const Reference ref = ComputeReference(w, x, 512);
@@ -473,9 +485,9 @@ TEST(MatMulTest, ScratchLimitsAreChecked) {
   const TestWeights wide = MakeWeights(GgmlType::kQ8_0, 96, 8, 11);
   const std::vector<float> x96 = MakeActivations(1, 96, 12);
   EXPECT_THROW(MatMul(wide.View(), x96.data(), 1, y.data(), scratch, pool), Error);
-  WeightView q5k = w.View();
-  q5k.type = GgmlType::kQ5_K;  // a type grove does not compute with
-  EXPECT_THROW(MatMul(q5k, x.data(), 1, y.data(), scratch, pool), Error);
+  WeightView q3k = w.View();
+  q3k.type = GgmlType::kQ3_K;  // no kernel takes it: a model re-encodes it as Q6_K at load
+  EXPECT_THROW(MatMul(q3k, x.data(), 1, y.data(), scratch, pool), Error);
 }
 
 // Regrouping is lossless: every byte of the GGUF rows comes back, for a whole group, a last

@@ -193,13 +193,13 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q4_K / Q6_K weights times ActQ8 activations, one block of 32 per step like Q4_0 above
+// ---- Q4_K / Q5_K / Q6_K weights times ActQ8 activations, one block of 32 per step like Q4_0
 //
-// Q4_K quants are unsigned (0..15), so maddubs takes them directly (pair sums <= 2 * 15 * 128);
-// the min term, sum_j dmin m_j d_b sum(x_bj), is one 8-lane FMA per super-block and row on the
-// activation block sums, in a second accumulator subtracted at the end. Q6_K quants are signed
-// (q - 32) and use the sign trick of Q8_0; each block has two 16-element scales, which cover lanes
-// 0-3 and 4-7 of the 8 int32 sums.
+// Q4_K and Q5_K quants are unsigned (0..15, 0..31), so maddubs takes them directly; the min term,
+// sum_j dmin m_j d_b sum(x_bj), is one 8-lane FMA per super-block and row on the activation block
+// sums, in a second accumulator subtracted at the end. Q6_K quants are signed (q - 32) and use the
+// sign trick of Q8_0; each block has two 16-element scales, which cover lanes 0-3 and 4-7 of the 8
+// int32 sums.
 
 // 6-bit scales and mins of a Q4_K block (BlockQ4_K), as two vectors of 8 int32.
 void UnpackScaleMin(const uint8_t* packed, __m256i* sc, __m256i* m) {
@@ -215,9 +215,34 @@ void UnpackScaleMin(const uint8_t* packed, __m256i* sc, __m256i* m) {
       _mm_cvtsi64_si128(static_cast<long long>(m_lo | (static_cast<uint64_t>(m_hi) << 32))));
 }
 
-template <int R>
-void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t sum_offset,
-              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+// The quants (0..31) of sub-block j of a Q4_K or Q5_K block, 32 bytes: Q4_K's nibbles, and for
+// Q5_K bit j of each qh byte moved to bit 4.
+struct Q4_KQuants {
+  using Block = BlockQ4_K;
+  static __m256i Load(const BlockQ4_K& w, int j) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * (j / 2)));
+    return _mm256_and_si256(j % 2 == 0 ? q : _mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0f));
+  }
+};
+struct Q5_KQuants {
+  using Block = BlockQ5_K;
+  static __m256i Load(const BlockQ5_K& w, int j) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * (j / 2)));
+    const __m256i nibbles =
+        _mm256_and_si256(j % 2 == 0 ? q : _mm256_srli_epi16(q, 4), _mm256_set1_epi8(0x0f));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+    // Bit j of each byte to bit 4 (a 16-bit shift: bit 4 of each byte comes from its own byte,
+    // as j <= 7).
+    const __m256i moved = j <= 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+    return _mm256_or_si256(nibbles, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
+  }
+};
+
+// Q4_K/Q5_K quants are unsigned (0..31), so maddubs takes them directly (pair sums <= 2 * 31 *
+// 128).
+template <typename K, int R>
+void ScaleMinTile(const typename K::Block* w, int64_t n_super, int64_t scale_offset,
+                  int64_t sum_offset, const void* x, int64_t x_stride, float* y, int64_t y_stride) {
   const uint8_t* xq[R];
   const float* xd[R];
   const float* xsum[R];
@@ -227,7 +252,6 @@ void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t
     xsum[i] = reinterpret_cast<const float*>(xq[i] + sum_offset);
   }
   const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 acc[R], min_acc[R];
   for (int i = 0; i < R; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
   alignas(32) float sub_scales[8];
@@ -239,9 +263,7 @@ void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t
     const __m256 mins = _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(w[s].dmin)), _mm256_cvtepi32_ps(m));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int j = 0; j < kKBlock / kQBlock; ++j) {
-      const __m256i q =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qs + 32 * (j / 2)));
-      const __m256i wq = _mm256_and_si256(j % 2 == 0 ? q : _mm256_srli_epi16(q, 4), low4);
+      const __m256i wq = K::Load(w[s], j);
       const __m256 wd = _mm256_set1_ps(sub_scales[j]);
       const int64_t b = b0 + j;
       for (int i = 0; i < R; ++i) {
@@ -259,14 +281,16 @@ void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(min_acc[i]);
 }
 
-void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
-             int64_t y_stride) {
-  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+template <typename K>
+void DotScaleMin(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                 float* y, int64_t y_stride) {
+  const auto* w = static_cast<const typename K::Block*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
   const int64_t sum_offset = ActQ8SumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q4_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, sum_offset,
-                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+    ScaleMinTile<K, decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, sum_offset,
+                                        RowPtr(x, x_stride, i), x_stride, y + i * y_stride,
+                                        y_stride);
   });
 }
 
@@ -620,7 +644,8 @@ extern const KernelSet kAvx2Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
-    .dot_q4_k = &DotQ4_K,
+    .dot_q4_k = &DotScaleMin<Q4_KQuants>,
+    .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,

@@ -313,9 +313,38 @@ float Hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-template <int R>
-void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t sum_offset,
-              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+// Pair g (activation blocks 2g, 2g + 1) of a Q4_K or Q5_K block as 64 unsigned quants (0..31) in
+// the interleaved order: Q4_K's low and high nibbles of 32 bytes, and for Q5_K bits 2g and
+// 2g + 1 of each qh byte as their bit 4.
+struct Q4_KQuants {
+  using Block = BlockQ4_K;
+  static __m512i LoadPair(const BlockQ4_K& w, int g) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * g));
+    return InterleavePair(_mm256_and_si256(q, low4),
+                          _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
+  }
+};
+struct Q5_KQuants {
+  using Block = BlockQ5_K;
+  // Bit j (<= 7) of each byte of v moved to bit 4; a 16-bit shift keeps it in its own byte.
+  static __m256i HighBit(__m256i v, int j) {
+    const __m256i moved = j <= 4 ? _mm256_slli_epi16(v, 4 - j) : _mm256_srli_epi16(v, j - 4);
+    return _mm256_and_si256(moved, _mm256_set1_epi8(0x10));
+  }
+  static __m512i LoadPair(const BlockQ5_K& w, int g) {
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qs + 32 * g));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh));
+    return InterleavePair(
+        _mm256_or_si256(_mm256_and_si256(q, low4), HighBit(qh, 2 * g)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), HighBit(qh, 2 * g + 1)));
+  }
+};
+
+template <typename K, int R>
+void ScaleMinTile(const typename K::Block* w, int64_t n_super, int64_t scale_offset,
+                  int64_t sum_offset, const void* x, int64_t x_stride, float* y, int64_t y_stride) {
   QuantRows<R> rows;
   const float* sums[R];
   for (int i = 0; i < R; ++i) {
@@ -329,7 +358,6 @@ void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t
     acc[i] = _mm512_setzero_ps();
     min_acc[i] = _mm256_setzero_ps();
   }
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
   alignas(32) float sub_scales[8];
   for (int64_t s = 0; s < n_super; ++s) {
     __m256i sc, m;
@@ -342,10 +370,8 @@ void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t
     const __m256 mins = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int g = 0; g < 4; ++g) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qs + 32 * g));
-      const __m512i wq = InterleavePair(_mm256_and_si256(q, low4),
-                                        _mm256_and_si256(_mm256_srli_epi16(q, 4), low4));
-      QuantStep<R, false>(wq, ActPairScales<false>(sub_scales + 2 * g), rows, b0 + 2 * g, acc);
+      QuantStep<R, false>(K::LoadPair(w[s], g), ActPairScales<false>(sub_scales + 2 * g), rows,
+                          b0 + 2 * g, acc);
     }
     for (int i = 0; i < R; ++i) {
       min_acc[i] = _mm256_fmadd_ps(mins, _mm256_loadu_ps(sums[i] + b0), min_acc[i]);
@@ -354,14 +380,16 @@ void Q4_KTile(const BlockQ4_K* w, int64_t n_super, int64_t scale_offset, int64_t
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum8(min_acc[i]);
 }
 
-void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
-             int64_t y_stride) {
-  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+template <typename K>
+void DotScaleMin(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                 float* y, int64_t y_stride) {
+  const auto* w = static_cast<const typename K::Block*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
   const int64_t sum_offset = ActQ8SumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q4_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, sum_offset,
-                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+    ScaleMinTile<K, decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, sum_offset,
+                                        RowPtr(x, x_stride, i), x_stride, y + i * y_stride,
+                                        y_stride);
   });
 }
 
@@ -966,7 +994,8 @@ extern const KernelSet kAvx512Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
-    .dot_q4_k = &DotQ4_K,
+    .dot_q4_k = &DotScaleMin<Q4_KQuants>,
+    .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = &DotGroup<Q8_0Group>,

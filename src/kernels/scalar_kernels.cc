@@ -112,12 +112,14 @@ void DotQ4_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
-// Q4_K: per sub-block j of 32 (activation block b), w = d sc_j q - dmin m_j, so
+// Q4_K and Q5_K: per sub-block j of 32 (activation block b), w = d sc_j q - dmin m_j, so
 // dot = d_b (d sc_j sum(q x) - dmin m_j sum(x)): the integer dot is exact, the min term uses the
-// activation row's block sums (kernel_set.h).
-void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
-             int64_t y_stride) {
-  const auto* w = static_cast<const BlockQ4_K*>(w_row);
+// activation row's block sums (kernel_set.h). q is the nibble of qs plus, for Q5_K, bit j of qh
+// as bit 4 (HighBit).
+template <typename Block, typename HighBit>
+void DotScaleMin(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                 float* y, int64_t y_stride, HighBit high_bit) {
+  const auto* w = static_cast<const Block*>(w_row);
   const int64_t n_super = n_in / kKBlock;
   for (int i = 0; i < n_x; ++i) {
     const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
@@ -135,13 +137,28 @@ void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
         const uint8_t* q = w[s].qs + 32 * (j / 2);
         const int shift = 4 * (j % 2);
         int32_t sumi = 0;
-        for (int l = 0; l < kQBlock; ++l) sumi += ((q[l] >> shift) & 0x0f) * xq[b * kQBlock + l];
+        for (int l = 0; l < kQBlock; ++l) {
+          const int level = ((q[l] >> shift) & 0x0f) | (high_bit(w[s], j, l) << 4);
+          sumi += level * xq[b * kQBlock + l];
+        }
         acc += (d * static_cast<float>(sc) * xd[b]) * static_cast<float>(sumi);
         acc -= (dmin * static_cast<float>(m)) * xsum[b];
       }
     }
     y[i * y_stride] = acc;
   }
+}
+
+void DotQ4_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  DotScaleMin<BlockQ4_K>(w_row, n_in, x, x_stride, n_x, y, y_stride,
+                         [](const BlockQ4_K&, int, int) { return 0; });
+}
+
+void DotQ5_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  DotScaleMin<BlockQ5_K>(w_row, n_in, x, x_stride, n_x, y, y_stride,
+                         [](const BlockQ5_K& b, int j, int l) { return (b.qh[l] >> j) & 1; });
 }
 
 // Q6_K: per activation block b of 32, its two 16-element sub-blocks' integer dots are combined
@@ -251,6 +268,7 @@ extern const KernelSet kScalarKernels = {
     .dot_q8_0 = &DotQ8_0,
     .dot_q4_0 = &DotQ4_0,
     .dot_q4_k = &DotQ4_K,
+    .dot_q5_k = &DotQ5_K,
     .dot_q6_k = &DotQ6_K,
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,

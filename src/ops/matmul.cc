@@ -36,7 +36,7 @@ constexpr int64_t kParallelQuantizeMin = 1 << 15;
 
 bool IsBlockQuantized(GgmlType type) {
   return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K ||
-         type == GgmlType::kQ6_K;
+         type == GgmlType::kQ5_K || type == GgmlType::kQ6_K;
 }
 
 // How a matrix wants its activations.
@@ -78,6 +78,8 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.dot_q4_0;
     case GgmlType::kQ4_K:
       return kernels.dot_q4_k;
+    case GgmlType::kQ5_K:
+      return kernels.dot_q5_k;
     case GgmlType::kQ6_K:
       return kernels.dot_q6_k;
     default:

@@ -31,14 +31,24 @@ int NearestInt(float v) {
 
 // ---- Q4_K
 
-// Fits x[i] ~ scale * L[i] - neg_min with L[i] in [0, 15] and neg_min >= 0, minimising the
-// weighted squared error (ggml's make_qkx2_quants with nmax 15, rmin -1, rdelta 0.1, 20 steps).
-// Start from the range [min(x, 0), max(x)] split into 15 steps; then for 21 candidate step
-// counts 14 + 0.1 s (s = 0..20) round x onto that grid, solve the weighted least-squares line
+// How a Q4_K or Q5_K sub-block is fitted: ggml's make_qkx2_quants parameters for each format.
+struct ScaleMinFit {
+  int max_level;      // nmax: 15 (Q4_K) or 31 (Q5_K)
+  float first_steps;  // rmin: the first candidate has max_level + rmin steps
+  int steps;          // nstep: candidates max_level + rmin + 0.1 s for s = 0..steps
+};
+constexpr ScaleMinFit kQ4_KFit = {15, -1.0f, 20};
+constexpr ScaleMinFit kQ5_KFit = {31, -0.5f, 15};
+
+// Fits x[i] ~ scale * L[i] - neg_min with L[i] in [0, max_level] and neg_min >= 0, minimising the
+// weighted squared error (ggml's make_qkx2_quants, rdelta 0.1). Start from the range
+// [min(x, 0), max(x)] split into max_level steps; then for each candidate step count
+// max_level + first_steps + 0.1 s round x onto that grid, solve the weighted least-squares line
 // through (L, x) for scale and offset (offset clamped to <= 0), and keep the best candidate.
-float FitScaleMin(const float* x, const float* weight, uint8_t* levels, float* neg_min) {
-  constexpr int kMaxLevel = 15;
-  constexpr int kSteps = 20;
+float FitScaleMin(const ScaleMinFit& fit, const float* x, const float* weight, uint8_t* levels,
+                  float* neg_min) {
+  const int kMaxLevel = fit.max_level;
+  const int kSteps = fit.steps;
   float lo = x[0];
   float hi = x[0];
   float sum_w = weight[0];
@@ -67,7 +77,8 @@ float FitScaleMin(const float* x, const float* weight, uint8_t* levels, float* n
   uint8_t trial[kSub4];
   for (int s = 0; s <= kSteps; ++s) {
     // lo moves with the best fit so far, as in ggml: later candidates grid from the new offset.
-    inv_step = (-1.0f + 0.1f * static_cast<float>(s) + static_cast<float>(kMaxLevel)) / (hi - lo);
+    inv_step = (fit.first_steps + 0.1f * static_cast<float>(s) + static_cast<float>(kMaxLevel)) /
+               (hi - lo);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
     for (int i = 0; i < kSub4; ++i) {
       const int level = std::clamp(NearestInt(inv_step * (x[i] - lo)), 0, kMaxLevel);
@@ -109,7 +120,31 @@ void PackScaleMin(const uint8_t* sc, const uint8_t* m, uint8_t* scales) {
   }
 }
 
-void QuantizeBlockQ4_K(const float* x, BlockQ4_K* out) {
+// Stores the levels (0..max_level) of one super-block: the low nibbles as Q4_K's qs, and for Q5_K
+// bit 4 of element e as bit e / 32 of qh[e % 32].
+void PackLevels(const uint8_t* levels, BlockQ4_K* out) {
+  for (int g = 0; g < kKBlock / 64; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      out->qs[32 * g + l] =
+          static_cast<uint8_t>(levels[64 * g + l] | (levels[64 * g + 32 + l] << 4));
+    }
+  }
+}
+
+void PackLevels(const uint8_t* levels, BlockQ5_K* out) {
+  std::fill(out->qh, out->qh + kKBlock / 8, uint8_t{0});
+  for (int g = 0; g < kKBlock / 64; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = levels[64 * g + l], hi = levels[64 * g + 32 + l];
+      out->qs[32 * g + l] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      out->qh[l] |= static_cast<uint8_t>(((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
+    }
+  }
+}
+
+// One Q4_K or Q5_K super-block, as ggml's quantize_row_q4_K_ref / quantize_row_q5_K_ref.
+template <typename Block>
+void QuantizeScaleMinBlock(const ScaleMinFit& fit, const float* x, Block* out) {
   constexpr int kSubBlocks = kKBlock / kSub4;
   uint8_t levels[kKBlock];
   float sub_scale[kSubBlocks];
@@ -124,7 +159,7 @@ void QuantizeBlockQ4_K(const float* x, BlockQ4_K* out) {
     const float rms = std::sqrt(sum_x2 / static_cast<float>(kSub4));
     float weight[kSub4];
     for (int i = 0; i < kSub4; ++i) weight[i] = rms + std::fabs(xs[i]);
-    sub_scale[j] = FitScaleMin(xs, weight, levels + j * kSub4, &sub_min[j]);
+    sub_scale[j] = FitScaleMin(fit, xs, weight, levels + j * kSub4, &sub_min[j]);
     if (sub_scale[j] > max_scale) max_scale = sub_scale[j];
     if (sub_min[j] > max_min) max_min = sub_min[j];
   }
@@ -151,15 +186,10 @@ void QuantizeBlockQ4_K(const float* x, BlockQ4_K* out) {
     for (int i = 0; i < kSub4; ++i) {
       const float v = x[j * kSub4 + i];
       levels[j * kSub4 + i] =
-          static_cast<uint8_t>(std::clamp(NearestInt((v + offset) / step), 0, 15));
+          static_cast<uint8_t>(std::clamp(NearestInt((v + offset) / step), 0, fit.max_level));
     }
   }
-  for (int g = 0; g < kKBlock / 64; ++g) {
-    for (int l = 0; l < 32; ++l) {
-      out->qs[32 * g + l] =
-          static_cast<uint8_t>(levels[64 * g + l] | (levels[64 * g + 32 + l] << 4));
-    }
-  }
+  PackLevels(levels, out);
 }
 
 // ---- Q6_K
@@ -343,7 +373,13 @@ void UnpackQ4_KScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
 }
 
 void QuantizeRowQ4_K(const float* src, BlockQ4_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ4_K(src + b * kKBlock, &dst[b]);
+  for (int64_t b = 0; b < n_blocks; ++b)
+    QuantizeScaleMinBlock(kQ4_KFit, src + b * kKBlock, &dst[b]);
+}
+
+void QuantizeRowQ5_K(const float* src, BlockQ5_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b)
+    QuantizeScaleMinBlock(kQ5_KFit, src + b * kKBlock, &dst[b]);
 }
 
 namespace {

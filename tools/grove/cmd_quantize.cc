@@ -8,8 +8,8 @@
 //
 // Rows whose length is not a multiple of the target's block size cannot be stored in it; like
 // llama-quantize, such a tensor falls back (with a warning naming it) to the first of q8_0, f16,
-// f32 whose block fits. TYPE "q4_k_m" is llama.cpp's mix: q4_K, with q6_K for the output matrix and
-// for attn_v / ffn_down in the layers that matter most.
+// f32 whose block fits. TYPEs "q4_k_m" and "q5_k_m" are llama.cpp's mixes: q4_K or q5_K, with q6_K
+// for the output matrix and for attn_v / ffn_down in the layers that matter most.
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,14 +46,14 @@ struct QuantizeOptions {
 
 // A TYPE argument: one type for every matrix, or a mix rule on top of a base type.
 struct QuantTarget {
-  std::string name;    // as the user may write it, lower case
-  GgmlType base;       // type of most matrices
-  uint32_t file_type;  // llama.cpp's LLAMA_FTYPE_* for general.file_type
-  bool q4_k_m_mix = false;
+  std::string name;      // as the user may write it, lower case
+  GgmlType base;         // type of most matrices
+  uint32_t file_type;    // llama.cpp's LLAMA_FTYPE_* for general.file_type
+  bool k_m_mix = false;  // llama.cpp's _K_M rule: q6_K for the matrices that matter most
 };
 
 // llama.cpp's llama_ftype numbering (llama.h). A pure q4_K file has no number of its own; it is
-// labelled MOSTLY_Q4_K_S (14), the closest llama.cpp file type.
+// labelled MOSTLY_Q4_K_S (14), the closest llama.cpp file type; likewise pure q5_K MOSTLY_Q5_K_S.
 const std::vector<QuantTarget>& KnownTargets() {
   static const std::vector<QuantTarget> targets = {
       {"f32", GgmlType::kF32, 0},
@@ -65,14 +65,16 @@ const std::vector<QuantTarget>& KnownTargets() {
       {"q5_0", GgmlType::kQ5_0, 8},
       {"q5_1", GgmlType::kQ5_1, 9},
       {"q4_k", GgmlType::kQ4_K, 14},
+      {"q5_k", GgmlType::kQ5_K, 16},
       {"q6_k", GgmlType::kQ6_K, 18},
-      {"q4_k_m", GgmlType::kQ4_K, 15, /*q4_k_m_mix=*/true},
+      {"q4_k_m", GgmlType::kQ4_K, 15, /*k_m_mix=*/true},
+      {"q5_k_m", GgmlType::kQ5_K, 17, /*k_m_mix=*/true},
   };
   return targets;
 }
 
 bool TargetSupported(const QuantTarget& t) {
-  return CanQuantize(t.base) && (!t.q4_k_m_mix || CanQuantize(GgmlType::kQ6_K));
+  return CanQuantize(t.base) && (!t.k_m_mix || CanQuantize(GgmlType::kQ6_K));
 }
 
 std::string SupportedTargetNames() {
@@ -125,8 +127,9 @@ bool UseMoreBits(int layer, int n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-// The type llama.cpp's Q4_K_M gives a matrix (llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M).
-GgmlType Q4KMType(const std::string& name, int n_layer, bool has_output) {
+// The type llama.cpp's Q4_K_M and Q5_K_M give a matrix (llama_tensor_get_type for
+// LLAMA_FTYPE_MOSTLY_Q4_K_M / _Q5_K_M): q6_K where it matters most, else the base type.
+GgmlType KMType(const std::string& name, int n_layer, bool has_output, GgmlType base) {
   if (name == "output.weight" || (!has_output && name == "token_embd.weight"))
     return GgmlType::kQ6_K;
   const int layer = LayerOf(name);
@@ -134,14 +137,15 @@ GgmlType Q4KMType(const std::string& name, int n_layer, bool has_output) {
       UseMoreBits(layer, n_layer)) {
     return GgmlType::kQ6_K;
   }
-  return GgmlType::kQ4_K;
+  return base;
 }
 
 // The type of a matrix whose rows do not divide into `wanted`'s blocks, as llama.cpp chooses it
 // (llama_tensor_get_type): a k-quant becomes the 32-block type of about its size (Q4_K: Q5_0,
-// Q6_K: Q8_0), and anything that still does not fit, F16.
+// Q5_K: Q5_1, Q6_K: Q8_0), and anything that still does not fit, F16.
 GgmlType FallbackType(GgmlType wanted, int64_t row) {
   GgmlType type = wanted == GgmlType::kQ4_K   ? GgmlType::kQ5_0
+                  : wanted == GgmlType::kQ5_K ? GgmlType::kQ5_1
                   : wanted == GgmlType::kQ6_K ? GgmlType::kQ8_0
                                               : GgmlType::kF16;
   if (row % GgmlTraits(type).block_size != 0) type = GgmlType::kF16;
@@ -173,7 +177,7 @@ std::vector<TensorPlan> PlanTensors(const GgufFile& in, const QuantTarget& targe
     const int64_t row = t.shape[0];
     GgmlType type = GgmlType::kF32;  // 1-D: norms and biases stay f32
     if (t.shape.size() >= 2) {
-      type = target.q4_k_m_mix ? Q4KMType(t.name, n_layer, has_output) : target.base;
+      type = target.k_m_mix ? KMType(t.name, n_layer, has_output, target.base) : target.base;
       if (row % GgmlTraits(type).block_size != 0) {
         const GgmlType wanted = type;
         type = FallbackType(wanted, row);
@@ -295,7 +299,8 @@ void AddQuantizeCommand(CLI::App& app) {
       ->required();
   cmd->add_option(
          "TYPE", o->type,
-         "Target type: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, or q4_k_m (llama.cpp's mix)")
+         "Target type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, or q4_k_m / "
+         "q5_k_m (llama.cpp's mixes)")
       ->required();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
       ->capture_default_str()
