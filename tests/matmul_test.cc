@@ -30,17 +30,23 @@ namespace {
 
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
-constexpr GgmlType kAllTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
-                                  GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
-                                  GgmlType::kQ5_K, GgmlType::kQ6_K};
+constexpr GgmlType kAllTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+    GgmlType::kQ4_1, GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 
-// The k-quants whose value is d sc q - dmin m: their kernels add a scale and a min term per block.
-bool HasMins(GgmlType type) { return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K; }
+bool IsKQuant(GgmlType type) {
+  return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K;
+}
 
-bool IsKQuant(GgmlType type) { return HasMins(type) || type == GgmlType::kQ6_K; }
+// The types whose value has an offset (d q + m, or d sc q - dmin m for the k-quants): their
+// kernels accumulate a scale term and a min term per block.
+bool HasMins(GgmlType type) {
+  return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1 || type == GgmlType::kQ4_K ||
+         type == GgmlType::kQ5_K;
+}
 
 bool IsQuantized(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || IsKQuant(type);
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || HasMins(type) || IsKQuant(type);
 }
 
 // Reduction lengths to test: k-quant rows are whole super-blocks of 256, so they get their own
@@ -71,7 +77,8 @@ struct TestWeights {
   std::vector<uint8_t> bytes;
   std::vector<float> values;  // n_out x n_in, what the stored weights mean
   // n_out x n_in: the magnitude the kernels' float arithmetic works with per weight. |w|, except
-  // for Q4_K and Q5_K, whose kernels handle d sc q and dmin m separately: |d sc q| + |dmin m|.
+  // for the types with an offset, whose kernels handle d sc q and dmin m (or d q and m) separately:
+  // |d sc q| + |dmin m|.
   std::vector<float> magnitudes;
   // The same matrix regrouped for the group kernels (quant/packed.h), where the type has a layout.
   std::vector<uint8_t> grouped_bytes;
@@ -105,7 +112,19 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
   }
   w.magnitudes.resize(n_in * n_out);
   for (int64_t i = 0; i < n_in * n_out; ++i) w.magnitudes[i] = std::fabs(w.values[i]);
-  if (HasMins(type)) {
+  if (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1) {
+    // |d q| + |m|: the value is d q + m, and q = (value - m) / d exactly in float when d != 0.
+    for (int64_t o = 0; o < n_out; ++o) {
+      const uint8_t* row = w.bytes.data() + o * w.row_bytes;
+      for (int64_t k = 0; k < n_in; ++k) {
+        const uint8_t* block = row + k / 32 * GgmlRowBytes(type, 32);
+        const auto& head = *reinterpret_cast<const BlockQ4_1*>(block);  // d, m
+        const float d = Fp16ToFp32(head.d), m = Fp16ToFp32(head.m);
+        const float q = d != 0 ? std::round((w.values[o * n_in + k] - m) / d) : 0.0f;
+        w.magnitudes[o * n_in + k] = std::fabs(d * q) + std::fabs(m);
+      }
+    }
+  } else if (HasMins(type)) {
     // Both formats keep their nibbles as Q4_K does; Q5_K adds bit 4 from qh (see BlockQ5_K).
     const int64_t block_bytes = GgmlRowBytes(type, 256);
     for (int64_t o = 0; o < n_out; ++o) {

@@ -618,15 +618,15 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
-// What the table says of the block types: Q5_0 and IQ4_NL compute as Q8_0 and Q3_K as Q6_K, Q5_K
-// computes as itself, Q4_1 and Q5_1 are read and written but have no kernel, IQ4_NL and Q3_K are
-// read but not written, and Q2_K and IQ4_XS are only read.
+// What the table says of the block types: Q5_0 and IQ4_NL compute as Q8_0 and Q3_K as Q6_K; Q5_K,
+// Q4_1 and Q5_1 compute as themselves; IQ4_NL and Q3_K are read but not written, and Q2_K and
+// IQ4_XS are only read.
 TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   EXPECT_EQ(ComputeType(GgmlType::kQ5_0), GgmlType::kQ8_0);
   EXPECT_EQ(ComputeType(GgmlType::kIQ4_NL), GgmlType::kQ8_0);
   EXPECT_EQ(ComputeType(GgmlType::kQ4_K), GgmlType::kQ4_K);
-  EXPECT_FALSE(ComputeType(GgmlType::kQ4_1).has_value());
-  EXPECT_FALSE(ComputeType(GgmlType::kQ5_1).has_value());
+  EXPECT_EQ(ComputeType(GgmlType::kQ4_1), GgmlType::kQ4_1);
+  EXPECT_EQ(ComputeType(GgmlType::kQ5_1), GgmlType::kQ5_1);
   EXPECT_EQ(ComputeType(GgmlType::kQ3_K), GgmlType::kQ6_K);
   EXPECT_FALSE(ComputeType(GgmlType::kQ2_K).has_value());
   EXPECT_EQ(ComputeType(GgmlType::kQ5_K), GgmlType::kQ5_K);
@@ -643,11 +643,11 @@ TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> bytes(256);
   EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_NL, x.data(), bytes.data(), 64), Error);
-  EXPECT_THROW(ConvertRow(GgmlType::kQ4_1, bytes.data(), bytes.data(), 64), Error);
+  EXPECT_THROW(ConvertRow(GgmlType::kIQ4_XS, bytes.data(), bytes.data(), 256), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ3_K, x.data(), bytes.data(), 256), Error);
   EXPECT_THROW(ConvertRow(GgmlType::kQ2_K, bytes.data(), bytes.data(), 256), Error);
   EXPECT_EQ(SupportedWeightTypeNames(),
-            "f32, f16, bf16, q8_0, q4_0, q5_0, iq4_nl, q3_k, q4_k, q5_k, q6_k");
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q3_k, q4_k, q5_k, q6_k");
 }
 
 // Re-encoding Q5_0 and IQ4_NL as Q8_0 keeps every value: the Q8_0 row dequantizes to the same

@@ -12,6 +12,7 @@
 #include <system_error>
 #include <vector>
 
+#include "base/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 
@@ -100,6 +101,27 @@ void WriteRelabelledModel(const RandomModelSpec& spec, const std::string& new_ar
       std::memcpy(out.data(), tensor->data, out.size());
     });
   }
+  w.WriteFile(path);
+}
+
+void WriteModelWithTensorType(const RandomModelSpec& spec, const std::string& path,
+                              const std::string& tensor, GgmlType type) {
+  const std::string src = TempPath(spec.name + "-before-retype.gguf");
+  RandomModelWriter(spec).WriteFile(src);
+  auto file = GgufFile::Open(src);
+  GgufWriter w(file->alignment());
+  for (const auto& [key, value] : file->metadata()) w.SetValue(key, value);
+  bool found = false;
+  for (const GgufTensor& t : file->tensors()) {
+    if (t.name == tensor) {
+      found = true;
+      w.AddTensor(t.name, t.shape, type,
+                  std::vector<uint8_t>(GgmlRowBytes(type, t.shape[0]) * t.shape[1]));
+    } else {
+      w.AddTensor(t.name, t.shape, t.type, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+    }
+  }
+  if (!found) Fail("WriteModelWithTensorType: no tensor '", tensor, "'");
   w.WriteFile(path);
 }
 

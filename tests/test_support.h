@@ -37,6 +37,11 @@ void WriteRelabelledModel(const RandomModelSpec& spec, const std::string& new_ar
                           const std::string& path,
                           const std::function<void(GgufWriter&)>& edit = {});
 
+// Writes a random model of `spec` to `path` with the matrix `tensor` stored as `type` (zeroed
+// blocks): a file holding a type grove reads or names but does not compute with.
+void WriteModelWithTensorType(const RandomModelSpec& spec, const std::string& path,
+                              const std::string& tensor, GgmlType type);
+
 // Every kernel level this CPU runs (kernels/kernel_set.h), scalar first.
 std::vector<const KernelSet*> AvailableKernelLevels();
 

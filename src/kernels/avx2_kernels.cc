@@ -193,6 +193,86 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
+// ---- Q4_1 / Q5_1 weights (value = d q + m, q unsigned) times ActQ8 activations
+//
+// Per block b: d d_b sum(q x_q) + m (d_b sum x_q); the second factor is the activation row's block
+// sum (kernel_set.h), so the min term is one scalar multiply-add per block and row, in its own
+// accumulator added at the end. The quants are unsigned (0..31), so maddubs takes them directly.
+
+// The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
+__m256i HighBits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  // Byte k takes byte k / 8 of the word (shuffles stay within 128-bit lanes; each lane holds the
+  // whole word), then tests its bit k % 8.
+  const __m256i bytes =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+__m256i Nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
+struct Q4_1Weights {
+  using Block = BlockQ4_1;
+  static __m256i Load(const BlockQ4_1& b) { return Nibbles(b.qs); }
+};
+struct Q5_1Weights {
+  using Block = BlockQ5_1;
+  static __m256i Load(const BlockQ5_1& b) { return _mm256_or_si256(Nibbles(b.qs), HighBits(b.qh)); }
+};
+
+template <typename W, int R>
+void OffsetTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offset,
+                int64_t sum_offset, const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  const float* xsum[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    xsum[i] = reinterpret_cast<const float*>(xq[i] + sum_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  float min_acc[R];
+  for (int i = 0; i < R; ++i) {
+    acc[i] = _mm256_setzero_ps();
+    min_acc[i] = 0.0f;
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const __m256i wq = W::Load(w[b]);
+    const __m256 wd = _mm256_set1_ps(_cvtsh_ss(w[b].d));
+    const float m = _cvtsh_ss(w[b].m);
+    for (int i = 0; i < R; ++i) {
+      const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+      const __m256i prod32 = _mm256_madd_epi16(_mm256_maddubs_epi16(wq, xb), ones);
+      const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
+      acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+      min_acc[i] += m * xsum[i][b];
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) + min_acc[i];
+}
+
+template <typename W>
+void DotOffset(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride) {
+  const auto* w = static_cast<const typename W::Block*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t sum_offset = ActQ8SumOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    OffsetTile<W, decltype(rows)::kR>(w, n_in / kQBlock, scale_offset, sum_offset,
+                                      RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 // ---- Q4_K / Q5_K / Q6_K weights times ActQ8 activations, one block of 32 per step like Q4_0
 //
 // Q4_K and Q5_K quants are unsigned (0..15, 0..31), so maddubs takes them directly; the min term,
@@ -644,6 +724,8 @@ extern const KernelSet kAvx2Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
+    .dot_q4_1 = &DotOffset<Q4_1Weights>,
+    .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,

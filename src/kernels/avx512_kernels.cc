@@ -282,6 +282,83 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
+// ---- Q4_1 / Q5_1 weights (value = d q + m, q unsigned 0..31) times ActQ8 activations
+//
+// Pairs of blocks go through QuantStep as Q8_0's do; the min term m (d_b sum x_q) is one scalar
+// multiply-add per block and row on the activation block sums, in its own accumulator added at the
+// end.
+
+__m256i Nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+      _mm256_set1_epi8(0x0f));
+}
+
+// The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
+__m256i HighBits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  const __m256i set = _mm256_movm_epi8(static_cast<__mmask32>(bits));
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+struct Q4_1Weights {
+  using Block = BlockQ4_1;
+  static __m256i Load(const BlockQ4_1& b) { return Nibbles(b.qs); }
+};
+struct Q5_1Weights {
+  using Block = BlockQ5_1;
+  static __m256i Load(const BlockQ5_1& b) { return _mm256_or_si256(Nibbles(b.qs), HighBits(b.qh)); }
+};
+
+template <typename W, int R>
+void OffsetTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offset,
+                int64_t sum_offset, const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+  QuantRows<R> rows;
+  const float* sums[R];
+  for (int i = 0; i < R; ++i) {
+    rows.q[i] = RowPtr(x, x_stride, i);
+    rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+    sums[i] = reinterpret_cast<const float*>(rows.q[i] + sum_offset);
+  }
+  __m512 acc[R];
+  float min_acc[R];
+  for (int i = 0; i < R; ++i) {
+    acc[i] = _mm512_setzero_ps();
+    min_acc[i] = 0.0f;
+  }
+  int64_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    QuantStep<R, false>(InterleavePair(W::Load(w[b]), W::Load(w[b + 1])),
+                        PairScales(w[b].d, w[b + 1].d), rows, b, acc);
+    const float m0 = _cvtsh_ss(w[b].m), m1 = _cvtsh_ss(w[b + 1].m);
+    for (int i = 0; i < R; ++i) {
+      min_acc[i] += m0 * sums[i][b];
+      min_acc[i] += m1 * sums[i][b + 1];
+    }
+  }
+  if (b < n_blocks) {
+    QuantStep<R, true>(InterleavePair(W::Load(w[b]), _mm256_setzero_si256()), PairScales(w[b].d, 0),
+                       rows, b, acc);
+    const float m0 = _cvtsh_ss(w[b].m);
+    for (int i = 0; i < R; ++i) min_acc[i] += m0 * sums[i][b];
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) + min_acc[i];
+}
+
+template <typename W>
+void DotOffset(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride) {
+  const auto* w = static_cast<const typename W::Block*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t sum_offset = ActQ8SumOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    OffsetTile<W, decltype(rows)::kR>(w, n_in / kQBlock, scale_offset, sum_offset,
+                                      RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 // ---- Q4_K / Q6_K weights times ActQ8 activations
 //
 // A 256-element super-block is four pairs of activation blocks, and both formats decode a pair
@@ -994,6 +1071,8 @@ extern const KernelSet kAvx512Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
+    .dot_q4_1 = &DotOffset<Q4_1Weights>,
+    .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,

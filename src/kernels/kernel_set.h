@@ -24,17 +24,18 @@ enum class KernelLevel : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 // and they fit in the 32 AVX-512 registers with their accumulators.
 inline constexpr int kMaxTileRows = 8;
 
-// Activations quantized for integer dot products with Q8_0/Q4_0/Q4_K/Q5_K/Q6_K weights (llama.cpp's
-// vec_dot_type): blocks of 32 int8 values with one float scale each (a float, not fp16: it is
-// internal, and the extra precision is free). One row occupies ActQ8RowBytes(n_in) bytes, 64-byte
-// aligned:
+// Activations quantized for integer dot products with Q8_0/Q4_0/Q4_1/Q5_1/Q4_K/Q5_K/Q6_K weights
+// (llama.cpp's vec_dot_type): blocks of 32 int8 values with one float scale each (a float, not
+// fp16: it is internal, and the extra precision is free). One row occupies ActQ8RowBytes(n_in)
+// bytes, 64-byte aligned:
 //   [0, ActQ8ScaleOffset(n_in))   the quants, one byte per element, in a level-specific order and
 //                                 encoding (the AVX-512 level interleaves pairs of blocks and
 //                                 stores q + 128, see act_q8_unsigned)
 //   [ActQ8ScaleOffset(n_in), ...) the scales d_b, one float per block
 //   [ActQ8SumOffset(n_in), ...)   per block d_b * sum_j q_bj (a float multiply of an exact
-//                                 integer sum), for the min term of Q4_K/Q5_K: sum_j (s q_j - m)
-//                                 x_j needs sum_j x_j, and it depends on the activations only
+//                                 integer sum), for the min terms of Q4_1/Q5_1/Q4_K/Q5_K: sum_j (s
+//                                 q_j - m) x_j needs sum_j x_j, and it depends on the activations
+//                                 only
 // n_in must be a multiple of 32. `static`: each file gets its own copy, so the SIMD files (built
 // with -mavx512*) inline them into their loops, and no copy compiled for AVX-512 can become the one
 // a scalar file calls (an ordinary inline function could; see CMakeLists.txt).
@@ -105,6 +106,8 @@ struct KernelSet {
   RowKernelFn dot_bf16;
   RowKernelFn dot_q8_0;  // weights BlockQ8_0, activations ActQ8
   RowKernelFn dot_q4_0;  // weights BlockQ4_0, activations ActQ8
+  RowKernelFn dot_q4_1;  // weights BlockQ4_1, activations ActQ8
+  RowKernelFn dot_q5_1;  // weights BlockQ5_1, activations ActQ8
   RowKernelFn dot_q4_k;  // weights BlockQ4_K, activations ActQ8; n_in a multiple of 256
   RowKernelFn dot_q5_k;  // weights BlockQ5_K, activations ActQ8; n_in a multiple of 256
   RowKernelFn dot_q6_k;  // weights BlockQ6_K, activations ActQ8; n_in a multiple of 256

@@ -112,6 +112,48 @@ void DotQ4_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
+// Q4_1 and Q5_1: value = d q + m, so per block b the dot is (d d_b) sum(q x_q) + m (d_b sum x_q),
+// the second factor being the activation row's block sum. q: the nibble (elements 0-15 low,
+// 16-31 high, as Q4_0) plus, for Q5_1, bit j of qh as bit 4 (HighBit).
+template <typename Block, typename HighBit>
+void DotOffset(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride, HighBit high_bit) {
+  const auto* w = static_cast<const Block*>(w_row);
+  const int64_t n_blocks = n_in / kQBlock;
+  constexpr int kHalf = kQBlock / 2;
+  for (int i = 0; i < n_x; ++i) {
+    const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
+    const auto* xq = reinterpret_cast<const int8_t*>(act);
+    const float* xd = ActScales(act, n_in);
+    const auto* xsum = reinterpret_cast<const float*>(act + ActQ8SumOffset(n_in));
+    float acc = 0.0f;
+    float min_acc = 0.0f;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const int8_t* xb = xq + b * kQBlock;
+      int32_t sumi = 0;
+      for (int j = 0; j < kHalf; ++j) {
+        sumi += ((w[b].qs[j] & 0x0f) | (high_bit(w[b], j) << 4)) * xb[j];
+        sumi += ((w[b].qs[j] >> 4) | (high_bit(w[b], j + kHalf) << 4)) * xb[j + kHalf];
+      }
+      acc += (Fp16ToFp32(w[b].d) * xd[b]) * static_cast<float>(sumi);
+      min_acc += Fp16ToFp32(w[b].m) * xsum[b];
+    }
+    y[i * y_stride] = acc + min_acc;
+  }
+}
+
+void DotQ4_1(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  DotOffset<BlockQ4_1>(w_row, n_in, x, x_stride, n_x, y, y_stride,
+                       [](const BlockQ4_1&, int) { return 0; });
+}
+
+void DotQ5_1(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  DotOffset<BlockQ5_1>(w_row, n_in, x, x_stride, n_x, y, y_stride,
+                       [](const BlockQ5_1& b, int e) { return (b.qh[e / 8] >> (e % 8)) & 1; });
+}
+
 // Q4_K and Q5_K: per sub-block j of 32 (activation block b), w = d sc_j q - dmin m_j, so
 // dot = d_b (d sc_j sum(q x) - dmin m_j sum(x)): the integer dot is exact, the min term uses the
 // activation row's block sums (kernel_set.h). q is the nibble of qs plus, for Q5_K, bit j of qh
@@ -267,6 +309,8 @@ extern const KernelSet kScalarKernels = {
     .dot_bf16 = &DotHalf<true>,
     .dot_q8_0 = &DotQ8_0,
     .dot_q4_0 = &DotQ4_0,
+    .dot_q4_1 = &DotQ4_1,
+    .dot_q5_1 = &DotQ5_1,
     .dot_q4_k = &DotQ4_K,
     .dot_q5_k = &DotQ5_K,
     .dot_q6_k = &DotQ6_K,
