@@ -30,9 +30,10 @@ namespace {
 
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
-constexpr GgmlType kAllTypes[] = {
-    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
-    GgmlType::kQ4_1, GgmlType::kQ5_1, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+constexpr GgmlType kAllTypes[] = {GgmlType::kF32,    GgmlType::kF16,  GgmlType::kBF16,
+                                  GgmlType::kQ8_0,   GgmlType::kQ4_0, GgmlType::kQ5_0,
+                                  GgmlType::kIQ4_NL, GgmlType::kQ4_1, GgmlType::kQ5_1,
+                                  GgmlType::kQ4_K,   GgmlType::kQ5_K, GgmlType::kQ6_K};
 
 bool IsKQuant(GgmlType type) {
   return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K;
@@ -46,7 +47,41 @@ bool HasMins(GgmlType type) {
 }
 
 bool IsQuantized(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || HasMins(type) || IsKQuant(type);
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ5_0 ||
+         type == GgmlType::kIQ4_NL || HasMins(type) || IsKQuant(type);
+}
+
+// The fp16 scale fields of a block of a type grove reads but does not write, and the largest
+// integer factor a scale meets (so that values come out near `scale`).
+struct ScaleFields {
+  std::vector<int> offsets;
+  float max_factor;
+};
+ScaleFields ScaleFieldsOf(GgmlType type) {
+  switch (type) {
+    case GgmlType::kIQ4_NL:
+      return {{0}, 127.0f};
+    default:
+      ADD_FAILURE() << "no random blocks for " << GgmlTypeName(type);
+      return {{}, 1.0f};
+  }
+}
+
+// A row of random blocks (every quant and sub-scale bit pattern) with finite scales near `scale`:
+// the weights of a type grove has no quantizer for.
+void RandomBlocks(GgmlType type, int64_t n_in, float scale, std::mt19937& rng, uint8_t* out) {
+  const int64_t block_size = GgmlTraits(type).block_size;
+  const int64_t block_bytes = GgmlRowBytes(type, block_size);
+  const ScaleFields fields = ScaleFieldsOf(type);
+  std::uniform_real_distribution<float> factor(0.5f, 1.5f);
+  for (int64_t b = 0; b < n_in / block_size; ++b) {
+    uint8_t* block = out + b * block_bytes;
+    for (int64_t i = 0; i < block_bytes; ++i) block[i] = static_cast<uint8_t>(rng());
+    for (int offset : fields.offsets) {
+      const uint16_t d = Fp32ToFp16(scale * factor(rng) / fields.max_factor);
+      std::memcpy(block + offset, &d, sizeof(d));
+    }
+  }
 }
 
 // Reduction lengths to test: k-quant rows are whole super-blocks of 256, so they get their own
@@ -102,7 +137,11 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
     const float scale = 0.02f * static_cast<float>(1 + o % 5);
     for (float& v : row) v = normal(rng) * scale;
     if (o % 7 == 3) row[0] = 1.5f;  // an outlier: blocks with one dominant value
-    QuantizeRow(type, row.data(), w.bytes.data() + o * w.row_bytes, n_in);
+    if (CanQuantize(type)) {
+      QuantizeRow(type, row.data(), w.bytes.data() + o * w.row_bytes, n_in);
+    } else {
+      RandomBlocks(type, n_in, scale, rng, w.bytes.data() + o * w.row_bytes);
+    }
     DequantizeRow(type, w.bytes.data() + o * w.row_bytes, w.values.data() + o * n_in, n_in);
   }
   if (HasGroupLayout(type)) {

@@ -618,12 +618,12 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
-// What the table says of the block types: Q5_0 and IQ4_NL compute as Q8_0 and Q3_K as Q6_K; Q5_K,
-// Q4_1 and Q5_1 compute as themselves; IQ4_NL and Q3_K are read but not written, and Q2_K and
+// What the table says of the block types: Q3_K computes as Q6_K; Q5_0, IQ4_NL, Q5_K, Q4_1 and
+// Q5_1 compute as themselves; IQ4_NL and Q3_K are read but not written, and Q2_K and
 // IQ4_XS are only read.
 TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
-  EXPECT_EQ(ComputeType(GgmlType::kQ5_0), GgmlType::kQ8_0);
-  EXPECT_EQ(ComputeType(GgmlType::kIQ4_NL), GgmlType::kQ8_0);
+  EXPECT_EQ(ComputeType(GgmlType::kQ5_0), GgmlType::kQ5_0);
+  EXPECT_EQ(ComputeType(GgmlType::kIQ4_NL), GgmlType::kIQ4_NL);
   EXPECT_EQ(ComputeType(GgmlType::kQ4_K), GgmlType::kQ4_K);
   EXPECT_EQ(ComputeType(GgmlType::kQ4_1), GgmlType::kQ4_1);
   EXPECT_EQ(ComputeType(GgmlType::kQ5_1), GgmlType::kQ5_1);
@@ -648,30 +648,6 @@ TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   EXPECT_THROW(ConvertRow(GgmlType::kQ2_K, bytes.data(), bytes.data(), 256), Error);
   EXPECT_EQ(SupportedWeightTypeNames(),
             "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q3_k, q4_k, q5_k, q6_k");
-}
-
-// Re-encoding Q5_0 and IQ4_NL as Q8_0 keeps every value: the Q8_0 row dequantizes to the same
-// floats, bit for bit, for every quant and a range of scales.
-TEST(QuantConvertTest, Q5_0AndIQ4_NLBecomeQ8_0Exactly) {
-  std::mt19937 rng(7);
-  for (GgmlType type : {GgmlType::kQ5_0, GgmlType::kIQ4_NL}) {
-    const int64_t n = 32 * 64;
-    std::vector<uint8_t> row(GgmlRowBytes(type, n));
-    for (uint8_t& b : row) b = static_cast<uint8_t>(rng());
-    const int64_t block_bytes = GgmlTraits(type).type_size;
-    for (int64_t b = 0; b < n / 32; ++b) {
-      // A finite fp16 scale: sign, exponent 1..29, any mantissa (and some subnormals).
-      const uint16_t d =
-          static_cast<uint16_t>((rng() & 0x83ff) | ((b % 7 == 0 ? 0 : 1 + rng() % 29) << 10));
-      std::memcpy(row.data() + b * block_bytes, &d, sizeof(d));
-    }
-    std::vector<uint8_t> q8(GgmlRowBytes(GgmlType::kQ8_0, n));
-    ConvertRow(type, row.data(), q8.data(), n);
-    std::vector<float> want(n), got(n);
-    DequantizeRow(type, row.data(), want.data(), n);
-    DequantizeRow(GgmlType::kQ8_0, q8.data(), got.data(), n);
-    EXPECT_EQ(std::memcmp(want.data(), got.data(), n * sizeof(float)), 0) << GgmlTypeName(type);
-  }
 }
 
 // Re-encoding Q3_K as Q6_K keeps every value: on blocks of random bytes (every scale, quant and

@@ -22,6 +22,7 @@
 
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
+#include "quant/iq4_levels.h"
 
 namespace grove {
 namespace {
@@ -136,6 +137,26 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
 
 // ---- Q8_0 / Q4_0 weights times ActQ8 activations (signed bytes, one float scale per block)
 
+// The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
+__m256i HighBits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  // Byte k takes byte k / 8 of the word (shuffles stay within 128-bit lanes; each lane holds the
+  // whole word), then tests its bit k % 8.
+  const __m256i bytes =
+      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
+                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+__m256i Nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
+}
+
 struct Q8_0Weights {
   using Block = BlockQ8_0;
   static __m256i Load(const BlockQ8_0& b) {
@@ -149,6 +170,21 @@ struct Q4_0Weights {
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
     const __m256i v = _mm256_set_m128i(_mm_srli_epi16(q, 4), q);
     return _mm256_sub_epi8(_mm256_and_si256(v, _mm256_set1_epi8(0x0f)), _mm256_set1_epi8(8));
+  }
+};
+
+struct Q5_0Weights {
+  using Block = BlockQ5_0;
+  static __m256i Load(const BlockQ5_0& b) {
+    return _mm256_sub_epi8(_mm256_or_si256(Nibbles(b.qs), HighBits(b.qh)), _mm256_set1_epi8(16));
+  }
+};
+struct IQ4_NLWeights {
+  using Block = BlockIQ4_NL;
+  static __m256i Load(const BlockIQ4_NL& b) {
+    const __m256i levels = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+    return _mm256_shuffle_epi8(levels, Nibbles(b.qs));
   }
 };
 
@@ -198,26 +234,6 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
 // Per block b: d d_b sum(q x_q) + m (d_b sum x_q); the second factor is the activation row's block
 // sum (kernel_set.h), so the min term is one scalar multiply-add per block and row, in its own
 // accumulator added at the end. The quants are unsigned (0..31), so maddubs takes them directly.
-
-// The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
-__m256i HighBits(const uint8_t* qh) {
-  uint32_t bits;
-  std::memcpy(&bits, qh, sizeof(bits));
-  // Byte k takes byte k / 8 of the word (shuffles stay within 128-bit lanes; each lane holds the
-  // whole word), then tests its bit k % 8.
-  const __m256i bytes =
-      _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2,
-                                           2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(bytes, bit), bit);
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-}
-
-__m256i Nibbles(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(q, 4), q), _mm256_set1_epi8(0x0f));
-}
 
 struct Q4_1Weights {
   using Block = BlockQ4_1;
@@ -724,6 +740,8 @@ extern const KernelSet kAvx2Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
+    .dot_q5_0 = &DotQuant<Q5_0Weights>,
+    .dot_iq4_nl = &DotQuant<IQ4_NLWeights>,
     .dot_q4_1 = &DotOffset<Q4_1Weights>,
     .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,

@@ -20,6 +20,7 @@
 
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
+#include "quant/iq4_levels.h"
 
 namespace grove {
 namespace {
@@ -212,6 +213,45 @@ struct Q4_0Weights {
   }
 };
 
+__m256i Nibbles(const uint8_t* qs) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  return _mm256_and_si256(
+      _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
+      _mm256_set1_epi8(0x0f));
+}
+
+// The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
+__m256i HighBits(const uint8_t* qh) {
+  uint32_t bits;
+  std::memcpy(&bits, qh, sizeof(bits));
+  const __m256i set = _mm256_movm_epi8(static_cast<__mmask32>(bits));
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Q5_0 and IQ4_NL decode one block at a time (32 signed bytes), paired like Q8_0's.
+template <typename Derived, typename BlockT>
+struct Block32Weights {
+  using Block = BlockT;
+  static __m512i LoadPair(const BlockT* w) {
+    return InterleavePair(Derived::Load(w[0]), Derived::Load(w[1]));
+  }
+  static __m512i LoadSingle(const BlockT* w) {
+    return InterleavePair(Derived::Load(w[0]), _mm256_setzero_si256());
+  }
+};
+struct Q5_0Weights : Block32Weights<Q5_0Weights, BlockQ5_0> {
+  static __m256i Load(const BlockQ5_0& b) {
+    return _mm256_sub_epi8(_mm256_or_si256(Nibbles(b.qs), HighBits(b.qh)), _mm256_set1_epi8(16));
+  }
+};
+struct IQ4_NLWeights : Block32Weights<IQ4_NLWeights, BlockIQ4_NL> {
+  static __m256i Load(const BlockIQ4_NL& b) {
+    const __m256i levels = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+    return _mm256_shuffle_epi8(levels, Nibbles(b.qs));
+  }
+};
+
 // fp16 scales of two blocks as [d0, d1, d0, d1, ...].
 __m512 PairScales(uint16_t d0, uint16_t d1) {
   const uint32_t both = d0 | (static_cast<uint32_t>(d1) << 16);
@@ -287,21 +327,6 @@ void DotQuant(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
 // Pairs of blocks go through QuantStep as Q8_0's do; the min term m (d_b sum x_q) is one scalar
 // multiply-add per block and row on the activation block sums, in its own accumulator added at the
 // end.
-
-__m256i Nibbles(const uint8_t* qs) {
-  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  return _mm256_and_si256(
-      _mm256_inserti128_si256(_mm256_castsi128_si256(q), _mm_srli_epi16(q, 4), 1),
-      _mm256_set1_epi8(0x0f));
-}
-
-// The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
-__m256i HighBits(const uint8_t* qh) {
-  uint32_t bits;
-  std::memcpy(&bits, qh, sizeof(bits));
-  const __m256i set = _mm256_movm_epi8(static_cast<__mmask32>(bits));
-  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
-}
 
 struct Q4_1Weights {
   using Block = BlockQ4_1;
@@ -1071,6 +1096,8 @@ extern const KernelSet kAvx512Kernels = {
     .dot_bf16 = &DotFloat<Bf16Weights>,
     .dot_q8_0 = &DotQuant<Q8_0Weights>,
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
+    .dot_q5_0 = &DotQuant<Q5_0Weights>,
+    .dot_iq4_nl = &DotQuant<IQ4_NLWeights>,
     .dot_q4_1 = &DotOffset<Q4_1Weights>,
     .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,

@@ -24,7 +24,7 @@ enum class KernelLevel : int { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 // and they fit in the 32 AVX-512 registers with their accumulators.
 inline constexpr int kMaxTileRows = 8;
 
-// Activations quantized for integer dot products with Q8_0/Q4_0/Q4_1/Q5_1/Q4_K/Q5_K/Q6_K weights
+// Activations quantized for integer dot products with the block types' weights
 // (llama.cpp's vec_dot_type): blocks of 32 int8 values with one float scale each (a float, not
 // fp16: it is internal, and the extra precision is free). One row occupies ActQ8RowBytes(n_in)
 // bytes, 64-byte aligned:
@@ -104,13 +104,15 @@ struct KernelSet {
   RowKernelFn dot_f32;
   RowKernelFn dot_f16;
   RowKernelFn dot_bf16;
-  RowKernelFn dot_q8_0;  // weights BlockQ8_0, activations ActQ8
-  RowKernelFn dot_q4_0;  // weights BlockQ4_0, activations ActQ8
-  RowKernelFn dot_q4_1;  // weights BlockQ4_1, activations ActQ8
-  RowKernelFn dot_q5_1;  // weights BlockQ5_1, activations ActQ8
-  RowKernelFn dot_q4_k;  // weights BlockQ4_K, activations ActQ8; n_in a multiple of 256
-  RowKernelFn dot_q5_k;  // weights BlockQ5_K, activations ActQ8; n_in a multiple of 256
-  RowKernelFn dot_q6_k;  // weights BlockQ6_K, activations ActQ8; n_in a multiple of 256
+  RowKernelFn dot_q8_0;    // weights BlockQ8_0, activations ActQ8
+  RowKernelFn dot_q4_0;    // weights BlockQ4_0, activations ActQ8
+  RowKernelFn dot_q5_0;    // weights BlockQ5_0, activations ActQ8
+  RowKernelFn dot_iq4_nl;  // weights BlockIQ4_NL, activations ActQ8
+  RowKernelFn dot_q4_1;    // weights BlockQ4_1, activations ActQ8
+  RowKernelFn dot_q5_1;    // weights BlockQ5_1, activations ActQ8
+  RowKernelFn dot_q4_k;    // weights BlockQ4_K, activations ActQ8; n_in a multiple of 256
+  RowKernelFn dot_q5_k;    // weights BlockQ5_K, activations ActQ8; n_in a multiple of 256
+  RowKernelFn dot_q6_k;    // weights BlockQ6_K, activations ActQ8; n_in a multiple of 256
 
   // Row-group kernels, or nullptr where this level has none (the weights then stay in rows). A
   // model packs the matrices of a type that has one at load (quant/packed.h).

@@ -10,6 +10,7 @@
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
+#include "quant/iq4_levels.h"
 #include "quant/k_quants.h"
 
 namespace grove {
@@ -89,9 +90,13 @@ void DotQ8_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
-void DotQ4_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
-             int64_t y_stride) {
-  const auto* w = static_cast<const BlockQ4_0*>(w_row);
+// Q4_0, Q5_0 and IQ4_NL: value = level(q) * d with q a 4- or 5-bit quant (nibbles as Q4_0:
+// elements 0-15 low, 16-31 high; Q5_0 adds bit j of qh as bit 4), so the integer dot is exact and
+// each block adds one float multiply-add, as Q8_0.
+template <typename Block, typename Level>
+void DotSigned32(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                 float* y, int64_t y_stride, Level level) {
+  const auto* w = static_cast<const Block*>(w_row);
   const int64_t n_blocks = n_in / kQBlock;
   constexpr int kHalf = kQBlock / 2;
   for (int i = 0; i < n_x; ++i) {
@@ -103,13 +108,34 @@ void DotQ4_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
       const int8_t* xb = xq + b * kQBlock;
       int32_t sumi = 0;
       for (int j = 0; j < kHalf; ++j) {
-        sumi += ((w[b].qs[j] & 0x0f) - 8) * xb[j];
-        sumi += ((w[b].qs[j] >> 4) - 8) * xb[j + kHalf];
+        sumi += level(w[b], w[b].qs[j] & 0x0f, j) * xb[j];
+        sumi += level(w[b], w[b].qs[j] >> 4, j + kHalf) * xb[j + kHalf];
       }
       acc += (Fp16ToFp32(w[b].d) * xd[b]) * static_cast<float>(sumi);
     }
     y[i * y_stride] = acc;
   }
+}
+
+void DotQ4_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  DotSigned32<BlockQ4_0>(w_row, n_in, x, x_stride, n_x, y, y_stride,
+                         [](const BlockQ4_0&, int nibble, int) { return nibble - 8; });
+}
+
+void DotQ5_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  DotSigned32<BlockQ5_0>(w_row, n_in, x, x_stride, n_x, y, y_stride,
+                         [](const BlockQ5_0& b, int nibble, int e) {
+                           return (nibble | (((b.qh[e / 8] >> (e % 8)) & 1) << 4)) - 16;
+                         });
+}
+
+void DotIQ4_NL(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride) {
+  DotSigned32<BlockIQ4_NL>(
+      w_row, n_in, x, x_stride, n_x, y, y_stride,
+      [](const BlockIQ4_NL&, int nibble, int) -> int { return kIq4NlLevels[nibble]; });
 }
 
 // Q4_1 and Q5_1: value = d q + m, so per block b the dot is (d d_b) sum(q x_q) + m (d_b sum x_q),
@@ -309,6 +335,8 @@ extern const KernelSet kScalarKernels = {
     .dot_bf16 = &DotHalf<true>,
     .dot_q8_0 = &DotQ8_0,
     .dot_q4_0 = &DotQ4_0,
+    .dot_q5_0 = &DotQ5_0,
+    .dot_iq4_nl = &DotIQ4_NL,
     .dot_q4_1 = &DotQ4_1,
     .dot_q5_1 = &DotQ5_1,
     .dot_q4_k = &DotQ4_K,

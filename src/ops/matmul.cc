@@ -35,9 +35,20 @@ constexpr int64_t kTileActBytes = 24 * 1024;
 constexpr int64_t kParallelQuantizeMin = 1 << 15;
 
 bool IsBlockQuantized(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_1 ||
-         type == GgmlType::kQ5_1 || type == GgmlType::kQ4_K || type == GgmlType::kQ5_K ||
-         type == GgmlType::kQ6_K;
+  switch (type) {
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
+    case GgmlType::kIQ4_NL:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ5_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
 }
 
 // How a matrix wants its activations.
@@ -77,6 +88,10 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.dot_q8_0;
     case GgmlType::kQ4_0:
       return kernels.dot_q4_0;
+    case GgmlType::kQ5_0:
+      return kernels.dot_q5_0;
+    case GgmlType::kIQ4_NL:
+      return kernels.dot_iq4_nl;
     case GgmlType::kQ4_1:
       return kernels.dot_q4_1;
     case GgmlType::kQ5_1:

@@ -198,23 +198,4 @@ void DequantizeRowIQ4_NL(const BlockIQ4_NL* src, float* dst, int64_t n_blocks) {
   }
 }
 
-void Q5_0ToQ8_0(const BlockQ5_0* src, BlockQ8_0* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    int q[kQBlock];
-    Unpack5Bit(src[b].qh, src[b].qs, q);
-    dst[b].d = src[b].d;
-    for (int j = 0; j < kQBlock; ++j) dst[b].qs[j] = static_cast<int8_t>(q[j] - 16);
-  }
-}
-
-void IQ4_NLToQ8_0(const BlockIQ4_NL* src, BlockQ8_0* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    dst[b].d = src[b].d;
-    for (int j = 0; j < kHalf; ++j) {
-      dst[b].qs[j] = kIq4NlLevels[src[b].qs[j] & 0x0f];
-      dst[b].qs[j + kHalf] = kIq4NlLevels[src[b].qs[j] >> 4];
-    }
-  }
-}
-
 }  // namespace grove

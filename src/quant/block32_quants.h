@@ -24,10 +24,4 @@ void QuantizeRowQ5_1(const float* src, BlockQ5_1* dst, int64_t n_blocks);
 void DequantizeRowQ5_1(const BlockQ5_1* src, float* dst, int64_t n_blocks);
 void DequantizeRowIQ4_NL(const BlockIQ4_NL* src, float* dst, int64_t n_blocks);
 
-// Lossless re-encodings as Q8_0: every Q5_0 value is (q - 16) * d and every IQ4_NL value
-// level * d with the same fp16 d and an integer in [-127, 113], which Q8_0 holds exactly, so
-// the Q8_0 kernels compute with them (at 34 bytes per block instead of 22 and 18).
-void Q5_0ToQ8_0(const BlockQ5_0* src, BlockQ8_0* dst, int64_t n_blocks);
-void IQ4_NLToQ8_0(const BlockIQ4_NL* src, BlockQ8_0* dst, int64_t n_blocks);
-
 }  // namespace grove
