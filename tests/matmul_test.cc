@@ -30,13 +30,14 @@ namespace {
 
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
-constexpr GgmlType kAllTypes[] = {GgmlType::kF32,    GgmlType::kF16,  GgmlType::kBF16,
-                                  GgmlType::kQ8_0,   GgmlType::kQ4_0, GgmlType::kQ5_0,
-                                  GgmlType::kIQ4_NL, GgmlType::kQ4_1, GgmlType::kQ5_1,
-                                  GgmlType::kQ4_K,   GgmlType::kQ5_K, GgmlType::kQ6_K};
+constexpr GgmlType kAllTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,    GgmlType::kBF16,  GgmlType::kQ8_0, GgmlType::kQ4_0,
+    GgmlType::kQ5_0, GgmlType::kIQ4_NL, GgmlType::kQ4_1,  GgmlType::kQ5_1, GgmlType::kQ4_K,
+    GgmlType::kQ5_K, GgmlType::kQ6_K,   GgmlType::kIQ4_XS};
 
 bool IsKQuant(GgmlType type) {
-  return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K;
+  return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K ||
+         type == GgmlType::kIQ4_XS;
 }
 
 // The types whose value has an offset (d q + m, or d sc q - dmin m for the k-quants): their
@@ -61,6 +62,8 @@ ScaleFields ScaleFieldsOf(GgmlType type) {
   switch (type) {
     case GgmlType::kIQ4_NL:
       return {{0}, 127.0f};
+    case GgmlType::kIQ4_XS:
+      return {{0}, 127.0f * 32.0f};
     default:
       ADD_FAILURE() << "no random blocks for " << GgmlTypeName(type);
       return {{}, 1.0f};

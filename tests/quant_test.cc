@@ -618,9 +618,9 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
-// What the table says of the block types: Q3_K computes as Q6_K; Q5_0, IQ4_NL, Q5_K, Q4_1 and
-// Q5_1 compute as themselves; IQ4_NL and Q3_K are read but not written, and Q2_K and
-// IQ4_XS are only read.
+// What the table says of the block types: Q3_K computes as Q6_K; Q5_0, IQ4_NL, Q5_K, Q4_1, Q5_1
+// and IQ4_XS compute as themselves; IQ4_NL, Q3_K and IQ4_XS are read but not written, and Q2_K is
+// only read.
 TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   EXPECT_EQ(ComputeType(GgmlType::kQ5_0), GgmlType::kQ5_0);
   EXPECT_EQ(ComputeType(GgmlType::kIQ4_NL), GgmlType::kIQ4_NL);
@@ -631,7 +631,7 @@ TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   EXPECT_FALSE(ComputeType(GgmlType::kQ2_K).has_value());
   EXPECT_EQ(ComputeType(GgmlType::kQ5_K), GgmlType::kQ5_K);
   EXPECT_TRUE(CanQuantize(GgmlType::kQ5_K));
-  EXPECT_FALSE(ComputeType(GgmlType::kIQ4_XS).has_value());
+  EXPECT_EQ(ComputeType(GgmlType::kIQ4_XS), GgmlType::kIQ4_XS);
   for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_XS}) {
     EXPECT_TRUE(CanDequantize(type)) << GgmlTypeName(type);
     EXPECT_FALSE(CanQuantize(type)) << GgmlTypeName(type);
@@ -643,11 +643,10 @@ TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> bytes(256);
   EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_NL, x.data(), bytes.data(), 64), Error);
-  EXPECT_THROW(ConvertRow(GgmlType::kIQ4_XS, bytes.data(), bytes.data(), 256), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ3_K, x.data(), bytes.data(), 256), Error);
   EXPECT_THROW(ConvertRow(GgmlType::kQ2_K, bytes.data(), bytes.data(), 256), Error);
   EXPECT_EQ(SupportedWeightTypeNames(),
-            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q3_k, q4_k, q5_k, q6_k");
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q3_k, q4_k, q5_k, q6_k, iq4_xs");
 }
 
 // Re-encoding Q3_K as Q6_K keeps every value: on blocks of random bytes (every scale, quant and

@@ -443,6 +443,55 @@ void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   });
 }
 
+// IQ4_XS: sub-block j of 32 is activation block b0 + j; its nibbles decode through the IQ4_NL
+// levels as IQ4_NL's do, and its step d (ls_j - 32) is one float per block, as Q4_K's sub-scales.
+template <int R>
+void IQ4_XSTile(const BlockIQ4_XS* w, int64_t n_super, int64_t scale_offset, const void* x,
+                int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < n_super; ++s) {
+    const float d = _cvtsh_ss(w[s].d);
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int j = 0; j < kKBlock / kQBlock; ++j) {
+      const int low = (w[s].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
+      const int high = (w[s].scales_h >> (2 * j)) & 3;
+      const __m256 wd = _mm256_set1_ps(d * static_cast<float>((low | (high << 4)) - 32));
+      const __m256i levels = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+      const __m256i wq = _mm256_shuffle_epi8(levels, Nibbles(w[s].qs + 16 * j));
+      const __m256i w_abs = _mm256_abs_epi8(wq);
+      const int64_t b = b0 + j;
+      for (int i = 0; i < R; ++i) {
+        const __m256i xb =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+        const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
+        const __m256i prod32 = _mm256_madd_epi16(prod16, ones);
+        const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+void DotIQ4_XS(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride) {
+  const auto* w = static_cast<const BlockIQ4_XS*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    IQ4_XSTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i),
+                                   x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 // Sum of the 32 signed quants of a block (exact), for the ActQ8 block sums.
 int32_t BlockSum(__m256i q) {
   const __m256i biased = _mm256_xor_si256(q, _mm256_set1_epi8(char{-128}));  // q + 128, unsigned
@@ -747,6 +796,7 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,
+    .dot_iq4_xs = &DotIQ4_XS,
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,

@@ -495,6 +495,49 @@ void DotScaleMin(const void* w_row, int64_t n_in, const void* x, int64_t x_strid
   });
 }
 
+// IQ4_XS: pair g of a super-block is sub-blocks 2g, 2g + 1 (activation blocks b0 + 2g, + 1), each
+// decoded as IQ4_NL's block and stepped by d (ls - 32), paired as Q4_K's sub-scales.
+template <int R>
+void IQ4_XSTile(const BlockIQ4_XS* w, int64_t n_super, int64_t scale_offset, const void* x,
+                int64_t x_stride, float* y, int64_t y_stride) {
+  QuantRows<R> rows;
+  for (int i = 0; i < R; ++i) {
+    rows.q[i] = RowPtr(x, x_stride, i);
+    rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+  }
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  const __m256i levels =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+  alignas(32) float steps[8];
+  for (int64_t s = 0; s < n_super; ++s) {
+    const float d = _cvtsh_ss(w[s].d);
+    for (int j = 0; j < 8; ++j) {
+      const int low = (w[s].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
+      const int high = (w[s].scales_h >> (2 * j)) & 3;
+      steps[j] = d * static_cast<float>((low | (high << 4)) - 32);
+    }
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int g = 0; g < 4; ++g) {
+      const __m512i wq =
+          InterleavePair(_mm256_shuffle_epi8(levels, Nibbles(w[s].qs + 32 * g)),
+                         _mm256_shuffle_epi8(levels, Nibbles(w[s].qs + 32 * g + 16)));
+      QuantStep<R, false>(wq, ActPairScales<false>(steps + 2 * g), rows, b0 + 2 * g, acc);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+void DotIQ4_XS(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride) {
+  const auto* w = static_cast<const BlockIQ4_XS*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    IQ4_XSTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i),
+                                   x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 // Q6_K: pair p of a super-block is activation blocks 2p, 2p + 1 with sub-block scales 4p .. 4p + 3.
 // In the interleaved order lane l holds elements 4 (l / 2) .. + 3 of block 2p + l % 2, so lanes
 // 0-7 take the first 16-element scale of their block and lanes 8-15 the second.
@@ -1103,6 +1146,7 @@ extern const KernelSet kAvx512Kernels = {
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,
+    .dot_iq4_xs = &DotIQ4_XS,
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = &DotGroup<Q8_0Group>,
     .group_q4_0 = &DotGroup<Q4_0Group>,

@@ -138,6 +138,38 @@ void DotIQ4_NL(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
       [](const BlockIQ4_NL&, int nibble, int) -> int { return kIq4NlLevels[nibble]; });
 }
 
+// IQ4_XS: per sub-block j of 32 (activation block b), value = (d (ls_j - 32)) level(q), so the
+// integer dot of the levels is exact and each block adds one float multiply-add with that step.
+void DotIQ4_XS(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+               int64_t y_stride) {
+  const auto* w = static_cast<const BlockIQ4_XS*>(w_row);
+  const int64_t n_super = n_in / kKBlock;
+  for (int i = 0; i < n_x; ++i) {
+    const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
+    const auto* xq = reinterpret_cast<const int8_t*>(act);
+    const float* xd = ActScales(act, n_in);
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n_super; ++s) {
+      const float d = Fp16ToFp32(w[s].d);
+      for (int j = 0; j < kKBlock / kQBlock; ++j) {
+        const int low = (w[s].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
+        const int high = (w[s].scales_h >> (2 * j)) & 3;
+        const float step = d * static_cast<float>((low | (high << 4)) - 32);
+        const int64_t b = s * (kKBlock / kQBlock) + j;
+        const uint8_t* q = w[s].qs + 16 * j;
+        const int8_t* xb = xq + b * kQBlock;
+        int32_t sumi = 0;
+        for (int r = 0; r < kQBlock / 2; ++r) {
+          sumi += kIq4NlLevels[q[r] & 0x0f] * xb[r];
+          sumi += kIq4NlLevels[q[r] >> 4] * xb[r + kQBlock / 2];
+        }
+        acc += (step * xd[b]) * static_cast<float>(sumi);
+      }
+    }
+    y[i * y_stride] = acc;
+  }
+}
+
 // Q4_1 and Q5_1: value = d q + m, so per block b the dot is (d d_b) sum(q x_q) + m (d_b sum x_q),
 // the second factor being the activation row's block sum. q: the nibble (elements 0-15 low,
 // 16-31 high, as Q4_0) plus, for Q5_1, bit j of qh as bit 4 (HighBit).
@@ -342,6 +374,7 @@ extern const KernelSet kScalarKernels = {
     .dot_q4_k = &DotQ4_K,
     .dot_q5_k = &DotQ5_K,
     .dot_q6_k = &DotQ6_K,
+    .dot_iq4_xs = &DotIQ4_XS,
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,

@@ -45,6 +45,7 @@ bool IsBlockQuantized(GgmlType type) {
     case GgmlType::kQ4_K:
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -102,6 +103,8 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.dot_q5_k;
     case GgmlType::kQ6_K:
       return kernels.dot_q6_k;
+    case GgmlType::kIQ4_XS:
+      return kernels.dot_iq4_xs;
     default:
       return nullptr;
   }

@@ -88,7 +88,8 @@ const WeightTypeRow kWeightTypes[] = {
      Quantize<BlockQ5_K, QuantizeRowQ5_K>, GgmlType::kQ5_K, nullptr},
     {GgmlType::kQ6_K, Dequantize<BlockQ6_K, DequantizeRowQ6_K>,
      Quantize<BlockQ6_K, QuantizeRowQ6_K>, GgmlType::kQ6_K, nullptr},
-    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr, kNone, nullptr},
+    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr, GgmlType::kIQ4_XS,
+     nullptr},
 };
 
 const WeightTypeRow* Find(GgmlType type) {
