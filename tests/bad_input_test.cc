@@ -157,11 +157,11 @@ class BadInputTest : public ::testing::Test {
     far.n_vocab = 320;
     RandomModelWriter(FamilyTestSpec("gemma3", GgmlType::kQ8_0)).WriteFile(Path("gemma.gguf"));
     RandomModelWriter(far).WriteFile(Path("far-vocab.gguf"));
-    // A type grove reads but has no kernel for yet.
+    // A weight type llama.cpp writes and grove does not read (yet).
     RandomModelSpec k_quant = FamilyTestSpec("llama", GgmlType::kQ8_0);
     k_quant.n_embd = k_quant.n_ff = 256;
-    testing::WriteModelWithTensorType(k_quant, Path("q2_k.gguf"), "blk.0.attn_q.weight",
-                                      GgmlType::kQ2_K);
+    testing::WriteModelWithTensorType(k_quant, Path("iq2_xxs.gguf"), "blk.0.attn_q.weight",
+                                      GgmlType::kIQ2_XXS);
     fs::copy_file(Path("model.gguf"), Path("readonly.gguf"));
     fs::permissions(Path("readonly.gguf"), fs::perms::owner_read | fs::perms::group_read);
     // A character device (the null device's numbers) needs root; the rows using it skip without.
@@ -321,7 +321,8 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("run -m " + Path("qwen2-as-llama.gguf") + " -p hi -n 1",
       "tensor 'blk.0.attn_q.bias' is not used by architecture 'llama'");
   add("bench -m " + Path("moe.gguf") + " -p 8 -n 0 -r 1", "mixture-of-experts");
-  add("run -m " + Path("q2_k.gguf") + " -p hi -n 2", "has type q2_k, which grove cannot compute");
+  add("run -m " + Path("iq2_xxs.gguf") + " -p hi -n 2",
+      "has type iq2_xxs, which grove cannot compute");
   add("run -m " + Path("bad-heads.gguf") + " -p hi -n 1", "is not a multiple of head_count_kv 3");
   add("run -m " + Path("gemma.gguf") + " --draft " + Path("far-vocab.gguf") + " -p hi -n 4",
       "the draft has 320 tokens, the target 512");

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -31,20 +32,20 @@ namespace {
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
 constexpr GgmlType kAllTypes[] = {
-    GgmlType::kF32,  GgmlType::kF16,    GgmlType::kBF16,  GgmlType::kQ8_0, GgmlType::kQ4_0,
-    GgmlType::kQ5_0, GgmlType::kIQ4_NL, GgmlType::kQ4_1,  GgmlType::kQ5_1, GgmlType::kQ4_K,
-    GgmlType::kQ5_K, GgmlType::kQ6_K,   GgmlType::kIQ4_XS};
+    GgmlType::kF32,  GgmlType::kF16,    GgmlType::kBF16,   GgmlType::kQ8_0, GgmlType::kQ4_0,
+    GgmlType::kQ5_0, GgmlType::kIQ4_NL, GgmlType::kQ4_1,   GgmlType::kQ5_1, GgmlType::kQ4_K,
+    GgmlType::kQ5_K, GgmlType::kQ6_K,   GgmlType::kIQ4_XS, GgmlType::kQ2_K, GgmlType::kQ3_K};
 
 bool IsKQuant(GgmlType type) {
-  return type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K ||
-         type == GgmlType::kIQ4_XS;
+  return type == GgmlType::kQ2_K || type == GgmlType::kQ3_K || type == GgmlType::kQ4_K ||
+         type == GgmlType::kQ5_K || type == GgmlType::kQ6_K || type == GgmlType::kIQ4_XS;
 }
 
 // The types whose value has an offset (d q + m, or d sc q - dmin m for the k-quants): their
 // kernels accumulate a scale term and a min term per block.
 bool HasMins(GgmlType type) {
-  return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1 || type == GgmlType::kQ4_K ||
-         type == GgmlType::kQ5_K;
+  return type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1 || type == GgmlType::kQ2_K ||
+         type == GgmlType::kQ4_K || type == GgmlType::kQ5_K;
 }
 
 bool IsQuantized(GgmlType type) {
@@ -64,6 +65,10 @@ ScaleFields ScaleFieldsOf(GgmlType type) {
       return {{0}, 127.0f};
     case GgmlType::kIQ4_XS:
       return {{0}, 127.0f * 32.0f};
+    case GgmlType::kQ2_K:  // d, dmin; sc q <= 45
+      return {{offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)}, 45.0f};
+    case GgmlType::kQ3_K:  // d; (sc - 32) q <= 128
+      return {{offsetof(BlockQ3_K, d)}, 128.0f};
     default:
       ADD_FAILURE() << "no random blocks for " << GgmlTypeName(type);
       return {{}, 1.0f};
@@ -164,6 +169,18 @@ TestWeights MakeWeights(GgmlType type, int64_t n_in, int64_t n_out, uint32_t see
         const float d = Fp16ToFp32(head.d), m = Fp16ToFp32(head.m);
         const float q = d != 0 ? std::round((w.values[o * n_in + k] - m) / d) : 0.0f;
         w.magnitudes[o * n_in + k] = std::fabs(d * q) + std::fabs(m);
+      }
+    }
+  } else if (type == GgmlType::kQ2_K) {
+    for (int64_t o = 0; o < n_out; ++o) {
+      const auto* blocks = reinterpret_cast<const BlockQ2_K*>(w.bytes.data() + o * w.row_bytes);
+      for (int64_t k = 0; k < n_in; ++k) {
+        const BlockQ2_K& b = blocks[k / 256];
+        const int e = static_cast<int>(k % 256);
+        const int packed = b.scales[e / 16];
+        const int q = (b.qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
+        w.magnitudes[o * n_in + k] = Fp16ToFp32(b.d) * static_cast<float>((packed & 15) * q) +
+                                     Fp16ToFp32(b.dmin) * static_cast<float>(packed >> 4);
       }
     }
   } else if (HasMins(type)) {

@@ -607,7 +607,9 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ4_K));
   EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ6_K));
   EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ5_K));
-  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ2_K));
+  EXPECT_TRUE(IsSupportedWeightType(GgmlType::kQ2_K));
+  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kIQ2_XXS));
+  EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ8_1));
   std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> bytes(1024);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ2_K, x.data(), bytes.data(), 256), Error);
@@ -618,62 +620,26 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
-// What the table says of the block types: Q3_K computes as Q6_K; Q5_0, IQ4_NL, Q5_K, Q4_1, Q5_1
-// and IQ4_XS compute as themselves; IQ4_NL, Q3_K and IQ4_XS are read but not written, and Q2_K is
-// only read.
+// What the table says of the block types: every type read is computed with; IQ4_NL, Q2_K, Q3_K and
+// IQ4_XS are read but not written.
 TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
-  EXPECT_EQ(ComputeType(GgmlType::kQ5_0), GgmlType::kQ5_0);
-  EXPECT_EQ(ComputeType(GgmlType::kIQ4_NL), GgmlType::kIQ4_NL);
-  EXPECT_EQ(ComputeType(GgmlType::kQ4_K), GgmlType::kQ4_K);
-  EXPECT_EQ(ComputeType(GgmlType::kQ4_1), GgmlType::kQ4_1);
-  EXPECT_EQ(ComputeType(GgmlType::kQ5_1), GgmlType::kQ5_1);
-  EXPECT_EQ(ComputeType(GgmlType::kQ3_K), GgmlType::kQ6_K);
-  EXPECT_FALSE(ComputeType(GgmlType::kQ2_K).has_value());
-  EXPECT_EQ(ComputeType(GgmlType::kQ5_K), GgmlType::kQ5_K);
-  EXPECT_TRUE(CanQuantize(GgmlType::kQ5_K));
-  EXPECT_EQ(ComputeType(GgmlType::kIQ4_XS), GgmlType::kIQ4_XS);
-  for (GgmlType type : {GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_XS}) {
+  for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_XS}) {
     EXPECT_TRUE(CanDequantize(type)) << GgmlTypeName(type);
+    EXPECT_TRUE(IsSupportedWeightType(type)) << GgmlTypeName(type);
     EXPECT_FALSE(CanQuantize(type)) << GgmlTypeName(type);
   }
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ5_K}) {
+    EXPECT_TRUE(CanDequantize(type) && CanQuantize(type)) << GgmlTypeName(type);
+    EXPECT_TRUE(IsSupportedWeightType(type)) << GgmlTypeName(type);
+  }
   EXPECT_FALSE(CanDequantize(GgmlType::kIQ2_XXS));
-  EXPECT_TRUE(CanDequantize(GgmlType::kQ5_1) && CanQuantize(GgmlType::kQ5_1));
-  EXPECT_TRUE(CanDequantize(GgmlType::kIQ4_NL));
-  EXPECT_FALSE(CanQuantize(GgmlType::kIQ4_NL));
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> bytes(256);
   EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_NL, x.data(), bytes.data(), 64), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ3_K, x.data(), bytes.data(), 256), Error);
-  EXPECT_THROW(ConvertRow(GgmlType::kQ2_K, bytes.data(), bytes.data(), 256), Error);
   EXPECT_EQ(SupportedWeightTypeNames(),
-            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q3_k, q4_k, q5_k, q6_k, iq4_xs");
-}
-
-// Re-encoding Q3_K as Q6_K keeps every value: on blocks of random bytes (every scale, quant and
-// hmask bit) with finite fp16 scales, the Q6_K row dequantizes to the same floats, bit for bit.
-TEST(QuantConvertTest, Q3_KBecomesQ6_KExactly) {
-  std::mt19937 rng(11);
-  const int64_t n = 256 * 64;
-  std::vector<uint8_t> row(GgmlRowBytes(GgmlType::kQ3_K, n));
-  for (uint8_t& b : row) b = static_cast<uint8_t>(rng());
-  const int64_t block_bytes = GgmlTraits(GgmlType::kQ3_K).type_size;
-  ASSERT_EQ(block_bytes, static_cast<int64_t>(sizeof(BlockQ3_K)));
-  for (int64_t b = 0; b < n / 256; ++b) {
-    // A finite fp16 scale: sign, exponent 1..30, any mantissa (and some subnormals and zeros).
-    uint16_t d =
-        static_cast<uint16_t>((rng() & 0x83ff) | ((b % 7 == 0 ? 0 : 1 + rng() % 30) << 10));
-    if (b % 13 == 0) d &= 0x8000;
-    std::memcpy(row.data() + b * block_bytes + offsetof(BlockQ3_K, d), &d, sizeof(d));
-  }
-  std::vector<uint8_t> q6(GgmlRowBytes(GgmlType::kQ6_K, n));
-  ConvertRow(GgmlType::kQ3_K, row.data(), q6.data(), n);
-  std::vector<float> want(n), got(n);
-  DequantizeRow(GgmlType::kQ3_K, row.data(), want.data(), n);
-  DequantizeRow(GgmlType::kQ6_K, q6.data(), got.data(), n);
-  EXPECT_EQ(std::memcmp(want.data(), got.data(), n * sizeof(float)), 0);
-  int64_t nonzero = 0;
-  for (float v : want) nonzero += v != 0.0f;
-  EXPECT_GT(nonzero, n / 2);
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, "
+            "iq4_xs");
 }
 
 }  // namespace

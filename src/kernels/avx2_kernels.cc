@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/block_scales.h"
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/iq4_levels.h"
@@ -461,9 +462,7 @@ void IQ4_XSTile(const BlockIQ4_XS* w, int64_t n_super, int64_t scale_offset, con
     const float d = _cvtsh_ss(w[s].d);
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int j = 0; j < kKBlock / kQBlock; ++j) {
-      const int low = (w[s].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
-      const int high = (w[s].scales_h >> (2 * j)) & 3;
-      const __m256 wd = _mm256_set1_ps(d * static_cast<float>((low | (high << 4)) - 32));
+      const __m256 wd = _mm256_set1_ps(d * static_cast<float>(IQ4_XSScale(w[s], j)));
       const __m256i levels = _mm256_broadcastsi128_si256(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
       const __m256i wq = _mm256_shuffle_epi8(levels, Nibbles(w[s].qs + 16 * j));
@@ -489,6 +488,118 @@ void DotIQ4_XS(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
   ForEachTile(n_x, [&](auto rows, int i) {
     IQ4_XSTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i),
                                    x_stride, y + i * y_stride, y_stride);
+  });
+}
+
+// The low 2 bits of activation block c8 (0..7) of a Q2_K or Q3_K super-block: bits 2 (c8 % 4) of
+// the 32 bytes of qs for its half c8 / 4.
+__m256i Low2Bits(const uint8_t* qs, int c8) {
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (c8 / 4)));
+  return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c8 % 4)), _mm256_set1_epi8(0x03));
+}
+
+// Q3_K: as Q6_K, with q = (low 2 bits | bit c8 of hmask << 2) - 4 and the signed scales unpacked
+// per super-block.
+template <int R>
+void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, const void* x,
+              int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < n_super; ++s) {
+    const float d = _cvtsh_ss(w[s].d);
+    int8_t scales[16];
+    UnpackQ3_KScales(w[s].scales, scales);
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].hmask));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
+      // Bit c8 of each hmask byte to bit 2 (a 16-bit shift keeps it in its own byte).
+      const __m256i moved =
+          c8 <= 2 ? _mm256_slli_epi16(hmask, 2 - c8) : _mm256_srli_epi16(hmask, c8 - 2);
+      const __m256i high = _mm256_and_si256(moved, _mm256_set1_epi8(0x04));
+      const __m256i wq =
+          _mm256_sub_epi8(_mm256_or_si256(Low2Bits(w[s].qs, c8), high), _mm256_set1_epi8(4));
+      const __m256i w_abs = _mm256_abs_epi8(wq);
+      const __m256 wd =
+          _mm256_set_m128(_mm_set1_ps(d * scales[2 * c8 + 1]), _mm_set1_ps(d * scales[2 * c8]));
+      const int64_t b = b0 + c8;
+      for (int i = 0; i < R; ++i) {
+        const __m256i xb =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+        const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
+        const __m256i prod32 = _mm256_madd_epi16(prod16, ones);
+        const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q3_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
+                                 y + i * y_stride, y_stride);
+  });
+}
+
+// Q2_K: per activation block, maddubs of the unsigned quants (0..3) with x, weighted by the two
+// 4-bit scales in 16-bit lanes, and maddubs of the two 4-bit mins with x: two exact int32 sums,
+// each with one float FMA (d d_b and dmin d_b).
+template <int R>
+void Q2_KTile(const BlockQ2_K* w, int64_t n_super, int64_t scale_offset, const void* x,
+              int64_t x_stride, float* y, int64_t y_stride) {
+  const uint8_t* xq[R];
+  const float* xd[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+  }
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R], min_acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
+  for (int64_t s = 0; s < n_super; ++s) {
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[s].d));
+    const __m256 dmin = _mm256_set1_ps(_cvtsh_ss(w[s].dmin));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
+      const int p0 = w[s].scales[2 * c8], p1 = w[s].scales[2 * c8 + 1];
+      const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(p1 & 0x0f)),
+                                          _mm_set1_epi16(static_cast<int16_t>(p0 & 0x0f)));
+      const __m256i m = _mm256_set_m128i(_mm_set1_epi8(static_cast<char>(p1 >> 4)),
+                                         _mm_set1_epi8(static_cast<char>(p0 >> 4)));
+      const __m256i q = Low2Bits(w[s].qs, c8);
+      const int64_t b = b0 + c8;
+      for (int i = 0; i < R; ++i) {
+        const __m256i xb =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
+        const __m256i scaled = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xb), sc);
+        const __m256i mins = _mm256_madd_epi16(_mm256_maddubs_epi16(m, xb), ones);
+        const __m256 xs = _mm256_broadcast_ss(xd[i] + b);
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled), _mm256_mul_ps(d, xs), acc[i]);
+        min_acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dmin, xs), min_acc[i]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(min_acc[i]);
+}
+
+void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q2_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
+                                 y + i * y_stride, y_stride);
   });
 }
 
@@ -797,6 +908,8 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,
     .dot_iq4_xs = &DotIQ4_XS,
+    .dot_q2_k = &DotQ2_K,
+    .dot_q3_k = &DotQ3_K,
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,

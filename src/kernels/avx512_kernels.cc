@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/block_scales.h"
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/iq4_levels.h"
@@ -512,11 +513,7 @@ void IQ4_XSTile(const BlockIQ4_XS* w, int64_t n_super, int64_t scale_offset, con
   alignas(32) float steps[8];
   for (int64_t s = 0; s < n_super; ++s) {
     const float d = _cvtsh_ss(w[s].d);
-    for (int j = 0; j < 8; ++j) {
-      const int low = (w[s].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
-      const int high = (w[s].scales_h >> (2 * j)) & 3;
-      steps[j] = d * static_cast<float>((low | (high << 4)) - 32);
-    }
+    for (int j = 0; j < 8; ++j) steps[j] = d * static_cast<float>(IQ4_XSScale(w[s], j));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int g = 0; g < 4; ++g) {
       const __m512i wq =
@@ -535,6 +532,115 @@ void DotIQ4_XS(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
   ForEachTile(n_x, [&](auto rows, int i) {
     IQ4_XSTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i),
                                    x_stride, y + i * y_stride, y_stride);
+  });
+}
+
+// Q3_K and Q2_K: pair p of a super-block is activation blocks 2p, 2p + 1 and sub-blocks of 16
+// 4p .. 4p + 3; in the interleaved order lanes 0-7 take the first 16-element sub-block of their
+// block and lanes 8-15 the second (as Q6_K below).
+__m512i PairSubBlockLanes(int p) {
+  return _mm512_add_epi32(_mm512_setr_epi32(0, 2, 0, 2, 0, 2, 0, 2, 1, 3, 1, 3, 1, 3, 1, 3),
+                          _mm512_set1_epi32(4 * p));
+}
+
+// The low 2 bits of activation block c8 (0..7) of a Q2_K or Q3_K super-block.
+__m256i Low2Bits(const uint8_t* qs, int c8) {
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (c8 / 4)));
+  return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c8 % 4)), _mm256_set1_epi8(0x03));
+}
+
+// Q3_K block c8 as 32 signed quants: (low 2 bits | bit c8 of hmask << 2) - 4.
+__m256i Q3_KQuants(const BlockQ3_K& w, __m256i hmask, int c8) {
+  const __m256i moved =
+      c8 <= 2 ? _mm256_slli_epi16(hmask, 2 - c8) : _mm256_srli_epi16(hmask, c8 - 2);
+  const __m256i high = _mm256_and_si256(moved, _mm256_set1_epi8(0x04));
+  return _mm256_sub_epi8(_mm256_or_si256(Low2Bits(w.qs, c8), high), _mm256_set1_epi8(4));
+}
+
+template <int R>
+void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, const void* x,
+              int64_t x_stride, float* y, int64_t y_stride) {
+  QuantRows<R> rows;
+  for (int i = 0; i < R; ++i) {
+    rows.q[i] = RowPtr(x, x_stride, i);
+    rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+  }
+  __m512 acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t s = 0; s < n_super; ++s) {
+    alignas(16) int8_t scales[16];
+    UnpackQ3_KScales(w[s].scales, scales);
+    const __m512 sub_scales = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(w[s].d)),
+                                            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(
+                                                reinterpret_cast<const __m128i*>(scales)))));
+    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].hmask));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int p = 0; p < 4; ++p) {
+      const __m512i wq =
+          InterleavePair(Q3_KQuants(w[s], hmask, 2 * p), Q3_KQuants(w[s], hmask, 2 * p + 1));
+      const __m512 wd = _mm512_permutexvar_ps(PairSubBlockLanes(p), sub_scales);
+      QuantStep<R, false>(wq, wd, rows, b0 + 2 * p, acc);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+}
+
+void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q3_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
+                                 y + i * y_stride, y_stride);
+  });
+}
+
+// Q2_K: the weight bytes of a pair are sc q (0..45, the sub-block's 4-bit scale times the 2-bit
+// quant: exact in a byte) and, for the min term, the sub-block's 4-bit min; each goes through
+// QuantStep with d or dmin as the weight scale, into two accumulators.
+template <int R>
+void Q2_KTile(const BlockQ2_K* w, int64_t n_super, int64_t scale_offset, const void* x,
+              int64_t x_stride, float* y, int64_t y_stride) {
+  QuantRows<R> rows;
+  for (int i = 0; i < R; ++i) {
+    rows.q[i] = RowPtr(x, x_stride, i);
+    rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+  }
+  __m512 acc[R], min_acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = min_acc[i] = _mm512_setzero_ps();
+  const __m512i low4 = _mm512_set1_epi32(0x0f0f0f0f);
+  for (int64_t s = 0; s < n_super; ++s) {
+    // Each sub-block's packed scale byte repeated over the four bytes of an int32 lane.
+    const __m512i packed = _mm512_mullo_epi32(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales))),
+        _mm512_set1_epi32(0x01010101));
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(w[s].d));
+    const __m512 dmin = _mm512_set1_ps(_cvtsh_ss(w[s].dmin));
+    const int64_t b0 = s * (kKBlock / kQBlock);
+    for (int p = 0; p < 4; ++p) {
+      const __m512i lanes = _mm512_permutexvar_epi32(PairSubBlockLanes(p), packed);
+      const __m512i sc = _mm512_and_si512(lanes, low4);
+      const __m512i m = _mm512_and_si512(_mm512_srli_epi32(lanes, 4), low4);
+      const __m512i q = InterleavePair(Low2Bits(w[s].qs, 2 * p), Low2Bits(w[s].qs, 2 * p + 1));
+      // sc q for q in 0..3: sc where bit 0 is set plus 2 sc where bit 1 is.
+      const __m512i scaled =
+          _mm512_add_epi8(_mm512_maskz_mov_epi8(_mm512_test_epi8_mask(q, _mm512_set1_epi8(1)), sc),
+                          _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(q, _mm512_set1_epi8(2)),
+                                                _mm512_add_epi8(sc, sc)));
+      QuantStep<R, false>(scaled, d, rows, b0 + 2 * p, acc);
+      QuantStep<R, false>(m, dmin, rows, b0 + 2 * p, min_acc);
+    }
+  }
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(min_acc[i]);
+}
+
+void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  ForEachTile(n_x, [&](auto rows, int i) {
+    Q2_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
+                                 y + i * y_stride, y_stride);
   });
 }
 
@@ -1147,6 +1253,8 @@ extern const KernelSet kAvx512Kernels = {
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
     .dot_q6_k = &DotQ6_K,
     .dot_iq4_xs = &DotIQ4_XS,
+    .dot_q2_k = &DotQ2_K,
+    .dot_q3_k = &DotQ3_K,
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = &DotGroup<Q8_0Group>,
     .group_q4_0 = &DotGroup<Q4_0Group>,

@@ -114,6 +114,8 @@ struct KernelSet {
   RowKernelFn dot_q5_k;    // weights BlockQ5_K, activations ActQ8; n_in a multiple of 256
   RowKernelFn dot_q6_k;    // weights BlockQ6_K, activations ActQ8; n_in a multiple of 256
   RowKernelFn dot_iq4_xs;  // weights BlockIQ4_XS, activations ActQ8; n_in a multiple of 256
+  RowKernelFn dot_q2_k;    // weights BlockQ2_K, activations ActQ8; n_in a multiple of 256
+  RowKernelFn dot_q3_k;    // weights BlockQ3_K, activations ActQ8; n_in a multiple of 256
 
   // Row-group kernels, or nullptr where this level has none (the weights then stay in rows). A
   // model packs the matrices of a type that has one at load (quant/packed.h).

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/block_scales.h"
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
@@ -152,9 +153,7 @@ void DotIQ4_XS(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
     for (int64_t s = 0; s < n_super; ++s) {
       const float d = Fp16ToFp32(w[s].d);
       for (int j = 0; j < kKBlock / kQBlock; ++j) {
-        const int low = (w[s].scales_l[j / 2] >> (4 * (j % 2))) & 0x0f;
-        const int high = (w[s].scales_h >> (2 * j)) & 3;
-        const float step = d * static_cast<float>((low | (high << 4)) - 32);
+        const float step = d * static_cast<float>(IQ4_XSScale(w[s], j));
         const int64_t b = s * (kKBlock / kQBlock) + j;
         const uint8_t* q = w[s].qs + 16 * j;
         const int8_t* xb = xq + b * kQBlock;
@@ -292,6 +291,73 @@ void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
+// Q3_K: like Q6_K, per activation block b its two 16-element sub-blocks' integer dots combine
+// exactly with their signed scales; q = (low 2 bits | hmask bit << 2) - 4.
+void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+  const int64_t n_super = n_in / kKBlock;
+  for (int i = 0; i < n_x; ++i) {
+    const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
+    const auto* xq = reinterpret_cast<const int8_t*>(act);
+    const float* xd = ActScales(act, n_in);
+    float acc = 0.0f;
+    for (int64_t s = 0; s < n_super; ++s) {
+      const float d = Fp16ToFp32(w[s].d);
+      int8_t scales[16];
+      UnpackQ3_KScales(w[s].scales, scales);
+      for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
+        const uint8_t* qs = w[s].qs + 32 * (c8 / 4);
+        const int shift = 2 * (c8 % 4);
+        const int64_t b = s * (kKBlock / kQBlock) + c8;
+        int32_t sumi[2] = {0, 0};
+        for (int l = 0; l < kQBlock; ++l) {
+          const int q = (((qs[l] >> shift) & 3) | (((w[s].hmask[l] >> c8) & 1) << 2)) - 4;
+          sumi[l / 16] += q * xq[b * kQBlock + l];
+        }
+        const int32_t isum = scales[2 * c8] * sumi[0] + scales[2 * c8 + 1] * sumi[1];
+        acc += (d * xd[b]) * static_cast<float>(isum);
+      }
+    }
+    y[i * y_stride] = acc;
+  }
+}
+
+// Q2_K: value = d sc q - dmin m per 16 elements (q in 0..3); per activation block b both the scaled
+// quant dot and the min-weighted sum of x_q are exact integers over its two sub-blocks, then one
+// float multiply-add each (the min term in its own accumulator, subtracted at the end).
+void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+             int64_t y_stride) {
+  const auto* w = static_cast<const BlockQ2_K*>(w_row);
+  const int64_t n_super = n_in / kKBlock;
+  for (int i = 0; i < n_x; ++i) {
+    const uint8_t* act = static_cast<const uint8_t*>(x) + i * x_stride;
+    const auto* xq = reinterpret_cast<const int8_t*>(act);
+    const float* xd = ActScales(act, n_in);
+    float acc = 0.0f;
+    float min_acc = 0.0f;
+    for (int64_t s = 0; s < n_super; ++s) {
+      const float d = Fp16ToFp32(w[s].d);
+      const float dmin = Fp16ToFp32(w[s].dmin);
+      for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
+        const uint8_t* qs = w[s].qs + 32 * (c8 / 4);
+        const int shift = 2 * (c8 % 4);
+        const int64_t b = s * (kKBlock / kQBlock) + c8;
+        int32_t scaled = 0, mins = 0;
+        for (int l = 0; l < kQBlock; ++l) {
+          const int packed = w[s].scales[2 * c8 + l / 16];
+          const int xv = xq[b * kQBlock + l];
+          scaled += (packed & 0x0f) * ((qs[l] >> shift) & 3) * xv;
+          mins += (packed >> 4) * xv;
+        }
+        acc += (d * xd[b]) * static_cast<float>(scaled);
+        min_acc += (dmin * xd[b]) * static_cast<float>(mins);
+      }
+    }
+    y[i * y_stride] = acc - min_acc;
+  }
+}
+
 // ---- Attention: the reference order, one running sum per output.
 
 void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
@@ -375,6 +441,8 @@ extern const KernelSet kScalarKernels = {
     .dot_q5_k = &DotQ5_K,
     .dot_q6_k = &DotQ6_K,
     .dot_iq4_xs = &DotIQ4_XS,
+    .dot_q2_k = &DotQ2_K,
+    .dot_q3_k = &DotQ3_K,
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,

@@ -54,7 +54,6 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
            config_.n_vocab, " rows");
     }
   }
-  ConvertWeights(pool);
   if (group_weights) GroupWeights(pool);
   for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
 }
@@ -78,29 +77,6 @@ uint64_t ModelParameters::grouped_bytes() const {
   return n;
 }
 
-void ModelParameters::ConvertWeights(ThreadPool& pool) {
-  for (WeightView* w : HeldMatrices()) {
-    const GgmlType compute = ComputeType(w->type).value();  // bound only if it has one
-    if (compute == w->type) continue;
-    const WeightView rows = *w;
-    WeightView converted = rows;
-    converted.type = compute;
-    converted.row_bytes = GgmlRowBytes(compute, rows.n_in);
-    AlignedBuffer<uint8_t>& buffer =
-        converted_.emplace_back(static_cast<std::size_t>(MatrixBytes(converted)));
-    converted.data = buffer.data();
-    pool.ParallelFor(rows.n_out, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        ConvertRow(rows.type, static_cast<const uint8_t*>(rows.data) + r * rows.row_bytes,
-                   buffer.data() + r * converted.row_bytes, rows.n_in);
-      }
-    });
-    *w = converted;
-    // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
-    if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
-  }
-}
-
 void ModelParameters::GroupWeights(ThreadPool& pool) {
   const KernelSet& kernels = ActiveKernels();
   for (WeightView* w : HeldMatrices()) {
@@ -109,14 +85,8 @@ void ModelParameters::GroupWeights(ThreadPool& pool) {
     AlignedBuffer<uint8_t>& buffer =
         grouped_.emplace_back(static_cast<std::size_t>(GroupedMatrixBytes(rows)));
     *w = PackMatrix(rows, buffer.data(), pool);
-    const auto converted = std::find_if(converted_.begin(), converted_.end(),
-                                        [&](const auto& b) { return b.data() == rows.data; });
-    if (converted != converted_.end()) {
-      *converted = AlignedBuffer<uint8_t>();  // its rows live on packed
-    } else if (rows.data != weights_.token_embd.data) {
-      // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
-      gguf_->ReleasePages(rows.data, MatrixBytes(rows));
-    }
+    // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
+    if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
   }
 }
 

@@ -64,11 +64,7 @@ class ModelParameters {
                   ModelPart part);
   // The matrices a forward of the layers held multiplies with.
   std::vector<WeightView*> HeldMatrices();
-  // Re-encodes the matrices the kernels take only through a lossless conversion (quant/quant.h,
-  // ComputeType: Q5_0 and IQ4_NL as Q8_0) into converted_ and releases their file pages.
-  void ConvertWeights(ThreadPool& pool);
-  // Packs the matrices a group kernel can compute into grouped_ and releases their file pages (or
-  // their converted_ rows).
+  // Packs the matrices a group kernel can compute into grouped_ and releases their file pages.
   void GroupWeights(ThreadPool& pool);
 
   std::unique_ptr<GgufFile> gguf_;
@@ -77,8 +73,7 @@ class ModelParameters {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;
-  std::vector<AlignedBuffer<uint8_t>> converted_;  // matrices re-encoded at load (ConvertWeights)
-  std::vector<AlignedBuffer<uint8_t>> grouped_;    // matrices regrouped at load (GroupWeights)
+  std::vector<AlignedBuffer<uint8_t>> grouped_;  // matrices regrouped at load (GroupWeights)
 };
 
 }  // namespace grove

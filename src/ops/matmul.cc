@@ -46,6 +46,8 @@ bool IsBlockQuantized(GgmlType type) {
     case GgmlType::kQ5_K:
     case GgmlType::kQ6_K:
     case GgmlType::kIQ4_XS:
+    case GgmlType::kQ2_K:
+    case GgmlType::kQ3_K:
       return true;
     default:
       return false;
@@ -105,6 +107,10 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.dot_q6_k;
     case GgmlType::kIQ4_XS:
       return kernels.dot_iq4_xs;
+    case GgmlType::kQ2_K:
+      return kernels.dot_q2_k;
+    case GgmlType::kQ3_K:
+      return kernels.dot_q3_k;
     default:
       return nullptr;
   }

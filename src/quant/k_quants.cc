@@ -350,18 +350,6 @@ void DequantizeRowQ3_K(const BlockQ3_K* src, float* dst, int64_t n_blocks) {
   }
 }
 
-void Q3_KToQ6_K(const BlockQ3_K* src, BlockQ6_K* dst, int64_t n_blocks) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    dst[b].d = src[b].d;
-    for (int j = 0; j < kKBlock / kSub6; ++j) {
-      dst[b].scales[j] = static_cast<int8_t>(Q3_KScale(src[b].scales, j) - 32);
-    }
-    uint8_t levels[kKBlock];
-    for (int e = 0; e < kKBlock; ++e) levels[e] = static_cast<uint8_t>(Q3_KQuant(src[b], e) + 32);
-    PackQ6_KLevels(levels, &dst[b]);
-  }
-}
-
 void UnpackQ4_KScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
   if (j < 4) {
     *sc = scales[j] & 63;

@@ -3,7 +3,7 @@
 // file grove writes equals what llama-quantize writes without an importance matrix, and
 // dequantizers for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS (a 256-element super-block of IQ4_NL
 // levels) that give ggml's dequantize_row_* bit for bit. Internal to quant/: callers use
-// QuantizeRow / DequantizeRow / ConvertRow (quant.h).
+// QuantizeRow / DequantizeRow (quant.h).
 #pragma once
 
 #include <cstdint>
@@ -21,12 +21,6 @@ void DequantizeRowQ5_K(const BlockQ5_K* src, float* dst, int64_t n_blocks);
 void QuantizeRowQ6_K(const float* src, BlockQ6_K* dst, int64_t n_blocks);
 void DequantizeRowQ6_K(const BlockQ6_K* src, float* dst, int64_t n_blocks);
 void DequantizeRowIQ4_XS(const BlockIQ4_XS* src, float* dst, int64_t n_blocks);
-
-// Lossless re-encoding as Q6_K: a Q3_K value is fp16(d) * (sc - 32) * q with sc - 32 in
-// [-32, 31] per sub-block of 16 and q in [-4, 3]; Q6_K has the same sub-blocks, so it keeps d,
-// takes int8 scales sc - 32 and 6-bit quants q + 32, and its dequantization computes
-// (d * scale) * q on the same numbers in the same order: the same floats, bit for bit.
-void Q3_KToQ6_K(const BlockQ3_K* src, BlockQ6_K* dst, int64_t n_blocks);
 
 // The 6-bit scale and min of sub-block j (0..7) of a Q4_K or Q5_K block (see BlockQ4_K).
 void UnpackQ4_KScaleMin(const uint8_t* scales, int j, int* sc, int* m);

@@ -13,7 +13,6 @@ namespace {
 
 using DequantizeFn = void (*)(const void* src, float* dst, int64_t n_blocks);
 using QuantizeFn = void (*)(const float* src, void* dst, int64_t n_blocks);
-using ConvertFn = void (*)(const void* src, void* dst, int64_t n_blocks);
 
 // Adapts a typed block function to the table's untyped signature.
 template <typename Block, void (*F)(const Block*, float*, int64_t)>
@@ -23,10 +22,6 @@ void Dequantize(const void* src, float* dst, int64_t n_blocks) {
 template <typename Block, void (*F)(const float*, Block*, int64_t)>
 void Quantize(const float* src, void* dst, int64_t n_blocks) {
   F(src, static_cast<Block*>(dst), n_blocks);
-}
-template <typename From, typename To, void (*F)(const From*, To*, int64_t)>
-void Convert(const void* src, void* dst, int64_t n_blocks) {
-  F(static_cast<const From*>(src), static_cast<To*>(dst), n_blocks);
 }
 
 void DequantizeF32(const void* src, float* dst, int64_t n) {
@@ -52,44 +47,38 @@ void QuantizeBF16(const float* src, void* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(src[i]);
 }
 
-// What grove does with each type. `compute`: the type the kernels take a matrix as (itself, or
-// the target of `convert`); kNone where no kernel computes it yet.
-constexpr auto kNone = static_cast<GgmlType>(~0u);
+// What grove does with each type it reads: every one of them the kernels compute with as it is
+// stored (kernels/kernel_set.h); `quantize` null where grove does not write it.
 struct WeightTypeRow {
   GgmlType type;
   DequantizeFn dequantize;
-  QuantizeFn quantize;  // null: grove does not write the type
-  GgmlType compute;
-  ConvertFn convert;  // type -> compute, lossless; null when compute == type or kNone
+  QuantizeFn quantize;
 };
 
 const WeightTypeRow kWeightTypes[] = {
-    {GgmlType::kF32, DequantizeF32, QuantizeF32, GgmlType::kF32, nullptr},
-    {GgmlType::kF16, DequantizeF16, QuantizeF16, GgmlType::kF16, nullptr},
-    {GgmlType::kBF16, DequantizeBF16, QuantizeBF16, GgmlType::kBF16, nullptr},
+    {GgmlType::kF32, DequantizeF32, QuantizeF32},
+    {GgmlType::kF16, DequantizeF16, QuantizeF16},
+    {GgmlType::kBF16, DequantizeBF16, QuantizeBF16},
     {GgmlType::kQ8_0, Dequantize<BlockQ8_0, DequantizeRowQ8_0>,
-     Quantize<BlockQ8_0, QuantizeRowQ8_0>, GgmlType::kQ8_0, nullptr},
+     Quantize<BlockQ8_0, QuantizeRowQ8_0>},
     {GgmlType::kQ4_0, Dequantize<BlockQ4_0, DequantizeRowQ4_0>,
-     Quantize<BlockQ4_0, QuantizeRowQ4_0>, GgmlType::kQ4_0, nullptr},
+     Quantize<BlockQ4_0, QuantizeRowQ4_0>},
     {GgmlType::kQ4_1, Dequantize<BlockQ4_1, DequantizeRowQ4_1>,
-     Quantize<BlockQ4_1, QuantizeRowQ4_1>, GgmlType::kQ4_1, nullptr},
+     Quantize<BlockQ4_1, QuantizeRowQ4_1>},
     {GgmlType::kQ5_0, Dequantize<BlockQ5_0, DequantizeRowQ5_0>,
-     Quantize<BlockQ5_0, QuantizeRowQ5_0>, GgmlType::kQ5_0, nullptr},
+     Quantize<BlockQ5_0, QuantizeRowQ5_0>},
     {GgmlType::kQ5_1, Dequantize<BlockQ5_1, DequantizeRowQ5_1>,
-     Quantize<BlockQ5_1, QuantizeRowQ5_1>, GgmlType::kQ5_1, nullptr},
-    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr, GgmlType::kIQ4_NL,
-     nullptr},
-    {GgmlType::kQ2_K, Dequantize<BlockQ2_K, DequantizeRowQ2_K>, nullptr, kNone, nullptr},
-    {GgmlType::kQ3_K, Dequantize<BlockQ3_K, DequantizeRowQ3_K>, nullptr, GgmlType::kQ6_K,
-     Convert<BlockQ3_K, BlockQ6_K, Q3_KToQ6_K>},
+     Quantize<BlockQ5_1, QuantizeRowQ5_1>},
+    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr},
+    {GgmlType::kQ2_K, Dequantize<BlockQ2_K, DequantizeRowQ2_K>, nullptr},
+    {GgmlType::kQ3_K, Dequantize<BlockQ3_K, DequantizeRowQ3_K>, nullptr},
     {GgmlType::kQ4_K, Dequantize<BlockQ4_K, DequantizeRowQ4_K>,
-     Quantize<BlockQ4_K, QuantizeRowQ4_K>, GgmlType::kQ4_K, nullptr},
+     Quantize<BlockQ4_K, QuantizeRowQ4_K>},
     {GgmlType::kQ5_K, Dequantize<BlockQ5_K, DequantizeRowQ5_K>,
-     Quantize<BlockQ5_K, QuantizeRowQ5_K>, GgmlType::kQ5_K, nullptr},
+     Quantize<BlockQ5_K, QuantizeRowQ5_K>},
     {GgmlType::kQ6_K, Dequantize<BlockQ6_K, DequantizeRowQ6_K>,
-     Quantize<BlockQ6_K, QuantizeRowQ6_K>, GgmlType::kQ6_K, nullptr},
-    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr, GgmlType::kIQ4_XS,
-     nullptr},
+     Quantize<BlockQ6_K, QuantizeRowQ6_K>},
+    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr},
 };
 
 const WeightTypeRow* Find(GgmlType type) {
@@ -125,18 +114,11 @@ bool CanQuantize(GgmlType type) {
   return row && row->quantize;
 }
 
-std::optional<GgmlType> ComputeType(GgmlType type) {
-  const WeightTypeRow* row = Find(type);
-  if (!row || row->compute == kNone) return std::nullopt;
-  return row->compute;
-}
-
-bool IsSupportedWeightType(GgmlType type) { return ComputeType(type).has_value(); }
+bool IsSupportedWeightType(GgmlType type) { return Find(type) != nullptr; }
 
 std::string SupportedWeightTypeNames() {
   std::string names;
   for (const WeightTypeRow& row : kWeightTypes) {
-    if (row.compute == kNone) continue;
     if (!names.empty()) names += ", ";
     names += GgmlTypeName(row.type);
   }
@@ -153,20 +135,6 @@ void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n) {
   const WeightTypeRow& row = Checked(type, n, &n_blocks);
   if (!row.quantize) Fail("quant: grove does not write ", GgmlTypeName(type), " yet");
   row.quantize(src, dst, n_blocks);
-}
-
-void ConvertRow(GgmlType type, const void* src, void* dst, int64_t n) {
-  int64_t n_blocks;
-  const WeightTypeRow& row = Checked(type, n, &n_blocks);
-  if (row.compute == kNone) {
-    Fail("quant: grove has no kernel for ", GgmlTypeName(type), " matrices yet (it computes with ",
-         SupportedWeightTypeNames(), ")");
-  }
-  if (row.convert) {
-    row.convert(src, dst, n_blocks);
-  } else {
-    std::memcpy(dst, src, static_cast<size_t>(GgmlRowBytes(type, n)));
-  }
 }
 
 }  // namespace grove

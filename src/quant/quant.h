@@ -1,10 +1,9 @@
 // Weight types grove reads, writes and computes with: conversion of rows between float and each
-// block format, and how a matrix of each type is computed. Layouts are GGUF/ggml-compatible bit
+// block format. Layouts are GGUF/ggml-compatible bit
 // for bit (see quant/blocks.h). One table (quant.cc) says, per type, what grove can do with it.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "io/ggml_type.h"
@@ -15,15 +14,11 @@ namespace grove {
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool CanDequantize(GgmlType type);
 // grove writes the type, byte for byte as ggml's reference quantizer (F32, F16, BF16, Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q6_K).
+// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
 bool CanQuantize(GgmlType type);
 
-// The type the kernels compute a matrix of `type` as: the type itself where kernels exist (F32,
-// F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), Q8_0 for Q5_0 and IQ4_NL and Q6_K for Q3_K (re-encoded
-// losslessly at load, ConvertRow), nullopt where grove has no way yet (Q4_1, Q5_1, Q2_K, Q5_K,
-// IQ4_XS and every other type).
-std::optional<GgmlType> ComputeType(GgmlType type);
-// True when a model's matrix may have this type (ComputeType has a value).
+// True when a model's matrix may have this type: every type grove reads has its own kernels
+// (kernels/kernel_set.h), so this is CanDequantize; a separate name for what a model needs.
 bool IsSupportedWeightType(GgmlType type);
 // "f32, f16, ..." — the types IsSupportedWeightType accepts, for messages.
 std::string SupportedWeightTypeNames();
@@ -31,8 +26,5 @@ std::string SupportedWeightTypeNames();
 // n must be a multiple of the type's block size. Types that cannot be converted throw grove::Error.
 void DequantizeRow(GgmlType type, const void* src, float* dst, int64_t n);
 void QuantizeRow(GgmlType type, const float* src, void* dst, int64_t n);
-// A row of `type` in ComputeType(type), exactly (no rounding): dst holds
-// GgmlRowBytes(ComputeType(type), n) bytes.
-void ConvertRow(GgmlType type, const void* src, void* dst, int64_t n);
 
 }  // namespace grove
