@@ -556,7 +556,8 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
   const Case cases[] = {
       {"quantize " + Path("missing.gguf") + " " + Path("x.gguf") + " q8_0", "missing.gguf"},
       {"quantize " + q8 + " " + Path("x.gguf") + " q9_9", "unknown type 'q9_9'"},
-      {"quantize " + q8 + " " + Path("x.gguf") + " q2_k", "q2_k"},
+      {"quantize " + q8 + " " + Path("x.gguf") + " iq4_xs",
+       "'iq4_xs' is a GGUF type grove does not write"},
       {"quantize " + q8 + " " + Path("no/such/dir/x.gguf") + " q8_0", "does not exist"},
       {"quantize " + q8 + " " + q8 + " f16", "is the input file"},
       {"quantize " + q8 + " " + Path("x.gguf") + " q8_0 --bogus", "--bogus"},

@@ -224,8 +224,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Q5_0, what llama.cpp's Q4_K_M stores rows of 896 in (Qwen2.5-0.5B): grove computes it
         // as Q8_0, re-encoded at load without loss.
         FamilyCase{"qwen2", GgmlType::kQ5_0, 256},
-        // Q5_K, the base of llama.cpp's Q5_K_M and part of its Q3_K_M: grove's own kernels.
-        FamilyCase{"llama", GgmlType::kQ5_K, 256, 256}),
+        // Q5_K, the base of llama.cpp's Q5_K_M and part of its Q3_K_M.
+        FamilyCase{"llama", GgmlType::kQ5_K, 256, 256},
+        // Q3_K and Q2_K, the bases of Q3_K_M and Q2_K, written by grove's quantizers.
+        FamilyCase{"llama", GgmlType::kQ3_K, 256, 256},
+        FamilyCase{"llama", GgmlType::kQ2_K, 256, 256}),
     CaseName);
 
 // The same checks on files of another writer (tests/reference/write_gguf.py: 64-byte alignment,

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -65,10 +64,6 @@ ScaleFields ScaleFieldsOf(GgmlType type) {
       return {{0}, 127.0f};
     case GgmlType::kIQ4_XS:
       return {{0}, 127.0f * 32.0f};
-    case GgmlType::kQ2_K:  // d, dmin; sc q <= 45
-      return {{offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)}, 45.0f};
-    case GgmlType::kQ3_K:  // d; (sc - 32) q <= 128
-      return {{offsetof(BlockQ3_K, d)}, 128.0f};
     default:
       ADD_FAILURE() << "no random blocks for " << GgmlTypeName(type);
       return {{}, 1.0f};
@@ -563,9 +558,9 @@ TEST(MatMulTest, ScratchLimitsAreChecked) {
   const TestWeights wide = MakeWeights(GgmlType::kQ8_0, 96, 8, 11);
   const std::vector<float> x96 = MakeActivations(1, 96, 12);
   EXPECT_THROW(MatMul(wide.View(), x96.data(), 1, y.data(), scratch, pool), Error);
-  WeightView q3k = w.View();
-  q3k.type = GgmlType::kQ3_K;  // no kernel takes it: a model re-encodes it as Q6_K at load
-  EXPECT_THROW(MatMul(q3k, x.data(), 1, y.data(), scratch, pool), Error);
+  WeightView iq2 = w.View();
+  iq2.type = GgmlType::kIQ2_XXS;  // no kernel takes it
+  EXPECT_THROW(MatMul(iq2, x.data(), 1, y.data(), scratch, pool), Error);
 }
 
 // Regrouping is lossless: every byte of the GGUF rows comes back, for a whole group, a last

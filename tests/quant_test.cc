@@ -20,6 +20,7 @@
 #include "quant/half.h"
 #include "quant/k_quants.h"
 #include "quant/quant.h"
+#include "quant/quant_mix.h"
 
 namespace grove {
 namespace {
@@ -612,7 +613,7 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ8_1));
   std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> bytes(1024);
-  EXPECT_THROW(QuantizeRow(GgmlType::kQ2_K, x.data(), bytes.data(), 256), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_XS, x.data(), bytes.data(), 256), Error);
   EXPECT_THROW(DequantizeRow(GgmlType::kIQ2_XXS, bytes.data(), x.data(), 256), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ8_0, x.data(), bytes.data(), 48), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ4_K, x.data(), bytes.data(), 64), Error);  // not 256k
@@ -620,15 +621,16 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
-// What the table says of the block types: every type read is computed with; IQ4_NL, Q2_K, Q3_K and
-// IQ4_XS are read but not written.
+// What the table says of the block types: every type read is computed with; IQ4_NL and IQ4_XS are
+// read but not written.
 TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
-  for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kIQ4_XS}) {
+  for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
     EXPECT_TRUE(CanDequantize(type)) << GgmlTypeName(type);
     EXPECT_TRUE(IsSupportedWeightType(type)) << GgmlTypeName(type);
     EXPECT_FALSE(CanQuantize(type)) << GgmlTypeName(type);
   }
-  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ5_K}) {
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K,
+                        GgmlType::kQ3_K, GgmlType::kQ5_K}) {
     EXPECT_TRUE(CanDequantize(type) && CanQuantize(type)) << GgmlTypeName(type);
     EXPECT_TRUE(IsSupportedWeightType(type)) << GgmlTypeName(type);
   }
@@ -636,10 +638,69 @@ TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   std::vector<float> x(64, 1.0f);
   std::vector<uint8_t> bytes(256);
   EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_NL, x.data(), bytes.data(), 64), Error);
-  EXPECT_THROW(QuantizeRow(GgmlType::kQ3_K, x.data(), bytes.data(), 256), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_XS, x.data(), bytes.data(), 256), Error);
   EXPECT_EQ(SupportedWeightTypeNames(),
             "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, "
             "iq4_xs");
+}
+
+// ---- llama.cpp's mixes (llama_tensor_get_type and tensor_type_fallback, llama-quant.cpp)
+
+TEST(QuantMixTest, EachMixGivesTheMatricesLlamaCppGivesThem) {
+  // A Llama-3-like model: 16 layers, 4 query heads per KV head, its own output matrix.
+  const MixModel llama{.n_layer = 16, .has_output = true, .n_gqa = 4};
+  auto type = [&](QuantMix mix, GgmlType base, const std::string& name, const MixModel& model) {
+    return MixTensorType(mix, base, name, model);
+  };
+  constexpr GgmlType k2 = GgmlType::kQ2_K, k3 = GgmlType::kQ3_K, k4 = GgmlType::kQ4_K,
+                     k5 = GgmlType::kQ5_K, k6 = GgmlType::kQ6_K;
+  // Q4_K_M / Q5_K_M: q6_K for output, and attn_v / ffn_down where use_more_bits (the first and
+  // last eighth, and every third layer between: 4, 7, 10, 13 of 16); fused QKV one step up.
+  for (const auto& [mix, base] : {std::pair{QuantMix::kQ4_K_M, k4}, {QuantMix::kQ5_K_M, k5}}) {
+    EXPECT_EQ(type(mix, base, "output.weight", llama), k6);
+    EXPECT_EQ(type(mix, base, "token_embd.weight", llama), base);
+    EXPECT_EQ(type(mix, base, "blk.0.attn_v.weight", llama), k6);
+    EXPECT_EQ(type(mix, base, "blk.3.attn_v.weight", llama), base);
+    EXPECT_EQ(type(mix, base, "blk.4.ffn_down.weight", llama), k6);
+    EXPECT_EQ(type(mix, base, "blk.5.ffn_down.weight", llama), base);
+    EXPECT_EQ(type(mix, base, "blk.15.attn_v.weight", llama), k6);
+    EXPECT_EQ(type(mix, base, "blk.5.attn_q.weight", llama), base);
+  }
+  EXPECT_EQ(type(QuantMix::kQ4_K_M, k4, "blk.5.attn_qkv.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ5_K_M, k5, "blk.5.attn_qkv.weight", llama), k6);
+  // Q3_K_M: attn_v q5_K in the first two layers then q4_K, ffn_down q5_K in the first sixteenth
+  // then q4_K, attn_output q4_K.
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "output.weight", llama), k6);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.1.attn_v.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.2.attn_v.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.0.ffn_down.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.1.ffn_down.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.9.attn_output.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.9.ffn_up.weight", llama), k3);
+  EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "blk.9.attn_qkv.weight", llama), k4);
+  // Q2_K: attn_v q4_K with 4+ query heads per KV head, else q3_K; ffn_down, attn_output q3_K; a
+  // tied embedding is the output matrix (q6_K).
+  const MixModel tied{.n_layer = 24, .has_output = false, .n_gqa = 1};
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "blk.0.attn_v.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "blk.0.attn_v.weight", tied), k3);
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "blk.7.ffn_down.weight", llama), k3);
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "blk.7.attn_output.weight", llama), k3);
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "blk.7.ffn_gate.weight", llama), k2);
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "token_embd.weight", tied), k6);
+  EXPECT_EQ(type(QuantMix::kQ2_K, k2, "token_embd.weight", llama), k2);
+  EXPECT_EQ(type(QuantMix::kNone, k3, "output.weight", llama), k3);
+}
+
+TEST(QuantMixTest, RowsThatDoNotFitFallBackAsInLlamaCpp) {
+  EXPECT_EQ(FallbackType(GgmlType::kQ2_K, 896), GgmlType::kQ4_0);
+  EXPECT_EQ(FallbackType(GgmlType::kQ3_K, 896), GgmlType::kQ4_0);
+  EXPECT_EQ(FallbackType(GgmlType::kQ4_K, 896), GgmlType::kQ5_0);
+  EXPECT_EQ(FallbackType(GgmlType::kQ5_K, 896), GgmlType::kQ5_1);
+  EXPECT_EQ(FallbackType(GgmlType::kQ6_K, 896), GgmlType::kQ8_0);
+  EXPECT_EQ(FallbackType(GgmlType::kQ4_K, 1024), GgmlType::kQ4_K);
+  EXPECT_EQ(FallbackType(GgmlType::kQ4_K, 100), GgmlType::kF16);
+  EXPECT_EQ(FallbackType(GgmlType::kQ8_0, 100), GgmlType::kF16);
+  EXPECT_EQ(FallbackType(GgmlType::kF32, 7), GgmlType::kF32);
 }
 
 }  // namespace

@@ -31,29 +31,34 @@ int NearestInt(float v) {
 
 // ---- Q4_K
 
-// How a Q4_K or Q5_K sub-block is fitted: ggml's make_qkx2_quants parameters for each format.
+// How a Q2_K, Q4_K or Q5_K sub-block is fitted: ggml's make_qkx2_quants parameters for each format.
 struct ScaleMinFit {
-  int max_level;      // nmax: 15 (Q4_K) or 31 (Q5_K)
-  float first_steps;  // rmin: the first candidate has max_level + rmin steps
-  int steps;          // nstep: candidates max_level + rmin + 0.1 s for s = 0..steps
+  int size;             // n: elements per sub-block, 16 (Q2_K) or 32
+  int max_level;        // nmax: 3 (Q2_K), 15 (Q4_K) or 31 (Q5_K)
+  float first_steps;    // rmin: the first candidate has max_level + rmin steps
+  int steps;            // nstep: candidates max_level + rmin + 0.1 s for s = 0..steps
+  bool absolute_error;  // use_mad: weigh |error| (Q2_K) instead of its square
 };
-constexpr ScaleMinFit kQ4_KFit = {15, -1.0f, 20};
-constexpr ScaleMinFit kQ5_KFit = {31, -0.5f, 15};
+constexpr ScaleMinFit kQ2_KFit = {16, 3, -0.5f, 15, true};
+constexpr ScaleMinFit kQ4_KFit = {32, 15, -1.0f, 20, false};
+constexpr ScaleMinFit kQ5_KFit = {32, 31, -0.5f, 15, false};
 
-// Fits x[i] ~ scale * L[i] - neg_min with L[i] in [0, max_level] and neg_min >= 0, minimising the
-// weighted squared error (ggml's make_qkx2_quants, rdelta 0.1). Start from the range
-// [min(x, 0), max(x)] split into max_level steps; then for each candidate step count
+// Fits x[i] ~ scale * L[i] - neg_min (i < size) with L[i] in [0, max_level] and neg_min >= 0,
+// minimising the weighted squared (or absolute) error (ggml's make_qkx2_quants, rdelta 0.1). Start
+// from the range [min(x, 0), max(x)] split into max_level steps; then for each candidate step count
 // max_level + first_steps + 0.1 s round x onto that grid, solve the weighted least-squares line
 // through (L, x) for scale and offset (offset clamped to <= 0), and keep the best candidate.
 float FitScaleMin(const ScaleMinFit& fit, const float* x, const float* weight, uint8_t* levels,
                   float* neg_min) {
+  const int n = fit.size;
   const int kMaxLevel = fit.max_level;
   const int kSteps = fit.steps;
+  const auto cost = [&](float diff) { return fit.absolute_error ? std::fabs(diff) : diff * diff; };
   float lo = x[0];
   float hi = x[0];
   float sum_w = weight[0];
   float sum_x = sum_w * x[0];
-  for (int i = 1; i < kSub4; ++i) {
+  for (int i = 1; i < n; ++i) {
     if (x[i] < lo) lo = x[i];
     if (x[i] > hi) hi = x[i];
     sum_w += weight[i];
@@ -61,26 +66,26 @@ float FitScaleMin(const ScaleMinFit& fit, const float* x, const float* weight, u
   }
   if (lo > 0) lo = 0;
   if (hi == lo) {
-    std::fill(levels, levels + kSub4, uint8_t{0});
+    std::fill(levels, levels + n, uint8_t{0});
     *neg_min = -lo;
     return 0.0f;
   }
   float inv_step = static_cast<float>(kMaxLevel) / (hi - lo);
   float scale = 1 / inv_step;
   float best_error = 0;
-  for (int i = 0; i < kSub4; ++i) {
+  for (int i = 0; i < n; ++i) {
     const int level = std::clamp(NearestInt(inv_step * (x[i] - lo)), 0, kMaxLevel);
     levels[i] = static_cast<uint8_t>(level);
     const float diff = scale * static_cast<float>(level) + lo - x[i];
-    best_error += weight[i] * (diff * diff);
+    best_error += weight[i] * cost(diff);
   }
-  uint8_t trial[kSub4];
+  uint8_t trial[kSub4];  // n <= kSub4
   for (int s = 0; s <= kSteps; ++s) {
     // lo moves with the best fit so far, as in ggml: later candidates grid from the new offset.
     inv_step = (fit.first_steps + 0.1f * static_cast<float>(s) + static_cast<float>(kMaxLevel)) /
                (hi - lo);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < kSub4; ++i) {
+    for (int i = 0; i < n; ++i) {
       const int level = std::clamp(NearestInt(inv_step * (x[i] - lo)), 0, kMaxLevel);
       trial[i] = static_cast<uint8_t>(level);
       const float wl = weight[i] * static_cast<float>(level);
@@ -97,12 +102,12 @@ float FitScaleMin(const ScaleMinFit& fit, const float* x, const float* weight, u
       trial_scale = sum_xl / sum_l2;
     }
     float error = 0;
-    for (int i = 0; i < kSub4; ++i) {
+    for (int i = 0; i < n; ++i) {
       const float diff = trial_scale * static_cast<float>(trial[i]) + trial_min - x[i];
-      error += weight[i] * (diff * diff);
+      error += weight[i] * cost(diff);
     }
     if (error < best_error) {
-      std::memcpy(levels, trial, kSub4);
+      std::memcpy(levels, trial, n);
       best_error = error;
       scale = trial_scale;
       lo = trial_min;
@@ -190,6 +195,199 @@ void QuantizeScaleMinBlock(const ScaleMinFit& fit, const float* x, Block* out) {
     }
   }
   PackLevels(levels, out);
+}
+
+// ---- Q2_K and Q3_K
+
+// Bits 2c, 2c + 1 of the 2-bit quants as Q2_K and Q3_K store them: element e of the super-block
+// (see BlockQ2_K).
+int Low2Bits(const uint8_t* qs, int e) {
+  const int h = e / 128, c = e % 128 / 32, r = e % 32;
+  return (qs[32 * h + r] >> (2 * c)) & 3;
+}
+
+// The 6-bit scale of sub-block i (0..15) of a Q3_K block, before the -32 (see BlockQ3_K).
+int Q3_KScale(const uint8_t* scales, int i) {
+  const int low = (scales[i % 8] >> (4 * (i / 8))) & 0x0f;
+  const int high = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
+  return low | (high << 4);
+}
+
+// The signed quant of element e of a Q3_K block, in [-4, 3]: the low 2 bits, less 4 where the
+// hmask bit is clear.
+int Q3_KQuant(const BlockQ3_K& block, int e) {
+  const int high = (block.hmask[e % 32] >> (e / 32)) & 1;
+  return Low2Bits(block.qs, e) - (high ? 0 : 4);
+}
+
+// Stores 256 levels of 0..3 as Q2_K's and Q3_K's qs: element 128h + 32c + r is bits 2c, 2c + 1 of
+// qs[32h + r].
+void PackLow2Bits(const uint8_t* levels, uint8_t* qs) {
+  for (int h = 0; h < 2; ++h) {
+    for (int r = 0; r < 32; ++r) {
+      const uint8_t* l = levels + 128 * h + r;
+      qs[32 * h + r] = static_cast<uint8_t>(l[0] | (l[32] << 2) | (l[64] << 4) | (l[96] << 6));
+    }
+  }
+}
+
+// One Q2_K super-block, as ggml's quantize_row_q2_K_ref: each sub-block of 16 is fitted with
+// weights |x|, then scales and mins become 4-bit multiples of max / 15 (no clamp: the largest
+// rounds to 15), and every element is re-rounded against what is stored.
+void QuantizeBlockQ2_K(const float* x, BlockQ2_K* out) {
+  constexpr int kSubBlocks = kKBlock / kSub6;
+  constexpr float kMaxScale = 15.0f;
+  uint8_t levels[kKBlock];
+  float sub_scale[kSubBlocks];
+  float sub_min[kSubBlocks];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    float weight[kSub6];
+    for (int i = 0; i < kSub6; ++i) weight[i] = std::fabs(x[j * kSub6 + i]);
+    sub_scale[j] = FitScaleMin(kQ2_KFit, x + j * kSub6, weight, levels + j * kSub6, &sub_min[j]);
+    if (sub_scale[j] > max_scale) max_scale = sub_scale[j];
+    if (sub_min[j] > max_min) max_min = sub_min[j];
+  }
+  // The stores keep ggml's int -> uint8_t conversions (they only matter for negative fits).
+  if (max_scale > 0) {
+    const float inv = kMaxScale / max_scale;
+    for (int j = 0; j < kSubBlocks; ++j) {
+      out->scales[j] = static_cast<uint8_t>(NearestInt(inv * sub_scale[j]));
+    }
+    out->d = Fp32ToFp16(max_scale / kMaxScale);
+  } else {
+    std::fill(out->scales, out->scales + kSubBlocks, uint8_t{0});
+    out->d = Fp32ToFp16(0.0f);
+  }
+  if (max_min > 0) {
+    const float inv = kMaxScale / max_min;
+    for (int j = 0; j < kSubBlocks; ++j) {
+      out->scales[j] = static_cast<uint8_t>(out->scales[j] | (NearestInt(inv * sub_min[j]) << 4));
+    }
+    out->dmin = Fp32ToFp16(max_min / kMaxScale);
+  } else {
+    out->dmin = Fp32ToFp16(0.0f);
+  }
+  const float d = Fp16ToFp32(out->d);
+  const float dmin = Fp16ToFp32(out->dmin);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float step = d * static_cast<float>(out->scales[j] & 0x0f);
+    if (step == 0) continue;
+    const float offset = dmin * static_cast<float>(out->scales[j] >> 4);
+    for (int i = 0; i < kSub6; ++i) {
+      levels[j * kSub6 + i] =
+          static_cast<uint8_t>(std::clamp(NearestInt((x[j * kSub6 + i] + offset) / step), 0, 3));
+    }
+  }
+  PackLow2Bits(levels, out->qs);
+}
+
+// ---- Q3_K
+
+// Fits x[i] ~ scale * (L[i] - 4) with L[i] in [0, 7] for one sub-block of 16 (ggml's
+// make_q3_quants with nmax 4 and its refinement): the element of largest magnitude maps to -4;
+// then up to five passes move single elements to the level that raises the weighted (x^2)
+// correlation sum(w x l)^2 / sum(w l^2). An all-zero sub-block gets levels 0 and scale 0.
+float FitQ3Scale(const float* x, uint8_t* levels) {
+  constexpr int kHalfRange = 4;
+  float amax = 0;
+  float signed_max = 0;
+  for (int i = 0; i < kSub6; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > amax) {
+      amax = a;
+      signed_max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS
+    std::fill(levels, levels + kSub6, uint8_t{0});
+    return 0.0f;
+  }
+  const float inv_step = static_cast<float>(-kHalfRange) / signed_max;
+  int l[kSub6];
+  float sum_xl = 0, sum_l2 = 0;
+  for (int i = 0; i < kSub6; ++i) {
+    l[i] = std::clamp(NearestInt(inv_step * x[i]), -kHalfRange, kHalfRange - 1);
+    const float w = x[i] * x[i];
+    sum_xl += w * x[i] * static_cast<float>(l[i]);
+    sum_l2 += w * static_cast<float>(l[i]) * static_cast<float>(l[i]);
+  }
+  for (int pass = 0; pass < 5; ++pass) {
+    int changed = 0;
+    for (int i = 0; i < kSub6; ++i) {
+      const float w = x[i] * x[i];
+      float xl = sum_xl - w * x[i] * static_cast<float>(l[i]);
+      if (!(xl > 0)) continue;
+      float l2 = sum_l2 - w * static_cast<float>(l[i]) * static_cast<float>(l[i]);
+      const int moved = std::clamp(NearestInt(x[i] * l2 / xl), -kHalfRange, kHalfRange - 1);
+      if (moved == l[i]) continue;
+      xl += w * x[i] * static_cast<float>(moved);
+      l2 += w * static_cast<float>(moved) * static_cast<float>(moved);
+      if (l2 > 0 && xl * xl * sum_l2 > sum_xl * sum_xl * l2) {
+        l[i] = moved;
+        sum_xl = xl;
+        sum_l2 = l2;
+        ++changed;
+      }
+    }
+    if (changed == 0) break;
+  }
+  for (int i = 0; i < kSub6; ++i) levels[i] = static_cast<uint8_t>(l[i] + kHalfRange);
+  return sum_l2 > 0.0f ? sum_xl / sum_l2 : 0.0f;
+}
+
+// One Q3_K super-block, as ggml's quantize_row_q3_K_ref: the 16 fitted scales become 6-bit
+// multiples of the one of largest magnitude / -32, and every element is re-rounded against the
+// stored scale.
+void QuantizeBlockQ3_K(const float* x, BlockQ3_K* out) {
+  constexpr int kSubBlocks = kKBlock / kSub6;
+  uint8_t levels[kKBlock];
+  float sub_scale[kSubBlocks];
+  float max_scale = 0;  // signed: the scale of largest magnitude
+  float amax = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    sub_scale[j] = FitQ3Scale(x + j * kSub6, levels + j * kSub6);
+    const float a = std::fabs(sub_scale[j]);
+    if (a > amax) {
+      amax = a;
+      max_scale = sub_scale[j];
+    }
+  }
+  std::fill(out->scales, out->scales + 12, uint8_t{0});
+  if (max_scale != 0) {
+    const float inv = -32.0f / max_scale;
+    for (int j = 0; j < kSubBlocks; ++j) {
+      // ggml keeps the rounded value in an int8_t before clamping; |inv * scale| <= 32 here.
+      const auto rounded = static_cast<int8_t>(NearestInt(inv * sub_scale[j]));
+      const int sc = std::clamp<int>(rounded, -32, 31) + 32;
+      out->scales[j % 8] =
+          static_cast<uint8_t>(out->scales[j % 8] | ((sc & 0x0f) << (4 * (j / 8))));
+      out->scales[8 + j % 4] =
+          static_cast<uint8_t>(out->scales[8 + j % 4] | ((sc >> 4) << (2 * (j / 4))));
+    }
+    out->d = Fp32ToFp16(1 / inv);
+  } else {
+    out->d = Fp32ToFp16(0.0f);
+  }
+  const float d = Fp16ToFp32(out->d);
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float step = d * static_cast<float>(Q3_KScale(out->scales, j) - 32);
+    if (step == 0) continue;
+    for (int i = 0; i < kSub6; ++i) {
+      const int level = std::clamp(NearestInt(x[j * kSub6 + i] / step), -4, 3);
+      levels[j * kSub6 + i] = static_cast<uint8_t>(level + 4);
+    }
+  }
+  // Levels 4..7 keep their low 2 bits with the hmask bit set; 0..3 are stored as they are.
+  std::fill(out->hmask, out->hmask + kKBlock / 8, uint8_t{0});
+  for (int e = 0; e < kKBlock; ++e) {
+    if (levels[e] > 3) {
+      out->hmask[e % 32] = static_cast<uint8_t>(out->hmask[e % 32] | (1 << (e / 32)));
+      levels[e] = static_cast<uint8_t>(levels[e] - 4);
+    }
+  }
+  PackLow2Bits(levels, out->qs);
 }
 
 // ---- Q6_K
@@ -294,29 +492,6 @@ void QuantizeBlockQ6_K(const float* x, BlockQ6_K* out) {
   PackQ6_KLevels(levels, out);
 }
 
-// ---- Q2_K and Q3_K
-
-// Bits 2c, 2c + 1 of the 2-bit quants as Q2_K and Q3_K store them: element e of the super-block
-// (see BlockQ2_K).
-int Low2Bits(const uint8_t* qs, int e) {
-  const int h = e / 128, c = e % 128 / 32, r = e % 32;
-  return (qs[32 * h + r] >> (2 * c)) & 3;
-}
-
-// The 6-bit scale of sub-block i (0..15) of a Q3_K block, before the -32 (see BlockQ3_K).
-int Q3_KScale(const uint8_t* scales, int i) {
-  const int low = (scales[i % 8] >> (4 * (i / 8))) & 0x0f;
-  const int high = (scales[8 + i % 4] >> (2 * (i / 4))) & 3;
-  return low | (high << 4);
-}
-
-// The signed quant of element e of a Q3_K block, in [-4, 3]: the low 2 bits, less 4 where the
-// hmask bit is clear.
-int Q3_KQuant(const BlockQ3_K& block, int e) {
-  const int high = (block.hmask[e % 32] >> (e / 32)) & 1;
-  return Low2Bits(block.qs, e) - (high ? 0 : 4);
-}
-
 }  // namespace
 
 void DequantizeRowQ2_K(const BlockQ2_K* src, float* dst, int64_t n_blocks) {
@@ -358,6 +533,14 @@ void UnpackQ4_KScaleMin(const uint8_t* scales, int j, int* sc, int* m) {
     *sc = (scales[j + 4] & 0x0f) | ((scales[j - 4] >> 6) << 4);
     *m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
   }
+}
+
+void QuantizeRowQ2_K(const float* src, BlockQ2_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ2_K(src + b * kKBlock, &dst[b]);
+}
+
+void QuantizeRowQ3_K(const float* src, BlockQ3_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) QuantizeBlockQ3_K(src + b * kKBlock, &dst[b]);
 }
 
 void QuantizeRowQ4_K(const float* src, BlockQ4_K* dst, int64_t n_blocks) {

@@ -1,7 +1,7 @@
-// The k-quant formats (super-blocks of 256): row quantizers for Q4_K, Q5_K and Q6_K that reproduce
-// ggml's reference quantizers (quantize_row_q4_K_ref, _q5_K_ref, _q6_K_ref) bit for bit, so a
-// file grove writes equals what llama-quantize writes without an importance matrix, and
-// dequantizers for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS (a 256-element super-block of IQ4_NL
+// The k-quant formats (super-blocks of 256): row quantizers for Q2_K, Q3_K, Q4_K, Q5_K and Q6_K
+// that reproduce ggml's reference quantizers (quantize_row_q2_K_ref ... quantize_row_q6_K_ref) bit
+// for bit, so a file grove writes equals what llama-quantize writes without an importance matrix,
+// and dequantizers for Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS (a 256-element super-block of IQ4_NL
 // levels) that give ggml's dequantize_row_* bit for bit. Internal to quant/: callers use
 // QuantizeRow / DequantizeRow (quant.h).
 #pragma once
@@ -12,7 +12,9 @@
 
 namespace grove {
 
+void QuantizeRowQ2_K(const float* src, BlockQ2_K* dst, int64_t n_blocks);
 void DequantizeRowQ2_K(const BlockQ2_K* src, float* dst, int64_t n_blocks);
+void QuantizeRowQ3_K(const float* src, BlockQ3_K* dst, int64_t n_blocks);
 void DequantizeRowQ3_K(const BlockQ3_K* src, float* dst, int64_t n_blocks);
 void QuantizeRowQ4_K(const float* src, BlockQ4_K* dst, int64_t n_blocks);
 void DequantizeRowQ4_K(const BlockQ4_K* src, float* dst, int64_t n_blocks);

@@ -8,12 +8,12 @@
 //
 // Rows whose length is not a multiple of the target's block size cannot be stored in it; like
 // llama-quantize, such a tensor falls back (with a warning naming it) to the first of q8_0, f16,
-// f32 whose block fits. TYPEs "q4_k_m" and "q5_k_m" are llama.cpp's mixes: q4_K or q5_K, with q6_K
-// for the output matrix and for attn_v / ffn_down in the layers that matter most.
+// f32 whose block fits (quant/quant_mix.h). TYPEs "q2_k", "q3_k_m", "q4_k_m" and "q5_k_m" are
+// llama.cpp's mixes: the base type with more bits for the output matrix and for attn_v, ffn_down
+// and attn_output where llama.cpp gives them more.
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -31,6 +31,7 @@
 #include "option_checks.h"
 #include "output_path.h"
 #include "quant/quant.h"
+#include "quant/quant_mix.h"
 
 namespace grove::cli {
 namespace {
@@ -46,14 +47,14 @@ struct QuantizeOptions {
 
 // A TYPE argument: one type for every matrix, or a mix rule on top of a base type.
 struct QuantTarget {
-  std::string name;      // as the user may write it, lower case
-  GgmlType base;         // type of most matrices
-  uint32_t file_type;    // llama.cpp's LLAMA_FTYPE_* for general.file_type
-  bool k_m_mix = false;  // llama.cpp's _K_M rule: q6_K for the matrices that matter most
+  std::string name;    // as the user may write it, lower case
+  GgmlType base;       // type of most matrices
+  uint32_t file_type;  // llama.cpp's LLAMA_FTYPE_* for general.file_type
+  QuantMix mix = QuantMix::kNone;
 };
 
 // llama.cpp's llama_ftype numbering (llama.h). A pure q4_K file has no number of its own; it is
-// labelled MOSTLY_Q4_K_S (14), the closest llama.cpp file type; likewise pure q5_K MOSTLY_Q5_K_S.
+// labelled MOSTLY_Q4_K_S (14), the closest llama.cpp file type; likewise pure q3_K and q5_K.
 const std::vector<QuantTarget>& KnownTargets() {
   static const std::vector<QuantTarget> targets = {
       {"f32", GgmlType::kF32, 0},
@@ -64,18 +65,20 @@ const std::vector<QuantTarget>& KnownTargets() {
       {"q4_1", GgmlType::kQ4_1, 3},
       {"q5_0", GgmlType::kQ5_0, 8},
       {"q5_1", GgmlType::kQ5_1, 9},
+      {"q3_k", GgmlType::kQ3_K, 11},
       {"q4_k", GgmlType::kQ4_K, 14},
       {"q5_k", GgmlType::kQ5_K, 16},
       {"q6_k", GgmlType::kQ6_K, 18},
-      {"q4_k_m", GgmlType::kQ4_K, 15, /*k_m_mix=*/true},
-      {"q5_k_m", GgmlType::kQ5_K, 17, /*k_m_mix=*/true},
+      {"q2_k", GgmlType::kQ2_K, 10, QuantMix::kQ2_K},
+      {"q3_k_m", GgmlType::kQ3_K, 12, QuantMix::kQ3_K_M},
+      {"q4_k_m", GgmlType::kQ4_K, 15, QuantMix::kQ4_K_M},
+      {"q5_k_m", GgmlType::kQ5_K, 17, QuantMix::kQ5_K_M},
   };
   return targets;
 }
 
-bool TargetSupported(const QuantTarget& t) {
-  return CanQuantize(t.base) && (!t.k_m_mix || CanQuantize(GgmlType::kQ6_K));
-}
+// The mixes add Q3_K..Q6_K matrices and fall back to Q4_0..Q8_0 and F16, all of which grove writes.
+bool TargetSupported(const QuantTarget& t) { return CanQuantize(t.base); }
 
 std::string SupportedTargetNames() {
   std::string names;
@@ -94,7 +97,7 @@ const QuantTarget& ParseTarget(std::string name) {
       Fail("type '", name, "' is not supported yet (supported: ", SupportedTargetNames(), ")");
     return t;
   }
-  // A type the GGUF format knows but grove cannot compute with gets a more precise message.
+  // A type the GGUF format knows but grove does not write gets a more precise message.
   for (uint32_t id = 0; id < 64; ++id) {
     auto traits = GetGgmlTypeTraits(id);
     if (!traits) continue;
@@ -103,53 +106,9 @@ const QuantTarget& ParseTarget(std::string name) {
                    [](unsigned char c) { return std::tolower(c); });
     if (known == name)
       Fail("type '", name,
-           "' is a GGUF type grove cannot compute with (supported: ", SupportedTargetNames(), ")");
+           "' is a GGUF type grove does not write (it writes: ", SupportedTargetNames(), ")");
   }
   Fail("unknown type '", name, "' (supported: ", SupportedTargetNames(), ")");
-}
-
-// Layer index of "blk.N.…", or -1.
-int LayerOf(const std::string& name) {
-  if (name.rfind("blk.", 0) != 0) return -1;
-  int layer = -1;
-  const char* begin = name.data() + 4;
-  auto [end, ec] = std::from_chars(begin, name.data() + name.size(), layer);
-  return ec == std::errc() && end != begin && *end == '.' ? layer : -1;
-}
-
-bool EndsWith(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// llama.cpp's use_more_bits: the first and last eighth of the layers, and every third in between.
-bool UseMoreBits(int layer, int n_layer) {
-  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
-}
-
-// The type llama.cpp's Q4_K_M and Q5_K_M give a matrix (llama_tensor_get_type for
-// LLAMA_FTYPE_MOSTLY_Q4_K_M / _Q5_K_M): q6_K where it matters most, else the base type.
-GgmlType KMType(const std::string& name, int n_layer, bool has_output, GgmlType base) {
-  if (name == "output.weight" || (!has_output && name == "token_embd.weight"))
-    return GgmlType::kQ6_K;
-  const int layer = LayerOf(name);
-  if (layer >= 0 && (EndsWith(name, ".attn_v.weight") || EndsWith(name, ".ffn_down.weight")) &&
-      UseMoreBits(layer, n_layer)) {
-    return GgmlType::kQ6_K;
-  }
-  return base;
-}
-
-// The type of a matrix whose rows do not divide into `wanted`'s blocks, as llama.cpp chooses it
-// (llama_tensor_get_type): a k-quant becomes the 32-block type of about its size (Q4_K: Q5_0,
-// Q5_K: Q5_1, Q6_K: Q8_0), and anything that still does not fit, F16.
-GgmlType FallbackType(GgmlType wanted, int64_t row) {
-  GgmlType type = wanted == GgmlType::kQ4_K   ? GgmlType::kQ5_0
-                  : wanted == GgmlType::kQ5_K ? GgmlType::kQ5_1
-                  : wanted == GgmlType::kQ6_K ? GgmlType::kQ8_0
-                                              : GgmlType::kF16;
-  if (row % GgmlTraits(type).block_size != 0) type = GgmlType::kF16;
-  return type;
 }
 
 bool IsQuantized(GgmlType t) {
@@ -165,22 +124,27 @@ struct TensorPlan {
 // Decides every tensor's output type before anything is written, so every problem is reported up
 // front and the lazy fillers cannot fail half-way through the output.
 std::vector<TensorPlan> PlanTensors(const GgufFile& in, const QuantTarget& target) {
-  int n_layer = 0;
-  bool has_output = false;
+  MixModel model;
+  model.has_output = false;
   for (const GgufTensor& t : in.tensors()) {
-    n_layer = std::max(n_layer, LayerOf(t.name) + 1);
-    has_output |= t.name == "output.weight";
+    int layer = -1;
+    if (std::sscanf(t.name.c_str(), "blk.%d.", &layer) == 1)
+      model.n_layer = std::max(model.n_layer, layer + 1);
+    model.has_output |= t.name == "output.weight";
   }
+  const std::string arch = in.GetString("general.architecture", "");
+  const uint64_t heads = in.GetUint(arch + ".attention.head_count", 1);
+  const uint64_t kv_heads = in.GetUint(arch + ".attention.head_count_kv", heads);
+  model.n_gqa = kv_heads > 0 ? static_cast<int>(heads / kv_heads) : 1;
   std::vector<TensorPlan> plans;
   bool warned_requantize = false;
   for (const GgufTensor& t : in.tensors()) {
     const int64_t row = t.shape[0];
     GgmlType type = GgmlType::kF32;  // 1-D: norms and biases stay f32
     if (t.shape.size() >= 2) {
-      type = target.k_m_mix ? KMType(t.name, n_layer, has_output, target.base) : target.base;
-      if (row % GgmlTraits(type).block_size != 0) {
-        const GgmlType wanted = type;
-        type = FallbackType(wanted, row);
+      const GgmlType wanted = MixTensorType(target.mix, target.base, t.name, model);
+      type = FallbackType(wanted, row);
+      if (type != wanted) {
         Log(LogLevel::kWarn,
             StrCat("tensor '", t.name, "': rows of ", row, " are not a multiple of the ",
                    GgmlTypeName(wanted), " block size ", GgmlTraits(wanted).block_size,
@@ -299,8 +263,8 @@ void AddQuantizeCommand(CLI::App& app) {
       ->required();
   cmd->add_option(
          "TYPE", o->type,
-         "Target type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, or q4_k_m / "
-         "q5_k_m (llama.cpp's mixes)")
+         "Target type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k, q6_k, or "
+         "llama.cpp's mixes q2_k, q3_k_m, q4_k_m, q5_k_m")
       ->required();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
       ->capture_default_str()
