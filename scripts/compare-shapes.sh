@@ -4,10 +4,10 @@
 # time pp512 and tg64 on the same file, alternately (one repetition each, REPS times), so machine
 # drift moves both alike. Prints medians with min-max and the ratio grove / llama.cpp.
 #
-# Files: q8_0, q5_0 and the other single types are written by grove synth. q4_k_m is made by
-# llama.cpp's llama-quantize from an f16 synth, when grove can read what it writes (it stores rows
-# whose length is not a multiple of 256, Qwen2.5-0.5B's 896 or Gemma 3 1B's 1152, as q5_0, which
-# grove computes as q8_0); otherwise grove's own quantize q4_k_m writes the file both run.
+# Files: the types in LLAMA_TYPES (default: the mixes q4_k_m q5_k_m q3_k_m q3_k_s q2_k and iq4_xs,
+# iq4_nl, which grove does not write) are made by llama.cpp's llama-quantize from an f16 synth, so
+# both engines run llama.cpp's own file; the other single types (q8_0, q5_0, ...) are written by
+# grove synth. If grove cannot read a llama.cpp file, grove's own quantize writes the file both run.
 #
 # With VERIFY=1 it also prints grove's verify curve t(n)/t(1) of each shape (1..64 tokens) and,
 # for each real pair among the shapes (PAIRS), the speedup speculative decoding is predicted to give
@@ -39,13 +39,13 @@ declare -A tg_of  # "shape type" -> grove's median tg64
 model_file() {
   local shape=$1 type=$2 out="$dir/$1-$2.gguf"
   if [ ! -f "$out" ]; then
-    if [ "$type" = q4_k_m ]; then
+    if [[ " ${LLAMA_TYPES:-q4_k_m q5_k_m q3_k_m q3_k_s q2_k iq4_xs iq4_nl} " == *" $type "* ]]; then
       local f16="$dir/$shape-f16.gguf"
       "$grove" synth --shape "$shape" --type f16 -o "$f16" --force >&2
-      "$llama/llama-quantize" "$f16" "$out.llama" Q4_K_M "$threads" > "$dir/$shape-quantize.log" 2>&1
+      "$llama/llama-quantize" "$f16" "$out.llama" "${type^^}" "$threads" > "$dir/$shape-quantize.log" 2>&1
       if ! "$grove" bench -m "$out.llama" -p 1 -n 0 -r 1 --probe-mib 0 > /dev/null 2>&1; then
-        echo "$shape: llama.cpp's q4_k_m holds types grove does not read; using grove's quantize" >&2
-        "$grove" quantize "$f16" "$out" q4_k_m --force >&2
+        echo "$shape: llama.cpp's $type holds types grove does not read; using grove's quantize" >&2
+        "$grove" quantize "$f16" "$out" "$type" --force >&2
         rm -f "$out.llama"
       else
         mv "$out.llama" "$out"
