@@ -136,7 +136,8 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q8_0 / Q4_0 weights times ActQ8 activations (signed bytes, one float scale per block)
+// ---- Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights times ActQ8 activations (signed bytes, one float scale
+// per block)
 
 // The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
 __m256i HighBits(const uint8_t* qh) {
@@ -290,7 +291,8 @@ void DotOffset(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
   });
 }
 
-// ---- Q4_K / Q5_K / Q6_K weights times ActQ8 activations, one block of 32 per step like Q4_0
+// ---- k-quant weights (Q2_K ... Q6_K, IQ4_XS) times ActQ8 activations, one block of 32 per step
+// like Q4_0
 //
 // Q4_K and Q5_K quants are unsigned (0..15, 0..31), so maddubs takes them directly; the min term,
 // sum_j dmin m_j d_b sum(x_bj), is one 8-lane FMA per super-block and row on the activation block

@@ -155,7 +155,7 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q8_0 / Q4_0 weights times ActQ8 activations
+// ---- Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights times ActQ8 activations
 //
 // One 512-bit step covers a pair of blocks (64 weights). vpdpbusd sums groups of 4 byte products
 // into 16 int32 lanes; the two blocks' 4-byte groups are interleaved (lane l belongs to block
@@ -385,7 +385,7 @@ void DotOffset(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
   });
 }
 
-// ---- Q4_K / Q6_K weights times ActQ8 activations
+// ---- k-quant weights (Q2_K ... Q6_K, IQ4_XS) times ActQ8 activations
 //
 // A 256-element super-block is four pairs of activation blocks, and both formats decode a pair
 // from contiguous bytes (Q4_K: the low and high nibbles of 32 bytes; Q6_K: 2 x 32 bytes of ql

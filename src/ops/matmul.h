@@ -75,7 +75,7 @@ struct MatMulOutput {
 };
 
 // True if the matrices can share one fused call: the same n_in and the same activation format
-// (float rows; ActQ8 rows, which serve Q8_0, Q4_0, Q4_K and Q6_K rows alike; or grouped ActQ8 rows
+// (float rows; ActQ8 rows, which serve the rows of every block type alike; or grouped ActQ8 rows
 // for grouped matrices).
 bool CanFuseMatMuls(std::span<const MatMulOutput> outs);
 

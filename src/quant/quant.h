@@ -14,7 +14,7 @@ namespace grove {
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool CanDequantize(GgmlType type);
 // grove writes the type, byte for byte as ggml's reference quantizer (F32, F16, BF16, Q8_0, Q4_0,
-// Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
+// Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; not IQ4_NL or IQ4_XS).
 bool CanQuantize(GgmlType type);
 
 // True when a model's matrix may have this type: every type grove reads has its own kernels
