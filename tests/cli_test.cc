@@ -365,6 +365,12 @@ TEST_F(CliTest, TrainingCommandsEndToEnd) {
             " --windows 4 --seq-len 32");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("greedy agreement with the model 1.0000"), std::string::npos) << r.out;
+  // More windows than the text holds side by side: cut to what it holds, said, and finished
+  // (10^9 windows used to run without bound and without a word).
+  r = Grove("eval -m " + run + "/m.gguf --corpus " + corpus + " --windows 1000000000 --seq-len 32");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("windows of 32 tokens; evaluating"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("evaluating: window"), std::string::npos) << r.err;
   r = Grove("export " + run + "/checkpoint.gguf -o " + run + "/m16.gguf --type f16");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = Grove("run -m " + run + "/m16.gguf -p Once -n 5 --temp 0 -t 1");

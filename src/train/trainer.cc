@@ -1,9 +1,11 @@
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include "base/error.h"
@@ -224,13 +226,25 @@ TrainResult Train(const TrainOptions& options,
   return result;
 }
 
+namespace {
+constexpr int32_t kEvalBatch = 4;
+}
+
+int32_t MaxEvalWindows(int64_t n_tokens, int32_t seq_len) {
+  const int64_t side_by_side = std::max<int64_t>(1, (n_tokens - 1) / std::max(seq_len, 1));
+  const int64_t rounded = (side_by_side + kEvalBatch - 1) / kEvalBatch * kEvalBatch;
+  return static_cast<int32_t>(std::min<int64_t>(rounded, std::numeric_limits<int32_t>::max() / 2));
+}
+
 EvalResult EvaluateModels(const std::string& model_path, const std::string& draft_path,
-                          const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows) {
+                          const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows,
+                          const std::function<void(int32_t, int32_t)>& progress) {
   if (windows < 1 || seq_len < 2) Fail("eval: need at least one window of two tokens");
-  constexpr int32_t kBatch = 4;
-  windows = (windows + kBatch - 1) / kBatch * kBatch;  // whole batches: every window counted once
+  constexpr int32_t kBatch = kEvalBatch;
   if (static_cast<int64_t>(tokens.size()) < seq_len + 2)
     Fail("eval: the text has fewer than ", seq_len + 2, " tokens");
+  windows = std::min(windows, MaxEvalWindows(static_cast<int64_t>(tokens.size()), seq_len));
+  windows = (windows + kBatch - 1) / kBatch * kBatch;  // whole batches: every window counted once
   struct Loaded {
     LoadedTrainModel model;
     std::unique_ptr<ParamLayout> layout;
@@ -271,12 +285,17 @@ EvalResult EvaluateModels(const std::string& model_path, const std::string& draf
       offsets.push_back(static_cast<int64_t>(first + b) * span / windows);
     FillBatch(tokens, offsets, seq_len, in.data(), out.data());
     loss += model.graph->Forward(model.model.params.data(), in.data(), out.data());
-    if (!draft) continue;
+    if (!draft) {
+      if (progress) progress(first + kBatch, windows);
+      continue;
+    }
     draft_loss += draft->graph->Forward(draft->model.params.data(), in.data(), out.data());
     for (int64_t row = 0; row < static_cast<int64_t>(kBatch) * seq_len; ++row) {
       agree += argmax(model.graph->logits() + row * V) == argmax(draft->graph->logits() + row * V);
     }
+    if (progress) progress(first + kBatch, windows);
   }
+  r.windows = windows;
   r.positions = static_cast<int64_t>(windows) * seq_len;
   r.loss = loss / batches;
   if (draft) {

@@ -104,12 +104,20 @@ struct EvalResult {
   double draft_loss = NAN;  // of the draft, when one is given
   double agreement = NAN;   // share of positions where the draft's argmax is the model's argmax
   int64_t positions = 0;
+  int32_t windows = 0;  // windows evaluated: the request, at most what the text holds
 };
 
+// The most windows of seq_len tokens an evaluation reads from a text of n_tokens: as many as fit
+// side by side, rounded up to whole batches. More would read the same positions again and only
+// cost time (a window count of 10^9 used to run without bound), so a larger request is cut to it.
+int32_t MaxEvalWindows(int64_t n_tokens, int32_t seq_len);
+
 // Evaluates a model (and optionally a draft of the same vocabulary) on `windows` windows of seq_len
-// tokens spread evenly over `tokens`: the loss, and the draft's greedy agreement with the model,
-// which is the acceptance rate of a one-token greedy speculation.
+// tokens spread evenly over `tokens` (at most MaxEvalWindows): the loss, and the draft's greedy
+// agreement with the model, which is the acceptance rate of a one-token greedy speculation.
+// `progress(done, total)` is called after every batch of windows when given.
 EvalResult EvaluateModels(const std::string& model_path, const std::string& draft_path,
-                          const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows);
+                          const std::vector<int32_t>& tokens, int32_t seq_len, int32_t windows,
+                          const std::function<void(int32_t, int32_t)>& progress = {});
 
 }  // namespace grove

@@ -301,7 +301,18 @@ void AddEvalCommand(CLI::App& app) {
     const std::vector<int32_t> tokens = TokenizeCorpus(
         *tokenizer,
         ReadCorpusFile(o->corpus, o->part == "train" ? kCorpusTrainFile : kCorpusValidFile), eos);
-    const EvalResult r = EvaluateModels(o->model, o->draft, tokens, o->seq_len, o->windows);
+    const int32_t most = MaxEvalWindows(static_cast<int64_t>(tokens.size()), o->seq_len);
+    if (o->windows > most) {
+      std::fprintf(stderr,
+                   "[grove] eval: the %s text holds %d windows of %d tokens; evaluating %d, not "
+                   "%d\n",
+                   o->part.c_str(), most, o->seq_len, most, o->windows);
+    }
+    ProgressLine progress;
+    const EvalResult r = EvaluateModels(
+        o->model, o->draft, tokens, o->seq_len, o->windows, [&](int32_t done, int32_t total) {
+          progress.Update(done, total, StrCat("evaluating: window ", done, "/", total));
+        });
     std::printf("model %s: %s loss %.4f (perplexity %.2f) over %lld positions\n", o->model.c_str(),
                 o->part.c_str(), r.loss, std::exp(r.loss), static_cast<long long>(r.positions));
     if (!o->draft.empty()) {
