@@ -312,6 +312,9 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("serve-bench --json " + Path("dir") + " --url http://127.0.0.1:9", "a directory");
   add("pipe " + pair + " --stages 7", "stages for a model of 6 layers");
   add("pipe " + pair + " --stages 0", "--stages");
+  add("pipe " + pair + " --stages 1", "PipeDec needs a pipeline of at least 2 steps");
+  add("pipe " + pair + " --stages 4 --group-size 4", "PipeDec needs a pipeline of at least 2");
+  add("pipe " + pair + " --transport threads --stages 1", "PipeDec needs a pipeline of at least 2");
   add("pipe " + pair + " --split 3,2", "covers 5 layers");
   add("pipe " + pair + " --link-us -5", "--link-us");
   add("pipe " + pair + " --width 0", "--width");
@@ -339,6 +342,16 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("frobnicate", "unknown command 'frobnicate'");
   add("run -m " + m + " --bogus", "--bogus");
   add("run -m " + m + " -p hi --spec chain:2", "--draft");
+  // An empty value is refused for every option whose emptiness means nothing (it used to mean the
+  // option's default in silence); a server that does not answer fails serve-bench.
+  rows.push_back({{"run", "-m", ""}, "--model: an empty value is not allowed"});
+  rows.push_back({{"run", "-m", m, "-p", "hi", "-n", ""}, "--n-predict: an empty value"});
+  rows.push_back({{"run", "-m", m, "-p", "hi", "--draft", ""}, "--draft: an empty value"});
+  rows.push_back({{"run", "-m", m, "-f", ""}, "--file: an empty value"});
+  rows.push_back({{"serve", "-m", m, "--host", ""}, "--host: an empty value"});
+  rows.push_back({{"quantize", m, "", "q8_0"}, "OUT: an empty value"});
+  add("serve-bench --clients 1 --requests 1 --reps 1 --url http://127.0.0.1:1",
+      "http://127.0.0.1:1 did not answer: could not connect");
   // Read-only by its mode bits, for root too (issue 34: access(2) let root replace it).
   add("quantize " + m + " " + Path("readonly.gguf") + " q8_0", "read-only (--force");
   if (has_device_) add("quantize " + m + " " + Path("device") + " q8_0", "a device");

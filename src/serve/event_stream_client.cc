@@ -4,6 +4,26 @@
 
 namespace grove::serve {
 
+namespace {
+
+// cpp-httplib names its errors in one word ("Connection"); a user reads a sentence.
+std::string TransportError(httplib::Error error) {
+  switch (error) {
+    case httplib::Error::Connection:
+      return "could not connect (nothing listens there, or the host is unreachable)";
+    case httplib::Error::ConnectionTimeout:
+      return "the connection timed out";
+    case httplib::Error::Read:
+      return "the connection failed while reading the response (or the read timed out)";
+    case httplib::Error::Write:
+      return "the connection failed while sending the request";
+    default:
+      return "HTTP client error: " + httplib::to_string(error);
+  }
+}
+
+}  // namespace
+
 EventStreamResult PostEventStream(const std::string& host, int port, const std::string& path,
                                   const std::string& json_body,
                                   const std::function<bool(std::string_view data)>& on_data,
@@ -44,7 +64,7 @@ EventStreamResult PostEventStream(const std::string& host, int port, const std::
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
   if (!client.send(req, res, error) && !result.cancelled) {
-    result.error = httplib::to_string(error);
+    result.error = TransportError(error);
   }
   return result;
 }
@@ -58,7 +78,7 @@ EventStreamResult Get(const std::string& host, int port, const std::string& path
   EventStreamResult result;
   const httplib::Result res = client.Get(path, headers);
   if (!res) {
-    result.error = httplib::to_string(res.error());
+    result.error = TransportError(res.error());
     return result;
   }
   result.status = res->status;

@@ -66,13 +66,26 @@ double Percentile(std::vector<double> v, double q) {
   return v[std::min(i, v.size() - 1)];
 }
 
+int TotalClients(const std::vector<int>& levels) {
+  int total = 0;
+  for (int clients : levels) total += clients;
+  return total;
+}
+
 // One level (mode, clients) once: every client's requests, timed.
 struct LevelRun {
   double wall = 0.0;
   int64_t tokens = 0;
   int failed = 0;
+  std::string first_failure;      // what the first failed request got
   std::vector<double> ttft, itl;  // seconds
 };
+
+std::string DescribeFailure(const serve::EventStreamResult& result) {
+  if (!result.error.empty()) return result.error;
+  return StrCat("HTTP status ", result.status, result.body.empty() ? "" : ": ",
+                result.body.substr(0, 200));
+}
 
 struct Target {
   std::string host;
@@ -125,7 +138,7 @@ LevelRun RunLevel(const Target& target, const std::string& mode, int clients, in
             target.api_key);
         std::lock_guard lock(mutex);
         if (!result.error.empty() || result.status != 200) {
-          ++run.failed;
+          if (run.failed++ == 0) run.first_failure = DescribeFailure(result);
           continue;
         }
         if (tokens == 0) tokens = chunks;  // a server without usage: one token a chunk
@@ -227,13 +240,16 @@ int RunServeBench(const ServeBenchOptions& o) {
     target.host = rest.substr(0, colon);
     target.port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
   }
+  // Warm-up: the first request makes an auto tree choose itself, and shows that the server
+  // answers before anything is announced.
+  const LevelRun warm_up = RunLevel(target, modes.front(), 1, 1, o, prompts);
+  if (warm_up.failed > 0)
+    Fail("serve-bench: ", described, " did not answer: ", warm_up.first_failure);
   std::fprintf(stderr,
                "[grove] load on %s: clients %s, %d requests each, %d tokens, temperature "
                "%.2f, modes %s, %d reps\n",
                described.c_str(), o.clients.c_str(), o.requests, o.max_tokens, o.temperature,
                o.modes.c_str(), o.reps);
-  // Warm-up: the first request makes an auto tree choose itself.
-  RunLevel(target, modes.front(), 1, 1, o, prompts);
 
   struct Cell {
     std::vector<double> tokens_per_second;
@@ -241,6 +257,8 @@ int RunServeBench(const ServeBenchOptions& o) {
     int failed = 0;
     RoundCounters rounds;
   };
+  int failed = 0;
+  std::string first_failure;
   std::vector<std::vector<Cell>> cells(levels.size(), std::vector<Cell>(modes.size()));
   for (int rep = 0; rep < o.reps; ++rep) {
     for (std::size_t l = 0; l < levels.size(); ++l) {
@@ -254,6 +272,8 @@ int RunServeBench(const ServeBenchOptions& o) {
         cell.ttft.insert(cell.ttft.end(), run.ttft.begin(), run.ttft.end());
         cell.itl.insert(cell.itl.end(), run.itl.begin(), run.itl.end());
         cell.failed += run.failed;
+        if (failed == 0 && run.failed > 0) first_failure = run.first_failure;
+        failed += run.failed;
         std::fprintf(stderr, "[grove] rep %d, %d clients, %s: %.1f tokens/s\n", rep + 1, levels[l],
                      modes[m].c_str(), cell.tokens_per_second.back());
       }
@@ -315,6 +335,11 @@ int RunServeBench(const ServeBenchOptions& o) {
   if (!o.json_out.empty()) {
     std::ofstream out(o.json_out);
     if (!out || !(out << json.dump(2) << "\n")) Fail("cannot write '", o.json_out, "'");
+  }
+  // The table is printed either way (it says where); a run with failed requests is not a result.
+  if (failed > 0) {
+    Fail("serve-bench: ", failed, " of ", o.reps * o.requests * TotalClients(levels) * modes.size(),
+         " requests failed (the first: ", first_failure, ")");
   }
   return 0;
 }

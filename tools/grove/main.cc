@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "option_checks.h"
 
 namespace grove::cli {
 
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   grove::cli::AddServeBenchCommand(app);
   grove::cli::AddPipeCommand(app);
   grove::cli::AddTemplateCommand(app);
+  grove::cli::RefuseEmptyValues(app);
   grove::cli::InstallStderrLog(false);
   // Usage errors are one line, like every other error; --help shows the usage.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {

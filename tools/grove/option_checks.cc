@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -39,6 +40,25 @@ CLI::Validator FiniteRange(double lo, double hi) {
         return {};
       },
       StrCat("NUMBER in [", lo, ", ", hi, "]"), "FiniteRange");
+}
+
+void RefuseEmptyValues(CLI::App& app) {
+  // An empty prompt is the model's start of text alone; an empty system prompt is an empty message.
+  static constexpr std::string_view kEmptyAllowed[] = {"--prompt", "--system"};
+  const CLI::Validator non_empty(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "an empty value is not allowed (leave the option out for its default)"
+                            : std::string();
+      },
+      /*validator_desc=*/"");
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_type_size() == 0) continue;  // a flag: takes no value
+    bool allowed = false;
+    for (std::string_view name : kEmptyAllowed)
+      allowed |= opt->check_lname(std::string(name.substr(2)));
+    if (!allowed) opt->check(non_empty);
+  }
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) RefuseEmptyValues(*sub);
 }
 
 }  // namespace grove::cli

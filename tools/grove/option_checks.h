@@ -15,4 +15,10 @@ CLI::Validator PositiveThreadCount();
 // false, so a plain range check lets it through) and inf.
 CLI::Validator FiniteRange(double lo, double hi);
 
+// Attaches to every option of `app` and its commands that takes a value a check that refuses an
+// empty one: `-m ""` or `-n ""` used to mean the default in silence (an unset shell variable
+// becomes a different run). Options whose empty value means something (a prompt, a system
+// prompt) are left out by name. Called once, after every command is added.
+void RefuseEmptyValues(CLI::App& app);
+
 }  // namespace grove::cli
