@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 
@@ -10,6 +11,7 @@
 #include "base/log.h"
 #include "serve/api_error.h"
 #include "serve/api_response.h"
+#include "serve/client_connection.h"
 #include "serve/tree_view_page.h"
 
 namespace grove::serve {
@@ -45,24 +47,39 @@ bool WriteOrCancel(httplib::DataSink& sink, const std::string& text, Completion&
   return false;
 }
 
-// Gathers a non-streamed completion's events into its one response body.
+// Gathers a non-streamed completion's events into its one response body, and cancels it as soon
+// as its client leaves: the connection is looked at after every event (every step of its
+// sequences) and at least every kClientPoll.
 class Collector {
  public:
-  Collector(std::shared_ptr<Completion> completion, bool chat, std::string model)
-      : completion_(std::move(completion)), chat_(chat), model_(std::move(model)) {
+  static constexpr std::chrono::milliseconds kClientPoll{10};
+
+  Collector(std::shared_ptr<Completion> completion, bool chat, std::string model,
+            ClientConnection connection)
+      : completion_(std::move(completion)),
+        chat_(chat),
+        model_(std::move(model)),
+        connection_(connection) {
     texts_.text.resize(completion_->n_choices());
     texts_.reasoning.resize(completion_->n_choices());
     texts_.finish_reason.resize(completion_->n_choices());
   }
 
-  // Takes events until the completion is done (true) or `wait` has passed (false).
+  // Takes events until the completion is done (true), `wait` has passed or the client has left
+  // (false; client_left() says which).
   bool Gather(std::chrono::milliseconds wait) {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     while (!done_) {
+      if (connection_.Closed()) {
+        client_left_ = true;
+        completion_->Cancel();
+        return false;
+      }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
       CompletionEvent event;
-      if (left.count() <= 0 || !completion_->Next(&event, left)) return false;
+      if (!completion_->Next(&event, std::min(left, kClientPoll))) continue;
       if (event.kind == CompletionEvent::Kind::kText) {
         (event.reasoning ? texts_.reasoning : texts_.text)[event.choice] += event.text;
       } else if (event.kind == CompletionEvent::Kind::kChoiceDone) {
@@ -73,6 +90,8 @@ class Collector {
     }
     return true;
   }
+
+  bool client_left() const { return client_left_; }
 
   // The body of a finished completion; throws ApiError when it failed.
   nlohmann::json Body() const {
@@ -85,7 +104,7 @@ class Collector {
   // is sent already, so a failure that late comes as the error object with status 200, as it
   // would in a stream. False when the client is gone: its sequences are cancelled.
   bool Provide(httplib::DataSink& sink, std::chrono::milliseconds keep_alive) {
-    if (!Gather(keep_alive)) return Write(sink, " ");
+    if (!Gather(keep_alive)) return !client_left_ && Write(sink, " ");
     std::string body;
     try {
       body = Body().dump();
@@ -106,7 +125,9 @@ class Collector {
   bool chat_;
   std::string model_;
   CompletionTexts texts_;
+  ClientConnection connection_;
   bool done_ = false;
+  bool client_left_ = false;
 };
 
 // The server-sent events of a streamed completion: one chunk per piece of text, a last chunk per
@@ -348,11 +369,14 @@ void HttpServer::Route() {
         if (!request.stream) {
           // Most answers come within the first wait and are sent whole, with their status; a
           // longer one is sent chunked, so that a client that leaves is noticed.
-          auto collector = std::make_shared<Collector>(completion, chat, model);
+          auto collector = std::make_shared<Collector>(
+              completion, chat, model,
+              ClientConnection({req.local_addr, req.local_port, req.remote_addr, req.remote_port}));
           if (collector->Gather(keep_alive)) {
             SendJson(res, 200, collector->Body());
             return;
           }
+          if (collector->client_left()) return;  // nobody reads an answer now
           res.set_chunked_content_provider(
               "application/json",
               [collector, keep_alive](std::size_t, httplib::DataSink& sink) {
