@@ -100,6 +100,26 @@ TEST_F(PipeMpiTest, RanksGiveTheTokensOfPlainDecoding) {
   EXPECT_NE(wrong.output.find("need 4 ranks, not 3"), std::string::npos) << wrong.output;
 }
 
+// Ranks started with different inputs (Open MPI's MPMD form gives each its own command line) are
+// refused by every rank before anything runs, naming the rank and the input; they used to run and
+// print other tokens, exiting 0.
+TEST_F(PipeMpiTest, RanksGivenDifferentInputsAreRefused) {
+  const std::string models = GROVE_MODELS_DIR;
+  const Outcome prompts = RunShell(Mpirun(2) + Pipe("mpi") + " -p 'Once upon a time' : -np 2 " +
+                                   Pipe("mpi") + " -p 'A dog'");
+  EXPECT_NE(prompts.exit_code, 0) << prompts.output;
+  EXPECT_NE(prompts.output.find("rank 2 and rank 0 were given different prompts"),
+            std::string::npos)
+      << prompts.output;
+  EXPECT_EQ(prompts.output.find("outputs: identical"), std::string::npos) << prompts.output;
+  const Outcome options =
+      RunShell(Mpirun(3) + Pipe("mpi") + " : -np 1 " + Pipe("mpi") + " --seed 5");
+  EXPECT_NE(options.exit_code, 0) << options.output;
+  EXPECT_NE(options.output.find("rank 3 and rank 0 were given different options"),
+            std::string::npos)
+      << options.output;
+}
+
 // A fault (GROVE_PIPE_FAULT) in rank 2 of 4 ends the job in bounded time with an error.
 Outcome RunWithFault(const std::string& fault, int timeout_seconds) {
   const Outcome r = RunShell(PipeMpiTest::Mpirun(4) + PipeMpiTest::Pipe("mpi") + " --timeout " +
@@ -123,7 +143,13 @@ TEST_F(PipeMpiTest, AKilledRankEndsTheJobWithAClearError) {
 
 TEST_F(PipeMpiTest, ARankThatStopsAnsweringEndsTheJobAfterTheTimeout) {
   const Outcome r = RunWithFault("stop:2:30", 3);
-  EXPECT_NE(r.output.find("stopped answering"), std::string::npos) << r.output;
+  // The stopped rank is named, not the rank its neighbours happened to wait for (rank 0 and rank 1
+  // wait for the last stage, rank 3, which itself waits for rank 2).
+  EXPECT_NE(r.output.find("rank 2 stopped answering or died"), std::string::npos) << r.output;
+  for (int rank : {0, 1, 3}) {
+    const std::string wrong = "rank " + std::to_string(rank) + " stopped answering";
+    EXPECT_EQ(r.output.find(wrong), std::string::npos) << wrong << "\n" << r.output;
+  }
 }
 
 }  // namespace

@@ -11,10 +11,12 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "io/gguf.h"
 #include "model/model.h"
 #include "model/model_parameters.h"
 #include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
+#include "pipe/pipe_transport.h"
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_clock.h"
 #include "pipe/prediction_tree.h"
@@ -342,6 +344,44 @@ TEST_F(PipeDecTest, RefusesBadArgumentsBeforeRunning) {
       Error);
   EXPECT_THROW(RunPipeDec(target_->parameters(), draft_, prompt_, Options(2, greedy, 100000)),
                Error);
+}
+
+// Every rank learns that one was given other inputs, and says which rank and which input; ranks
+// that agree go on.
+TEST(CheckRanksAgree, EveryRankNamesTheRankAndInputThatDiffer) {
+  auto run = [](int32_t odd_rank, std::size_t odd_part) {
+    return RunRanksInProcess<std::string>(4, std::chrono::seconds(10), [&](PipeTransport& t) {
+      std::vector<RankInput> inputs = {
+          {"target model files", 11}, {"prompts", 22}, {"options", 33}};
+      if (t.rank() == odd_rank) inputs[odd_part].fingerprint += 1;
+      try {
+        CheckRanksAgree(t, kPipeToolTag, inputs);
+        return std::string("agreed");
+      } catch (const Error& e) {
+        return std::string(e.what());
+      }
+    });
+  };
+  for (const std::string& said : run(-1, 0)) EXPECT_EQ(said, "agreed");
+  for (const std::string& said : run(2, 1)) {
+    EXPECT_NE(said.find("rank 2 and rank 0 were given different prompts"), std::string::npos)
+        << said;
+  }
+  for (const std::string& said : run(3, 0)) {
+    EXPECT_NE(said.find("rank 3 and rank 0 were given different target model files"),
+              std::string::npos)
+        << said;
+  }
+}
+
+// A file's content fingerprint changes with a byte of its header or of any tensor's edges.
+TEST(GgufContentFingerprint, TellsFilesApart) {
+  const std::string a = testing::TempPath("fingerprint-a.gguf");
+  const std::string b = testing::TempPath("fingerprint-b.gguf");
+  RandomModelWriter(testing::TinySpec(GgmlType::kF32, 1)).WriteFile(a);
+  RandomModelWriter(testing::TinySpec(GgmlType::kF32, 2)).WriteFile(b);  // other weights only
+  EXPECT_EQ(GgufFile::Open(a)->ContentFingerprint(), GgufFile::Open(a)->ContentFingerprint());
+  EXPECT_NE(GgufFile::Open(a)->ContentFingerprint(), GgufFile::Open(b)->ContentFingerprint());
 }
 
 }  // namespace

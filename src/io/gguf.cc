@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 
 namespace grove {
 namespace {
@@ -461,6 +462,20 @@ std::vector<int64_t> GgufFile::GetIntArray(std::string_view key) const {
     }
   }
   return out;
+}
+
+uint64_t GgufFile::ContentFingerprint() const {
+  Fnv1a h;
+  const uint64_t size = bytes_.size();
+  h.Mix(&size, sizeof(size));
+  h.Mix(bytes_.data(), static_cast<std::size_t>(std::min<uint64_t>(data_offset_, size)));
+  constexpr uint64_t kEdge = 64;
+  for (const GgufTensor& t : tensors_) {
+    const uint64_t edge = std::min(kEdge, t.n_bytes);
+    h.Mix(t.data, static_cast<std::size_t>(edge));
+    h.Mix(t.data + (t.n_bytes - edge), static_cast<std::size_t>(edge));
+  }
+  return h.value();
 }
 
 const GgufTensor* GgufFile::FindTensor(std::string_view name) const {

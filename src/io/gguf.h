@@ -82,6 +82,11 @@ class GgufFile {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   uint64_t file_size() const { return bytes_.size(); }
+  // A 64-bit hash that tells one file's contents from another's, cheaply: of the size, the
+  // whole header (metadata and tensor table) and the first and last 64 bytes of every tensor. Two
+  // files that differ only deep inside a tensor's data collide (a check that ranks or processes
+  // were given the same file, not a checksum).
+  uint64_t ContentFingerprint() const;
 
   // Releases the resident pages of tensor data that the caller has copied (see
   // MappedFile::ReleasePages). Does nothing for FromBytes files: their memory is the caller's.

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/error.h"
@@ -68,5 +69,18 @@ class ForwardingTransport : public PipeTransport {
 
 // `root`'s message on every rank: root sends it to each other rank, the others receive it.
 PipeMessage Broadcast(PipeTransport& transport, int32_t root, int32_t tag, PipeMessage message);
+
+// One part of what a run was given (a model file, the prompt, the options), as its name and a
+// fingerprint of its contents.
+struct RankInput {
+  std::string name;  // plural, as in "different target model files"
+  uint64_t fingerprint = 0;
+};
+
+// Ranks started with other inputs (another model file, prompt or option on one host) would run
+// and produce other tokens in silence. Every rank calls this with its inputs, in the same order;
+// rank 0 compares them with its own, and every rank throws the same grove::Error naming the first
+// rank and part that differ, or every rank returns.
+void CheckRanksAgree(PipeTransport& transport, int32_t tag, const std::vector<RankInput>& inputs);
 
 }  // namespace grove

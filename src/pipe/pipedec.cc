@@ -315,9 +315,17 @@ int32_t PipeDecTreeTokens(int32_t n_groups, int32_t width) {
 
 int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
                         int32_t n_groups) {
+  // A PipeDec tree grows one level per pipeline step and is verified a level per group: with one
+  // group there is no pipeline to keep full, and no tree width would make the run meaningful.
+  if (n_groups < 2) {
+    Fail(
+        "PipeDec needs a pipeline of at least 2 steps (stages, or groups of --group-size "
+        "stages), not ",
+        n_groups, ": use more stages or a smaller --group-size");
+  }
   const int64_t room = static_cast<int64_t>(PipelineContextLimit(target)) - prompt_tokens -
                        n_predict - kPipelineSpareTokens - 1;
-  return n_groups < 2 ? 0 : static_cast<int32_t>(std::max<int64_t>(0, room / (n_groups - 1)));
+  return static_cast<int32_t>(std::max<int64_t>(0, room / (n_groups - 1)));
 }
 
 PipelineResult RunPipelineRank(PipelineRunKind kind, PipeTransport& transport,

@@ -84,7 +84,7 @@ struct PipelineResult {
 
 // Tree tokens a PipeDec stage may hold at once, and the widest tree (w) whose stages hold it beside
 // the prompt and the generation in the target's context (0: none fits), for a tree as deep as
-// there are groups.
+// there are groups. Fails, saying why, for fewer than 2 groups.
 int32_t PipeDecTreeTokens(int32_t n_groups, int32_t width);
 int32_t PipeDecMaxWidth(const ModelParameters& target, int32_t prompt_tokens, int32_t n_predict,
                         int32_t n_groups);

@@ -13,6 +13,9 @@
 namespace grove {
 namespace {
 
+// A rank's notice that it gave up waiting (BlameSilentRanks); apart from every PipeTag.
+constexpr int kTimedOutTag = 1000;
+
 // A message on the wire: two counts, the ints, the floats.
 std::vector<char> Pack(const PipeMessage& m) {
   const int64_t header[2] = {static_cast<int64_t>(m.ints.size()),
@@ -126,11 +129,10 @@ PipeMessage MpiTransport::Receive(int32_t from, int32_t tag) {
     Reap(/*wait=*/false);  // our own sends progress while we wait
     const auto now = std::chrono::steady_clock::now();
     if (now - start < std::chrono::microseconds(30)) continue;  // a message about to come
-    if (now > deadline) {
-      throw PipeTransportError("nothing from rank " + std::to_string(from) + " in " +
-                               std::to_string(timeout_.count()) +
-                               " ms; it died or stopped answering");
-    }
+    int notice = 0;
+    Check(MPI_Iprobe(MPI_ANY_SOURCE, kTimedOutTag, MPI_COMM_WORLD, &notice, MPI_STATUS_IGNORE),
+          "probe");
+    if (notice || now > deadline) throw PipeTransportError(BlameSilentRanks(from));
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(50));
   }
@@ -140,6 +142,58 @@ PipeMessage MpiTransport::Receive(int32_t from, int32_t tag) {
   Check(MPI_Recv(bytes.data(), count, MPI_BYTE, from, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE),
         "receive");
   return Unpack(bytes, from);
+}
+
+std::string MpiTransport::BlameSilentRanks(int32_t waited_for) {
+  timed_out_notice_ = waited_for;
+  for (int32_t r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    MPI_Request request = MPI_REQUEST_NULL;
+    // A small message leaves at once (eager); the request is let go, as the rank may never read it.
+    if (MPI_Isend(&timed_out_notice_, 1, MPI_INT32_T, r, kTimedOutTag, MPI_COMM_WORLD, &request) ==
+        MPI_SUCCESS) {
+      MPI_Request_free(&request);
+    }
+  }
+  // Ranks that are alive poll every 50 us or come back from a forward within its time; the grace
+  // period is far longer than either, and shorter than the timeout.
+  const auto grace = std::min<std::chrono::milliseconds>(timeout_ / 2, std::chrono::seconds(5));
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  std::vector<int32_t> waiting_for(static_cast<std::size_t>(size_), -2);  // -2: not heard
+  waiting_for[static_cast<std::size_t>(rank_)] = waited_for;
+  int32_t heard = 1;
+  while (heard < size_ && std::chrono::steady_clock::now() < deadline) {
+    int ready = 0;
+    MPI_Status status;
+    if (MPI_Iprobe(MPI_ANY_SOURCE, kTimedOutTag, MPI_COMM_WORLD, &ready, &status) != MPI_SUCCESS) {
+      break;
+    }
+    if (!ready) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    int32_t value = -1;
+    MPI_Recv(&value, 1, MPI_INT32_T, status.MPI_SOURCE, kTimedOutTag, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    int32_t& slot = waiting_for[static_cast<std::size_t>(status.MPI_SOURCE)];
+    if (slot == -2) ++heard;
+    slot = value;
+  }
+  std::string silent;
+  for (int32_t r = 0; r < size_; ++r) {
+    if (waiting_for[static_cast<std::size_t>(r)] != -2) continue;
+    silent += (silent.empty() ? "rank " : ", rank ") + std::to_string(r);
+  }
+  const std::string waited = "this rank waited for rank " + std::to_string(waited_for);
+  if (silent.empty()) {
+    // Also what a stopped rank finds when it resumes: every other rank's notice waiting for it.
+    return "every other rank gave up waiting too (" + waited +
+           "): this rank was stopped or far too slow, or the ranks wait for each other in a "
+           "cycle (a bug: please report it)";
+  }
+  return silent + " stopped answering or died: nothing from it in " +
+         std::to_string(timeout_.count()) + " ms, while every other rank was waiting (" + waited +
+         ")";
 }
 
 void MpiTransport::Abort(const std::string& why) {

@@ -6,9 +6,11 @@
 // from 10 us up to 50 us, rather than blocking in MPI: a
 // rank waiting on its neighbour leaves the cores to the ranks computing (on one small host the
 // stages share them), and it can give up after its timeout. A rank that dies is seen by mpirun,
-// which stops the job; a rank that stops answering makes its neighbours' receives time out, and
-// the rank that times out says which rank it waited for and aborts the job (MPI_Abort), so no rank
-// hangs.
+// which stops the job; a rank that stops answering makes its neighbours' receives time out. The
+// rank it waited for may be a victim itself (waiting for the stopped one), so a rank that times
+// out tells every other rank so; each rank that hears it (while polling) does the same, and after
+// a short grace period the ranks that said nothing are the ones named as stopped. The rank then
+// aborts the job (MPI_Abort), so no rank hangs.
 #pragma once
 
 #include <chrono>
@@ -45,11 +47,16 @@ class MpiTransport : public PipeTransport {
  private:
   struct Pending;
   void Reap(bool wait);
+  // After this rank timed out waiting for `waited_for` (or heard that another did): tells the
+  // others, listens for their notices for a grace period, and returns the error text naming the
+  // ranks that stayed silent.
+  std::string BlameSilentRanks(int32_t waited_for);
 
   int32_t rank_ = 0;
   int32_t size_ = 1;
   std::chrono::milliseconds timeout_;
   std::deque<std::unique_ptr<Pending>> pending_;  // sends under way
+  int32_t timed_out_notice_ = -1;  // what BlameSilentRanks sends: the rank waited for
 };
 
 }  // namespace grove

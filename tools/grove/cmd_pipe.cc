@@ -130,6 +130,20 @@ int RunPipeSimulation(const PipeOptions& o) {
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
   const SamplerParams sampling{.temperature = o.temperature, .seed = o.seed};
   sampling.Validate();
+  // The widest tree the model's context holds beside the prompt and the generation; a split
+  // PipeDec cannot run is refused here, before anything is measured.
+  auto fitted_width = [&](int32_t n_stages, int32_t wanted) {
+    const std::vector<int32_t> groups = UniformGroups(n_stages, o.group_size);
+    const auto depth = groups.empty() ? n_stages : static_cast<int32_t>(groups.size());
+    const int32_t most = PipeDecMaxWidth(*target->parameters(), static_cast<int32_t>(prompt.size()),
+                                         o.n_predict, depth);
+    if (most < 1) {
+      Fail("PipeDec on ", n_stages, " stages: no tree fits the context beside ", prompt.size(),
+           " prompt tokens and ", o.n_predict, " generated ones (use a smaller -n)");
+    }
+    return std::min(wanted, most);
+  };
+  for (const auto& split : splits) fitted_width(static_cast<int32_t>(split.size()), o.width);
   const std::vector<int32_t> plain =
       GeneratePlain(*target, prompt, sampling, {.n_predict = o.n_predict}, {});
   // The verify curves the clock uses, after the prompt.
@@ -165,18 +179,6 @@ int RunPipeSimulation(const PipeOptions& o) {
       "| "
       "STPP/PP | hit rate | timesteps/token | outputs |\n"
       "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-  // The widest tree the model's context holds beside the prompt and the generation.
-  auto fitted_width = [&](int32_t n_stages, int32_t wanted) {
-    const std::vector<int32_t> groups = UniformGroups(n_stages, o.group_size);
-    const auto depth = groups.empty() ? n_stages : static_cast<int32_t>(groups.size());
-    const int32_t most = PipeDecMaxWidth(*target->parameters(), static_cast<int32_t>(prompt.size()),
-                                         o.n_predict, depth);
-    if (most < 1) {
-      Fail("PipeDec on ", n_stages, " stages: no tree fits the context beside ", prompt.size(),
-           " prompt tokens and ", o.n_predict, " generated ones (use a smaller -n)");
-    }
-    return std::min(wanted, most);
-  };
   auto report = [&](const std::vector<LayerRange>& stages, const char* layers) {
     PipelineOptions options = base;
     options.stages = stages;

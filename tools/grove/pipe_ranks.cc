@@ -18,10 +18,12 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "bundled_models.h"
 #include "cmd_pipe.h"
+#include "io/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
@@ -268,6 +270,28 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// What this rank was given, for CheckRanksAgree: under mpirun every rank parses its own command
+// line and opens its own files, and a rank given another file, prompt or option would otherwise
+// run and produce other tokens in silence.
+std::vector<RankInput> RankInputs(const PipeOptions& o, const Loaded& pair,
+                                  const std::vector<int32_t>& prompt,
+                                  const std::vector<LayerRange>& stages) {
+  Fnv1a options;
+  for (const std::string& text : {o.static_tree, o.runs}) options.Mix(text).Mix("\0", 1);
+  const double numbers[] = {static_cast<double>(o.n_predict), o.temperature,
+                            static_cast<double>(o.seed),      static_cast<double>(o.width),
+                            static_cast<double>(o.children),  static_cast<double>(o.group_size),
+                            static_cast<double>(o.reps)};
+  options.Mix(numbers, sizeof(numbers));
+  for (const LayerRange& range : stages) options.Mix(&range, sizeof(range));
+  return {{"target model files", pair.target->gguf().ContentFingerprint()},
+          {"draft model files", pair.draft->gguf().ContentFingerprint()},
+          {"prompts", Fnv1a().Mix(prompt.data(), prompt.size() * sizeof(int32_t)).value()},
+          {"options (-n, --temp, --seed, --width, --children, --group-size, --static-tree, "
+           "--runs, --reps, the stages)",
+           options.value()}};
+}
+
 // One rank's whole part. Returns rank 0's tokens (of the first run), nothing on the others.
 std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTransport& transport) {
   const auto [fault_signal, fault_sends] = FaultFor(transport.rank());
@@ -282,6 +306,7 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
   }
   const Tokenizer& tok = *pair.target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
+  CheckRanksAgree(t, kPipeToolTag, RankInputs(o, pair, prompt, stages));
   const SamplerParams sampling{.temperature = o.temperature, .seed = o.seed};
   sampling.Validate();
   PipelineOptions options{.stages = stages,
@@ -293,12 +318,14 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
                           .width = o.width,
                           .children = o.children,
                           .static_tree = o.static_tree};
-  const int32_t depth =
-      options.groups.empty() ? n_stages : static_cast<int32_t>(options.groups.size());
-  const int32_t most =
-      PipeDecMaxWidth(*pair.target, static_cast<int32_t>(prompt.size()), o.n_predict, depth);
-  if (most < 1) Fail("PipeDec: no tree fits the context beside the prompt and -n ", o.n_predict);
-  options.width = std::min(options.width, most);
+  if (std::find(kinds.begin(), kinds.end(), PipelineRunKind::kPipeDec) != kinds.end()) {
+    const int32_t depth =
+        options.groups.empty() ? n_stages : static_cast<int32_t>(options.groups.size());
+    const int32_t most =
+        PipeDecMaxWidth(*pair.target, static_cast<int32_t>(prompt.size()), o.n_predict, depth);
+    if (most < 1) Fail("PipeDec: no tree fits the context beside the prompt and -n ", o.n_predict);
+    options.width = std::min(options.width, most);
+  }
   const int32_t stpp_tokens = StaticPipelineTree(options).size() + 1;
 
   // Loading and measuring take each rank its own time (the measurements one rank after another):
