@@ -185,6 +185,21 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
   // Greedy, speculative and off, non-streamed and streamed: all equal plain decoding alone.
   const std::string greedy = server.Alone(prompt, 48, 0.0f, 0);
   ASSERT_FALSE(greedy.empty());
+  // top_k 1 (and min_p 1) keep only the most likely token: greedy text at any temperature.
+  for (const char* filter : {"top_k", "min_p"}) {
+    SCOPED_TRACE(filter);
+    int status = 0;
+    const json body = PostJson(client, "/v1/completions",
+                               {{"prompt", prompt},
+                                {"max_tokens", 48},
+                                {"temperature", 1.5},
+                                {"seed", 11},
+                                {filter, 1},
+                                {"grove", {{"speculation", "off"}}}},
+                               &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("choices").at(0).at("text"), greedy);
+  }
   for (const char* speculation : {"auto", "off", "chain:3"}) {
     SCOPED_TRACE(speculation);
     int status = 0;
@@ -316,6 +331,15 @@ TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
   const std::string huge(70 << 10, 'a');
   const std::vector<Case> cases = {
       {"/v1/completions", "{not json", 400, "not valid JSON"},
+      // Bytes that are not UTF-8, quoted back in the error (its dump once threw: a 500).
+      {"/v1/completions", "{\"prompt\": \"hi \xff\xfe\", \"max_tokens\": 2}", 400,
+       "not valid JSON"},
+      {"/v1/chat/completions", "{\"messages\": [{\"role\": \"user\", \"content\": \"\xc3\"}]}", 400,
+       "not valid JSON"},
+      // top_k and min_p are read with the command line's ranges (top_k was ignored).
+      {"/v1/completions", R"({"prompt": "hi", "top_k": -5})", 400, "top_k"},
+      {"/v1/completions", R"({"prompt": "hi", "top_k": 2.5})", 400, "top_k"},
+      {"/v1/completions", R"({"prompt": "hi", "min_p": 1.5})", 400, "min_p"},
       {"/v1/completions", "[1, 2]", 400, ""},
       {"/v1/completions", R"({"prompt": "hi", "max_tokens": "ten"})", 400, "max_tokens"},
       {"/v1/completions", R"({"prompt": "hi", "max_tokens": 0})", 400, "max_tokens"},

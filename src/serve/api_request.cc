@@ -240,6 +240,12 @@ CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
   if (const json* v = Field(body, "top_p")) {
     request.top_p = ReadNumber(*v, "top_p", 0, 1, /*lo_open=*/true);
   }
+  if (const json* v = Field(body, "top_k")) {
+    request.top_k = static_cast<int32_t>(ReadInt(*v, "top_k", 0, 1 << 30));
+  }
+  if (const json* v = Field(body, "min_p")) {
+    request.min_p = ReadNumber(*v, "min_p", 0, 1, /*lo_open=*/false);
+  }
   if (const json* v = Field(body, "seed")) {
     // A negative seed is more likely a mistake than a request for 2^64 - 1; refuse it.
     if (!v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < 0)) {

@@ -39,9 +39,13 @@ struct CompletionRequest {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Chat: `reasoning_format` ("none", "deepseek" or "auto"); absent: the server's choice.
   std::optional<ReasoningFormat> reasoning_format;
-  int32_t max_tokens = 256;       // default when absent (`max_completion_tokens` too, for chat)
-  float temperature = 1.0f;       // OpenAI's default; 0..2
-  float top_p = 1.0f;             // (0, 1]
+  int32_t max_tokens = 256;  // default when absent (`max_completion_tokens` too, for chat)
+  float temperature = 1.0f;  // OpenAI's default; 0..2
+  float top_p = 1.0f;        // (0, 1]
+  // llama-server's and vLLM's extensions, with the command line's ranges: top_k >= 0 (0: off),
+  // min_p in [0, 1] (0: off). Off by default, as OpenAI's API has neither.
+  int32_t top_k = 0;
+  float min_p = 0.0f;
   std::optional<uint64_t> seed;   // absent: the server draws one per request
   std::vector<std::string> stop;  // a string or an array of at most max_stops strings
   int32_t n = 1;                  // choices, 1..max_n
@@ -53,7 +57,8 @@ struct CompletionRequest {
 
 // Throws ApiError (400) naming the field: a body that is not a JSON object, a missing prompt or
 // messages, a wrong type (e.g. "max_tokens": "ten"), a value out of range (max_tokens <= 0 or above
-// limits.max_tokens, temperature outside [0, 2], top_p outside (0, 1], n outside [1, max_n], more
+// limits.max_tokens, temperature outside [0, 2], top_p outside (0, 1], top_k < 0, min_p outside
+// [0, 1], n outside [1, max_n], more
 // than max_stops stops), a prompt given as an array of several prompts or as token ids (not
 // supported: said so), messages whose content is not a string (or an array of text parts), an
 // unknown role, "grove" not an object or its speculation not a string.

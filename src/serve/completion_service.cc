@@ -252,9 +252,9 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
                    "invalid_request_error", request.chat ? "messages" : "prompt");
   }
   SamplerParams sampling{.temperature = request.temperature,
-                         .top_k = 0,
+                         .top_k = request.top_k,
                          .top_p = request.top_p,
-                         .min_p = 0.0f,
+                         .min_p = request.min_p,
                          .seed = request.seed ? *request.seed : RandomSeed()};
   try {
     sampling.Validate();

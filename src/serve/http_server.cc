@@ -17,9 +17,16 @@
 namespace grove::serve {
 namespace {
 
+// Every response body is written through here: bytes that are not UTF-8 (a quoted piece of a bad
+// request in an error message, a model's text cut inside a character) become U+FFFD rather than
+// making the dump throw, which once turned a 400 into a 500 with the JSON library's text.
+std::string Dump(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  res.set_content(Dump(body), "application/json");
 }
 
 void SendError(httplib::Response& res, const ApiError& error, int retry_after_seconds) {
@@ -107,9 +114,9 @@ class Collector {
     if (!Gather(keep_alive)) return !client_left_ && Write(sink, " ");
     std::string body;
     try {
-      body = Body().dump();
+      body = Dump(Body());
     } catch (const ApiError& e) {
-      body = e.ToJson().dump();
+      body = Dump(e.ToJson());
     }
     if (!Write(sink, body)) return false;
     sink.done();
@@ -184,7 +191,7 @@ class EventStream {
     return first;
   }
   bool Send(httplib::DataSink& sink, const nlohmann::json& body) {
-    return Write(sink, "data: " + body.dump() + "\n\n");
+    return Write(sink, "data: " + Dump(body) + "\n\n");
   }
   bool Write(httplib::DataSink& sink, const std::string& text) {
     return WriteOrCancel(sink, text, *completion_);
