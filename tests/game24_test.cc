@@ -322,6 +322,9 @@ TEST(Game24Test, ExpressionsFromStepsAndTheirCheck) {
   EXPECT_FALSE(Game24CheckAnswer(puzzle, "(13 - 9) * (10 - 4) ="));
   EXPECT_FALSE(Game24CheckAnswer(std::vector<int>{1, 5, 5, 5}, "5 * (5 - 1 / 0) = 24"));  // 1/0
   EXPECT_FALSE(Game24CheckAnswer(std::vector<int>{2, 2, 6, 6}, "(6 + 6) * 2 / (2 - 2)"));
+  // The numbers are a multiset: as a set, {3, 8} and {3, 3, 3, 8} would pass for {3, 3, 8, 8}.
+  EXPECT_FALSE(Game24CheckAnswer(std::vector<int>{3, 3, 8, 8}, "3 * 8"));
+  EXPECT_FALSE(Game24CheckAnswer(std::vector<int>{3, 3, 8, 8}, "3 * 8 * 3 / 3"));
   EXPECT_FALSE(Game24CheckAnswer(puzzle, "(13 - 9) * (10 - 4"));  // unbalanced
   EXPECT_FALSE(Game24CheckAnswer(puzzle, "(13 - 9) * (10 - 4))"));
   EXPECT_FALSE(Game24CheckAnswer(puzzle, "-(9 - 13) * (10 - 4)"));  // no unary minus

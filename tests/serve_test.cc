@@ -441,6 +441,8 @@ TEST(ServeParseCompletionRequest, ReadsEveryField) {
                       {"max_tokens", 32},
                       {"temperature", 0.5},
                       {"top_p", 0.9},
+                      {"top_k", 5},
+                      {"min_p", 0.1},
                       {"seed", 42},
                       {"stop", {"\n\n", "END"}},
                       {"n", 3},
@@ -454,6 +456,8 @@ TEST(ServeParseCompletionRequest, ReadsEveryField) {
   EXPECT_EQ(r.max_tokens, 32);
   EXPECT_FLOAT_EQ(r.temperature, 0.5f);
   EXPECT_FLOAT_EQ(r.top_p, 0.9f);
+  EXPECT_EQ(r.top_k, 5);
+  EXPECT_FLOAT_EQ(r.min_p, 0.1f);
   ASSERT_TRUE(r.seed.has_value());
   EXPECT_EQ(*r.seed, 42u);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));

@@ -284,6 +284,9 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
                {{"prompt", prompt}, {"max_tokens", 16}, {"n", 2}, {"seed", 7}}, &status);
   ASSERT_EQ(status, 200);
   ASSERT_EQ(two.at("choices").size(), 2u);
+  // At the default temperature each choice draws with its own key: choices that share one would be
+  // the same text (a bug the suite once missed).
+  EXPECT_NE(two.at("choices").at(0).at("text"), two.at("choices").at(1).at("text")) << two.dump();
   const std::size_t cut = greedy.size() / 2;
   const std::string stop = greedy.substr(cut, 3);
   const json stopped = PostJson(
