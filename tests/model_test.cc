@@ -648,6 +648,53 @@ TEST(ModelMalformed, UnsupportedWeightTypeNamesTensor) {
   }
 }
 
+// A block scale that is NaN or infinite (a damaged file) is refused at load, naming the tensor and
+// the row: its block would be NaN, and through the next layers every logit. Both fields of a scale
+// are checked: d (q8_0) and the min's scale (q4_1's m), written into the file's bytes.
+TEST(ModelMalformed, NonFiniteBlockScaleNamesTensorAndRow) {
+  struct Case {
+    GgmlType type;
+    std::size_t field_offset;  // of the fp16 in the block
+    uint16_t bits;
+  };
+  for (const Case& c :
+       {Case{GgmlType::kQ8_0, 0, 0x7E00} /* NaN */, Case{GgmlType::kQ4_1, 2, 0xFC00} /* -inf */}) {
+    SCOPED_TRACE(GgmlTypeName(c.type));
+    const std::string path = testing::TempPath("bad-scale-" + std::string(GgmlTypeName(c.type)));
+    RandomModelWriter(TinySpec(c.type)).WriteFile(path);
+    const std::string name = "blk.1.ffn_down.weight";
+    uint64_t at = 0, row_bytes = 0;
+    {
+      auto file = GgufFile::Open(path);
+      const GgufTensor& t = file->GetTensor(name);
+      ASSERT_EQ(t.type, c.type);
+      row_bytes = GgmlRowBytes(t.type, t.shape[0]);
+      // Row 3, its second block.
+      at = file->data_offset() + t.offset + 3 * row_bytes + GgmlTraits(t.type).type_size +
+           c.field_offset;
+    }
+    {
+      std::FILE* f = std::fopen(path.c_str(), "r+b");
+      ASSERT_NE(f, nullptr);
+      ASSERT_EQ(std::fseek(f, static_cast<long>(at), SEEK_SET), 0);
+      ASSERT_EQ(std::fwrite(&c.bits, sizeof(c.bits), 1, f), 1u);
+      std::fclose(f);
+    }
+    try {
+      Model::Load(path, {.n_threads = 2});
+      ADD_FAILURE() << "a model with a non-finite scale loaded";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor '" + name + "' (" +
+                                           std::string(GgmlTypeName(c.type)) + ") of"),
+                std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("NaN or infinite scale in block 1 of row 3"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // The real model: greedy decoding from BOS reproduces llama2.c's known output.
 TEST(Stories260K, GreedyFromBosMatchesKnownText) {
   const std::string path = testing::SharedPath("models/stories260K.gguf");

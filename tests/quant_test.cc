@@ -703,5 +703,47 @@ TEST(QuantMixTest, RowsThatDoNotFitFallBackAsInLlamaCpp) {
   EXPECT_EQ(FallbackType(GgmlType::kF32, 7), GgmlType::kF32);
 }
 
+// FirstNonFiniteScale finds a NaN or infinite scale in every block type, in d and in the min's
+// scale (m, dmin) where the type has one, and nothing in blocks whose scales are finite.
+template <typename Block>
+void ExpectBadScalesFound(GgmlType type) {
+  SCOPED_TRACE(GgmlTypeName(type));
+  std::vector<Block> blocks(4);
+  std::memset(blocks.data(), 0, blocks.size() * sizeof(Block));
+  const int64_t n = static_cast<int64_t>(blocks.size()) * GgmlTraits(type).block_size;
+  EXPECT_EQ(FirstNonFiniteScale(type, blocks.data(), n), -1);
+  blocks[3].d = 0x7E00;  // NaN
+  blocks[2].d = 0x7C00;  // +inf
+  EXPECT_EQ(FirstNonFiniteScale(type, blocks.data(), n), 2);
+  blocks[2].d = blocks[3].d = 0x3C00;  // 1
+  EXPECT_EQ(FirstNonFiniteScale(type, blocks.data(), n), -1);
+  if constexpr (requires { blocks[1].m; }) {
+    blocks[1].m = 0xFC00;  // -inf
+    EXPECT_EQ(FirstNonFiniteScale(type, blocks.data(), n), 1);
+  }
+  if constexpr (requires { blocks[1].dmin; }) {
+    blocks[1].dmin = 0xFE00;
+    EXPECT_EQ(FirstNonFiniteScale(type, blocks.data(), n), 1);
+  }
+}
+
+TEST(FirstNonFiniteScale, EveryBlockTypeAndScaleField) {
+  ExpectBadScalesFound<BlockQ8_0>(GgmlType::kQ8_0);
+  ExpectBadScalesFound<BlockQ4_0>(GgmlType::kQ4_0);
+  ExpectBadScalesFound<BlockQ4_1>(GgmlType::kQ4_1);
+  ExpectBadScalesFound<BlockQ5_0>(GgmlType::kQ5_0);
+  ExpectBadScalesFound<BlockQ5_1>(GgmlType::kQ5_1);
+  ExpectBadScalesFound<BlockIQ4_NL>(GgmlType::kIQ4_NL);
+  ExpectBadScalesFound<BlockQ2_K>(GgmlType::kQ2_K);
+  ExpectBadScalesFound<BlockQ3_K>(GgmlType::kQ3_K);
+  ExpectBadScalesFound<BlockQ4_K>(GgmlType::kQ4_K);
+  ExpectBadScalesFound<BlockQ5_K>(GgmlType::kQ5_K);
+  ExpectBadScalesFound<BlockQ6_K>(GgmlType::kQ6_K);
+  ExpectBadScalesFound<BlockIQ4_XS>(GgmlType::kIQ4_XS);
+  // The float types have no scales.
+  const float values[2] = {NAN, 1.0f};
+  EXPECT_EQ(FirstNonFiniteScale(GgmlType::kF32, values, 2), -1);
+}
+
 }  // namespace
 }  // namespace grove

@@ -1,6 +1,7 @@
 #include "model/model_parameters.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -54,6 +55,7 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
            config_.n_vocab, " rows");
     }
   }
+  CheckScales(pool);
   if (group_weights) GroupWeights(pool);
   for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
 }
@@ -75,6 +77,34 @@ uint64_t ModelParameters::grouped_bytes() const {
   uint64_t n = 0;
   for (const AlignedBuffer<uint8_t>& b : grouped_) n += b.size();
   return n;
+}
+
+void ModelParameters::CheckScales(ThreadPool& pool) {
+  std::vector<WeightView*> matrices = HeldMatrices();
+  if (part_.first_layer == 0) matrices.push_back(&weights_.token_embd);
+  for (const WeightView* w : matrices) {
+    std::atomic<int64_t> bad_row{w->n_out};
+    const auto* data = static_cast<const uint8_t*>(w->data);
+    pool.ParallelFor(w->n_out, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end && r < bad_row.load(std::memory_order_relaxed); ++r) {
+        if (FirstNonFiniteScale(w->type, data + r * w->row_bytes, w->n_in) < 0) continue;
+        int64_t seen = bad_row.load();
+        while (r < seen && !bad_row.compare_exchange_weak(seen, r)) {
+        }
+        return;
+      }
+    });
+    const int64_t row = bad_row.load();
+    if (row == w->n_out) continue;
+    std::string name = "?";
+    for (const GgufTensor& t : gguf_->tensors()) {
+      if (t.data <= data && data < t.data + t.n_bytes) name = t.name;
+    }
+    Fail("model: tensor '", name, "' (", GgmlTypeName(w->type), ") of '", gguf_->name(),
+         "' has a NaN or infinite scale in block ",
+         FirstNonFiniteScale(w->type, data + row * w->row_bytes, w->n_in), " of row ", row,
+         ": the file is damaged");
+  }
 }
 
 void ModelParameters::GroupWeights(ThreadPool& pool) {

@@ -47,12 +47,33 @@ void QuantizeBF16(const float* src, void* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(src[i]);
 }
 
+using FirstBadScaleFn = int64_t (*)(const void* src, int64_t n_blocks);
+
+// An fp16 that is infinite or NaN: every exponent bit set.
+bool NonFiniteHalf(uint16_t h) { return (h & 0x7C00u) == 0x7C00u; }
+
+// The first block whose scale (d, and the min's scale where the type has one: m or dmin) is not
+// finite; -1 when none is. Every block type keeps its scales as fp16.
+template <typename Block>
+int64_t FirstBadScale(const void* src, int64_t n_blocks) {
+  const auto* blocks = static_cast<const Block*>(src);
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const Block& b = blocks[i];
+    bool bad = NonFiniteHalf(b.d);
+    if constexpr (requires { b.m; }) bad |= NonFiniteHalf(b.m);
+    if constexpr (requires { b.dmin; }) bad |= NonFiniteHalf(b.dmin);
+    if (bad) return i;
+  }
+  return -1;
+}
+
 // What grove does with each type it reads: every one of them the kernels compute with as it is
 // stored (kernels/kernel_set.h); `quantize` null where grove does not write it.
 struct WeightTypeRow {
   GgmlType type;
   DequantizeFn dequantize;
   QuantizeFn quantize;
+  FirstBadScaleFn first_bad_scale = nullptr;  // null for the float types: no scales
 };
 
 const WeightTypeRow kWeightTypes[] = {
@@ -60,27 +81,29 @@ const WeightTypeRow kWeightTypes[] = {
     {GgmlType::kF16, DequantizeF16, QuantizeF16},
     {GgmlType::kBF16, DequantizeBF16, QuantizeBF16},
     {GgmlType::kQ8_0, Dequantize<BlockQ8_0, DequantizeRowQ8_0>,
-     Quantize<BlockQ8_0, QuantizeRowQ8_0>},
+     Quantize<BlockQ8_0, QuantizeRowQ8_0>, FirstBadScale<BlockQ8_0>},
     {GgmlType::kQ4_0, Dequantize<BlockQ4_0, DequantizeRowQ4_0>,
-     Quantize<BlockQ4_0, QuantizeRowQ4_0>},
+     Quantize<BlockQ4_0, QuantizeRowQ4_0>, FirstBadScale<BlockQ4_0>},
     {GgmlType::kQ4_1, Dequantize<BlockQ4_1, DequantizeRowQ4_1>,
-     Quantize<BlockQ4_1, QuantizeRowQ4_1>},
+     Quantize<BlockQ4_1, QuantizeRowQ4_1>, FirstBadScale<BlockQ4_1>},
     {GgmlType::kQ5_0, Dequantize<BlockQ5_0, DequantizeRowQ5_0>,
-     Quantize<BlockQ5_0, QuantizeRowQ5_0>},
+     Quantize<BlockQ5_0, QuantizeRowQ5_0>, FirstBadScale<BlockQ5_0>},
     {GgmlType::kQ5_1, Dequantize<BlockQ5_1, DequantizeRowQ5_1>,
-     Quantize<BlockQ5_1, QuantizeRowQ5_1>},
-    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr},
+     Quantize<BlockQ5_1, QuantizeRowQ5_1>, FirstBadScale<BlockQ5_1>},
+    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr,
+     FirstBadScale<BlockIQ4_NL>},
     {GgmlType::kQ2_K, Dequantize<BlockQ2_K, DequantizeRowQ2_K>,
-     Quantize<BlockQ2_K, QuantizeRowQ2_K>},
+     Quantize<BlockQ2_K, QuantizeRowQ2_K>, FirstBadScale<BlockQ2_K>},
     {GgmlType::kQ3_K, Dequantize<BlockQ3_K, DequantizeRowQ3_K>,
-     Quantize<BlockQ3_K, QuantizeRowQ3_K>},
+     Quantize<BlockQ3_K, QuantizeRowQ3_K>, FirstBadScale<BlockQ3_K>},
     {GgmlType::kQ4_K, Dequantize<BlockQ4_K, DequantizeRowQ4_K>,
-     Quantize<BlockQ4_K, QuantizeRowQ4_K>},
+     Quantize<BlockQ4_K, QuantizeRowQ4_K>, FirstBadScale<BlockQ4_K>},
     {GgmlType::kQ5_K, Dequantize<BlockQ5_K, DequantizeRowQ5_K>,
-     Quantize<BlockQ5_K, QuantizeRowQ5_K>},
+     Quantize<BlockQ5_K, QuantizeRowQ5_K>, FirstBadScale<BlockQ5_K>},
     {GgmlType::kQ6_K, Dequantize<BlockQ6_K, DequantizeRowQ6_K>,
-     Quantize<BlockQ6_K, QuantizeRowQ6_K>},
-    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr},
+     Quantize<BlockQ6_K, QuantizeRowQ6_K>, FirstBadScale<BlockQ6_K>},
+    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr,
+     FirstBadScale<BlockIQ4_XS>},
 };
 
 const WeightTypeRow* Find(GgmlType type) {
@@ -110,6 +133,12 @@ const WeightTypeRow& Checked(GgmlType type, int64_t n, int64_t* n_blocks) {
 }  // namespace
 
 bool CanDequantize(GgmlType type) { return Find(type) != nullptr; }
+
+int64_t FirstNonFiniteScale(GgmlType type, const void* data, int64_t n) {
+  int64_t n_blocks = 0;
+  const WeightTypeRow& row = Checked(type, n, &n_blocks);
+  return row.first_bad_scale ? row.first_bad_scale(data, n_blocks) : -1;
+}
 
 bool CanQuantize(GgmlType type) {
   const WeightTypeRow* row = Find(type);
