@@ -25,6 +25,6 @@ for temp in 0 1; do
   $G bench -m "$TARGET" --draft models/grove-base-draft.gguf --draft "$W/feature.gguf" \
     --draft "$W/feature-self.gguf" --draft "$W/feature-self-t1.gguf" --draft "$W/parallel4.gguf" \
     --draft "$W/parallel4-self.gguf" --draft "$W/parallel4-self-t1.gguf" \
-    --prompts bench/prompts/stories.txt --spec chain:3 --spec chain:5 --temp "$temp" -r 3 -t 1 \
+    --prompts bench/prompts/stories.txt --spec chain:3 --spec chain:5 --temp "$temp" --top-k 0 --top-p 1 --min-p 0 -r 3 -t 1 \
     -o json > "$W/bench-data-t$temp.json"
 done

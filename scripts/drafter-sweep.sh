@@ -20,10 +20,11 @@ CORPUS=${CORPUS:-build/train/corpus}
 [ -f "$W/self/valid.txt" ] || $G self-distill --target "$TARGET" --corpus "$CORPUS" -o "$W/self" \
   --tokens 220000 --valid-tokens 20000 -t "$T"
 
-# The same prompts continued at temperature 1: the target's own distribution, without greedy
-# decoding's collapse onto a few templates.
+# The same prompts continued at temperature 1: the target's own distribution (no top-k, top-p or
+# min-p filter), without greedy decoding's collapse onto a few templates.
 [ -f "$W/self-t1/valid.txt" ] || $G self-distill --target "$TARGET" --corpus "$CORPUS" \
-  -o "$W/self-t1" --tokens 220000 --valid-tokens 20000 --temp 1 -t "$T"
+  -o "$W/self-t1" --tokens 220000 --valid-tokens 20000 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
+  -t "$T"
 
 budget=(--target "$TARGET" --steps 200 --batch 4 --seq-len 256 --warmup 20 --lr 2e-3
         --logit-weight 1 --eval-every 100 --eval-batches 4 --log-every 50 -t "$T")

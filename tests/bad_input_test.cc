@@ -275,7 +275,7 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add(distill + Path("corpus") + " --lanes 0", "--lanes");
   add(distill + Path("corpus") + " --max-new 0", "--max-new");
   add(distill + Path("corpus") + " --max-new 2147483647", "--max-new");
-  add(distill + Path("corpus") + " --temp -1", "temperature");
+  add(distill + Path("corpus") + " --temp -1", "--temp");
   add("self-distill --target " + m + " --corpus " + Path("corpus") + " -o " + Path("file.txt"),
       "not a directory");
   // Thread counts: 4 x the hardware threads at most, in every command that takes -t.

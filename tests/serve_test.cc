@@ -420,8 +420,10 @@ TEST(ServeParseCompletionRequest, DefaultsForAMinimalCompletion) {
   EXPECT_EQ(r.prompt, "Once upon a time");
   EXPECT_EQ(r.model, "");
   EXPECT_EQ(r.max_tokens, 256);
-  EXPECT_EQ(r.temperature, 1.0f);
-  EXPECT_EQ(r.top_p, 1.0f);
+  EXPECT_FALSE(r.temperature.has_value());  // the server's defaults
+  EXPECT_FALSE(r.top_p.has_value());
+  EXPECT_FALSE(r.top_k.has_value());
+  EXPECT_FALSE(r.min_p.has_value());
   EXPECT_FALSE(r.seed.has_value());
   EXPECT_TRUE(r.stop.empty());
   EXPECT_EQ(r.n, 1);
@@ -454,10 +456,10 @@ TEST(ServeParseCompletionRequest, ReadsEveryField) {
   CompletionRequest r = ParseCompletionRequest(body, false, {});
   EXPECT_EQ(r.model, "grove-target");
   EXPECT_EQ(r.max_tokens, 32);
-  EXPECT_FLOAT_EQ(r.temperature, 0.5f);
-  EXPECT_FLOAT_EQ(r.top_p, 0.9f);
-  EXPECT_EQ(r.top_k, 5);
-  EXPECT_FLOAT_EQ(r.min_p, 0.1f);
+  EXPECT_FLOAT_EQ(*r.temperature, 0.5f);
+  EXPECT_FLOAT_EQ(*r.top_p, 0.9f);
+  EXPECT_EQ(*r.top_k, 5);
+  EXPECT_FLOAT_EQ(*r.min_p, 0.1f);
   ASSERT_TRUE(r.seed.has_value());
   EXPECT_EQ(*r.seed, 42u);
   EXPECT_EQ(r.stop, (std::vector<std::string>{"\n\n", "END"}));
@@ -553,9 +555,9 @@ TEST(ServeParseCompletionRequest, MaxCompletionTokensIsMaxTokensForChat) {
 }
 
 TEST(ServeParseCompletionRequest, TemperatureRangeIsZeroToTwoInclusive) {
-  EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 0}}), false, {}).temperature, 0.0f);
-  EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 2}}), false, {}).temperature, 2.0f);
-  EXPECT_EQ(ParseCompletionRequest(Prompt({{"temperature", 1}}), false, {}).temperature, 1.0f);
+  EXPECT_EQ(*ParseCompletionRequest(Prompt({{"temperature", 0}}), false, {}).temperature, 0.0f);
+  EXPECT_EQ(*ParseCompletionRequest(Prompt({{"temperature", 2}}), false, {}).temperature, 2.0f);
+  EXPECT_EQ(*ParseCompletionRequest(Prompt({{"temperature", 1}}), false, {}).temperature, 1.0f);
   ExpectRefused(Prompt({{"temperature", 2.01}}), false, "temperature",
                 "temperature must be a number from 0 to 2, got 2.01");
   ExpectRefused(Prompt({{"temperature", -0.1}}), false, "temperature",
@@ -565,8 +567,8 @@ TEST(ServeParseCompletionRequest, TemperatureRangeIsZeroToTwoInclusive) {
 }
 
 TEST(ServeParseCompletionRequest, TopPRangeExcludesZeroIncludesOne) {
-  EXPECT_EQ(ParseCompletionRequest(Prompt({{"top_p", 1}}), false, {}).top_p, 1.0f);
-  EXPECT_FLOAT_EQ(ParseCompletionRequest(Prompt({{"top_p", 0.01}}), false, {}).top_p, 0.01f);
+  EXPECT_EQ(*ParseCompletionRequest(Prompt({{"top_p", 1}}), false, {}).top_p, 1.0f);
+  EXPECT_FLOAT_EQ(*ParseCompletionRequest(Prompt({{"top_p", 0.01}}), false, {}).top_p, 0.01f);
   ExpectRefused(Prompt({{"top_p", 0}}), false, "top_p",
                 "top_p must be a number greater than 0 and at most 1, got 0");
   ExpectRefused(Prompt({{"top_p", 1.5}}), false, "top_p",

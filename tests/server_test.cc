@@ -87,7 +87,8 @@ class Server {
     // Slot 0 is the server's too: only while it is idle.
     const auto out = GeneratePlain(
         *target_, tokens,
-        {.temperature = temperature, .top_k = 0, .top_p = top_p, .min_p = 0.0f, .seed = seed},
+        // The server's defaults for the fields a request leaves out: every command's filters.
+        {.temperature = temperature, .top_p = top_p, .seed = seed},
         {.n_predict = max_tokens, .sequence = 0, .target_seq = Idle()}, {});
     TokenStreamDecoder decoder(tok);
     std::string text;

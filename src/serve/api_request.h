@@ -40,12 +40,13 @@ struct CompletionRequest {
   // Chat: `reasoning_format` ("none", "deepseek" or "auto"); absent: the server's choice.
   std::optional<ReasoningFormat> reasoning_format;
   int32_t max_tokens = 256;  // default when absent (`max_completion_tokens` too, for chat)
-  float temperature = 1.0f;  // OpenAI's default; 0..2
-  float top_p = 1.0f;        // (0, 1]
-  // llama-server's and vLLM's extensions, with the command line's ranges: top_k >= 0 (0: off),
-  // min_p in [0, 1] (0: off). Off by default, as OpenAI's API has neither.
-  int32_t top_k = 0;
-  float min_p = 0.0f;
+  // Sampling; absent: the server's defaults (ServiceOptions::sampling, from `grove serve --temp
+  // --top-k --top-p --min-p`, as llama-server does). temperature in [0, 2], top_p in (0, 1], and
+  // llama-server's and vLLM's top_k >= 0 (0: off) and min_p in [0, 1] (0: off).
+  std::optional<float> temperature;
+  std::optional<float> top_p;
+  std::optional<int32_t> top_k;
+  std::optional<float> min_p;
   std::optional<uint64_t> seed;   // absent: the server draws one per request
   std::vector<std::string> stop;  // a string or an array of at most max_stops strings
   int32_t n = 1;                  // choices, 1..max_n

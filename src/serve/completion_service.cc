@@ -251,10 +251,11 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
                        " tokens; this model's context holds " + std::to_string(target_.n_ctx()),
                    "invalid_request_error", request.chat ? "messages" : "prompt");
   }
-  SamplerParams sampling{.temperature = request.temperature,
-                         .top_k = request.top_k,
-                         .top_p = request.top_p,
-                         .min_p = request.min_p,
+  const SamplerParams& defaults = options_.sampling;
+  SamplerParams sampling{.temperature = request.temperature.value_or(defaults.temperature),
+                         .top_k = request.top_k.value_or(defaults.top_k),
+                         .top_p = request.top_p.value_or(defaults.top_p),
+                         .min_p = request.min_p.value_or(defaults.min_p),
                          .seed = request.seed ? *request.seed : RandomSeed()};
   try {
     sampling.Validate();

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "sample/sampler.h"
 #include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
 #include "serve/api_request.h"
@@ -51,6 +52,9 @@ struct ServiceOptions {
   // Chat completions of requests that do not choose (`reasoning_format`): kDeepSeek returns a
   // thinking model's "<think>" part as reasoning_content (reasoning_splitter.h).
   ReasoningFormat reasoning_format = ReasoningFormat::kNone;
+  // The sampling of a request that leaves a field out: OpenAI's temperature 1, and the filters of
+  // every grove command (top-k 40, top-p 0.95, min-p 0.05), as llama-server applies its own.
+  SamplerParams sampling{.temperature = 1.0f};
 };
 
 struct CompletionEvent {

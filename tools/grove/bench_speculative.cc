@@ -13,6 +13,7 @@
 #include "model/tokenizer.h"
 #include "progress_line.h"
 #include "prompt_file.h"
+#include "sampling_options.h"
 #include "speculate/auto_planner.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
@@ -74,11 +75,9 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
   if (!target->tokenizer()) Fail("'", model_path, "' has no tokenizer");
   std::vector<OpenedDrafter> drafters;
   for (const std::string& d : o.drafts) drafters.push_back(OpenDrafter(d, *target));
-  SamplerParams sampling{.temperature = o.temperature, .seed = seed};
-  if (o.temperature > 0) {
-    sampling = SamplerParams{
-        .temperature = o.temperature, .top_k = 0, .top_p = 1, .min_p = 0, .seed = seed};
-  }
+  SamplerParams sampling = o.sampling;
+  sampling.seed = seed;
+  sampling.Validate();
   std::vector<PlanRow> rows;
   for (std::size_t d = 0; d < drafters.size(); ++d) {
     // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`.
@@ -231,10 +230,10 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path,
       o.prompts.empty() ? kDefaultPrompts : ReadPromptFile(o.prompts);
   if (!json) {
     std::printf(
-        "target %s | drafts %s | kernels %s | temperature %g | %zu prompts x %d tokens, %d "
+        "target %s | drafts %s | kernels %s | %s | %zu prompts x %d tokens, %d "
         "repetitions\n",
-        model_path.c_str(), JoinDrafts(o.drafts).c_str(), ActiveKernels().name, o.temperature,
-        prompts.size(), o.n_predict, repetitions);
+        model_path.c_str(), JoinDrafts(o.drafts).c_str(), ActiveKernels().name,
+        DescribeSampling(o.sampling).c_str(), prompts.size(), o.n_predict, repetitions);
   }
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   bool identical = true;
@@ -245,7 +244,10 @@ bool RunSpecBench(const SpecBenchOptions& o, const std::string& model_path,
     nlohmann::ordered_json j = {{"model", model_path},
                                 {"drafts", o.drafts},
                                 {"kernels", ActiveKernels().name},
-                                {"temperature", o.temperature},
+                                {"temperature", o.sampling.temperature},
+                                {"top_k", o.sampling.top_k},
+                                {"top_p", o.sampling.top_p},
+                                {"min_p", o.sampling.min_p},
                                 {"n_predict", o.n_predict},
                                 {"prompts", prompts.size()},
                                 {"repetitions", repetitions},

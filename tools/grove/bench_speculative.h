@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sample/sampler.h"
+
 namespace grove::cli {
 
 struct SpecBenchOptions {
@@ -16,7 +18,9 @@ struct SpecBenchOptions {
   std::string prompts;              // prompt file; empty: a built-in set
   std::string accept;               // acceptance vector for sequoia plans (auto's prior)
   std::string profile;              // verify profile for sequoia:auto
-  float temperature = 0.0f;
+  // --temp and the filters, as every command registers them (sampling_options.h); the bench's
+  // default temperature is 0, where outputs are checked against plain decoding.
+  SamplerParams sampling{.temperature = 0.0f};
   int32_t n_predict = 128;
 };
 

@@ -30,6 +30,7 @@
 #include "model/model.h"
 #include "option_checks.h"
 #include "output_path.h"
+#include "sampling_options.h"
 
 namespace grove::cli {
 namespace {
@@ -534,8 +535,7 @@ void AddBenchCommand(CLI::App& app) {
                   "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
   cmd->add_option("--profile", o->spec.profile,
                   "With --spec: verify profile JSON for sequoia:auto");
-  cmd->add_option("--temp", o->spec.temperature,
-                  "With --spec: temperature (0: greedy, outputs checked)");
+  AddSamplingOptions(*cmd, o->spec.sampling);  // with --spec
   cmd->add_option("--spec-tokens", o->spec.n_predict, "With --spec: tokens generated per prompt");
   cmd->callback([o] { RunBench(*o); });
 }

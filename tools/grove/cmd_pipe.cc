@@ -24,6 +24,7 @@
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_clock.h"
 #include "pipe/stage_split.h"
+#include "sampling_options.h"
 #include "speculate/auto_planner.h"
 #include "speculate/plain_decoding.h"
 
@@ -128,7 +129,8 @@ int RunPipeSimulation(const PipeOptions& o) {
   }
   const Tokenizer& tok = *target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
-  const SamplerParams sampling{.temperature = o.temperature, .seed = o.seed};
+  SamplerParams sampling = o.sampling;
+  sampling.seed = o.seed;
   sampling.Validate();
   // The widest tree the model's context holds beside the prompt and the generation; a split
   // PipeDec cannot run is refused here, before anything is measured.
@@ -166,12 +168,12 @@ int RunPipeSimulation(const PipeOptions& o) {
                        .children = o.children,
                        .static_tree = o.static_tree};
   std::printf(
-      "grove pipe: %s (%d layers) with %s; %zu prompt tokens, %d generated, temperature %.2f; "
+      "grove pipe: %s (%d layers) with %s; %zu prompt tokens, %d generated, %s; "
       "tree w %d, c %d; PipeDec groups of %d stages; STPP tree %s; links %s us, %.1f Gbit/s; stage "
       "compute t(m) / stages (t(1) = %.3f ms, t(32) = %.3f ms), draft t(1) = %.3f ms\n\n",
-      opt.model.c_str(), n_layer, opt.draft.c_str(), prompt.size(), o.n_predict, o.temperature,
-      o.width, o.children, o.group_size, o.static_tree.c_str(), o.link_us.c_str(), o.bandwidth_gbps,
-      1e3 * target_curve.Seconds(1),
+      opt.model.c_str(), n_layer, opt.draft.c_str(), prompt.size(), o.n_predict,
+      DescribeSampling(o.sampling).c_str(), o.width, o.children, o.group_size,
+      o.static_tree.c_str(), o.link_us.c_str(), o.bandwidth_gbps, 1e3 * target_curve.Seconds(1),
       1e3 * target_curve.Seconds(std::min(32, target_curve.max_size())),
       1e3 * draft_curve.Seconds(1));
   std::printf(
@@ -262,9 +264,7 @@ void AddPipeCommand(CLI::App& app) {
   cmd->add_option("-n,--n-predict", o->n_predict, "Tokens to generate")
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
-  cmd->add_option("--temp", o->temperature, "Temperature (0: greedy)")
-      ->capture_default_str()
-      ->check(FiniteRange(0.0, 2.0));
+  AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--transport", o->transport,
                   "simulate: the virtual clock; threads: a real run, every rank a thread; mpi: a "

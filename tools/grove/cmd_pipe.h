@@ -8,13 +8,17 @@
 
 #include "pipe/stage_split.h"
 
+#include "sample/sampler.h"
+
 namespace grove::cli {
 
 struct PipeOptions {
   std::string model, draft, pair;
   std::string prompt = "Once upon a time";
   int n_predict = 64;
-  float temperature = 0.0f;
+  // --temp and the filters as every command registers them; temperature 0 by default. The seed
+  // is --seed.
+  SamplerParams sampling{.temperature = 0.0f};
   uint64_t seed = 0;
   std::string transport = "simulate";  // simulate, threads or mpi
   std::string stages = "2,3";

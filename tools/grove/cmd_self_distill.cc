@@ -15,6 +15,7 @@
 #include "option_checks.h"
 #include "output_path.h"
 #include "progress_line.h"
+#include "sampling_options.h"
 #include "train/corpus.h"
 #include "train/corpus_files.h"
 #include "train/self_distill.h"
@@ -29,7 +30,6 @@ struct SelfDistillCliOptions {
   int32_t prompt_tokens = 12;
   int32_t lanes = 16;
   int32_t threads = 2;
-  float temperature = 0.0f;
   uint64_t seed = 1;
   SelfDistillOptions distill;
 };
@@ -87,8 +87,7 @@ void RunSelfDistill(SelfDistillCliOptions& o) {
     Fail("self-distill: --prompt-tokens ", o.prompt_tokens, " is not in 1..256");
   if (o.distill.max_new_tokens < 1 || o.distill.max_new_tokens > 1'000'000)
     Fail("self-distill: --max-new ", o.distill.max_new_tokens, " is not in 1..1000000");
-  o.distill.sampling = SamplerParams{
-      .temperature = o.temperature, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = o.seed};
+  o.distill.sampling.seed = o.seed;
   o.distill.sampling.Validate();
   CheckOutputDirectory(o.out, "-o");
   const std::string train_text = ReadCorpusFile(o.corpus, kCorpusTrainFile);
@@ -136,8 +135,8 @@ void AddSelfDistillCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--lanes", o->lanes, "Documents decoded together (one batched forward a token)")
       ->capture_default_str();
-  cmd->add_option("--temp", o->temperature, "Temperature (0: greedy, as the paper)")
-      ->capture_default_str();
+  // Temperature 0 by default (greedy, as the paper); above it the filters of every command.
+  AddSamplingOptions(*cmd, o->distill.sampling);
   cmd->add_option("--seed", o->seed, "Seed of sampling at --temp > 0")->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads")
       ->capture_default_str()

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "commands.h"
+#include "sampling_options.h"
 #include "serve_engine.h"
 
 namespace grove::cli {
@@ -44,6 +45,8 @@ void AddServeCommand(CLI::App& app) {
       "/metrics) that speculates for every request and verifies the clients' trees together");
   auto o = std::make_shared<ServeModelOptions>();
   AddServeModelOptions(*cmd, *o);
+  // The defaults of requests that leave a field out: OpenAI's temperature 1, the common filters.
+  AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->port, "Port (0: any free port)")
       ->capture_default_str()

@@ -33,6 +33,7 @@
 #include "speculate/plain_decoding.h"
 #ifdef GROVE_HAVE_MPI
 #include "pipe_mpi/mpi_transport.h"
+#include "sampling_options.h"
 #endif
 
 namespace grove::cli {
@@ -278,9 +279,15 @@ std::vector<RankInput> RankInputs(const PipeOptions& o, const Loaded& pair,
                                   const std::vector<LayerRange>& stages) {
   Fnv1a options;
   for (const std::string& text : {o.static_tree, o.runs}) options.Mix(text).Mix("\0", 1);
-  const double numbers[] = {static_cast<double>(o.n_predict), o.temperature,
-                            static_cast<double>(o.seed),      static_cast<double>(o.width),
-                            static_cast<double>(o.children),  static_cast<double>(o.group_size),
+  const double numbers[] = {static_cast<double>(o.n_predict),
+                            o.sampling.temperature,
+                            static_cast<double>(o.sampling.top_k),
+                            o.sampling.top_p,
+                            o.sampling.min_p,
+                            static_cast<double>(o.seed),
+                            static_cast<double>(o.width),
+                            static_cast<double>(o.children),
+                            static_cast<double>(o.group_size),
                             static_cast<double>(o.reps)};
   options.Mix(numbers, sizeof(numbers));
   for (const LayerRange& range : stages) options.Mix(&range, sizeof(range));
@@ -307,7 +314,8 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
   const Tokenizer& tok = *pair.target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
   CheckRanksAgree(t, kPipeToolTag, RankInputs(o, pair, prompt, stages));
-  const SamplerParams sampling{.temperature = o.temperature, .seed = o.seed};
+  SamplerParams sampling = o.sampling;
+  sampling.seed = o.seed;
   sampling.Validate();
   PipelineOptions options{.stages = stages,
                           .groups = UniformGroups(n_stages, o.group_size),
@@ -435,7 +443,7 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
   }
   std::printf(
       "grove pipe: %s transport, %d ranks on %s%s: the draft and %d stages (layers %s)%s; %zu "
-      "prompt tokens, %zu generated, temperature %.2f; PipeDec w %d, c %d; STPP tree %s; %d "
+      "prompt tokens, %zu generated, %s; PipeDec w %d, c %d; STPP tree %s; %d "
       "repetitions\n"
       "measured: stage t(1)/t(%d) = %s ms, draft t(1) = %.3f ms; link %.1f us, %.2f GB/s; the "
       "clock's "
@@ -443,9 +451,10 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
       o.transport.c_str(), t.size(), hosts[0].c_str(), one_host ? "" : " and others", n_stages,
       layers.c_str(),
       options.groups.empty() ? "" : (", groups of " + std::to_string(o.group_size)).c_str(),
-      prompt.size(), first[0].tokens.size(), o.temperature, options.width, options.children,
-      options.static_tree.c_str(), o.reps, curves.empty() ? 1 : curves[0].max_size(), units.c_str(),
-      1e3 * own.Seconds(1), 1e6 * link.latency_seconds, link.bytes_per_second / 1e9,
+      prompt.size(), first[0].tokens.size(), DescribeSampling(o.sampling).c_str(), options.width,
+      options.children, options.static_tree.c_str(), o.reps,
+      curves.empty() ? 1 : curves[0].max_size(), units.c_str(), 1e3 * own.Seconds(1),
+      1e6 * link.latency_seconds, link.bytes_per_second / 1e9,
       cores ? std::to_string(cores).c_str() : "one per unit");
   std::printf("resident memory after loading (each rank loads only what it runs), MiB:");
   for (std::size_t q = 0; q < resident.size(); ++q) {
@@ -548,7 +557,9 @@ int RunPipeRanks(const PipeOptions& in) {
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
   auto target = Model::Create(pair.target, {.n_threads = std::max(1, o.threads)});
   const std::vector<int32_t> plain =
-      GeneratePlain(*target, prompt, {.temperature = o.temperature, .seed = o.seed},
+      GeneratePlain(*target, prompt,
+                    SamplerParams{o.sampling.temperature, o.sampling.top_k, o.sampling.top_p,
+                                  o.sampling.min_p, o.seed},
                     {.n_predict = o.n_predict}, {});
   if (tokens[0] != plain) Fail("the runs generated other tokens than plain decoding (a bug)");
   std::printf("plain decoding in this process: the same tokens\n");

@@ -2,6 +2,7 @@
 
 #include <random>
 
+#include "base/error.h"
 #include "option_checks.h"
 
 namespace grove::cli {
@@ -17,6 +18,12 @@ void AddSamplingOptions(CLI::App& cmd, SamplerParams& sampling) {
   cmd.add_option("--min-p", sampling.min_p,
                  "Drop tokens below min-p x the top probability; 0 disables")
       ->capture_default_str();
+}
+
+std::string DescribeSampling(const SamplerParams& sampling) {
+  if (sampling.greedy()) return "temperature 0 (greedy)";
+  return StrCat("temperature ", sampling.temperature, ", top-k ", sampling.top_k, ", top-p ",
+                sampling.top_p, ", min-p ", sampling.min_p);
 }
 
 uint64_t SeedOrRandom(int64_t seed) {

@@ -62,6 +62,7 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
 ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   ServeModelOptions& opt = options_;
   DefaultToBundledPair(opt.model, opt.draft, opt.pair);
+  opt.sampling.Validate();  // the requests' defaults: a bad --top-p is refused at start
   if (opt.parallel < 1 || opt.parallel > 256)
     Fail("--parallel ", opt.parallel, " out of range 1..256");
   if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");
@@ -85,10 +86,11 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .node_budget = opt.node_budget,
       .chat_template_source =
           target_->parameters()->gguf().GetString("tokenizer.chat_template", ""),
-      .reasoning_format = reasoning_format};
+      .reasoning_format = reasoning_format,
+      .sampling = opt.sampling};
   if (!opt.draft.empty() && opt.draft != "none") {
     draft_ = OpenDrafter(opt.draft, *target_).model->parameters();
-    // Requests default to OpenAI's temperature 1: the sampled acceptance vector fits them better.
+    // Requests default to temperature 1 (--temp): the sampled acceptance vector fits them better.
     const std::string accept = opt.accept_file.empty()
                                    ? BundledAcceptanceFor(opt.model, opt.draft, /*greedy=*/false)
                                    : opt.accept_file;

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "model/model.h"
+#include "sample/sampler.h"
 #include "serve/completion_service.h"
 #include "serve/http_server.h"
 
@@ -33,6 +34,8 @@ struct ServeModelOptions {
   std::string api_key;
   std::string reasoning_format = "none";
   bool verbose = false;
+  // What a request that leaves a sampling field out gets (`grove serve --temp ...`).
+  SamplerParams sampling{.temperature = 1.0f};
 };
 
 void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o);

@@ -24,7 +24,8 @@ struct TotModelOptions {
   std::string spec = "auto";
   std::string verify;  // empty: greedy at temperature 0, else target-sample
   std::string accept_file;
-  SamplerParams sampling{.temperature = 0.7f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
+  // Temperature 0.7 by default (the Tree of Thoughts paper's); the filters as in every command.
+  SamplerParams sampling{.temperature = 0.7f};
   int64_t seed = 1;
   int threads = 0;            // serial policies' target threads (0: all hardware threads)
   int overlap_threads = 0;    // seed/batched target threads (0: threads - 1, at least 1)
