@@ -58,14 +58,15 @@ int32_t CheckedSlots(const ModelOptions& options) {
   return options.n_seq;
 }
 
-// The context: the model's own (at most 4096) by default; never more than it was trained for, where
-// RoPE positions it has not seen give noise, and before the KV cache of that size is allocated.
+// The context: the model's own (at most kDefaultContextCap) by default; never more than it was
+// trained for, where RoPE positions it has not seen give noise, and before the KV cache of that
+// size is allocated.
 int32_t CheckedContext(const ModelOptions& options, const ModelConfig& config) {
   if (options.n_ctx > config.n_ctx_train) {
     Fail("model: context size ", options.n_ctx, " is larger than the model's context of ",
          config.n_ctx_train, " tokens");
   }
-  return options.n_ctx > 0 ? options.n_ctx : std::min(config.n_ctx_train, 4096);
+  return options.n_ctx > 0 ? options.n_ctx : std::min(config.n_ctx_train, kDefaultContextCap);
 }
 
 // Every layer's keys for the context, but a sliding-window layer's for its window only: a ring of

@@ -26,6 +26,10 @@
 
 namespace grove {
 
+// The context a model gets when none is asked for: its training context, at most this many tokens
+// (the KV cache of a 128k-context model would otherwise take gigabytes unasked).
+inline constexpr int32_t kDefaultContextCap = 4096;
+
 class GgufFile;
 class Tokenizer;
 
@@ -36,7 +40,7 @@ struct ModelOptions {
   // A thread pool shared with other models of the process (target and draft): one set of workers,
   // so no model's workers spin while another model computes. Null: the model creates its own.
   std::shared_ptr<ThreadPool> pool;
-  int32_t n_ctx = 0;  // 0: the training context, at most 4096
+  int32_t n_ctx = 0;  // 0: the training context, at most kDefaultContextCap
   int32_t n_seq = 1;  // KV-cache slots (sequences held at once)
   int32_t max_batch =
       kDefaultMaxBatch;  // most tokens in one Forward; longer prompts are split by the caller

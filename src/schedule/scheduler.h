@@ -33,6 +33,10 @@
 
 namespace grove {
 
+// The batched policy's tokens per verify forward unless told (`--node-budget`): every command and
+// the server take it from here.
+inline constexpr int32_t kDefaultNodeBudget = 128;
+
 class RequestFeed;
 
 // One speculative step of a sequence, for a live view: the tree it verified, the nodes it
@@ -127,7 +131,7 @@ struct SchedulerOptions {
   SpeculationPolicy speculation;
   // batched: most tokens (roots and tree nodes) one target forward verifies; at least one tree
   // always goes in.
-  int32_t node_budget = 128;
+  int32_t node_budget = kDefaultNodeBudget;
   bool stop_at_eog = true;
 };
 

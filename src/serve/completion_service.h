@@ -37,14 +37,17 @@
 
 namespace grove::serve {
 
+// Requests queued beyond the slots unless told (`grove serve --queue`); more are answered 503.
+inline constexpr int32_t kDefaultMaxWaiting = 64;
+
 struct ServiceOptions {
   std::string model_id = "grove";          // /v1/models, and the `model` of every response
   std::vector<std::string> model_aliases;  // more names /v1/models lists (--alias)
   SchedulePolicy policy = SchedulePolicy::kBatched;
   std::string spec = "auto";   // the tree of requests that do not name one ("off": none)
   TreePlanInputs plan_inputs;  // acceptance vector (and profile) for sequoia trees
-  int32_t max_waiting = 64;    // sequences queued beyond the slots; more: 503
-  int32_t node_budget = 128;   // batched: most tokens per verify forward
+  int32_t max_waiting = kDefaultMaxWaiting;  // sequences queued beyond the slots; more: 503
+  int32_t node_budget = kDefaultNodeBudget;  // batched: most tokens per verify forward
   // The model's own Jinja template (`tokenizer.chat_template`): chat prompts are rendered with it
   // as Hugging Face does; empty, or one grove cannot parse, falls back to the hand-written renderer
   // of its family (model_chat_format.h).

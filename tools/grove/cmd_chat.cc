@@ -207,8 +207,9 @@ void AddChatCommand(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
       ->capture_default_str()
       ->check(ThreadCount());
-  cmd->add_option("-c,--ctx-size", o->n_ctx,
-                  "Context size in tokens (0: the model's, at most 4096)")
+  cmd->add_option(
+         "-c,--ctx-size", o->n_ctx,
+         StrCat("Context size in tokens (0: the model's, at most ", kDefaultContextCap, ")"))
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   cmd->callback([o] { RunChat(*o); });

@@ -247,7 +247,8 @@ void AddRunCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(ThreadCount());
   cmd->add_option("-c,--ctx-size", o->n_ctx,
-                  "Context size in tokens, at most the model's (0: the model's, at most 4096)")
+                  StrCat("Context size in tokens, at most the model's (0: the model's, at most ",
+                         kDefaultContextCap, ")"))
       ->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not prepend the BOS token");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-text tokens");

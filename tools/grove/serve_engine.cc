@@ -43,7 +43,8 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
   cmd.add_option("-t,--threads", o.threads, "Target threads (0: all hardware threads)")
       ->capture_default_str()
       ->check(ThreadCount());
-  cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+  cmd.add_option("-c,--ctx-size", o.n_ctx,
+                 StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
       ->capture_default_str();
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")

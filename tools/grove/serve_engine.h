@@ -27,10 +27,10 @@ struct ServeModelOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   int parallel = 4;
-  int queue = 64;
+  int queue = serve::kDefaultMaxWaiting;
   int threads = 0;
   int n_ctx = 0;
-  int node_budget = 128;
+  int node_budget = kDefaultNodeBudget;
   std::string api_key;
   std::string reasoning_format = "none";
   bool verbose = false;

@@ -47,7 +47,8 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
       ->check(ThreadCount());
   cmd.add_option("--slots", o.slots, "Most sequences in flight (target KV slots)")
       ->capture_default_str();
-  cmd.add_option("-c,--ctx-size", o.n_ctx, "Context size (0: the model's, at most 4096)")
+  cmd.add_option("-c,--ctx-size", o.n_ctx,
+                 StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
       ->capture_default_str();
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
