@@ -129,8 +129,7 @@ int RunPipeSimulation(const PipeOptions& o) {
   }
   const Tokenizer& tok = *target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
-  SamplerParams sampling = o.sampling;
-  sampling.seed = o.seed;
+  const SamplerParams& sampling = o.sampling;
   sampling.Validate();
   // The widest tree the model's context holds beside the prompt and the generation; a split
   // PipeDec cannot run is refused here, before anything is measured.
@@ -265,7 +264,7 @@ void AddPipeCommand(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(2, 4096));
   AddSamplingOptions(*cmd, o->sampling);
-  cmd->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  cmd->add_option("--seed", o->sampling.seed, "Sampling seed")->capture_default_str();
   cmd->add_option("--transport", o->transport,
                   "simulate: the virtual clock; threads: a real run, every rank a thread; mpi: a "
                   "real run, this process one rank of mpirun's job")

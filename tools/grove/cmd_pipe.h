@@ -16,10 +16,8 @@ struct PipeOptions {
   std::string model, draft, pair;
   std::string prompt = "Once upon a time";
   int n_predict = 64;
-  // --temp and the filters as every command registers them; temperature 0 by default. The seed
-  // is --seed.
-  SamplerParams sampling{.temperature = 0.0f};
-  uint64_t seed = 0;
+  // --temp and the filters as every command registers them (temperature 0 by default), and --seed.
+  SamplerParams sampling{.temperature = 0.0f, .seed = 0};
   std::string transport = "simulate";  // simulate, threads or mpi
   std::string stages = "2,3";
   std::string split;   // explicit layer counts, one run

@@ -30,8 +30,8 @@ struct SelfDistillCliOptions {
   int32_t prompt_tokens = 12;
   int32_t lanes = 16;
   int32_t threads = 2;
-  uint64_t seed = 1;
-  SelfDistillOptions distill;
+  // Its sampling: --temp (0, greedy, as the paper), the filters and --seed (1).
+  SelfDistillOptions distill{.sampling = {.temperature = 0.0f, .seed = 1}};
 };
 
 // Continues documents' openings until `budget` tokens are generated; returns the documents' text.
@@ -87,7 +87,6 @@ void RunSelfDistill(SelfDistillCliOptions& o) {
     Fail("self-distill: --prompt-tokens ", o.prompt_tokens, " is not in 1..256");
   if (o.distill.max_new_tokens < 1 || o.distill.max_new_tokens > 1'000'000)
     Fail("self-distill: --max-new ", o.distill.max_new_tokens, " is not in 1..1000000");
-  o.distill.sampling.seed = o.seed;
   o.distill.sampling.Validate();
   CheckOutputDirectory(o.out, "-o");
   const std::string train_text = ReadCorpusFile(o.corpus, kCorpusTrainFile);
@@ -137,7 +136,8 @@ void AddSelfDistillCommand(CLI::App& app) {
       ->capture_default_str();
   // Temperature 0 by default (greedy, as the paper); above it the filters of every command.
   AddSamplingOptions(*cmd, o->distill.sampling);
-  cmd->add_option("--seed", o->seed, "Seed of sampling at --temp > 0")->capture_default_str();
+  cmd->add_option("--seed", o->distill.sampling.seed, "Seed of sampling at --temp > 0")
+      ->capture_default_str();
   cmd->add_option("-t,--threads", o->threads, "Threads")
       ->capture_default_str()
       ->check(PositiveThreadCount());

@@ -29,11 +29,11 @@
 #include "pipe/in_process_transport.h"
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_clock.h"
+#include "sampling_options.h"
 #include "speculate/auto_planner.h"
 #include "speculate/plain_decoding.h"
 #ifdef GROVE_HAVE_MPI
 #include "pipe_mpi/mpi_transport.h"
-#include "sampling_options.h"
 #endif
 
 namespace grove::cli {
@@ -284,7 +284,7 @@ std::vector<RankInput> RankInputs(const PipeOptions& o, const Loaded& pair,
                             static_cast<double>(o.sampling.top_k),
                             o.sampling.top_p,
                             o.sampling.min_p,
-                            static_cast<double>(o.seed),
+                            static_cast<double>(o.sampling.seed),
                             static_cast<double>(o.width),
                             static_cast<double>(o.children),
                             static_cast<double>(o.group_size),
@@ -314,8 +314,7 @@ std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTrans
   const Tokenizer& tok = *pair.target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
   CheckRanksAgree(t, kPipeToolTag, RankInputs(o, pair, prompt, stages));
-  SamplerParams sampling = o.sampling;
-  sampling.seed = o.seed;
+  const SamplerParams& sampling = o.sampling;
   sampling.Validate();
   PipelineOptions options{.stages = stages,
                           .groups = UniformGroups(n_stages, o.group_size),
@@ -557,10 +556,7 @@ int RunPipeRanks(const PipeOptions& in) {
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());
   auto target = Model::Create(pair.target, {.n_threads = std::max(1, o.threads)});
   const std::vector<int32_t> plain =
-      GeneratePlain(*target, prompt,
-                    SamplerParams{o.sampling.temperature, o.sampling.top_k, o.sampling.top_p,
-                                  o.sampling.min_p, o.seed},
-                    {.n_predict = o.n_predict}, {});
+      GeneratePlain(*target, prompt, o.sampling, {.n_predict = o.n_predict}, {});
   if (tokens[0] != plain) Fail("the runs generated other tokens than plain decoding (a bug)");
   std::printf("plain decoding in this process: the same tokens\n");
   return 0;
