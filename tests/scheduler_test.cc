@@ -13,12 +13,14 @@
 
 #include "base/error.h"
 #include "model/tokenizer.h"
+#include "schedule/draft_rounds.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/verify_cost_cache.h"
 #include "test_support.h"
 
 namespace grove {
@@ -285,6 +287,47 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
 // costs besides it. On a compute-bound curve (t(n) = 0.1 + 0.05 n ms) with nothing besides,
 // sixteen sequences sharing a forward get smaller trees than one alone; with a large step cost,
 // the largest tree that fits; never beyond the node budget or the tree for one.
+// SEED's queue serves drafts in the order they finished (a last-in-first-out queue gives the same
+// tokens but starves the sequence that drafted first), and batched rounds take the drafts behind
+// the head in that order while they fit.
+TEST(DraftRounds, VerifiesDraftsInTheOrderTheyFinished) {
+  DraftRounds rounds(3);
+  for (std::size_t l = 0; l < 3; ++l) rounds.AllowDraft(l);
+  const std::size_t finish_order[] = {2, 0, 1};
+  for (std::size_t l : finish_order) {
+    ASSERT_TRUE(rounds.WaitToDraft(l));  // allowed: returns at once
+    rounds.Drafted(l);
+  }
+  EXPECT_LE(rounds.enqueued(2), rounds.enqueued(0));
+  EXPECT_LE(rounds.enqueued(0), rounds.enqueued(1));
+  std::vector<std::size_t> taken;
+  const auto one = [](std::size_t) { return false; };
+  for (std::size_t l : finish_order) {
+    rounds.TakeReady(taken, std::nullopt, one);
+    EXPECT_EQ(taken, std::vector<std::size_t>{l});
+  }
+  // Batched: the drafts behind the head join while take_more accepts them, in order.
+  for (std::size_t l : finish_order) {
+    rounds.AllowDraft(l);
+    ASSERT_TRUE(rounds.WaitToDraft(l));
+    rounds.Drafted(l);
+  }
+  std::vector<std::size_t> offered;
+  rounds.TakeReady(taken, std::chrono::milliseconds(0), [&](std::size_t l) {
+    offered.push_back(l);
+    return offered.size() < 2;
+  });
+  EXPECT_EQ(taken, (std::vector<std::size_t>{2, 0}));
+  EXPECT_EQ(offered, (std::vector<std::size_t>{0, 1}));
+  rounds.TakeReady(taken, std::nullopt, one);
+  EXPECT_EQ(taken, std::vector<std::size_t>{1});
+  // A lane's failure reaches the verifier; stopping releases every lane.
+  rounds.Failed(std::make_exception_ptr(Error("draft failed")));
+  EXPECT_THROW(rounds.TakeReady(taken, std::nullopt, one), Error);
+  rounds.Stop();
+  EXPECT_FALSE(rounds.WaitToDraft(0));
+}
+
 TEST(ConcurrencyTrees, FollowTheCurveAndTheStepCost) {
   std::vector<std::pair<int32_t, double>> points;
   for (int32_t n = 1; n <= 128; ++n) points.emplace_back(n, 1e-4 + 5e-5 * n);
@@ -465,6 +508,65 @@ TEST_F(SchedulerTest, EachRequestMayBringItsOwnPolicy) {
       EXPECT_EQ(results[3].steps, static_cast<int64_t>(results[3].tokens.size()));  // plain steps
     }
   }
+}
+
+// Batched with an auto plan: each step drafts the tree the table holds for the sequences in
+// flight when its lane was shaped (k), not for k + 1 or k - 1. The curve is given (a kept one):
+// forwards cost the same up to 16 tokens, then climb steeply, and at 50 ms a forward drafting
+// costs little beside it, so that the trees for one and two sequences differ.
+TEST_F(SchedulerTest, BatchedAutoTreeIsTheOneForTheSequencesInFlight) {
+  SpeculationPolicy automatic = PolicyFor("auto", {.temperature = 0.0f});
+  auto cache = std::make_shared<const VerifyCostCache>(testing::TempPath("batched-lookup-curve"));
+  CachedVerifyCost curve{.complete = true};
+  for (int32_t n = 1; n <= target_->max_batch(); ++n) {
+    curve.points.emplace_back(n, n <= 16 ? 0.05 : 0.05 * (1.0 + 0.5 * (n - 16)));
+  }
+  cache->Store(*target_, curve);
+  automatic.inputs.verify_cost_cache = cache;
+  const std::vector<SequenceRequest> requests = {
+      {.prompt = requests_[2].prompt, .sequence = 1, .n_predict = 40},
+      {.prompt = requests_[3].prompt, .sequence = 2, .n_predict = 10}};
+  Scheduler scheduler(
+      *target_, draft_,
+      {.policy = SchedulePolicy::kBatched, .speculation = automatic, .stop_at_eog = false});
+  const ConcurrencyTrees& table = scheduler.trees_by_concurrency();
+
+  // A sequence's tree is shaped after its previous step was delivered (its first when admitted,
+  // in request order): k is the number admitted and not finished then.
+  std::vector<int32_t> delivered(requests.size(), 0);
+  std::vector<int32_t> shaped_for = {1, 2};
+  int32_t finished = 0;
+  std::vector<std::string> mismatches;
+  int32_t steps_with_two = 0;
+  std::vector<SequenceRequest> observed = requests;
+  for (std::size_t i = 0; i < observed.size(); ++i) {
+    observed[i].on_step = [&, i](const StepView& view) {
+      const TokenTree& want = table.For(shaped_for[i]);
+      if (view.tree.size() != want.size() || view.tree.depth() != want.depth()) {
+        mismatches.push_back(
+            "sequence " + std::to_string(i) + " at token " + std::to_string(delivered[i]) + ": " +
+            std::to_string(view.tree.size()) + " nodes, want the tree for " +
+            std::to_string(shaped_for[i]) + " (" + std::to_string(want.size()) + ")");
+      }
+      steps_with_two += shaped_for[i] == 2;
+    };
+    observed[i].on_tokens = [&, i](std::span<const int32_t> tokens) {
+      delivered[i] += static_cast<int32_t>(tokens.size());
+      if (delivered[i] >= observed[i].n_predict) ++finished;
+      shaped_for[i] = static_cast<int32_t>(observed.size()) - finished;
+      return true;
+    };
+  }
+  const auto results = scheduler.Run(observed);
+  ASSERT_FALSE(table.empty()) << scheduler.options().speculation.plan.text;
+  ASSERT_NE(table.For(1).size(), table.For(2).size()) << table.Describe();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    ASSERT_EQ(static_cast<int32_t>(results[i].tokens.size()), requests[i].n_predict) << i;
+  }
+  // Fewer rounds than the table takes to rechoose its trees from what it observed.
+  ASSERT_LT(scheduler.stats().rounds.rounds, ConcurrencyTrees::kRoundsPerUpdate);
+  EXPECT_TRUE(mismatches.empty()) << ::testing::PrintToString(mismatches);
+  EXPECT_GT(steps_with_two, 1);  // both sequences in flight for more than the second's first step
 }
 
 TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {

@@ -2,12 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <deque>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -15,6 +12,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "model/drafter_file.h"
+#include "schedule/draft_rounds.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
 #include "speculate/model_drafter.h"
@@ -487,93 +485,14 @@ void Scheduler::RunSerial(Source& source) {
   }
 }
 
-// SEED's rounds (Algorithm 2) and their batched variant. The calling thread verifies; each lane's
-// thread drafts. gamma[l] (the paper's draft label map) lets lane l draft once; a finished draft
-// enters the FCFS queue `ready` and its lane waits until verification sets gamma[l] again. All
-// handoffs go through `mutex`, so a session is touched by one thread at a time. Each lane sleeps
-// on a condition variable of its own: permission to draft wakes that lane's thread alone (a shared
-// one woke every lane's thread per permission: 256 wake-ups a round at 16 lanes).
-class Scheduler::Rounds {
- public:
-  explicit Rounds(std::size_t n_lanes) : lane_cvs_(n_lanes), gamma_(n_lanes, 0) {}
-
-  // Lane side: waits for permission to draft; false when stopping.
-  bool WaitToDraft(std::size_t l) {
-    std::unique_lock lock(mutex_);
-    lane_cvs_[l].wait(lock, [&] { return stopping_ || gamma_[l] != 0; });
-    if (stopping_) return false;
-    gamma_[l] = 0;
-    return true;
-  }
-  void Drafted(std::size_t l, Lane& lane) {
-    {
-      std::lock_guard lock(mutex_);
-      lane.enqueued = Clock::now();
-      ready_.push_back(l);
-      --drafting_;
-    }
-    verifier_cv_.notify_one();
-  }
-  void Failed(std::exception_ptr error) {
-    {
-      std::lock_guard lock(mutex_);
-      if (!error_) error_ = error;
-    }
-    verifier_cv_.notify_one();
-  }
-  void AllowDraft(std::size_t l) {
-    {
-      std::lock_guard lock(mutex_);
-      gamma_[l] = 1;
-      ++drafting_;
-    }
-    lane_cvs_[l].notify_one();
-  }
-  // Verifier side: waits for at least one finished draft; with `gather`, then also for the drafts
-  // under way, for at most that long (a straggler joins the next round). Takes the queue's head,
-  // and the drafts behind it while `take_more` accepts them. Rethrows a lane's exception.
-  template <typename TakeMore>
-  void TakeReady(std::vector<std::size_t>& taken, std::optional<Clock::duration> gather,
-                 TakeMore take_more) {
-    std::unique_lock lock(mutex_);
-    verifier_cv_.wait(lock, [&] { return error_ || !ready_.empty(); });
-    if (gather && !error_ && drafting_ > 0) {
-      verifier_cv_.wait_until(lock, Clock::now() + *gather,
-                              [&] { return error_ || drafting_ == 0; });
-    }
-    if (error_) std::rethrow_exception(error_);
-    taken.clear();
-    do {
-      taken.push_back(ready_.front());
-      ready_.pop_front();
-    } while (!ready_.empty() && take_more(ready_.front()));
-  }
-  void Stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-    }
-    for (std::condition_variable& cv : lane_cvs_) cv.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::vector<std::condition_variable> lane_cvs_;
-  std::condition_variable verifier_cv_;
-  std::vector<uint8_t> gamma_;
-  std::deque<std::size_t> ready_;
-  int64_t drafting_ = 0;  // lanes allowed to draft whose draft has not arrived
-  bool stopping_ = false;
-  std::exception_ptr error_;
-};
-
 void Scheduler::RunRounds(Source& source) {
   const std::size_t n_lanes = source.max_lanes(static_cast<std::size_t>(target_.n_seq()));
   for (std::size_t l = 0; l < n_lanes; ++l) LaneAt(l);
-  Rounds rounds(n_lanes);
+  // SEED's rounds (draft_rounds.h): this thread verifies, each lane's thread drafts.
+  DraftRounds rounds(n_lanes);
   // Lanes stop and join on every way out, exceptions included.
   struct Joiner {
-    Rounds& rounds;
+    DraftRounds& rounds;
     std::vector<std::unique_ptr<Lane>>& lanes;
     std::size_t n;
     ~Joiner() {
@@ -593,7 +512,7 @@ void Scheduler::RunRounds(Source& source) {
           rounds.Failed(std::current_exception());
           return;
         }
-        rounds.Drafted(l, lane);
+        rounds.Drafted(l);
       }
     });
   }
@@ -654,6 +573,7 @@ void Scheduler::RunRounds(Source& source) {
     RoundObservation observed{.sequences = static_cast<int32_t>(taken.size())};
     for (std::size_t l : taken) {
       Lane& lane = *lanes_[l];
+      lane.enqueued = rounds.enqueued(l);
       const double wait = SecondsBetween(lane.enqueued, now);
       source.result(lane.request).queue_wait_seconds += wait;
       stats_.queue_wait_seconds += wait;

@@ -164,10 +164,12 @@ class Scheduler {
   // on_done, or after Serve returned).
   const ScheduleStats& stats() const { return stats_; }
   const SchedulerOptions& options() const { return options_; }
+  // Batched with an auto plan: the tree for each number of sequences in flight (empty before the
+  // plan is chosen, and for other policies and plans). Read it on the scheduler's thread.
+  const ConcurrencyTrees& trees_by_concurrency() const { return trees_by_concurrency_; }
 
  private:
   struct Lane;
-  class Rounds;
   class Source;
   class ListSource;
   class FeedSource;
