@@ -124,7 +124,11 @@ TEST_F(PipeDecTest, GreedyOutputIsPlainDecodingsForEveryStageCountAndTree) {
       EXPECT_EQ(r.syncs + 1, static_cast<int64_t>(r.tokens.size()));
       const int64_t misses = r.syncs - r.hits;
       EXPECT_GE(r.timesteps, r.syncs + (stages - 1) * (1 + misses));
-      EXPECT_LE(r.timesteps, static_cast<int64_t>(stages) * (r.syncs + 1));
+      // The ceiling: a hit whose kept subtree holds nothing deeper refills like a miss, and with
+      // these trees on this pair that is rare (none was seen; at most one hit in ten allowed).
+      // Pruning that drops the kept subtree's deeper layers passes the unit test above but costs
+      // about 80% more timesteps per token at n_layer stages.
+      EXPECT_LE(r.timesteps, r.syncs + (stages - 1) * (1 + misses + r.hits / 10));
       if (width == 32) {
         EXPECT_GT(r.hit_rate(), 0.5) << stages;  // the pair agrees most of the time
       }
@@ -189,6 +193,7 @@ TEST_F(PipeDecTest, GroupsOfStagesGiveTheSameTokensWithATreeAsDeepAsTheGroups) {
   for (const PipelineTimestep& step : r.log)
     EXPECT_EQ(static_cast<int64_t>(step.stage_rows.size()), d);
   EXPECT_GE(r.timesteps, r.syncs + (d - 1) * (1 + r.syncs - r.hits));
+  EXPECT_LE(r.timesteps, r.syncs + (d - 1) * (1 + r.syncs - r.hits + r.hits / 10));
   // Grouped stages cost their sum on the clock.
   const PipelineCosts costs{.stage_seconds = [](int32_t, int32_t) { return 1e-3; },
                             .draft_seconds = [](int32_t) { return 0.0; },
