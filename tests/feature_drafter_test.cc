@@ -144,6 +144,34 @@ TEST_P(FeatureGreedy, SpeculativeEqualsPlainTokenForToken) {
   EXPECT_EQ(session.Generate(prompt, {}), plain);
   const SpeculationStats& s = session.stats();
   EXPECT_EQ(s.generated, 48);
+  // Every feature the drafter holds is the target's hidden state at that position, as one forward
+  // over the whole text computes it: rows taken from the wrong batch index (off by one, or the
+  // tree's order for the accepted path's) still give plain decoding's tokens, only worse guesses.
+  std::vector<int32_t> text = prompt;
+  text.insert(text.end(), plain.begin(), plain.end());
+  text.pop_back();  // the last token was never fed
+  auto whole = Model::Create(target->parameters(), {.pool = target->shared_pool()});
+  Batch batch;
+  batch.AddChain(text, 0, 0);
+  whole->Forward(batch);
+  const std::span<const float> hidden = whole->hidden_states();
+  const auto n_embd = static_cast<std::size_t>(target->config().n_embd);
+  int32_t held = 0;
+  for (int32_t p = 0; p < static_cast<int32_t>(text.size()); ++p) {
+    const std::span<const float> feature = drafter.observed_feature(p);
+    if (feature.empty()) continue;
+    ++held;
+    const std::span<const float> want =
+        hidden.subspan(static_cast<std::size_t>(p) * n_embd, n_embd);
+    ASSERT_EQ(feature.size(), want.size());
+    float worst = 0.0f;
+    for (std::size_t i = 0; i < n_embd; ++i) {
+      worst = std::max(worst, std::abs(feature[i] - want[i]) / (1.0f + std::abs(want[i])));
+    }
+    EXPECT_LT(worst, 1e-4f) << "position " << p;
+  }
+  // The prompt's and every accepted token's (the last root's comes with the next verification).
+  EXPECT_GE(held, static_cast<int32_t>(text.size()) - 1);
   if (c.init == Init::kCopyOfTarget && policy.plan.is_static() && !policy.plan.is_auto()) {
     // The drafter computes the target's own logits from the features and tokens it is handed: a
     // static tree's top path is accepted to its end at every step. A row fed at a wrong position,

@@ -100,6 +100,13 @@ const float* FeatureDrafter::FeatureAt(int32_t position) const {
   return features_.data() + static_cast<std::size_t>(position) * n_embd_;
 }
 
+std::span<const float> FeatureDrafter::observed_feature(int32_t position) const {
+  const float* feature =
+      position < static_cast<int32_t>(observed_.size()) ? FeatureAt(position) : nullptr;
+  return feature ? std::span<const float>(feature, static_cast<std::size_t>(n_embd_))
+                 : std::span<const float>();
+}
+
 void FeatureDrafter::Fuse(int32_t i, int32_t token, const float* feature) {
   const auto d = static_cast<std::size_t>(n_embd_);
   float* row = concat_.data() + static_cast<std::size_t>(i) * 2 * d;

@@ -50,6 +50,9 @@ class FeatureDrafter : public Drafter {
   bool HasRoomFor(int32_t fed_nodes) const override;
   bool reads_target_features() const override { return true; }
   void ObserveTarget(int32_t first_position, std::span<const float> rows) override;
+  // The target's feature held for `position` (handed by ObserveTarget), or empty where none was
+  // (the drafter reads zero there).
+  std::span<const float> observed_feature(int32_t position) const;
 
  private:
   // Writes row i of fused_: fc [e(token); feature] (a null feature is zero).
