@@ -16,6 +16,7 @@
 #include "model/model_parameters.h"
 #include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
+#include "pipe/pipe_benchmark.h"
 #include "pipe/pipe_transport.h"
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_clock.h"
@@ -331,6 +332,61 @@ TEST_F(PipeDecTest, StagesLoadOnlyTheirLayers) {
   EXPECT_THROW(ModelParameters::Load(kTarget, true, pool, {2, n_layer + 1}), Error);
   // {0, 0}: the configuration and the tokenizer, no weights.
   EXPECT_EQ(ModelParameters::Load(kTarget, true, pool, {0, 0})->weight_bytes(), 0u);
+}
+
+// The real runs side by side (grove pipe --transport threads|mpi): every run gives plain
+// decoding's tokens, rank 0 holds every rank's measurements and time split and the clock's
+// figure for each run, and the other ranks hold nothing. Ranks given other inputs, or a transport
+// with another number of ranks than the stages need, are refused on every rank.
+TEST_F(PipeDecTest, BenchmarkRunsEveryKindAndReportsOnRankZero) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<int32_t> plain = Plain(greedy, 12);
+  PipeBenchmarkOptions options{
+      .kinds = {PipelineRunKind::kPlain, PipelineRunKind::kStaticTree, PipelineRunKind::kPipeDec},
+      .pipeline = Options(2, greedy, 12),
+      .reps = 2};
+  options.pipeline.width = 100000;  // narrowed to what the context holds
+  const auto target = target_->parameters();
+  auto run = [&](const PipeBenchmarkOptions& o, int32_t ranks) {
+    return RunRanksInProcess<PipeBenchmarkReport>(
+        ranks, std::chrono::seconds(60),
+        [&](PipeTransport& t) { return RunPipeBenchmark(t, target, draft_, prompt_, o); });
+  };
+  const std::vector<PipeBenchmarkReport> reports = run(options, 3);
+  const PipeBenchmarkReport& report = reports[0];
+  EXPECT_EQ(report.pipeline.width,
+            PipeDecMaxWidth(*target, static_cast<int32_t>(prompt_.size()), 12, 2));
+  EXPECT_EQ(report.hosts.size(), 3u);
+  EXPECT_TRUE(report.one_host);
+  EXPECT_EQ(report.resident_mib.size(), 3u);
+  ASSERT_EQ(report.stage_curves.size(), 2u);
+  EXPECT_GT(report.stage_curves[0].Seconds(1), 0.0);
+  EXPECT_GT(report.draft_curve.Seconds(1), 0.0);
+  EXPECT_GT(report.link.latency_seconds, 0.0);
+  ASSERT_EQ(report.runs.size(), 3u);
+  for (const PipeBenchmarkRun& r : report.runs) {
+    SCOPED_TRACE(PipelineRunName(r.kind));
+    EXPECT_EQ(r.result.tokens, plain);
+    EXPECT_EQ(r.seconds_per_token.size(), 2u);
+    EXPECT_EQ(r.rank_times.size(), 3u);
+    EXPECT_GT(r.clocked_seconds_per_token, 0.0);
+  }
+  EXPECT_TRUE(reports[1].runs.empty());
+  EXPECT_TRUE(reports[2].runs.empty());
+
+  EXPECT_THROW(run(options, 4), Error);  // 2 stages and the draft are 3 ranks
+  std::atomic<int32_t> refused = 0;
+  RunRanksInProcess<int>(3, std::chrono::seconds(60), [&](PipeTransport& t) {
+    PipeBenchmarkOptions mine = options;
+    mine.inputs = {{"prompts", t.rank() == 2 ? 2u : 1u}};
+    try {
+      RunPipeBenchmark(t, target, draft_, prompt_, mine);
+    } catch (const Error& e) {
+      refused += std::string(e.what()).find("rank 2") != std::string::npos;
+    }
+    return 0;
+  });
+  EXPECT_EQ(refused, 3);
 }
 
 TEST_F(PipeDecTest, RefusesBadArgumentsBeforeRunning) {

@@ -332,7 +332,7 @@ namespace {
 class VerifyTimer {
  public:
   VerifyTimer(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
-              int32_t first_layer, int32_t last_layer)
+              int32_t first_layer, int32_t last_layer, bool cold_caches = false)
       : target_(target),
         cache_(target.cache(seq)),
         seq_(seq),
@@ -346,6 +346,7 @@ class VerifyTimer {
     if (limit_ < 1) Fail("verify cost: no room in the context to measure at position ", position);
     if (first_layer_ > 0)
       hidden_.assign(static_cast<std::size_t>(limit_) * target.config().n_embd, 0.0f);
+    if (cold_caches) flush_.assign(kFlushBytes, 0);
   }
 
   int32_t limit() const { return limit_; }
@@ -357,6 +358,7 @@ class VerifyTimer {
         hidden_.empty() ? std::span<const float>()
                         : std::span<const float>(hidden_).first(static_cast<std::size_t>(n) *
                                                                 target_.config().n_embd);
+    for (std::size_t i = 0; i < flush_.size(); i += 64) flush_[i] += 1;  // a write per line
     Timer timer;
     target_.ForwardLayers(batch_, first_layer_, last_layer_, in);
     const double seconds = timer.Seconds();
@@ -388,14 +390,18 @@ class VerifyTimer {
   int32_t limit_ = 0;
   Batch batch_;
   std::vector<float> hidden_;
+  // Written through before each timed forward when the caches are to be cold: larger than any
+  // last-level cache of the machines grove measures on.
+  static constexpr std::size_t kFlushBytes = std::size_t{64} << 20;
+  std::vector<uint8_t> flush_;
 };
 
 }  // namespace
 
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                                   int32_t max_tokens, double budget_seconds, int32_t first_layer,
-                                  int32_t last_layer) {
-  VerifyTimer timer(target, seq, token, position, max_tokens, first_layer, last_layer);
+                                  int32_t last_layer, bool cold_caches) {
+  VerifyTimer timer(target, seq, token, position, max_tokens, first_layer, last_layer, cold_caches);
   std::vector<int32_t> sizes;
   for (int32_t n : kMeasuredSizes) {
     if (n <= timer.limit()) sizes.push_back(n);

@@ -154,10 +154,13 @@ class AutoPlanner {
 // budget_seconds: the median of repeated forwards of a chain of `token`. The cache is left as
 // found. Layers [first_layer, last_layer) only, when given (last_layer -1: to the last, the
 // output head included when last_layer is the model's last): a pipeline stage's cost, zero hidden
-// rows coming in when first_layer > 0.
+// rows coming in when first_layer > 0. cold_caches: the CPU caches flushed before each timed
+// forward, as when units take turns on one host's cores and the others' weights pass through the
+// caches between two forwards of this one (decoding alone keeps its weights warm).
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                                   int32_t max_tokens, double budget_seconds,
-                                  int32_t first_layer = 0, int32_t last_layer = -1);
+                                  int32_t first_layer = 0, int32_t last_layer = -1,
+                                  bool cold_caches = false);
 
 // Forwards per size that ExtendVerifyCost spends: one untimed, then the fastest of the rest
 // (interference only ever adds time).
