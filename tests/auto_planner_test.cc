@@ -293,7 +293,7 @@ TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
   std::filesystem::create_directories(dir);
   const std::string key = VerifyCostCache::KeyFor(*model);
   const std::string head = R"({"format":"grove-verify-cost-cache","version":1,"key":)";
-  for (const std::string text :
+  for (const std::string& text :
        {std::string("{not json"), std::string("[]"),
         // another model's or machine's key
         head + R"("x","complete":true,"decode_seconds":0,"curve":[{"n":1,"seconds_median":1e-3}]})",

@@ -607,7 +607,9 @@ TEST_P(FeatureScheduler, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
     ASSERT_EQ(results.size(), requests.size());
     for (std::size_t i = 0; i < results.size(); ++i)
       EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
-    if (policy != SchedulePolicy::kSerialAr) EXPECT_FALSE(results[2].forked);
+    if (policy != SchedulePolicy::kSerialAr) {
+      EXPECT_FALSE(results[2].forked);
+    }
   }
 }
 

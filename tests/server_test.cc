@@ -30,6 +30,7 @@
 #include "serve/event_stream_client.h"
 #include "serve/http_server.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 #include "test_support.h"
 

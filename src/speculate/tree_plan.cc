@@ -1,11 +1,9 @@
 #include "speculate/tree_plan.h"
 
 #include <charconv>
-#include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "base/text_file.h"
-#include "speculate/verify_cost_cache.h"
+#include "speculate/plan_files.h"
 
 namespace grove {
 namespace {
@@ -51,112 +49,7 @@ TokenTree KConfigShape(const std::vector<int32_t>& widths) {
   return shape;
 }
 
-nlohmann::json ReadJson(const std::string& path, std::string_view what) {
-  const std::string text = ReadTextFile(path, what);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    Fail(what, " '", path, "' is not valid JSON: ", e.what());
-  }
-}
-
 }  // namespace
-
-TokenTree ReadTreeFile(const std::string& path) {
-  nlohmann::json j = ReadJson(path, "tree file");
-  if (!j.is_object() || !j.contains("parents") || !j["parents"].is_array()) {
-    Fail("tree file '", path, "': expected {\"parents\": [...]}");
-  }
-  TokenTree shape;
-  std::vector<int32_t> n_children(j["parents"].size() + 1, 0);
-  for (std::size_t i = 0; i < j["parents"].size(); ++i) {
-    const auto& v = j["parents"][i];
-    if (!v.is_number_integer()) Fail("tree file '", path, "': parents[", i, "] is not an integer");
-    const int64_t parent = v.get<int64_t>();
-    if (parent < -1 || parent >= static_cast<int64_t>(i)) {
-      Fail("tree file '", path, "': parents[", i, "] = ", parent, " must be -1 or an earlier node");
-    }
-    const int32_t rank = n_children[parent + 1]++;
-    try {
-      shape.AddChild(static_cast<int32_t>(parent), kNoToken, 1.0f / (rank + 2));
-    } catch (const Error& e) {
-      Fail("tree file '", path, "': node ", i, ": ", e.what());
-    }
-  }
-  if (shape.empty()) Fail("tree file '", path, "' has no nodes");
-  return shape;
-}
-
-std::string TreeShapeJson(const TokenTree& shape) {
-  nlohmann::json parents = nlohmann::json::array();
-  for (const TreeNode& n : shape.nodes()) parents.push_back(n.parent);
-  return nlohmann::json{{"parents", parents}}.dump();
-}
-
-AcceptanceFile ReadAcceptanceFile(const std::string& path) {
-  nlohmann::json j = ReadJson(path, "acceptance file");
-  if (!j.is_object() || !j.contains("acceptance") || !j["acceptance"].is_array()) {
-    Fail("acceptance file '", path, "': expected {\"acceptance\": [p_1, p_2, ...]}");
-  }
-  std::vector<double> p;
-  for (const auto& v : j["acceptance"]) {
-    if (!v.is_number()) Fail("acceptance file '", path, "': every entry must be a number");
-    p.push_back(v.get<double>());
-  }
-  try {
-    ValidateAcceptanceVector(p);
-  } catch (const Error& e) {
-    Fail("acceptance file '", path, "': ", e.what());
-  }
-  AcceptanceFile file{.acceptance = std::move(p)};
-  if (j.contains("draft_seconds_per_level")) {
-    const auto& c = j["draft_seconds_per_level"];
-    if (!c.is_number() || c.get<double>() < 0) {
-      Fail("acceptance file '", path, "': draft_seconds_per_level must be a number >= 0");
-    }
-    file.draft_seconds_per_level = c.get<double>();
-  }
-  return file;
-}
-
-VerifyCostCurve ReadVerifyProfile(const std::string& path) {
-  nlohmann::json j = ReadJson(path, "verify profile");
-  if (!j.is_object() || !j.contains("curve") || !j["curve"].is_array()) {
-    Fail("verify profile '", path,
-         "': expected {\"curve\": [{\"n\": 1, \"seconds_median\": ...}, ...]}");
-  }
-  std::vector<std::pair<int32_t, double>> points;
-  for (const auto& point : j["curve"]) {
-    if (!point.is_object() || !point.contains("n") || !point.contains("seconds_median") ||
-        !point["n"].is_number_integer() || !point["seconds_median"].is_number()) {
-      Fail("verify profile '", path,
-           "': each curve point needs integer n and number seconds_median");
-    }
-    points.emplace_back(point["n"].get<int32_t>(), point["seconds_median"].get<double>());
-  }
-  try {
-    return VerifyCostCurve(std::move(points));
-  } catch (const Error& e) {
-    Fail("verify profile '", path, "': ", e.what());
-  }
-}
-
-TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path,
-                              int32_t max_tokens) {
-  TreePlanInputs inputs{.max_tokens = max_tokens};
-  if (!accept_path.empty()) {
-    AcceptanceFile accept = ReadAcceptanceFile(accept_path);
-    inputs.acceptance = std::move(accept.acceptance);
-    inputs.draft_seconds_per_level = accept.draft_seconds_per_level;
-  }
-  if (!profile_path.empty()) {
-    inputs.verify_cost = ReadVerifyProfile(profile_path);
-  } else {
-    inputs.verify_cost_cache =
-        std::make_shared<const VerifyCostCache>(VerifyCostCache::DefaultDirectory());
-  }
-  return inputs;
-}
 
 TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
   TreePlan spec;

@@ -71,23 +71,4 @@ struct TreePlan {
 // inputs.max_tokens, a sequoia spec without an acceptance vector, a malformed tree file.
 TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs);
 
-// Static shape files: {"parents": [...]} with nodes in level order (-1: child of the root).
-TokenTree ReadTreeFile(const std::string& path);
-std::string TreeShapeJson(const TokenTree& shape);
-
-// Acceptance vectors as `grove calibrate` writes them: {"acceptance": [p_1, ...],
-// "draft_seconds_per_level": c, ...}; c is 0 when absent.
-struct AcceptanceFile {
-  std::vector<double> acceptance;
-  double draft_seconds_per_level = 0.0;
-};
-AcceptanceFile ReadAcceptanceFile(const std::string& path);
-// Verify-cost profiles as `grove bench --verify-curve --profile-out` writes them; the curve's n
-// counts the verified tokens (root included).
-VerifyCostCurve ReadVerifyProfile(const std::string& path);
-
-// The inputs of a plan from the files users pass (--accept, --profile; empty: absent).
-TreePlanInputs ReadPlanInputs(const std::string& accept_path, const std::string& profile_path,
-                              int32_t max_tokens);
-
 }  // namespace grove

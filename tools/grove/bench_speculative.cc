@@ -17,6 +17,7 @@
 #include "speculate/auto_planner.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/plan_files.h"
 #include "speculate/session.h"
 #include "speculation_report.h"
 

@@ -4,9 +4,7 @@
 // --profile-out).
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,6 +29,7 @@
 #include "option_checks.h"
 #include "output_path.h"
 #include "sampling_options.h"
+#include "speculate/plan_files.h"
 
 namespace grove::cli {
 namespace {
@@ -347,39 +346,26 @@ Json RunJson(const BenchRun& r, const BenchOptions& o, const BandwidthProbe* pro
   return j;
 }
 
-std::string UtcNow() {
-  char buf[32];
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
-// The hardware profile (docs/profile-format.md): written beside and renamed into place, so the tree
-// optimiser never reads half a file.
+// The hardware profile (docs/profile-format.md), for the tree optimiser.
 void WriteProfile(const std::string& path, const BenchRun& r, const BenchOptions& o,
                   const BandwidthProbe* probe) {
-  const double t1 = r.curve.front().seconds.median;
-  Json j = {{"format", "grove-hardware-profile"},
-            {"version", 1},
-            {"created", UtcNow()},
-            {"grove_version", GROVE_VERSION},
-            {"model", r.model.name},
-            {"model_path", r.model.path},
-            {"model_types", r.model.types},
-            {"model_size_bytes", r.model.size_bytes},
-            {"weight_bytes", r.model.weight_bytes},
-            {"threads", r.threads},
-            {"kernels", ActiveKernels().name},
-            {"cpu_features", CpuFeatureString(HostCpuFeatures())},
-            {"batch_shape", "chain"},
-            {"prefix_tokens", o.curve_prefix},
-            {"repetitions", o.repetitions},
-            {"curve", CurveJson(r.curve)},
-            {"decode_gbps", static_cast<double>(r.model.weight_bytes) / t1 / 1e9},
-            {"bandwidth_gbps", probe ? Json(probe->gbps_median) : Json(nullptr)}};
-  ReplaceTextFile(path, j.dump(2) + "\n", "--profile-out");
+  VerifyProfile profile{.model = r.model.name,
+                        .model_path = r.model.path,
+                        .model_types = r.model.types,
+                        .model_size_bytes = r.model.size_bytes,
+                        .weight_bytes = r.model.weight_bytes,
+                        .threads = r.threads,
+                        .prefix_tokens = o.curve_prefix,
+                        .repetitions = o.repetitions};
+  for (const CurvePoint& p : r.curve) {
+    profile.curve.push_back({.n = p.n,
+                             .seconds_median = p.seconds.median,
+                             .seconds_sd = p.seconds.sd,
+                             .seconds_min = p.seconds.min,
+                             .seconds_max = p.seconds.max});
+  }
+  if (probe) profile.bandwidth_gbps = probe->gbps_median;
+  WriteVerifyProfile(path, profile);
 }
 
 // ---- the command

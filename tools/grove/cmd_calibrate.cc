@@ -4,8 +4,6 @@
 // count which child the verifier accepts. Also measures the draft cost per tree level, which
 // sequoia:auto needs.
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/error.h"
@@ -18,6 +16,7 @@
 #include "prompt_file.h"
 #include "sampling_options.h"
 #include "speculate/open_drafter.h"
+#include "speculate/plan_files.h"
 #include "speculate/session.h"
 
 namespace grove::cli {
@@ -69,31 +68,22 @@ void RunCalibrate(CalibrateOptions o) {
                     StrCat("calibrating: prompt ", i + 1, "/", n, ", ", steps, " steps"));
   }
   if (steps == 0) Fail("calibrate: no step verified a tree (prompts too long for the context?)");
-  nlohmann::json p = nlohmann::json::array();
+  AcceptanceFile file{.draft_seconds_per_level = draft_seconds / static_cast<double>(steps)};
   std::string shown;
   for (int32_t k = 1; k <= o.width; ++k) {
-    const double pk = static_cast<double>(counts[k]) / steps;
-    p.push_back(pk);
+    const double pk = static_cast<double>(counts[k]) / static_cast<double>(steps);
+    file.acceptance.push_back(pk);
     if (k <= 8) shown += (k > 1 ? ", " : "") + std::to_string(pk).substr(0, 6);
   }
-  nlohmann::json out = {
-      {"acceptance", p},
-      {"none", static_cast<double>(counts[0]) / steps},
-      {"width", o.width},
-      {"temperature", o.sampling.temperature},
-      {"top_k", o.sampling.top_k},
-      {"top_p", o.sampling.top_p},
-      {"min_p", o.sampling.min_p},
-      {"steps", steps},
-      {"prompts", n},
-      {"target", o.model},
-      {"draft", o.draft},
-      {"draft_seconds_per_level", draft_seconds / steps},
-      {"method", "on-policy star tree (Sequoia E1)"},
-  };
-  std::ofstream f(o.out);
-  if (!f) Fail("cannot write '", o.out, "'");
-  f << out.dump(2) << "\n";
+  WriteAcceptanceFile(o.out, file,
+                      {.none = static_cast<double>(counts[0]) / static_cast<double>(steps),
+                       .width = o.width,
+                       .sampling = o.sampling,
+                       .steps = steps,
+                       .prompts = static_cast<int64_t>(n),
+                       .target = o.model,
+                       .draft = o.draft,
+                       .method = "on-policy star tree (Sequoia E1)"});
   std::printf(
       "acceptance (p_1..p_8): %s ... | none %.3f | %lld steps over %zu prompts | draft %.3f "
       "ms/level\nwrote %s\n",

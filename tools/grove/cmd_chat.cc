@@ -29,6 +29,7 @@
 #include "serve/stop_matcher.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/plan_files.h"
 #include "speculate/session.h"
 
 namespace grove::cli {

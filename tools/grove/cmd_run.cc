@@ -18,6 +18,7 @@
 #include "sampling_options.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/plan_files.h"
 #include "speculate/session.h"
 #include "speculation_report.h"
 

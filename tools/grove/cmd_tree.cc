@@ -1,13 +1,13 @@
 // grove tree: the optimal Sequoia tree for an acceptance vector and a node budget, its expected
 // tokens per step G(n) or G(n, d), and (given the hardware profile) the predicted speedup.
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "base/error.h"
 #include "commands.h"
 #include "option_checks.h"
 #include "output_path.h"
+#include "speculate/plan_files.h"
 #include "speculate/sequoia.h"
 #include "speculate/tree_plan.h"
 
@@ -71,9 +71,7 @@ void RunTree(const TreeOptions& o) {
   }
   std::printf("%s", o.dot ? tree.ToDot().c_str() : tree.ToText().c_str());
   if (!o.out.empty()) {
-    std::ofstream f(o.out);
-    if (!f) Fail("cannot write '", o.out, "'");
-    f << TreeShapeJson(tree) << "\n";
+    WriteTreeFile(o.out, tree);
     std::fprintf(summary, "wrote %s (use it with --spec file:%s)\n", o.out.c_str(), o.out.c_str());
   }
 }

@@ -10,6 +10,7 @@
 #include "option_checks.h"
 #include "schedule/schedule_policy.h"
 #include "speculate/open_drafter.h"
+#include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 
 namespace grove::cli {

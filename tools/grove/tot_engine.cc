@@ -10,6 +10,7 @@
 #include "sampling_options.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
+#include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 
 namespace grove::cli {
