@@ -485,6 +485,17 @@ void Scheduler::RunSerial(Source& source) {
   }
 }
 
+// One round of seed or batched verification: the drafts it took, the batch that verifies them,
+// and its times.
+struct Scheduler::Round {
+  std::vector<std::size_t> taken;  // lanes, in the order their drafts finished
+  Batch batch;
+  Clock::time_point start;
+  double draft_wait = 0.0;
+  double forward = 0.0;
+  RoundObservation observed;  // batched with an auto plan: for the trees by concurrency
+};
+
 void Scheduler::RunRounds(Source& source) {
   const std::size_t n_lanes = source.max_lanes(static_cast<std::size_t>(target_.n_seq()));
   for (std::size_t l = 0; l < n_lanes; ++l) LaneAt(l);
@@ -516,114 +527,127 @@ void Scheduler::RunRounds(Source& source) {
       }
     });
   }
-
-  // Fills free lanes from the source; blocks for a request only when nothing is in flight.
-  bool closed = false;
-  auto admit = [&] {
-    for (std::size_t l = 0; l < n_lanes && !closed; ++l) {
-      Lane& lane = *lanes_[l];
-      while (lane.request < 0) {
-        const int64_t r = source.Next(/*wait=*/in_flight_ == 0);
-        if (r == Source::kClosed) closed = true;
-        if (r < 0) return;
-        if (!Admit(source, r, lane)) continue;
-        if (lane.session->done()) {  // n_predict 0: the lane is free again
-          Finish(source, lane);
-        } else {
-          ShapeFor(lane);
-          rounds.AllowDraft(l);
-        }
-      }
-    }
-  };
-  const bool batched = options_.policy == SchedulePolicy::kBatched;
-  std::vector<std::size_t> taken;
-  Batch batch;
   // batched: a round waits for every draft under way (the lanes drafted in parallel since the
   // last forward) for at most as long as the last forward took, so that one forward verifies them
   // all; seed verifies whatever is ready (its FCFS queue). Without the wait, 4 plain sequences
   // shared a forward 2.8 at a time on average on 2 cores.
+  const bool batched = options_.policy == SchedulePolicy::kBatched;
   Clock::duration last_forward = std::chrono::milliseconds(1);
-  // batched with an auto plan: what each round did goes to the trees by concurrency, which
-  // rechoose themselves from it (concurrency_trees.h).
-  const bool adapt = batched && !trees_by_concurrency_.empty();
-  for (;;) {
-    admit();
+  Round round;
+  for (bool closed = false;;) {
+    AdmitWhileLanesAreFree(source, rounds, n_lanes, &closed);
     if (in_flight_ == 0) {
       if (closed) break;
       continue;
     }
     // A round, from here: its wait for drafts, its forward, accepting and streaming (admitting,
     // prefills included, is no step's cost).
-    const Clock::time_point round_start = Clock::now();
-    int32_t tokens = 0;
-    rounds.TakeReady(taken, batched ? std::optional(last_forward) : std::nullopt,
-                     [&](std::size_t l) {
-                       if (!batched) return false;
-                       if (tokens == 0) tokens = lanes_[taken.front()]->session->tree().size() + 1;
-                       const int32_t more = lanes_[l]->session->tree().size() + 1;
-                       if (tokens + more > options_.node_budget) return false;
-                       tokens += more;
-                       return true;
-                     });
+    GatherRound(rounds, batched ? std::optional(last_forward) : std::nullopt, round);
     Timer busy;
-    const Clock::time_point now = Clock::now();
-    const double draft_wait = SecondsBetween(round_start, now);
-    batch.Clear();
-    RoundObservation observed{.sequences = static_cast<int32_t>(taken.size())};
-    for (std::size_t l : taken) {
-      Lane& lane = *lanes_[l];
-      lane.enqueued = rounds.enqueued(l);
-      const double wait = SecondsBetween(lane.enqueued, now);
-      source.result(lane.request).queue_wait_seconds += wait;
-      stats_.queue_wait_seconds += wait;
-      ++stats_.queued_drafts;
-      observed.draft_levels += lane.session->tree().depth();
-      lane.session->AppendVerify(batch);
-    }
+    PackRound(source, rounds, round);
     Timer forward;
-    const std::span<const float> logits = target_.Forward(batch);
-    const double forward_seconds = forward.Seconds();
+    const std::span<const float> logits = target_.Forward(round.batch);
+    round.forward = forward.Seconds();
     last_forward =
-        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(forward_seconds));
+        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round.forward));
     ++stats_.target_forwards;
-    for (std::size_t l : taken) {
-      Lane& lane = *lanes_[l];
-      SpeculativeSession& session = *lane.session;
-      // The shared forward is attributed in proportion to the rows each sequence put in it; the
-      // rest of the time since its draft ended was waiting (the queue, the others' share).
-      const double share = forward_seconds * (session.tree().size() + 1) / batch.size();
-      session.RecordVerifyForward(share);
-      session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
-      const bool table_tree = lane.scheduler_tree && !session.tree().empty();
-      const std::span<const int32_t> accepted = session.Accept(logits);
-      if (table_tree) {
-        observed.expected_accepted += lane.expected_accepted;
-        observed.accepted += static_cast<int64_t>(accepted.size()) - 1;
-      }
-      const bool streaming =
-          Deliver(source.request(lane.request), session, accepted, source.result(lane.request));
-      if (session.done() || !streaming) {
+    SettleRound(source, rounds, logits, round);
+    stats_.target_busy_seconds += busy.Seconds();
+  }
+}
+
+void Scheduler::AdmitWhileLanesAreFree(Source& source, DraftRounds& rounds, std::size_t n_lanes,
+                                       bool* closed) {
+  // Blocks for a request only when nothing is in flight.
+  for (std::size_t l = 0; l < n_lanes && !*closed; ++l) {
+    Lane& lane = *lanes_[l];
+    while (lane.request < 0) {
+      const int64_t r = source.Next(/*wait=*/in_flight_ == 0);
+      if (r == Source::kClosed) *closed = true;
+      if (r < 0) return;
+      if (!Admit(source, r, lane)) continue;
+      if (lane.session->done()) {  // n_predict 0: the lane is free again
         Finish(source, lane);
       } else {
         ShapeFor(lane);
         rounds.AllowDraft(l);
       }
     }
-    const double other = SecondsBetween(round_start, Clock::now()) - draft_wait - forward_seconds;
-    if (adapt) {
-      observed.rows = static_cast<int32_t>(batch.size());
-      observed.forward_seconds = forward_seconds;
-      observed.draft_wait_seconds = draft_wait;
-      observed.other_seconds = other;
-      if (trees_by_concurrency_.Observe(observed)) {
-        Log(LogLevel::kDebug, "batched: ", trees_by_concurrency_.Describe());
-      }
-    }
-    stats_.target_busy_seconds += busy.Seconds();
-    stats_.rounds += RoundTimes{
-        .rounds = 1, .draft_wait = draft_wait, .forward = forward_seconds, .other = other};
   }
+}
+
+void Scheduler::GatherRound(DraftRounds& rounds, std::optional<Clock::duration> gather,
+                            Round& round) {
+  round.start = Clock::now();
+  // seed takes the queue's head alone; batched the drafts behind it while the budget holds them.
+  int32_t tokens = 0;
+  const bool batched = options_.policy == SchedulePolicy::kBatched;
+  rounds.TakeReady(round.taken, gather, [&](std::size_t l) {
+    if (!batched) return false;
+    if (tokens == 0) tokens = lanes_[round.taken.front()]->session->tree().size() + 1;
+    const int32_t more = lanes_[l]->session->tree().size() + 1;
+    if (tokens + more > options_.node_budget) return false;
+    tokens += more;
+    return true;
+  });
+  round.draft_wait = SecondsBetween(round.start, Clock::now());
+}
+
+void Scheduler::PackRound(Source& source, DraftRounds& rounds, Round& round) {
+  const Clock::time_point now = Clock::now();
+  round.batch.Clear();
+  round.observed = {.sequences = static_cast<int32_t>(round.taken.size())};
+  for (std::size_t l : round.taken) {
+    Lane& lane = *lanes_[l];
+    lane.enqueued = rounds.enqueued(l);
+    const double wait = SecondsBetween(lane.enqueued, now);
+    source.result(lane.request).queue_wait_seconds += wait;
+    stats_.queue_wait_seconds += wait;
+    ++stats_.queued_drafts;
+    round.observed.draft_levels += lane.session->tree().depth();
+    lane.session->AppendVerify(round.batch);
+  }
+}
+
+void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const float> logits,
+                            Round& round) {
+  for (std::size_t l : round.taken) {
+    Lane& lane = *lanes_[l];
+    SpeculativeSession& session = *lane.session;
+    // The shared forward is attributed in proportion to the rows each sequence put in it; the
+    // rest of the time since its draft ended was waiting (the queue, the others' share).
+    const double share = round.forward * (session.tree().size() + 1) / round.batch.size();
+    session.RecordVerifyForward(share);
+    session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
+    const bool table_tree = lane.scheduler_tree && !session.tree().empty();
+    const std::span<const int32_t> accepted = session.Accept(logits);
+    if (table_tree) {
+      round.observed.expected_accepted += lane.expected_accepted;
+      round.observed.accepted += static_cast<int64_t>(accepted.size()) - 1;
+    }
+    const bool streaming =
+        Deliver(source.request(lane.request), session, accepted, source.result(lane.request));
+    if (session.done() || !streaming) {
+      Finish(source, lane);
+    } else {
+      ShapeFor(lane);
+      rounds.AllowDraft(l);
+    }
+  }
+  const double other = SecondsBetween(round.start, Clock::now()) - round.draft_wait - round.forward;
+  // batched with an auto plan: what the round did goes to the trees by concurrency, which
+  // rechoose themselves from it (concurrency_trees.h).
+  if (options_.policy == SchedulePolicy::kBatched && !trees_by_concurrency_.empty()) {
+    round.observed.rows = static_cast<int32_t>(round.batch.size());
+    round.observed.forward_seconds = round.forward;
+    round.observed.draft_wait_seconds = round.draft_wait;
+    round.observed.other_seconds = other;
+    if (trees_by_concurrency_.Observe(round.observed)) {
+      Log(LogLevel::kDebug, "batched: ", trees_by_concurrency_.Describe());
+    }
+  }
+  stats_.rounds += RoundTimes{
+      .rounds = 1, .draft_wait = round.draft_wait, .forward = round.forward, .other = other};
 }
 
 }  // namespace grove

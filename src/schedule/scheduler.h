@@ -17,9 +17,11 @@
 // draws are plain sampling's) serial-ar's tokens are the same too.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -37,6 +39,7 @@ namespace grove {
 // the server take it from here.
 inline constexpr int32_t kDefaultNodeBudget = 128;
 
+class DraftRounds;
 class RequestFeed;
 
 // One speculative step of a sequence, for a live view: the tree it verified, the nodes it
@@ -192,7 +195,19 @@ class Scheduler {
   // Before a lane drafts: its tree for the sequences now in flight (batched, auto plan).
   void ShapeFor(Lane& lane);
   void RunSerial(Source& source);
+  // seed and batched: rounds of gathering finished drafts, packing them into one batch, the
+  // target's forward, and settling each sequence's step.
+  struct Round;
   void RunRounds(Source& source);
+  // Fills free lanes from the source and lets them draft; *closed once the source is.
+  void AdmitWhileLanesAreFree(Source& source, DraftRounds& rounds, std::size_t n_lanes,
+                              bool* closed);
+  void GatherRound(DraftRounds& rounds, std::optional<std::chrono::steady_clock::duration> gather,
+                   Round& round);
+  void PackRound(Source& source, DraftRounds& rounds, Round& round);
+  // Accepts, streams and finishes or reshapes each sequence, then records the round.
+  void SettleRound(Source& source, DraftRounds& rounds, std::span<const float> logits,
+                   Round& round);
   void Drive(Source& source);
   SessionOptions SessionOptionsFor(const SequenceRequest& request, int32_t slot,
                                    int32_t cached) const;
