@@ -12,7 +12,7 @@
 #include "model/drafter_file.h"
 #include "model/tokenizer.h"
 #include "serve/api_error.h"
-#include "serve/stop_matcher.h"
+#include "serve/choice_stream.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
@@ -234,23 +234,28 @@ std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& reques
   return chat_format_->Encode(text);
 }
 
-std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& request) {
-  bool thinking_open = false;
-  std::vector<int32_t> prompt = Tokenize(request, &thinking_open);
+std::vector<int32_t> CompletionService::PromptOf(const CompletionRequest& request,
+                                                 bool* thinking_open) const {
+  std::vector<int32_t> prompt = Tokenize(request, thinking_open);
+  const char* field = request.chat ? "messages" : "prompt";
   if (prompt.empty()) {
     const bool has_bos = target_.tokenizer()->bos() >= 0;
     throw ApiError(400,
                    has_bos ? "the prompt is empty, and this model does not start texts with its "
                              "BOS token: give it some text"
                            : "the prompt is empty and the model has no BOS token to start from",
-                   "invalid_request_error", request.chat ? "messages" : "prompt");
+                   "invalid_request_error", field);
   }
   if (static_cast<int32_t>(prompt.size()) >= target_.n_ctx()) {
     throw ApiError(400,
                    "the prompt has " + std::to_string(prompt.size()) +
                        " tokens; this model's context holds " + std::to_string(target_.n_ctx()),
-                   "invalid_request_error", request.chat ? "messages" : "prompt");
+                   "invalid_request_error", field);
   }
+  return prompt;
+}
+
+SamplerParams CompletionService::SamplingFor(const CompletionRequest& request) const {
   const SamplerParams& defaults = options_.sampling;
   SamplerParams sampling{.temperature = request.temperature.value_or(defaults.temperature),
                          .top_k = request.top_k.value_or(defaults.top_k),
@@ -262,7 +267,13 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
   } catch (const Error& e) {
     throw ApiError(400, e.what());
   }
-  auto policy = std::make_shared<const SpeculationPolicy>(PolicyFor(request, sampling));
+  return sampling;
+}
+
+std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& request) {
+  bool thinking_open = false;
+  const std::vector<int32_t> prompt = PromptOf(request, &thinking_open);
+  auto policy = std::make_shared<const SpeculationPolicy>(PolicyFor(request, SamplingFor(request)));
   // An auto plan is the scheduler's tree, chosen when its first request arrives: named when done.
   const std::string tree = policy->plan.text;
   const std::string id =
@@ -287,83 +298,27 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
   std::vector<SequenceRequest> sequences;
   std::vector<RequestFeed::DoneFn> done;
   for (int32_t i = 0; i < request.n; ++i) {
-    // Per choice, touched on the scheduler's thread only.
-    struct ChoiceState {
-      ChoiceState(const Tokenizer& tok, std::vector<std::string> stops)
-          : decoder(tok), stop(std::move(stops)) {}
-      // Hands text that passed the stop strings to the client, split into reasoning and content
-      // when asked; `end`: the text is complete (releases what the splitter holds).
-      void Emit(Completion& completion, int32_t choice, std::string text, bool end) {
-        if (!reasoning) {
-          if (!text.empty()) completion.Push({.choice = choice, .text = std::move(text)});
-          return;
-        }
-        ReasoningSplitter::Parts parts = reasoning->Push(text);
-        if (end) {
-          ReasoningSplitter::Parts rest = reasoning->Flush();
-          parts.reasoning += rest.reasoning;
-          parts.content += rest.content;
-        }
-        if (!parts.reasoning.empty()) {
-          completion.Push(
-              {.choice = choice, .text = std::move(parts.reasoning), .reasoning = true});
-        }
-        if (!parts.content.empty()) {
-          completion.Push({.choice = choice, .text = std::move(parts.content)});
-        }
-      }
-      TokenStreamDecoder decoder;
-      StopMatcher stop;
-      std::optional<ReasoningSplitter> reasoning;
-      bool stopped = false;
-      bool end_of_generation = false;
-      // For the live view: steps so far, tokens (generated), and acceptance by depth.
-      SpeculationStats running;
-    };
-    auto state = std::make_shared<ChoiceState>(tok, stops);
-    if (split_reasoning) state->reasoning.emplace(thinking_open);
+    auto stream = std::make_shared<ChoiceStream>(
+        tok, i, stops, split_reasoning ? std::optional(thinking_open) : std::nullopt);
     SequenceRequest q{.prompt = prompt,
                       .sequence = static_cast<uint64_t>(i),
                       .n_predict = request.max_tokens,
                       .speculation = policy};
-    q.on_step = [channel, state, &tok, i](const StepView& step) {
-      SpeculationStats& r = state->running;
-      ++r.steps;
-      r.generated += static_cast<int64_t>(step.tokens.size());
-      r.CountDepths(static_cast<std::size_t>(step.tree.depth()), step.accepted.size());
-      if (!channel->watched()) return;
-      channel->Publish(StepEvent(tok, step, i, r));
+    q.on_step = [channel, stream, &tok, i](const StepView& step) {
+      const SpeculationStats& running = stream->Observe(step);
+      if (channel->watched()) channel->Publish(StepEvent(tok, step, i, running));
     };
-    q.on_tokens = [completion, state, &tok, i](std::span<const int32_t> tokens) {
-      if (completion->cancelled()) return false;
-      for (int32_t token : tokens) {
-        if (tok.IsEndOfGeneration(token)) {
-          state->end_of_generation = true;
-          break;
-        }
-        state->Emit(*completion, i, state->stop.Push(state->decoder.Push(token)), false);
-        if (state->stop.stopped()) {
-          state->stopped = true;
-          return false;  // ends the sequence at this step
-        }
-      }
-      return true;
+    q.on_tokens = [completion, stream](std::span<const int32_t> tokens) {
+      return stream->Push(*completion, tokens);
     };
     done.push_back(
-        [this, completion, state, policy, channel, choices_left, i](SequenceResult&& result) {
+        [this, completion, stream, policy, channel, choices_left, i](SequenceResult&& result) {
           if (--*choices_left == 0) {
             channel->Close();
             std::lock_guard lock(running_mutex_);
             running_.erase(completion->id());
           }
-          std::string rest;
-          if (!state->stopped && result.error.empty()) {
-            rest = state->stop.Push(state->decoder.Flush()) + state->stop.Flush();
-          }
-          if (result.error.empty()) state->Emit(*completion, i, std::move(rest), true);
-          const char* reason = !result.error.empty()                        ? "error"
-                               : state->stopped || state->end_of_generation ? "stop"
-                                                                            : "length";
+          const char* reason = stream->Finish(*completion, result);
           metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
           metrics_.SchedulerProgress(scheduler_->stats());
           const TreePlan& plan =
@@ -377,6 +332,14 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
     const std::string text = request.chat ? request.messages.back().content : request.prompt;
     running_[id] = {channel, text.substr(0, 80), tree};
   }
+  Submit(std::move(sequences), std::move(done), id, channel);
+  metrics_.RequestServed(static_cast<int64_t>(prompt.size()), request.n);
+  return completion;
+}
+
+void CompletionService::Submit(std::vector<SequenceRequest> sequences,
+                               std::vector<RequestFeed::DoneFn> done, const std::string& id,
+                               const std::shared_ptr<StepChannel>& channel) {
   const RequestFeed::Submitted submitted = feed_.SubmitAll(std::move(sequences), std::move(done));
   if (submitted != RequestFeed::Submitted::kQueued) {
     channel->Close();
@@ -395,8 +358,6 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
     case RequestFeed::Submitted::kClosed:
       throw ApiError(503, "the server is stopping", "server_error");
   }
-  metrics_.RequestServed(static_cast<int64_t>(prompt.size()), request.n);
-  return completion;
 }
 
 std::string CompletionService::MetricsText() const { return metrics_.Text(feed_.waiting()); }

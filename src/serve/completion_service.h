@@ -95,6 +95,7 @@ class Completion {
 
  private:
   friend class CompletionService;
+  friend class ChoiceStream;
   void Push(CompletionEvent event);
   // A choice finished: records its result; the last one pushes kDone.
   void FinishChoice(int32_t choice, const SequenceResult& result, std::string finish_reason,
@@ -159,6 +160,14 @@ class CompletionService {
   SpeculationPolicy PolicyFor(const CompletionRequest& request, const SamplerParams& sampling);
   // The prompt's tokens; `thinking_open` says whether a chat prompt leaves "<think>" open.
   std::vector<int32_t> Tokenize(const CompletionRequest& request, bool* thinking_open) const;
+  // The same, refused (ApiError 400) when empty or longer than the context.
+  std::vector<int32_t> PromptOf(const CompletionRequest& request, bool* thinking_open) const;
+  // The request's sampling over the server's defaults; ApiError 400 when invalid.
+  SamplerParams SamplingFor(const CompletionRequest& request) const;
+  // Queues a completion's sequences; ApiError 503 (and its live view closed) when the queue is
+  // full or the server stops.
+  void Submit(std::vector<SequenceRequest> sequences, std::vector<RequestFeed::DoneFn> done,
+              const std::string& id, const std::shared_ptr<StepChannel>& channel);
 
   Model& target_;
   std::shared_ptr<const ModelParameters> draft_;

@@ -1,0 +1,53 @@
+// One choice of a completion as its client sees it: the tokens the scheduler accepts become text
+// (whole characters: TokenStreamDecoder), cut at the first stop string (stop_matcher.h), split
+// into reasoning and content when the request asks (reasoning_splitter.h), and pushed to the
+// completion as they come; plus the running statistics the live view shows. Used on the
+// scheduler's thread only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/tokenizer.h"
+#include "schedule/scheduler.h"
+#include "serve/reasoning_splitter.h"
+#include "serve/stop_matcher.h"
+#include "speculate/speculation.h"
+
+namespace grove::serve {
+
+class Completion;
+
+class ChoiceStream {
+ public:
+  // split_reasoning: whether to split, and if so whether the prompt left a thinking block open.
+  ChoiceStream(const Tokenizer& tok, int32_t choice, std::vector<std::string> stops,
+               std::optional<bool> split_reasoning);
+
+  // A step's tokens. False: the choice ends at this step (a stop string, or a client gone).
+  bool Push(Completion& completion, std::span<const int32_t> tokens);
+  // The sequence ended: the rest of the text (unless it failed) goes to the client. Returns the
+  // finish reason: "stop" (a stop string or the end of generation), "length" or "error".
+  const char* Finish(Completion& completion, const SequenceResult& result);
+  // A speculative step, for the live view: steps, tokens and acceptance by depth so far.
+  const SpeculationStats& Observe(const StepView& step);
+
+ private:
+  // Hands text that passed the stop strings to the client; `end`: the text is complete (releases
+  // what the splitter holds).
+  void Emit(Completion& completion, std::string text, bool end);
+
+  const Tokenizer& tok_;
+  const int32_t choice_;
+  TokenStreamDecoder decoder_;
+  StopMatcher stop_;
+  std::optional<ReasoningSplitter> reasoning_;
+  bool stopped_ = false;
+  bool end_of_generation_ = false;
+  SpeculationStats running_;
+};
+
+}  // namespace grove::serve
