@@ -213,15 +213,30 @@ void SpeculativeSession::AppendVerify(Batch& batch) {
 
 std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logits) {
   const TokenTree& tree = draft_.tree();
+  Timer timer;
+  VerifyRows(logits);
+  step_.verification = timer.Seconds();
+  timer.Reset();
+  CommitAccepted();
+  step_.cache = timer.Seconds();
+  ObserveStep(tree);
+  EmitAccepted(tree);
+  // "other": whatever the step's span (Draft to here) spent outside the measured parts.
+  step_.other = std::max(0.0, step_timer_.Seconds() - step_wait_ - step_.total());
+  step_wait_ = 0.0;
+  stats_.times += step_;
+  return emitted_;
+}
+
+void SpeculativeSession::VerifyRows(std::span<const float> logits) {
+  const TokenTree& tree = draft_.tree();
   const int32_t nv = target_.config().n_vocab;
   const int32_t n_rows = tree.size() + 1;
   GROVE_CHECK(logits.size() >= static_cast<std::size_t>(first_row_ + n_rows) * nv,
               "session: the batch's logits do not cover this session's rows");
   const float* rows = logits.data() + static_cast<std::size_t>(first_row_) * nv;
-
   // Verification reads the target's distribution only at the rows its walk reaches; greedy reads
   // the logits' argmax, which is the one-hot distribution's.
-  Timer timer;
   const bool greedy = policy_.rule == VerifyRule::kGreedy;
   auto target_row = [&](int32_t r) -> std::span<const float> {
     const std::span<const float> row(rows + static_cast<std::size_t>(r) * nv,
@@ -232,37 +247,41 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   };
   verifier_.Verify(policy_.rule, tree, target_row, nv, draft_.draft_rows(), rng_, options_.sequence,
                    root_position_, result_);
-  step_.verification = timer.Seconds();
+}
 
-  // Commit: the root stays at its slot, the accepted nodes move down behind it; the drafter keeps
-  // the nodes it has fed, named by their ids in the tree it expanded (DraftState::drafted_node).
-  timer.Reset();
+void SpeculativeSession::CommitAccepted() {
+  // The root stays at its slot, the accepted nodes move down behind it; the drafter keeps the
+  // nodes it has fed, named by their ids in the tree it expanded (DraftState::drafted_node).
   kept_slots_.clear();
   for (int32_t node : result_.accepted) kept_slots_.push_back(root_position_ + 1 + node);
   target_.cache(options_.target_seq).Compact(root_position_ + 1, kept_slots_);
-  if (drafter_.reads_target_features()) {
-    // The target's features of the root and the accepted nodes, before the next forward replaces
-    // them (a driver runs no target forward between its batch's forward and Accept).
-    const std::span<const float> hidden = target_.hidden_states();
-    const auto d = static_cast<std::size_t>(target_.config().n_embd);
-    GROVE_CHECK(hidden.size() >= static_cast<std::size_t>(root_batch_index_ + n_rows) * d,
-                "session: the target's last forward is not the batch this session was verified in");
-    auto row = [&](int32_t batch_index) {
-      return hidden.subspan(static_cast<std::size_t>(batch_index) * d, d);
-    };
-    features_.clear();
-    features_.insert(features_.end(), row(root_batch_index_).begin(), row(root_batch_index_).end());
-    for (int32_t node : result_.accepted) {
-      const std::span<const float> r = row(root_batch_index_ + 1 + node);
-      features_.insert(features_.end(), r.begin(), r.end());
-    }
-    drafter_.ObserveTarget(root_position_, features_);
-  }
+  if (drafter_.reads_target_features()) HandOverFeatures();
   drafted_accepted_.clear();
   for (int32_t node : result_.accepted) drafted_accepted_.push_back(draft_.drafted_node(node));
   drafter_.Commit(draft_.drafted_tree(), drafted_accepted_, result_.next_token);
-  step_.cache = timer.Seconds();
+}
 
+void SpeculativeSession::HandOverFeatures() {
+  // The target's features of the root and the accepted nodes, before the next forward replaces
+  // them (a driver runs no target forward between its batch's forward and Accept).
+  const std::span<const float> hidden = target_.hidden_states();
+  const auto d = static_cast<std::size_t>(target_.config().n_embd);
+  const auto n_rows = static_cast<std::size_t>(draft_.tree().size() + 1);
+  GROVE_CHECK(hidden.size() >= (static_cast<std::size_t>(root_batch_index_) + n_rows) * d,
+              "session: the target's last forward is not the batch this session was verified in");
+  auto row = [&](int32_t batch_index) {
+    return hidden.subspan(static_cast<std::size_t>(batch_index) * d, d);
+  };
+  features_.clear();
+  features_.insert(features_.end(), row(root_batch_index_).begin(), row(root_batch_index_).end());
+  for (int32_t node : result_.accepted) {
+    const std::span<const float> r = row(root_batch_index_ + 1 + node);
+    features_.insert(features_.end(), r.begin(), r.end());
+  }
+  drafter_.ObserveTarget(root_position_, features_);
+}
+
+void SpeculativeSession::ObserveStep(const TokenTree& tree) {
   ++stats_.steps;
   if (tree.empty()) ++stats_.plain_steps;
   RecordTreeStats(tree);
@@ -276,6 +295,9 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
                        .drafter_caught_up = previous_step_plain_});
   }
   previous_step_plain_ = tree.empty();
+}
+
+void SpeculativeSession::EmitAccepted(const TokenTree& tree) {
   emitted_.clear();
   for (int32_t node : result_.accepted) emitted_.push_back(tree.node(node).token);
   emitted_.push_back(result_.next_token);
@@ -289,11 +311,6 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   root_ = result_.next_token;
   root_position_ += static_cast<int32_t>(result_.accepted.size()) + 1;
   if (root_position_ >= target_.n_ctx() - 1) done_ = true;  // the context is full
-  // "other": whatever the step's span (Draft to here) spent outside the measured parts.
-  step_.other = std::max(0.0, step_timer_.Seconds() - step_wait_ - step_.total());
-  step_wait_ = 0.0;
-  stats_.times += step_;
-  return emitted_;
 }
 
 void SpeculativeSession::RecordTreeStats(const TokenTree& tree) {

@@ -166,6 +166,14 @@ class SpeculativeSession {
   // features when it reads them.
   void Prefill(std::span<const int32_t> prompt, int32_t cached);
   void RecordTreeStats(const TokenTree& tree);
+  // Accept's phases: the verification rule over this session's rows of the logits (result_);
+  // the accepted nodes kept in the target's cache and the drafter's; the step counted and shown
+  // to the planner; the accepted tokens emitted and the root moved past them.
+  void VerifyRows(std::span<const float> logits);
+  void CommitAccepted();
+  void HandOverFeatures();  // to a drafter that reads the target's features
+  void ObserveStep(const TokenTree& tree);
+  void EmitAccepted(const TokenTree& tree);
 
   Model& target_;
   Drafter& drafter_;
