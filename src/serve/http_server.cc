@@ -251,7 +251,13 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::Route() {
-  const int retry_after = options_.retry_after_seconds;
+  RouteErrors();
+  RouteInformation();
+  RouteSteps();
+  RouteCompletions();
+}
+
+void HttpServer::RouteErrors() {
   // Errors cpp-httplib produces itself (unknown route, body too large) get OpenAI's error object.
   server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -290,7 +296,9 @@ void HttpServer::Route() {
                  .ToJson());
     return httplib::Server::HandlerResponse::Handled;
   });
+}
 
+void HttpServer::RouteInformation() {
   server_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (service_.healthy()) {
       SendJson(res, 200, {{"status", "ok"}});
@@ -326,6 +334,9 @@ void HttpServer::Route() {
     }
     SendJson(res, 200, {{"object", "list"}, {"data", std::move(data)}});
   });
+}
+
+void HttpServer::RouteSteps() {
   server_->Get("/v1/steps", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.get_param_value("id");
     std::shared_ptr<StepChannel> channel = service_.Steps(id);
@@ -355,79 +366,85 @@ void HttpServer::Route() {
           return true;
         });
   });
+}
 
-  const ApiLimits limits{.max_tokens = service_.target().n_ctx()};
-  auto completions = [this, limits, retry_after](bool chat) {
-    return [this, limits, retry_after, chat](const httplib::Request& req, httplib::Response& res) {
-      try {
-        nlohmann::json body;
-        try {
-          body = nlohmann::json::parse(req.body);
-        } catch (const nlohmann::json::parse_error& e) {
-          throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
-        }
-        CompletionRequest request = ParseCompletionRequest(body, chat, limits);
-        if (chat) SetChatJson(req.body, &request);
-        // One model is served: whatever `model` names, it answers, as llama-server does (OpenAI
-        // and vLLM refuse names they do not serve). Responses carry the served model's id.
-        const std::string& model = service_.options().model_id;
-        std::shared_ptr<Completion> completion = service_.Start(request);
-        const std::chrono::milliseconds keep_alive(options_.keep_alive_ms);
-        if (!request.stream) {
-          // Most answers come within the first wait and are sent whole, with their status; a
-          // longer one is sent chunked, so that a client that leaves is noticed.
-          auto collector = std::make_shared<Collector>(
-              completion, chat, model,
-              ClientConnection({req.local_addr, req.local_port, req.remote_addr, req.remote_port}));
-          if (collector->Gather(keep_alive)) {
-            SendJson(res, 200, collector->Body());
-            return;
-          }
-          if (collector->client_left()) return;  // nobody reads an answer now
-          res.set_chunked_content_provider(
-              "application/json",
-              [collector, keep_alive](std::size_t, httplib::DataSink& sink) {
-                return collector->Provide(sink, keep_alive);
-              },
-              [completion](bool success) {
-                if (!success) completion->Cancel();
-              });
-          return;
-        }
-        res.set_header("Cache-Control", "no-cache");
-        res.set_chunked_content_provider(
-            "text/event-stream",
-            EventStream(completion, chat, model, request.include_usage, keep_alive),
-            [completion](bool success) {
-              if (!success) completion->Cancel();
-            });
-      } catch (const ApiError& e) {
-        if (e.status() != 503) service_.metrics().RequestFailed();
-        SendError(res, e, retry_after);
-      }
+namespace {
+
+nlohmann::json ParseBody(const httplib::Request& req) {
+  try {
+    return nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+  }
+}
+
+}  // namespace
+
+void HttpServer::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
+  try {
+    CompletionRequest request =
+        ParseCompletionRequest(ParseBody(req), chat, {.max_tokens = service_.target().n_ctx()});
+    if (chat) SetChatJson(req.body, &request);
+    // One model is served: whatever `model` names, it answers, as llama-server does (OpenAI
+    // and vLLM refuse names they do not serve). Responses carry the served model's id.
+    const std::string& model = service_.options().model_id;
+    std::shared_ptr<Completion> completion = service_.Start(request);
+    const std::chrono::milliseconds keep_alive(options_.keep_alive_ms);
+    auto cancel_unless_sent = [completion](bool success) {
+      if (!success) completion->Cancel();
     };
-  };
+    if (!request.stream) {
+      // Most answers come within the first wait and are sent whole, with their status; a
+      // longer one is sent chunked, so that a client that leaves is noticed.
+      auto collector = std::make_shared<Collector>(
+          completion, chat, model,
+          ClientConnection({req.local_addr, req.local_port, req.remote_addr, req.remote_port}));
+      if (collector->Gather(keep_alive)) {
+        SendJson(res, 200, collector->Body());
+        return;
+      }
+      if (collector->client_left()) return;  // nobody reads an answer now
+      res.set_chunked_content_provider(
+          "application/json",
+          [collector, keep_alive](std::size_t, httplib::DataSink& sink) {
+            return collector->Provide(sink, keep_alive);
+          },
+          cancel_unless_sent);
+      return;
+    }
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        EventStream(completion, chat, model, request.include_usage, keep_alive),
+        cancel_unless_sent);
+  } catch (const ApiError& e) {
+    if (e.status() != 503) service_.metrics().RequestFailed();
+    SendError(res, e, options_.retry_after_seconds);
+  }
+}
+
+void HttpServer::RouteCompletions() {
   // llama-server's POST /apply-template: {"messages": [...], "tools"?: [...]} -> {"prompt": text},
   // the prompt a chat completion would encode, not run.
-  server_->Post("/apply-template",
-                [this, limits](const httplib::Request& req, httplib::Response& res) {
-                  try {
-                    nlohmann::json body;
-                    try {
-                      body = nlohmann::json::parse(req.body);
-                    } catch (const nlohmann::json::parse_error& e) {
-                      throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
-                    }
-                    if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
-                    CompletionRequest request = ParseCompletionRequest(body, true, limits);
-                    SetChatJson(req.body, &request);
-                    SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
-                  } catch (const ApiError& e) {
-                    SendError(res, e, 0);
-                  }
+  server_->Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      nlohmann::json body = ParseBody(req);
+      if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
+      CompletionRequest request =
+          ParseCompletionRequest(body, true, {.max_tokens = service_.target().n_ctx()});
+      SetChatJson(req.body, &request);
+      SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
+    } catch (const ApiError& e) {
+      SendError(res, e, 0);
+    }
+  });
+  server_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    HandleCompletion(req, res, false);
+  });
+  server_->Post("/v1/chat/completions",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  HandleCompletion(req, res, true);
                 });
-  server_->Post("/v1/completions", completions(false));
-  server_->Post("/v1/chat/completions", completions(true));
 }
 
 }  // namespace grove::serve

@@ -14,7 +14,9 @@
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace grove::serve {
 
@@ -45,6 +47,15 @@ class HttpServer {
 
  private:
   void Route();
+  // Errors cpp-httplib produces, exceptions, and the API key.
+  void RouteErrors();
+  // /health, /metrics, /v1/models, the tree view page and /v1/requests.
+  void RouteInformation();
+  // /v1/steps: the live view's step events of a running request.
+  void RouteSteps();
+  // /v1/completions, /v1/chat/completions and /apply-template.
+  void RouteCompletions();
+  void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
 
   CompletionService& service_;
   HttpServerOptions options_;
