@@ -122,6 +122,117 @@ GgufValue::Scalar ReadScalar(Cursor& in, GgufValueType t, std::string_view what,
   Fail("gguf: '", file, "': ", what, " is not a scalar");
 }
 
+// The magic and the version: 2 or 3, little-endian.
+uint32_t ReadVersion(Cursor& in, const std::string& file) {
+  uint32_t magic = in.Read<uint32_t>("magic");
+  if (magic != kGgufMagic) {
+    Fail("gguf: '", file, "': bad magic (not a GGUF file): first bytes are 0x", std::hex, magic);
+  }
+  const uint32_t version = in.Read<uint32_t>("version");
+  if (version == 1)
+    Fail("gguf: '", file, "': GGUF version 1 is obsolete and not supported (need 2 or 3)");
+  if (__builtin_bswap32(version) == 2 || __builtin_bswap32(version) == 3) {
+    Fail("gguf: '", file, "': big-endian GGUF files are not supported");
+  }
+  if (version != 2 && version != 3) {
+    Fail("gguf: '", file, "': unsupported GGUF version ", version, " (need 2 or 3)");
+  }
+  return version;
+}
+
+// A metadata value (its type, then the value), `what` naming it in errors.
+GgufValue ReadValue(Cursor& in, const std::string& what, const std::string& file) {
+  uint32_t raw_type = in.Read<uint32_t>(what + " type");
+  if (!IsValidValueType(raw_type))
+    Fail("gguf: '", file, "': ", what, " has invalid value type ", raw_type);
+  GgufValue value;
+  value.type = static_cast<GgufValueType>(raw_type);
+  if (value.type == GgufValueType::kString) {
+    value.string = in.ReadString(what);
+  } else if (value.type == GgufValueType::kArray) {
+    uint32_t raw_elem = in.Read<uint32_t>(what + " element type");
+    if (!IsValidValueType(raw_elem)) {
+      Fail("gguf: '", file, "': ", what, " has invalid array element type ", raw_elem);
+    }
+    value.element_type = static_cast<GgufValueType>(raw_elem);
+    if (value.element_type == GgufValueType::kArray) {
+      Fail("gguf: '", file, "': ", what, " is a nested array (not supported)");
+    }
+    uint64_t count = in.Read<uint64_t>(what + " array length");
+    in.CheckCount(count, ScalarBytes(value.element_type), what + " array");
+    if (value.element_type == GgufValueType::kString) {
+      value.strings.reserve(count);
+      for (uint64_t j = 0; j < count; ++j) value.strings.push_back(in.ReadString(what));
+    } else {
+      value.array.reserve(count);
+      for (uint64_t j = 0; j < count; ++j) {
+        value.array.push_back(ReadScalar(in, value.element_type, what, file));
+      }
+    }
+  } else {
+    value.scalar = ReadScalar(in, value.type, what, file);
+  }
+  return value;
+}
+
+// A tensor's info after its name: shape, type and offset, checked against the type's block,
+// the alignment and the file's size (the data pointer is set once the data section is known).
+GgufTensor ReadTensorInfo(Cursor& in, std::string name, uint64_t alignment, uint64_t file_bytes,
+                          const std::string& file) {
+  GgufTensor t;
+  t.name = std::move(name);
+  const std::string what = StrCat("tensor '", t.name, "'");
+  uint32_t n_dims = in.Read<uint32_t>(what + " dimension count");
+  if (n_dims == 0 || n_dims > kMaxDims) {
+    Fail("gguf: '", file, "': ", what, " has ", n_dims, " dimensions (must be 1 to ", kMaxDims,
+         ")");
+  }
+  int64_t n_elements = 1;
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    int64_t ne = in.Read<int64_t>(what + " shape");
+    if (ne <= 0) Fail("gguf: '", file, "': ", what, " has dimension ", d, " of size ", ne);
+    if (n_elements > std::numeric_limits<int64_t>::max() / ne) {
+      Fail("gguf: '", file, "': ", what, " has too many elements");
+    }
+    n_elements *= ne;
+    t.shape.push_back(ne);
+  }
+  uint32_t raw_type = in.Read<uint32_t>(what + " type");
+  auto traits = GetGgmlTypeTraits(raw_type);
+  if (!traits) Fail("gguf: '", file, "': ", what, " has unknown type ", raw_type);
+  t.type = static_cast<GgmlType>(raw_type);
+  if (t.shape[0] % traits->block_size != 0) {
+    Fail("gguf: '", file, "': ", what, " of type ", traits->name, " has row length ", t.shape[0],
+         ", not a multiple of its block size ", traits->block_size);
+  }
+  t.offset = in.Read<uint64_t>(what + " offset");
+  if (t.offset % alignment != 0) {
+    Fail("gguf: '", file, "': ", what, " data offset ", t.offset, " is not aligned to ", alignment);
+  }
+  // n_elements / block_size * type_size cannot overflow: n_elements < 2^63 and type_size <= 292
+  // would overflow only past ~2^54 blocks, which is checked against the file size below.
+  uint64_t n_blocks = static_cast<uint64_t>(n_elements / traits->block_size);
+  if (n_blocks > file_bytes) Fail("gguf: '", file, "': ", what, " is larger than the file");
+  t.n_bytes = n_blocks * static_cast<uint64_t>(traits->type_size);
+  return t;
+}
+
+// Overlapping tensors would alias weights: always a writer bug, so the file is refused.
+void CheckNoOverlap(const std::vector<GgufTensor>& tensors, const std::string& file) {
+  std::vector<const GgufTensor*> by_offset;
+  by_offset.reserve(tensors.size());
+  for (const GgufTensor& t : tensors) by_offset.push_back(&t);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+  for (std::size_t i = 1; i < by_offset.size(); ++i) {
+    const GgufTensor* a = by_offset[i - 1];
+    const GgufTensor* b = by_offset[i];
+    if (a->offset + a->n_bytes > b->offset) {
+      Fail("gguf: '", file, "': tensors '", a->name, "' and '", b->name, "' overlap");
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view GgufValueTypeName(GgufValueType type) {
@@ -183,19 +294,7 @@ void GgufFile::Parse() {
   const std::string& file = name_;
   if (bytes_.size() < 4)
     Fail("gguf: '", file, "': file is ", bytes_.size(), " bytes, too short for a GGUF header");
-  uint32_t magic = in.Read<uint32_t>("magic");
-  if (magic != kGgufMagic) {
-    Fail("gguf: '", file, "': bad magic (not a GGUF file): first bytes are 0x", std::hex, magic);
-  }
-  version_ = in.Read<uint32_t>("version");
-  if (version_ == 1)
-    Fail("gguf: '", file, "': GGUF version 1 is obsolete and not supported (need 2 or 3)");
-  if (__builtin_bswap32(version_) == 2 || __builtin_bswap32(version_) == 3) {
-    Fail("gguf: '", file, "': big-endian GGUF files are not supported");
-  }
-  if (version_ != 2 && version_ != 3) {
-    Fail("gguf: '", file, "': unsupported GGUF version ", version_, " (need 2 or 3)");
-  }
+  version_ = ReadVersion(in, file);
   uint64_t n_tensors = in.Read<uint64_t>("tensor count");
   uint64_t n_kv = in.Read<uint64_t>("metadata count");
   // A key-value pair needs at least 8 (key length) + 4 (type) + 1 bytes; a tensor info 8 + 4 + 4
@@ -206,39 +305,9 @@ void GgufFile::Parse() {
   metadata_.reserve(n_kv);
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = in.ReadString(StrCat("key of metadata entry ", i));
-    std::string what = StrCat("metadata '", key, "'");
     if (key.empty()) Fail("gguf: '", file, "': metadata entry ", i, " has an empty key");
     if (metadata_index_.count(key)) Fail("gguf: '", file, "': duplicate metadata key '", key, "'");
-    uint32_t raw_type = in.Read<uint32_t>(what + " type");
-    if (!IsValidValueType(raw_type))
-      Fail("gguf: '", file, "': ", what, " has invalid value type ", raw_type);
-    GgufValue value;
-    value.type = static_cast<GgufValueType>(raw_type);
-    if (value.type == GgufValueType::kString) {
-      value.string = in.ReadString(what);
-    } else if (value.type == GgufValueType::kArray) {
-      uint32_t raw_elem = in.Read<uint32_t>(what + " element type");
-      if (!IsValidValueType(raw_elem)) {
-        Fail("gguf: '", file, "': ", what, " has invalid array element type ", raw_elem);
-      }
-      value.element_type = static_cast<GgufValueType>(raw_elem);
-      if (value.element_type == GgufValueType::kArray) {
-        Fail("gguf: '", file, "': ", what, " is a nested array (not supported)");
-      }
-      uint64_t count = in.Read<uint64_t>(what + " array length");
-      in.CheckCount(count, ScalarBytes(value.element_type), what + " array");
-      if (value.element_type == GgufValueType::kString) {
-        value.strings.reserve(count);
-        for (uint64_t j = 0; j < count; ++j) value.strings.push_back(in.ReadString(what));
-      } else {
-        value.array.reserve(count);
-        for (uint64_t j = 0; j < count; ++j) {
-          value.array.push_back(ReadScalar(in, value.element_type, what, file));
-        }
-      }
-    } else {
-      value.scalar = ReadScalar(in, value.type, what, file);
-    }
+    GgufValue value = ReadValue(in, StrCat("metadata '", key, "'"), file);
     metadata_index_.emplace(key, metadata_.size());
     metadata_.emplace_back(std::move(key), std::move(value));
   }
@@ -255,46 +324,11 @@ void GgufFile::Parse() {
 
   tensors_.reserve(n_tensors);
   for (uint64_t i = 0; i < n_tensors; ++i) {
-    GgufTensor t;
-    t.name = in.ReadString(StrCat("name of tensor ", i));
-    std::string what = StrCat("tensor '", t.name, "'");
-    if (t.name.empty()) Fail("gguf: '", file, "': tensor ", i, " has an empty name");
-    if (tensor_index_.count(t.name)) Fail("gguf: '", file, "': duplicate ", what);
-    uint32_t n_dims = in.Read<uint32_t>(what + " dimension count");
-    if (n_dims == 0 || n_dims > kMaxDims) {
-      Fail("gguf: '", file, "': ", what, " has ", n_dims, " dimensions (must be 1 to ", kMaxDims,
-           ")");
-    }
-    int64_t n_elements = 1;
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      int64_t ne = in.Read<int64_t>(what + " shape");
-      if (ne <= 0) Fail("gguf: '", file, "': ", what, " has dimension ", d, " of size ", ne);
-      if (n_elements > std::numeric_limits<int64_t>::max() / ne) {
-        Fail("gguf: '", file, "': ", what, " has too many elements");
-      }
-      n_elements *= ne;
-      t.shape.push_back(ne);
-    }
-    uint32_t raw_type = in.Read<uint32_t>(what + " type");
-    auto traits = GetGgmlTypeTraits(raw_type);
-    if (!traits) Fail("gguf: '", file, "': ", what, " has unknown type ", raw_type);
-    t.type = static_cast<GgmlType>(raw_type);
-    if (t.shape[0] % traits->block_size != 0) {
-      Fail("gguf: '", file, "': ", what, " of type ", traits->name, " has row length ", t.shape[0],
-           ", not a multiple of its block size ", traits->block_size);
-    }
-    t.offset = in.Read<uint64_t>(what + " offset");
-    if (t.offset % alignment_ != 0) {
-      Fail("gguf: '", file, "': ", what, " data offset ", t.offset, " is not aligned to ",
-           alignment_);
-    }
-    // n_elements / block_size * type_size cannot overflow: n_elements < 2^63 and type_size <= 292
-    // would overflow only past ~2^54 blocks, which is checked against the file size below.
-    uint64_t n_blocks = static_cast<uint64_t>(n_elements / traits->block_size);
-    if (n_blocks > bytes_.size()) Fail("gguf: '", file, "': ", what, " is larger than the file");
-    t.n_bytes = n_blocks * static_cast<uint64_t>(traits->type_size);
-    tensor_index_.emplace(t.name, tensors_.size());
-    tensors_.push_back(std::move(t));
+    std::string name = in.ReadString(StrCat("name of tensor ", i));
+    if (name.empty()) Fail("gguf: '", file, "': tensor ", i, " has an empty name");
+    if (tensor_index_.count(name)) Fail("gguf: '", file, "': duplicate tensor '", name, "'");
+    tensor_index_.emplace(name, tensors_.size());
+    tensors_.push_back(ReadTensorInfo(in, std::move(name), alignment_, bytes_.size(), file));
   }
 
   data_offset_ = (in.offset() + alignment_ - 1) / alignment_ * alignment_;
@@ -310,19 +344,7 @@ void GgufFile::Parse() {
     }
     t.data = bytes_.data() + data_offset_ + t.offset;
   }
-  // Overlapping tensors would alias weights: always a writer bug, so refuse the file.
-  std::vector<const GgufTensor*> by_offset;
-  by_offset.reserve(tensors_.size());
-  for (const GgufTensor& t : tensors_) by_offset.push_back(&t);
-  std::sort(by_offset.begin(), by_offset.end(),
-            [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
-  for (std::size_t i = 1; i < by_offset.size(); ++i) {
-    const GgufTensor* a = by_offset[i - 1];
-    const GgufTensor* b = by_offset[i];
-    if (a->offset + a->n_bytes > b->offset) {
-      Fail("gguf: '", file, "': tensors '", a->name, "' and '", b->name, "' overlap");
-    }
-  }
+  CheckNoOverlap(tensors_, file);
 }
 
 const GgufValue* GgufFile::Find(std::string_view key) const {
