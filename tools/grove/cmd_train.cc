@@ -26,6 +26,7 @@
 #include "train/gemm.h"
 #include "train/model_file.h"
 #include "train/trainer.h"
+#include "training_options.h"
 
 namespace grove::cli {
 namespace {
@@ -234,22 +235,7 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
       ->capture_default_str()
       ->group(opt);
-  cmd->add_option("--eval-every", o.eval_every, "Steps between validation losses")
-      ->capture_default_str();
-  cmd->add_option("--eval-batches", o.eval_batches, "Validation batches per evaluation")
-      ->capture_default_str();
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints")
-      ->capture_default_str();
-  cmd->add_option("--log-every", c->log_every,
-                  "Steps between progress lines when not on a terminal")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
-  cmd->add_option("-t,--threads", o.threads, "Threads of the matrix products")
-      ->capture_default_str()
-      ->check(PositiveThreadCount());
-  cmd->add_option("--export", c->export_path, "When training ends, write the model here");
-  cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")
-      ->capture_default_str();
+  AddTrainingRunOptions(cmd, *c, "model");
   cmd->callback([c] { RunTrain(*c); });
 }
 

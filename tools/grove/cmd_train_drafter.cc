@@ -21,6 +21,7 @@
 #include "train/feature_trainer.h"
 #include "train/gemm.h"
 #include "train/model_file.h"
+#include "training_options.h"
 
 namespace grove::cli {
 namespace {
@@ -176,21 +177,7 @@ void AddTrainDrafterCommand(CLI::App& app) {
   cmd->add_option("--feature-weight", o.feature_weight,
                   "Weight of the smooth L1 between the drafter's output and the target's feature")
       ->capture_default_str();
-  cmd->add_option("--eval-every", o.eval_every, "Steps between validations")->capture_default_str();
-  cmd->add_option("--eval-batches", o.eval_batches, "Validation batches per validation")
-      ->capture_default_str();
-  cmd->add_option("--checkpoint-every", o.checkpoint_every, "Steps between checkpoints")
-      ->capture_default_str();
-  cmd->add_option("--log-every", c->log_every,
-                  "Steps between progress lines when not on a terminal")
-      ->capture_default_str()
-      ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
-  cmd->add_option("-t,--threads", o.threads, "Threads")
-      ->capture_default_str()
-      ->check(PositiveThreadCount());
-  cmd->add_option("--export", c->export_path, "When training ends, write the drafter here");
-  cmd->add_option("--export-type", c->export_type, "Weight type of --export: f32, f16, bf16, q8_0")
-      ->capture_default_str();
+  AddTrainingRunOptions(cmd, *c, "drafter");
   cmd->callback([c] { RunTrainDrafter(*c); });
 }
 
