@@ -53,4 +53,46 @@ void CheckDrafterTarget(const GgufFile& drafter, const GgufFile& target) {
        "): a feature drafter reads its own target's hidden states");
 }
 
+FeatureDrafterTensors ReadFeatureDrafterTensors(const GgufFile& drafter, const GgufFile& target) {
+  FeatureDrafterTensors out;
+  out.kind = ReadDrafterKind(drafter);
+  if (out.kind != DrafterKind::kFeature && out.kind != DrafterKind::kParallel) {
+    Fail("'", drafter.name(), "' is not a feature drafter (no ", kDrafterKindKey,
+         " = feature or parallel)");
+  }
+  CheckDrafterTarget(drafter, target);
+  const int64_t n_embd = ConfigFromGguf(drafter).n_embd;
+  const int64_t target_n_embd = ConfigFromGguf(target).n_embd;
+  if (n_embd != target_n_embd) {
+    Fail("feature drafter '", drafter.name(), "' is ", n_embd, " wide, its target ", target_n_embd);
+  }
+  out.fusion = BindMatrix(drafter, kDrafterFusionTensor, 2 * n_embd, n_embd);
+  out.masks = ReadDrafterMasks(drafter);
+  if (out.masks > 0) {
+    const GgufTensor* t = drafter.FindTensor(kDrafterMaskTensor);
+    if (!t || t->shape != std::vector<int64_t>{n_embd, out.masks} || t->type != GgmlType::kF32) {
+      Fail("parallel drafter '", drafter.name(), "': tensor ", kDrafterMaskTensor, " must be f32 ",
+           n_embd, "x", out.masks);
+    }
+    out.mask_embeddings = reinterpret_cast<const float*>(t->data);
+  }
+  return out;
+}
+
+int32_t FirstDifferentTokenText(const GgufFile& a, const GgufFile& b, int32_t n,
+                                std::string* a_text, std::string* b_text) {
+  const char* key = "tokenizer.ggml.tokens";
+  if (!a.Has(key) || !b.Has(key)) return -1;
+  const auto ta = a.GetStringArray(key);
+  const auto tb = b.GetStringArray(key);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n) && i < ta.size() && i < tb.size(); ++i) {
+    if (ta[i] != tb[i]) {
+      *a_text = ta[i];
+      *b_text = tb[i];
+      return static_cast<int32_t>(i);
+    }
+  }
+  return -1;
+}
+
 }  // namespace grove

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/weights.h"
+
 namespace grove {
 
 class GgufFile;
@@ -37,5 +39,21 @@ std::string TargetFingerprint(const GgufFile& target);
 
 // Throws grove::Error unless `drafter` was trained for `target` (same fingerprint), naming both.
 void CheckDrafterTarget(const GgufFile& drafter, const GgufFile& target);
+
+// A feature or parallel drafter's own tensors, checked against the target it reads (kind, target
+// fingerprint, width, K, the fusion matrix and the mask embeddings). Throws grove::Error naming
+// the file and what is wrong.
+struct FeatureDrafterTensors {
+  DrafterKind kind = DrafterKind::kFeature;
+  int32_t masks = 0;                       // K; 0 for the autoregressive drafter
+  WeightView fusion;                       // fc: 2 n_embd in, n_embd out
+  const float* mask_embeddings = nullptr;  // K rows of n_embd (f32), or null
+};
+FeatureDrafterTensors ReadFeatureDrafterTensors(const GgufFile& drafter, const GgufFile& target);
+
+// The first token id below n at which two files' vocabularies (tokenizer.ggml.tokens) differ, with
+// both texts; -1 when they agree there or a file has none.
+int32_t FirstDifferentTokenText(const GgufFile& a, const GgufFile& b, int32_t n,
+                                std::string* a_text, std::string* b_text);
 
 }  // namespace grove

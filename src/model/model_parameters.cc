@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "base/log.h"
 #include "io/gguf.h"
 #include "kernels/kernel_set.h"
@@ -78,6 +79,32 @@ uint64_t ModelParameters::grouped_bytes() const {
   for (const AlignedBuffer<uint8_t>& b : grouped_) n += b.size();
   return n;
 }
+
+std::string ModelParameters::ShapeFingerprint() const {
+  Fnv1a h;
+  const ModelConfig& c = config_;
+  h.Mix(c.arch);
+  const int64_t dims[] = {c.n_vocab,
+                          c.n_embd,
+                          c.n_layer,
+                          c.n_head,
+                          c.n_head_kv,
+                          c.head_dim,
+                          c.n_ff,
+                          c.sliding_window,
+                          c.n_local_layers(),
+                          static_cast<int64_t>(gguf_->file_size())};
+  h.Mix(dims, sizeof(dims));
+  for (const GgufTensor& t : gguf_->tensors()) {
+    h.Mix(t.name);
+    const auto type = static_cast<int64_t>(t.type);
+    h.Mix(&type, sizeof(type));
+    h.Mix(t.shape.data(), t.shape.size() * sizeof(int64_t));
+  }
+  return h.Hex();
+}
+
+const std::string& ModelParameters::file_name() const { return gguf_->name(); }
 
 void ModelParameters::CheckScales(ThreadPool& pool) {
   std::vector<WeightView*> matrices = HeldMatrices();

@@ -58,6 +58,12 @@ class ModelParameters {
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Bytes of matrices regrouped at load; 0 if none.
   uint64_t grouped_bytes() const;
+  // What a forward of this model computes, not with which values: the architecture, the attention's
+  // shape (heads and window change the work without changing a tensor), every tensor's name, type
+  // and shape, and the file's size; 16 hex digits.
+  std::string ShapeFingerprint() const;
+  // The file's name, for messages.
+  const std::string& file_name() const;
 
  private:
   ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights, ThreadPool& pool,

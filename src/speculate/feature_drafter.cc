@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "base/error.h"
-#include "io/gguf.h"
 #include "model/drafter_file.h"
 #include "quant/quant.h"
 #include "speculate/model_drafter.h"
@@ -14,24 +13,15 @@ namespace grove {
 
 FeatureDrafter::FeatureDrafter(Model& layer, const Model& target, int32_t seq)
     : model_(layer), seq_(seq), n_embd_(layer.config().n_embd) {
-  const DrafterKind kind = ReadDrafterKind(layer.gguf());
-  if (kind != DrafterKind::kFeature && kind != DrafterKind::kParallel) {
-    Fail("'", layer.gguf().name(), "' is not a feature drafter (no ", kDrafterKindKey,
-         " = feature or parallel)");
-  }
-  CheckDrafterTarget(layer.gguf(), target.gguf());
+  const FeatureDrafterTensors own = ReadFeatureDrafterTensors(layer.gguf(), target.gguf());
   CheckSameVocabulary(layer, target);
-  if (n_embd_ != target.config().n_embd) {
-    Fail("feature drafter '", layer.gguf().name(), "' is ", n_embd_, " wide, its target ",
-         target.config().n_embd);
-  }
   if (layer.n_ctx() < target.n_ctx()) {
     Fail("feature drafter: context ", layer.n_ctx(), " is shorter than the target's ",
          target.n_ctx());
   }
   if (seq < 0 || seq >= layer.n_seq())
     Fail("feature drafter: sequence ", seq, " outside 0..", layer.n_seq() - 1);
-  fc_ = BindMatrix(layer.gguf(), kDrafterFusionTensor, 2 * static_cast<int64_t>(n_embd_), n_embd_);
+  fc_ = own.fusion;
   embd_ = layer.parameters()->weights().token_embd;
   const std::size_t d = static_cast<std::size_t>(n_embd_);
   const auto rows = static_cast<std::size_t>(layer.max_batch());
@@ -44,17 +34,12 @@ FeatureDrafter::FeatureDrafter(Model& layer, const Model& target, int32_t seq)
   observed_.resize(n_ctx);
   root_hidden_.resize(d);
   batch_.tokens.reserve(rows);
-  masks_ = ReadDrafterMasks(layer.gguf());
+  masks_ = own.masks;
   if (masks_ > 0) {
     if (masks_ >= layer.max_batch())
       Fail("parallel drafter: ", masks_, " masks do not fit a batch of ", layer.max_batch());
-    const GgufTensor* t = layer.gguf().FindTensor(kDrafterMaskTensor);
-    if (!t || t->shape != std::vector<int64_t>{n_embd_, masks_} || t->type != GgmlType::kF32) {
-      Fail("parallel drafter '", layer.gguf().name(), "': tensor ", kDrafterMaskTensor,
-           " must be f32 ", n_embd_, "x", masks_);
-    }
     // The mask rows' input is the same at every step: fc [m_j; 0], computed once.
-    const auto* m = reinterpret_cast<const float*>(t->data);
+    const float* m = own.mask_embeddings;
     for (int32_t j = 0; j < masks_; ++j) {
       float* row = concat_.data() + static_cast<std::size_t>(j) * 2 * d;
       std::copy_n(m + static_cast<std::size_t>(j) * d, d, row);

@@ -5,32 +5,15 @@
 #include <limits>
 
 #include "base/error.h"
-#include "io/gguf.h"
+#include "model/drafter_file.h"
 #include "model/tokenizer.h"
 
 namespace grove {
 namespace {
 
-// The first token id below n at which the two files' token texts differ, or -1.
-int32_t FirstDifferentToken(const Model& draft, const Model& target, int32_t n, std::string* a_text,
-                            std::string* b_text) {
-  const char* key = "tokenizer.ggml.tokens";
-  if (!draft.gguf().Has(key) || !target.gguf().Has(key)) return -1;
-  auto a = draft.gguf().GetStringArray(key);
-  auto b = target.gguf().GetStringArray(key);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(n) && i < a.size() && i < b.size(); ++i) {
-    if (a[i] != b[i]) {
-      *a_text = a[i];
-      *b_text = b[i];
-      return static_cast<int32_t>(i);
-    }
-  }
-  return -1;
-}
-
 void CheckTokens(const Model& draft, const Model& target, int32_t n) {
   std::string a, b;
-  const int32_t i = FirstDifferentToken(draft, target, n, &a, &b);
+  const int32_t i = FirstDifferentTokenText(draft.gguf(), target.gguf(), n, &a, &b);
   if (i >= 0) Fail("draft and target vocabularies differ at token ", i, ": '", a, "' vs '", b, "'");
 }
 

@@ -11,7 +11,6 @@
 #include "base/log.h"
 #include "base/replacing_file.h"
 #include "base/text_file.h"
-#include "io/gguf.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
 #include "speculate/sequoia.h"
@@ -25,32 +24,6 @@ namespace {
 
 constexpr const char* kFormat = "grove-verify-cost-cache";
 constexpr int kFormatVersion = 1;
-
-// What the target's forward computes: every tensor's name, type and shape, and the attention's
-// shape (heads and window change the work without changing a tensor).
-std::string ModelShapeFingerprint(const Model& target) {
-  Fnv1a h;
-  const ModelConfig& c = target.config();
-  h.Mix(c.arch);
-  const int64_t dims[] = {c.n_vocab,
-                          c.n_embd,
-                          c.n_layer,
-                          c.n_head,
-                          c.n_head_kv,
-                          c.head_dim,
-                          c.n_ff,
-                          c.sliding_window,
-                          c.n_local_layers(),
-                          static_cast<int64_t>(target.gguf().file_size())};
-  h.Mix(dims, sizeof(dims));
-  for (const GgufTensor& t : target.gguf().tensors()) {
-    h.Mix(t.name);
-    const auto type = static_cast<int64_t>(t.type);
-    h.Mix(&type, sizeof(type));
-    h.Mix(t.shape.data(), t.shape.size() * sizeof(int64_t));
-  }
-  return h.Hex();
-}
 
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -70,10 +43,10 @@ std::string VerifyCostCache::DefaultDirectory() {
 }
 
 std::string VerifyCostCache::KeyFor(const Model& target) {
-  return StrCat("model ", target.config().arch, " ", ModelShapeFingerprint(target), " | cpu ",
-                CpuModelName(), " (", CpuFeatureString(HostCpuFeatures()), ") | kernels ",
-                ActiveKernels().name, " | threads ", target.shared_pool()->size(), " | batch ",
-                target.max_batch(), " | grove ", GROVE_VERSION);
+  return StrCat("model ", target.config().arch, " ", target.parameters()->ShapeFingerprint(),
+                " | cpu ", CpuModelName(), " (", CpuFeatureString(HostCpuFeatures()),
+                ") | kernels ", ActiveKernels().name, " | threads ", target.shared_pool()->size(),
+                " | batch ", target.max_batch(), " | grove ", GROVE_VERSION);
 }
 
 std::string VerifyCostCache::PathFor(const std::string& key) const {
@@ -128,7 +101,7 @@ void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) 
       {"format", kFormat},
       {"version", kFormatVersion},
       {"key", key},
-      {"model", target.gguf().name()},
+      {"model", target.parameters()->file_name()},
       {"complete", curve.complete},
       {"decode_seconds", curve.decode_seconds},
       {"measured_at", curve.measured_at > 0 ? curve.measured_at : NowSeconds()},
