@@ -1,5 +1,5 @@
 // How a sequence speculates, decided once in the library for every caller (`grove run`, `grove
-// bench --spec`, `grove calibrate`, and the scheduler and server to come): the tree plan, the
+// bench --spec`, `grove calibrate`, the scheduler and the server): the tree plan, the
 // verification rule and how children are drawn follow from what the user named, the drafter and
 // the sampling parameters. Every combination that would not be lossless is refused here, with the
 // reason, so no caller can assemble a lossy one.

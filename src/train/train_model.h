@@ -5,8 +5,9 @@
 //
 // The forward pass computes exactly what the inference engine computes for a llama GGUF: RMSNorm,
 // adjacent-pair RoPE (the GGUF convention, so nothing is permuted on export), causal softmax
-// attention with scale 1/sqrt(head_dim), SwiGLU, optional tied output. tests/train_model_test.cc
-// checks the exported model's logits from `Model::Forward` against this graph's.
+// attention with scale 1/sqrt(head_dim), SwiGLU, optional tied output. tests/train_test.cc
+// (Trainer.ExportedModelGivesTheTrainersLogitsInTheInferenceEngine) checks the exported
+// model's logits from `Model::Forward` against this graph's.
 #pragma once
 
 #include <cstdint>

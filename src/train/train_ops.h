@@ -4,11 +4,12 @@
 // layer is Y = X W^T over rows of X. Forward functions compute with the inference ops (ops/) where
 // one exists, so a trained model means the same thing to `grove run`; backward functions ADD into
 // their gradient outputs (dx, dw), so gradients of shared tensors accumulate. Every function is
-// checked against finite differences in tests/train_ops_test.cc.
+// checked against finite differences in tests/train_grad_test.cc.
 //
 // Every function takes an optional thread pool (train/parallel.h): with one, its work is split over
-// the pool's threads, each matrix product a single-threaded BLAS call; without, it runs on the
-// calling thread. The result does not depend on the pool beyond the rounding of the products.
+// the pool's threads, each matrix product a single-threaded call of train/gemm.h (OpenBLAS, opened
+// on first use); without, it runs on the calling thread. The result does not depend on the pool
+// beyond the rounding of the products.
 #pragma once
 
 #include <cstdint>
