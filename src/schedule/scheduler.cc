@@ -38,7 +38,9 @@ int32_t DraftMaxBatch(const SpeculationPolicy& policy) {
 // Appends a step's accepted tokens to the result and streams them; false: the consumer cancelled.
 bool Deliver(const SequenceRequest& request, const SpeculativeSession& session,
              std::span<const int32_t> accepted, SequenceResult& result) {
-  if (request.on_step) request.on_step({session.tree(), session.accepted_nodes(), accepted});
+  if (request.on_step) {
+    request.on_step({session.tree(), session.accepted_nodes(), accepted, session.stats()});
+  }
   result.tokens.insert(result.tokens.end(), accepted.begin(), accepted.end());
   ++result.steps;
   if (request.on_tokens && !request.on_tokens(accepted)) result.cancelled = true;

@@ -43,11 +43,13 @@ class DraftRounds;
 class RequestFeed;
 
 // One speculative step of a sequence, for a live view: the tree it verified, the nodes it
-// accepted (indices into tree, root to leaf) and the tokens it emitted.
+// accepted (indices into tree, root to leaf), the tokens it emitted, and the session's statistics
+// so far, this step included (an observer keeps no tally of its own).
 struct StepView {
   const TokenTree& tree;
   std::span<const int32_t> accepted;
   std::span<const int32_t> tokens;
+  const SpeculationStats& stats;
 };
 
 struct SequenceRequest {

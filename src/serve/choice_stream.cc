@@ -36,13 +36,6 @@ const char* ChoiceStream::Finish(Completion& completion, const SequenceResult& r
   return stopped_ || end_of_generation_ ? "stop" : "length";
 }
 
-const SpeculationStats& ChoiceStream::Observe(const StepView& step) {
-  ++running_.steps;
-  running_.generated += static_cast<int64_t>(step.tokens.size());
-  running_.CountDepths(static_cast<std::size_t>(step.tree.depth()), step.accepted.size());
-  return running_;
-}
-
 void ChoiceStream::Emit(Completion& completion, std::string text, bool end) {
   if (!reasoning_) {
     if (!text.empty()) completion.Push({.choice = choice_, .text = std::move(text)});

@@ -1,8 +1,7 @@
 // One choice of a completion as its client sees it: the tokens the scheduler accepts become text
 // (whole characters: TokenStreamDecoder), cut at the first stop string (stop_matcher.h), split
 // into reasoning and content when the request asks (reasoning_splitter.h), and pushed to the
-// completion as they come; plus the running statistics the live view shows. Used on the
-// scheduler's thread only.
+// completion as they come. Used on the scheduler's thread only.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +14,6 @@
 #include "schedule/scheduler.h"
 #include "serve/reasoning_splitter.h"
 #include "serve/stop_matcher.h"
-#include "speculate/speculation.h"
 
 namespace grove::serve {
 
@@ -32,8 +30,6 @@ class ChoiceStream {
   // The sequence ended: the rest of the text (unless it failed) goes to the client. Returns the
   // finish reason: "stop" (a stop string or the end of generation), "length" or "error".
   const char* Finish(Completion& completion, const SequenceResult& result);
-  // A speculative step, for the live view: steps, tokens and acceptance by depth so far.
-  const SpeculationStats& Observe(const StepView& step);
 
  private:
   // Hands text that passed the stop strings to the client; `end`: the text is complete (releases
@@ -47,7 +43,6 @@ class ChoiceStream {
   std::optional<ReasoningSplitter> reasoning_;
   bool stopped_ = false;
   bool end_of_generation_ = false;
-  SpeculationStats running_;
 };
 
 }  // namespace grove::serve

@@ -38,8 +38,8 @@ SpeculationPolicy PlainPolicy(const SamplerParams& sampling) {
 // One step for the live view: the tree (each node's token text, parent, depth and draft
 // probability), the accepted path, the emitted text, and the choice's running tau and acceptance
 // by depth.
-std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice,
-                      const SpeculationStats& running) {
+std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice) {
+  const SpeculationStats& running = step.stats;
   nlohmann::json nodes = nlohmann::json::array();
   for (const TreeNode& node : step.tree.nodes()) {
     nodes.push_back({{"token", node.token >= 0 ? std::string(tok.TokenPiece(node.token)) : ""},
@@ -304,9 +304,8 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
                       .sequence = static_cast<uint64_t>(i),
                       .n_predict = request.max_tokens,
                       .speculation = policy};
-    q.on_step = [channel, stream, &tok, i](const StepView& step) {
-      const SpeculationStats& running = stream->Observe(step);
-      if (channel->watched()) channel->Publish(StepEvent(tok, step, i, running));
+    q.on_step = [channel, &tok, i](const StepView& step) {
+      if (channel->watched()) channel->Publish(StepEvent(tok, step, i));
     };
     q.on_tokens = [completion, stream](std::span<const int32_t> tokens) {
       return stream->Push(*completion, tokens);
