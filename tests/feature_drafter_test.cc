@@ -23,6 +23,7 @@
 #include "model/config.h"
 #include "schedule/scheduler.h"
 #include "speculate/feature_drafter.h"
+#include "speculate/model_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
@@ -421,6 +422,17 @@ TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
   EXPECT_EQ(opened.drafter->name(), "feature");
   EXPECT_TRUE(opened.drafter->reads_target_features());
   EXPECT_THROW(OpenDrafter(path, *other), Error);
+  // Without a forward context (a server resolving policies), the same traits and refusals.
+  const DrafterTraits traits = CheckDraftModel(*opened.model->parameters(), *target->parameters());
+  EXPECT_EQ(traits.name, opened.drafter->name());
+  EXPECT_EQ(traits.deterministic, opened.drafter->deterministic());
+  EXPECT_THROW(CheckDraftModel(*opened.model->parameters(), *other->parameters()), Error);
+  const DrafterTraits plain = CheckDraftModel(*other->parameters(), *target->parameters());
+  EXPECT_EQ(plain.name, ModelDrafter(*other, *target).name());
+  EXPECT_FALSE(plain.deterministic);
+  auto wider = MakeRandomModel(TargetSpec(2, 9, /*n_vocab=*/520), mo);  // 200 more tokens
+  EXPECT_THROW(CheckDraftModel(*wider->parameters(), *target->parameters()), Error);
+  EXPECT_THROW(ModelDrafter(*wider, *target), Error);
 }
 
 // Sampled output: the first two tokens' joint distribution is the target's, whatever the feature

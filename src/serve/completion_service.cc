@@ -9,12 +9,9 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "model/drafter_file.h"
 #include "model/tokenizer.h"
 #include "serve/api_error.h"
 #include "serve/choice_stream.h"
-#include "speculate/model_drafter.h"
-#include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/speculation.h"
 
@@ -141,17 +138,9 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
       std::make_unique<const ModelChatFormat>(options_.chat_template_source, *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
-  if (draft_) {
-    // Never runs: it only lets ResolveSpeculation see what kind of drafter the lanes use. A
-    // feature drafter keeps a row per position of the target's context (it gets that context), and
-    // a parallel one's K mask rows ride in its forward; a draft model needs neither.
-    const bool feature = ReadDrafterKind(draft_->gguf()) != DrafterKind::kModel;
-    probe_model_ =
-        Model::Create(draft_, {.n_threads = 1,
-                               .n_ctx = feature ? target_.n_ctx() : 16,
-                               .max_batch = std::max(16, ReadDrafterMasks(draft_->gguf()) + 1)});
-    probe_ = MakeModelDrafter(*probe_model_, target_);
-  }
+  // What the lanes' drafters will be, checked now (a mismatched pair fails at start, not at the
+  // first request): requests' policies are resolved against it.
+  if (draft_) draft_traits_ = CheckDraftModel(*draft_, *target_.parameters());
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
   CompletionRequest defaults;
   defaults.speculation = options_.spec;
@@ -191,7 +180,7 @@ SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
   try {
     SpeculationPolicy policy = ResolveSpeculation(
         {.plan = request.speculation, .verify = sampling.greedy() ? "" : "target-sample"},
-        options_.plan_inputs, *probe_, sampling);
+        options_.plan_inputs, draft_traits_, sampling);
     if (policy.plan.max_drafted_nodes() + 1 > kMaxRequestTreeTokens) {
       throw ApiError(400,
                      "tree '" + request.speculation + "' drafts up to " +

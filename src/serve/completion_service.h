@@ -173,8 +173,7 @@ class CompletionService {
   std::shared_ptr<const ModelParameters> draft_;
   ServiceOptions options_;
   std::unique_ptr<const ModelChatFormat> chat_format_;
-  std::unique_ptr<Model> probe_model_;  // a draft context for resolving policies (never runs)
-  std::unique_ptr<Drafter> probe_;
+  DrafterTraits draft_traits_;  // of the lanes' drafters (with a draft)
   std::unique_ptr<Scheduler> scheduler_;
   RequestFeed feed_;
   ServiceMetrics metrics_;

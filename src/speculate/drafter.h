@@ -8,11 +8,19 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include "speculate/token_tree.h"
 
 namespace grove {
+
+// What a speculation policy needs to know of a drafter (speculate/speculation.h), known without
+// one: a server or search resolves policies before any drafting lane exists.
+struct DrafterTraits {
+  std::string name;
+  bool deterministic = false;  // Drafter::deterministic
+};
 
 class Drafter {
  public:
@@ -24,6 +32,7 @@ class Drafter {
   // children are sampled from: only verification rules that are lossless for any tree may then be
   // used, and children are always the top guesses (speculate/speculation.h decides this).
   virtual bool deterministic() const = 0;
+  DrafterTraits traits() const { return {std::string(name()), deterministic()}; }
 
   // Starts a sequence whose committed tokens are `context`; the last one is the root of the first
   // tree (it is not in the target's KV cache yet either).

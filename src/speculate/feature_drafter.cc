@@ -14,7 +14,7 @@ namespace grove {
 FeatureDrafter::FeatureDrafter(Model& layer, const Model& target, int32_t seq)
     : model_(layer), seq_(seq), n_embd_(layer.config().n_embd) {
   const FeatureDrafterTensors own = ReadFeatureDrafterTensors(layer.gguf(), target.gguf());
-  CheckSameVocabulary(layer, target);
+  CheckSameVocabulary(*layer.parameters(), *target.parameters());
   if (layer.n_ctx() < target.n_ctx()) {
     Fail("feature drafter: context ", layer.n_ctx(), " is shorter than the target's ",
          target.n_ctx());

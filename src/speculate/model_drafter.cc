@@ -11,7 +11,7 @@
 namespace grove {
 namespace {
 
-void CheckTokens(const Model& draft, const Model& target, int32_t n) {
+void CheckTokens(const ModelParameters& draft, const ModelParameters& target, int32_t n) {
   std::string a, b;
   const int32_t i = FirstDifferentTokenText(draft.gguf(), target.gguf(), n, &a, &b);
   if (i >= 0) Fail("draft and target vocabularies differ at token ", i, ": '", a, "' vs '", b, "'");
@@ -19,7 +19,7 @@ void CheckTokens(const Model& draft, const Model& target, int32_t n) {
 
 }  // namespace
 
-void CheckSameVocabulary(const Model& draft, const Model& target) {
+void CheckSameVocabulary(const ModelParameters& draft, const ModelParameters& target) {
   const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
   if (nd != nt) {
     Fail("draft and target vocabularies differ: the draft has ", nd, " tokens, the target ", nt,
@@ -28,7 +28,7 @@ void CheckSameVocabulary(const Model& draft, const Model& target) {
   CheckTokens(draft, target, nd);
 }
 
-void CheckPairVocabulary(const Model& draft, const Model& target) {
+void CheckPairVocabulary(const ModelParameters& draft, const ModelParameters& target) {
   const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
   if (std::abs(nd - nt) > kMaxPairVocabDifference) {
     Fail("draft and target vocabularies differ: the draft has ", nd, " tokens, the target ", nt,
@@ -48,7 +48,7 @@ void CheckPairVocabulary(const Model& draft, const Model& target) {
 
 ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq)
     : draft_(draft), seq_(seq), n_vocab_(target.config().n_vocab) {
-  CheckPairVocabulary(draft, target);
+  CheckPairVocabulary(*draft.parameters(), *target.parameters());
   if (seq < 0 || seq >= draft.n_seq())
     Fail("draft model: sequence ", seq, " outside 0..", draft.n_seq() - 1);
   batch_.tokens.reserve(draft.max_batch());

@@ -51,7 +51,7 @@ class ModelDrafter : public Drafter {
 
 // Throws grove::Error naming the first difference if two models cannot share token ids: vocabulary
 // size, and (when both files carry one) the token texts.
-void CheckSameVocabulary(const Model& draft, const Model& target);
+void CheckSameVocabulary(const ModelParameters& draft, const ModelParameters& target);
 
 // Most tokens by which a draft's vocabulary may differ from its target's (llama.cpp's limit too):
 // real pairs differ by the padding of their embedding matrices (Qwen2.5-0.5B has 151,936 rows,
@@ -61,6 +61,6 @@ inline constexpr int32_t kMaxPairVocabDifference = 128;
 // Throws grove::Error naming the first difference unless a draft can propose tokens to a target:
 // sizes within kMaxPairVocabDifference, the same texts for every token both have (when both files
 // carry them), and the same BOS and EOS.
-void CheckPairVocabulary(const Model& draft, const Model& target);
+void CheckPairVocabulary(const ModelParameters& draft, const ModelParameters& target);
 
 }  // namespace grove

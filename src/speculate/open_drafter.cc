@@ -26,4 +26,16 @@ OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
   return opened;
 }
 
+DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameters& target) {
+  if (ReadDrafterKind(draft.gguf()) == DrafterKind::kModel) {
+    CheckPairVocabulary(draft, target);
+    return {"draft-model", false};
+  }
+  const FeatureDrafterTensors own = ReadFeatureDrafterTensors(draft.gguf(), target.gguf());
+  CheckSameVocabulary(draft, target);
+  return {own.masks > 0 ? "parallel" : "feature", false};
+}
+
+DrafterTraits NgramTraits() { return {"ngram", true}; }
+
 }  // namespace grove

@@ -25,4 +25,10 @@ std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int
 // Throws grove::Error naming the problem (a file that does not load, another vocabulary).
 OpenedDrafter OpenDrafter(const std::string& name, Model& target);
 
+// What MakeModelDrafter would make of `draft` for `target`, checked as its constructor checks it
+// (vocabularies; a feature drafter's target, width and tensors), without a forward context.
+DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameters& target);
+// Prompt lookup's (speculate/ngram_drafter.h).
+DrafterTraits NgramTraits();
+
 }  // namespace grove

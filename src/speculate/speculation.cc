@@ -5,7 +5,7 @@
 namespace grove {
 
 SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
-                                     const TreePlanInputs& inputs, const Drafter& drafter,
+                                     const TreePlanInputs& inputs, const DrafterTraits& drafter,
                                      const SamplerParams& sampling) {
   sampling.Validate();
   SpeculationPolicy policy{
@@ -14,7 +14,7 @@ SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
   const bool greedy = sampling.greedy();
   // Children are top-k guesses when the drafter guesses (its rows are not a distribution to sample
   // from) or when OPT-Tree shapes the tree from the draft probabilities.
-  const bool deterministic_children = drafter.deterministic() || !plan.is_static();
+  const bool deterministic_children = drafter.deterministic || !plan.is_static();
   policy.rule = request.verify.empty() ? DefaultVerifyRule(greedy, deterministic_children)
                                        : ParseVerifyRule(request.verify);
   if (request.draw.empty()) {
@@ -24,8 +24,8 @@ SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
     policy.draw = ParseChildDraw(request.draw);
     if (deterministic_children && policy.draw != ChildDraw::kDeterministic) {
       Fail("--draw ", request.draw, ": ",
-           drafter.deterministic()
-               ? StrCat("drafter '", drafter.name(), "' proposes guesses")
+           drafter.deterministic
+               ? StrCat("drafter '", drafter.name, "' proposes guesses")
                : StrCat("tree spec '", plan.text, "' picks the top-k draft tokens"),
            ", so children cannot be drawn '", request.draw, "'");
     }
@@ -39,8 +39,8 @@ SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
          "' picks the top-k draft tokens (OPT-Tree); at temperature > 0 only "
          "--verify target-sample is lossless for such trees");
   }
-  if (drafter.deterministic() && !greedy && policy.rule != VerifyRule::kTargetSample) {
-    Fail("drafter '", drafter.name(),
+  if (drafter.deterministic && !greedy && policy.rule != VerifyRule::kTargetSample) {
+    Fail("drafter '", drafter.name,
          "' guesses tokens instead of sampling them; at temperature > 0 only "
          "--verify target-sample is lossless with it");
   }

@@ -33,7 +33,12 @@ struct SpeculationPolicy {
 // whose accept test assumes sampled children with top-k children, the chain rule on a branching
 // tree, greedy verification at temperature > 0, a sampling rule with a drafter that guesses).
 SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
-                                     const TreePlanInputs& inputs, const Drafter& drafter,
+                                     const TreePlanInputs& inputs, const DrafterTraits& drafter,
                                      const SamplerParams& sampling);
+inline SpeculationPolicy ResolveSpeculation(const SpeculationRequest& request,
+                                            const TreePlanInputs& inputs, const Drafter& drafter,
+                                            const SamplerParams& sampling) {
+  return ResolveSpeculation(request, inputs, drafter.traits(), sampling);
+}
 
 }  // namespace grove

@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <thread>
 
 #include "base/error.h"
 #include "bundled_models.h"
 #include "option_checks.h"
 #include "sampling_options.h"
-#include "speculate/ngram_drafter.h"
 #include "speculate/open_drafter.h"
 #include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
@@ -68,33 +68,31 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   if (opt.verify.empty() && !opt.sampling.greedy()) opt.verify = "target-sample";
   target_ = Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx});
   if (!target_->tokenizer()) Fail("'", opt.model, "' has no tokenizer");
-  // The draft, opened once to check its vocabulary and resolve the policy; the scheduler's lanes
-  // make contexts of their own over its parameters. (Declared before the drafter that uses it.)
-  std::unique_ptr<Model> draft_model;
-  std::unique_ptr<Drafter> probe;
+  // The draft's parameters, checked against the target; the scheduler's lanes make forward
+  // contexts of their own over them.
+  std::optional<DrafterTraits> drafter;
   if (opt.draft == "ngram") {
-    probe = std::make_unique<NgramDrafter>(target_->config().n_vocab, target_->n_ctx());
+    drafter = NgramTraits();
   } else if (!opt.draft.empty()) {
-    OpenedDrafter opened = OpenDrafter(opt.draft, *target_);
-    draft_ = opened.model->parameters();
-    draft_model = std::move(opened.model);
-    probe = std::move(opened.drafter);
+    draft_ =
+        ModelParameters::Load(opt.draft, ModelOptions{}.group_weights, *target_->shared_pool());
+    drafter = CheckDraftModel(*draft_, *target_->parameters());
   }
-  if (probe) {
+  if (drafter) {
     const std::string accept =
         opt.accept_file.empty() ? BundledAcceptanceFor(opt.model, opt.draft, opt.sampling.greedy())
                                 : opt.accept_file;
-    speculation_ =
-        ResolveSpeculation({.plan = opt.spec, .verify = opt.verify},
-                           ReadPlanInputs(accept, "", target_->max_batch()), *probe, opt.sampling);
+    speculation_ = ResolveSpeculation({.plan = opt.spec, .verify = opt.verify},
+                                      ReadPlanInputs(accept, "", target_->max_batch()), *drafter,
+                                      opt.sampling);
   } else {
     speculation_.sampling = opt.sampling;
   }
   target_->WarmUp();
   std::fprintf(stderr, "[grove] target %s, draft %s; tree %s, rule %s\n", opt.model.c_str(),
                opt.draft.empty() ? "none" : opt.draft.c_str(),
-               probe ? speculation_.plan.text.c_str() : "-",
-               probe ? std::string(VerifyRuleName(speculation_.rule)).c_str() : "-");
+               drafter ? speculation_.plan.text.c_str() : "-",
+               drafter ? std::string(VerifyRuleName(speculation_.rule)).c_str() : "-");
 }
 
 int TotEngine::TargetThreads(SchedulePolicy policy) const {
