@@ -1,5 +1,5 @@
 // The plan files: what grove writes (tree, calibrate, bench --profile-out) reads back as written,
-// a failed write leaves the old file whole, and malformed files are refused with their name.
+// a refused write leaves the old file whole, and malformed files are refused with their name.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -73,7 +73,7 @@ TEST(PlanFiles, AcceptanceRoundTripsWithItsProvenance) {
   std::remove(path.c_str());
 }
 
-TEST(PlanFiles, ProfileRoundTripsAndAFailedWriteKeepsTheOldFile) {
+TEST(PlanFiles, ProfileRoundTripsAndARefusedWriteKeepsTheOldFile) {
   const std::string path = TempPath("plan-profile.json");
   VerifyProfile profile{.model = "m",
                         .weight_bytes = 1000000,
