@@ -11,7 +11,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "speculate/tree_plan.h"
+#include "speculate/plan_files.h"
 
 namespace {
 
