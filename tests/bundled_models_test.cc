@@ -12,7 +12,7 @@
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
 #include "speculate/speculation.h"

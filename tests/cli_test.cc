@@ -63,9 +63,11 @@ class CliTest : public ::testing::Test {
   static std::string Model(const std::string& type) { return Path("tiny-" + type + ".gguf"); }
 
   // Runs `grove ARGS` with stdout and stderr captured in files of the temporary directory.
-  static CommandResult Grove(const std::string& args) {
+  static CommandResult Grove(const std::string& args) { return Shell(GROVE_CLI, args); }
+  // The same with a command before grove's path (such as `timeout 5`).
+  static CommandResult Shell(const std::string& prefix, const std::string& args) {
     const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
-    const std::string cmd = std::string(GROVE_CLI) + " " + args + " >" + out + " 2>" + err;
+    const std::string cmd = prefix + " " + args + " >" + out + " 2>" + err;
     const int status = std::system(cmd.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -419,6 +421,24 @@ TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
   EXPECT_NE(r.err.find("τ = "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+}
+
+// The drafters without a model, by name: run drafts with them and gives plain decoding's text;
+// serve starts with them (and keeps serving until interrupted).
+TEST_F(CliTest, DraftersWithoutAModelRunAndServe) {
+  const std::string target = std::string(GROVE_MODELS_DIR) + "/grove-base-target.gguf";
+  for (const char* draft : {"ngram", "suffix"}) {
+    SCOPED_TRACE(draft);
+    CommandResult r = Grove("run -m " + target + " --draft " + draft +
+                            " -p \"Once upon a time\" -n 24 --temp 0 --spec chain:3 --compare");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(std::string(draft) + " drafter"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
+    r = Shell("timeout --preserve-status -s INT 6 " + std::string(GROVE_CLI),
+              "serve -m " + target + " --draft " + draft + " --port 0");
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find(std::string("(draft ") + draft), std::string::npos) << r.err;
+  }
 }
 
 // Issue 30: auto measures nothing before decoding; a run keeps what it measured for the next (in

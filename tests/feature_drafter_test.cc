@@ -22,9 +22,9 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "schedule/scheduler.h"
+#include "speculate/draft_source.h"
 #include "speculate/feature_drafter.h"
 #include "speculate/model_drafter.h"
-#include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
 #include "test_support.h"
@@ -613,7 +613,8 @@ TEST_P(FeatureScheduler, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
   const SpeculationPolicy speculation = Policy("kconfig:2,2,1", probe, greedy);
   for (SchedulePolicy policy : kAllSchedulePolicies) {
     SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
-    Scheduler scheduler(*target, d.model->parameters(),
+    Scheduler scheduler(*target,
+                        DraftSource::FromModel(d.model->parameters(), *target->parameters()),
                         {.policy = policy, .speculation = speculation, .node_budget = 40});
     const std::vector<SequenceResult> results = scheduler.Run(requests);
     ASSERT_EQ(results.size(), requests.size());

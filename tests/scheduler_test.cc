@@ -139,6 +139,8 @@ class SchedulerTest : public ::testing::Test {
   }
 
   std::unique_ptr<Model> target_;
+  // Each lane's drafter: a forward context of its own over the draft's parameters.
+  DraftSource Source() const { return DraftSource::FromModel(draft_, *target_->parameters()); }
   std::shared_ptr<const ModelParameters> draft_;
   std::vector<SequenceRequest> requests_;
 };
@@ -153,7 +155,7 @@ TEST_F(SchedulerTest, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
       for (SchedulePolicy policy : kAllSchedulePolicies) {
         SCOPED_TRACE(std::string(plan) + " " + std::string(SchedulePolicyName(policy)) +
                      " temperature " + std::to_string(sampling.temperature));
-        Scheduler scheduler(*target_, draft_,
+        Scheduler scheduler(*target_, Source(),
                             {.policy = policy, .speculation = speculation, .node_budget = 40});
         // Twice: the drafting threads' timing differs between runs, the tokens may not.
         for (int run = 0; run < 2; ++run) {
@@ -180,11 +182,11 @@ TEST_F(SchedulerTest, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
 
 TEST_F(SchedulerTest, BatchedVerifiesSeveralSequencesPerForward) {
   const SpeculationPolicy speculation = PolicyFor("sequoia:8", {.temperature = 0.0f});
-  Scheduler seed(*target_, draft_, {.policy = SchedulePolicy::kSeed, .speculation = speculation});
+  Scheduler seed(*target_, Source(), {.policy = SchedulePolicy::kSeed, .speculation = speculation});
   seed.Run(requests_);
   EXPECT_EQ(seed.stats().sequences_per_forward(), 1.0);  // SEED verifies one tree per forward
   EXPECT_EQ(seed.stats().queued_drafts, seed.stats().steps);
-  Scheduler batched(*target_, draft_,
+  Scheduler batched(*target_, Source(),
                     {.policy = SchedulePolicy::kBatched, .speculation = speculation});
   batched.Run(requests_);
   // Three drafters draft while the target verifies: by the time a forward ends, more than one
@@ -198,7 +200,7 @@ TEST_F(SchedulerTest, NgramLanesNeedNoDraftModel) {
   const auto alone = Alone(greedy);
   NgramDrafter ngram(target_->config().n_vocab, target_->n_ctx());
   const SpeculationPolicy speculation = ResolveSpeculation({.plan = "chain:3"}, {}, ngram, greedy);
-  Scheduler scheduler(*target_, nullptr,
+  Scheduler scheduler(*target_, DraftSource::PromptLookup(),
                       {.policy = SchedulePolicy::kSeed, .speculation = speculation});
   const auto results = scheduler.Run(requests_);
   for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].tokens, alone[i]);
@@ -211,7 +213,7 @@ TEST_F(SchedulerTest, AutoBecomesOneMeasuredTreePerScheduler) {
   for (SchedulePolicy policy :
        {SchedulePolicy::kSerialSd, SchedulePolicy::kSeed, SchedulePolicy::kBatched}) {
     SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
-    Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = automatic});
+    Scheduler scheduler(*target_, Source(), {.policy = policy, .speculation = automatic});
     EXPECT_TRUE(scheduler.options().speculation.plan.is_auto());  // chosen when requests arrive
     const auto results = scheduler.Run(requests_);
     const TreePlan& plan = scheduler.options().speculation.plan;
@@ -262,7 +264,7 @@ TEST_F(SchedulerTest, StreamsEachStepAndCancelsWhenTheConsumerStops) {
         return !(i == kCancelled && streamed[i].size() >= kCancelAfter);
       };
     }
-    Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = speculation});
+    Scheduler scheduler(*target_, Source(), {.policy = policy, .speculation = speculation});
     const auto results = scheduler.Run(requests);
     for (std::size_t i = 0; i < results.size(); ++i) {
       EXPECT_EQ(streamed[i], results[i].tokens) << "sequence " << i;
@@ -425,7 +427,7 @@ TEST_F(SchedulerTest, ServesRequestsThatArriveWhileItRuns) {
   const SpeculationPolicy speculation = PolicyFor("sequoia:8", greedy);
   for (SchedulePolicy policy : kAllSchedulePolicies) {
     SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
-    Scheduler scheduler(*target_, draft_, {.policy = policy, .speculation = speculation});
+    Scheduler scheduler(*target_, Source(), {.policy = policy, .speculation = speculation});
     RequestFeed feed(8);
     std::mutex mutex;
     std::vector<SequenceResult> results(requests_.size() + 1);
@@ -464,7 +466,7 @@ TEST_F(SchedulerTest, ServesRequestsThatArriveWhileItRuns) {
 TEST_F(SchedulerTest, ServeSurvivesAFirstRequestThatCannotRun) {
   const SamplerParams greedy{.temperature = 0.0f};
   const auto alone = Alone(greedy);
-  Scheduler scheduler(*target_, draft_,
+  Scheduler scheduler(*target_, Source(),
                       {.policy = SchedulePolicy::kSeed, .speculation = PolicyFor("auto", greedy)});
   RequestFeed feed(4);
   SequenceRequest too_long = requests_[2];
@@ -498,7 +500,7 @@ TEST_F(SchedulerTest, EachRequestMayBringItsOwnPolicy) {
                     {.n_predict = requests[2].n_predict, .sequence = requests[2].sequence}, {});
   for (SchedulePolicy policy : kAllSchedulePolicies) {
     SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
-    Scheduler scheduler(*target_, draft_,
+    Scheduler scheduler(*target_, Source(),
                         {.policy = policy, .speculation = PolicyFor("sequoia:8", greedy)});
     const auto results = scheduler.Run(requests);
     for (std::size_t i = 0; i < results.size(); ++i) {
@@ -527,7 +529,7 @@ TEST_F(SchedulerTest, BatchedAutoTreeIsTheOneForTheSequencesInFlight) {
       {.prompt = requests_[2].prompt, .sequence = 1, .n_predict = 40},
       {.prompt = requests_[3].prompt, .sequence = 2, .n_predict = 10}};
   Scheduler scheduler(
-      *target_, draft_,
+      *target_, Source(),
       {.policy = SchedulePolicy::kBatched, .speculation = automatic, .stop_at_eog = false});
   const ConcurrencyTrees& table = scheduler.trees_by_concurrency();
 
@@ -594,7 +596,7 @@ TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {
 
 TEST_F(SchedulerTest, RefusesBadRequestsAndPlans) {
   const SpeculationPolicy speculation = PolicyFor("sequoia:8", {.temperature = 0.0f});
-  Scheduler scheduler(*target_, draft_,
+  Scheduler scheduler(*target_, Source(),
                       {.policy = SchedulePolicy::kBatched, .speculation = speculation});
   std::vector<SequenceRequest> bad = requests_;
   bad[2].prompt.clear();

@@ -48,9 +48,12 @@ class Server {
  public:
   Server(int parallel, int max_waiting, std::string api_key = "",
          SchedulePolicy policy = SchedulePolicy::kBatched, int keep_alive_ms = 1000,
-         std::string chat_template = "") {
+         std::string chat_template = "", bool suffix_drafter = false) {
     target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
+    DraftSource source = suffix_drafter
+                             ? DraftSource::Suffix()
+                             : DraftSource::FromModel(draft->parameters(), *target_->parameters());
     ServiceOptions options{.model_id = "grove-target",
                            .model_aliases = {"gpt-4o-mini"},
                            .policy = policy,
@@ -58,7 +61,7 @@ class Server {
                            .plan_inputs = ReadPlanInputs(kAccept, "", 128),
                            .max_waiting = max_waiting,
                            .chat_template_source = std::move(chat_template)};
-    service_ = std::make_unique<CompletionService>(*target_, draft->parameters(), options);
+    service_ = std::make_unique<CompletionService>(*target_, std::move(source), options);
     http_ =
         std::make_unique<HttpServer>(*service_, HttpServerOptions{.port = 0,
                                                                   .api_key = api_key,
@@ -321,6 +324,43 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
   EXPECT_GT(value("grove_round_seconds_total{part=\"forward\"}"), 0.0);
   EXPECT_GE(value("grove_round_seconds_total{part=\"draft_wait\"}"), 0.0);
   EXPECT_GE(value("grove_round_seconds_total{part=\"other\"}"), 0.0);
+}
+
+// Every response carries llama-server's timings, consistent with its usage and grove's own
+// statistics; with the suffix drafter, a request served before is drafted from its earlier output
+// (most of its tokens accepted from drafts the second time), and its text is what plain decoding
+// gives every time.
+TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
+  Server server(2, 8, "", SchedulePolicy::kBatched, 1000, "", /*suffix_drafter=*/true);
+  httplib::Client client = server.Client();
+  const std::string prompt = "Once upon a time";
+  const std::string greedy = server.Alone(prompt, 48, 0.0f, 0);
+  std::vector<int64_t> accepted;
+  for (int served = 0; served < 3; ++served) {
+    int status = 0;
+    const json body = PostJson(client, "/v1/completions",
+                               {{"prompt", prompt},
+                                {"max_tokens", 48},
+                                {"temperature", 0},
+                                {"grove", {{"speculation", "chain:6"}}}},
+                               &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("choices").at(0).at("text"), greedy);
+    const json& t = body.at("timings");
+    EXPECT_EQ(t.at("prompt_n"), body.at("usage").at("prompt_tokens"));
+    EXPECT_EQ(t.at("predicted_n"), body.at("usage").at("completion_tokens"));
+    EXPECT_GT(t.at("prompt_ms").get<double>(), 0.0);
+    EXPECT_GT(t.at("predicted_ms").get<double>(), 0.0);
+    EXPECT_NEAR(t.at("predicted_per_second").get<double>(),
+                t.at("predicted_n").get<double>() * 1e3 / t.at("predicted_ms").get<double>(), 1e-6);
+    const int64_t steps = body.at("grove").at("steps");
+    EXPECT_EQ(t.at("draft_n_accepted").get<int64_t>(), t.at("predicted_n").get<int64_t>() - steps);
+    EXPECT_LE(t.at("draft_n_accepted").get<int64_t>(), t.at("draft_n").get<int64_t>());
+    accepted.push_back(t.at("draft_n_accepted"));
+  }
+  EXPECT_GT(accepted[1], accepted[0]);
+  EXPECT_GE(accepted[1], 48 * 3 / 4) << "the second time, most tokens come from the drafts";
+  EXPECT_GE(accepted[2], accepted[1]);
 }
 
 TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {

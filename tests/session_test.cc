@@ -22,6 +22,7 @@
 #include "speculate/ngram_drafter.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
+#include "speculate/suffix_drafter.h"
 #include "test_support.h"
 
 namespace grove {
@@ -77,7 +78,7 @@ std::string TreeFile() {
 
 struct Case {
   std::string spec;
-  std::string drafter;  // "same", "other", "slice", "ngram"
+  std::string drafter;  // "same", "other", "slice", "ngram", "suffix"
 };
 
 class GreedyEquality : public ::testing::TestWithParam<Case> {};
@@ -100,8 +101,11 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   const SamplerParams greedy{.temperature = 0.0f};
   const SessionOptions options{.n_predict = 48, .stop_at_eog = false};
   std::unique_ptr<Drafter> drafter;
+  auto store = std::make_shared<SuffixStore>();
   if (draft) {
     drafter = std::make_unique<ModelDrafter>(*draft, *target);
+  } else if (c.drafter == "suffix") {
+    drafter = std::make_unique<SuffixDrafter>(nv, store);
   } else {
     drafter = std::make_unique<NgramDrafter>(nv, target->n_ctx());
   }
@@ -115,7 +119,15 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   const std::vector<int32_t> spec = session.Generate(prompt, {});
   EXPECT_EQ(spec, plain);
   EXPECT_EQ(session.stats().generated, 48);
-  if (c.drafter != "ngram" && c.spec == "kconfig:2,2,1") {
+  if (c.drafter == "suffix") {
+    // The second time, the store holds the first output: drafted from it, the same tokens.
+    EXPECT_EQ(store->documents(), 1);
+    SuffixDrafter again(nv, store);
+    SpeculativeSession second(*target, again, Policy(spec_text, again, greedy), options);
+    EXPECT_EQ(second.Generate(prompt, {}), plain);
+    if (!policy.plan.is_auto()) EXPECT_GT(second.stats().tau(), session.stats().tau());
+  }
+  if (draft && c.spec == "kconfig:2,2,1") {
     // At temperature 0 the drafter still ranks candidates: the tree keeps its 10 nodes.
     EXPECT_EQ(session.stats().tree_nodes, session.stats().steps * 10);
   }
@@ -142,7 +154,7 @@ std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const char* spec : {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05",
                            "file", "auto", "auto:6"}) {
-    for (const char* drafter : {"same", "other", "slice", "ngram"})
+    for (const char* drafter : {"same", "other", "slice", "ngram", "suffix"})
       cases.push_back({spec, drafter});
   }
   return cases;
@@ -197,6 +209,7 @@ struct SamplingCase {
   VerifyRule rule;
   ChildDraw draw;
   std::string spec;
+  bool suffix = false;  // the suffix drafter (its store grows with every trial) for the model
 };
 
 class SampledDistribution : public ::testing::TestWithParam<SamplingCase> {};
@@ -212,7 +225,9 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   const std::vector<int32_t> prompt = {1, 4, 2};
   const std::vector<double> joint = ExactJoint(*target, prompt, params, kTinyVocab);
 
-  ModelDrafter drafter(*draft, *target);
+  ModelDrafter model_drafter(*draft, *target);
+  SuffixDrafter suffix_drafter(kTinyVocab, std::make_shared<SuffixStore>());
+  Drafter& drafter = c.suffix ? static_cast<Drafter&>(suffix_drafter) : model_drafter;
   SpeculationPolicy policy = Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)),
                                     std::string(ChildDrawName(c.draw)));
   // auto: a flat verify curve makes the planner branch (and spares a measurement per trial).
@@ -240,9 +255,11 @@ INSTANTIATE_TEST_SUITE_P(
         SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2"},
         SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "sequoia:6"},
         SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "opt:4,0.0"},
+        SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2", true},
         SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"}),
     [](const auto& info) {
-      std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec;
+      std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec +
+                         (info.param.suffix ? "_suffix" : "");
       for (char& ch : name) {
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       }

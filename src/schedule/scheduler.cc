@@ -11,13 +11,9 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
-#include "model/drafter_file.h"
 #include "schedule/draft_rounds.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
-#include "speculate/model_drafter.h"
-#include "speculate/ngram_drafter.h"
-#include "speculate/open_drafter.h"
 #include "speculate/plain_decoding.h"
 
 namespace grove {
@@ -68,7 +64,7 @@ ScheduleStats& ScheduleStats::operator+=(const ScheduleStats& b) {
 // One sequence in flight: its drafter (in a draft forward context of its own), its session, and
 // where its request stands.
 struct Scheduler::Lane {
-  std::unique_ptr<Model> draft;  // null for n-gram drafting
+  std::unique_ptr<Model> draft;  // null for drafters without a model
   std::unique_ptr<Drafter> drafter;
   std::unique_ptr<SpeculativeSession> session;
   int64_t request = -1;            // -1: free
@@ -78,22 +74,13 @@ struct Scheduler::Lane {
   std::thread thread;  // seed, batched
 };
 
-Scheduler::Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,
-                     const SchedulerOptions& options)
+Scheduler::Scheduler(Model& target, DraftSource draft, const SchedulerOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options) {
   if (options_.node_budget < 1) Fail("scheduler: node budget ", options_.node_budget, " < 1");
   // A forked sequence's target never computes its prompt's hidden states, so a drafter that reads
   // them would draft the whole prompt from zero features (worse guesses for the whole sequence):
   // with such a drafter each sequence prefills its own prompt. Plain decoding still forks.
-  forks_prompts_ = !draft_ || ReadDrafterKind(draft_->gguf()) == DrafterKind::kModel ||
-                   options_.policy == SchedulePolicy::kSerialAr;
-  // Each lane's drafter checks the token texts (a draft model may differ by padding,
-  // speculate/model_drafter.h); the sizes are checked here, before any lane exists.
-  if (draft_ &&
-      std::abs(draft_->config().n_vocab - target_.config().n_vocab) > kMaxPairVocabDifference) {
-    Fail("the draft has ", draft_->config().n_vocab, " tokens but the target has ",
-         target_.config().n_vocab);
-  }
+  forks_prompts_ = !draft_.reads_target_features() || options_.policy == SchedulePolicy::kSerialAr;
 }
 
 Scheduler::~Scheduler() = default;
@@ -101,21 +88,16 @@ Scheduler::~Scheduler() = default;
 Scheduler::Lane& Scheduler::LaneAt(std::size_t i) {
   while (lanes_.size() <= i) {
     auto lane = std::make_unique<Lane>();
-    if (draft_) {
-      // Concurrent lanes compute on their own thread: a pool of one has no workers to contend
-      // with the target's. Serial lanes take turns with the target on its pool.
-      ModelOptions draft_options{
-          .n_ctx = target_.n_ctx(), .n_seq = 1, .max_batch = DraftMaxBatch(options_.speculation)};
-      if (DraftsConcurrently(options_.policy)) {
-        draft_options.pool = std::make_shared<ThreadPool>(1);
-      } else {
-        draft_options.pool = target_.shared_pool();
-      }
-      lane->draft = Model::Create(draft_, draft_options);
-      lane->drafter = MakeModelDrafter(*lane->draft, target_);
+    // Concurrent lanes compute on their own thread: a pool of one has no workers to contend with
+    // the target's. Serial lanes take turns with the target on its pool.
+    ModelOptions draft_options{
+        .n_ctx = target_.n_ctx(), .n_seq = 1, .max_batch = DraftMaxBatch(options_.speculation)};
+    if (DraftsConcurrently(options_.policy)) {
+      draft_options.pool = std::make_shared<ThreadPool>(1);
     } else {
-      lane->drafter = std::make_unique<NgramDrafter>(target_.config().n_vocab, target_.n_ctx());
+      draft_options.pool = target_.shared_pool();
     }
+    lane->drafter = draft_.Make(target_, draft_options, &lane->draft);
     lanes_.push_back(std::move(lane));
   }
   return *lanes_[i];
@@ -457,6 +439,11 @@ void Scheduler::RunSerial(Source& source) {
         continue;
       }
       result.steps = static_cast<int64_t>(result.tokens.size());
+      // Plain decoding's share of what a session reports: steps, tokens and times.
+      result.speculation.steps = result.speculation.plain_steps = result.steps;
+      result.speculation.generated = result.steps;
+      result.speculation.prefill_seconds = timing.prefill_seconds;
+      result.speculation.total_seconds = timing.generation_seconds;
       stats_.target_forwards += result.steps;
       stats_.target_busy_seconds += timing.prefill_seconds + timing.generation_seconds;
       stats_.max_in_flight = 1;

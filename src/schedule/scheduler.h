@@ -5,10 +5,10 @@
 // Resources: the target is one forward context whose KV slots (Model::kv) the scheduler acquires,
 // forks and releases; at most target.n_seq() sequences are in flight, the rest wait their turn in
 // request order. Each sequence in flight drafts in a lane: a draft forward context of its own over
-// the draft's shared parameters (one copy of the draft weights however many lanes), or an n-gram
-// drafter. Lanes of seed and batched draft on threads of their own with a one-thread pool, so on
-// a 2-core machine drafting overlaps the target's forward; serial-sd's lane shares the target's
-// pool.
+// the draft's shared parameters (one copy of the draft weights however many lanes), or a drafter
+// without a model (n-gram, or suffix drafters sharing one store of outputs). Lanes of seed and
+// batched draft on threads of their own with a one-thread pool, so on a 2-core machine drafting
+// overlaps the target's forward; serial-sd's lane shares the target's pool.
 //
 // Invariant (tested): each sequence's tokens are those it gets alone, at any temperature, whatever
 // the policy, the number of sequences and the thread timing: draws are keyed by the sequence's
@@ -30,6 +30,7 @@
 #include "model/model.h"
 #include "schedule/concurrency_trees.h"
 #include "schedule/schedule_policy.h"
+#include "speculate/draft_source.h"
 #include "speculate/session.h"
 #include "speculate/speculation.h"
 
@@ -146,10 +147,9 @@ class Scheduler {
   // (SequenceRequest::speculation) may draft at most this many less one nodes per level.
   static constexpr int32_t kMinDraftBatch = 128;
 
-  // `draft`: the draft model's parameters, or null for n-gram drafting (or serial-ar alone).
-  // Throws grove::Error on a draft whose vocabulary differs from the target's.
-  Scheduler(Model& target, std::shared_ptr<const ModelParameters> draft,
-            const SchedulerOptions& options);
+  // `draft`: where each lane's drafter comes from (any, for serial-ar alone). Throws grove::Error
+  // on a node budget < 1.
+  Scheduler(Model& target, DraftSource draft, const SchedulerOptions& options);
   ~Scheduler();
 
   // Generates every request; results in request order. Throws grove::Error on a malformed
@@ -217,7 +217,7 @@ class Scheduler {
   SpeculationPolicy PolicyFor(const SequenceRequest& request) const;
 
   Model& target_;
-  std::shared_ptr<const ModelParameters> draft_;
+  DraftSource draft_;
   SchedulerOptions options_;
   bool forks_prompts_ = true;  // shares_prompt_with forks the KV cache (not for feature drafters)
   std::vector<std::unique_ptr<Lane>> lanes_;

@@ -28,6 +28,24 @@ nlohmann::json GroveStats(const Completion& completion) {
           {"acceptance_by_depth", s.acceptance_by_depth()}};
 }
 
+nlohmann::json Timings(const Completion& completion) {
+  const SpeculationStats s = completion.speculation();
+  const auto per_token_ms = [](double seconds, int64_t n) { return n ? 1e3 * seconds / n : 0.0; };
+  const auto per_second = [](double seconds, int64_t n) { return seconds > 0 ? n / seconds : 0.0; };
+  const int64_t prompt_n = completion.prompt_tokens();
+  const int64_t predicted_n = completion.completion_tokens();
+  return {{"prompt_n", prompt_n},
+          {"prompt_ms", 1e3 * s.prefill_seconds},
+          {"prompt_per_token_ms", per_token_ms(s.prefill_seconds, prompt_n)},
+          {"prompt_per_second", per_second(s.prefill_seconds, prompt_n)},
+          {"predicted_n", predicted_n},
+          {"predicted_ms", 1e3 * s.total_seconds},
+          {"predicted_per_token_ms", per_token_ms(s.total_seconds, predicted_n)},
+          {"predicted_per_second", per_second(s.total_seconds, predicted_n)},
+          {"draft_n", s.tree_nodes},
+          {"draft_n_accepted", s.accepted()}};
+}
+
 nlohmann::json CompletionBody(const Completion& completion, const CompletionTexts& texts, bool chat,
                               const std::string& model) {
   nlohmann::json body = Envelope(completion, chat ? "chat.completion" : "text_completion", model);
@@ -48,6 +66,7 @@ nlohmann::json CompletionBody(const Completion& completion, const CompletionText
   }
   body["choices"] = std::move(choices);
   body["usage"] = Usage(completion);
+  body["timings"] = Timings(completion);
   body["grove"] = GroveStats(completion);
   return body;
 }
@@ -78,6 +97,7 @@ nlohmann::json StreamSummary(const Completion& completion, bool chat, const std:
       Envelope(completion, chat ? "chat.completion.chunk" : "text_completion", model);
   body["choices"] = nlohmann::json::array();
   if (include_usage) body["usage"] = Usage(completion);
+  body["timings"] = Timings(completion);
   body["grove"] = GroveStats(completion);
   return body;
 }

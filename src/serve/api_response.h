@@ -28,10 +28,16 @@ nlohmann::json CompletionBody(const Completion& completion, const CompletionText
 nlohmann::json StreamChunk(const Completion& completion, bool chat, const std::string& model,
                            int choice, const std::string* text, const std::string* finish_reason,
                            bool first, bool reasoning = false);
-// The stream's last chunk: no choices, grove's statistics, and usage when asked for.
+// The stream's last chunk: no choices, the timings, grove's statistics, and usage when asked for.
 nlohmann::json StreamSummary(const Completion& completion, bool chat, const std::string& model,
                              bool include_usage);
 nlohmann::json Usage(const Completion& completion);
 nlohmann::json GroveStats(const Completion& completion);
+// llama-server's `timings` object, so that a client sees what speculation did for it: prompt_n and
+// predicted_n (the request's tokens), prompt_ms (the prefill measured by each sequence) and
+// predicted_ms (from the end of the prefill to the last token, wall clock: time spent sharing
+// forwards with other requests included), their per-token and per-second figures, draft_n (draft
+// tokens verified) and draft_n_accepted. With n > 1 choices the times and counts add up over them.
+nlohmann::json Timings(const Completion& completion);
 
 }  // namespace grove::serve

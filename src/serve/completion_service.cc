@@ -12,7 +12,6 @@
 #include "model/tokenizer.h"
 #include "serve/api_error.h"
 #include "serve/choice_stream.h"
-#include "speculate/open_drafter.h"
 #include "speculate/speculation.h"
 
 namespace grove::serve {
@@ -130,7 +129,7 @@ SpeculationStats Completion::speculation() const {
   return speculation_;
 }
 
-CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelParameters> draft,
+CompletionService::CompletionService(Model& target, std::optional<DraftSource> draft,
                                      const ServiceOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options), feed_(options.max_waiting) {
   if (!target_.tokenizer()) Fail("the served model has no tokenizer");
@@ -138,9 +137,6 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
       std::make_unique<const ModelChatFormat>(options_.chat_template_source, *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
-  // What the lanes' drafters will be, checked now (a mismatched pair fails at start, not at the
-  // first request): requests' policies are resolved against it.
-  if (draft_) draft_traits_ = CheckDraftModel(*draft_, *target_.parameters());
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
   CompletionRequest defaults;
   defaults.speculation = options_.spec;
@@ -151,7 +147,10 @@ CompletionService::CompletionService(Model& target, std::shared_ptr<const ModelP
   } catch (const ApiError& e) {
     Fail("--spec ", options_.spec, ": ", e.what());
   }
-  scheduler_ = std::make_unique<Scheduler>(target_, draft_, scheduler_options);
+  // Without a draft the lanes decode plainly (every request's policy is plain); their drafter is
+  // never asked for a tree.
+  scheduler_ = std::make_unique<Scheduler>(target_, draft_ ? *draft_ : DraftSource::PromptLookup(),
+                                           scheduler_options);
   // An auto tree is measured now, on an ordinary sentence, not under the first requests' load.
   const Tokenizer& tok = *target_.tokenizer();
   scheduler_->ChooseAutoTree(
@@ -180,7 +179,7 @@ SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
   try {
     SpeculationPolicy policy = ResolveSpeculation(
         {.plan = request.speculation, .verify = sampling.greedy() ? "" : "target-sample"},
-        options_.plan_inputs, draft_traits_, sampling);
+        options_.plan_inputs, draft_->traits(), sampling);
     if (policy.plan.max_drafted_nodes() + 1 > kMaxRequestTreeTokens) {
       throw ApiError(400,
                      "tree '" + request.speculation + "' drafts up to " +

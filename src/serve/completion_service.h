@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,7 +33,7 @@
 #include "serve/reasoning_splitter.h"
 #include "serve/service_metrics.h"
 #include "serve/step_channel.h"
-#include "speculate/drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/tree_plan.h"
 
 namespace grove::serve {
@@ -118,11 +119,10 @@ class Completion {
 
 class CompletionService {
  public:
-  // target: a forward context with one KV slot per sequence in flight (--parallel); draft: the
-  // draft's parameters, or null to serve without speculation. Starts the scheduler's thread.
-  // Throws grove::Error on a default spec that cannot be resolved.
-  CompletionService(Model& target, std::shared_ptr<const ModelParameters> draft,
-                    const ServiceOptions& options);
+  // target: a forward context with one KV slot per sequence in flight (--parallel); draft: where
+  // the lanes' drafters come from, or none to serve without speculation. Starts the scheduler's
+  // thread. Throws grove::Error on a default spec that cannot be resolved.
+  CompletionService(Model& target, std::optional<DraftSource> draft, const ServiceOptions& options);
   ~CompletionService();  // stops taking requests, finishes the running ones, joins
 
   // Tokenizes the prompt (chat: renders the messages), resolves the request's speculation and
@@ -170,10 +170,9 @@ class CompletionService {
               const std::string& id, const std::shared_ptr<StepChannel>& channel);
 
   Model& target_;
-  std::shared_ptr<const ModelParameters> draft_;
+  std::optional<DraftSource> draft_;
   ServiceOptions options_;
   std::unique_ptr<const ModelChatFormat> chat_format_;
-  DrafterTraits draft_traits_;  // of the lanes' drafters (with a draft)
   std::unique_ptr<Scheduler> scheduler_;
   RequestFeed feed_;
   ServiceMetrics metrics_;

@@ -53,6 +53,10 @@ class Drafter {
   virtual void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
                       int32_t next_token) = 0;
 
+  // Ends the sequence: it emitted its last token (not called for one abandoned midway). A drafter
+  // that learns from what was generated (speculate/suffix_drafter.h) keeps it now.
+  virtual void End() {}
+
   // Whether the drafter reads the target's hidden states (a feature drafter,
   // speculate/feature_drafter.h). The session then calls ObserveTarget with the target's pre-norm
   // hidden state (Model::hidden_states) of committed positions, in order: the prompt's after

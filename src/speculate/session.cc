@@ -133,6 +133,7 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   if (planner_) planner_->Begin(target_, root_position_);
   stats_.prefill_seconds = prefill.Seconds();
   done_ = options_.n_predict == 0;
+  generation_timer_.Reset();
 }
 
 void SpeculativeSession::Prefill(std::span<const int32_t> prompt, int32_t cached) {
@@ -311,6 +312,10 @@ void SpeculativeSession::EmitAccepted(const TokenTree& tree) {
   root_ = result_.next_token;
   root_position_ += static_cast<int32_t>(result_.accepted.size()) + 1;
   if (root_position_ >= target_.n_ctx() - 1) done_ = true;  // the context is full
+  if (done_) {
+    stats_.total_seconds = generation_timer_.Seconds();
+    drafter_.End();
+  }
 }
 
 void SpeculativeSession::RecordTreeStats(const TokenTree& tree) {
@@ -327,7 +332,6 @@ std::vector<int32_t> SpeculativeSession::Generate(std::span<const int32_t> promp
   Start(prompt);
   std::vector<int32_t> out;
   out.reserve(static_cast<std::size_t>(std::min(options_.n_predict, target_.n_ctx())));
-  Timer total;
   bool stopped = false;
   while (!done_ && !stopped) {
     Draft();
@@ -344,7 +348,7 @@ std::vector<int32_t> SpeculativeSession::Generate(std::span<const int32_t> promp
       }
     }
   }
-  stats_.total_seconds = total.Seconds();
+  stats_.total_seconds = generation_timer_.Seconds();  // also when on_token stopped it
   return out;
 }
 

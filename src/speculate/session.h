@@ -67,7 +67,7 @@ struct SpeculationStats {
   int64_t tree_nodes = 0;        // draft nodes verified, summed over steps
   double prefill_seconds = 0.0;  // target prompt + drafter Begin
   double measure_seconds = 0.0;  // the auto planner measuring the verify cost (within the steps)
-  double total_seconds = 0.0;    // generation only (prefill excluded)
+  double total_seconds = 0.0;    // generation only (prefill excluded), wall clock to the end
   StepTimes times;
   // accepted_at_depth[d - 1]: steps that accepted a node at depth d; reached_depth[d - 1]: steps
   // whose tree had a node at depth d (acceptance by depth = accepted / reached).
@@ -78,6 +78,8 @@ struct SpeculationStats {
   // estimate (E1).
   std::vector<int64_t> first_rank;
 
+  // Draft tokens accepted: every emitted token but the one each step's target forward adds.
+  int64_t accepted() const { return generated - steps; }
   // Mean tokens per step: accepted + 1 (τ).
   double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
   double tokens_per_second() const { return total_seconds > 0 ? generated / total_seconds : 0.0; }
@@ -197,6 +199,7 @@ class SpeculativeSession {
   int32_t root_batch_index_ = 0;  // the root's index in that batch (its hidden-state row)
   std::vector<float> features_;   // the target's features of the accepted path, for the drafter
   Timer step_timer_;              // from Draft() to the end of Accept()
+  Timer generation_timer_;        // from the end of Start (SpeculationStats::total_seconds)
   StepTimes step_;                // this step's parts
   double step_wait_ = 0.0;        // RecordWait, this step
   bool done_ = true;

@@ -15,7 +15,7 @@
 #include "prompt_file.h"
 #include "sampling_options.h"
 #include "speculate/auto_planner.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"

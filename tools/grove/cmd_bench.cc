@@ -21,6 +21,7 @@
 #include "bench_stats.h"
 #include "bench_timing.h"
 #include "commands.h"
+#include "draft_option.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
@@ -514,8 +515,7 @@ void AddBenchCommand(CLI::App& app) {
       "--spec", o->spec.specs,
       "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
   cmd->add_option("--draft", o->spec.drafts,
-                  "With --spec: draft GGUF (a model, a feature or a parallel drafter), or 'ngram' "
-                  "for prompt lookup; repeat to compare drafters in one run");
+                  "With --spec: " + kDraftNames + "; repeat to compare drafters in one run");
   cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
   cmd->add_option("--accept", o->spec.accept,
                   "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");

@@ -15,7 +15,7 @@
 #include "progress_line.h"
 #include "prompt_file.h"
 #include "sampling_options.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
 

@@ -19,6 +19,7 @@
 #include "base/timer.h"
 #include "bundled_models.h"
 #include "commands.h"
+#include "draft_option.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/model_parameters.h"
@@ -27,7 +28,7 @@
 #include "sampling_options.h"
 #include "serve/model_chat_format.h"
 #include "serve/stop_matcher.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
@@ -196,8 +197,7 @@ void AddChatCommand(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   cmd->add_option("-m,--model", o->model,
                   "GGUF model file (the target; default: the bundled pair in models/)");
-  cmd->add_option("--draft", o->draft,
-                  "Draft model (GGUF, same vocabulary), 'ngram' for prompt lookup, or 'none'");
+  cmd->add_option("--draft", o->draft, "Speculate with " + kDraftNames + ", or 'none'");
   AddPairOption(*cmd, o->pair);
   cmd->add_option("--system", o->system, "System prompt");
   cmd->add_option("--spec", o->spec, "Tree, as for grove run (default: auto)")

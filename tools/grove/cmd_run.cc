@@ -12,11 +12,12 @@
 #include "base/timer.h"
 #include "bundled_models.h"
 #include "commands.h"
+#include "draft_option.h"
 #include "model/model.h"
 #include "model/tokenizer.h"
 #include "option_checks.h"
 #include "sampling_options.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
@@ -256,9 +257,7 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_flag("--no-display-prompt", o->no_display_prompt, "Print only the generated text");
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   AddPairOption(*cmd, o->pair);
-  cmd->add_option(
-      "--draft", o->draft,
-      "Speculate with this draft model (GGUF, same vocabulary), or 'ngram' for prompt lookup");
+  cmd->add_option("--draft", o->draft, "Speculate with " + kDraftNames);
   cmd->add_option("--spec", o->spec,
                   "Tree: auto[:N] (choose the tree, or none, from measured costs and acceptance), "
                   "chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, opt:N,DELTA")

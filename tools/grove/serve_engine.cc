@@ -5,11 +5,12 @@
 
 #include "base/error.h"
 #include "bundled_models.h"
+#include "draft_option.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
 #include "option_checks.h"
 #include "schedule/schedule_policy.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 
@@ -19,8 +20,9 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
   cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
   AddPairOption(cmd, o.pair);
   cmd.add_option("--draft", o.draft,
-                 "Draft GGUF, or 'none' to serve without speculation (default: the bundled draft "
-                 "with the bundled target)");
+                 "Speculate with " + kDraftNames +
+                     ", or 'none' to serve without speculation (default: the bundled draft with "
+                     "the bundled target)");
   cmd.add_option("--spec", o.spec,
                  "Tree of requests that name none: auto (one Sequoia tree measured at the first "
                  "request), off, chain:K, kconfig:..., sequoia:N[,D], opt:N,DELTA")
@@ -91,7 +93,7 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .reasoning_format = reasoning_format,
       .sampling = opt.sampling};
   if (!opt.draft.empty() && opt.draft != "none") {
-    draft_ = OpenDrafter(opt.draft, *target_).model->parameters();
+    draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool());
     // Requests default to temperature 1 (--temp): the sampled acceptance vector fits them better.
     const std::string accept = opt.accept_file.empty()
                                    ? BundledAcceptanceFor(opt.model, opt.draft, /*greedy=*/false)

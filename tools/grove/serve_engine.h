@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -59,7 +60,7 @@ class ServeEngine {
  private:
   ServeModelOptions options_;
   std::unique_ptr<Model> target_;
-  std::shared_ptr<const ModelParameters> draft_;
+  std::optional<DraftSource> draft_;
   serve::ServiceOptions service_options_;
   std::unique_ptr<serve::CompletionService> service_;
   std::unique_ptr<serve::HttpServer> http_;

@@ -7,9 +7,10 @@
 
 #include "base/error.h"
 #include "bundled_models.h"
+#include "draft_option.h"
 #include "option_checks.h"
 #include "sampling_options.h"
-#include "speculate/open_drafter.h"
+#include "speculate/draft_source.h"
 #include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 
@@ -19,8 +20,9 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
   AddPairOption(cmd, o.pair);
   cmd.add_option("--draft", o.draft,
-                 "Draft GGUF (same vocabulary) or 'ngram' (default: the bundled draft with the "
-                 "bundled target; required with -m for speculative policies)");
+                 "Speculate with " + kDraftNames +
+                     " (default: the bundled draft with the bundled target; required with -m for "
+                     "speculative policies)");
   cmd.add_option(
          "--spec", o.spec,
          "Tree of every speculative sequence: auto (one Sequoia tree per policy, chosen from "
@@ -70,14 +72,9 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   if (!target_->tokenizer()) Fail("'", opt.model, "' has no tokenizer");
   // The draft's parameters, checked against the target; the scheduler's lanes make forward
   // contexts of their own over them.
-  std::optional<DrafterTraits> drafter;
-  if (opt.draft == "ngram") {
-    drafter = NgramTraits();
-  } else if (!opt.draft.empty()) {
-    draft_ =
-        ModelParameters::Load(opt.draft, ModelOptions{}.group_weights, *target_->shared_pool());
-    drafter = CheckDraftModel(*draft_, *target_->parameters());
-  }
+  if (!opt.draft.empty())
+    draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool());
+  const DrafterTraits* drafter = draft_ ? &draft_->traits() : nullptr;
   if (drafter) {
     const std::string accept =
         opt.accept_file.empty() ? BundledAcceptanceFor(opt.model, opt.draft, opt.sampling.greedy())
@@ -114,20 +111,22 @@ Scheduler& TotEngine::SchedulerFor(SchedulePolicy policy) {
       {.n_threads = TargetThreads(policy), .n_ctx = target_->n_ctx(), .n_seq = options_.slots});
   context_->WarmUp();
   scheduler_ = std::make_unique<Scheduler>(
-      *context_, draft_,
+      *context_, draft_ ? *draft_ : DraftSource::PromptLookup(),
       SchedulerOptions{
           .policy = policy, .speculation = speculation_, .node_budget = options_.node_budget});
   return *scheduler_;
 }
 
 uint64_t TotEngine::draft_lane_bytes() const {
-  if (!draft_) return 0;
-  auto lane = Model::Create(draft_, {.n_threads = 1, .n_ctx = target_->n_ctx(), .max_batch = 128});
+  if (!draft_ || !draft_->model()) return 0;
+  auto lane =
+      Model::Create(draft_->model(), {.n_threads = 1, .n_ctx = target_->n_ctx(), .max_batch = 128});
   return lane->kv().bytes_per_slot() + lane->activation_bytes();
 }
 
 uint64_t TotEngine::weight_bytes() const {
-  return target_->weight_bytes() + (draft_ ? draft_->weight_bytes() : 0);
+  return target_->weight_bytes() +
+         (draft_ && draft_->model() ? draft_->model()->weight_bytes() : 0);
 }
 
 }  // namespace grove::cli

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -59,7 +60,7 @@ class TotEngine {
  private:
   TotModelOptions options_;
   std::unique_ptr<Model> target_;  // the first context (tokenizer, warm-up)
-  std::shared_ptr<const ModelParameters> draft_;
+  std::optional<DraftSource> draft_;
   SpeculationPolicy speculation_;
   std::unique_ptr<Model> context_;  // the current policy's
   std::unique_ptr<Scheduler> scheduler_;

@@ -1,0 +1,79 @@
+#include "speculate/draft_source.h"
+
+#include "base/error.h"
+#include "model/drafter_file.h"
+#include "speculate/feature_drafter.h"
+#include "speculate/model_drafter.h"
+#include "speculate/ngram_drafter.h"
+#include "speculate/suffix_drafter.h"
+
+namespace grove {
+
+std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int32_t seq) {
+  if (ReadDrafterKind(draft.gguf()) != DrafterKind::kModel)
+    return std::make_unique<FeatureDrafter>(draft, target, seq);
+  return std::make_unique<ModelDrafter>(draft, target, seq);
+}
+
+DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameters& target) {
+  if (ReadDrafterKind(draft.gguf()) == DrafterKind::kModel) {
+    CheckPairVocabulary(draft, target);
+    return {"draft-model", false};
+  }
+  const FeatureDrafterTensors own = ReadFeatureDrafterTensors(draft.gguf(), target.gguf());
+  CheckSameVocabulary(draft, target);
+  return {own.masks > 0 ? "parallel" : "feature", false};
+}
+
+DraftSource DraftSource::Open(const std::string& name, const ModelParameters& target,
+                              ThreadPool& pool) {
+  if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
+  if (name == "ngram") return PromptLookup();
+  if (name == "suffix") return Suffix();
+  return FromModel(ModelParameters::Load(name, ModelOptions{}.group_weights, pool), target);
+}
+
+DraftSource DraftSource::FromModel(std::shared_ptr<const ModelParameters> draft,
+                                   const ModelParameters& target) {
+  if (!draft) Fail("draft source: no draft model");
+  DraftSource source;
+  source.traits_ = CheckDraftModel(*draft, target);
+  source.reads_target_features_ = ReadDrafterKind(draft->gguf()) != DrafterKind::kModel;
+  source.model_ = std::move(draft);
+  return source;
+}
+
+DraftSource DraftSource::PromptLookup() {
+  DraftSource source;
+  source.traits_ = {"ngram", true};
+  return source;
+}
+
+DraftSource DraftSource::Suffix(std::shared_ptr<SuffixStore> store) {
+  DraftSource source;
+  source.traits_ = {"suffix", true};
+  source.store_ = store ? std::move(store) : std::make_shared<SuffixStore>();
+  return source;
+}
+
+std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptions& options,
+                                           std::unique_ptr<Model>* draft_model) const {
+  if (model_) {
+    *draft_model = Model::Create(model_, options);
+    return MakeModelDrafter(**draft_model, target);
+  }
+  if (store_) return std::make_unique<SuffixDrafter>(target.config().n_vocab, store_);
+  return std::make_unique<NgramDrafter>(target.config().n_vocab, target.n_ctx());
+}
+
+OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
+  const DraftSource source = DraftSource::Open(name, *target.parameters(), *target.shared_pool());
+  OpenedDrafter opened;
+  opened.drafter = source.Make(
+      target,
+      {.pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()},
+      &opened.model);
+  return opened;
+}
+
+}  // namespace grove

@@ -1,0 +1,72 @@
+// Where each sequence's drafter comes from, opened once from the name users give it (--draft): the
+// path of a draft GGUF (a standalone draft model, or a feature or parallel drafter trained for this
+// target: its file says which, model/drafter_file.h), "ngram" for prompt lookup
+// (speculate/ngram_drafter.h), or "suffix" for suffix drafting over the sequence and every output
+// before it (speculate/suffix_drafter.h; one SuffixStore shared by all the source's drafters). A
+// session, or each lane of a scheduler, makes its own Drafter from it; what a speculation policy
+// needs to know of them (DrafterTraits) is known without one.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "model/model.h"
+#include "speculate/drafter.h"
+#include "speculate/suffix_store.h"
+
+namespace grove {
+
+class DraftSource {
+ public:
+  // Loads a draft GGUF's parameters onto `pool`'s workers and checks them against `target` (as
+  // FromModel), or names a drafter without a model. Throws grove::Error naming the problem.
+  static DraftSource Open(const std::string& name, const ModelParameters& target, ThreadPool& pool);
+  // A draft model's parameters, checked as the drafter's constructor checks them (vocabularies;
+  // a feature drafter's target, width and tensors).
+  static DraftSource FromModel(std::shared_ptr<const ModelParameters> draft,
+                               const ModelParameters& target);
+  static DraftSource PromptLookup();
+  // store: the outputs the drafters share (null: a new, empty store).
+  static DraftSource Suffix(std::shared_ptr<SuffixStore> store = nullptr);
+
+  const DrafterTraits& traits() const { return traits_; }
+  // The draft model's parameters; null for drafters without a model.
+  const std::shared_ptr<const ModelParameters>& model() const { return model_; }
+  // A feature or parallel drafter: it reads the target's hidden states (Drafter).
+  bool reads_target_features() const { return reads_target_features_; }
+  // The suffix drafters' shared store; null for other drafters.
+  const std::shared_ptr<SuffixStore>& suffix_store() const { return store_; }
+
+  // The drafter of one sequence of `target`. A draft model's forward context is made with
+  // `options` and handed over in *draft_model, which must outlive the drafter (it stays null for
+  // drafters without a model).
+  std::unique_ptr<Drafter> Make(const Model& target, const ModelOptions& options,
+                                std::unique_ptr<Model>* draft_model) const;
+
+ private:
+  DraftSource() = default;
+
+  DrafterTraits traits_;
+  std::shared_ptr<const ModelParameters> model_;
+  std::shared_ptr<SuffixStore> store_;
+  bool reads_target_features_ = false;
+};
+
+// One session's drafter by its name (DraftSource::Open), a draft model sharing the target's
+// thread pool (its forwards and the target's never have two sets of workers competing for the
+// cores) and its context.
+struct OpenedDrafter {
+  std::unique_ptr<Model> model;  // the draft model; null for drafters without one
+  std::unique_ptr<Drafter> drafter;
+};
+OpenedDrafter OpenDrafter(const std::string& name, Model& target);
+
+// The drafter of a draft model's forward context, drafting into its sequence `seq`: a
+// FeatureDrafter when the file is one, else a ModelDrafter. Throws as their constructors do.
+std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int32_t seq = 0);
+
+// What MakeModelDrafter would make of `draft` for `target`, checked as its constructor checks it
+// (vocabularies; a feature drafter's target, width and tensors), without a forward context.
+DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameters& target);
+
+}  // namespace grove

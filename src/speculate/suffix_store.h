@@ -1,0 +1,55 @@
+// What the engine has produced, for the suffix drafters of every sequence to draft from
+// (speculate/suffix_drafter.h): each finished sequence's output, with the end of its prompt that
+// led into it, in one SuffixIndex. Memory is bounded: the oldest outputs are evicted first.
+// Drafters of concurrent sequences read it while another sequence's output is added: reads share a
+// lock, adding takes it alone (once per finished sequence, never per step).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <shared_mutex>
+#include <span>
+#include <vector>
+
+#include "speculate/suffix_index.h"
+
+namespace grove {
+
+struct SuffixStoreOptions {
+  int32_t max_depth = 16;                          // the longest substring counted (SuffixIndex)
+  std::size_t max_bytes = std::size_t{128} << 20;  // evict the oldest outputs beyond this
+};
+
+class SuffixStore {
+ public:
+  explicit SuffixStore(const SuffixStoreOptions& options = {});
+
+  // Keeps `document`, evicting the oldest documents while the store is over its budget; of a
+  // document the budget cannot hold alone, the tail it can hold.
+  void Add(std::span<const int32_t> document);
+
+  // Runs f(const SuffixIndex&) with the store held for reading, and returns what f returns.
+  template <class F>
+  auto Read(F&& f) const {
+    std::shared_lock lock(mutex_);
+    return f(index_);
+  }
+
+  int32_t max_depth() const { return options_.max_depth; }
+  int64_t documents() const;
+  // Estimated bytes held (SuffixIndex::kBytesPerNode per node, and the documents' tokens kept
+  // for eviction).
+  std::size_t bytes() const;
+
+ private:
+  std::size_t BytesLocked() const;
+
+  SuffixStoreOptions options_;
+  mutable std::shared_mutex mutex_;
+  SuffixIndex index_;
+  std::deque<std::vector<int32_t>> documents_;  // oldest first
+  std::size_t tokens_ = 0;
+};
+
+}  // namespace grove

@@ -1,0 +1,226 @@
+// Suffix drafting: the index counts every substring of at most max_depth tokens exactly as a
+// brute-force count over the documents it holds does, before and after documents are removed (and
+// frees every node once none is left); the longest match is the longest suffix with a next token;
+// the store evicts its oldest documents to stay within its budget; the drafter ranks next tokens
+// by how often they followed, from its own sequence and from the outputs before it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "base/error.h"
+#include "speculate/suffix_drafter.h"
+#include "speculate/suffix_index.h"
+#include "speculate/suffix_store.h"
+#include "speculate/token_tree.h"
+
+namespace grove {
+namespace {
+
+using Text = std::vector<int32_t>;
+
+// Occurrences of every substring of 1..depth tokens in `documents`.
+std::map<Text, int32_t> BruteCounts(const std::vector<Text>& documents, int32_t depth) {
+  std::map<Text, int32_t> counts;
+  for (const Text& d : documents) {
+    for (std::size_t i = 0; i < d.size(); ++i) {
+      for (std::size_t n = 1; n <= static_cast<std::size_t>(depth) && i + n <= d.size(); ++n)
+        ++counts[Text(d.begin() + i, d.begin() + i + n)];
+    }
+  }
+  return counts;
+}
+
+// What followed `text` in the index, when `text` is its longest match (else nothing).
+std::map<int32_t, int32_t> NextCounts(const SuffixIndex& index, const Text& text) {
+  std::map<int32_t, int32_t> next;
+  const SuffixIndex::Match m = index.LongestMatch(text);
+  if (m.length != static_cast<int32_t>(text.size())) return next;
+  index.ForEachNext(m.node, [&](int32_t t, int32_t c) { next[t] = c; });
+  return next;
+}
+
+// Every substring s of up to depth - 1 tokens with a next token: the index's next-token counts
+// after s equal the brute-force counts of s + t.
+void ExpectCountsMatch(const SuffixIndex& index, const std::vector<Text>& documents) {
+  const int32_t depth = index.max_depth();
+  const std::map<Text, int32_t> brute = BruteCounts(documents, depth);
+  int64_t tokens = 0;
+  for (const Text& d : documents) tokens += static_cast<int64_t>(d.size());
+  EXPECT_EQ(index.count(SuffixIndex::kRoot), tokens);
+  // One node per distinct substring, and the root.
+  EXPECT_EQ(index.live_nodes(), static_cast<int64_t>(brute.size()) + 1);
+  for (const auto& [s, count] : brute) {
+    if (static_cast<int32_t>(s.size()) >= depth) continue;
+    std::map<int32_t, int32_t> want;
+    for (auto it = brute.lower_bound(s); it != brute.end(); ++it) {
+      const Text& longer = it->first;
+      if (longer.size() < s.size() || !std::equal(s.begin(), s.end(), longer.begin())) break;
+      if (longer.size() == s.size() + 1) want[longer.back()] = it->second;
+    }
+    if (want.empty()) continue;  // s only ends documents: no match for it
+    ASSERT_EQ(NextCounts(index, s), want) << "after a text of " << s.size() << " tokens";
+  }
+}
+
+std::vector<Text> RandomDocuments(int n, int32_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Text> docs(n);
+  for (Text& d : docs) {
+    d.resize(5 + rng() % 40);
+    for (int32_t& t : d) t = static_cast<int32_t>(rng() % vocab);  // few tokens: many repeats
+  }
+  return docs;
+}
+
+TEST(SuffixIndex, CountsEverySubstringAndForgetsRemovedDocuments) {
+  for (int32_t depth : {2, 4, 7}) {
+    SCOPED_TRACE("depth " + std::to_string(depth));
+    SuffixIndex index(depth);
+    std::vector<Text> docs = RandomDocuments(12, 3, 40 + depth);
+    docs.push_back(Text(30, 1));  // one token repeated: every suffix is a prefix too
+    for (const Text& d : docs) index.Add(d);
+    ExpectCountsMatch(index, docs);
+    // Remove every other document, oldest first, then the rest.
+    std::vector<Text> kept;
+    for (std::size_t i = 0; i < docs.size(); ++i) {
+      if (i % 2 == 0) {
+        index.Remove(docs[i]);
+      } else {
+        kept.push_back(docs[i]);
+      }
+    }
+    ExpectCountsMatch(index, kept);
+    for (const Text& d : kept) index.Remove(d);
+    EXPECT_EQ(index.live_nodes(), 1);  // nothing leaked
+    EXPECT_EQ(index.count(SuffixIndex::kRoot), 0);
+    // Freed nodes are reused: the same documents again count the same.
+    for (const Text& d : docs) index.Add(d);
+    ExpectCountsMatch(index, docs);
+  }
+}
+
+TEST(SuffixIndex, AppendingTokenByTokenCountsAsAddingTheWhole) {
+  const std::vector<Text> docs = RandomDocuments(4, 4, 7);
+  SuffixIndex whole(5), grown(5);
+  for (const Text& d : docs) {
+    whole.Add(d);
+    SuffixIndex::Cursor cursor;
+    for (int32_t t : d) grown.Append(cursor, t);
+  }
+  ExpectCountsMatch(grown, docs);
+  EXPECT_EQ(grown.live_nodes(), whole.live_nodes());
+}
+
+TEST(SuffixIndex, LongestMatchIsTheLongestSuffixWithANextToken) {
+  SuffixIndex index(4);
+  index.Add(Text{1, 2, 3, 4, 9});
+  index.Add(Text{7, 3, 4, 5});
+  // "2 3 4" was followed by 9 (3 tokens, the most a depth of 4 matches).
+  SuffixIndex::Match m = index.LongestMatch(Text{8, 1, 2, 3, 4});
+  EXPECT_EQ(m.length, 3);
+  EXPECT_EQ(NextCounts(index, Text{2, 3, 4}), (std::map<int32_t, int32_t>{{9, 1}}));
+  // "6 3 4": "3 4" was followed by 9 and 5.
+  m = index.LongestMatch(Text{6, 3, 4});
+  EXPECT_EQ(m.length, 2);
+  std::map<int32_t, int32_t> next;
+  index.ForEachNext(m.node, [&](int32_t t, int32_t c) { next[t] = c; });
+  EXPECT_EQ(next, (std::map<int32_t, int32_t>{{5, 1}, {9, 1}}));
+  // "4 5" ends a document: only "5" could match, and nothing followed it either.
+  EXPECT_EQ(index.LongestMatch(Text{4, 5}).node, -1);
+  EXPECT_EQ(index.LongestMatch(Text{}).node, -1);
+  EXPECT_THROW(index.Remove(Text{1, 8}), Error);
+}
+
+TEST(SuffixStore, EvictsTheOldestDocumentsToStayInItsBudget) {
+  const std::size_t budget = 200 * SuffixIndex::kBytesPerNode;
+  SuffixStore store({.max_depth = 4, .max_bytes = budget});
+  const std::vector<Text> docs = RandomDocuments(40, 50, 3);
+  for (const Text& d : docs) {
+    store.Add(d);
+    EXPECT_LE(store.bytes(), budget);
+  }
+  const int64_t held = store.documents();
+  EXPECT_GT(held, 0);
+  EXPECT_LT(held, 40);
+  // What is held is the newest documents: the last one's text is matched, the first one's not.
+  const Text& last = docs.back();
+  const Text tail(last.end() - 3, last.end() - 1);
+  EXPECT_GE(store.Read([&](const SuffixIndex& i) { return i.LongestMatch(tail).length; }), 1);
+  // A document larger than the whole budget keeps its tail.
+  Text huge(5000);
+  for (std::size_t i = 0; i < huge.size(); ++i) huge[i] = static_cast<int32_t>(100 + i);
+  store.Add(huge);
+  EXPECT_LE(store.documents(), held);
+  EXPECT_LE(store.bytes(), budget);
+  EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{5098}).length; }), 1);
+  EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{100}).node; }), -1);
+}
+
+constexpr int32_t kVocab = 12;
+
+// The tokens of one Expand row with a finite logit, and their logits.
+std::map<int32_t, float> Proposed(std::span<const float> rows, std::size_t row) {
+  std::map<int32_t, float> out;
+  for (int32_t t = 0; t < kVocab; ++t) {
+    const float v = rows[row * kVocab + t];
+    if (std::isfinite(v))
+      out[t] = v;
+    else
+      EXPECT_TRUE(std::isinf(v) && v < 0);
+  }
+  return out;
+}
+
+TEST(SuffixDrafter, RanksNextTokensByHowOftenTheyFollowed) {
+  SuffixDrafter d(kVocab, nullptr);
+  d.Reserve(4, 16);
+  // After "1 2": 3 twice, 4 once.
+  d.Begin(Text{1, 2, 3, 0, 1, 2, 4, 1, 2, 3, 5, 1, 2});
+  TokenTree tree;
+  const int32_t root[] = {-1};
+  std::map<int32_t, float> row = Proposed(d.Expand(tree, root), 0);
+  ASSERT_EQ(row.size(), 2u);
+  EXPECT_FLOAT_EQ(row[3], std::log(2.0f));
+  EXPECT_FLOAT_EQ(row[4], std::log(1.0f));
+  // Below a node: "2 3" was followed by 0 and 5 once each.
+  tree.AddChild(-1, 3, 1.0f);
+  const int32_t level[] = {0};
+  row = Proposed(d.Expand(tree, level), 0);
+  EXPECT_EQ(row.size(), 2u);
+  EXPECT_TRUE(row.count(0) && row.count(5));
+  // Committing "3" then "5": the text now ends "3 5", matched as before.
+  const int32_t accepted[] = {0};
+  d.Commit(tree, accepted, 5);
+  TokenTree empty;
+  row = Proposed(d.Expand(empty, root), 0);
+  EXPECT_EQ(row, (std::map<int32_t, float>{{1, 0.0f}}));
+}
+
+TEST(SuffixDrafter, DraftsFromTheOutputsOfEarlierSequences) {
+  auto store = std::make_shared<SuffixStore>();
+  const Text prompt = {9, 8, 7};
+  TokenTree empty;
+  const int32_t root[] = {-1};
+  {
+    SuffixDrafter first(kVocab, store);
+    first.Begin(prompt);
+    EXPECT_TRUE(Proposed(first.Expand(empty, root), 0).empty());  // nothing known yet
+    first.Commit(empty, {}, 1);
+    first.Commit(empty, {}, 2);
+    first.End();
+  }
+  EXPECT_EQ(store->documents(), 1);
+  // The same prompt again: its end led into "1 2" before.
+  SuffixDrafter second(kVocab, store);
+  second.Begin(prompt);
+  EXPECT_EQ(Proposed(second.Expand(empty, root), 0), (std::map<int32_t, float>{{1, 0.0f}}));
+  // A sequence abandoned before its end (no End) keeps nothing.
+  second.Commit(empty, {}, 5);
+  EXPECT_EQ(store->documents(), 1);
+}
+
+}  // namespace
+}  // namespace grove
