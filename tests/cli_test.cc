@@ -423,16 +423,18 @@ TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
 }
 
-// The drafters without a model, by name: run drafts with them and gives plain decoding's text;
-// serve starts with them (and keeps serving until interrupted).
-TEST_F(CliTest, DraftersWithoutAModelRunAndServe) {
+// The drafters without a model and a mixture, by name: run drafts with them and gives plain
+// decoding's text; serve starts with them (and keeps serving until interrupted).
+TEST_F(CliTest, DraftersByNameRunAndServe) {
   const std::string target = std::string(GROVE_MODELS_DIR) + "/grove-base-target.gguf";
-  for (const char* draft : {"ngram", "suffix"}) {
+  const std::string mixture = std::string(GROVE_MODELS_DIR) + "/grove-base-draft.gguf+suffix";
+  for (const char* draft : {"ngram", "suffix", mixture.c_str()}) {
     SCOPED_TRACE(draft);
     CommandResult r = Grove("run -m " + target + " --draft " + draft +
                             " -p \"Once upon a time\" -n 24 --temp 0 --spec chain:3 --compare");
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find(std::string(draft) + " drafter"), std::string::npos) << r.err;
+    const std::string name = draft == mixture ? "draft-model+suffix" : draft;
+    EXPECT_NE(r.err.find(name + " drafter"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
     r = Shell("timeout --preserve-status -s INT 6 " + std::string(GROVE_CLI),
               "serve -m " + target + " --draft " + draft + " --port 0");

@@ -206,6 +206,35 @@ TEST_F(SchedulerTest, NgramLanesNeedNoDraftModel) {
   for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].tokens, alone[i]);
 }
 
+// Lanes of a mixture (the draft model and suffix drafting, one store for all lanes) give each
+// sequence what it gets alone under every policy; the store keeps every finished sequence.
+TEST_F(SchedulerTest, MixtureLanesShareOneSuffixStore) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const auto alone = Alone(greedy);
+  std::vector<DraftSource> members;
+  members.push_back(Source());
+  members.push_back(DraftSource::Suffix());
+  const DraftSource mixture = DraftSource::Mixture(std::move(members));
+  EXPECT_TRUE(mixture.traits().deterministic);
+  EXPECT_EQ(mixture.traits().name, "draft-model+suffix");
+  const SpeculationPolicy speculation =
+      ResolveSpeculation({.plan = "kconfig:2,1"}, {}, mixture.traits(), greedy);
+  int64_t finished = 0;
+  for (SchedulePolicy policy :
+       {SchedulePolicy::kSerialSd, SchedulePolicy::kSeed, SchedulePolicy::kBatched}) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    Scheduler scheduler(*target_, mixture, {.policy = policy, .speculation = speculation});
+    const auto results = scheduler.Run(requests_);
+    for (std::size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].tokens, alone[i]);
+    finished += static_cast<int64_t>(results.size());
+    EXPECT_EQ(mixture.suffix_store()->documents(), finished);
+  }
+  std::vector<DraftSource> two_models;
+  two_models.push_back(Source());
+  two_models.push_back(Source());
+  EXPECT_THROW(DraftSource::Mixture(std::move(two_models)), Error);
+}
+
 TEST_F(SchedulerTest, AutoBecomesOneMeasuredTreePerScheduler) {
   const SamplerParams greedy{.temperature = 0.0f};
   const auto alone = Alone(greedy);

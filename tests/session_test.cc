@@ -18,6 +18,7 @@
 #include "model/layer_slice.h"
 #include "model/tokenizer.h"
 #include "speculate/auto_planner.h"
+#include "speculate/drafter_mixture.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/plain_decoding.h"
@@ -78,7 +79,7 @@ std::string TreeFile() {
 
 struct Case {
   std::string spec;
-  std::string drafter;  // "same", "other", "slice", "ngram", "suffix"
+  std::string drafter;  // "same", "other", "slice", "ngram", "suffix", "mixture" (same + suffix)
 };
 
 class GreedyEquality : public ::testing::TestWithParam<Case> {};
@@ -90,7 +91,8 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   mo.pool = target->shared_pool();  // target and draft share one pool, as the CLI does
   std::unique_ptr<Model> draft;
   std::string slice_path;
-  if (c.drafter == "same") draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
+  if (c.drafter == "same" || c.drafter == "mixture")
+    draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 7), mo);
   if (c.drafter == "other") draft = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 99), mo);
   if (c.drafter == "slice") {
     slice_path = testing::TempPath("slice.gguf");
@@ -102,7 +104,12 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   const SessionOptions options{.n_predict = 48, .stop_at_eog = false};
   std::unique_ptr<Drafter> drafter;
   auto store = std::make_shared<SuffixStore>();
-  if (draft) {
+  if (c.drafter == "mixture") {
+    std::vector<std::unique_ptr<Drafter>> members;
+    members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
+    members.push_back(std::make_unique<SuffixDrafter>(nv, store));
+    drafter = std::make_unique<DrafterMixture>(std::move(members));
+  } else if (draft) {
     drafter = std::make_unique<ModelDrafter>(*draft, *target);
   } else if (c.drafter == "suffix") {
     drafter = std::make_unique<SuffixDrafter>(nv, store);
@@ -127,7 +134,7 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
     EXPECT_EQ(second.Generate(prompt, {}), plain);
     if (!policy.plan.is_auto()) EXPECT_GT(second.stats().tau(), session.stats().tau());
   }
-  if (draft && c.spec == "kconfig:2,2,1") {
+  if (draft && c.drafter != "mixture" && c.spec == "kconfig:2,2,1") {
     // At temperature 0 the drafter still ranks candidates: the tree keeps its 10 nodes.
     EXPECT_EQ(session.stats().tree_nodes, session.stats().steps * 10);
   }
@@ -154,7 +161,7 @@ std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const char* spec : {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05",
                            "file", "auto", "auto:6"}) {
-    for (const char* drafter : {"same", "other", "slice", "ngram", "suffix"})
+    for (const char* drafter : {"same", "other", "slice", "ngram", "suffix", "mixture"})
       cases.push_back({spec, drafter});
   }
   return cases;
@@ -209,7 +216,9 @@ struct SamplingCase {
   VerifyRule rule;
   ChildDraw draw;
   std::string spec;
-  bool suffix = false;  // the suffix drafter (its store grows with every trial) for the model
+  // Instead of the draft model: the suffix drafter (its store grows with every trial), or a
+  // mixture of both.
+  std::string drafter = "model";
 };
 
 class SampledDistribution : public ::testing::TestWithParam<SamplingCase> {};
@@ -226,8 +235,15 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   const std::vector<double> joint = ExactJoint(*target, prompt, params, kTinyVocab);
 
   ModelDrafter model_drafter(*draft, *target);
-  SuffixDrafter suffix_drafter(kTinyVocab, std::make_shared<SuffixStore>());
-  Drafter& drafter = c.suffix ? static_cast<Drafter&>(suffix_drafter) : model_drafter;
+  auto store = std::make_shared<SuffixStore>();
+  SuffixDrafter suffix_drafter(kTinyVocab, store);
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
+  members.push_back(std::make_unique<SuffixDrafter>(kTinyVocab, store));
+  DrafterMixture mixture(std::move(members));
+  Drafter& drafter = c.drafter == "suffix"    ? static_cast<Drafter&>(suffix_drafter)
+                     : c.drafter == "mixture" ? static_cast<Drafter&>(mixture)
+                                              : model_drafter;
   SpeculationPolicy policy = Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)),
                                     std::string(ChildDrawName(c.draw)));
   // auto: a flat verify curve makes the planner branch (and spares a measurement per trial).
@@ -255,11 +271,13 @@ INSTANTIATE_TEST_SUITE_P(
         SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2"},
         SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "sequoia:6"},
         SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "opt:4,0.0"},
-        SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2", true},
+        SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2", "suffix"},
+        SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2",
+                     "mixture"},
         SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"}),
     [](const auto& info) {
       std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec +
-                         (info.param.suffix ? "_suffix" : "");
+                         (info.param.drafter == "model" ? "" : "_" + info.param.drafter);
       for (char& ch : name) {
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       }

@@ -1,7 +1,10 @@
 #include "speculate/draft_source.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "model/drafter_file.h"
+#include "speculate/drafter_mixture.h"
 #include "speculate/feature_drafter.h"
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
@@ -28,6 +31,14 @@ DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameter
 DraftSource DraftSource::Open(const std::string& name, const ModelParameters& target,
                               ThreadPool& pool) {
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
+  if (name.find('+') != std::string::npos && !std::filesystem::exists(name)) {
+    std::vector<DraftSource> members;
+    std::size_t start = 0;
+    for (std::size_t plus; (plus = name.find('+', start)) != std::string::npos; start = plus + 1)
+      members.push_back(Open(name.substr(start, plus - start), target, pool));
+    members.push_back(Open(name.substr(start), target, pool));
+    return Mixture(std::move(members));
+  }
   if (name == "ngram") return PromptLookup();
   if (name == "suffix") return Suffix();
   return FromModel(ModelParameters::Load(name, ModelOptions{}.group_weights, pool), target);
@@ -56,8 +67,35 @@ DraftSource DraftSource::Suffix(std::shared_ptr<SuffixStore> store) {
   return source;
 }
 
+DraftSource DraftSource::Mixture(std::vector<DraftSource> members) {
+  if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
+  DraftSource source;
+  source.traits_.deterministic = true;  // its rows rank the members' candidates
+  for (const DraftSource& m : members) {
+    if (!m.members_.empty()) Fail("drafter mixture: a member is itself a mixture");
+    if (m.reads_target_features_) {
+      Fail("drafter mixture: the ", m.traits_.name,
+           " drafter reads the target's features at every step and cannot be mixed; mix draft "
+           "models, 'ngram' and 'suffix'");
+    }
+    if (m.model_) {
+      if (source.model_) Fail("drafter mixture: at most one draft model");
+      source.model_ = m.model_;
+    }
+    if (m.store_) source.store_ = m.store_;
+    source.traits_.name += (source.traits_.name.empty() ? "" : "+") + m.traits_.name;
+  }
+  source.members_ = std::move(members);
+  return source;
+}
+
 std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptions& options,
                                            std::unique_ptr<Model>* draft_model) const {
+  if (!members_.empty()) {
+    std::vector<std::unique_ptr<Drafter>> drafters;
+    for (const DraftSource& m : members_) drafters.push_back(m.Make(target, options, draft_model));
+    return std::make_unique<DrafterMixture>(std::move(drafters));
+  }
   if (model_) {
     *draft_model = Model::Create(model_, options);
     return MakeModelDrafter(**draft_model, target);

@@ -1,14 +1,16 @@
 // Where each sequence's drafter comes from, opened once from the name users give it (--draft): the
 // path of a draft GGUF (a standalone draft model, or a feature or parallel drafter trained for this
 // target: its file says which, model/drafter_file.h), "ngram" for prompt lookup
-// (speculate/ngram_drafter.h), or "suffix" for suffix drafting over the sequence and every output
-// before it (speculate/suffix_drafter.h; one SuffixStore shared by all the source's drafters). A
-// session, or each lane of a scheduler, makes its own Drafter from it; what a speculation policy
-// needs to know of them (DrafterTraits) is known without one.
+// (speculate/ngram_drafter.h), "suffix" for suffix drafting over the sequence and every output
+// before it (speculate/suffix_drafter.h; one SuffixStore shared by all the source's drafters), or
+// several of these joined by '+', mixed into one drafter (speculate/drafter_mixture.h). A session,
+// or each lane of a scheduler, makes its own Drafter from it; what a speculation policy needs to
+// know of them (DrafterTraits) is known without one.
 #pragma once
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/model.h"
 #include "speculate/drafter.h"
@@ -28,13 +30,17 @@ class DraftSource {
   static DraftSource PromptLookup();
   // store: the outputs the drafters share (null: a new, empty store).
   static DraftSource Suffix(std::shared_ptr<SuffixStore> store = nullptr);
+  // Several drafters as one (speculate/drafter_mixture.h): at most one draft model among them,
+  // none that reads the target's features. Open makes one of a name such as "DRAFT.gguf+suffix"
+  // (a name that is no file and holds '+').
+  static DraftSource Mixture(std::vector<DraftSource> members);
 
   const DrafterTraits& traits() const { return traits_; }
-  // The draft model's parameters; null for drafters without a model.
+  // The draft model's parameters (a mixture's member's); null for drafters without a model.
   const std::shared_ptr<const ModelParameters>& model() const { return model_; }
   // A feature or parallel drafter: it reads the target's hidden states (Drafter).
   bool reads_target_features() const { return reads_target_features_; }
-  // The suffix drafters' shared store; null for other drafters.
+  // The suffix drafters' shared store (a mixture's member's); null for other drafters.
   const std::shared_ptr<SuffixStore>& suffix_store() const { return store_; }
 
   // The drafter of one sequence of `target`. A draft model's forward context is made with
@@ -47,6 +53,7 @@ class DraftSource {
   DraftSource() = default;
 
   DrafterTraits traits_;
+  std::vector<DraftSource> members_;  // a mixture's
   std::shared_ptr<const ModelParameters> model_;
   std::shared_ptr<SuffixStore> store_;
   bool reads_target_features_ = false;

@@ -66,6 +66,17 @@ std::optional<BundledModels> FindBundledModels(std::string_view pair) {
 
 std::string BundledAcceptanceFor(const std::string& target, const std::string& draft, bool greedy) {
   namespace fs = std::filesystem;
+  // A mixture (DRAFT.gguf+suffix) starts from its draft model's vector: the controller ranks the
+  // model's first choices first until the others prove better.
+  if (const std::size_t plus = draft.find('+'); plus != std::string::npos && !fs::exists(draft)) {
+    for (std::size_t start = 0, end = plus; start <= draft.size();
+         start = end + 1, end = std::min(draft.find('+', start), draft.size())) {
+      const std::string member =
+          BundledAcceptanceFor(target, draft.substr(start, end - start), greedy);
+      if (!member.empty()) return member;
+    }
+    return "";
+  }
   for (const BundledPairFiles& pair : kBundledPairs) {
     const std::optional<BundledModels> bundled = FindBundledModels(pair.name);
     if (!bundled) continue;

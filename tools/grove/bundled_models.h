@@ -61,7 +61,7 @@ std::optional<BundledModels> FindBundledModels(std::string_view pair = kDefaultP
 bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair = "");
 
 // A bundled pair's acceptance vector for this sampling when target and draft are that pair's
-// files (a user's own pair has none); empty otherwise.
+// files (a user's own pair has none; a mixture DRAFT+suffix: its member's); empty otherwise.
 std::string BundledAcceptanceFor(const std::string& target, const std::string& draft, bool greedy);
 
 // `--pair NAME`: which bundled pair to use when no -m is given.

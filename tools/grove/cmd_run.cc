@@ -18,6 +18,7 @@
 #include "option_checks.h"
 #include "sampling_options.h"
 #include "speculate/draft_source.h"
+#include "speculate/drafter_mixture.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
@@ -207,6 +208,8 @@ void RunGenerate(RunOptions o) {
   std::fprintf(stderr, "[grove] acceptance by depth:%s\n", FormatAcceptanceByDepth(s).c_str());
   if (session->planner())
     std::fprintf(stderr, "[grove] %s\n", FormatPlannerChoice(*session).c_str());
+  if (const auto* mixture = dynamic_cast<const DrafterMixture*>(drafter.drafter.get()))
+    std::fprintf(stderr, "[grove] %s\n", FormatMixture(mixture->member_stats()).c_str());
   if (o.compare && !g_interrupted) {
     const std::vector<int32_t> plain =
         GeneratePlain(*model, prompt, o.sampling, so, {}, &plain_timing);

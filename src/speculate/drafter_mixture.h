@@ -1,0 +1,133 @@
+// Several drafters as one (issue 32's controller, first part): every step, each member that takes
+// part proposes rows for the same frontier and the mixture ranks each row's tokens by
+//
+// so one tree holds the candidates of all of them: a draft model's guesses where the text is new,
+// the suffix drafter's where it repeats something seen. How much a member's word is worth is learnt
+// online: w_i(share) is how often the member's first choice was the token the target then accepted
+// (or emitted), over the nodes of accepted paths it expanded, kept apart by the share its row gave
+// that choice (kShareBuckets bands; a suffix match seen once says 1 and is right far less often
+// than a draft model that says 0.9). A candidate t of member i scores w_i(share_i) * p_i(t) /
+// p_i(first_i), and the members' scores combine as the chance that one of them is right,
+// 1 - prod_i (1 - score_i(t)). Running means at first, then moving averages over about
+// kWeightMemory choices. Only each member's kCandidates best tokens of a row are ranked.
+//
+// Members differ in cost by orders of magnitude (a draft model's forward against a suffix lookup in
+// microseconds), so each step the controller first asks the cheap members for the root's row and
+// skips the expensive ones for the whole step when a cheap member is confident there (its first
+// choice takes at least kConfidentShare of its row) and has been right at least as often when
+// confident as the expensive member has been right at all. A skipped member expands nothing this
+// step and catches up on the accepted tokens at Commit (Drafter's contract allows a step whose tree
+// it did not expand).
+//
+// The merged rows are a ranking, not a distribution children are sampled from: the mixture is
+// deterministic (lossless with greedy and target-sample verification, for any tree). Members that
+// read the target's features are refused (a feature drafter needs every step's features).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "speculate/drafter.h"
+
+namespace grove {
+
+// What the controller saw of one member, for reports.
+struct MixtureMemberStats {
+  std::string name;
+  double weight = 0.0;          // its current weight
+  int64_t steps = 0;            // steps it took part in
+  int64_t skipped = 0;          // steps it was skipped in
+  int64_t first_choices = 0;    // path nodes it expanded
+  int64_t right = 0;            // ... where its first choice was the token that followed
+  double expand_seconds = 0.0;  // in its Expand calls
+};
+
+class DrafterMixture : public Drafter {
+ public:
+  static constexpr double kWeightMemory = 32.0;  // steps the moving averages remember
+  static constexpr double kMinWeight = 0.05;
+  // Confident root rows a cheap member must have been judged on before it may stand in for a dear
+  // one.
+  static constexpr int64_t kMinEvidence = 8;
+  static constexpr int kShareBuckets = 5;
+  static int Bucket(float share) {
+    return std::clamp(static_cast<int>(share * kShareBuckets), 0, kShareBuckets - 1);
+  }
+  static constexpr float kConfidentShare = 0.5f;
+  // A member costs "little" when its Expand takes under this share of the dearest member's.
+  static constexpr double kCheapShare = 0.1;
+  // Tokens each member puts forward per row: the merged row ranks their union (trees wider than
+  // this per node see at most this many of each member's).
+  static constexpr std::size_t kCandidates = 8;
+
+  // Throws grove::Error on fewer than two members, members of different vocabularies, or one that
+  // reads the target's features.
+  explicit DrafterMixture(std::vector<std::unique_ptr<Drafter>> members);
+
+  std::string_view name() const override { return name_; }
+  int32_t n_vocab() const override { return n_vocab_; }
+  bool deterministic() const override { return true; }
+  void Begin(std::span<const int32_t> context) override;
+  std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
+  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+              int32_t next_token) override;
+  void End() override;
+  void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
+  bool HasRoomFor(int32_t fed_nodes) const override;
+
+  std::vector<MixtureMemberStats> member_stats() const;
+
+ private:
+  struct Member {
+    std::unique_ptr<Drafter> drafter;
+    double weight = 0.5;  // first-choice hit rate, moving average
+    // How often its first choice was right when its row gave that choice a share in each
+    // kShareBuckets-th of [0, 1] (starting from the bucket's middle: as if calibrated).
+    std::array<double, kShareBuckets> bucket_hit{};
+    std::array<int64_t, kShareBuckets> bucket_seen{};
+    // Its chance of being right about its first choice when the row gives it `share`.
+    double Calibrated(float share) const { return bucket_hit[Bucket(share)]; }
+    double confident_hit = 0.5;         // the same over confident root rows only
+    int64_t confident_seen = 0;         // confident root rows judged
+    double seconds_per_call = 0;        // moving average of one Expand call
+    bool active = false;                // takes part in this step
+    bool confident_root = false;        // its root row this step was confident
+    std::vector<int32_t> first_choice;  // by frontier node this step (node + 1; 0: the root)
+    std::vector<float> first_share;     // the share its row gave that choice
+    MixtureMemberStats stats;
+  };
+
+  // Of one member row: its first choice (-1: it proposes nothing), its largest logit and the sum
+  // of exp(logit - max) (the softmax's normaliser).
+  struct RowSummary {
+    int32_t first = -1;
+    float max = 0.0f;
+    float sum = 0.0f;
+  };
+  static RowSummary Summarize(std::span<const float> row);
+  // Adds the row's kCandidates best tokens to candidates_ (once each).
+  void AddCandidates(std::span<const float> row, const RowSummary& summary);
+
+  // Expands every active member's rows for `frontier`, timing each.
+  void ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier);
+  // At a step's root: which members take part (see the file comment).
+  void ChooseMembers(const TokenTree& tree, std::span<const int32_t> frontier);
+  void ExpandMember(Member& m, const TokenTree& tree, std::span<const int32_t> frontier);
+  void Merge(std::size_t n_rows);
+  // Updates the weights from this step's accepted path.
+  void Learn(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token);
+
+  std::vector<Member> members_;
+  std::string name_;
+  int32_t n_vocab_;
+  std::vector<std::span<const float>> member_rows_;  // by member, this call's
+  std::vector<std::vector<RowSummary>> summaries_;   // by member and row, this call's
+  std::vector<int32_t> candidates_;                  // one merged row's tokens
+  std::vector<int32_t> best_;                        // AddCandidates' list
+  std::vector<float> rows_;                          // the merged rows
+};
+
+}  // namespace grove

@@ -1,0 +1,157 @@
+// The drafter mixture's controller: it learns how often each member's first choice is right and
+// ranks merged rows by that (a member that is always right outranks one that is always wrong, even
+// when the wrong one is surer of itself); it skips a dear member for steps where a cheap member is
+// confident and has proven right, while still committing every step's tokens to it; it refuses
+// members it cannot mix.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "base/error.h"
+#include "speculate/drafter_mixture.h"
+#include "speculate/token_tree.h"
+
+namespace grove {
+namespace {
+
+constexpr int32_t kVocab = 16;
+
+// Proposes (last token + offset) mod kVocab with logit 0 and, unless sure, a second guess one
+// below; optionally slow. Keeps the committed text so the test can check it.
+class CountingDrafter : public Drafter {
+ public:
+  CountingDrafter(std::string name, int32_t offset, bool sure, int sleep_us = 0)
+      : name_(std::move(name)), offset_(offset), sure_(sure), sleep_us_(sleep_us) {}
+  std::string_view name() const override { return name_; }
+  int32_t n_vocab() const override { return kVocab; }
+  bool deterministic() const override { return true; }
+  void Begin(std::span<const int32_t> context) override {
+    text_.assign(context.begin(), context.end());
+  }
+  std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override {
+    ++expand_calls_;
+    if (sleep_us_) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
+    rows_.assign(frontier.size() * kVocab, -std::numeric_limits<float>::infinity());
+    for (std::size_t i = 0; i < frontier.size(); ++i) {
+      const int32_t last = frontier[i] < 0 ? text_.back() : tree.node(frontier[i]).token;
+      const int32_t guess = (last + offset_) % kVocab;
+      rows_[i * kVocab + guess] = 0.0f;
+      if (!sure_) rows_[i * kVocab + (guess + kVocab - 1) % kVocab] = -0.5f;
+    }
+    return rows_;
+  }
+  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+              int32_t next_token) override {
+    for (int32_t node : accepted) text_.push_back(tree.node(node).token);
+    text_.push_back(next_token);
+  }
+  void Reserve(int32_t, int32_t) override {}
+  bool HasRoomFor(int32_t) const override { return true; }
+
+  const std::vector<int32_t>& text() const { return text_; }
+  int expand_calls() const { return expand_calls_; }
+
+ private:
+  std::string name_;
+  int32_t offset_;
+  bool sure_;
+  int sleep_us_;
+  std::vector<int32_t> text_;
+  std::vector<float> rows_;
+  int expand_calls_ = 0;
+};
+
+// The token the merged row ranks first.
+int32_t Top(std::span<const float> row) {
+  int32_t best = 0;
+  for (int32_t t = 1; t < kVocab; ++t) {
+    if (row[t] > row[best]) best = t;
+  }
+  return best;
+}
+
+// Runs `steps` steps of a counting text (each token the last + 1): a one-node tree with the
+// mixture's first choice, accepted when right; returns whether each step's first choice was.
+std::vector<bool> RunCountingText(DrafterMixture& mixture, int steps, std::vector<int32_t>& text) {
+  std::vector<bool> right;
+  const int32_t root[] = {-1};
+  for (int s = 0; s < steps; ++s) {
+    TokenTree tree;
+    const int32_t first = Top(mixture.Expand(tree, root));
+    const int32_t truth = (text.back() + 1) % kVocab;
+    right.push_back(first == truth);
+    tree.AddChild(-1, first, 1.0f);
+    std::vector<int32_t> accepted;
+    if (first == truth) {
+      accepted.push_back(0);
+      text.push_back(truth);
+    }
+    const int32_t next = (text.back() + 1) % kVocab;
+    text.push_back(next);
+    mixture.Commit(tree, accepted, next);
+  }
+  return right;
+}
+
+TEST(DrafterMixture, LearnsWhichMemberToBelieve) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<CountingDrafter>("wrong-but-sure", 2, /*sure=*/true));
+  members.push_back(std::make_unique<CountingDrafter>("right-but-unsure", 1, /*sure=*/false));
+  DrafterMixture mixture(std::move(members));
+  EXPECT_EQ(mixture.name(), "wrong-but-sure+right-but-unsure");
+  EXPECT_TRUE(mixture.deterministic());
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {3};
+  mixture.Begin(text);
+  const std::vector<bool> right = RunCountingText(mixture, 40, text);
+  // At first the sure member's guess wins (both start as if calibrated); within a few steps the
+  // right one's does, and keeps on.
+  EXPECT_FALSE(right[0]);
+  for (std::size_t s = 8; s < right.size(); ++s) EXPECT_TRUE(right[s]) << "step " << s;
+  const std::vector<MixtureMemberStats> stats = mixture.member_stats();
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_LT(stats[0].weight, 0.1);
+  EXPECT_GT(stats[1].weight, 0.9);
+  EXPECT_EQ(stats[0].right, 0);
+  EXPECT_EQ(stats[1].right, stats[1].first_choices);
+}
+
+TEST(DrafterMixture, SkipsADearMemberWhereACheapOneHasProvenRight) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  auto cheap = std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true);
+  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+  const CountingDrafter* cheap_view = cheap.get();
+  const CountingDrafter* dear_view = dear.get();
+  members.push_back(std::move(dear));
+  members.push_back(std::move(cheap));
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  const std::vector<bool> right = RunCountingText(mixture, 30, text);
+  for (bool r : right) EXPECT_TRUE(r);
+  const std::vector<MixtureMemberStats> stats = mixture.member_stats();
+  // Both are right; once the cheap one has been judged kMinEvidence times when confident, the
+  // dear one is not asked any more.
+  EXPECT_GT(stats[0].skipped, 30 - DrafterMixture::kMinEvidence - 3);
+  EXPECT_EQ(stats[0].steps + stats[0].skipped, 30);
+  EXPECT_EQ(dear_view->expand_calls(), stats[0].steps);
+  EXPECT_EQ(stats[1].skipped, 0);
+  // Every member was told every committed token, skipped or not.
+  EXPECT_EQ(dear_view->text(), text);
+  EXPECT_EQ(cheap_view->text(), text);
+}
+
+TEST(DrafterMixture, RefusesWhatItCannotMix) {
+  std::vector<std::unique_ptr<Drafter>> one;
+  one.push_back(std::make_unique<CountingDrafter>("a", 1, true));
+  EXPECT_THROW(DrafterMixture{std::move(one)}, Error);
+}
+
+}  // namespace
+}  // namespace grove
