@@ -307,6 +307,10 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("serve --port 70000", "--port");
   add("serve -t 100000", "threads");
   add("serve -m " + Path("fifo"), "not a regular file");
+  add("serve --record /proc/grove-record", "--record");
+  add("serve --record " + Path("fifo"), "--record");
+  add("serve --draft ngram+", "empty name");
+  add("serve --draft ngram+ngram+" + Path("fifo"), "not a regular file");
   add("serve-bench --clients 0 --url http://127.0.0.1:9", "--clients");
   add("serve-bench --temp nan --url http://127.0.0.1:9", "--temp");
   add("serve-bench --json " + Path("dir") + " --url http://127.0.0.1:9", "a directory");

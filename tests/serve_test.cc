@@ -1,20 +1,28 @@
 // The server's request layer: OpenAI error objects, chat templates of the common families, stop
 // strings over streamed pieces (against a whole-text reference over every split), and the checks
-// of a completion request's fields, ranges included at both ends.
+// of a completion request's fields, ranges included at both ends; the traffic record's corpus files
+// and its failures.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "serve/api_error.h"
 #include "serve/api_request.h"
 #include "serve/chat_template.h"
 #include "serve/reasoning_splitter.h"
 #include "serve/stop_matcher.h"
+#include "serve/traffic_record.h"
+#include "test_support.h"
+#include "train/corpus_files.h"
 
 namespace grove::serve {
 namespace {
@@ -777,6 +785,69 @@ TEST(ServeParseCompletionRequest, UnimplementedFieldsAreRefusedUnlessNeutral) {
   EXPECT_NO_THROW(ParseCompletionRequest(
       Chat({{"logprobs", false}, {"tool_choice", "auto"}, {"response_format", {{"type", "text"}}}}),
       true, {}));
+}
+
+// ---------------------------------------------------------------------------------------------
+// TrafficRecord
+
+std::string ReadFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The documents of a corpus part as the trainer reads them (train/corpus_files.h).
+std::vector<std::string> Documents(const std::string& text) {
+  std::vector<std::string> docs;
+  for (std::string_view d : SplitDocuments(text)) docs.emplace_back(d);
+  return docs;
+}
+
+TEST(TrafficRecord, WritesACorpusThatGrowsAcrossRestarts) {
+  const std::filesystem::path dir = testing::TempPath("record/nested");
+  std::filesystem::remove_all(dir.parent_path());
+  {
+    TrafficRecord record(dir.string());  // creates the directory
+    record.Add("User: hi\n\n\nAssistant:", " Hello.\n   \nHow are you?");
+    for (int i = 1; i < 20; ++i) record.Add("Once", " upon a time " + std::to_string(i));
+    record.Add("", "");  // nothing to keep
+    EXPECT_EQ(record.documents(), 20);
+  }
+  std::vector<std::string> train = Documents(ReadFile(dir / "train.txt"));
+  const std::vector<std::string> valid = Documents(ReadFile(dir / "valid.txt"));
+  ASSERT_EQ(train.size(), 19u);  // document 19 (counting from 0) is valid's
+  ASSERT_EQ(valid.size(), 1u);
+  EXPECT_EQ(train[0], "User: hi\nAssistant: Hello.\nHow are you?\n");  // blank lines left out
+  EXPECT_EQ(valid[0], "Once upon a time 19\n");
+  {
+    TrafficRecord again(dir.string());
+    again.Add("The end", ".");
+  }
+  train = Documents(ReadFile(dir / "train.txt"));
+  ASSERT_EQ(train.size(), 20u);
+  EXPECT_EQ(train.back(), "The end.\n");
+  std::filesystem::remove_all(dir.parent_path());
+}
+
+TEST(TrafficRecord, AFailedWriteStopsRecordingNotServing) {
+  const std::filesystem::path dir = testing::TempPath("record-full");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_symlink("/dev/full", dir / "train.txt");  // every write: ENOSPC
+  TrafficRecord record(dir.string());
+  EXPECT_NO_THROW(record.Add("Once", " upon a time"));
+  EXPECT_TRUE(record.stopped());
+  EXPECT_EQ(record.documents(), 0);
+  EXPECT_NO_THROW(record.Add("Once", " more"));
+  std::filesystem::remove_all(dir);
+  // A directory that cannot be made is refused at start, naming it.
+  try {
+    TrafficRecord bad("/proc/grove-record");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/proc/grove-record"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 #include "test_support.h"
+#include "train/corpus_files.h"
 
 namespace grove::serve {
 namespace {
@@ -48,7 +49,7 @@ class Server {
  public:
   Server(int parallel, int max_waiting, std::string api_key = "",
          SchedulePolicy policy = SchedulePolicy::kBatched, int keep_alive_ms = 1000,
-         std::string chat_template = "", bool suffix_drafter = false) {
+         std::string chat_template = "", bool suffix_drafter = false, std::string record_dir = "") {
     target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
     DraftSource source = suffix_drafter
@@ -60,7 +61,8 @@ class Server {
                            .spec = "sequoia:6",
                            .plan_inputs = ReadPlanInputs(kAccept, "", 128),
                            .max_waiting = max_waiting,
-                           .chat_template_source = std::move(chat_template)};
+                           .chat_template_source = std::move(chat_template),
+                           .record_dir = std::move(record_dir)};
     service_ = std::make_unique<CompletionService>(*target_, std::move(source), options);
     http_ =
         std::make_unique<HttpServer>(*service_, HttpServerOptions{.port = 0,
@@ -361,6 +363,36 @@ TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
   EXPECT_GT(accepted[1], accepted[0]);
   EXPECT_GE(accepted[1], 48 * 3 / 4) << "the second time, most tokens come from the drafts";
   EXPECT_GE(accepted[2], accepted[1]);
+}
+
+// --record keeps each answered choice (prompt and output) as a document the trainer reads.
+TEST_F(ServerTest, RecordKeepsWhatWasAnsweredAsACorpus) {
+  const std::string dir = testing::TempPath("served-record");
+  std::filesystem::remove_all(dir);
+  {
+    Server server(2, 8, "", SchedulePolicy::kBatched, 1000, "", false, dir);
+    httplib::Client client = server.Client();
+    int status = 0;
+    const json one =
+        PostJson(client, "/v1/completions",
+                 {{"prompt", "Once upon a time"}, {"max_tokens", 12}, {"temperature", 0}}, &status);
+    ASSERT_EQ(status, 200) << one.dump();
+    const json two = PostJson(
+        client, "/v1/completions",
+        {{"prompt", "Sara had a red ball."}, {"max_tokens", 8}, {"n", 2}, {"seed", 3}}, &status);
+    ASSERT_EQ(status, 200) << two.dump();
+    const std::string text = ReadCorpusFile(dir, kCorpusTrainFile);
+    const std::vector<std::string_view> docs = SplitDocuments(text);
+    ASSERT_EQ(docs.size(), 3u) << text;
+    const std::string first =
+        "Once upon a time" + one.at("choices").at(0).at("text").get<std::string>();
+    EXPECT_NE(text.find(first.substr(0, first.find('\n'))), std::string::npos) << text;
+    for (const json& c : two.at("choices")) {
+      const std::string t = "Sara had a red ball." + c.at("text").get<std::string>();
+      EXPECT_NE(text.find(t.substr(0, t.find('\n'))), std::string::npos) << t;
+    }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {

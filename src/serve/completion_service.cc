@@ -137,6 +137,7 @@ CompletionService::CompletionService(Model& target, std::optional<DraftSource> d
       std::make_unique<const ModelChatFormat>(options_.chat_template_source, *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
+  if (!options_.record_dir.empty()) record_ = std::make_unique<TrafficRecord>(options_.record_dir);
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
   CompletionRequest defaults;
   defaults.speculation = options_.spec;
@@ -283,6 +284,9 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       request.chat &&
       request.reasoning_format.value_or(options_.reasoning_format) == ReasoningFormat::kDeepSeek;
   const Tokenizer& tok = *target_.tokenizer();
+  // With --record, what each finished choice adds to the record: the prompt's text and its own.
+  std::shared_ptr<const std::string> prompt_text;
+  if (record_) prompt_text = std::make_shared<const std::string>(tok.Decode(prompt));
   std::vector<SequenceRequest> sequences;
   std::vector<RequestFeed::DoneFn> done;
   for (int32_t i = 0; i < request.n; ++i) {
@@ -298,20 +302,26 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
     q.on_tokens = [completion, stream](std::span<const int32_t> tokens) {
       return stream->Push(*completion, tokens);
     };
-    done.push_back(
-        [this, completion, stream, policy, channel, choices_left, i](SequenceResult&& result) {
-          if (--*choices_left == 0) {
-            channel->Close();
-            std::lock_guard lock(running_mutex_);
-            running_.erase(completion->id());
-          }
-          const char* reason = stream->Finish(*completion, result);
-          metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
-          metrics_.SchedulerProgress(scheduler_->stats());
-          const TreePlan& plan =
-              policy->plan.is_auto() ? scheduler_->options().speculation.plan : policy->plan;
-          completion->FinishChoice(i, result, reason, plan.text);
-        });
+    done.push_back([this, completion, stream, policy, channel, choices_left, i, prompt_text,
+                    &tok](SequenceResult&& result) {
+      if (record_ && !result.cancelled && result.error.empty()) {
+        std::span<const int32_t> output(result.tokens);
+        if (!output.empty() && tok.IsEndOfGeneration(output.back()))
+          output = output.first(output.size() - 1);
+        record_->Add(*prompt_text, tok.Decode(output));
+      }
+      if (--*choices_left == 0) {
+        channel->Close();
+        std::lock_guard lock(running_mutex_);
+        running_.erase(completion->id());
+      }
+      const char* reason = stream->Finish(*completion, result);
+      metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
+      metrics_.SchedulerProgress(scheduler_->stats());
+      const TreePlan& plan =
+          policy->plan.is_auto() ? scheduler_->options().speculation.plan : policy->plan;
+      completion->FinishChoice(i, result, reason, plan.text);
+    });
     sequences.push_back(std::move(q));
   }
   {

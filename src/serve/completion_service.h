@@ -33,6 +33,7 @@
 #include "serve/reasoning_splitter.h"
 #include "serve/service_metrics.h"
 #include "serve/step_channel.h"
+#include "serve/traffic_record.h"
 #include "speculate/draft_source.h"
 #include "speculate/tree_plan.h"
 
@@ -59,6 +60,8 @@ struct ServiceOptions {
   // The sampling of a request that leaves a field out: OpenAI's temperature 1, and the filters of
   // every grove command (top-k 40, top-p 0.95, min-p 0.05), as llama-server applies its own.
   SamplerParams sampling{.temperature = 1.0f};
+  // --record: keep every finished choice's prompt and output there (traffic_record.h); empty: no.
+  std::string record_dir;
 };
 
 struct CompletionEvent {
@@ -171,6 +174,7 @@ class CompletionService {
 
   Model& target_;
   std::optional<DraftSource> draft_;
+  std::unique_ptr<TrafficRecord> record_;  // --record
   ServiceOptions options_;
   std::unique_ptr<const ModelChatFormat> chat_format_;
   std::unique_ptr<Scheduler> scheduler_;

@@ -9,6 +9,7 @@
 #include "io/gguf.h"
 #include "model/model_parameters.h"
 #include "option_checks.h"
+#include "output_path.h"
 #include "schedule/schedule_policy.h"
 #include "speculate/draft_source.h"
 #include "speculate/plan_files.h"
@@ -60,6 +61,10 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
                  "overrides it")
       ->capture_default_str()
       ->check(CLI::IsMember({"none", "deepseek", "auto"}));
+  cmd.add_option("--record", o.record,
+                 "Keep every answered prompt and output in DIR as a corpus (train.txt, "
+                 "valid.txt) that `grove train-drafter --corpus DIR` fine-tunes a draft on; "
+                 "appends to what DIR holds");
   cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
 }
 
@@ -72,6 +77,12 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");
   if (opt.port < 0 || opt.port > 65535) Fail("--port ", opt.port, " out of range 0..65535");
   const SchedulePolicy policy = ParseSchedulePolicy(opt.policy);
+  if (!opt.record.empty()) {
+    // Checked before the model loads; the files are appended to, never replaced.
+    CheckOutputDirectory(opt.record, "--record");
+    for (const char* part : {"train.txt", "valid.txt"})
+      CheckOutputFile((std::filesystem::path(opt.record) / part).string(), "--record");
+  }
   serve::ReasoningFormat reasoning_format;
   if (!serve::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
     Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
@@ -91,7 +102,8 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .chat_template_source =
           target_->parameters()->gguf().GetString("tokenizer.chat_template", ""),
       .reasoning_format = reasoning_format,
-      .sampling = opt.sampling};
+      .sampling = opt.sampling,
+      .record_dir = opt.record};
   if (!opt.draft.empty() && opt.draft != "none") {
     draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool());
     // Requests default to temperature 1 (--temp): the sampled acceptance vector fits them better.

@@ -34,6 +34,7 @@ struct ServeModelOptions {
   int node_budget = kDefaultNodeBudget;
   std::string api_key;
   std::string reasoning_format = "none";
+  std::string record;  // --record DIR (empty: no recording)
   bool verbose = false;
   // What a request that leaves a sampling field out gets (`grove serve --temp ...`).
   SamplerParams sampling{.temperature = 1.0f};
