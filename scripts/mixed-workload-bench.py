@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue 32's mixed workload against each drafter, as a client sees it: for every class of
 bench/workload/ (scripts/mixed-workload.py) and every drafter, a fresh `grove serve` answers the
-class's requests one after another (one client, temperature 0); the table gives tokens/s over the
+class's requests one after another (one client, temperature 0 unless --temp); the table gives tokens/s over the
 whole class (wall clock, from the first request sent to the last answer), its ratio to plain
 serving and to the best single drafter, and tau from the responses' timings; then where the
 server's verifying thread spent its time (/metrics), and tau of the repeated class by the number
@@ -39,7 +39,7 @@ def post(port, body):
         return json.load(r)
 
 
-def serve_class(grove, target, draft, prompts, n, threads):
+def serve_class(grove, target, draft, prompts, n, threads, temperature):
     """Answers `prompts` in order on a fresh server; returns (seconds, tokens, taus, texts)."""
     port = free_port()
     cmd = [grove, "serve", "-m", target, "--draft", draft, "--port", str(port), "-t",
@@ -57,7 +57,8 @@ def serve_class(grove, target, draft, prompts, n, threads):
         start = time.perf_counter()
         tokens, taus, texts = 0, [], []
         for p in prompts:
-            body = post(port, {"prompt": p, "max_tokens": n, "temperature": 0})
+            body = post(port, {"prompt": p, "max_tokens": n, "temperature": temperature,
+                               "seed": 1})
             t = body["timings"]
             tokens += t["predicted_n"]
             steps = body["grove"]["steps"]
@@ -83,11 +84,13 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("-n", type=int, default=96)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--temp", type=float, default=0.0,
+                    help="temperature of every request (seed 1: the same text whatever drafts)")
     ap.add_argument("--classes", default="stories,repeated,near-repeated,mixed")
     args = ap.parse_args()
     drafters = [("plain", "none"), ("draft model", args.draft), ("suffix", "suffix"),
                 ("mixture", args.draft + "+suffix")]
-    print(f"grove serve, {args.target}, one client, -n {args.n}, temperature 0, "
+    print(f"grove serve, {args.target}, one client, -n {args.n}, temperature {args.temp}, "
           f"{args.threads} threads, median of {args.reps} fresh servers\n")
     print("| class | requests | drafter | tokens/s | min-max | vs plain | vs best single | tau |")
     print("|---|---:|---|---:|---:|---:|---:|---:|")
@@ -100,7 +103,8 @@ def main():
             runs = []
             for _ in range(args.reps):
                 seconds, tokens, t, texts, split = serve_class(args.grove, args.target, draft,
-                                                               prompts, args.n, args.threads)
+                                                               prompts, args.n, args.threads,
+                                                               args.temp)
                 splits.setdefault((cls, label), split)
                 if plain_texts is None:
                     plain_texts = texts
