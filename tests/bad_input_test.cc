@@ -310,6 +310,8 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("serve --record /proc/grove-record", "--record");
   add("serve --record " + Path("fifo"), "--record");
   add("serve --draft ngram+", "empty name");
+  add("serve --draft ngram --suffix-store " + Path("store.bin"), "needs suffix drafting");
+  add("serve --suffix-store " + Path("dir"), "a directory");
   add("serve --draft ngram+ngram+" + Path("fifo"), "not a regular file");
   add("serve-bench --clients 0 --url http://127.0.0.1:9", "--clients");
   add("serve-bench --temp nan --url http://127.0.0.1:9", "--temp");

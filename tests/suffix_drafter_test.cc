@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <vector>
@@ -15,6 +18,7 @@
 #include "speculate/suffix_index.h"
 #include "speculate/suffix_store.h"
 #include "speculate/token_tree.h"
+#include "test_support.h"
 
 namespace grove {
 namespace {
@@ -157,6 +161,37 @@ TEST(SuffixStore, EvictsTheOldestDocumentsToStayInItsBudget) {
   EXPECT_LE(store.bytes(), budget);
   EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{5098}).length; }), 1);
   EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{100}).node; }), -1);
+}
+
+TEST(SuffixStore, SavesAndLoadsItsDocumentsAndRefusesOtherFiles) {
+  const std::string path = testing::TempPath("suffix-store.bin");
+  SuffixStore store({.max_depth = 5});
+  const std::vector<Text> docs = RandomDocuments(6, 7, 11);
+  for (const Text& d : docs) store.Add(d);
+  store.Save(path, 42);
+  SuffixStore loaded({.max_depth = 5});
+  EXPECT_EQ(loaded.Load(path, 42, 7), 6);
+  EXPECT_EQ(loaded.documents(), 6);
+  loaded.Read([&](const SuffixIndex& index) {
+    ExpectCountsMatch(index, docs);
+    return 0;
+  });
+  // Another vocabulary's, ids beyond this one's, not a store, truncated: refused, nothing added.
+  SuffixStore other;
+  EXPECT_THROW(other.Load(path, 43, 7), Error);
+  EXPECT_THROW(other.Load(path, 42, 6), Error);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (const std::string& damaged :
+       {std::string("not a store"), bytes.substr(0, bytes.size() - 2), bytes + "x"}) {
+    std::ofstream(path, std::ios::binary) << damaged;
+    EXPECT_THROW(other.Load(path, 42, 7), Error);
+  }
+  EXPECT_EQ(other.documents(), 0);
+  std::remove(path.c_str());
 }
 
 constexpr int32_t kVocab = 12;

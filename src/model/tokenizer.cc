@@ -3,6 +3,7 @@
 #include <unicode/utf8.h>
 
 #include "base/error.h"
+#include "base/fnv1a.h"
 #include "io/gguf.h"
 #include "model/tokenizer_vocab.h"
 
@@ -161,6 +162,18 @@ TokenType Tokenizer::token_type(int32_t id) const {
 }
 
 int32_t Tokenizer::n_vocab() const { return vocab_->n_tokens(); }
+
+uint64_t Tokenizer::Fingerprint() const {
+  Fnv1a h;
+  const int32_t n = n_vocab();
+  h.Mix(&n, sizeof(n));
+  for (int32_t id = 0; id < n; ++id) {
+    const std::string text = TokenText(id);
+    const uint32_t size = static_cast<uint32_t>(text.size());
+    h.Mix(&size, sizeof(size)).Mix(text);
+  }
+  return h.value();
+}
 int32_t Tokenizer::bos() const { return vocab_->bos; }
 int32_t Tokenizer::eos() const { return vocab_->eos; }
 int32_t Tokenizer::unk() const { return vocab_->unk; }

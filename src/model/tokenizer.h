@@ -86,6 +86,9 @@ class Tokenizer {
   TokenType token_type(int32_t id) const;
 
   int32_t n_vocab() const;
+  // A hash of every token's text, in id order (base/fnv1a.h): what files of token ids (a suffix
+  // store) are checked against.
+  uint64_t Fingerprint() const;
   int32_t bos() const;  // -1 if none
   int32_t eos() const;  // -1 if none
   int32_t unk() const;  // -1 if none

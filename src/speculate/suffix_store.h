@@ -10,6 +10,7 @@
 #include <deque>
 #include <shared_mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "speculate/suffix_index.h"
@@ -35,6 +36,15 @@ class SuffixStore {
     std::shared_lock lock(mutex_);
     return f(index_);
   }
+
+  // Keeps the documents in `path` (replaced only once complete, base/replacing_file.h), oldest
+  // first, under `vocabulary` (a fingerprint of the tokenizer the tokens belong to). Throws
+  // grove::Error naming the file and the reason.
+  void Save(const std::string& path, uint64_t vocabulary) const;
+  // Adds the documents `path` holds (as Add, oldest first) and returns how many. Throws
+  // grove::Error, adding nothing, when the file is not a store, is damaged or truncated, or holds
+  // tokens of another vocabulary (another fingerprint, or ids of n_vocab or more).
+  int64_t Load(const std::string& path, uint64_t vocabulary, int32_t n_vocab);
 
   int32_t max_depth() const { return options_.max_depth; }
   int64_t documents() const;

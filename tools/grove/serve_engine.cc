@@ -4,10 +4,12 @@
 #include <filesystem>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "bundled_models.h"
 #include "draft_option.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
+#include "model/tokenizer.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "schedule/schedule_policy.h"
@@ -65,6 +67,9 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
                  "Keep every answered prompt and output in DIR as a corpus (train.txt, "
                  "valid.txt) that `grove train-drafter --corpus DIR` fine-tunes a draft on; "
                  "appends to what DIR holds");
+  cmd.add_option("--suffix-store", o.suffix_store,
+                 "With suffix drafting: load the outputs served before from FILE at start (a "
+                 "damaged or foreign file is ignored with a warning) and save them there at exit");
   cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
 }
 
@@ -87,6 +92,7 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
     for (const char* part : {"train.txt", "valid.txt"})
       CheckOutputFile((std::filesystem::path(opt.record) / part).string(), "--record");
   }
+  if (!opt.suffix_store.empty()) CheckOutputFile(opt.suffix_store, "--suffix-store");
   serve::ReasoningFormat reasoning_format;
   if (!serve::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
     Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
@@ -116,6 +122,7 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
                                    : opt.accept_file;
     service_options_.plan_inputs = ReadPlanInputs(accept, "", target_->max_batch());
   }
+  LoadSuffixStore();
   target_->WarmUp();
   service_ = std::make_unique<serve::CompletionService>(*target_, draft_, service_options_);
   http_ = std::make_unique<serve::HttpServer>(
@@ -128,6 +135,32 @@ ServeEngine::~ServeEngine() {
   if (thread_.joinable()) {
     http_->Stop();
     thread_.join();
+  }
+  SaveSuffixStore();
+}
+
+void ServeEngine::LoadSuffixStore() {
+  const std::string& path = options_.suffix_store;
+  if (path.empty()) return;
+  if (!draft_ || !draft_->suffix_store())
+    Fail("--suffix-store needs suffix drafting (--draft suffix, or DRAFT.gguf+suffix)");
+  if (!std::filesystem::exists(path)) return;
+  try {
+    const int64_t n = draft_->suffix_store()->Load(path, target_->tokenizer()->Fingerprint(),
+                                                   target_->config().n_vocab);
+    suffix_outputs_loaded_ = n;
+  } catch (const Error& e) {
+    Log(LogLevel::kWarn, e.what());
+  }
+}
+
+void ServeEngine::SaveSuffixStore() {
+  // Outputs of sequences still running at exit are not kept (the store is read under its lock).
+  if (options_.suffix_store.empty() || !draft_ || !draft_->suffix_store()) return;
+  try {
+    draft_->suffix_store()->Save(options_.suffix_store, target_->tokenizer()->Fingerprint());
+  } catch (const Error& e) {
+    Log(LogLevel::kWarn, "serve: the suffix store was not saved: ", e.what());
   }
 }
 
@@ -145,6 +178,10 @@ std::string ServeEngine::Describe() const {
                 draft_ ? o.draft.c_str() : "none", draft_ ? o.spec.c_str() : "off",
                 o.policy.c_str(), o.parallel, service_->chat_format().Describe().c_str());
   std::string line = text;
+  if (suffix_outputs_loaded_ > 0) {
+    line += "; suffix store: " + std::to_string(suffix_outputs_loaded_) + " outputs from " +
+            o.suffix_store;
+  }
   if (!service_->chat_format().template_error().empty()) {
     line += "; the model's template was not usable: " + service_->chat_format().template_error();
   }

@@ -34,7 +34,8 @@ struct ServeModelOptions {
   int node_budget = kDefaultNodeBudget;
   std::string api_key;
   std::string reasoning_format = "none";
-  std::string record;  // --record DIR (empty: no recording)
+  std::string record;        // --record DIR (empty: no recording)
+  std::string suffix_store;  // --suffix-store FILE (empty: the store lives as long as the server)
   bool verbose = false;
   // What a request that leaves a sampling field out gets (`grove serve --temp ...`).
   SamplerParams sampling{.temperature = 1.0f};
@@ -59,6 +60,10 @@ class ServeEngine {
   std::string Describe() const;
 
  private:
+  // --suffix-store: the outputs served before, loaded at start and saved at exit.
+  void LoadSuffixStore();
+  void SaveSuffixStore();
+  int64_t suffix_outputs_loaded_ = 0;
   ServeModelOptions options_;
   std::unique_ptr<Model> target_;
   std::optional<DraftSource> draft_;
