@@ -8,9 +8,9 @@
 
 #include "base/error.h"
 #include "io/gguf.h"
-#include "model/pretokenizer.h"
-#include "model/tokenizer.h"
 #include "test_support.h"
+#include "tokenize/pretokenizer.h"
+#include "tokenize/tokenizer.h"
 #include "train/corpus.h"
 
 namespace grove {

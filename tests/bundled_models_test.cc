@@ -11,11 +11,11 @@
 
 #include "io/gguf.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
 #include "speculate/speculation.h"
+#include "tokenize/tokenizer.h"
 #include "train/corpus.h"
 
 #ifndef GROVE_MODELS_DIR

@@ -10,10 +10,10 @@
 #include "io/gguf_writer.h"
 #include "kernels/kernel_set.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "quant/quant.h"
 #include "sample/sampler.h"
 #include "test_support.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

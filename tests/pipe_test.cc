@@ -14,7 +14,6 @@
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/model_parameters.h"
-#include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
 #include "pipe/pipe_benchmark.h"
 #include "pipe/pipe_transport.h"
@@ -24,6 +23,7 @@
 #include "pipe/stage_split.h"
 #include "speculate/plain_decoding.h"
 #include "test_support.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

@@ -12,7 +12,6 @@
 #include <thread>
 
 #include "base/error.h"
-#include "model/tokenizer.h"
 #include "schedule/draft_rounds.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
@@ -22,6 +21,7 @@
 #include "speculate/plain_decoding.h"
 #include "speculate/verify_cost_cache.h"
 #include "test_support.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

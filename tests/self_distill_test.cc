@@ -3,9 +3,9 @@
 // greedy and sampled; the token budget stops starting new prompts.
 #include <gtest/gtest.h>
 
-#include "model/tokenizer.h"
 #include "speculate/plain_decoding.h"
 #include "test_support.h"
+#include "tokenize/tokenizer.h"
 #include "train/self_distill.h"
 
 namespace grove {

@@ -25,7 +25,6 @@
 #include <vector>
 
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "serve/completion_service.h"
 #include "serve/event_stream_client.h"
 #include "serve/http_server.h"
@@ -33,6 +32,7 @@
 #include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 #include "test_support.h"
+#include "tokenize/tokenizer.h"
 #include "train/corpus_files.h"
 
 namespace grove::serve {

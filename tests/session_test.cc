@@ -16,7 +16,6 @@
 #include "distribution_check.h"
 #include "io/gguf.h"
 #include "model/layer_slice.h"
-#include "model/tokenizer.h"
 #include "speculate/auto_planner.h"
 #include "speculate/drafter_mixture.h"
 #include "speculate/model_drafter.h"
@@ -25,6 +24,7 @@
 #include "speculate/session.h"
 #include "speculate/suffix_drafter.h"
 #include "test_support.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

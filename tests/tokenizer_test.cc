@@ -10,10 +10,10 @@
 #include "base/error.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
-#include "model/pretokenizer.h"
-#include "model/split_pattern.h"
-#include "model/tokenizer.h"
 #include "test_support.h"
+#include "tokenize/pretokenizer.h"
+#include "tokenize/split_pattern.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

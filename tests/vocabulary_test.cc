@@ -22,9 +22,9 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "llama_cpp_reference.h"
-#include "model/hf_tokenizer.h"
-#include "model/tokenizer.h"
 #include "test_support.h"
+#include "tokenize/hf_tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

@@ -7,12 +7,12 @@
 #include "base/error.h"
 #include "io/gguf.h"
 #include "kernels/kernel_set.h"
-#include "model/tokenizer.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/norm.h"
 #include "ops/parallel.h"
 #include "quant/quant.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

@@ -8,9 +8,9 @@
 #include "base/log.h"
 #include "io/gguf.h"
 #include "kernels/kernel_set.h"
-#include "model/tokenizer.h"
 #include "ops/matmul.h"
 #include "quant/quant.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

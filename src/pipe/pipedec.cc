@@ -11,11 +11,11 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
 #include "pipe/pipeline_stages.h"
 #include "pipe/prediction_tree.h"
 #include "pipe/tree_cache.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

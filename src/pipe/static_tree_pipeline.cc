@@ -8,12 +8,12 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_stages.h"
 #include "speculate/model_drafter.h"
 #include "speculate/tree_builder.h"
 #include "speculate/tree_plan.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
 #include "schedule/scheduler.h"
 #include "serve/reasoning_splitter.h"
 #include "serve/stop_matcher.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::serve {
 

@@ -9,10 +9,10 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "model/tokenizer.h"
 #include "serve/api_error.h"
 #include "serve/choice_stream.h"
 #include "speculate/speculation.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::serve {
 namespace {

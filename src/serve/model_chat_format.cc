@@ -1,7 +1,7 @@
 #include "serve/model_chat_format.h"
 
 #include "base/error.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::serve {
 

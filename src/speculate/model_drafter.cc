@@ -6,7 +6,7 @@
 
 #include "base/error.h"
 #include "model/drafter_file.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

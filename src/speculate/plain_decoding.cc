@@ -2,7 +2,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 

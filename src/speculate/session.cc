@@ -4,8 +4,8 @@
 
 #include "base/error.h"
 #include "base/timer.h"
-#include "model/tokenizer.h"
 #include "speculate/auto_planner.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 

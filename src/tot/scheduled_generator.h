@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "model/tokenizer.h"
 #include "schedule/scheduler.h"
+#include "tokenize/tokenizer.h"
 #include "tot/generation.h"
 
 namespace grove {

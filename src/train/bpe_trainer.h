@@ -1,8 +1,8 @@
 // Byte-level BPE training (GPT-2 style) and its GGUF form.
 //
 // The text is split into pre-tokens by the same pre-tokenizer the encoder uses
-// (model/pretokenizer.h), so merges never cross a pre-token boundary and encoding the training text
-// reproduces the training segmentation. Each distinct pre-token is stored once with its count;
+// (tokenize/pretokenizer.h), so merges never cross a pre-token boundary and encoding the training
+// text reproduces the training segmentation. Each distinct pre-token is stored once with its count;
 // merges then repeat:
 //   take the most frequent adjacent pair (ties: the smaller left id, then the smaller right id);
 //   give the concatenation a token (reusing it if the same bytes were already made another way);
@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/pretokenizer.h"
-#include "model/tokenizer.h"
+#include "tokenize/pretokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 
@@ -33,7 +33,7 @@ struct BpeTrainerOptions {
   // Control tokens appended after the learned tokens, e.g. end-of-text between documents. The first
   // is also BOS and EOS.
   std::vector<std::string> special_tokens = {"<|endoftext|>"};
-  // A name PreTokenizer::ForName accepts (model/pretokenizer.h).
+  // A name PreTokenizer::ForName accepts (tokenize/pretokenizer.h).
   std::string pre_tokenizer = "gpt-2";
 };
 

@@ -11,7 +11,7 @@
 #include "io/gguf.h"
 #include "model/drafter_file.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/corpus_files.h"
 #include "train/drafter_graph.h"

@@ -12,7 +12,7 @@
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "io/gguf.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/corpus_files.h"
 #include "train/gemm.h"

@@ -10,7 +10,6 @@
 #include "bundled_models.h"
 #include "kernels/kernel_set.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "progress_line.h"
 #include "prompt_file.h"
 #include "sampling_options.h"
@@ -20,6 +19,7 @@
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
 #include "speculation_report.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 namespace {

@@ -9,7 +9,6 @@
 #include "base/error.h"
 #include "commands.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "progress_line.h"
@@ -18,6 +17,7 @@
 #include "speculate/draft_source.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 namespace {

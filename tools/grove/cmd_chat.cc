@@ -23,7 +23,6 @@
 #include "io/gguf.h"
 #include "model/model.h"
 #include "model/model_parameters.h"
-#include "model/tokenizer.h"
 #include "option_checks.h"
 #include "sampling_options.h"
 #include "serve/model_chat_format.h"
@@ -32,6 +31,7 @@
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 namespace {

@@ -8,7 +8,7 @@
 #include "base/text_file.h"
 #include "commands.h"
 #include "io/gguf_writer.h"
-#include "model/hf_tokenizer.h"
+#include "tokenize/hf_tokenizer.h"
 
 namespace grove::cli {
 namespace {

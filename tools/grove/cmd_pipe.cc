@@ -19,7 +19,6 @@
 #include "cmd_pipe.h"
 #include "commands.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "option_checks.h"
 #include "pipe/pipedec.h"
 #include "pipe/pipeline_clock.h"
@@ -27,6 +26,7 @@
 #include "sampling_options.h"
 #include "speculate/auto_planner.h"
 #include "speculate/plain_decoding.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 

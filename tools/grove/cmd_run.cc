@@ -14,7 +14,6 @@
 #include "commands.h"
 #include "draft_option.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "option_checks.h"
 #include "sampling_options.h"
 #include "speculate/draft_source.h"
@@ -23,6 +22,7 @@
 #include "speculate/plan_files.h"
 #include "speculate/session.h"
 #include "speculation_report.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 namespace {

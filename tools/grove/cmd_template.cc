@@ -13,8 +13,8 @@
 #include "commands.h"
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
-#include "model/tokenizer.h"
 #include "serve/model_chat_format.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include "base/error.h"
 #include "commands.h"
 #include "io/gguf.h"
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 namespace {

@@ -9,8 +9,8 @@
 #include "base/timer.h"
 #include "commands.h"
 #include "io/gguf.h"
-#include "model/tokenizer.h"
 #include "output_path.h"
+#include "tokenize/tokenizer.h"
 #include "train/bpe_trainer.h"
 #include "train/corpus_files.h"
 

@@ -22,12 +22,12 @@
 #include "cmd_pipe.h"
 #include "io/gguf.h"
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "pipe/in_process_transport.h"
 #include "pipe/pipe_benchmark.h"
 #include "pipe/pipedec.h"
 #include "sampling_options.h"
 #include "speculate/plain_decoding.h"
+#include "tokenize/tokenizer.h"
 #ifdef GROVE_HAVE_MPI
 #include "pipe_mpi/mpi_transport.h"
 #endif

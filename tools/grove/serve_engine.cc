@@ -9,13 +9,13 @@
 #include "draft_option.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
-#include "model/tokenizer.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "schedule/schedule_policy.h"
 #include "speculate/draft_source.h"
 #include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 

@@ -12,9 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include "model/model.h"
-#include "model/tokenizer.h"
 #include "sample/sampler.h"
 #include "schedule/scheduler.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 

@@ -1,5 +1,5 @@
 // Internal to the tokenizer: the vocabulary shared by both models, and the interface each model
-// (SentencePiece BPE, byte-level BPE) implements. Not included outside src/model/tokenizer*.cc.
+// (SentencePiece BPE, byte-level BPE) implements. Not included outside src/tokenize/tokenizer*.cc.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 

@@ -1,11 +1,11 @@
-#include "model/tokenizer.h"
+#include "tokenize/tokenizer.h"
 
 #include <unicode/utf8.h>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "io/gguf.h"
-#include "model/tokenizer_vocab.h"
+#include "tokenize/tokenizer_vocab.h"
 
 namespace grove {
 namespace {

@@ -29,7 +29,7 @@
 
 #include "base/error.h"
 #include "io/gguf.h"
-#include "model/tokenizer_vocab.h"
+#include "tokenize/tokenizer_vocab.h"
 
 namespace grove {
 namespace {

@@ -1,4 +1,4 @@
-#include "model/split_pattern.h"
+#include "tokenize/split_pattern.h"
 
 #include <unicode/uchar.h>
 #include <unicode/utf8.h>

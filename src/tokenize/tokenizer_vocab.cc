@@ -1,4 +1,4 @@
-#include "model/tokenizer_vocab.h"
+#include "tokenize/tokenizer_vocab.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "model/hf_tokenizer.h"
+#include "tokenize/hf_tokenizer.h"
 
 #include <nlohmann/json.hpp>
 
@@ -10,8 +10,8 @@
 
 #include "base/error.h"
 #include "io/gguf_writer.h"
-#include "model/pretokenizer.h"
-#include "model/tokenizer.h"
+#include "tokenize/pretokenizer.h"
+#include "tokenize/tokenizer.h"
 
 namespace grove {
 namespace {

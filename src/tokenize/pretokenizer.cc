@@ -1,4 +1,4 @@
-#include "model/pretokenizer.h"
+#include "tokenize/pretokenizer.h"
 
 #include <memory>
 #include <utility>

@@ -21,8 +21,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "io/gguf.h"
-#include "model/pretokenizer.h"
-#include "model/tokenizer_vocab.h"
+#include "tokenize/pretokenizer.h"
+#include "tokenize/tokenizer_vocab.h"
 
 namespace grove {
 namespace {

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/split_pattern.h"
+#include "tokenize/split_pattern.h"
 
 namespace grove {
 
