@@ -49,6 +49,55 @@ TokenTree KConfigShape(const std::vector<int32_t>& widths) {
   return shape;
 }
 
+// kconfig's branching factors, level by level; the tree they make has at most max_nodes nodes.
+std::vector<int32_t> ParseWidths(std::string_view args, std::string_view text, int32_t max_nodes) {
+  std::vector<int32_t> widths;
+  int64_t nodes = 0, level = 1;
+  for (double v : ParseNumbers(args, text)) {
+    widths.push_back(PositiveInt(v, "branching", text, max_nodes));
+    level *= widths.back();
+    nodes += level;
+    if (nodes > max_nodes) Fail("tree spec '", text, "' has more than ", max_nodes, " nodes");
+  }
+  return widths;
+}
+
+// sequoia:N, sequoia:N,D or sequoia:auto (the size and depth the verify curve favours).
+void ParseSequoia(std::string_view args, std::string_view text, const TreePlanInputs& inputs,
+                  TreePlan& spec) {
+  spec.kind = TreeKind::kSequoia;
+  if (inputs.acceptance.empty()) {
+    Fail("tree spec '", text,
+         "' needs an acceptance vector: run `grove calibrate` and pass --accept FILE");
+  }
+  if (args == "auto") {
+    if (!inputs.verify_cost) {
+      Fail("tree spec '", text,
+           "' needs the target's verify curve (--profile FILE from "
+           "`grove bench --verify-curve ... --profile-out FILE`)");
+    }
+    const int32_t max_size = std::min(inputs.verify_cost->max_size(), inputs.max_tokens);
+    SequoiaTable table = SequoiaTable::Build(inputs.acceptance, max_size, std::min(max_size, 16));
+    spec.sequoia_choice =
+        ChooseSizeAndDepth(table, *inputs.verify_cost, inputs.draft_seconds_per_level);
+    spec.shape = table.Tree(spec.sequoia_choice->size, spec.sequoia_choice->depth);
+  } else {
+    auto v = ParseNumbers(args, text);
+    if (v.empty() || v.size() > 2) Fail("tree spec '", text, "': sequoia takes N or N,D");
+    const int32_t n = PositiveInt(v[0], "size", text, inputs.max_tokens);
+    if (n < 2) Fail("tree spec '", text, "': size counts the root, so it must be at least 2");
+    if (v.size() == 2) {
+      const int32_t d = PositiveInt(v[1], "depth", text, n);
+      spec.shape = SequoiaTable::Build(inputs.acceptance, n, d).Tree(n, d);
+    } else {
+      spec.shape = SequoiaTable::Build(inputs.acceptance, n).Tree(n);
+    }
+  }
+  // sequoia:auto may find that no tree beats plain decoding: the shape is then empty.
+  if (spec.shape.empty() && !spec.sequoia_choice)
+    Fail("tree spec '", text, "' gives an empty tree");
+}
+
 }  // namespace
 
 TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
@@ -74,15 +123,7 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
     spec.shape = KConfigShape(std::vector<int32_t>(k, 1));
   } else if (kind == "kconfig") {
     spec.kind = TreeKind::kKConfig;
-    std::vector<int32_t> widths;
-    int64_t nodes = 0, level = 1;
-    for (double v : ParseNumbers(args, text)) {
-      widths.push_back(PositiveInt(v, "branching", text, max_nodes));
-      level *= widths.back();
-      nodes += level;
-      if (nodes > max_nodes) Fail("tree spec '", text, "' has more than ", max_nodes, " nodes");
-    }
-    spec.shape = KConfigShape(widths);
+    spec.shape = KConfigShape(ParseWidths(args, text, max_nodes));
   } else if (kind == "file") {
     spec.kind = TreeKind::kFile;
     spec.shape = ReadTreeFile(std::string(args));
@@ -91,37 +132,7 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
            " allowed");
     }
   } else if (kind == "sequoia") {
-    spec.kind = TreeKind::kSequoia;
-    if (inputs.acceptance.empty()) {
-      Fail("tree spec '", text,
-           "' needs an acceptance vector: run `grove calibrate` and pass --accept FILE");
-    }
-    if (args == "auto") {
-      if (!inputs.verify_cost) {
-        Fail("tree spec '", text,
-             "' needs the target's verify curve (--profile FILE from "
-             "`grove bench --verify-curve ... --profile-out FILE`)");
-      }
-      const int32_t max_size = std::min(inputs.verify_cost->max_size(), inputs.max_tokens);
-      SequoiaTable table = SequoiaTable::Build(inputs.acceptance, max_size, std::min(max_size, 16));
-      spec.sequoia_choice =
-          ChooseSizeAndDepth(table, *inputs.verify_cost, inputs.draft_seconds_per_level);
-      spec.shape = table.Tree(spec.sequoia_choice->size, spec.sequoia_choice->depth);
-    } else {
-      auto v = ParseNumbers(args, text);
-      if (v.empty() || v.size() > 2) Fail("tree spec '", text, "': sequoia takes N or N,D");
-      const int32_t n = PositiveInt(v[0], "size", text, inputs.max_tokens);
-      if (n < 2) Fail("tree spec '", text, "': size counts the root, so it must be at least 2");
-      if (v.size() == 2) {
-        const int32_t d = PositiveInt(v[1], "depth", text, n);
-        spec.shape = SequoiaTable::Build(inputs.acceptance, n, d).Tree(n, d);
-      } else {
-        spec.shape = SequoiaTable::Build(inputs.acceptance, n).Tree(n);
-      }
-    }
-    // sequoia:auto may find that no tree beats plain decoding: the shape is then empty.
-    if (spec.shape.empty() && !spec.sequoia_choice)
-      Fail("tree spec '", text, "' gives an empty tree");
+    ParseSequoia(args, text, inputs, spec);
   } else if (kind == "auto") {
     spec.kind = TreeKind::kAuto;
     auto v = ParseNumbers(args, text);

@@ -45,6 +45,71 @@ int32_t ReadSpecialId(const GgufFile& gguf, const TokenizerVocab& vocab, std::st
   return static_cast<int32_t>(id);
 }
 
+// Each token's type: from the file, else normal (SentencePiece byte tokens by their spelling).
+void ReadTokenTypes(const GgufFile& gguf, TokenizerVocab& vocab) {
+  const std::size_t n = vocab.texts.size();
+  vocab.types.assign(n, TokenType::kNormal);
+  if (gguf.Has(kKeyTokenType)) {
+    const std::vector<int64_t> types = gguf.GetIntArray(kKeyTokenType);
+    if (types.size() != n) {
+      Fail("tokenizer: '", gguf.name(), "': ", kKeyTokenType, " has ", types.size(),
+           " entries but ", kKeyTokens, " has ", n);
+    }
+    for (std::size_t i = 0; i < n; ++i) vocab.types[i] = TokenTypeFromFile(gguf, i, types[i]);
+  } else if (vocab.model == "llama") {
+    // Without types, SentencePiece byte-fallback tokens are still recognisable by their spelling.
+    for (std::size_t i = 0; i < n; ++i) {
+      if (IsByteTokenText(vocab.texts[i])) vocab.types[i] = TokenType::kByte;
+    }
+  }
+}
+
+// BOS, EOS, UNK and the end-of-generation tokens.
+void ReadSpecialTokens(const GgufFile& gguf, TokenizerVocab& vocab) {
+  const std::size_t n = vocab.texts.size();
+  const bool spm = vocab.model == "llama";
+  vocab.bos =
+      ReadSpecialId(gguf, vocab, "tokenizer.ggml.bos_token_id", spm ? "<s>" : "<|endoftext|>");
+  vocab.eos =
+      ReadSpecialId(gguf, vocab, "tokenizer.ggml.eos_token_id", spm ? "</s>" : "<|endoftext|>");
+  vocab.unk = ReadSpecialId(gguf, vocab, "tokenizer.ggml.unknown_token_id", "");
+  if (!gguf.Has("tokenizer.ggml.unknown_token_id")) {
+    auto it = std::find(vocab.types.begin(), vocab.types.end(), TokenType::kUnknown);
+    if (it != vocab.types.end()) vocab.unk = static_cast<int32_t>(it - vocab.types.begin());
+  }
+
+  // End of generation: EOS, the explicit EOT/EOM ids, and the chat-turn terminators of the families
+  // grove runs, by spelling (as llama.cpp does: converters do not always set the ids).
+  vocab.is_eog.assign(n, 0);
+  auto mark_eog = [&](int32_t id) {
+    if (id >= 0) vocab.is_eog[id] = 1;
+  };
+  mark_eog(vocab.eos);
+  mark_eog(ReadSpecialId(gguf, vocab, "tokenizer.ggml.eot_token_id", ""));
+  mark_eog(ReadSpecialId(gguf, vocab, "tokenizer.ggml.eom_token_id", ""));
+  static constexpr std::array<std::string_view, 7> kEogTexts = {
+      "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|endoftext|>",
+      "<|im_end|>", "<|end|>",    "<end_of_turn>"};
+  for (std::string_view text : kEogTexts) mark_eog(vocab.Find(text));
+}
+
+// The tokens matched as whole strings before tokenizing (control, unknown, user-defined), longest
+// first.
+void ListSpecialTokens(TokenizerVocab& vocab) {
+  const std::size_t n = vocab.texts.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const TokenType type = vocab.types[i];
+    if ((type == TokenType::kControl || type == TokenType::kUnknown ||
+         type == TokenType::kUserDefined) &&
+        !vocab.texts[i].empty()) {
+      vocab.special_by_length.push_back(static_cast<int32_t>(i));
+    }
+  }
+  std::stable_sort(
+      vocab.special_by_length.begin(), vocab.special_by_length.end(),
+      [&](int32_t a, int32_t b) { return vocab.texts[a].size() > vocab.texts[b].size(); });
+}
+
 }  // namespace
 
 std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
@@ -76,61 +141,15 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
     }
   }
 
-  vocab->types.assign(n, TokenType::kNormal);
-  if (gguf.Has(kKeyTokenType)) {
-    const std::vector<int64_t> types = gguf.GetIntArray(kKeyTokenType);
-    if (types.size() != n) {
-      Fail("tokenizer: '", file, "': ", kKeyTokenType, " has ", types.size(), " entries but ",
-           kKeyTokens, " has ", n);
-    }
-    for (std::size_t i = 0; i < n; ++i) vocab->types[i] = TokenTypeFromFile(gguf, i, types[i]);
-  } else if (vocab->model == "llama") {
-    // Without types, SentencePiece byte-fallback tokens are still recognisable by their spelling.
-    for (std::size_t i = 0; i < n; ++i) {
-      if (IsByteTokenText(vocab->texts[i])) vocab->types[i] = TokenType::kByte;
-    }
-  }
+  ReadTokenTypes(gguf, *vocab);
 
   // Duplicate texts map to the last id, as in llama.cpp, so both pick the same token for a string.
   vocab->ids.reserve(n);
   for (std::size_t i = 0; i < n; ++i) vocab->ids[vocab->texts[i]] = static_cast<int32_t>(i);
 
-  const bool spm = vocab->model == "llama";
-  vocab->bos =
-      ReadSpecialId(gguf, *vocab, "tokenizer.ggml.bos_token_id", spm ? "<s>" : "<|endoftext|>");
-  vocab->eos =
-      ReadSpecialId(gguf, *vocab, "tokenizer.ggml.eos_token_id", spm ? "</s>" : "<|endoftext|>");
-  vocab->unk = ReadSpecialId(gguf, *vocab, "tokenizer.ggml.unknown_token_id", "");
-  if (!gguf.Has("tokenizer.ggml.unknown_token_id")) {
-    auto it = std::find(vocab->types.begin(), vocab->types.end(), TokenType::kUnknown);
-    if (it != vocab->types.end()) vocab->unk = static_cast<int32_t>(it - vocab->types.begin());
-  }
+  ReadSpecialTokens(gguf, *vocab);
+  ListSpecialTokens(*vocab);
 
-  // End of generation: EOS, the explicit EOT/EOM ids, and the chat-turn terminators of the families
-  // grove runs, by spelling (as llama.cpp does: converters do not always set the ids).
-  vocab->is_eog.assign(n, 0);
-  auto mark_eog = [&](int32_t id) {
-    if (id >= 0) vocab->is_eog[id] = 1;
-  };
-  mark_eog(vocab->eos);
-  mark_eog(ReadSpecialId(gguf, *vocab, "tokenizer.ggml.eot_token_id", ""));
-  mark_eog(ReadSpecialId(gguf, *vocab, "tokenizer.ggml.eom_token_id", ""));
-  static constexpr std::array<std::string_view, 7> kEogTexts = {
-      "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|endoftext|>",
-      "<|im_end|>", "<|end|>",    "<end_of_turn>"};
-  for (std::string_view text : kEogTexts) mark_eog(vocab->Find(text));
-
-  for (std::size_t i = 0; i < n; ++i) {
-    const TokenType type = vocab->types[i];
-    if ((type == TokenType::kControl || type == TokenType::kUnknown ||
-         type == TokenType::kUserDefined) &&
-        !vocab->texts[i].empty()) {
-      vocab->special_by_length.push_back(static_cast<int32_t>(i));
-    }
-  }
-  std::stable_sort(
-      vocab->special_by_length.begin(), vocab->special_by_length.end(),
-      [&](int32_t a, int32_t b) { return vocab->texts[a].size() > vocab->texts[b].size(); });
   return vocab;
 }
 
