@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev openmpi-bin         # grove pipe's ranks as MPI processes (mpirun), across hosts
   chromium                           # the tree view's page test (headless; a screenshot in build/)
   clang-format                       # the format check the test suite runs (.clang-format)
+  clang-tidy                         # the lint check the test suite runs (.clang-tidy)
   clang libclang-rt-14-dev           # libFuzzer (the fuzz preset CI runs; only recommended by clang)
   nodejs                             # runs llama.cpp (node-llama-cpp) as the tests' reference
   python3-jinja2                     # Jinja2: the reference the chat-template interpreter is checked against

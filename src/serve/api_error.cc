@@ -7,7 +7,7 @@
 namespace grove::serve {
 
 ApiError::ApiError(int status, std::string message, std::string type, std::string param)
-    : std::runtime_error(std::move(message)),
+    : std::runtime_error(message),
       status_(status),
       type_(std::move(type)),
       param_(std::move(param)) {}
