@@ -107,12 +107,12 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   if (c.drafter == "mixture") {
     std::vector<std::unique_ptr<Drafter>> members;
     members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
-    members.push_back(std::make_unique<SuffixDrafter>(nv, store));
+    members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
     drafter = std::make_unique<DrafterMixture>(std::move(members));
   } else if (draft) {
     drafter = std::make_unique<ModelDrafter>(*draft, *target);
   } else if (c.drafter == "suffix") {
-    drafter = std::make_unique<SuffixDrafter>(nv, store);
+    drafter = std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store);
   } else {
     drafter = std::make_unique<NgramDrafter>(nv, target->n_ctx());
   }
@@ -129,7 +129,7 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   if (c.drafter == "suffix") {
     // The second time, the store holds the first output: drafted from it, the same tokens.
     EXPECT_EQ(store->documents(), 1);
-    SuffixDrafter again(nv, store);
+    SuffixDrafter again(nv, target->n_ctx(), store);
     SpeculativeSession second(*target, again, Policy(spec_text, again, greedy), options);
     EXPECT_EQ(second.Generate(prompt, {}), plain);
     if (!policy.plan.is_auto()) EXPECT_GT(second.stats().tau(), session.stats().tau());
@@ -236,10 +236,10 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
 
   ModelDrafter model_drafter(*draft, *target);
   auto store = std::make_shared<SuffixStore>();
-  SuffixDrafter suffix_drafter(kTinyVocab, store);
+  SuffixDrafter suffix_drafter(kTinyVocab, target->n_ctx(), store);
   std::vector<std::unique_ptr<Drafter>> members;
   members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
-  members.push_back(std::make_unique<SuffixDrafter>(kTinyVocab, store));
+  members.push_back(std::make_unique<SuffixDrafter>(kTinyVocab, target->n_ctx(), store));
   DrafterMixture mixture(std::move(members));
   Drafter& drafter = c.drafter == "suffix"    ? static_cast<Drafter&>(suffix_drafter)
                      : c.drafter == "mixture" ? static_cast<Drafter&>(mixture)
@@ -367,25 +367,39 @@ TEST(Session, StepDoesNotAllocateAfterWarmUp) {
       .temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .min_p = 0.02f, .seed = 3};
   struct Case {
     std::string plan;
-    bool ngram;
+    std::string drafter;  // "draft", "ngram", "suffix" or "mixture" (draft + suffix)
     SamplerParams sampling;
   };
   for (const Case& c :
-       {Case{"chain:4", false, cold}, Case{"kconfig:2,2,1", false, hot},
-        Case{"opt:8,0.05", false, cold}, Case{"sequoia:10", false, hot}, Case{"auto", false, cold},
-        Case{"auto", false, hot}, Case{"chain:3", true, cold}}) {
-    SCOPED_TRACE(c.plan + (c.ngram ? " ngram" : " draft") +
-                 (c.sampling.greedy() ? " greedy" : " sampled"));
+       {Case{"chain:4", "draft", cold}, Case{"kconfig:2,2,1", "draft", hot},
+        Case{"opt:8,0.05", "draft", cold}, Case{"sequoia:10", "draft", hot},
+        Case{"auto", "draft", cold}, Case{"auto", "draft", hot}, Case{"chain:3", "ngram", cold},
+        Case{"kconfig:2,2,1", "suffix", cold}, Case{"kconfig:2,2,1", "mixture", hot}}) {
+    SCOPED_TRACE(c.plan + " " + c.drafter + (c.sampling.greedy() ? " greedy" : " sampled"));
     ModelDrafter model_drafter(*draft, *target);
     NgramDrafter ngram(nv, target->n_ctx());
-    Drafter& drafter = c.ngram ? static_cast<Drafter&>(ngram) : model_drafter;
+    auto store = std::make_shared<SuffixStore>();
+    SuffixDrafter suffix(nv, target->n_ctx(), store);
+    std::vector<std::unique_ptr<Drafter>> members;
+    members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
+    members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
+    DrafterMixture mixture(std::move(members));
+    Drafter& drafter = c.drafter == "ngram"     ? static_cast<Drafter&>(ngram)
+                       : c.drafter == "suffix"  ? static_cast<Drafter&>(suffix)
+                       : c.drafter == "mixture" ? static_cast<Drafter&>(mixture)
+                                                : model_drafter;
     SpeculationPolicy policy = Policy(c.plan, drafter, c.sampling);
     // auto: a flat verify curve, so the planner keeps speculating (no start-up measurement).
     policy.inputs.verify_cost = VerifyCostCurve({{1, 1e-3}, {32, 1.1e-3}});
     SpeculativeSession session(*target, drafter, policy, {.n_predict = 180, .stop_at_eog = false});
     session.Start(Prompt(16, nv));
     Batch batch;
-    batch.tokens.reserve(target->max_batch());  // the driver's batch is the driver's business
+    // The driver's batch is the driver's business: grown once to the largest batch (a suffix
+    // drafter's trees may first fill the plan's shape after the warm-up).
+    for (auto* v :
+         {&batch.tokens, &batch.positions, &batch.seq_ids, &batch.parents, &batch.cache_parents})
+      v->reserve(target->max_batch());
+    batch.logits.reserve(target->max_batch());
     auto step = [&] {
       session.Draft();
       batch.Clear();

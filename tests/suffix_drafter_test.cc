@@ -210,7 +210,7 @@ std::map<int32_t, float> Proposed(std::span<const float> rows, std::size_t row) 
 }
 
 TEST(SuffixDrafter, RanksNextTokensByHowOftenTheyFollowed) {
-  SuffixDrafter d(kVocab, nullptr);
+  SuffixDrafter d(kVocab, 64, nullptr);
   d.Reserve(4, 16);
   // After "1 2": 3 twice, 4 once.
   d.Begin(Text{1, 2, 3, 0, 1, 2, 4, 1, 2, 3, 5, 1, 2});
@@ -240,7 +240,7 @@ TEST(SuffixDrafter, DraftsFromTheOutputsOfEarlierSequences) {
   TokenTree empty;
   const int32_t root[] = {-1};
   {
-    SuffixDrafter first(kVocab, store);
+    SuffixDrafter first(kVocab, 64, store);
     first.Begin(prompt);
     EXPECT_TRUE(Proposed(first.Expand(empty, root), 0).empty());  // nothing known yet
     first.Commit(empty, {}, 1);
@@ -249,7 +249,7 @@ TEST(SuffixDrafter, DraftsFromTheOutputsOfEarlierSequences) {
   }
   EXPECT_EQ(store->documents(), 1);
   // The same prompt again: its end led into "1 2" before.
-  SuffixDrafter second(kVocab, store);
+  SuffixDrafter second(kVocab, 64, store);
   second.Begin(prompt);
   EXPECT_EQ(Proposed(second.Expand(empty, root), 0), (std::map<int32_t, float>{{1, 0.0f}}));
   // A sequence abandoned before its end (no End) keeps nothing.

@@ -31,17 +31,24 @@ DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameter
 DraftSource DraftSource::Open(const std::string& name, const ModelParameters& target,
                               ThreadPool& pool) {
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
-  if (name.find('+') != std::string::npos && !std::filesystem::exists(name)) {
+  if (const std::vector<std::string> names = MixtureMembers(name); names.size() > 1) {
     std::vector<DraftSource> members;
-    std::size_t start = 0;
-    for (std::size_t plus; (plus = name.find('+', start)) != std::string::npos; start = plus + 1)
-      members.push_back(Open(name.substr(start, plus - start), target, pool));
-    members.push_back(Open(name.substr(start), target, pool));
+    for (const std::string& member : names) members.push_back(Open(member, target, pool));
     return Mixture(std::move(members));
   }
   if (name == "ngram") return PromptLookup();
   if (name == "suffix") return Suffix();
   return FromModel(ModelParameters::Load(name, ModelOptions{}.group_weights, pool), target);
+}
+
+std::vector<std::string> DraftSource::MixtureMembers(const std::string& name) {
+  if (name.find('+') == std::string::npos || std::filesystem::exists(name)) return {name};
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  for (std::size_t plus; (plus = name.find('+', start)) != std::string::npos; start = plus + 1)
+    names.push_back(name.substr(start, plus - start));
+  names.push_back(name.substr(start));
+  return names;
 }
 
 DraftSource DraftSource::FromModel(std::shared_ptr<const ModelParameters> draft,
@@ -100,7 +107,8 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
     *draft_model = Model::Create(model_, options);
     return MakeModelDrafter(**draft_model, target);
   }
-  if (store_) return std::make_unique<SuffixDrafter>(target.config().n_vocab, store_);
+  if (store_)
+    return std::make_unique<SuffixDrafter>(target.config().n_vocab, target.n_ctx(), store_);
   return std::make_unique<NgramDrafter>(target.config().n_vocab, target.n_ctx());
 }
 

@@ -122,10 +122,9 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
 void DrafterMixture::ChooseMembers(const TokenTree& tree, std::span<const int32_t> frontier) {
   double dearest = 0.0;
   bool all_timed = true;
+  // first_choice and confident_root were cleared by the last Commit (or never set).
   for (Member& m : members_) {
-    std::fill(m.first_choice.begin(), m.first_choice.end(), -1);
     m.active = true;
-    m.confident_root = false;
     dearest = std::max(dearest, m.seconds_per_call);
     all_timed = all_timed && m.seconds_per_call > 0.0;
   }

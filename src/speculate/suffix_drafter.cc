@@ -10,11 +10,17 @@ namespace {
 constexpr float kNone = -std::numeric_limits<float>::infinity();
 }  // namespace
 
-SuffixDrafter::SuffixDrafter(int32_t n_vocab, std::shared_ptr<SuffixStore> store)
+SuffixDrafter::SuffixDrafter(int32_t n_vocab, int32_t max_context,
+                             std::shared_ptr<SuffixStore> store)
     : n_vocab_(n_vocab),
+      max_context_(std::max(max_context, 1)),
       store_(std::move(store)),
       depth_(store_ ? store_->max_depth() : SuffixStoreOptions{}.max_depth),
-      own_(depth_) {}
+      own_(depth_) {
+  // Each token adds at most depth_ nodes (the substrings it ends).
+  own_.Reserve(static_cast<std::size_t>(max_context_) * static_cast<std::size_t>(depth_) + 1);
+  history_.reserve(static_cast<std::size_t>(max_context_));
+}
 
 void SuffixDrafter::Push(int32_t token) {
   history_.push_back(token);
@@ -25,9 +31,6 @@ void SuffixDrafter::Begin(std::span<const int32_t> context) {
   own_.Clear();
   cursor_.Clear();
   history_.clear();
-  // Up to depth_ nodes a token; growing by doubling keeps later steps from allocating often.
-  own_.Reserve((context.size() + 256) * static_cast<std::size_t>(depth_));
-  history_.reserve(context.size() + 256);
   for (int32_t token : context) Push(token);
   prompt_length_ = context.size();
 }
@@ -63,26 +66,27 @@ std::span<const float> SuffixDrafter::Expand(const TokenTree& tree,
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);
   rows_.resize(std::max(rows_.size(), frontier.size() * nv));
   std::fill(rows_.begin(), rows_.begin() + frontier.size() * nv, kNone);
-  auto read = [&](const SuffixIndex& shared) {
+  // served: the store's index (null without a store), read under its lock.
+  auto read = [&](const SuffixIndex* served_index) {
     for (std::size_t i = 0; i < frontier.size(); ++i) {
       const std::span<const int32_t> text = TextBefore(tree, frontier[i]);
       const SuffixIndex::Match own = own_.LongestMatch(text);
       const SuffixIndex::Match served =
-          &shared == &own_ ? SuffixIndex::Match{} : shared.LongestMatch(text);
+          served_index ? served_index->LongestMatch(text) : SuffixIndex::Match{};
       float* row = rows_.data() + i * nv;
       touched_.clear();
       if (own.length >= served.length && own.node >= 0)
         own_.ForEachNext(own.node, [&](int32_t t, int32_t c) { Count(row, t, c); });
       if (served.length >= own.length && served.node >= 0)
-        shared.ForEachNext(served.node, [&](int32_t t, int32_t c) { Count(row, t, c); });
+        served_index->ForEachNext(served.node, [&](int32_t t, int32_t c) { Count(row, t, c); });
       for (int32_t t : touched_) row[t] = std::log(row[t]);
     }
     return 0;
   };
   if (store_) {
-    store_->Read(read);
+    store_->Read([&](const SuffixIndex& index) { return read(&index); });
   } else {
-    read(own_);
+    read(nullptr);
   }
   return {rows_.data(), frontier.size() * nv};
 }

@@ -27,8 +27,10 @@ namespace grove {
 class SuffixDrafter : public Drafter {
  public:
   // store: the outputs shared with other sequences (null: this sequence's text alone); the
-  // drafter's own index counts substrings of the same depth as the store's.
-  SuffixDrafter(int32_t n_vocab, std::shared_ptr<SuffixStore> store);
+  // drafter's own index counts substrings of the same depth as the store's. max_context: the most
+  // tokens a sequence holds (the target's context): the index is reserved for it once, so that no
+  // step allocates.
+  SuffixDrafter(int32_t n_vocab, int32_t max_context, std::shared_ptr<SuffixStore> store);
 
   std::string_view name() const override { return "suffix"; }
   int32_t n_vocab() const override { return n_vocab_; }
@@ -51,6 +53,7 @@ class SuffixDrafter : public Drafter {
   void Count(float* row, int32_t token, int32_t count);
 
   int32_t n_vocab_;
+  int32_t max_context_;
   std::shared_ptr<SuffixStore> store_;
   int32_t depth_;
   SuffixIndex own_;  // this sequence's text

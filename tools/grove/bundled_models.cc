@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "speculate/draft_source.h"
 
 namespace grove::cli {
 namespace {
@@ -68,12 +69,11 @@ std::string BundledAcceptanceFor(const std::string& target, const std::string& d
   namespace fs = std::filesystem;
   // A mixture (DRAFT.gguf+suffix) starts from its draft model's vector: the controller ranks the
   // model's first choices first until the others prove better.
-  if (const std::size_t plus = draft.find('+'); plus != std::string::npos && !fs::exists(draft)) {
-    for (std::size_t start = 0, end = plus; start <= draft.size();
-         start = end + 1, end = std::min(draft.find('+', start), draft.size())) {
-      const std::string member =
-          BundledAcceptanceFor(target, draft.substr(start, end - start), greedy);
-      if (!member.empty()) return member;
+  if (const std::vector<std::string> members = DraftSource::MixtureMembers(draft);
+      members.size() > 1) {
+    for (const std::string& member : members) {
+      const std::string file = BundledAcceptanceFor(target, member, greedy);
+      if (!file.empty()) return file;
     }
     return "";
   }
