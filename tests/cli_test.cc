@@ -437,15 +437,22 @@ TEST_F(CliTest, DraftersByNameRunAndServe) {
     EXPECT_NE(r.err.find(name + " drafter"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
     // The server runs until it says it serves (at most 120 s: a sanitizer build starts slowly),
-    // then stops on SIGINT as on Ctrl-C; the shell's status is the server's.
+    // reloads its drafter on SIGHUP (until it says so), then stops on SIGINT as on Ctrl-C; the
+    // shell's status is the server's.
     const std::string log = Path("serve.log");
+    const auto wait_for = [&](const std::string& text) {
+      return "i=0; while [ $i -lt 1200 ] && ! grep -q \"" + text + "\" " + log +
+             " && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i+1)); done; ";
+    };
     r = Shell("sh -c '" + std::string(GROVE_CLI) + " serve -m " + target + " --draft " + draft +
-                  " --port 0 2>" + log + " & pid=$!; i=0; while [ $i -lt 1200 ] && ! grep -q " +
-                  "serving " + log + " && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i+1)); " +
-                  "done; kill -INT $pid; wait $pid'",
+                  " --port 0 2>" + log + " & pid=$!; " + wait_for("serving ") + "kill -HUP $pid; " +
+                  wait_for("drafter reloaded") + "kill -INT $pid; wait $pid'",
               "");
     EXPECT_EQ(r.exit_code, 0) << ReadAll(log);
     EXPECT_NE(ReadAll(log).find(std::string("(draft ") + draft), std::string::npos) << ReadAll(log);
+    EXPECT_NE(ReadAll(log).find(std::string("drafter reloaded from ") + draft + " (" + name + ")"),
+              std::string::npos)
+        << ReadAll(log);
   }
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "serve/api_error.h"
 #include "serve/completion_service.h"
 #include "serve/event_stream_client.h"
 #include "serve/http_server.h"
@@ -44,31 +45,43 @@ const std::string kAccept = std::string(GROVE_MODELS_DIR) + "/grove-pair.sampled
 
 using nlohmann::json;
 
+// How a test's server is set up.
+struct ServerSetup {
+  int parallel = 2;
+  int max_waiting = 8;
+  std::string api_key;
+  SchedulePolicy policy = SchedulePolicy::kBatched;
+  int keep_alive_ms = 1000;
+  std::string chat_template;
+  bool suffix_drafter = false;  // else the bundled draft model
+  std::string record_dir;
+  std::string admin_key;
+};
+
 // A running server over the bundled pair.
 class Server {
  public:
-  Server(int parallel, int max_waiting, std::string api_key = "",
-         SchedulePolicy policy = SchedulePolicy::kBatched, int keep_alive_ms = 1000,
-         std::string chat_template = "", bool suffix_drafter = false, std::string record_dir = "") {
-    target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = parallel});
+  explicit Server(const ServerSetup& setup) {
+    target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = setup.parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
-    DraftSource source = suffix_drafter
+    DraftSource source = setup.suffix_drafter
                              ? DraftSource::Suffix()
                              : DraftSource::FromModel(draft->parameters(), *target_->parameters());
     ServiceOptions options{.model_id = "grove-target",
                            .model_aliases = {"gpt-4o-mini"},
-                           .policy = policy,
+                           .policy = setup.policy,
                            .spec = "sequoia:6",
                            .plan_inputs = ReadPlanInputs(kAccept, "", 128),
-                           .max_waiting = max_waiting,
-                           .chat_template_source = std::move(chat_template),
-                           .record_dir = std::move(record_dir)};
+                           .max_waiting = setup.max_waiting,
+                           .chat_template_source = setup.chat_template,
+                           .record_dir = setup.record_dir};
     service_ = std::make_unique<CompletionService>(*target_, std::move(source), options);
-    http_ =
-        std::make_unique<HttpServer>(*service_, HttpServerOptions{.port = 0,
-                                                                  .api_key = api_key,
-                                                                  .max_body_bytes = 64 << 10,
-                                                                  .keep_alive_ms = keep_alive_ms});
+    http_ = std::make_unique<HttpServer>(*service_,
+                                         HttpServerOptions{.port = 0,
+                                                           .api_key = setup.api_key,
+                                                           .admin_key = setup.admin_key,
+                                                           .max_body_bytes = 64 << 10,
+                                                           .keep_alive_ms = setup.keep_alive_ms});
     port_ = http_->Bind();
     thread_ = std::thread([this] { http_->Listen(); });
   }
@@ -171,7 +184,7 @@ class ServerTest : public ::testing::Test {
 };
 
 TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
-  Server server(2, 8);
+  Server server({});
   httplib::Client client = server.Client();
   auto health = client.Get("/health");
   ASSERT_TRUE(health);
@@ -333,7 +346,7 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
 // (most of its tokens accepted from drafts the second time), and its text is what plain decoding
 // gives every time.
 TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
-  Server server(2, 8, "", SchedulePolicy::kBatched, 1000, "", /*suffix_drafter=*/true);
+  Server server({.suffix_drafter = true});
   httplib::Client client = server.Client();
   const std::string prompt = "Once upon a time";
   const std::string greedy = server.Alone(prompt, 48, 0.0f, 0);
@@ -370,7 +383,7 @@ TEST_F(ServerTest, RecordKeepsWhatWasAnsweredAsACorpus) {
   const std::string dir = testing::TempPath("served-record");
   std::filesystem::remove_all(dir);
   {
-    Server server(2, 8, "", SchedulePolicy::kBatched, 1000, "", false, dir);
+    Server server({.record_dir = dir});
     httplib::Client client = server.Client();
     int status = 0;
     const json one =
@@ -395,8 +408,139 @@ TEST_F(ServerTest, RecordKeepsWhatWasAnsweredAsACorpus) {
   std::filesystem::remove_all(dir);
 }
 
+// POST /admin/drafter swaps the drafter while a request is under way: that request finishes
+// with the drafter it started with and its text is plain decoding's; later ones use the new
+// one (and give the same text); one that cannot serve this target is refused with its reason while
+// the old drafter serves on; only the admin key opens the endpoint.
+TEST_F(ServerTest, TheDrafterIsSwappedWhileServingAndNothingIsLost) {
+  Server server({.admin_key = "admin-key"});
+  httplib::Client client = server.Client();
+  const httplib::Headers admin = {{"Authorization", "Bearer admin-key"}};
+  auto swap = [&](const std::string& draft, int* status) {
+    auto res =
+        client.Post("/admin/drafter", admin, json{{"draft", draft}}.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return json();
+    *status = res->status;
+    return json::parse(res->body);
+  };
+  // No key, or a wrong one, does not open the admin endpoints.
+  EXPECT_EQ(client.Get("/admin/drafter")->status, 401);
+  EXPECT_EQ(client.Get("/admin/drafter", {{"Authorization", "Bearer admin-kex"}})->status, 401);
+  auto current = client.Get("/admin/drafter", admin);
+  ASSERT_EQ(current->status, 200);
+  EXPECT_EQ(json::parse(current->body).at("draft"), "draft-model");
+
+  const std::string prompt = "Once upon a time";
+  const std::string greedy = server.Alone(prompt, 160, 0.0f, 0);
+  const json request = {
+      {"prompt", prompt}, {"max_tokens", 160}, {"temperature", 0}, {"stream", true}};
+  // Swapped as soon as the stream's first piece arrives, the request still generating.
+  bool swapped = false;
+  std::vector<std::string> data;
+  data = StreamPost(server, "/v1/completions", request, [&](const std::string&) {
+    if (!swapped) {
+      int status = 0;
+      const json body = swap("suffix", &status);
+      EXPECT_EQ(status, 200) << body.dump();
+      EXPECT_EQ(body.at("draft"), "suffix");
+      swapped = true;
+      EXPECT_EQ(server.service().Running().size(), 1u) << "the request is still under way";
+    }
+    return true;
+  });
+  ASSERT_TRUE(swapped);
+  EXPECT_EQ(StreamText(data, false, nullptr), greedy);
+  ASSERT_GE(data.size(), 2u);
+  const json last = json::parse(data[data.size() - 2]);  // the chunk before [DONE]
+  EXPECT_EQ(last.at("grove").at("drafter"), "draft-model") << "finished with the drafter it had";
+
+  auto complete = [&](const std::string& drafter) {
+    int status = 0;
+    const json body =
+        PostJson(client, "/v1/completions",
+                 {{"prompt", prompt}, {"max_tokens", 160}, {"temperature", 0}}, &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("choices").at(0).at("text"), greedy) << drafter;
+    EXPECT_EQ(body.at("grove").at("drafter"), drafter);
+  };
+  complete("suffix");
+  // The suffix drafter kept what was served: the same request now drafts from it.
+  {
+    int status = 0;
+    const json body =
+        PostJson(client, "/v1/completions",
+                 {{"prompt", prompt}, {"max_tokens", 160}, {"temperature", 0}}, &status);
+    EXPECT_GE(body.at("timings").at("draft_n_accepted").get<int64_t>(), 160 / 2);
+  }
+  int status = 0;
+  EXPECT_EQ(swap(kDraft + "+suffix", &status).at("draft"), "draft-model+suffix");
+  EXPECT_EQ(status, 200);
+  complete("draft-model+suffix");
+
+  // Refused, the old drafter serving on: a vocabulary of another size, a file that is not there,
+  // a body without a name.
+  RandomModelSpec other = testing::TinySpec();
+  other.n_vocab = 300;
+  const std::string other_path = testing::TempPath("other-vocabulary.gguf");
+  RandomModelWriter(other).WriteFile(other_path);
+  json refused = swap(other_path, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(refused.at("error").at("message").get<std::string>().find("vocabularies differ"),
+            std::string::npos)
+      << refused.dump();
+  refused = swap("/nonexistent/draft.gguf", &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_NE(refused.at("error").at("message").get<std::string>().find("/nonexistent/draft.gguf"),
+            std::string::npos)
+      << refused.dump();
+  auto no_name = client.Post("/admin/drafter", admin, "{}", "application/json");
+  EXPECT_EQ(no_name->status, 400);
+  complete("draft-model+suffix");
+  EXPECT_EQ(json::parse(client.Get("/admin/drafter", admin)->body).at("draft"),
+            "draft-model+suffix");
+  const std::string metrics = client.Get("/metrics")->body;
+  EXPECT_NE(metrics.find("grove_drafter_swaps_total 2\n"), std::string::npos) << metrics;
+}
+
+// A drafter that reads the target's features changes how sequences start: swapping one in for a
+// draft model (or back) is refused, the draft model serving on.
+TEST(DrafterSwap, AFeatureDrafterDoesNotReplaceADraftModel) {
+  const std::string models = GROVE_MODELS_DIR;
+  GROVE_SKIP_IF_MISSING(models + "/grove-base-feature.gguf");
+  auto target =
+      Model::Load(models + "/grove-base-target.gguf", {.n_threads = 1, .n_ctx = 64, .n_seq = 1});
+  auto draft = Model::Load(models + "/grove-base-draft.gguf", {.n_threads = 1, .n_ctx = 16});
+  CompletionService service(*target,
+                            DraftSource::FromModel(draft->parameters(), *target->parameters()),
+                            {.spec = "chain:2"});
+  try {
+    service.SwapDrafter(models + "/grove-base-feature.gguf");
+    ADD_FAILURE() << "swapped";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(std::string(e.what()).find("reads the target's features"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(service.drafter_name(), "draft-model");
+  EXPECT_EQ(service.SwapDrafter("ngram"), "ngram");
+  EXPECT_EQ(service.drafter_name(), "ngram");
+}
+
+// Without --admin-key the admin endpoints are off, whatever key a client sends.
+TEST_F(ServerTest, TheAdminEndpointsAreOffWithoutAnAdminKey) {
+  Server server({.parallel = 1, .max_waiting = 4});
+  httplib::Client client = server.Client();
+  auto res = client.Post("/admin/drafter", {{"Authorization", "Bearer "}},
+                         json{{"draft", "ngram"}}.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 403);
+  EXPECT_NE(res->body.find("--admin-key"), std::string::npos) << res->body;
+  EXPECT_EQ(client.Get("/admin/drafter")->status, 403);
+}
+
 TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
-  Server server(1, 4, "sesame");
+  Server server({.parallel = 1, .max_waiting = 4, .api_key = "sesame"});
   httplib::Client client = server.Client();
   const httplib::Headers auth{{"Authorization", "Bearer sesame"}};
   struct Case {
@@ -457,7 +601,7 @@ TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
 }
 
 TEST_F(ServerTest, AFullQueueAnswers503AndADisconnectFreesTheSequence) {
-  Server server(1, 1);
+  Server server({.parallel = 1, .max_waiting = 1});
   // A long stream holds the only slot; read until its first token, so it is admitted.
   std::atomic<bool> reading{true};
   std::atomic<int> chunks{0};
@@ -545,7 +689,7 @@ void PostAndLeave(Server& server, const std::string& body) {
 // small part of its tokens, where without the look it runs to its end (release build: the whole
 // answer takes less than the keep-alive) or past the keep-alive (slower builds).
 TEST_F(ServerTest, ANonStreamedRequestIsCancelledAsSoonAsItsClientLeaves) {
-  Server server(4, 4);  // keep-alive 1000 ms
+  Server server({.parallel = 4, .max_waiting = 4});  // keep-alive 1000 ms
   const std::string body =
       json{{"prompt", "Once upon a time"}, {"max_tokens", 240}, {"n", 4},
            {"temperature", 0.8},           {"seed", 7},         {"grove", {{"speculation", "off"}}}}
@@ -573,7 +717,7 @@ TEST_F(ServerTest, ANonStreamedRequestIsCancelledAsSoonAsItsClientLeaves) {
 // A non-streamed request whose client gives up: the server's keep-alive write fails, and the
 // request's sequences stop long before their max_tokens. One that finishes is answered whole.
 TEST_F(ServerTest, ANonStreamedRequestWhoseClientLeavesIsCancelled) {
-  Server server(4, 4, "", SchedulePolicy::kBatched, /*keep_alive_ms=*/5);
+  Server server({.parallel = 4, .max_waiting = 4, .keep_alive_ms = 5});
   const std::string body = json{{"prompt", "Once upon a time"},
                                 {"max_tokens", 240},
                                 {"n", 4},
@@ -599,7 +743,7 @@ TEST_F(ServerTest, ANonStreamedRequestWhoseClientLeavesIsCancelled) {
 // The live view's feed: subscribed before a request starts (id=next), it gets every step's tree
 // with its accepted path and emitted text, which together make the response; then "done".
 TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
-  Server server(2, 8);
+  Server server({});
   std::string events;
   std::atomic<bool> subscribed{false};
   std::thread watcher([&] {
@@ -663,7 +807,7 @@ TEST_F(ServerTest, TreeViewRendersInHeadlessChromium) {
   if (std::system("command -v chromium > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
   }
-  Server server(2, 8);
+  Server server({});
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) +
                           "/?autostart=1&max_tokens=40&spec=kconfig:2,2,1";
   // Virtual time runs the page's scripts until its request and step feed are done.
@@ -729,7 +873,7 @@ int64_t ResidentKiB() {
 // request).
 TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
   constexpr int kClients = 64;
-  Server server(8, kClients);
+  Server server({.parallel = 8, .max_waiting = kClients});
   const std::vector<std::string> prompts = {"Once upon a time", "Tom has 5 apples. He",
                                             "The little bird", "Input: 4 9 10 13\n"};
   // What each (prompt, length) gives alone, greedy.
@@ -795,7 +939,7 @@ TEST(ApplyTemplate, RendersWithTheModelsOwnTemplateOrTheFallback) {
       R"({"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
           "tools": [{"type": "function", "function": {"name": "f", "parameters": {"z": 1, "a": 2}}}]})";
   {
-    Server server(1, 4);
+    Server server({.parallel = 1, .max_waiting = 4});
     httplib::Client client = server.Client();
     auto res =
         client.Post("/apply-template", R"({"messages": [{"role": "user", "content": "Hi"}]})",
@@ -809,7 +953,7 @@ TEST(ApplyTemplate, RendersWithTheModelsOwnTemplateOrTheFallback) {
       "{% if tools %}{{ tools[0].function.parameters | tojson }}\n{% endif %}"
       "{% if messages[0].role != 'system' %}{{ raise_exception('a system message comes first') }}"
       "{% endif %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
-  Server server(1, 4, "", SchedulePolicy::kBatched, 1000, jinja);
+  Server server({.parallel = 1, .max_waiting = 4, .chat_template = jinja});
   httplib::Client client = server.Client();
   auto res = client.Post("/apply-template", body, "application/json");
   ASSERT_TRUE(res);
@@ -844,7 +988,7 @@ TEST(ReasoningContent, AThinkingPromptsTextComesBackAsReasoning) {
       "{% for m in messages %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}"
       "{% if enable_thinking is defined and not enable_thinking %}, then{% else %} <think>\n"
       "{% endif %}{% endif %}";
-  Server server(1, 4, "", SchedulePolicy::kBatched, 1000, jinja);
+  Server server({.parallel = 1, .max_waiting = 4, .chat_template = jinja});
   httplib::Client client = server.Client();
   const json messages = json::array({{{"role", "user"}, {"content", "Once upon a time"}}});
   auto trim = [](std::string s) {
@@ -897,7 +1041,7 @@ TEST(ReasoningContent, AThinkingPromptsTextComesBackAsReasoning) {
 // A second server on a port in use is refused: without SO_REUSEPORT the kernel does not split the
 // connections between two servers (cpp-httplib's default options set it).
 TEST(HttpServerPort, APortInUseIsRefused) {
-  Server server(1, 4);
+  Server server({.parallel = 1, .max_waiting = 4});
   HttpServer second(server.service(), HttpServerOptions{.port = server.port()});
   try {
     second.Bind();

@@ -43,6 +43,13 @@ bool Deliver(const SequenceRequest& request, const SpeculativeSession& session,
   return !result.cancelled;
 }
 
+// A forked sequence's target never computes its prompt's hidden states, so a drafter that reads
+// them would draft the whole prompt from zero features (worse guesses for the whole sequence):
+// with such a drafter each sequence prefills its own prompt. Plain decoding still forks.
+bool ForksPrompts(const DraftSource& draft, SchedulePolicy policy) {
+  return !draft.reads_target_features() || policy == SchedulePolicy::kSerialAr;
+}
+
 }  // namespace
 
 ScheduleStats& ScheduleStats::operator+=(const ScheduleStats& b) {
@@ -66,6 +73,8 @@ ScheduleStats& ScheduleStats::operator+=(const ScheduleStats& b) {
 struct Scheduler::Lane {
   std::unique_ptr<Model> draft;  // null for drafters without a model
   std::unique_ptr<Drafter> drafter;
+  int64_t draft_generation = -1;  // of the source its drafter was made of (Scheduler)
+  std::string drafter_name;
   std::unique_ptr<SpeculativeSession> session;
   int64_t request = -1;            // -1: free
   bool scheduler_tree = false;     // its session uses the scheduler's (auto) tree
@@ -77,10 +86,7 @@ struct Scheduler::Lane {
 Scheduler::Scheduler(Model& target, DraftSource draft, const SchedulerOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options) {
   if (options_.node_budget < 1) Fail("scheduler: node budget ", options_.node_budget, " < 1");
-  // A forked sequence's target never computes its prompt's hidden states, so a drafter that reads
-  // them would draft the whole prompt from zero features (worse guesses for the whole sequence):
-  // with such a drafter each sequence prefills its own prompt. Plain decoding still forks.
-  forks_prompts_ = !draft_.reads_target_features() || options_.policy == SchedulePolicy::kSerialAr;
+  forks_prompts_ = ForksPrompts(draft_, options_.policy);
 }
 
 Scheduler::~Scheduler() = default;
@@ -88,19 +94,43 @@ Scheduler::~Scheduler() = default;
 Scheduler::Lane& Scheduler::LaneAt(std::size_t i) {
   while (lanes_.size() <= i) {
     auto lane = std::make_unique<Lane>();
-    // Concurrent lanes compute on their own thread: a pool of one has no workers to contend with
-    // the target's. Serial lanes take turns with the target on its pool.
-    ModelOptions draft_options{
-        .n_ctx = target_.n_ctx(), .n_seq = 1, .max_batch = DraftMaxBatch(options_.speculation)};
-    if (DraftsConcurrently(options_.policy)) {
-      draft_options.pool = std::make_shared<ThreadPool>(1);
-    } else {
-      draft_options.pool = target_.shared_pool();
-    }
-    lane->drafter = draft_.Make(target_, draft_options, &lane->draft);
+    MakeDrafter(*lane);
     lanes_.push_back(std::move(lane));
   }
   return *lanes_[i];
+}
+
+void Scheduler::MakeDrafter(Lane& lane) {
+  // Concurrent lanes compute on their own thread: a pool of one has no workers to contend with
+  // the target's. Serial lanes take turns with the target on its pool.
+  ModelOptions draft_options{
+      .n_ctx = target_.n_ctx(), .n_seq = 1, .max_batch = DraftMaxBatch(options_.speculation)};
+  if (DraftsConcurrently(options_.policy)) {
+    draft_options.pool = std::make_shared<ThreadPool>(1);
+  } else {
+    draft_options.pool = target_.shared_pool();
+  }
+  // The session refers to the drafter, and the drafter to its draft model: gone in that order.
+  lane.session.reset();
+  lane.drafter.reset();
+  lane.draft.reset();
+  lane.drafter = draft_.Make(target_, draft_options, &lane.draft);
+  lane.draft_generation = draft_generation_;
+  lane.drafter_name = draft_.traits().name;
+}
+
+void Scheduler::ReplaceDraft(DraftSource draft) {
+  std::lock_guard lock(replacement_mutex_);
+  replacement_ = std::move(draft);
+}
+
+void Scheduler::AdoptReplacement() {
+  std::lock_guard lock(replacement_mutex_);
+  if (!replacement_) return;
+  draft_ = std::move(*replacement_);
+  replacement_.reset();
+  ++draft_generation_;
+  forks_prompts_ = ForksPrompts(draft_, options_.policy);
 }
 
 SessionOptions Scheduler::SessionOptionsFor(const SequenceRequest& request, int32_t slot,
@@ -375,12 +405,16 @@ void Scheduler::ReleaseSlot(int64_t r) {
 
 bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
   const SequenceRequest& request = source.request(r);
+  AdoptReplacement();
   int32_t cached = 0;
   const int32_t slot = AcquireSlot(source, r, &cached);
   source.result(r).forked = cached > 0;
   lane.request = r;
   try {
-    lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, PolicyFor(request),
+    if (lane.draft_generation != draft_generation_) MakeDrafter(lane);
+    const SpeculationPolicy policy = PolicyFor(request);
+    if (policy.plan.max_drafted_nodes() > 0) source.result(r).drafter = lane.drafter_name;
+    lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, policy,
                                                         SessionOptionsFor(request, slot, cached));
     lane.scheduler_tree = !request.speculation || request.speculation->plan.is_auto();
     Timer busy;

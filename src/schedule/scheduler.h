@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -81,6 +82,7 @@ struct SequenceResult {
   bool forked = false;              // its prompt came from a sibling's slot
   bool cancelled = false;           // on_tokens returned false
   std::string error;                // Serve only: why the request could not run (else empty)
+  std::string drafter;              // the name of the drafter that drafted it (DrafterTraits)
   SpeculationStats speculation;     // serial-sd, seed, batched: the session's (tau, by depth)
 };
 
@@ -165,6 +167,13 @@ class Scheduler {
   // the context) gets result.error and the others go on. Every other failure is thrown, after
   // every running and waiting request got on_done with the error.
   void Serve(RequestFeed& feed);
+  // Makes `draft` the source of every sequence admitted from now on; call it from any thread
+  // (a server swapping its drafter while it serves). Sequences in flight finish with the drafter
+  // they started with; a lane makes its new drafter when its next sequence is admitted. The
+  // caller checks that `draft` suits the target and the policy (its vocabulary, whether it reads
+  // the target's features as the old one did).
+  void ReplaceDraft(DraftSource draft);
+
   // Of the last Run, or of Serve so far (read it on the scheduler's thread: from on_tokens or
   // on_done, or after Serve returned).
   const ScheduleStats& stats() const { return stats_; }
@@ -180,6 +189,10 @@ class Scheduler {
   class FeedSource;
 
   Lane& LaneAt(std::size_t i);
+  // (Re)makes a free lane's drafter from draft_ (after ReplaceDraft: from the new source).
+  void MakeDrafter(Lane& lane);
+  // Takes a source ReplaceDraft left, on the scheduler's thread.
+  void AdoptReplacement();
   // Clears the per-run state (statistics, slots, shares) and chooses an auto plan's tree.
   void BeginRun(std::span<const int32_t> first_prompt);
   // A target slot for request r: a fork of its sibling's when that one still holds its slot
@@ -218,6 +231,9 @@ class Scheduler {
 
   Model& target_;
   DraftSource draft_;
+  int64_t draft_generation_ = 0;  // sources adopted; a lane's drafter is of the one it was made of
+  std::mutex replacement_mutex_;
+  std::optional<DraftSource> replacement_;  // ReplaceDraft's, until adopted
   SchedulerOptions options_;
   bool forks_prompts_ = true;  // shares_prompt_with forks the KV cache (not for feature drafters)
   std::vector<std::unique_ptr<Lane>> lanes_;

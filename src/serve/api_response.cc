@@ -23,6 +23,7 @@ nlohmann::json Usage(const Completion& completion) {
 nlohmann::json GroveStats(const Completion& completion) {
   const SpeculationStats s = completion.speculation();
   return {{"speculation", completion.tree()},
+          {"drafter", completion.drafter()},
           {"steps", s.steps},
           {"tau", s.tau()},
           {"acceptance_by_depth", s.acceptance_by_depth()}};

@@ -105,6 +105,7 @@ void Completion::FinishChoice(int32_t choice, const SequenceResult& result,
     completion_tokens_ += static_cast<int64_t>(result.tokens.size());
     if (!result.error.empty() && error_.empty()) error_ = result.error;
     speculation_ += result.speculation;
+    if (!result.drafter.empty()) drafter_ = result.drafter;
     events_.push_back({.kind = CompletionEvent::Kind::kChoiceDone,
                        .choice = choice,
                        .finish_reason = std::move(finish_reason)});
@@ -127,6 +128,11 @@ std::string Completion::error() const {
 SpeculationStats Completion::speculation() const {
   std::lock_guard lock(mutex_);
   return speculation_;
+}
+
+std::string Completion::drafter() const {
+  std::lock_guard lock(mutex_);
+  return drafter_;
 }
 
 CompletionService::CompletionService(Model& target, std::optional<DraftSource> draft,
@@ -174,13 +180,67 @@ CompletionService::~CompletionService() {
   if (serving_.joinable()) serving_.join();
 }
 
+std::string CompletionService::SwapDrafter(const std::string& name) {
+  std::shared_ptr<SuffixStore> store;
+  bool reads_features = false;
+  {
+    std::lock_guard lock(draft_mutex_);
+    if (!draft_) {
+      throw ApiError(409,
+                     "this server serves without a drafter (--draft none): restart it with one",
+                     "invalid_request_error", "draft");
+    }
+    store = draft_->suffix_store();
+    reads_features = draft_->reads_target_features();
+  }
+  // Loaded on a pool of its own while the target serves on its pool (a draft is small; one core
+  // takes least from the forwards in flight).
+  ThreadPool loader(1);
+  std::optional<DraftSource> source;
+  try {
+    source = DraftSource::Open(name, *target_.parameters(), loader, store);
+  } catch (const Error& e) {
+    throw ApiError(400, StrCat("drafter '", name, "': ", e.what()), "invalid_request_error",
+                   "draft");
+  }
+  // A drafter that reads the target's features changes how sequences start (each prefills its
+  // own prompt) and which trees suit it: not something to change under a running server.
+  if (source->reads_target_features() != reads_features) {
+    throw ApiError(400,
+                   StrCat("drafter '", name, "' ", reads_features ? "does not read" : "reads",
+                          " the target's features and the serving one ",
+                          reads_features ? "does" : "does not", ": such a swap needs a restart"),
+                   "invalid_request_error", "draft");
+  }
+  const std::string swapped = source->traits().name;
+  std::lock_guard lock(draft_mutex_);
+  // Requests resolved against the old drafter's traits and admitted after the swap stay lossless:
+  // the rules the server verifies with (greedy, target-sample) are lossless for any tree.
+  scheduler_->ReplaceDraft(*source);
+  draft_ = std::move(source);
+  metrics_.DrafterSwapped();
+  Log(LogLevel::kInfo, "serve: drafter swapped to ", name, " (", swapped,
+      "); sequences in flight finish with the old one");
+  return swapped;
+}
+
+std::string CompletionService::drafter_name() const {
+  std::lock_guard lock(draft_mutex_);
+  return draft_ ? draft_->traits().name : "none";
+}
+
 SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
                                                const SamplerParams& sampling) {
-  if (!draft_ || request.speculation == "off") return PlainPolicy(sampling);
+  DrafterTraits traits;
+  {
+    std::lock_guard lock(draft_mutex_);
+    if (!draft_ || request.speculation == "off") return PlainPolicy(sampling);
+    traits = draft_->traits();
+  }
   try {
     SpeculationPolicy policy = ResolveSpeculation(
         {.plan = request.speculation, .verify = sampling.greedy() ? "" : "target-sample"},
-        options_.plan_inputs, draft_->traits(), sampling);
+        options_.plan_inputs, traits, sampling);
     if (policy.plan.max_drafted_nodes() + 1 > kMaxRequestTreeTokens) {
       throw ApiError(400,
                      "tree '" + request.speculation + "' drafts up to " +

@@ -96,6 +96,9 @@ class Completion {
   int64_t completion_tokens() const;
   std::string error() const;
   SpeculationStats speculation() const;
+  // The drafter that drafted its choices ("" when none did; the last choice's name when a swap
+  // came between them).
+  std::string drafter() const;
 
  private:
   friend class CompletionService;
@@ -118,6 +121,7 @@ class Completion {
   int64_t completion_tokens_ = 0;
   std::string error_;
   SpeculationStats speculation_;
+  std::string drafter_;
 };
 
 class CompletionService {
@@ -134,6 +138,17 @@ class CompletionService {
   std::shared_ptr<Completion> Start(const CompletionRequest& request);
 
   const ServiceOptions& options() const { return options_; }
+
+  // Opens the drafter `name` (DraftSource::Open: a draft GGUF, "ngram", "suffix" or a mixture)
+  // while the service serves, and makes it the drafter of every sequence admitted from now on
+  // (Scheduler::ReplaceDraft): sequences in flight finish with the drafter they started with, and
+  // none is dropped. A suffix drafter keeps the store of the one it replaces. Returns the new
+  // drafter's name. Throws ApiError: 409 when the service serves without a drafter; 400 for a name
+  // that cannot be opened or does not suit the target (another vocabulary; a drafter that reads
+  // the target's features in place of one that does not, or back), the old drafter still serving.
+  std::string SwapDrafter(const std::string& name);
+  // The drafter of the sequences admitted now ("none" without one).
+  std::string drafter_name() const;
 
   // The prompt text for chat messages (POST /apply-template, and what chat completions encode):
   // the model's Jinja template when it has one, else the hand-written renderer. Throws ApiError
@@ -173,6 +188,7 @@ class CompletionService {
               const std::string& id, const std::shared_ptr<StepChannel>& channel);
 
   Model& target_;
+  mutable std::mutex draft_mutex_;  // draft_ is swapped while requests start
   std::optional<DraftSource> draft_;
   std::unique_ptr<TrafficRecord> record_;  // --record
   ServiceOptions options_;

@@ -24,9 +24,41 @@ std::string Dump(const nlohmann::json& body) {
   return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// Compares a key a client sent with the server's in time that depends on their lengths only, so
+// that the time of a refusal does not tell how much of a guess was right.
+bool SameKey(const std::string& sent, const std::string& key) {
+  unsigned char differ = sent.size() == key.size() ? 0 : 1;
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    differ |= static_cast<unsigned char>(sent[i] ^ key[i % std::max<std::size_t>(key.size(), 1)]);
+  }
+  return differ == 0;
+}
+
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(Dump(body), "application/json");
+}
+
+// The admin endpoints change what every client gets: they answer only with their own key (not
+// the clients' --api-key), and not at all when the server was started without one.
+httplib::Server::HandlerResponse CheckAdminKey(const std::string& admin_key,
+                                               const httplib::Request& req,
+                                               httplib::Response& res) {
+  if (admin_key.empty()) {
+    SendJson(res, 403,
+             ApiError(403, "the admin endpoints are off: start the server with --admin-key KEY",
+                      "permission_error")
+                 .ToJson());
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (SameKey(req.get_header_value("Authorization"), "Bearer " + admin_key)) {
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+  SendJson(res, 401,
+           ApiError(401, "a valid admin key is required (Authorization: Bearer KEY)",
+                    "authentication_error")
+               .ToJson());
+  return httplib::Server::HandlerResponse::Handled;
 }
 
 void SendError(httplib::Response& res, const ApiError& error, int retry_after_seconds) {
@@ -255,6 +287,7 @@ void HttpServer::Route() {
   RouteInformation();
   RouteSteps();
   RouteCompletions();
+  RouteAdmin();
 }
 
 void HttpServer::RouteErrors() {
@@ -282,12 +315,13 @@ void HttpServer::RouteErrors() {
         SendJson(res, 500, ApiError(500, message, "server_error").ToJson());
       });
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.path.rfind("/admin/", 0) == 0) return CheckAdminKey(options_.admin_key, req, res);
     if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     // The page's EventSource cannot send headers: the step feed also takes ?key=.
-    if (req.get_header_value("Authorization") == "Bearer " + options_.api_key ||
-        (req.path == "/v1/steps" && req.get_param_value("key") == options_.api_key)) {
+    if (SameKey(req.get_header_value("Authorization"), "Bearer " + options_.api_key) ||
+        (req.path == "/v1/steps" && SameKey(req.get_param_value("key"), options_.api_key))) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     SendJson(res, 401,
@@ -445,6 +479,29 @@ void HttpServer::RouteCompletions() {
                 [this](const httplib::Request& req, httplib::Response& res) {
                   HandleCompletion(req, res, true);
                 });
+}
+
+void HttpServer::RouteAdmin() {
+  // GET: the drafter sequences are admitted with now. POST {"draft": NAME}: swap it
+  // (CompletionService::SwapDrafter); requests in flight finish with the old one.
+  server_->Get("/admin/drafter", [this](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, {{"draft", service_.drafter_name()}});
+  });
+  server_->Post("/admin/drafter", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      const nlohmann::json body = ParseBody(req);
+      if (!body.is_object() || !body.contains("draft") || !body.at("draft").is_string()) {
+        throw ApiError(400,
+                       "expected {\"draft\": NAME} (a draft GGUF's path, ngram, suffix or A+B)",
+                       "invalid_request_error", "draft");
+      }
+      const std::string name = body.at("draft").get<std::string>();
+      SendJson(res, 200, {{"draft", service_.SwapDrafter(name)}, {"requested", name}});
+    } catch (const ApiError& e) {
+      service_.metrics().RequestFailed();
+      SendError(res, e, 0);
+    }
+  });
 }
 
 }  // namespace grove::serve

@@ -1,8 +1,10 @@
 // The OpenAI-compatible HTTP front of a CompletionService, on cpp-httplib:
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true → server-sent events, [DONE])
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text)
+//   GET, POST /admin/drafter  (with --admin-key: the drafter, and swapping it while serving)
 // Every error is OpenAI's error object with a fitting status: 400 bad request, 401 without the
-// API key, 404 unknown route or model, 413 body too large, 503 queue full (with Retry-After).
+// API key (the admin key for /admin/), 403 /admin/ on a server started without --admin-key, 404
+// unknown route or model, 413 body too large, 503 queue full (with Retry-After).
 // Binds to loopback unless told otherwise.
 #pragma once
 
@@ -22,8 +24,9 @@ namespace grove::serve {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;      // 0: any free port (tests)
-  std::string api_key;  // empty: none required
+  int port = 8080;        // 0: any free port (tests)
+  std::string api_key;    // empty: none required
+  std::string admin_key;  // the /admin/ endpoints' key; empty: they answer 403
   std::size_t max_body_bytes = 1 << 20;
   int threads = 0;              // HTTP worker threads; 0: --parallel + queue + 8
   int retry_after_seconds = 1;  // Retry-After of a 503
@@ -56,6 +59,8 @@ class HttpServer {
   // /v1/completions, /v1/chat/completions and /apply-template.
   void RouteCompletions();
   void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  // /admin/drafter.
+  void RouteAdmin();
 
   CompletionService& service_;
   HttpServerOptions options_;

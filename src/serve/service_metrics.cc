@@ -36,6 +36,11 @@ void ServiceMetrics::RequestFailed() {
   ++failed_;
 }
 
+void ServiceMetrics::DrafterSwapped() {
+  std::lock_guard lock(mutex_);
+  ++drafter_swaps_;
+}
+
 void ServiceMetrics::SequenceFinished(int64_t tokens, const SpeculationStats& speculation) {
   std::lock_guard lock(mutex_);
   ++sequences_finished_;
@@ -85,6 +90,8 @@ std::string ServiceMetrics::Text(int32_t queue_length) const {
        "Requests answered 503 because the queue was full.", refused_);
   Line(out, "grove_requests_failed_total", "counter", "Requests answered with another error.",
        failed_);
+  Line(out, "grove_drafter_swaps_total", "counter", "Drafters swapped in while serving.",
+       drafter_swaps_);
   Line(out, "grove_prompt_tokens_total", "counter", "Prompt tokens of accepted requests.",
        prompt_tokens_);
   Line(out, "grove_generated_tokens_total", "counter", "Tokens generated.", generated_);

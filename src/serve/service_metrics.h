@@ -26,6 +26,7 @@ class ServiceMetrics {
   void RequestServed(int64_t prompt_tokens, int32_t sequences);
   void RequestRefused();  // 503: the queue was full
   void RequestFailed();   // 4xx/5xx other than 503
+  void DrafterSwapped();  // CompletionService::SwapDrafter
   // A sequence finished (or was cancelled): its tokens and, if it speculated, its statistics.
   void SequenceFinished(int64_t tokens, const SpeculationStats& speculation);
   // The scheduler's statistics so far (read on its thread): target busy time, forwards, steps,
@@ -41,7 +42,7 @@ class ServiceMetrics {
 
   mutable std::mutex mutex_;
   Clock::time_point start_;
-  int64_t requests_ = 0, refused_ = 0, failed_ = 0;
+  int64_t requests_ = 0, refused_ = 0, failed_ = 0, drafter_swaps_ = 0;
   int64_t prompt_tokens_ = 0, generated_ = 0;
   int64_t sequences_started_ = 0, sequences_finished_ = 0;
   int64_t steps_ = 0, speculative_tokens_ = 0;  // of speculative sequences: tau

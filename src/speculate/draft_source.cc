@@ -29,15 +29,15 @@ DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameter
 }
 
 DraftSource DraftSource::Open(const std::string& name, const ModelParameters& target,
-                              ThreadPool& pool) {
+                              ThreadPool& pool, std::shared_ptr<SuffixStore> store) {
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
   if (const std::vector<std::string> names = MixtureMembers(name); names.size() > 1) {
     std::vector<DraftSource> members;
-    for (const std::string& member : names) members.push_back(Open(member, target, pool));
+    for (const std::string& member : names) members.push_back(Open(member, target, pool, store));
     return Mixture(std::move(members));
   }
   if (name == "ngram") return PromptLookup();
-  if (name == "suffix") return Suffix();
+  if (name == "suffix") return Suffix(std::move(store));
   return FromModel(ModelParameters::Load(name, ModelOptions{}.group_weights, pool), target);
 }
 

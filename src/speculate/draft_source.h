@@ -22,7 +22,10 @@ class DraftSource {
  public:
   // Loads a draft GGUF's parameters onto `pool`'s workers and checks them against `target` (as
   // FromModel), or names a drafter without a model. Throws grove::Error naming the problem.
-  static DraftSource Open(const std::string& name, const ModelParameters& target, ThreadPool& pool);
+  // store: the outputs a suffix drafter among them starts from (null: a new, empty store), so that
+  // a drafter opened anew (a server's swap) keeps what the old one learnt.
+  static DraftSource Open(const std::string& name, const ModelParameters& target, ThreadPool& pool,
+                          std::shared_ptr<SuffixStore> store = nullptr);
   // A draft model's parameters, checked as the drafter's constructor checks them (vocabularies;
   // a feature drafter's target, width and tensors).
   static DraftSource FromModel(std::shared_ptr<const ModelParameters> draft,

@@ -1,5 +1,6 @@
 // grove serve: the OpenAI-compatible server (src/serve). Loads the pair once, gives the target one
-// KV slot per sequence served at once (--parallel), and serves until SIGINT or SIGTERM.
+// KV slot per sequence served at once (--parallel), and serves until SIGINT or SIGTERM; SIGHUP
+// reloads the drafter from --draft (a draft trained anew in place) without stopping.
 #include <pthread.h>
 
 #include <csignal>
@@ -21,12 +22,14 @@ void RunServe(const ServeModelOptions& o) {
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   ServeEngine engine(o);
-  std::fprintf(stderr, "[grove] serving %s; Ctrl-C stops\n", engine.Describe().c_str());
+  std::fprintf(stderr, "[grove] serving %s; Ctrl-C stops, SIGHUP reloads the drafter\n",
+               engine.Describe().c_str());
   std::thread stopper([&] {
     int signal = 0;
-    sigwait(&stop_signals, &signal);
+    while (sigwait(&stop_signals, &signal) == 0 && signal == SIGHUP) engine.ReloadDrafter();
     std::fprintf(stderr, "[grove] stopping (signal %d)\n", signal);
     engine.Stop();
   });

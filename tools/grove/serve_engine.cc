@@ -57,6 +57,11 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 8192));
   cmd.add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' on /v1/");
+  cmd.add_option("--admin-key", o.admin_key,
+                 "Turn on the admin endpoints (POST /admin/drafter {\"draft\": NAME} swaps the "
+                 "drafter while serving), answered only with 'Authorization: Bearer KEY'; also "
+                 "from the environment")
+      ->envname("GROVE_ADMIN_KEY");
   cmd.add_option("--reasoning-format", o.reasoning_format,
                  "Chat: none (thinking stays in content) or deepseek (a thinking model's "
                  "<think> part comes back as reasoning_content); a request's reasoning_format "
@@ -127,7 +132,8 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   service_ = std::make_unique<serve::CompletionService>(*target_, draft_, service_options_);
   http_ = std::make_unique<serve::HttpServer>(
       *service_,
-      serve::HttpServerOptions{.host = opt.host, .port = opt.port, .api_key = opt.api_key});
+      serve::HttpServerOptions{
+          .host = opt.host, .port = opt.port, .api_key = opt.api_key, .admin_key = opt.admin_key});
   port_ = http_->Bind();
 }
 
@@ -161,6 +167,20 @@ void ServeEngine::SaveSuffixStore() {
     draft_->suffix_store()->Save(options_.suffix_store, target_->tokenizer()->Fingerprint());
   } catch (const Error& e) {
     Log(LogLevel::kWarn, "serve: the suffix store was not saved: ", e.what());
+  }
+}
+
+void ServeEngine::ReloadDrafter() {
+  if (!draft_) {
+    Log(LogLevel::kWarn, "serve: no drafter to reload (--draft none)");
+    return;
+  }
+  try {
+    const std::string name = service_->SwapDrafter(options_.draft);
+    std::fprintf(stderr, "[grove] drafter reloaded from %s (%s)\n", options_.draft.c_str(),
+                 name.c_str());
+  } catch (const std::exception& e) {
+    Log(LogLevel::kWarn, "serve: the drafter was not reloaded, the old one serves on: ", e.what());
   }
 }
 

@@ -33,6 +33,7 @@ struct ServeModelOptions {
   int n_ctx = 0;
   int node_budget = kDefaultNodeBudget;
   std::string api_key;
+  std::string admin_key;  // --admin-key: the /admin/ endpoints' (empty: they are off)
   std::string reasoning_format = "none";
   std::string record;        // --record DIR (empty: no recording)
   std::string suffix_store;  // --suffix-store FILE (empty: the store lives as long as the server)
@@ -53,6 +54,10 @@ class ServeEngine {
   void Start();
   void Listen() { http_->Listen(); }
   void Stop() { http_->Stop(); }
+
+  // Opens --draft again (a draft file trained anew in place) and swaps it in for the sequences
+  // admitted from now on (SIGHUP); a failure is a warning, the old drafter serving on.
+  void ReloadDrafter();
 
   int port() const { return port_; }
   const ServeModelOptions& options() const { return options_; }
