@@ -145,6 +145,59 @@ TEST(DrafterMixture, SkipsADearMemberWhereACheapOneHasProvenRight) {
   // Every member was told every committed token, skipped or not.
   EXPECT_EQ(dear_view->text(), text);
   EXPECT_EQ(cheap_view->text(), text);
+  // The last step says why the dear member sat it out.
+  EXPECT_EQ(mixture.Why().rfind("dear skipped: cheap is confident at the root (1.00) and right "
+                                "100% of such times",
+                                0),
+            0u)
+      << mixture.Why();
+}
+
+// Which members proposed each node, by path (so a selection of the drafted tree, as OPT-Tree
+// verifies, is attributed too), and the nodes each proposed and had accepted.
+TEST(DrafterMixture, NamesTheMembersThatProposedEachNode) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<CountingDrafter>("a", 1, /*sure=*/true));   // last + 1
+  members.push_back(std::make_unique<CountingDrafter>("b", 2, /*sure=*/false));  // last + 2, + 1
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(4, 8);
+  const std::vector<int32_t> context = {3};
+  mixture.Begin(context);
+  ASSERT_NE(mixture.attribution(), nullptr);
+  TokenTree tree;
+  const int32_t root[] = {-1};
+  mixture.Expand(tree, root);
+  EXPECT_EQ(mixture.Why(), "every drafter: their costs are not measured yet");
+  const int32_t four = tree.AddChild(-1, 4, 1.0f);  // a and b
+  const int32_t five = tree.AddChild(-1, 5, 1.0f);  // b
+  const int32_t level[] = {four, five};
+  mixture.Expand(tree, level);
+  const int32_t four_five = tree.AddChild(four, 5, 1.0f);  // a and b
+  const int32_t four_six = tree.AddChild(four, 6, 1.0f);   // b
+  const int32_t five_six = tree.AddChild(five, 6, 1.0f);   // a and b
+  const int32_t five_nine = tree.AddChild(five, 9, 1.0f);  // neither
+  std::vector<uint32_t> masks;
+  mixture.NodeSources(tree, masks);
+  ASSERT_EQ(masks.size(), 6u);
+  EXPECT_EQ(masks[four], 3u);
+  EXPECT_EQ(masks[five], 2u);
+  EXPECT_EQ(masks[four_five], 3u);
+  EXPECT_EQ(masks[four_six], 2u);
+  EXPECT_EQ(masks[five_six], 3u);
+  EXPECT_EQ(masks[five_nine], 0u);
+  EXPECT_EQ(mixture.Names(3), "a+b");
+  EXPECT_EQ(mixture.Names(2), "b");
+  TokenTree selection;  // 5 -> 6 alone, indexed anew
+  selection.AddChild(selection.AddChild(-1, 5, 1.0f), 6, 1.0f);
+  mixture.NodeSources(selection, masks);
+  EXPECT_EQ(masks, (std::vector<uint32_t>{2u, 3u}));
+  const int32_t path[] = {four, four_five};
+  mixture.Commit(tree, path, 6);
+  const std::vector<MixtureMemberStats> stats = mixture.member_stats();
+  EXPECT_EQ(stats[0].nodes, 3);  // 4, 4-5, 5-6
+  EXPECT_EQ(stats[1].nodes, 5);
+  EXPECT_EQ(stats[0].accepted_nodes, 2);
+  EXPECT_EQ(stats[1].accepted_nodes, 2);
 }
 
 TEST(DrafterMixture, RefusesWhatItCannotMix) {

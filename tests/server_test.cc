@@ -53,7 +53,7 @@ struct ServerSetup {
   SchedulePolicy policy = SchedulePolicy::kBatched;
   int keep_alive_ms = 1000;
   std::string chat_template;
-  bool suffix_drafter = false;  // else the bundled draft model
+  std::string drafter = "draft-model";  // or "suffix", or "draft-model+suffix" (a mixture)
   std::string record_dir;
   std::string admin_key;
 };
@@ -64,9 +64,11 @@ class Server {
   explicit Server(const ServerSetup& setup) {
     target_ = Model::Load(kTarget, {.n_threads = 2, .n_ctx = 256, .n_seq = setup.parallel});
     auto draft = Model::Load(kDraft, {.n_threads = 1, .n_ctx = 16});
-    DraftSource source = setup.suffix_drafter
-                             ? DraftSource::Suffix()
-                             : DraftSource::FromModel(draft->parameters(), *target_->parameters());
+    DraftSource model = DraftSource::FromModel(draft->parameters(), *target_->parameters());
+    DraftSource source = setup.drafter == "suffix" ? DraftSource::Suffix()
+                         : setup.drafter == "draft-model+suffix"
+                             ? DraftSource::Mixture({model, DraftSource::Suffix()})
+                             : model;
     ServiceOptions options{.model_id = "grove-target",
                            .model_aliases = {"gpt-4o-mini"},
                            .policy = setup.policy,
@@ -346,7 +348,7 @@ TEST_F(ServerTest, EndpointsAnswerAndResponsesAreWhatPlainDecodingGives) {
 // (most of its tokens accepted from drafts the second time), and its text is what plain decoding
 // gives every time.
 TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
-  Server server({.suffix_drafter = true});
+  Server server({.drafter = "suffix"});
   httplib::Client client = server.Client();
   const std::string prompt = "Once upon a time";
   const std::string greedy = server.Alone(prompt, 48, 0.0f, 0);
@@ -742,8 +744,11 @@ TEST_F(ServerTest, ANonStreamedRequestWhoseClientLeavesIsCancelled) {
 
 // The live view's feed: subscribed before a request starts (id=next), it gets every step's tree
 // with its accepted path and emitted text, which together make the response; then "done".
-TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
-  Server server({});
+// A mixture's steps also say which drafters proposed each node, and why they took part.
+void CheckStepFeed(const std::string& drafter) {
+  Server server({.drafter = drafter});
+  const bool mixture = drafter == "draft-model+suffix";
+  int by_draft_model = 0;
   std::string events;
   std::atomic<bool> subscribed{false};
   std::thread watcher([&] {
@@ -790,6 +795,15 @@ TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
     EXPECT_EQ(text.substr(0, common), path.substr(0, common));
     emitted += text;
     EXPECT_GE(step.at("tau").get<double>(), 1.0);
+    EXPECT_EQ(step.contains("why"), mixture);
+    for (const json& node : nodes) {
+      EXPECT_EQ(node.contains("drafters"), mixture);
+      if (mixture)
+        by_draft_model += node.at("drafters").get<std::string>().find("draft-model") == 0;
+    }
+  }
+  if (mixture) {
+    EXPECT_GT(by_draft_model, 0);
   }
   EXPECT_EQ(steps, body.at("grove").at("steps").get<int>());
   EXPECT_EQ(emitted, body.at("choices").at(0).at("text"));
@@ -800,14 +814,23 @@ TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
   EXPECT_EQ(client.Get("/v1/steps?id=cmpl-999")->status, 404);
 }
 
+TEST_F(ServerTest, StepFeedShowsEveryStepsTreeAndAcceptedPath) {
+  for (const std::string drafter : {"draft-model", "draft-model+suffix"}) {
+    SCOPED_TRACE(drafter);
+    CheckStepFeed(drafter);
+  }
+}
+
 // The tree view in headless Chromium: the page starts a request, draws every step's tree, and
-// the DOM holds drafted nodes, an accepted path and rejected branches; a screenshot is kept under
+// the DOM holds drafted nodes (named by the drafters that proposed them), an accepted path and
+// rejected branches; a screenshot is kept under
 // build/ (a CI artifact).
 TEST_F(ServerTest, TreeViewRendersInHeadlessChromium) {
   if (std::system("command -v chromium > /dev/null 2>&1") != 0) {
     GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
   }
-  Server server({});
+  // A mixture: each node also names the drafters that proposed it.
+  Server server({.drafter = "draft-model+suffix"});
   const std::string url = "http://127.0.0.1:" + std::to_string(server.port()) +
                           "/?autostart=1&max_tokens=40&spec=kconfig:2,2,1";
   // Virtual time runs the page's scripts until its request and step feed are done.
@@ -833,6 +856,8 @@ TEST_F(ServerTest, TreeViewRendersInHeadlessChromium) {
   EXPECT_GE(count("class=\"node accepted"), 2);    // the root and at least one accepted node
   EXPECT_GE(count("class=\"node rejected\""), 1);  // one path of a branching tree at most
   EXPECT_GE(count("class=\"bar\""), 1);            // acceptance by depth
+  EXPECT_GE(count("<title>proposed by draft-model"), 1);
+  EXPECT_EQ(count("every drafter") + count("skipped: suffix"), 1) << "the status line says why";
   const std::string screenshot = std::string(GROVE_BUILD_DIR) + "/tree-view.png";
   std::remove(screenshot.c_str());
   ASSERT_EQ(

@@ -132,7 +132,9 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
     SuffixDrafter again(nv, target->n_ctx(), store);
     SpeculativeSession second(*target, again, Policy(spec_text, again, greedy), options);
     EXPECT_EQ(second.Generate(prompt, {}), plain);
-    if (!policy.plan.is_auto()) EXPECT_GT(second.stats().tau(), session.stats().tau());
+    if (!policy.plan.is_auto()) {
+      EXPECT_GT(second.stats().tau(), session.stats().tau());
+    }
   }
   if (draft && c.drafter != "mixture" && c.spec == "kconfig:2,2,1") {
     // At temperature 0 the drafter still ranks candidates: the tree keeps its 10 nodes.

@@ -35,7 +35,8 @@ int32_t DraftMaxBatch(const SpeculationPolicy& policy) {
 bool Deliver(const SequenceRequest& request, const SpeculativeSession& session,
              std::span<const int32_t> accepted, SequenceResult& result) {
   if (request.on_step) {
-    request.on_step({session.tree(), session.accepted_nodes(), accepted, session.stats()});
+    request.on_step({session.tree(), session.accepted_nodes(), accepted, session.stats(),
+                     session.drafter().attribution()});
   }
   result.tokens.insert(result.tokens.end(), accepted.begin(), accepted.end());
   ++result.steps;

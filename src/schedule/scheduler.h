@@ -46,12 +46,14 @@ class RequestFeed;
 
 // One speculative step of a sequence, for a live view: the tree it verified, the nodes it
 // accepted (indices into tree, root to leaf), the tokens it emitted, and the session's statistics
-// so far, this step included (an observer keeps no tally of its own).
+// so far, this step included (an observer keeps no tally of its own); for a drafter made of
+// several, which of them proposed each node and why (null for others).
 struct StepView {
   const TokenTree& tree;
   std::span<const int32_t> accepted;
   std::span<const int32_t> tokens;
   const SpeculationStats& stats;
+  const NodeAttribution* attribution = nullptr;
 };
 
 struct SequenceRequest {

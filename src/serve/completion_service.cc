@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "serve/api_error.h"
 #include "serve/choice_stream.h"
+#include "speculate/node_attribution.h"
 #include "speculate/speculation.h"
 #include "tokenize/tokenizer.h"
 
@@ -31,21 +32,26 @@ SpeculationPolicy PlainPolicy(const SamplerParams& sampling) {
   return policy;
 }
 
-// One step for the live view: the tree (each node's token text, parent, depth and draft
-// probability), the accepted path, the emitted text, and the choice's running tau and acceptance
-// by depth.
+// One step for the live view: the tree (each node's token text, parent, depth, draft probability
+// and, for a drafter made of several, the ones that proposed it), the accepted path, the emitted
+// text, the choice's running tau and acceptance by depth, and why the step's drafters took part.
 std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice) {
   const SpeculationStats& running = step.stats;
+  std::vector<uint32_t> sources;
+  if (step.attribution) step.attribution->NodeSources(step.tree, sources);
   nlohmann::json nodes = nlohmann::json::array();
-  for (const TreeNode& node : step.tree.nodes()) {
-    nodes.push_back({{"token", node.token >= 0 ? std::string(tok.TokenPiece(node.token)) : ""},
+  for (int32_t i = 0; i < step.tree.size(); ++i) {
+    const TreeNode& node = step.tree.node(i);
+    nlohmann::json n{{"token", node.token >= 0 ? std::string(tok.TokenPiece(node.token)) : ""},
                      {"parent", node.parent},
                      {"depth", node.depth},
-                     {"prob", node.prob}});
+                     {"prob", node.prob}};
+    if (step.attribution) n["drafters"] = step.attribution->Names(sources[i]);
+    nodes.push_back(std::move(n));
   }
   std::string emitted;
   for (int32_t t : step.tokens) emitted += tok.TokenPiece(t);
-  const nlohmann::json event{
+  nlohmann::json event{
       {"choice", choice},
       {"step", running.steps},
       {"nodes", std::move(nodes)},
@@ -53,6 +59,7 @@ std::string StepEvent(const Tokenizer& tok, const StepView& step, int32_t choice
       {"emitted", emitted},
       {"tau", running.tau()},
       {"acceptance_by_depth", running.acceptance_by_depth()}};
+  if (step.attribution) event["why"] = step.attribution->Why();
   // Byte-fallback pieces may be parts of a character: replaced rather than thrown on.
   return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

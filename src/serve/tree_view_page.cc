@@ -63,6 +63,10 @@ function shown(token) {
   return JSON.stringify(token).slice(1, -1).replace(/\u2581/g, " ");
 }
 
+function initials(names) {
+  return names.split("+").map((name) => name[0]).join("+");
+}
+
 function drawTree(step) {
   const svg = $("tree");
   while (svg.firstChild) svg.removeChild(svg.firstChild);
@@ -96,7 +100,13 @@ function drawTree(step) {
                           "data-depth": n.depth}, g);
     el("rect", {x: x(n.depth), y: y(row[i]) - 12, width: 100, height: 24, rx: 4}, node);
     el("text", {x: x(n.depth) + 4, y: y(row[i]) - 1}, node, shown(n.token).slice(0, 12));
-    el("text", {x: x(n.depth) + 4, y: y(row[i]) + 10, class: "prob"}, node, n.prob.toFixed(2));
+    // A drafter made of several names the ones that proposed each node (initials; hover: names).
+    const by = n.drafters === undefined ? "" : " " + (n.drafters ? initials(n.drafters) : "-");
+    el("text", {x: x(n.depth) + 4, y: y(row[i]) + 10, class: "prob"}, node,
+       n.prob.toFixed(2) + by);
+    if (n.drafters !== undefined) {
+      el("title", {}, node, "proposed by " + (n.drafters || "none of the drafters"));
+    }
   });
 }
 
@@ -129,7 +139,7 @@ function onStep(event) {
   span.textContent = step.emitted.replace(/\u2581/g, " ");
   $("text").appendChild(span);
   $("status").textContent = "step " + steps + ": " + step.nodes.length + " nodes drafted, " +
-      step.accepted.length + " accepted";
+      step.accepted.length + " accepted" + (step.why ? "; " + step.why : "");
   document.body.dataset.steps = steps;
 }
 

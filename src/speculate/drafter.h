@@ -15,6 +15,8 @@
 
 namespace grove {
 
+class NodeAttribution;
+
 // What a speculation policy needs to know of a drafter (speculate/speculation.h), known without
 // one: a server or search resolves policies before any drafting lane exists.
 struct DrafterTraits {
@@ -74,6 +76,10 @@ class Drafter {
   // still fits the drafter's cache beside the committed text; drafters without a cache always fit.
   // The session speculates only while it does, and decodes plainly after that.
   virtual bool HasRoomFor(int32_t fed_nodes) const = 0;
+
+  // Optional capabilities, null where the drafter lacks them. A drafter made of several says
+  // which of them proposed each node (speculate/node_attribution.h).
+  virtual const NodeAttribution* attribution() const { return nullptr; }
 };
 
 }  // namespace grove

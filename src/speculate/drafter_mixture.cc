@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "base/error.h"
@@ -12,6 +13,16 @@ namespace grove {
 namespace {
 
 constexpr float kNone = -std::numeric_limits<float>::infinity();
+
+// The path hash of a node whose parent's path hashes to `parent` (the root's is kRootPath).
+constexpr uint64_t kRootPath = 0x9e3779b97f4a7c15ull;
+uint64_t ChildPath(uint64_t parent, int32_t token) {
+  uint64_t x = parent ^ (static_cast<uint64_t>(static_cast<uint32_t>(token)) + kRootPath +
+                         (parent << 6) + (parent >> 2));
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  return x ^ (x >> 29);
+}
 
 }  // namespace
 
@@ -47,6 +58,7 @@ void DrafterMixture::AddCandidates(std::span<const float> row, const RowSummary&
 
 DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
+  if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
   n_vocab_ = members[0]->n_vocab();
   for (auto& d : members) {
     if (d->n_vocab() != n_vocab_) {
@@ -63,6 +75,7 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
     Member m;
     for (int b = 0; b < kShareBuckets; ++b) m.bucket_hit[b] = (b + 0.5) / kShareBuckets;
     m.stats.name = std::string(d->name());
+    source_names_.push_back(m.stats.name);
     m.drafter = std::move(d);
     members_.push_back(std::move(m));
   }
@@ -84,6 +97,10 @@ void DrafterMixture::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
   for (auto& s : summaries_) s.reserve(static_cast<std::size_t>(max_frontier));
   candidates_.reserve(members_.size() * kCandidates);
   best_.reserve(kCandidates + 1);
+  const std::size_t slots = static_cast<std::size_t>(max_tree_nodes) + 1;
+  proposals_.reserve(slots * members_.size() * kCandidates);
+  path_of_.resize(std::max(path_of_.size(), slots), 0);
+  row_of_.resize(std::max(row_of_.size(), slots), {0, 0});
 }
 
 bool DrafterMixture::HasRoomFor(int32_t fed_nodes) const {
@@ -134,12 +151,27 @@ void DrafterMixture::ChooseMembers(const TokenTree& tree, std::span<const int32_
   for (Member& m : members_) {
     if (cheap(m)) ExpandMember(m, tree, frontier);
   }
+  reason_ = {.kind = all_timed ? StepReason::Kind::kNoneConfident : StepReason::Kind::kUntimed};
   for (Member& m : members_) {
     if (cheap(m)) continue;
-    const bool covered = std::any_of(members_.begin(), members_.end(), [&](const Member& c) {
-      return cheap(c) && c.confident_root && c.confident_seen >= kMinEvidence &&
-             c.confident_hit >= m.weight;
-    });
+    const Member* stand_in = nullptr;
+    for (const Member& c : members_) {
+      if (!cheap(c) || !c.confident_root) continue;
+      if (!stand_in || c.confident_hit > stand_in->confident_hit) stand_in = &c;
+    }
+    const bool covered =
+        stand_in && stand_in->confident_seen >= kMinEvidence && stand_in->confident_hit >= m.weight;
+    if (stand_in && reason_.kind != StepReason::Kind::kSkipped) {
+      reason_ = {.kind = covered                                   ? StepReason::Kind::kSkipped
+                         : stand_in->confident_seen < kMinEvidence ? StepReason::Kind::kUnproven
+                                                                   : StepReason::Kind::kOutweighed,
+                 .cheap = static_cast<int>(stand_in - members_.data()),
+                 .dear = static_cast<int>(&m - members_.data()),
+                 .share = stand_in->first_share[0],
+                 .hit = stand_in->confident_hit,
+                 .dear_weight = m.weight,
+                 .seen = stand_in->confident_seen};
+    }
     if (covered) {
       m.active = false;
       ++m.stats.skipped;
@@ -156,41 +188,127 @@ void DrafterMixture::ExpandMembers(const TokenTree& tree, std::span<const int32_
   }
 }
 
-void DrafterMixture::Merge(std::size_t n_rows) {
+void DrafterMixture::TracePaths(const TokenTree& tree, std::span<const int32_t> frontier) {
+  for (int32_t f : frontier) {
+    const std::size_t slot = static_cast<std::size_t>(f + 1);
+    if (path_of_.size() <= slot) {
+      path_of_.resize(slot + 1, 0);
+      row_of_.resize(slot + 1, {0, 0});
+    }
+    if (f < 0) {
+      path_of_[slot] = kRootPath;
+    } else {
+      const TreeNode& node = tree.node(f);
+      path_of_[slot] = ChildPath(path_of_[static_cast<std::size_t>(node.parent + 1)], node.token);
+    }
+  }
+}
+
+void DrafterMixture::Merge(std::span<const int32_t> frontier) {
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);
-  rows_.assign(n_rows * nv, kNone);
-  for (std::size_t r = 0; r < n_rows; ++r) {
+  rows_.assign(frontier.size() * nv, kNone);
+  for (std::size_t r = 0; r < frontier.size(); ++r) {
     candidates_.clear();
     for (std::size_t i = 0; i < members_.size(); ++i) {
       if (members_[i].active) AddCandidates(member_rows_[i].subspan(r * nv, nv), summaries_[i][r]);
     }
+    const std::size_t slot = static_cast<std::size_t>(frontier[r] + 1);
+    row_of_[slot].first = static_cast<int32_t>(proposals_.size());
     // Each candidate's chance that one of the members is right about it (the file comment);
     // ranking is all the builder reads of a deterministic drafter's row.
     float* out = rows_.data() + r * nv;
     for (int32_t t : candidates_) {
       double all_wrong = 1.0;
+      uint32_t proposed_by = 0;
       for (std::size_t i = 0; i < members_.size(); ++i) {
         if (!members_[i].active) continue;
         const RowSummary& s = summaries_[i][r];
         const float logit = member_rows_[i][r * nv + t];
         if (s.first < 0 || logit == kNone) continue;
+        proposed_by |= 1u << i;
         const double right =
             members_[i].Calibrated(1.0f / s.sum) * std::exp(static_cast<double>(logit - s.max));
         all_wrong *= 1.0 - std::clamp(right, 0.0, 1.0 - 1e-6);
       }
       out[t] = static_cast<float>(std::log(1.0 - all_wrong));
+      proposals_.push_back({.parent_path = path_of_[slot], .token = t, .members = proposed_by});
+    }
+    row_of_[slot].second = static_cast<int32_t>(proposals_.size());
+  }
+}
+
+uint32_t DrafterMixture::ProposedBy(const TokenTree& tree, int32_t node) const {
+  const TreeNode& n = tree.node(node);
+  const std::size_t slot = static_cast<std::size_t>(n.parent + 1);
+  if (slot >= row_of_.size()) return 0;
+  for (int32_t p = row_of_[slot].first; p < row_of_[slot].second; ++p) {
+    if (proposals_[static_cast<std::size_t>(p)].token == n.token) {
+      return proposals_[static_cast<std::size_t>(p)].members;
     }
   }
+  return 0;
+}
+
+void DrafterMixture::NodeSources(const TokenTree& tree, std::vector<uint32_t>& masks) const {
+  // By path, not by index: the tree may be a selection of the drafted one (OPT-Tree).
+  std::vector<uint64_t> path(static_cast<std::size_t>(tree.size()));
+  masks.assign(path.size(), 0);
+  for (int32_t i = 0; i < tree.size(); ++i) {
+    const TreeNode& n = tree.node(i);
+    const uint64_t parent = n.parent < 0 ? kRootPath : path[static_cast<std::size_t>(n.parent)];
+    path[static_cast<std::size_t>(i)] = ChildPath(parent, n.token);
+    for (const Proposal& p : proposals_) {
+      if (p.parent_path == parent && p.token == n.token) {
+        masks[static_cast<std::size_t>(i)] = p.members;
+        break;
+      }
+    }
+  }
+}
+
+std::string DrafterMixture::Why() const {
+  const StepReason& r = reason_;
+  const auto name = [&](int i) { return source_names_[static_cast<std::size_t>(i)].c_str(); };
+  char text[256];
+  switch (r.kind) {
+    case StepReason::Kind::kUntimed:
+      return "every drafter: their costs are not measured yet";
+    case StepReason::Kind::kNoneConfident:
+      return "every drafter: no cheap one is confident at the root";
+    case StepReason::Kind::kUnproven:
+      std::snprintf(text, sizeof(text),
+                    "every drafter: %s is confident at the root (%.2f) but judged on %lld such "
+                    "rows, under %lld",
+                    name(r.cheap), r.share, static_cast<long long>(r.seen),
+                    static_cast<long long>(kMinEvidence));
+      return text;
+    case StepReason::Kind::kOutweighed:
+      std::snprintf(text, sizeof(text),
+                    "every drafter: %s is confident at the root (%.2f) but right %.0f%% of such "
+                    "times, under %s's %.0f%%",
+                    name(r.cheap), r.share, 100 * r.hit, name(r.dear), 100 * r.dear_weight);
+      return text;
+    case StepReason::Kind::kSkipped:
+      std::snprintf(text, sizeof(text),
+                    "%s skipped: %s is confident at the root (%.2f) and right %.0f%% of such "
+                    "times, at least %s's %.0f%%",
+                    name(r.dear), name(r.cheap), r.share, 100 * r.hit, name(r.dear),
+                    100 * r.dear_weight);
+      return text;
+  }
+  return "";
 }
 
 std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
                                               std::span<const int32_t> frontier) {
   if (frontier.size() == 1 && frontier[0] == -1) {
+    proposals_.clear();
     ChooseMembers(tree, frontier);
   } else {
     ExpandMembers(tree, frontier);
   }
-  Merge(frontier.size());
+  TracePaths(tree, frontier);
+  Merge(frontier);
   return {rows_.data(), rows_.size()};
 }
 
@@ -222,9 +340,23 @@ void DrafterMixture::Learn(const TokenTree& tree, std::span<const int32_t> accep
   }
 }
 
+void DrafterMixture::CountNodes(const TokenTree& tree, std::span<const int32_t> accepted) {
+  for (int32_t node = 0; node < tree.size(); ++node) {
+    const uint32_t by = ProposedBy(tree, node);
+    for (std::size_t i = 0; i < members_.size(); ++i) members_[i].stats.nodes += by >> i & 1u;
+  }
+  for (int32_t node : accepted) {
+    const uint32_t by = ProposedBy(tree, node);
+    for (std::size_t i = 0; i < members_.size(); ++i) {
+      members_[i].stats.accepted_nodes += by >> i & 1u;
+    }
+  }
+}
+
 void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
                             int32_t next_token) {
   Learn(tree, accepted, next_token);
+  CountNodes(tree, accepted);
   for (Member& m : members_) {
     m.drafter->Commit(tree, accepted, next_token);
     m.active = false;

@@ -19,6 +19,9 @@
 // step and catches up on the accepted tokens at Commit (Drafter's contract allows a step whose tree
 // it did not expand).
 //
+// It tells which members proposed each node of a step's tree and why the step's members took part
+// (NodeAttribution), and counts per member the nodes it proposed and those the target accepted.
+//
 // The merged rows are a ranking, not a distribution children are sampled from: the mixture is
 // deterministic (lossless with greedy and target-sample verification, for any tree). Members that
 // read the target's features are refused (a feature drafter needs every step's features).
@@ -26,11 +29,15 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "speculate/drafter.h"
+#include "speculate/node_attribution.h"
 
 namespace grove {
 
@@ -42,10 +49,12 @@ struct MixtureMemberStats {
   int64_t skipped = 0;          // steps it was skipped in
   int64_t first_choices = 0;    // path nodes it expanded
   int64_t right = 0;            // ... where its first choice was the token that followed
+  int64_t nodes = 0;            // tree nodes it proposed (with others or alone)
+  int64_t accepted_nodes = 0;   // ... that the target accepted
   double expand_seconds = 0.0;  // in its Expand calls
 };
 
-class DrafterMixture : public Drafter {
+class DrafterMixture : public Drafter, public NodeAttribution {
  public:
   static constexpr double kWeightMemory = 32.0;  // steps the moving averages remember
   static constexpr double kMinWeight = 0.05;
@@ -77,6 +86,11 @@ class DrafterMixture : public Drafter {
   void End() override;
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
+  const NodeAttribution* attribution() const override { return this; }
+
+  std::span<const std::string> sources() const override { return source_names_; }
+  void NodeSources(const TokenTree& tree, std::vector<uint32_t>& masks) const override;
+  std::string Why() const override;
 
   std::vector<MixtureMemberStats> member_stats() const;
 
@@ -100,6 +114,25 @@ class DrafterMixture : public Drafter {
     MixtureMemberStats stats;
   };
 
+  // A merged row's candidate: the path of the node it would follow (a hash of the tokens from the
+  // root), its token, and the members whose rows proposed it.
+  struct Proposal {
+    uint64_t parent_path = 0;
+    int32_t token = -1;
+    uint32_t members = 0;
+  };
+  // Why a step's members took part (ChooseMembers), kept as figures and told by Why().
+  struct StepReason {
+    enum class Kind { kUntimed, kNoneConfident, kUnproven, kOutweighed, kSkipped };
+    Kind kind = Kind::kUntimed;
+    int cheap = -1;  // the confident cheap member
+    int dear = -1;   // the member it stood in for, or did not
+    float share = 0.0f;
+    double hit = 0.0;
+    double dear_weight = 0.0;
+    int64_t seen = 0;
+  };
+
   // Of one member row: its first choice (-1: it proposes nothing), its largest logit and the sum
   // of exp(logit - max) (the softmax's normaliser).
   struct RowSummary {
@@ -116,11 +149,18 @@ class DrafterMixture : public Drafter {
   // At a step's root: which members take part (see the file comment).
   void ChooseMembers(const TokenTree& tree, std::span<const int32_t> frontier);
   void ExpandMember(Member& m, const TokenTree& tree, std::span<const int32_t> frontier);
-  void Merge(std::size_t n_rows);
+  void Merge(std::span<const int32_t> frontier);
+  // The path hashes of the frontier's nodes (their parents' are known: expanded before them).
+  void TracePaths(const TokenTree& tree, std::span<const int32_t> frontier);
+  // The members that proposed node `node` of the step's drafted tree.
+  uint32_t ProposedBy(const TokenTree& tree, int32_t node) const;
+  // Counts the nodes each member proposed, and those of them the target accepted.
+  void CountNodes(const TokenTree& tree, std::span<const int32_t> accepted);
   // Updates the weights from this step's accepted path.
   void Learn(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token);
 
   std::vector<Member> members_;
+  std::vector<std::string> source_names_;
   std::string name_;
   int32_t n_vocab_;
   std::vector<std::span<const float>> member_rows_;  // by member, this call's
@@ -128,6 +168,12 @@ class DrafterMixture : public Drafter {
   std::vector<int32_t> candidates_;                  // one merged row's tokens
   std::vector<int32_t> best_;                        // AddCandidates' list
   std::vector<float> rows_;                          // the merged rows
+  // This step's (until the next root Expand): every merged candidate, each drafted node's path
+  // hash and its row's candidates in proposals_ (by node + 1; 0: the root), and the reason.
+  std::vector<Proposal> proposals_;
+  std::vector<uint64_t> path_of_;
+  std::vector<std::pair<int32_t, int32_t>> row_of_;
+  StepReason reason_;
 };
 
 }  // namespace grove

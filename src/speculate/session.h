@@ -156,6 +156,7 @@ class SpeculativeSession {
   const SpeculationStats& stats() const { return stats_; }
   // This step's tree (after Draft), e.g. for a live view.
   const TokenTree& tree() const { return draft_.tree(); }
+  const Drafter& drafter() const { return drafter_; }
   // The nodes of tree() the last Accept accepted, root to leaf (valid until the next Draft).
   std::span<const int32_t> accepted_nodes() const { return result_.accepted; }
   const SpeculationPolicy& policy() const { return policy_; }

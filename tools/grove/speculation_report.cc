@@ -63,11 +63,12 @@ std::string FormatMixture(const std::vector<MixtureMemberStats>& members) {
   std::string text = "mixture:";
   for (std::size_t i = 0; i < members.size(); ++i) {
     const MixtureMemberStats& m = members[i];
-    char part[256];
+    char part[320];
     std::snprintf(part, sizeof(part),
-                  "%s %s weight %.2f (first choice right %.0f%% of %lld), in %lld steps, skipped "
-                  "%lld, %.3f ms drafting",
-                  i ? " |" : "", m.name.c_str(), m.weight,
+                  "%s %s proposed %lld nodes (%lld accepted), weight %.2f (first choice right "
+                  "%.0f%% of %lld), in %lld steps, skipped %lld, %.3f ms drafting",
+                  i ? " |" : "", m.name.c_str(), static_cast<long long>(m.nodes),
+                  static_cast<long long>(m.accepted_nodes), m.weight,
                   m.first_choices ? 100.0 * m.right / m.first_choices : 0.0,
                   static_cast<long long>(m.first_choices), static_cast<long long>(m.steps),
                   static_cast<long long>(m.skipped), 1e3 * m.expand_seconds);
