@@ -200,6 +200,88 @@ TEST(DrafterMixture, NamesTheMembersThatProposedEachNode) {
   EXPECT_EQ(stats[1].accepted_nodes, 2);
 }
 
+// Before a step's tree is chosen the mixture says whether the step is a cheap one, what a level
+// then costs and how deep its chains have been accepted; a declined cheap step is drafted by every
+// member.
+TEST(DrafterMixture, AnnouncesCheapStepsAndTakesThemBackWhenDeclined) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+  const CountingDrafter* dear_view = dear.get();
+  members.push_back(std::move(dear));
+  members.push_back(std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true));
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  ASSERT_EQ(mixture.outlook(), &mixture);
+  RunCountingText(mixture, 20, text);  // the cheap member proves right; its one-node chains too
+  const DraftOutlook outlook = mixture.Prepare();
+  EXPECT_TRUE(outlook.cheap);
+  EXPECT_GT(outlook.level_seconds, 0.0);
+  EXPECT_LT(outlook.level_seconds, 1e-3) << "the cheap member's level, not the dear one's";
+  ASSERT_EQ(outlook.continue_rates.size(), std::size_t{DrafterMixture::kChainDepths});
+  EXPECT_GT(outlook.continue_rates[0], DrafterMixture::kChainPrior) << "every chain was accepted";
+  EXPECT_EQ(outlook.continue_rates[1], DrafterMixture::kChainPrior) << "none was deeper";
+  // Declined: the dear member drafts the step after all.
+  mixture.Decline();
+  EXPECT_EQ(mixture.Why().find("every drafter: cheap is confident"), 0u) << mixture.Why();
+  const int calls = dear_view->expand_calls();
+  TokenTree tree;
+  const int32_t root[] = {-1};
+  mixture.Expand(tree, root);
+  EXPECT_EQ(dear_view->expand_calls(), calls + 1);
+  const int32_t next = (text.back() + 1) % kVocab;
+  text.push_back(next);
+  mixture.Commit(tree, {}, next);
+  // Taken: it does not.
+  EXPECT_TRUE(mixture.Prepare().cheap);
+  mixture.Expand(tree, root);
+  EXPECT_EQ(dear_view->expand_calls(), calls + 1);
+}
+
+// The chain depth with the most expected tokens per second, E(d) / (t(d + 1) + d c), against a
+// plain step's 1 / t(1); within the curve's sizes.
+TEST(DraftOutlook, ChoosesTheChainWorthMostOrAPlainStep) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 33; ++n) points.push_back({n, 1.0 + 0.1 * (n - 1)});
+  const VerifyCostCurve curve(points);
+  auto best = [&](const std::vector<double>& q, double c, int32_t max_depth) {
+    int32_t d_best = 0;
+    double rate_best = 1.0 / curve.Seconds(1), e = 1.0, reach = 1.0;
+    for (int32_t d = 1; d <= max_depth && d + 1 <= curve.max_size(); ++d) {
+      reach *= q[std::min<std::size_t>(d - 1, q.size() - 1)];
+      e += reach;
+      const double rate = e / (curve.Seconds(d + 1) + d * c);
+      if (rate > rate_best * (1 + 1e-9)) {
+        d_best = d;
+        rate_best = rate;
+      }
+    }
+    return d_best;
+  };
+  for (const std::vector<double>& q :
+       {std::vector<double>{0.9}, {0.97}, {0.6}, {0.99, 0.0}, {0.95, 0.9, 0.5}}) {
+    for (double c : {0.0, 0.01, 0.2}) {
+      const int32_t d =
+          ChooseCheapChainDepth({.cheap = true, .level_seconds = c, .continue_rates = q}, curve,
+                                1.0, kMaxCheapChainDepth);
+      EXPECT_EQ(d, best(q, c, kMaxCheapChainDepth)) << q[0] << " c " << c;
+    }
+  }
+  EXPECT_EQ(ChooseCheapChainDepth({.cheap = true, .continue_rates = std::vector<double>{0.999}},
+                                  curve, 1.0, kMaxCheapChainDepth),
+            kMaxCheapChainDepth)
+      << "worth the deepest";
+  const std::vector<double> poor = {0.05};
+  EXPECT_EQ(ChooseCheapChainDepth({.cheap = true, .continue_rates = poor}, curve, 1.0, 24), 0);
+  const std::vector<double> one = {0.99, 0.0};
+  EXPECT_EQ(ChooseCheapChainDepth({.cheap = true, .continue_rates = one}, curve, 1.0, 24), 1);
+  const VerifyCostCurve short_curve({{1, 1.0}, {2, 1.01}, {3, 1.02}, {4, 1.03}, {5, 1.04}});
+  const std::vector<double> sure = {0.99};
+  EXPECT_EQ(ChooseCheapChainDepth({.cheap = true, .continue_rates = sure}, short_curve, 1.0, 24),
+            4);
+}
+
 TEST(DrafterMixture, RefusesWhatItCannotMix) {
   std::vector<std::unique_ptr<Drafter>> one;
   one.push_back(std::make_unique<CountingDrafter>("a", 1, true));

@@ -159,6 +159,47 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   if (!slice_path.empty()) std::remove(slice_path.c_str());
 }
 
+// A mixture whose suffix member is confident and proven right more often than its draft model
+// (a weak one that costs a suffix lookup many times over) drafts steps alone, as chains of the
+// depth the controller chooses from the verify curve (speculate/draft_outlook.h), once the store
+// holds an earlier output of the same prompt; the tokens stay plain decoding's. A target wide
+// enough that a verify forward costs far more than a suffix lookup, as real targets do.
+TEST(CheapSteps, AMixtureDraftsThemAsChainsAndStaysLossless) {
+  ModelOptions mo{.n_threads = 2};
+  RandomModelSpec target_spec = TinySpec(GgmlType::kQ8_0, 7);
+  target_spec.n_embd = 256;
+  target_spec.n_ff = 640;
+  target_spec.n_layer = 4;
+  auto target = MakeRandomModel(target_spec, mo);
+  mo.pool = target->shared_pool();
+  RandomModelSpec weak_spec = target_spec;
+  weak_spec.seed = 99;
+  weak_spec.n_layer = 8;
+  auto weak = MakeRandomModel(weak_spec, mo);
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SessionOptions options{.n_predict = 64, .stop_at_eog = false};
+  const std::vector<int32_t> prompt = Prompt(12, nv);
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  auto store = std::make_shared<SuffixStore>();
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<ModelDrafter>(*weak, *target));
+  members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
+  DrafterMixture mixture(std::move(members));
+  for (const char* spec : {"auto", "auto:8"}) {
+    SCOPED_TRACE(spec);
+    const SpeculationPolicy policy = Policy(spec, mixture, greedy);
+    SpeculationStats later;
+    for (int run = 0; run < 3; ++run) {
+      SpeculativeSession session(*target, mixture, policy, options);
+      EXPECT_EQ(session.Generate(prompt, {}), plain) << "run " << run;
+      if (run > 0) later += session.stats();
+    }
+    EXPECT_GT(later.cheap_steps, 0);
+    EXPECT_GT(later.cheap_nodes, later.cheap_steps) << "chains deeper than one node";
+  }
+}
+
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const char* spec : {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05",

@@ -77,6 +77,7 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
         MeasureOn(*draft, 0, context, 1, kDraftBudgetSeconds).Seconds(1);
   }
   FrozenAutoPlan frozen;
+  frozen.verify_cost = inputs.verify_cost;
   frozen.plan = ParseTreePlan("sequoia:auto", inputs);
   const SizeDepthChoice& choice = *frozen.plan.sequoia_choice;
   frozen.plan.text = choice.size > 1 ? "auto: sequoia:" + std::to_string(choice.size) + "," +

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "model/model.h"
@@ -28,6 +29,9 @@ struct FrozenAutoPlan {
   // The tree for each of k sequences whose trees share one forward (the batched policy), from the
   // same measured curve (concurrency_trees.h); empty without max_concurrency or a tree.
   ConcurrencyTrees by_concurrency;
+  // t(n) as measured (or kept) for the choice: what sessions choose a cheap step's chain by
+  // (SessionOptions::verify_cost).
+  std::optional<VerifyCostCurve> verify_cost;
 };
 
 // policy.plan must be auto. target: a slot is acquired, `context` (all but its last token)

@@ -136,11 +136,15 @@ void Scheduler::AdoptReplacement() {
 
 SessionOptions Scheduler::SessionOptionsFor(const SequenceRequest& request, int32_t slot,
                                             int32_t cached) const {
-  return SessionOptions{.n_predict = request.n_predict,
-                        .stop_at_eog = options_.stop_at_eog,
-                        .sequence = request.sequence,
-                        .target_seq = slot,
-                        .cached_prompt = cached};
+  // Sequences on the scheduler's auto tree draft cheap steps as chains (speculate/draft_outlook.h).
+  const bool auto_tree = !request.speculation || request.speculation->plan.is_auto();
+  return SessionOptions{
+      .n_predict = request.n_predict,
+      .stop_at_eog = options_.stop_at_eog,
+      .sequence = request.sequence,
+      .target_seq = slot,
+      .cached_prompt = cached,
+      .verify_cost = auto_tree && auto_verify_cost_ ? &*auto_verify_cost_ : nullptr};
 }
 
 // Where requests come from: a list given to Run, or a feed that clients fill while Serve runs.
@@ -313,6 +317,7 @@ void Scheduler::ChooseAutoTree(std::span<const int32_t> context) {
                        batched ? target_.n_seq() : 0, options_.node_budget);
     options_.speculation.plan = std::move(frozen.plan);
     trees_by_concurrency_ = std::move(frozen.by_concurrency);
+    auto_verify_cost_ = std::move(frozen.verify_cost);
   }
 }
 
@@ -643,7 +648,8 @@ void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const
     const double share = round.forward * (session.tree().size() + 1) / round.batch.size();
     session.RecordVerifyForward(share);
     session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
-    const bool table_tree = lane.scheduler_tree && !session.tree().empty();
+    // A cheap step's chain is not the table's tree: its acceptance says nothing of the table's.
+    const bool table_tree = lane.scheduler_tree && !session.tree().empty() && !session.cheap_step();
     const std::span<const int32_t> accepted = session.Accept(logits);
     if (table_tree) {
       round.observed.expected_accepted += lane.expected_accepted;

@@ -244,6 +244,8 @@ class Scheduler {
   std::vector<int64_t> retained_;  // finished requests whose slot a sibling may fork
   // batched with an auto plan: the tree when k sequences are in flight (concurrency_trees.h).
   ConcurrencyTrees trees_by_concurrency_;
+  // An auto plan's t(n), for the sessions on its tree to choose cheap steps' chains by.
+  std::optional<VerifyCostCurve> auto_verify_cost_;
   int32_t in_flight_ = 0;
   ScheduleStats stats_;
 };

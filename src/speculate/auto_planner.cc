@@ -284,7 +284,7 @@ void AutoPlanner::Observe(const Step& step) {
     BuildVerifyCost();
     Plan(/*first=*/true);
   }
-  if (probing_) {
+  if (probing_ && !step.cheap_chain) {
     // What the probe cost beyond the plain step it replaced.
     const double extra =
         std::max(0.0, step.draft_seconds + step.verify_seconds - scaled_cost_->Seconds(1));
@@ -295,7 +295,7 @@ void AutoPlanner::Observe(const Step& step) {
     const double ratio = step.verify_seconds / verify_cost_->Seconds(n);
     verify_scale_ += kVerifyScaleWeight * (ratio - verify_scale_);
   }
-  if (tree.empty()) return;
+  if (tree.empty() || step.cheap_chain) return;
   ++trees_since_plan_;
   // The draft cost per level, a running mean that starts from the guess (so one cold first
   // forward does not set it): every level, or the levels after a first that caught up.

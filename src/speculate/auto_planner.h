@@ -95,6 +95,9 @@ class AutoPlanner {
     int32_t draft_calls;
     double verify_seconds;
     bool drafter_caught_up;
+    // A cheap step's chain (speculate/draft_outlook.h), not the planned tree: its verify forward
+    // is timed, but its acceptance and drafting are another drafter's and teach the plan nothing.
+    bool cheap_chain = false;
   };
   void Observe(const Step& step);
 

@@ -16,6 +16,7 @@
 namespace grove {
 
 class NodeAttribution;
+class StepOutlook;
 
 // What a speculation policy needs to know of a drafter (speculate/speculation.h), known without
 // one: a server or search resolves policies before any drafting lane exists.
@@ -78,8 +79,10 @@ class Drafter {
   virtual bool HasRoomFor(int32_t fed_nodes) const = 0;
 
   // Optional capabilities, null where the drafter lacks them. A drafter made of several says
-  // which of them proposed each node (speculate/node_attribution.h).
+  // which of them proposed each node (speculate/node_attribution.h), and what a step's drafting
+  // will cost and be worth before its tree is chosen (speculate/draft_outlook.h).
   virtual const NodeAttribution* attribution() const { return nullptr; }
+  virtual StepOutlook* outlook() { return nullptr; }
 };
 
 }  // namespace grove

@@ -7,6 +7,8 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "ops/activation.h"
+#include "sample/sampler.h"
 
 namespace grove {
 
@@ -27,30 +29,22 @@ uint64_t ChildPath(uint64_t parent, int32_t token) {
 }  // namespace
 
 DrafterMixture::RowSummary DrafterMixture::Summarize(std::span<const float> row) {
-  const auto top = std::max_element(row.begin(), row.end());
-  if (top == row.end() || *top == kNone) return {};
-  double sum = 0.0;
-  for (float v : row) {
-    if (v != kNone) sum += std::exp(v - *top);
-  }
-  return {.first = static_cast<int32_t>(top - row.begin()),
-          .max = *top,
-          .sum = static_cast<float>(sum)};
+  // The SIMD scans of the sampler's top-k and softmax: a draft model's row is the whole
+  // vocabulary, for every row of every level.
+  TopTokens(row, static_cast<int32_t>(kCandidates), kNone, best_);
+  RowSummary summary;
+  if (best_.empty()) return summary;
+  summary.first = best_[0];
+  summary.max = row[static_cast<std::size_t>(summary.first)];
+  summary.sum = SumExp(row.data(), static_cast<int64_t>(row.size()), summary.max);
+  summary.n_best = static_cast<int32_t>(best_.size());
+  std::copy(best_.begin(), best_.end(), summary.best.begin());
+  return summary;
 }
 
-void DrafterMixture::AddCandidates(std::span<const float> row, const RowSummary& summary) {
-  if (summary.first < 0) return;
-  // The row's kCandidates best tokens: a small sorted list, one pass over the row.
-  best_.clear();
-  for (int32_t t = 0; t < static_cast<int32_t>(row.size()); ++t) {
-    if (row[t] == kNone) continue;
-    if (best_.size() == kCandidates && row[t] <= row[best_.back()]) continue;
-    if (best_.size() == kCandidates) best_.pop_back();
-    auto at = std::upper_bound(best_.begin(), best_.end(), t,
-                               [&](int32_t a, int32_t b) { return row[a] > row[b]; });
-    best_.insert(at, t);
-  }
-  for (int32_t t : best_) {
+void DrafterMixture::AddCandidates(const RowSummary& summary) {
+  for (int32_t i = 0; i < summary.n_best; ++i) {
+    const int32_t t = summary.best[static_cast<std::size_t>(i)];
     if (std::find(candidates_.begin(), candidates_.end(), t) == candidates_.end())
       candidates_.push_back(t);
   }
@@ -81,6 +75,9 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
   }
   member_rows_.resize(members_.size());
   summaries_.resize(members_.size());
+  chain_tried_.assign(kChainDepths, kChainPriorWeight);
+  chain_accepted_.assign(kChainDepths, kChainPriorWeight * kChainPrior);
+  continue_rates_.assign(kChainDepths, kChainPrior);
 }
 
 void DrafterMixture::Begin(std::span<const int32_t> context) {
@@ -131,15 +128,17 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
     }
     m.first_choice[slot] = summary.first;
     if (summary.first >= 0) m.first_share[slot] = 1.0f / summary.sum;
-    if (frontier[r] < 0)
+    if (frontier[r] < 0) {
       m.confident_root = summary.first >= 0 && 1.0f / summary.sum >= kConfidentShare;
+      m.root_done = true;
+    }
   }
 }
 
-void DrafterMixture::ChooseMembers(const TokenTree& tree, std::span<const int32_t> frontier) {
+void DrafterMixture::DecideMembers() {
   double dearest = 0.0;
   bool all_timed = true;
-  // first_choice and confident_root were cleared by the last Commit (or never set).
+  // first_choice, confident_root and root_done were cleared by the last Commit (or never set).
   for (Member& m : members_) {
     m.active = true;
     dearest = std::max(dearest, m.seconds_per_call);
@@ -148,8 +147,12 @@ void DrafterMixture::ChooseMembers(const TokenTree& tree, std::span<const int32_
   const auto cheap = [&](const Member& m) {
     return all_timed && m.seconds_per_call < kCheapShare * dearest;
   };
+  // Every member but the dearest expands the root now: the cheap ones to decide on, and the
+  // others so that their cost is measured again (one slow first call must not keep a cheap member
+  // from ever being found cheap while plain steps draft nothing).
+  const int32_t root[] = {-1};
   for (Member& m : members_) {
-    if (cheap(m)) ExpandMember(m, tree, frontier);
+    if (m.seconds_per_call < dearest) ExpandMember(m, root_only_, root);
   }
   reason_ = {.kind = all_timed ? StepReason::Kind::kNoneConfident : StepReason::Kind::kUntimed};
   for (Member& m : members_) {
@@ -172,14 +175,32 @@ void DrafterMixture::ChooseMembers(const TokenTree& tree, std::span<const int32_
                  .dear_weight = m.weight,
                  .seen = stand_in->confident_seen};
     }
-    if (covered) {
-      m.active = false;
-      ++m.stats.skipped;
+    m.active = !covered;
+  }
+  decided_ = true;
+}
+
+DraftOutlook DrafterMixture::Prepare() {
+  proposals_.clear();
+  DecideMembers();
+  DraftOutlook outlook;
+  for (const Member& m : members_) {
+    if (m.active) {
+      outlook.level_seconds += m.seconds_per_call;
     } else {
-      ExpandMember(m, tree, frontier);
+      outlook.cheap = true;
     }
   }
-  for (Member& m : members_) m.stats.steps += m.active;
+  for (int32_t k = 0; k < kChainDepths; ++k) {
+    continue_rates_[k] = chain_accepted_[k] / chain_tried_[k];
+  }
+  outlook.continue_rates = continue_rates_;
+  return outlook;
+}
+
+void DrafterMixture::Decline() {
+  for (Member& m : members_) m.active = true;
+  if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = StepReason::Kind::kDeclined;
 }
 
 void DrafterMixture::ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier) {
@@ -210,7 +231,7 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
   for (std::size_t r = 0; r < frontier.size(); ++r) {
     candidates_.clear();
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      if (members_[i].active) AddCandidates(member_rows_[i].subspan(r * nv, nv), summaries_[i][r]);
+      if (members_[i].active) AddCandidates(summaries_[i][r]);
     }
     const std::size_t slot = static_cast<std::size_t>(frontier[r] + 1);
     row_of_[slot].first = static_cast<int32_t>(proposals_.size());
@@ -288,6 +309,12 @@ std::string DrafterMixture::Why() const {
                     "times, under %s's %.0f%%",
                     name(r.cheap), r.share, 100 * r.hit, name(r.dear), 100 * r.dear_weight);
       return text;
+    case StepReason::Kind::kDeclined:
+      std::snprintf(text, sizeof(text),
+                    "every drafter: %s is confident at the root (%.2f) and proven, but no chain "
+                    "of it is predicted faster than a plain step",
+                    name(r.cheap), r.share);
+      return text;
     case StepReason::Kind::kSkipped:
       std::snprintf(text, sizeof(text),
                     "%s skipped: %s is confident at the root (%.2f) and right %.0f%% of such "
@@ -302,8 +329,13 @@ std::string DrafterMixture::Why() const {
 std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
                                               std::span<const int32_t> frontier) {
   if (frontier.size() == 1 && frontier[0] == -1) {
-    proposals_.clear();
-    ChooseMembers(tree, frontier);
+    if (!decided_) {  // no Prepare this step
+      proposals_.clear();
+      DecideMembers();
+    }
+    for (Member& m : members_) {
+      if (m.active && !m.root_done) ExpandMember(m, tree, frontier);
+    }
   } else {
     ExpandMembers(tree, frontier);
   }
@@ -353,16 +385,43 @@ void DrafterMixture::CountNodes(const TokenTree& tree, std::span<const int32_t> 
   }
 }
 
+void DrafterMixture::LearnChain(const TokenTree& tree, std::span<const int32_t> accepted) {
+  const double fade = std::exp2(-1.0 / kChainHalfLifeSteps);
+  for (int32_t k = 0; k < kChainDepths; ++k) {
+    chain_tried_[k] = kChainPriorWeight + fade * (chain_tried_[k] - kChainPriorWeight);
+    chain_accepted_[k] = kChainPriorWeight * kChainPrior +
+                         fade * (chain_accepted_[k] - kChainPriorWeight * kChainPrior);
+  }
+  // Each accepted depth was tried and accepted; the depth below the path, if the tree went on
+  // there, was tried and rejected.
+  const auto depths = static_cast<int32_t>(accepted.size());
+  for (int32_t k = 0; k < std::min(depths, kChainDepths); ++k) {
+    chain_tried_[k] += 1.0;
+    chain_accepted_[k] += 1.0;
+  }
+  const int32_t last = accepted.empty() ? -1 : accepted.back();
+  if (depths < kChainDepths && !tree.children(last).empty()) chain_tried_[depths] += 1.0;
+}
+
 void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
                             int32_t next_token) {
   Learn(tree, accepted, next_token);
   CountNodes(tree, accepted);
+  const bool cheap_step =
+      std::any_of(members_.begin(), members_.end(), [](const Member& m) { return !m.active; });
+  if (decided_ && cheap_step && !tree.empty()) LearnChain(tree, accepted);
   for (Member& m : members_) {
+    if (decided_) {
+      m.stats.steps += m.active;
+      m.stats.skipped += !m.active;
+    }
     m.drafter->Commit(tree, accepted, next_token);
     m.active = false;
+    m.root_done = false;
     m.confident_root = false;
     std::fill(m.first_choice.begin(), m.first_choice.end(), -1);
   }
+  decided_ = false;
 }
 
 void DrafterMixture::End() {

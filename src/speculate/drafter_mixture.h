@@ -19,6 +19,10 @@
 // step and catches up on the accepted tokens at Commit (Drafter's contract allows a step whose tree
 // it did not expand).
 //
+// Before a step's tree is chosen it says whether the step will be a cheap one (StepOutlook): the
+// session may then draft a chain of the depth the cheap members' record on such steps is worth
+// (speculate/draft_outlook.h), or decline, and every member drafts the planned tree.
+//
 // It tells which members proposed each node of a step's tree and why the step's members took part
 // (NodeAttribution), and counts per member the nodes it proposed and those the target accepted.
 //
@@ -36,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "speculate/draft_outlook.h"
 #include "speculate/drafter.h"
 #include "speculate/node_attribution.h"
 
@@ -54,7 +59,7 @@ struct MixtureMemberStats {
   double expand_seconds = 0.0;  // in its Expand calls
 };
 
-class DrafterMixture : public Drafter, public NodeAttribution {
+class DrafterMixture : public Drafter, public NodeAttribution, public StepOutlook {
  public:
   static constexpr double kWeightMemory = 32.0;  // steps the moving averages remember
   static constexpr double kMinWeight = 0.05;
@@ -71,6 +76,12 @@ class DrafterMixture : public Drafter, public NodeAttribution {
   // Tokens each member puts forward per row: the merged row ranks their union (trees wider than
   // this per node see at most this many of each member's).
   static constexpr std::size_t kCandidates = 8;
+  // Depths whose continue rates cheap steps learn (deeper ones take the last), the rates assumed
+  // before any evidence (as kChainPriorWeight chains), and their memory in cheap steps.
+  static constexpr int32_t kChainDepths = 32;
+  static constexpr double kChainPrior = 0.8;
+  static constexpr double kChainPriorWeight = 2.0;
+  static constexpr double kChainHalfLifeSteps = 64.0;
 
   // Throws grove::Error on fewer than two members, members of different vocabularies, or one that
   // reads the target's features.
@@ -87,6 +98,10 @@ class DrafterMixture : public Drafter, public NodeAttribution {
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
   const NodeAttribution* attribution() const override { return this; }
+  StepOutlook* outlook() override { return this; }
+
+  DraftOutlook Prepare() override;
+  void Decline() override;
 
   std::span<const std::string> sources() const override { return source_names_; }
   void NodeSources(const TokenTree& tree, std::vector<uint32_t>& masks) const override;
@@ -108,6 +123,7 @@ class DrafterMixture : public Drafter, public NodeAttribution {
     int64_t confident_seen = 0;         // confident root rows judged
     double seconds_per_call = 0;        // moving average of one Expand call
     bool active = false;                // takes part in this step
+    bool root_done = false;             // expanded the root this step
     bool confident_root = false;        // its root row this step was confident
     std::vector<int32_t> first_choice;  // by frontier node this step (node + 1; 0: the root)
     std::vector<float> first_share;     // the share its row gave that choice
@@ -123,7 +139,7 @@ class DrafterMixture : public Drafter, public NodeAttribution {
   };
   // Why a step's members took part (ChooseMembers), kept as figures and told by Why().
   struct StepReason {
-    enum class Kind { kUntimed, kNoneConfident, kUnproven, kOutweighed, kSkipped };
+    enum class Kind { kUntimed, kNoneConfident, kUnproven, kOutweighed, kSkipped, kDeclined };
     Kind kind = Kind::kUntimed;
     int cheap = -1;  // the confident cheap member
     int dear = -1;   // the member it stood in for, or did not
@@ -133,21 +149,27 @@ class DrafterMixture : public Drafter, public NodeAttribution {
     int64_t seen = 0;
   };
 
-  // Of one member row: its first choice (-1: it proposes nothing), its largest logit and the sum
-  // of exp(logit - max) (the softmax's normaliser).
+  // Of one member row: its kCandidates best tokens (fewer where it proposes fewer; the first is
+  // its first choice), its largest logit and the sum of exp(logit - max) (the softmax's
+  // normaliser).
   struct RowSummary {
-    int32_t first = -1;
+    int32_t first = -1;  // -1: it proposes nothing
     float max = 0.0f;
     float sum = 0.0f;
+    int32_t n_best = 0;
+    std::array<int32_t, kCandidates> best{};
   };
-  static RowSummary Summarize(std::span<const float> row);
-  // Adds the row's kCandidates best tokens to candidates_ (once each).
-  void AddCandidates(std::span<const float> row, const RowSummary& summary);
+  RowSummary Summarize(std::span<const float> row);
+  // Adds the row's best tokens to candidates_ (once each).
+  void AddCandidates(const RowSummary& summary);
 
   // Expands every active member's rows for `frontier`, timing each.
   void ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier);
-  // At a step's root: which members take part (see the file comment).
-  void ChooseMembers(const TokenTree& tree, std::span<const int32_t> frontier);
+  // At a step's start: the cheap members expand the root, and which members take part is decided
+  // (see the file comment); the others expand it at the root's Expand.
+  void DecideMembers();
+  // Learns the continue rates of a cheap step's tree.
+  void LearnChain(const TokenTree& tree, std::span<const int32_t> accepted);
   void ExpandMember(Member& m, const TokenTree& tree, std::span<const int32_t> frontier);
   void Merge(std::span<const int32_t> frontier);
   // The path hashes of the frontier's nodes (their parents' are known: expanded before them).
@@ -166,7 +188,7 @@ class DrafterMixture : public Drafter, public NodeAttribution {
   std::vector<std::span<const float>> member_rows_;  // by member, this call's
   std::vector<std::vector<RowSummary>> summaries_;   // by member and row, this call's
   std::vector<int32_t> candidates_;                  // one merged row's tokens
-  std::vector<int32_t> best_;                        // AddCandidates' list
+  std::vector<int32_t> best_;                        // Summarize's scratch
   std::vector<float> rows_;                          // the merged rows
   // This step's (until the next root Expand): every merged candidate, each drafted node's path
   // hash and its row's candidates in proposals_ (by node + 1; 0: the root), and the reason.
@@ -174,6 +196,10 @@ class DrafterMixture : public Drafter, public NodeAttribution {
   std::vector<uint64_t> path_of_;
   std::vector<std::pair<int32_t, int32_t>> row_of_;
   StepReason reason_;
+  bool decided_ = false;  // this step's members are decided (Prepare, or the root's Expand)
+  TokenTree root_only_;   // the tree of a step's first Expand
+  // Cheap steps' chains: faded counts, by depth, of nodes tried and accepted, and the rates.
+  std::vector<double> chain_tried_, chain_accepted_, continue_rates_;
 };
 
 }  // namespace grove

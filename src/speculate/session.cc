@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/timer.h"
 #include "speculate/auto_planner.h"
 #include "tokenize/tokenizer.h"
@@ -42,6 +43,8 @@ SpeculationStats& SpeculationStats::operator+=(const SpeculationStats& s) {
   prompt_tokens += s.prompt_tokens;
   generated += s.generated;
   tree_nodes += s.tree_nodes;
+  cheap_steps += s.cheap_steps;
+  cheap_nodes += s.cheap_nodes;
   prefill_seconds += s.prefill_seconds;
   measure_seconds += s.measure_seconds;
   total_seconds += s.total_seconds;
@@ -72,7 +75,12 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
     Fail("session: target sequence ", options.target_seq, " outside 0..", target.n_seq() - 1);
   }
   if (options.n_predict < 0) Fail("session: n_predict ", options.n_predict, " is negative");
-  const int32_t max_rows = policy.plan.max_nodes() + 1;
+  // Cheap steps get chains under auto plans (the planner's or the scheduler's) whose trees are
+  // shapes, when the target's batch holds the deepest.
+  const bool shapes = policy.plan.is_auto() || (policy.plan.is_static() && options.verify_cost);
+  if (shapes && kMaxCheapChainDepth + 1 <= target.max_batch()) outlook_ = drafter.outlook();
+  const int32_t max_nodes = std::max(policy.plan.max_nodes(), outlook_ ? kMaxCheapChainDepth : 0);
+  const int32_t max_rows = max_nodes + 1;
   if (max_rows > target.max_batch()) {
     Fail("tree spec '", policy.plan.text, "' verifies up to ", max_rows,
          " tokens, more than the target's batch of ", target.max_batch());
@@ -80,6 +88,15 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
   if (policy.plan.is_auto()) planner_ = std::make_unique<AutoPlanner>(policy.plan, policy.inputs);
   draft_.Reserve(policy.plan, policy.draw);
   drafter_.Reserve(policy.plan.max_nodes(), policy.plan.max_drafted_nodes());
+  if (outlook_) {
+    draft_.Reserve(ParseTreePlan(StrCat("chain:", kMaxCheapChainDepth), {}), policy.draw);
+    drafter_.Reserve(kMaxCheapChainDepth, kMaxCheapChainDepth);
+    chains_.resize(kMaxCheapChainDepth);
+    for (int32_t d = 1; d <= kMaxCheapChainDepth; ++d) {
+      TokenTree& chain = chains_[static_cast<std::size_t>(d - 1)];
+      for (int32_t node = -1; node < d - 1; ++node) chain.AddChild(node, kNoToken, 1.0f);
+    }
+  }
   batch_.tokens.reserve(target.max_batch());
   kept_slots_.reserve(static_cast<std::size_t>(max_rows));
   emitted_.reserve(static_cast<std::size_t>(max_rows) + 1);
@@ -122,7 +139,9 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   stats_ = SpeculationStats{};
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
   for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) {
-    v->reserve(static_cast<std::size_t>(policy_.plan.max_nodes()) + 1);  // depths and ranks
+    v->reserve(static_cast<std::size_t>(
+                   std::max(policy_.plan.max_nodes(), outlook_ ? kMaxCheapChainDepth : 0)) +
+               1);  // depths and ranks
   }
   Timer prefill;
   drafter_.Begin(prompt);
@@ -173,6 +192,8 @@ void SpeculativeSession::Draft() {
   const TokenTree* shape = planner_        ? (last_token ? &no_tree_ : &planner_->NextShape())
                            : use_override_ ? &shape_override_
                                            : nullptr;
+  cheap_step_ = false;
+  if (outlook_ && shape && !last_token) shape = CheapChainFor(shape);
   const TreePlan& plan = policy_.plan;
   const int32_t max_nodes = shape ? shape->size() : plan.max_nodes();
 
@@ -190,6 +211,31 @@ void SpeculativeSession::Draft() {
   }
   step_.draft_forward = draft_.expand_seconds();
   step_.tree_building = timer.Seconds() - draft_.expand_seconds();
+}
+
+const TokenTree* SpeculativeSession::CheapChainFor(const TokenTree* shape) {
+  const VerifyCostCurve* curve = options_.verify_cost;
+  double scale = 1.0;
+  if (planner_) {
+    curve = planner_->verify_cost() ? &*planner_->verify_cost() : nullptr;
+    scale = planner_->verify_cost_scale();
+  }
+  if (!curve) return shape;
+  const DraftOutlook outlook = outlook_->Prepare();
+  if (!outlook.cheap) return shape;
+  const int32_t depth = ChooseCheapChainDepth(outlook, *curve, scale, kMaxCheapChainDepth);
+  if (LogEnabled(LogLevel::kDebug)) {
+    Log(LogLevel::kDebug, "cheap step: q1..3 ", outlook.continue_rates[0], " ",
+        outlook.continue_rates[1], " ", outlook.continue_rates[2], ", level ",
+        1e6 * outlook.level_seconds, " us, t(1) ", 1e3 * scale * curve->Seconds(1), " ms, t(9) ",
+        1e3 * scale * curve->Seconds(std::min(9, curve->max_size())), " ms -> chain of ", depth);
+  }
+  if (depth == 0) {
+    outlook_->Decline();
+    return shape;
+  }
+  cheap_step_ = true;
+  return &chains_[static_cast<std::size_t>(depth - 1)];
 }
 
 void SpeculativeSession::UseShape(const TokenTree& shape) {
@@ -293,7 +339,12 @@ void SpeculativeSession::ObserveStep(const TokenTree& tree) {
                        .first_draft_seconds = draft_.first_expand_seconds(),
                        .draft_calls = draft_.expand_calls(),
                        .verify_seconds = step_.verify_forward,
-                       .drafter_caught_up = previous_step_plain_});
+                       .drafter_caught_up = previous_step_plain_,
+                       .cheap_chain = cheap_step_});
+  }
+  if (cheap_step_) {
+    ++stats_.cheap_steps;
+    stats_.cheap_nodes += tree.size();
   }
   previous_step_plain_ = tree.empty();
 }

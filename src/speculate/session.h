@@ -26,6 +26,7 @@
 #include "base/timer.h"
 #include "model/model.h"
 #include "sample/sampler.h"
+#include "speculate/draft_outlook.h"
 #include "speculate/drafter.h"
 #include "speculate/speculation.h"
 #include "speculate/tree_builder.h"
@@ -63,8 +64,12 @@ struct SpeculationStats {
   int64_t steps = 0;
   int64_t plain_steps = 0;  // steps without a tree (the plan chose plain decoding, or no room)
   int64_t prompt_tokens = 0;
-  int64_t generated = 0;         // tokens emitted (accepted + next), the stop token included
-  int64_t tree_nodes = 0;        // draft nodes verified, summed over steps
+  int64_t generated = 0;   // tokens emitted (accepted + next), the stop token included
+  int64_t tree_nodes = 0;  // draft nodes verified, summed over steps
+  // Steps the drafter announced as cheap and drafted as a chain of their own depth
+  // (speculate/draft_outlook.h), and those chains' nodes.
+  int64_t cheap_steps = 0;
+  int64_t cheap_nodes = 0;
   double prefill_seconds = 0.0;  // target prompt + drafter Begin
   double measure_seconds = 0.0;  // the auto planner measuring the verify cost (within the steps)
   double total_seconds = 0.0;    // generation only (prefill excluded), wall clock to the end
@@ -102,6 +107,10 @@ struct SessionOptions {
   // sequence that shares them, kv_cache_pool.h): the prefill starts after them. At most the prompt
   // less its last token (which the first step feeds).
   int32_t cached_prompt = 0;
+  // t(n) of the target for a plan chosen elsewhere (the scheduler's auto tree): with it, and under
+  // an auto plan with the planner's, a step the drafter announces as cheap is drafted as the chain
+  // that curve makes best (speculate/draft_outlook.h). Must outlive the session.
+  const VerifyCostCurve* verify_cost = nullptr;
 };
 
 // Checks options.cached_prompt against the prompt and the target cache, drops whatever the cache
@@ -157,6 +166,8 @@ class SpeculativeSession {
   // This step's tree (after Draft), e.g. for a live view.
   const TokenTree& tree() const { return draft_.tree(); }
   const Drafter& drafter() const { return drafter_; }
+  // This step (after Draft) is a cheap one, drafted as a chain of its own depth.
+  bool cheap_step() const { return cheap_step_; }
   // The nodes of tree() the last Accept accepted, root to leaf (valid until the next Draft).
   std::span<const int32_t> accepted_nodes() const { return result_.accepted; }
   const SpeculationPolicy& policy() const { return policy_; }
@@ -176,6 +187,9 @@ class SpeculativeSession {
   void CommitAccepted();
   void HandOverFeatures();  // to a drafter that reads the target's features
   void ObserveStep(const TokenTree& tree);
+  // A cheap step's chain in place of `shape`, when the drafter announces one and a chain is
+  // predicted faster than a plain step (else the drafter is told it was declined).
+  const TokenTree* CheapChainFor(const TokenTree* shape);
   void EmitAccepted(const TokenTree& tree);
 
   Model& target_;
@@ -208,6 +222,9 @@ class SpeculativeSession {
   TokenTree shape_override_;  // UseShape
   TokenTree no_tree_;         // a plain step of the auto plan
   bool use_override_ = false;
+  StepOutlook* outlook_ = nullptr;  // the drafter's, when its cheap steps may get chains
+  std::vector<TokenTree> chains_;   // [d - 1]: the chain of depth d
+  bool cheap_step_ = false;
   SpeculationStats stats_;
 };
 

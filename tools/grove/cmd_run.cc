@@ -210,6 +210,13 @@ void RunGenerate(RunOptions o) {
     std::fprintf(stderr, "[grove] %s\n", FormatPlannerChoice(*session).c_str());
   if (const auto* mixture = dynamic_cast<const DrafterMixture*>(drafter.drafter.get()))
     std::fprintf(stderr, "[grove] %s\n", FormatMixture(mixture->member_stats()).c_str());
+  if (s.cheap_steps > 0) {
+    std::fprintf(stderr,
+                 "[grove] controller: %lld steps drafted by the cheap drafters alone, as chains "
+                 "of %.1f nodes on average\n",
+                 static_cast<long long>(s.cheap_steps),
+                 static_cast<double>(s.cheap_nodes) / s.cheap_steps);
+  }
   if (o.compare && !g_interrupted) {
     const std::vector<int32_t> plain =
         GeneratePlain(*model, prompt, o.sampling, so, {}, &plain_timing);

@@ -1,0 +1,28 @@
+#include "speculate/draft_outlook.h"
+
+#include <algorithm>
+
+namespace grove {
+
+int32_t ChooseCheapChainDepth(const DraftOutlook& outlook, const VerifyCostCurve& verify_cost,
+                              double verify_scale, int32_t max_depth) {
+  const std::span<const double> q = outlook.continue_rates;
+  max_depth = std::min(max_depth, verify_cost.max_size() - 1);
+  if (q.empty() || max_depth < 1) return 0;
+  int32_t best = 0;
+  double best_rate = 1.0 / (verify_scale * verify_cost.Seconds(1));
+  double expected = 1.0, reach = 1.0;
+  for (int32_t d = 1; d <= max_depth; ++d) {
+    reach *= q[std::min<std::size_t>(static_cast<std::size_t>(d - 1), q.size() - 1)];
+    expected += reach;
+    const double seconds = verify_scale * verify_cost.Seconds(d + 1) + d * outlook.level_seconds;
+    // Strictly faster only: ties keep the shallower chain (or the plain step).
+    if (expected / seconds > best_rate * (1.0 + 1e-9)) {
+      best = d;
+      best_rate = expected / seconds;
+    }
+  }
+  return best;
+}
+
+}  // namespace grove
