@@ -163,6 +163,23 @@ TEST(SuffixStore, EvictsTheOldestDocumentsToStayInItsBudget) {
   EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{100}).node; }), -1);
 }
 
+// Cleared, a store holds nothing and matches nothing (a benchmark's repetitions each start so),
+// and keeps what it is given next.
+TEST(SuffixStore, ClearForgetsEveryDocument) {
+  SuffixStore store({.max_depth = 4});
+  const Text doc = {5, 6, 7, 8, 9};
+  store.Add(doc);
+  store.Add(doc);
+  ASSERT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{5, 6}).length; }), 2);
+  store.Clear();
+  EXPECT_EQ(store.documents(), 0);
+  EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{5, 6}).node; }), -1);
+  EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.count(0); }), 0);
+  store.Add(Text{1, 2, 3});
+  EXPECT_EQ(store.documents(), 1);
+  EXPECT_EQ(store.Read([](const SuffixIndex& i) { return i.LongestMatch(Text{1, 2}).length; }), 2);
+}
+
 TEST(SuffixStore, SavesAndLoadsItsDocumentsAndRefusesOtherFiles) {
   const std::string path = testing::TempPath("suffix-store.bin");
   SuffixStore store({.max_depth = 5});

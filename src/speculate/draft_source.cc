@@ -115,6 +115,7 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
 OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
   const DraftSource source = DraftSource::Open(name, *target.parameters(), *target.shared_pool());
   OpenedDrafter opened;
+  opened.suffix_store = source.suffix_store();
   opened.drafter = source.Make(
       target,
       {.pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()},

@@ -71,6 +71,7 @@ class DraftSource {
 struct OpenedDrafter {
   std::unique_ptr<Model> model;  // the draft model; null for drafters without one
   std::unique_ptr<Drafter> drafter;
+  std::shared_ptr<SuffixStore> suffix_store;  // a suffix drafter's outputs; null without one
 };
 OpenedDrafter OpenDrafter(const std::string& name, Model& target);
 

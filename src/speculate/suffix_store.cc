@@ -28,6 +28,13 @@ int64_t SuffixStore::documents() const {
   return static_cast<int64_t>(documents_.size());
 }
 
+void SuffixStore::Clear() {
+  std::unique_lock lock(mutex_);
+  index_.Clear();
+  documents_.clear();
+  tokens_ = 0;
+}
+
 void SuffixStore::Add(std::span<const int32_t> document) {
   // At most max_depth new nodes per token: the longest tail that fits an empty store.
   const std::size_t per_token =

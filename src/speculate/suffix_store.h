@@ -29,6 +29,8 @@ class SuffixStore {
   // Keeps `document`, evicting the oldest documents while the store is over its budget; of a
   // document the budget cannot hold alone, the tail it can hold.
   void Add(std::span<const int32_t> document);
+  // Forgets every document (a benchmark's repetitions each start from what a fresh server has).
+  void Clear();
 
   // Runs f(const SuffixIndex&) with the store held for reading, and returns what f returns.
   template <class F>

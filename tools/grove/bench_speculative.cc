@@ -131,6 +131,9 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
       double spec_seconds = 0;
       double spec_call_seconds = 0;
       int64_t spec_tokens = 0;
+      // Every row of every repetition starts with what a fresh server has: a suffix drafter's
+      // store holds the outputs of this row's prompts, not of the rows and repetitions before.
+      if (const auto& store = drafters[row.drafter].suffix_store) store->Clear();
       for (std::size_t p = 0; p < encoded.size(); ++p) {
         so.sequence = p;
         SpeculativeSession session(*target, *drafters[row.drafter].drafter, row.policy, so);

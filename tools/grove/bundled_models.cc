@@ -89,7 +89,8 @@ std::string BundledAcceptanceFor(const std::string& target, const std::string& d
   return "";
 }
 
-bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair) {
+bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair,
+                          BundledDraft kind) {
   if (!model.empty()) {
     if (!pair.empty())
       Fail("--pair chooses a bundled target; it cannot be combined with -m ", model);
@@ -104,7 +105,7 @@ bool DefaultToBundledPair(std::string& model, std::string& draft, const std::str
          ") was not found; set GROVE_MODELS to its directory or pass -m MODEL.gguf");
   }
   model = bundled->target;
-  if (draft.empty()) draft = bundled->draft;
+  if (draft.empty()) draft = bundled->draft + (kind == BundledDraft::kMixture ? "+suffix" : "");
   return true;
 }
 

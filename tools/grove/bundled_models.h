@@ -55,10 +55,19 @@ const BundledPairFiles& BundledPair(std::string_view name);
 // from the executable), then ./models. Nullopt when none holds both files of the pair.
 std::optional<BundledModels> FindBundledModels(std::string_view pair = kDefaultPair);
 
+// What drafts for a bundled pair when the user names no draft: its draft model, or the draft
+// model mixed with suffix drafting ("DRAFT.gguf+suffix", speculate/drafter_mixture.h), which serve
+// defaults to. run, chat and tot sample at temperature 0.7-0.8 by default, where the draft model
+// alone verifies with Sequoia's sampled rule and the mixture, whose rows rank rather than sample,
+// only with target-sample: 0.57x the draft model's tokens/s in run (models/README.md). The server
+// verifies every sampled request with target-sample whatever drafts it.
+enum class BundledDraft { kModel, kMixture };
+
 // No model given (`model` empty): the pair's target (empty `pair`: the default pair), and its draft
 // unless `draft` names one. Throws grove::Error when the pair is not found, or when a pair is
 // named together with a model. True when it filled them in.
-bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair = "");
+bool DefaultToBundledPair(std::string& model, std::string& draft, const std::string& pair = "",
+                          BundledDraft kind = BundledDraft::kModel);
 
 // A bundled pair's acceptance vector for this sampling when target and draft are that pair's
 // files (a user's own pair has none; a mixture DRAFT+suffix: its member's); empty otherwise.

@@ -83,8 +83,7 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   // With the bundled pair and no --draft, the server drafts with the bundled draft and suffix
   // drafting mixed: at least as fast as either alone on every class of the mixed workload, and
   // faster on requests it has answered before (models/README.md).
-  const bool default_draft = opt.draft.empty();
-  if (DefaultToBundledPair(opt.model, opt.draft, opt.pair) && default_draft) opt.draft += "+suffix";
+  DefaultToBundledPair(opt.model, opt.draft, opt.pair, BundledDraft::kMixture);
   opt.sampling.Validate();  // the requests' defaults: a bad --top-p is refused at start
   if (opt.parallel < 1 || opt.parallel > 256)
     Fail("--parallel ", opt.parallel, " out of range 1..256");

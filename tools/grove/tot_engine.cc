@@ -106,6 +106,9 @@ Scheduler& TotEngine::SchedulerFor(SchedulePolicy policy) {
   }
   scheduler_.reset();
   context_.reset();
+  // Every scheduler starts with an empty suffix store, as a fresh process would: one policy's
+  // search must not draft from the outputs of the policies (or repetitions) run before it.
+  if (draft_ && draft_->suffix_store()) draft_->suffix_store()->Clear();
   context_ = Model::Create(
       target_->parameters(),
       {.n_threads = TargetThreads(policy), .n_ctx = target_->n_ctx(), .n_seq = options_.slots});

@@ -48,7 +48,7 @@ class TotEngine {
   const TotModelOptions& options() const { return options_; }
   const SpeculationPolicy& speculation() const { return speculation_; }
   // A scheduler for `policy` over a target context of its own (valid while the engine lives; the
-  // previous policy's context is freed).
+  // previous policy's context is freed), its drafters' suffix store emptied.
   Scheduler& SchedulerFor(SchedulePolicy policy);
   // Target threads the policy runs with.
   int TargetThreads(SchedulePolicy policy) const;
