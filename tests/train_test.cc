@@ -197,6 +197,48 @@ TEST(Trainer, DistillationMovesTheStudentTowardTheTeacher) {
   EXPECT_LT(last, 0.5 * first) << "KL to the teacher should fall";
 }
 
+// --init starts from a model's weights and shape (fine-tuning a draft on recorded traffic): its
+// first step's loss is the trained model's, far below a random start's, whatever shape the
+// options held; another vocabulary is refused.
+TEST(Trainer, InitStartsFromAModelsWeightsAndShape) {
+  const std::string base = FreshDir("train-init-base"), tuned = FreshDir("train-init-tuned"),
+                    fresh = FreshDir("train-init-fresh");
+  Train(TinyOptions(base, 150), {});
+  double trained_loss = 0;
+  {
+    TrainOptions o = TinyOptions(FreshDir("train-init-probe"), 1);
+    o.init_path = CheckpointPath(base);
+    o.optimizer.lr = 1e-12;
+    Train(o, [&](const TrainProgress& p) { trained_loss = p.loss; });
+  }
+  double random_loss = 0;
+  Train(TinyOptions(fresh, 1), [&](const TrainProgress& p) { random_loss = p.loss; });
+  EXPECT_LT(trained_loss, 0.8 * random_loss);
+  TrainOptions o = TinyOptions(tuned, 5);
+  o.shape = {.n_embd = 16, .n_layer = 1, .n_head = 2, .n_ff = 32, .n_ctx = 64};  // replaced
+  o.init_path = CheckpointPath(base);
+  Train(o, {});
+  auto from = GgufFile::Open(CheckpointPath(base)), to = GgufFile::Open(CheckpointPath(tuned));
+  EXPECT_EQ(to->GetTensor("blk.1.attn_q.weight").n_bytes,
+            from->GetTensor("blk.1.attn_q.weight").n_bytes)
+      << "the init model's shape";
+  // A model of another vocabulary.
+  RandomModelSpec other = testing::TinySpec();
+  other.n_vocab = 300;
+  other.n_head_kv = other.n_head;  // a shape the trainer reads
+  other.n_rot = 0;
+  const std::string other_path = TempPath("train-init-other.gguf");
+  RandomModelWriter(other).WriteFile(other_path);
+  TrainOptions bad = TinyOptions(FreshDir("train-init-bad"), 1);
+  bad.init_path = other_path;
+  try {
+    Train(bad, {});
+    ADD_FAILURE() << "trained from another vocabulary";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another vocabulary"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Trainer, CorpusIsTokenizedWithEndOfTextBetweenDocuments) {
   auto gguf = GgufFile::Open(Data().tokenizer);
   auto tok = Tokenizer::FromGguf(*gguf);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "base/error.h"
 #include "base/thread_pool.h"
@@ -32,6 +33,7 @@ CheckpointSettings RunSettings(const TrainOptions& o, int64_t train_tokens, int6
       {"seq_len", std::to_string(o.seq_len)},
       {"teacher",
        o.teacher_path.empty() ? "" : std::filesystem::path(o.teacher_path).filename().string()},
+      {"init", o.init_path.empty() ? "" : std::filesystem::path(o.init_path).filename().string()},
       {"train_tokens", std::to_string(train_tokens)},
       {"valid_tokens", std::to_string(valid_tokens)},
   };
@@ -142,7 +144,17 @@ TrainResult Train(const TrainOptions& options,
     }
   }
 
-  // Model, optimizer, teacher.
+  // Model (fine-tuned from --init: its shape and weights), optimizer, teacher.
+  std::optional<LoadedTrainModel> init;
+  if (!o.init_path.empty()) {
+    auto file = GgufFile::Open(o.init_path);
+    init = LoadTrainModel(*file);
+    if (TokenTexts(init->tokenizer) != TokenTexts(tokenizer_keys)) {
+      Fail("train: --init '", o.init_path, "' has another vocabulary than tokenizer '",
+           o.tokenizer_path, "'");
+    }
+    o.shape = init->shape;
+  }
   const ParamLayout layout(o.shape);
   std::unique_ptr<LoadedTrainModel> teacher;
   std::unique_ptr<ParamLayout> teacher_layout;
@@ -176,6 +188,8 @@ TrainResult Train(const TrainOptions& options,
     state =
         LoadCheckpoint(result.checkpoint, layout, tokenizer_keys, o.tokenizer_path, settings, adam);
     result.resumed = true;
+  } else if (init) {
+    state.params = std::move(init->params);
   } else {
     state.params = InitParams(layout, o.seed);
   }

@@ -29,6 +29,9 @@ struct TrainOptions {
   std::string tokenizer_path;  // a GGUF with tokenizer.ggml.* keys (from `grove tokenizer-train`)
   std::string out_dir;         // the run directory
   std::string teacher_path;    // distill from this model (a GGUF); empty: plain cross-entropy
+  // Fine-tune: start from this model's weights (a llama GGUF the trainer reads, any weight type it
+  // dequantizes) instead of random ones; its shape replaces `shape`. Empty: random initialisation.
+  std::string init_path;
   std::string name = "grove";  // general.name of the model files
   TrainShape shape;            // n_vocab is taken from the tokenizer
   OptimizerConfig optimizer;

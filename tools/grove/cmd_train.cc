@@ -97,8 +97,9 @@ void RunTrain(TrainCliOptions& c) {
     if (!export_dir.empty() && !std::filesystem::exists(export_dir)) {
       CheckOutputDirectory(export_dir.string(), "--export");
     } else {
-      CheckOutputFile(c.export_path, "--export",
-                      {.inputs = {o.tokenizer_path, o.teacher_path, CheckpointPath(o.out_dir)}});
+      CheckOutputFile(
+          c.export_path, "--export",
+          {.inputs = {o.tokenizer_path, o.teacher_path, o.init_path, CheckpointPath(o.out_dir)}});
     }
   }
   const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
@@ -113,6 +114,7 @@ void RunTrain(TrainCliOptions& c) {
   };
   const bool tty = isatty(fileno(stderr));
   o.shape.n_vocab = TokenizerVocabSize(TokenizerKeys(*GgufFile::Open(o.tokenizer_path)));
+  if (!o.init_path.empty()) o.shape = LoadTrainModel(*GgufFile::Open(o.init_path)).shape;
 
   g_stop = false;
   std::signal(SIGINT, OnInterrupt);
@@ -123,6 +125,8 @@ void RunTrain(TrainCliOptions& c) {
                    DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
                    static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str(),
                    o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
+      if (!o.init_path.empty())
+        std::fprintf(stderr, "train: fine-tuning from %s\n", o.init_path.c_str());
       open_log();
     }
     char valid[32] = "";
@@ -190,6 +194,10 @@ void AddTrainCommand(CLI::App& app) {
       ->required();
   cmd->add_option("--teacher", o.teacher_path,
                   "Distill from this model (GGUF with the same vocabulary)");
+  auto* init = cmd->add_option("--init", o.init_path,
+                               "Fine-tune: start from this model's weights (a GGUF with the same "
+                               "vocabulary, e.g. a draft, on a corpus `grove serve --record` "
+                               "kept); its shape replaces the shape options");
   cmd->add_option("--name", o.name, "general.name of the model files")->capture_default_str();
   auto* shape = "Model shape";
   cmd->add_option("--dim", o.shape.n_embd, "Model width")->capture_default_str()->group(shape);
@@ -211,6 +219,10 @@ void AddTrainCommand(CLI::App& app) {
   cmd->add_flag("--untied", c->untied,
                 "Separate output matrix instead of reusing the token embedding")
       ->group(shape);
+  for (const char* name :
+       {"--dim", "--layers", "--heads", "--ffn", "--ctx", "--rope-base", "--untied"}) {
+    init->excludes(cmd->get_option(name));
+  }
   auto* opt = "Optimisation";
   cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")
       ->capture_default_str()
