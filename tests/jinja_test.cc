@@ -41,6 +41,18 @@ TEST(Jinja, PrintsValuesAsPython) {
             "(1, 2) ('a',) [('b', 1)] 0.30000000000000004");
 }
 
+// String literals decode as Python's unicode-escape does: one-character escapes, \x, \u and \U
+// code points as UTF-8 (capped at U+10FFFF), a backslash-newline dropped, anything else (an
+// unknown escape, too few hex digits) kept as written.
+TEST(Jinja, StringLiteralsDecodeTheirEscapes) {
+  EXPECT_EQ(Render(R"({{ "a\n\t\r\\\'\"\0b" }})"), std::string("a\n\t\r\\'\"\0b", 9));
+  EXPECT_EQ(Render(R"({{ '\x41\u00e9\u20ac\U0001F600' }})"),
+            "A\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");
+  EXPECT_EQ(Render(R"({{ '\U7FFFFFFF' }})"), "\xf4\x8f\xbf\xbf");
+  EXPECT_EQ(Render("{{ 'a\\\nb' }}"), "ab");
+  EXPECT_EQ(Render(R"({{ '\q \x4 \u12' }})"), R"(\q \x4 \u12)");
+}
+
 TEST(Jinja, ControlFlowAndLoopVariables) {
   EXPECT_EQ(
       Render("{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}"

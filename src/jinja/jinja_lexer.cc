@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include "base/error.h"
 
@@ -17,26 +18,58 @@ int LineAt(std::string_view src, size_t pos) {
   return 1 + static_cast<int>(std::count(src.begin(), src.begin() + static_cast<long>(pos), '\n'));
 }
 
+// Appends code point cp (at most U+10FFFF) as UTF-8.
+void AppendUtf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+// What a one-character escape \e stands for, or nothing (a hex escape, or none Python knows).
+std::optional<char> SimpleEscape(char e) {
+  switch (e) {
+    case 'n':
+      return '\n';
+    case 't':
+      return '\t';
+    case 'r':
+      return '\r';
+    case '\\':
+      return '\\';
+    case '\'':
+      return '\'';
+    case '"':
+      return '"';
+    case 'a':
+      return '\a';
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case 'v':
+      return '\v';
+    case '0':
+      return '\0';
+    default:
+      return std::nullopt;
+  }
+}
+
 // Python's unicode-escape decoding of a string literal's body (Jinja2 reads literals that way).
 std::string Unescape(std::string_view body) {
   std::string out;
-  auto put_code_point = [&](uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-  };
   for (size_t i = 0; i < body.size(); ++i) {
     char c = body[i];
     if (c != '\\' || i + 1 == body.size()) {
@@ -44,64 +77,24 @@ std::string Unescape(std::string_view body) {
       continue;
     }
     char e = body[++i];
-    switch (e) {
-      case 'n':
-        out += '\n';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '\'':
-        out += '\'';
-        break;
-      case '"':
-        out += '"';
-        break;
-      case 'a':
-        out += '\a';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'v':
-        out += '\v';
-        break;
-      case '0':
-        out += '\0';
-        break;
-      case '\n':
-        break;
-      case 'x':
-      case 'u':
-      case 'U': {
-        size_t len = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-        // The hex digits are body[i + 1 .. i + len].
-        if (i + len < body.size() &&
-            std::all_of(body.begin() + static_cast<long>(i) + 1,
-                        body.begin() + static_cast<long>(i + 1 + len),
-                        [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
-          uint32_t cp =
-              static_cast<uint32_t>(std::stoul(std::string(body.substr(i + 1, len)), nullptr, 16));
-          put_code_point(std::min<uint32_t>(cp, 0x10ffff));
-          i += len;
-        } else {
-          out += '\\';
-          out += e;
-        }
-        break;
-      }
-      default:
-        out += '\\';
-        out += e;
+    if (const std::optional<char> simple = SimpleEscape(e)) {
+      out += *simple;
+      continue;
+    }
+    if (e == '\n') continue;  // a line continuation
+    const size_t len = e == 'x' ? 2 : e == 'u' ? 4 : e == 'U' ? 8 : 0;
+    // A hex escape's digits are body[i + 1 .. i + len]; anything else stays as written.
+    if (len > 0 && i + len < body.size() &&
+        std::all_of(body.begin() + static_cast<long>(i) + 1,
+                    body.begin() + static_cast<long>(i + 1 + len),
+                    [](char h) { return std::isxdigit(static_cast<unsigned char>(h)); })) {
+      const auto cp =
+          static_cast<uint32_t>(std::stoul(std::string(body.substr(i + 1, len)), nullptr, 16));
+      AppendUtf8(out, std::min<uint32_t>(cp, 0x10ffff));
+      i += len;
+    } else {
+      out += '\\';
+      out += e;
     }
   }
   return out;

@@ -127,8 +127,11 @@ std::vector<std::string> NamedModelShapes() {
           "draft-68m",    "llama-60m",   "tiny"};
 }
 
-GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
-  const ModelFamily& family = FindFamily(spec.arch);
+namespace {
+
+// What the writer needs of a spec: heads that divide the width, widths of whole blocks of its
+// weight type. Throws grove::Error.
+void CheckRandomSpec(const RandomModelSpec& spec) {
   if (!CanQuantize(spec.type))
     Fail("random model: grove does not write type ", GgmlTypeName(spec.type));
   const int64_t block = GgmlTraits(spec.type).block_size;
@@ -137,15 +140,15 @@ GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
     Fail("random model: heads (", spec.n_head, "/", spec.n_head_kv, ") do not divide width ",
          spec.n_embd);
   }
-  const int32_t head_dim = spec.head_size();
-  const int32_t n_rot = spec.n_rot > 0 ? spec.n_rot : head_dim;
-  const int32_t q_dim = spec.n_head * head_dim;
-  const int32_t kv_dim = spec.n_head_kv * head_dim;
+  const int32_t q_dim = spec.n_head * spec.head_size();
   if (spec.n_embd % block != 0 || spec.n_ff % block != 0 || q_dim % block != 0) {
     Fail("random model: widths ", spec.n_embd, ", ", spec.n_ff, " and ", q_dim,
          " must be multiples of the ", GgmlTypeName(spec.type), " block size ", block);
   }
-  GgufWriter w;
+}
+
+// The architecture's keys, as converters write them.
+void SetHyperparameters(GgufWriter& w, const RandomModelSpec& spec, int32_t n_rot) {
   const std::string a = spec.arch + ".";
   w.SetString("general.architecture", spec.arch);
   w.SetString("general.name", spec.name);
@@ -156,8 +159,8 @@ GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
   w.SetUint32(a + "attention.head_count", spec.n_head);
   w.SetUint32(a + "attention.head_count_kv", spec.n_head_kv);
   if (spec.head_dim > 0) {
-    w.SetUint32(a + "attention.key_length", head_dim);
-    w.SetUint32(a + "attention.value_length", head_dim);
+    w.SetUint32(a + "attention.key_length", spec.head_size());
+    w.SetUint32(a + "attention.value_length", spec.head_size());
   }
   w.SetUint32(a + "rope.dimension_count", n_rot);
   w.SetFloat32(a + "attention.layer_norm_rms_epsilon", spec.rms_eps);
@@ -182,84 +185,115 @@ GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
                                    1.0 + std::log(scale) / std::log(spec.longrope_orig_ctx)))
                              : 1.0f);
   }
-  if (spec.with_vocab) AddVocab(w, spec.n_vocab);
+}
 
-  const uint64_t seed = spec.seed;
-  // Uniform(-a, a): a = gain * sqrt(3 / n_in) has variance gain^2 / n_in, so with gain 1
+// Adds tensors to a writer whose values are drawn, when the file is written, from the spec's seed
+// and each tensor's name.
+class RandomTensors {
+ public:
+  RandomTensors(GgufWriter& w, const RandomModelSpec& spec) : w_(w), spec_(spec) {}
+
+  // Uniform(-a, a) in the spec's weight type, a row of n_in values for each of n_out.
+  void Matrix(const std::string& name, int64_t n_in, int64_t n_out, float amplitude) {
+    const GgmlType type = spec_.type;
+    const uint64_t seed = spec_.seed;
+    w_.AddTensor(name, {n_in, n_out}, type,
+                 [name, n_in, n_out, type, seed, amplitude](std::span<uint8_t> out) {
+                   SplitMix rng(HashName(name, seed));
+                   std::vector<float> row(n_in);
+                   const int64_t row_bytes = GgmlRowBytes(type, n_in);
+                   for (int64_t r = 0; r < n_out; ++r) {
+                     for (float& v : row) v = amplitude * rng.Symmetric();
+                     QuantizeRow(type, row.data(), out.data() + r * row_bytes, n_in);
+                   }
+                 });
+  }
+  // Uniform(-a, a) with a = gain * sqrt(3 / n_in), of variance gain^2 / n_in: with gain 1
   // activations keep their scale through each matrix.
-  auto matrix = [&](const std::string& name, int64_t n_in, int64_t n_out, float amplitude) {
-    const GgmlType type = spec.type;
-    w.AddTensor(name, {n_in, n_out}, type,
-                [name, n_in, n_out, type, seed, amplitude](std::span<uint8_t> out) {
-                  SplitMix rng(HashName(name, seed));
-                  std::vector<float> row(n_in);
-                  const int64_t row_bytes = GgmlRowBytes(type, n_in);
-                  for (int64_t r = 0; r < n_out; ++r) {
-                    for (float& v : row) v = amplitude * rng.Symmetric();
-                    QuantizeRow(type, row.data(), out.data() + r * row_bytes, n_in);
-                  }
-                });
-  };
-  auto weight = [&](const std::string& name, int64_t n_in, int64_t n_out) {
-    matrix(name, n_in, n_out, UniformAmplitude(spec.matrix_gain, n_in));
-  };
-  // f32 vectors: center + spread * Uniform(-1, 1).
-  auto vec = [&](const std::string& name, int64_t n, float center, float spread) {
-    w.AddTensor(name, {n}, GgmlType::kF32, [name, n, seed, center, spread](std::span<uint8_t> out) {
-      SplitMix rng(HashName(name, seed));
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = center + spread * rng.Symmetric();
-        std::memcpy(out.data() + i * 4, &v, 4);
-      }
-    });
-  };
-  auto norm = [&](const std::string& name, int64_t n) { vec(name, n, 1.0f, 0.1f); };
-  matrix("token_embd.weight", spec.n_embd, spec.n_vocab,
-         UniformAmplitude(spec.embedding_gain, spec.n_embd));
+  void Weight(const std::string& name, int64_t n_in, int64_t n_out) {
+    Matrix(name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in));
+  }
+  // f32: center + spread * Uniform(-1, 1).
+  void Vector(const std::string& name, int64_t n, float center, float spread) {
+    const uint64_t seed = spec_.seed;
+    w_.AddTensor(name, {n}, GgmlType::kF32,
+                 [name, n, seed, center, spread](std::span<uint8_t> out) {
+                   SplitMix rng(HashName(name, seed));
+                   for (int64_t i = 0; i < n; ++i) {
+                     const float v = center + spread * rng.Symmetric();
+                     std::memcpy(out.data() + i * 4, &v, 4);
+                   }
+                 });
+  }
+  void Norm(const std::string& name, int64_t n) { Vector(name, n, 1.0f, 0.1f); }
+
+ private:
+  GgufWriter& w_;
+  const RandomModelSpec& spec_;
+};
+
+// Block i's tensors, as the family names and shapes them.
+void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec& spec, int32_t i) {
+  const int32_t head_dim = spec.head_size();
+  const int32_t q_dim = spec.n_head * head_dim;
+  const int32_t kv_dim = spec.n_head_kv * head_dim;
+  const std::string p = "blk." + std::to_string(i) + ".";
+  t.Norm(p + "attn_norm.weight", spec.n_embd);
+  if (family.fused_qkv) {
+    t.Weight(p + "attn_qkv.weight", spec.n_embd, q_dim + 2 * kv_dim);
+  } else {
+    t.Weight(p + "attn_q.weight", spec.n_embd, q_dim);
+    t.Weight(p + "attn_k.weight", spec.n_embd, kv_dim);
+    t.Weight(p + "attn_v.weight", spec.n_embd, kv_dim);
+  }
+  if (family.qkv_bias) {
+    t.Vector(p + "attn_q.bias", q_dim, 0.0f, 0.5f);
+    t.Vector(p + "attn_k.bias", kv_dim, 0.0f, 0.5f);
+    t.Vector(p + "attn_v.bias", kv_dim, 0.0f, 0.5f);
+  }
+  if (family.qk_norm) {
+    t.Norm(p + "attn_q_norm.weight", head_dim);
+    t.Norm(p + "attn_k_norm.weight", head_dim);
+  }
+  t.Weight(p + "attn_output.weight", q_dim, spec.n_embd);
+  if (family.sandwich_norms) t.Norm(p + "post_attention_norm.weight", spec.n_embd);
+  t.Norm(p + "ffn_norm.weight", spec.n_embd);
+  if (family.fused_gate_up) {
+    t.Weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
+  } else {
+    t.Weight(p + "ffn_gate.weight", spec.n_embd, spec.n_ff);
+    t.Weight(p + "ffn_up.weight", spec.n_embd, spec.n_ff);
+  }
+  t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
+  if (family.sandwich_norms) t.Norm(p + "post_ffw_norm.weight", spec.n_embd);
+}
+
+}  // namespace
+
+GgufWriter RandomModelWriter(const RandomModelSpec& spec) {
+  const ModelFamily& family = FindFamily(spec.arch);
+  CheckRandomSpec(spec);
+  const int32_t n_rot = spec.n_rot > 0 ? spec.n_rot : spec.head_size();
+  GgufWriter w;
+  SetHyperparameters(w, spec, n_rot);
+  if (spec.with_vocab) AddVocab(w, spec.n_vocab);
+  RandomTensors t(w, spec);
+  t.Matrix("token_embd.weight", spec.n_embd, spec.n_vocab,
+           UniformAmplitude(spec.embedding_gain, spec.n_embd));
   if (spec.rope_freq_factors) {
     if (family.rope_factors != RopeFactorRule::kFrequencies)
       Fail("random model: '", spec.arch, "' has no rope_freqs");
-    vec("rope_freqs.weight", n_rot / 2, 2.0f, 1.0f);
+    t.Vector("rope_freqs.weight", n_rot / 2, 2.0f, 1.0f);
   }
   if (spec.longrope_orig_ctx > 0) {
     if (family.rope_factors != RopeFactorRule::kLongShort)
       Fail("random model: '", spec.arch, "' has no LongRoPE factors");
-    vec("rope_factors_long.weight", n_rot / 2, 4.0f, 3.0f);
-    vec("rope_factors_short.weight", n_rot / 2, 1.1f, 0.1f);
+    t.Vector("rope_factors_long.weight", n_rot / 2, 4.0f, 3.0f);
+    t.Vector("rope_factors_short.weight", n_rot / 2, 1.1f, 0.1f);
   }
-  for (int32_t i = 0; i < spec.n_layer; ++i) {
-    const std::string p = "blk." + std::to_string(i) + ".";
-    norm(p + "attn_norm.weight", spec.n_embd);
-    if (family.fused_qkv) {
-      weight(p + "attn_qkv.weight", spec.n_embd, q_dim + 2 * kv_dim);
-    } else {
-      weight(p + "attn_q.weight", spec.n_embd, q_dim);
-      weight(p + "attn_k.weight", spec.n_embd, kv_dim);
-      weight(p + "attn_v.weight", spec.n_embd, kv_dim);
-    }
-    if (family.qkv_bias) {
-      vec(p + "attn_q.bias", q_dim, 0.0f, 0.5f);
-      vec(p + "attn_k.bias", kv_dim, 0.0f, 0.5f);
-      vec(p + "attn_v.bias", kv_dim, 0.0f, 0.5f);
-    }
-    if (family.qk_norm) {
-      norm(p + "attn_q_norm.weight", head_dim);
-      norm(p + "attn_k_norm.weight", head_dim);
-    }
-    weight(p + "attn_output.weight", q_dim, spec.n_embd);
-    if (family.sandwich_norms) norm(p + "post_attention_norm.weight", spec.n_embd);
-    norm(p + "ffn_norm.weight", spec.n_embd);
-    if (family.fused_gate_up) {
-      weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
-    } else {
-      weight(p + "ffn_gate.weight", spec.n_embd, spec.n_ff);
-      weight(p + "ffn_up.weight", spec.n_embd, spec.n_ff);
-    }
-    weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
-    if (family.sandwich_norms) norm(p + "post_ffw_norm.weight", spec.n_embd);
-  }
-  vec("output_norm.weight", spec.n_embd, spec.output_norm_gain, 0.1f * spec.output_norm_gain);
-  if (!spec.tied_output) weight("output.weight", spec.n_embd, spec.n_vocab);
+  for (int32_t i = 0; i < spec.n_layer; ++i) AddBlock(t, family, spec, i);
+  t.Vector("output_norm.weight", spec.n_embd, spec.output_norm_gain, 0.1f * spec.output_norm_gain);
+  if (!spec.tied_output) t.Weight("output.weight", spec.n_embd, spec.n_vocab);
   return w;
 }
 

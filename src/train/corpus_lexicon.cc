@@ -86,36 +86,41 @@ std::vector<std::string> Fresh(CorpusRng& rng, std::set<std::string>* used, int 
   return out;
 }
 
-Lexicon BuildLexicon() {
-  Lexicon lex;
-  std::set<std::string> used;
-  auto core_nouns = [&](std::vector<LexiconNoun>* out,
-                        std::initializer_list<std::string_view> words) {
-    for (std::string_view w : words) {
-      used.insert(std::string(w));
-      out->push_back({std::string(w), Plural(std::string(w))});
-    }
-  };
-  // Roles are gender-neutral: a character's pronoun comes from the name alone.
-  core_nouns(&lex.roles, {"baker",  "farmer", "fisher",   "painter", "teacher",  "sailor",
-                          "hunter", "weaver", "singer",   "builder", "doctor",   "miller",
-                          "potter", "knight", "tailor",   "ranger",  "guard",    "merchant",
-                          "scribe", "cook",   "gardener", "smith",   "shepherd", "traveler"});
-  core_nouns(
-      &lex.things,
+// Nouns a template names by hand, each with its plural, reserved in `used`.
+void CoreNouns(std::set<std::string>& used, std::vector<LexiconNoun>* out,
+               std::initializer_list<std::string_view> words) {
+  for (std::string_view w : words) {
+    used.insert(std::string(w));
+    out->push_back({std::string(w), Plural(std::string(w))});
+  }
+}
+
+// The hand-written roles, things, animals and locations.
+void AddCoreNouns(Lexicon& lex, std::set<std::string>& used) {
+  CoreNouns(used, &lex.roles, {"baker",  "farmer", "fisher",   "painter", "teacher",  "sailor",
+                               "hunter", "weaver", "singer",   "builder", "doctor",   "miller",
+                               "potter", "knight", "tailor",   "ranger",  "guard",    "merchant",
+                               "scribe", "cook",   "gardener", "smith",   "shepherd", "traveler"});
+  CoreNouns(
+      used, &lex.things,
       {"ball",   "book",   "hat",    "box",    "key",     "cup",   "kite",   "boat",   "lamp",
        "coat",   "shoe",   "bag",    "map",    "ring",    "stone", "stick",  "basket", "blanket",
        "bell",   "drum",   "flute",  "letter", "rope",    "cart",  "chair",  "door",   "window",
        "apple",  "flower", "tree",   "shell",  "feather", "coin",  "candle", "toy",    "picture",
        "spoon",  "bowl",   "bucket", "ladder", "wheel",   "clock", "mirror", "scarf",  "sock",
        "bottle", "jar",    "pen",    "brush",  "seed"});
-  core_nouns(&lex.animals, {"cat", "dog", "bird", "fox", "horse", "rabbit", "mouse", "duck", "goat",
-                            "frog", "owl", "bear", "sheep", "cow", "pig", "wolf", "fish", "hen"});
+  CoreNouns(used, &lex.animals,
+            {"cat", "dog", "bird", "fox", "horse", "rabbit", "mouse", "duck", "goat", "frog", "owl",
+             "bear", "sheep", "cow", "pig", "wolf", "fish", "hen"});
   for (std::string_view w : {"garden", "market", "forest", "river",  "hill",  "kitchen", "school",
                              "house",  "field",  "lake",   "bridge", "barn",  "village", "park",
                              "beach",  "cave",   "meadow", "shop",   "tower", "well"}) {
     lex.locations.emplace_back(w);
   }
+}
+
+// The hand-written transitive verbs (irregular ones among them), in every form.
+void AddCoreVerbs(Lexicon& lex, std::set<std::string>& used) {
   const struct {
     const char* base;
     const char* past;
@@ -139,6 +144,10 @@ Lexicon BuildLexicon() {
                                                            : base + "ing";
     lex.verbs.push_back({base, third, v.past, ing});
   }
+}
+
+// The hand-written adjectives, feelings, weathers and foods.
+void AddCoreDescriptions(Lexicon& lex, std::set<std::string>& used) {
   for (std::string_view w :
        {"big",    "small",  "old",   "new",  "red",   "blue",    "green", "yellow",
         "little", "tall",   "round", "soft", "shiny", "heavy",   "quiet", "loud",
@@ -161,6 +170,9 @@ Lexicon BuildLexicon() {
     used.insert(std::string(w));
     lex.foods.emplace_back(w);
   }
+}
+
+void ReserveFunctionWords(std::set<std::string>& used) {
   // Function words the templates use, reserved so no procedural word collides with them.
   for (std::string_view w :
        {"the",   "and",      "but",   "because", "then",   "was",     "were",     "had",
@@ -176,7 +188,11 @@ Lexicon BuildLexicon() {
         "by",    "no"}) {
     used.insert(std::string(w));
   }
+}
 
+// Names, towns and more things, animals, verbs and adjectives, made of syllables by a fixed seed,
+// none of them a word reserved before.
+void AddProceduralWords(Lexicon& lex, std::set<std::string>& used) {
   CorpusRng rng(kLexiconSeed, 0);
   lex.female_names = Fresh(rng, &used, kFemaleNames, [](CorpusRng& r) {
     return Capitalized(Syllables(r, r.Range(1, 2)) + std::string(r.Pick(kNameEndsFemale)));
@@ -208,6 +224,16 @@ Lexicon BuildLexicon() {
   lex.towns = Fresh(rng, &used, kTowns, [](CorpusRng& r) {
     return Capitalized(Syllables(r, r.Range(1, 2)) + std::string(r.Pick(kTownEnds)));
   });
+}
+
+Lexicon BuildLexicon() {
+  Lexicon lex;
+  std::set<std::string> used;
+  AddCoreNouns(lex, used);
+  AddCoreVerbs(lex, used);
+  AddCoreDescriptions(lex, used);
+  ReserveFunctionWords(used);
+  AddProceduralWords(lex, used);
   return lex;
 }
 
