@@ -77,9 +77,8 @@ uint64_t ScalarBytes(GgufValueType t) {
     case GgufValueType::kUint64:
     case GgufValueType::kInt64:
     case GgufValueType::kFloat64:
+    case GgufValueType::kString:  // at least its length prefix
       return 8;
-    case GgufValueType::kString:
-      return 8;  // at least its length prefix
     case GgufValueType::kArray:
       return 12;  // at least element type and count
   }

@@ -79,6 +79,7 @@ void RunThreadsFailingTogether(InProcessNetwork& network,
   std::exception_ptr first;  // the first error that is not a broken receive, else the first
   bool first_is_cause = false;
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(network.size()));
   for (int32_t r = 0; r < network.size(); ++r) {
     threads.emplace_back([&, r] {
       try {

@@ -602,7 +602,8 @@ void DequantizeRowQ6_K(const BlockQ6_K* src, float* dst, int64_t n_blocks) {
       const int low = (src[b].ql[64 * h + 32 * (c % 2) + l] >> (4 * (c / 2))) & 0x0f;
       const int high = (src[b].qh[32 * h + l] >> (2 * c)) & 3;
       const int q = (low | (high << 4)) - 32;
-      y[e] = d * static_cast<float>(src[b].scales[e / kSub6]) * static_cast<float>(q);
+      const int scale = src[b].scales[e / kSub6];
+      y[e] = d * static_cast<float>(scale) * static_cast<float>(q);
     }
   }
 }

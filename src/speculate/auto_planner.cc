@@ -371,6 +371,7 @@ class VerifyTimer {
   double Median(int32_t n, int32_t reps) {
     Time(n);
     std::vector<double> s;
+    s.reserve(static_cast<std::size_t>(reps));
     for (int32_t r = 0; r < reps; ++r) s.push_back(Time(n));
     std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
     return s[s.size() / 2];

@@ -33,6 +33,7 @@ DraftSource DraftSource::Open(const std::string& name, const ModelParameters& ta
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
   if (const std::vector<std::string> names = MixtureMembers(name); names.size() > 1) {
     std::vector<DraftSource> members;
+    members.reserve(names.size());
     for (const std::string& member : names) members.push_back(Open(member, target, pool, store));
     return Mixture(std::move(members));
   }

@@ -121,7 +121,7 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
   for (std::size_t r = 0; r < frontier.size(); ++r) {
     const RowSummary summary = Summarize(rows.subspan(r * nv, nv));
     summaries_[i][r] = summary;
-    const std::size_t slot = static_cast<std::size_t>(frontier[r] + 1);
+    const std::size_t slot = static_cast<std::size_t>(frontier[r]) + 1;
     if (m.first_choice.size() <= slot) {
       m.first_choice.resize(slot + 1, -1);
       m.first_share.resize(slot + 1, 0.0f);
@@ -211,7 +211,7 @@ void DrafterMixture::ExpandMembers(const TokenTree& tree, std::span<const int32_
 
 void DrafterMixture::TracePaths(const TokenTree& tree, std::span<const int32_t> frontier) {
   for (int32_t f : frontier) {
-    const std::size_t slot = static_cast<std::size_t>(f + 1);
+    const std::size_t slot = static_cast<std::size_t>(f) + 1;
     if (path_of_.size() <= slot) {
       path_of_.resize(slot + 1, 0);
       row_of_.resize(slot + 1, {0, 0});
@@ -220,7 +220,7 @@ void DrafterMixture::TracePaths(const TokenTree& tree, std::span<const int32_t> 
       path_of_[slot] = kRootPath;
     } else {
       const TreeNode& node = tree.node(f);
-      path_of_[slot] = ChildPath(path_of_[static_cast<std::size_t>(node.parent + 1)], node.token);
+      path_of_[slot] = ChildPath(path_of_[static_cast<std::size_t>(node.parent) + 1], node.token);
     }
   }
 }
@@ -233,7 +233,7 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
     for (std::size_t i = 0; i < members_.size(); ++i) {
       if (members_[i].active) AddCandidates(summaries_[i][r]);
     }
-    const std::size_t slot = static_cast<std::size_t>(frontier[r] + 1);
+    const std::size_t slot = static_cast<std::size_t>(frontier[r]) + 1;
     row_of_[slot].first = static_cast<int32_t>(proposals_.size());
     // Each candidate's chance that one of the members is right about it (the file comment);
     // ranking is all the builder reads of a deterministic drafter's row.
@@ -260,7 +260,7 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
 
 uint32_t DrafterMixture::ProposedBy(const TokenTree& tree, int32_t node) const {
   const TreeNode& n = tree.node(node);
-  const std::size_t slot = static_cast<std::size_t>(n.parent + 1);
+  const std::size_t slot = static_cast<std::size_t>(n.parent) + 1;
   if (slot >= row_of_.size()) return 0;
   for (int32_t p = row_of_[slot].first; p < row_of_[slot].second; ++p) {
     if (proposals_[static_cast<std::size_t>(p)].token == n.token) {
@@ -351,7 +351,7 @@ void DrafterMixture::Learn(const TokenTree& tree, std::span<const int32_t> accep
     // The path: the root, then each accepted node; the token that followed each.
     for (std::size_t j = 0; j <= accepted.size(); ++j) {
       const int32_t node = j == 0 ? -1 : accepted[j - 1];
-      const std::size_t slot = static_cast<std::size_t>(node + 1);
+      const std::size_t slot = static_cast<std::size_t>(node) + 1;
       if (slot >= m.first_choice.size() || m.first_choice[slot] < 0) continue;
       const int32_t followed = j < accepted.size() ? tree.node(accepted[j]).token : next_token;
       const bool right = m.first_choice[slot] == followed;

@@ -313,7 +313,7 @@ void SpeculativeSession::HandOverFeatures() {
   // them (a driver runs no target forward between its batch's forward and Accept).
   const std::span<const float> hidden = target_.hidden_states();
   const auto d = static_cast<std::size_t>(target_.config().n_embd);
-  const auto n_rows = static_cast<std::size_t>(draft_.tree().size() + 1);
+  const auto n_rows = static_cast<std::size_t>(draft_.tree().size()) + 1;
   GROVE_CHECK(hidden.size() >= (static_cast<std::size_t>(root_batch_index_) + n_rows) * d,
               "session: the target's last forward is not the batch this session was verified in");
   auto row = [&](int32_t batch_index) {

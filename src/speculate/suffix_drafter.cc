@@ -37,7 +37,7 @@ void SuffixDrafter::Begin(std::span<const int32_t> context) {
 
 void SuffixDrafter::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
   rows_.reserve(static_cast<std::size_t>(max_frontier) * static_cast<std::size_t>(n_vocab_));
-  text_.reserve(static_cast<std::size_t>(depth_ + max_tree_nodes));
+  text_.reserve(static_cast<std::size_t>(depth_) + static_cast<std::size_t>(max_tree_nodes));
   touched_.reserve(static_cast<std::size_t>(n_vocab_));
 }
 

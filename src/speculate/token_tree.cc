@@ -32,7 +32,7 @@ int32_t TokenTree::AddChild(int32_t parent, int32_t token, float prob) {
     Fail("token tree: node ", index, " at depth ", depth, " follows a node at depth ",
          this->depth(), "; nodes must be added in level order");
   }
-  auto& siblings = children_[static_cast<size_t>(parent + 1)];
+  auto& siblings = children_[static_cast<size_t>(parent) + 1];
   nodes_.push_back({.token = token, .parent = parent, .depth = depth, .prob = prob});
   ranks_.push_back(static_cast<int32_t>(siblings.size()));
   siblings.push_back(index);
@@ -46,7 +46,7 @@ int32_t TokenTree::AddChild(int32_t parent, int32_t token, float prob) {
 
 std::span<const int32_t> TokenTree::children(int32_t i) const {
   if (i < -1 || i >= size()) Fail("token tree: no node ", i, " (tree has ", size(), " nodes)");
-  return children_[static_cast<size_t>(i + 1)];
+  return children_[static_cast<size_t>(i) + 1];
 }
 
 std::vector<int32_t> TokenTree::Path(int32_t i) const {
@@ -145,7 +145,7 @@ std::string TokenTree::ToText() const {
     out << std::string(static_cast<size_t>(2 * node.depth), ' ');
     PrintNode(out, node, v);
     out << '\n';
-    const auto& kids = children_[static_cast<size_t>(v + 1)];
+    const auto& kids = children_[static_cast<size_t>(v) + 1];
     stack.insert(stack.end(), kids.rbegin(), kids.rend());
   }
   return out.str();

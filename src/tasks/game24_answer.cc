@@ -107,6 +107,7 @@ std::string Game24Expression(std::span<const int> puzzle, std::span<const Game24
   for (int n : puzzle) terms.push_back({{n, 1}, std::to_string(n), false});
   for (const Game24Step& step : steps) {
     std::vector<Rational> state;
+    state.reserve(terms.size());
     for (const Term& t : terms) state.push_back(t.value);
     if (!Game24StepConsistent(state, step)) return "";
     // Take the operands' terms; among equal values the earliest, which is as good as any other.

@@ -6,7 +6,7 @@ namespace {
 
 void WriteNode(const SearchTree& tree, int32_t id, std::string* out) {
   const ThoughtNode& node = tree.nodes[static_cast<std::size_t>(id)];
-  out->append(static_cast<std::size_t>(2 * node.depth), ' ');
+  out->append(2 * static_cast<std::size_t>(node.depth), ' ');
   *out += ThoughtNodeTitle(node);
   std::string notes = ThoughtNodeValueText(node);
   auto note = [&](const char* s) { notes += notes.empty() ? s : StrCat(", ", s); };

@@ -17,6 +17,7 @@ constexpr int kMaxProposals = 8;
 
 std::vector<Rational> DrawNumbers(CorpusRng& rng, int count, int max_value) {
   std::vector<Rational> v;
+  v.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) v.push_back({rng.Range(1, max_value), 1});
   std::sort(v.begin(), v.end());
   return v;
@@ -59,6 +60,7 @@ std::string GenerateGame24Value(CorpusRng& rng) {
     if (value.label == wanted) break;
   }
   std::vector<Rational> rationals;
+  rationals.reserve(numbers.size());
   for (int n : numbers) rationals.push_back({n, 1});
   std::string out = Game24ValuePrompt(rationals);  // the value prompt is the first line
   for (const Game24Step& step : value.solution) out += FormatGame24Step(step) + "\n";

@@ -93,7 +93,7 @@ void DrafterGraph::BuildRows() {
   for (int s = 0; s < n_seq_; ++s) {
     for (int t = 0; t < L; ++t) {
       for (int j = 1; j <= masks_ && t + j < L; ++j) {
-        if (j == 1) first_mask_row_[static_cast<std::size_t>(s * L + t)] = rows();
+        if (j == 1) first_mask_row_[static_cast<std::size_t>(s) * L + t] = rows();
         position_.push_back(t + j);
         label_row_.push_back(s * L + t + j);
         mask_of_row_.push_back(j);
@@ -112,7 +112,7 @@ void DrafterGraph::BuildRows() {
     const int s = anchor / L, t = anchor % L;
     for (int u = 0; u <= t; ++u) {
       visible_.push_back(s * L + u);
-      const int first = first_mask_row_[static_cast<std::size_t>(s * L + u)];
+      const int first = first_mask_row_[static_cast<std::size_t>(s) * L + u];
       if (first < 0) continue;
       const int group = std::min(masks_, L - 1 - u);
       if (u < t && across) {
@@ -130,7 +130,7 @@ void DrafterGraph::BuildRows() {
 
 int DrafterGraph::MaskRow(int s, int t, int j) const {
   if (j < 1 || j > masks_ || t + j >= seq_len_) return -1;
-  const int first = first_mask_row_[static_cast<std::size_t>(s * seq_len_ + t)];
+  const int first = first_mask_row_[static_cast<std::size_t>(s) * seq_len_ + t];
   return first < 0 ? -1 : first + j - 1;
 }
 

@@ -206,7 +206,7 @@ void ListedAttentionForward(const ListedAttentionShape& s, std::span<const int32
         const float* qi = q + i * width + h * hd;
         float* p = ph + b;
         for (int32_t t = 0; t < n; ++t) {
-          const float* kj = k + visible[static_cast<std::size_t>(b + t)] * width + h * hd;
+          const float* kj = k + visible[static_cast<std::size_t>(b) + t] * width + h * hd;
           float dot = 0.0f;
           for (int c = 0; c < hd; ++c) dot += qi[c] * kj[c];
           p[t] = dot * scale;
@@ -215,7 +215,7 @@ void ListedAttentionForward(const ListedAttentionShape& s, std::span<const int32
         float* oi = out + i * width + h * hd;
         std::fill(oi, oi + hd, 0.0f);
         for (int32_t t = 0; t < n; ++t) {
-          const float* vj = v + visible[static_cast<std::size_t>(b + t)] * width + h * hd;
+          const float* vj = v + visible[static_cast<std::size_t>(b) + t] * width + h * hd;
           for (int c = 0; c < hd; ++c) oi[c] += p[t] * vj[c];
         }
       }
@@ -251,7 +251,7 @@ void ListedAttentionBackward(const ListedAttentionShape& s, std::span<const int3
         // dP_ij = dO_i . V_j and dV_j += P_ij dO_i; then dS = P (dP - sum P dP) scale.
         double dot = 0.0;
         for (int32_t t = 0; t < n; ++t) {
-          const int64_t j = visible[static_cast<std::size_t>(b + t)];
+          const int64_t j = visible[static_cast<std::size_t>(b) + t];
           const float* vj = v + j * width + h * hd;
           float* dvj = dv + j * width + h * hd;
           float dp = 0.0f;
@@ -267,7 +267,7 @@ void ListedAttentionBackward(const ListedAttentionShape& s, std::span<const int3
         for (int32_t t = 0; t < n; ++t) {
           const float g =
               p[t] * (ds[static_cast<std::size_t>(t)] - static_cast<float>(dot)) * scale;
-          const int64_t j = visible[static_cast<std::size_t>(b + t)];
+          const int64_t j = visible[static_cast<std::size_t>(b) + t];
           const float* kj = k + j * width + h * hd;
           float* dkj = dk + j * width + h * hd;
           for (int c = 0; c < hd; ++c) {

@@ -93,6 +93,7 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
     }
   }
   std::vector<std::vector<int32_t>> encoded;
+  encoded.reserve(prompts.size());
   for (const std::string& p : prompts) encoded.push_back(target->tokenizer()->Encode(p, true));
   const bool greedy = sampling.greedy();
 

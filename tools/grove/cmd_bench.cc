@@ -134,6 +134,7 @@ ModelFacts DescribeModel(const Model& model, const std::string& path) {
     if (t.shape.size() >= 2) matrix_bytes[t.type] += t.n_bytes;
   }
   std::vector<std::pair<uint64_t, GgmlType>> by_bytes;
+  by_bytes.reserve(matrix_bytes.size());
   for (auto [type, bytes] : matrix_bytes) by_bytes.emplace_back(bytes, type);
   std::sort(by_bytes.rbegin(), by_bytes.rend());
   for (auto [bytes, type] : by_bytes)

@@ -98,6 +98,7 @@ LevelRun RunLevel(const Target& target, const std::string& mode, int clients, in
   LevelRun run;
   std::mutex mutex;
   std::vector<std::thread> threads;
+  threads.reserve(static_cast<std::size_t>(clients));
   const Clock::time_point start = Clock::now();
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
