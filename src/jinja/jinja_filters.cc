@@ -25,24 +25,9 @@ bool ArgBool(const CallArgs& args, size_t i, std::string_view name, bool fallbac
 }
 
 ValueList AsSequence(const Value& v, std::string_view filter) {
-  switch (v.kind) {
-    case Value::Kind::kUndefined:
-      return {};
-    case Value::Kind::kList:
-      return *v.list;
-    case Value::Kind::kDict: {
-      ValueList keys;
-      for (const auto& [k, item] : v.dict->items) keys.push_back(ValueDict::KeyValue(k));
-      return keys;
-    }
-    case Value::Kind::kString: {
-      ValueList chars;
-      for (std::string_view c : CodePoints(v.text)) chars.push_back(Value::String(std::string(c)));
-      return chars;
-    }
-    default:
-      ValueFail(filter, ": '", TypeName(v), "' object is not iterable");
-  }
+  ValueList items;
+  if (!IterationItems(v, &items)) ValueFail(filter, ": '", TypeName(v), "' object is not iterable");
+  return items;
 }
 
 // Jinja2's environment.getitem for a dotted attribute path ("function.name").

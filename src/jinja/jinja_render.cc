@@ -261,25 +261,11 @@ class Renderer {
   }
 
   ValueList Iterate(const Value& v, int line) {
-    switch (v.kind) {
-      case Value::Kind::kUndefined:
-        return {};
-      case Value::Kind::kList:
-        return *v.list;
-      case Value::Kind::kDict: {
-        ValueList keys;
-        for (const auto& [k, item] : v.dict->items) keys.push_back(ValueDict::KeyValue(k));
-        return keys;
-      }
-      case Value::Kind::kString: {
-        ValueList chars;
-        for (std::string_view c : CodePoints(v.text))
-          chars.push_back(Value::String(std::string(c)));
-        return chars;
-      }
-      default:
-        Fail("chat template line ", line, ": '", TypeName(v), "' object is not iterable");
+    ValueList items;
+    if (!IterationItems(v, &items)) {
+      Fail("chat template line ", line, ": '", TypeName(v), "' object is not iterable");
     }
+    return items;
   }
 
   void ExecFor(const Stmt& s) {

@@ -508,6 +508,25 @@ std::string DumpJson(const Value& v, int indent, std::string_view item_sep,
   return out;
 }
 
+bool IterationItems(const Value& v, ValueList* out) {
+  out->clear();
+  switch (v.kind) {
+    case Value::Kind::kUndefined:
+      return true;
+    case Value::Kind::kList:
+      *out = *v.list;
+      return true;
+    case Value::Kind::kDict:
+      for (const auto& [k, item] : v.dict->items) out->push_back(ValueDict::KeyValue(k));
+      return true;
+    case Value::Kind::kString:
+      for (std::string_view c : CodePoints(v.text)) out->push_back(Value::String(std::string(c)));
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::vector<std::string_view> CodePoints(std::string_view s) {
   std::vector<std::string_view> out;
   out.reserve(s.size());

@@ -117,6 +117,10 @@ std::string FloatRepr(double f);
 // A short type name for errors ("string", "list", "dict object"...).
 std::string_view TypeName(const Value& v);
 
+// What iterating v gives, as a for loop or a filter iterates: a list's items, a dict's keys, a
+// string's characters, nothing for undefined. False for a value that is not iterable.
+bool IterationItems(const Value& v, ValueList* out);
+
 // Python's ==.
 bool Equals(const Value& a, const Value& b);
 // Python's <, <=... for numbers and strings; an error (ValueError) for other pairs

@@ -283,6 +283,26 @@ void QuantizeBlockQ2_K(const float* x, BlockQ2_K* out) {
   PackLow2Bits(levels, out->qs);
 }
 
+// The element of largest magnitude of a sub-block of 16, with its sign, in *signed_max (the first
+// one on ties, as ggml's scan keeps it). False for a sub-block ggml counts as all zero (largest
+// magnitude under GROUP_MAX_EPS): its levels are then set to 0.
+bool LargestOfSubBlock(const float* x, uint8_t* levels, float* signed_max) {
+  float amax = 0;
+  *signed_max = 0;
+  for (int i = 0; i < kSub6; ++i) {
+    const float a = std::fabs(x[i]);
+    if (a > amax) {
+      amax = a;
+      *signed_max = x[i];
+    }
+  }
+  if (amax < 1e-15f) {
+    std::fill(levels, levels + kSub6, uint8_t{0});
+    return false;
+  }
+  return true;
+}
+
 // ---- Q3_K
 
 // Fits x[i] ~ scale * (L[i] - 4) with L[i] in [0, 7] for one sub-block of 16 (ggml's
@@ -291,19 +311,8 @@ void QuantizeBlockQ2_K(const float* x, BlockQ2_K* out) {
 // correlation sum(w x l)^2 / sum(w l^2). An all-zero sub-block gets levels 0 and scale 0.
 float FitQ3Scale(const float* x, uint8_t* levels) {
   constexpr int kHalfRange = 4;
-  float amax = 0;
   float signed_max = 0;
-  for (int i = 0; i < kSub6; ++i) {
-    const float a = std::fabs(x[i]);
-    if (a > amax) {
-      amax = a;
-      signed_max = x[i];
-    }
-  }
-  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS
-    std::fill(levels, levels + kSub6, uint8_t{0});
-    return 0.0f;
-  }
+  if (!LargestOfSubBlock(x, levels, &signed_max)) return 0.0f;
   const float inv_step = static_cast<float>(-kHalfRange) / signed_max;
   int l[kSub6];
   float sum_xl = 0, sum_l2 = 0;
@@ -398,19 +407,8 @@ void QuantizeBlockQ3_K(const float* x, BlockQ3_K* out) {
 // least-squares scale of its rounding, and the best is kept.
 float FitScale(const float* x, uint8_t* levels) {
   constexpr int kHalfRange = 32;
-  float amax = 0;
   float signed_max = 0;
-  for (int i = 0; i < kSub6; ++i) {
-    const float a = std::fabs(x[i]);
-    if (a > amax) {
-      amax = a;
-      signed_max = x[i];
-    }
-  }
-  if (amax < 1e-15f) {  // ggml's GROUP_MAX_EPS: an all-zero sub-block
-    std::fill(levels, levels + kSub6, uint8_t{0});
-    return 0.0f;
-  }
+  if (!LargestOfSubBlock(x, levels, &signed_max)) return 0.0f;
   // Rounds x onto the grid of inv_step and returns the weighted sums sum(w x l), sum(w l^2).
   auto score = [&](float inv_step, float* sum_xl, float* sum_l2, uint8_t* out) {
     float xl = 0, l2 = 0;

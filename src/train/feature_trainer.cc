@@ -134,16 +134,16 @@ std::vector<float> InitFeatureDrafter(const ParamLayout& layout, const ParamLayo
 }
 
 void ValidateFeatureTrainOptions(const FeatureTrainOptions& o) {
-  ValidateOptimizerConfig(o.optimizer);
+  ValidateSharedTrainOptions("train-drafter", o.optimizer,
+                             {.batch = o.batch,
+                              .seq_len = o.seq_len,
+                              .eval_every = o.eval_every,
+                              .eval_batches = o.eval_batches,
+                              .checkpoint_every = o.checkpoint_every,
+                              .threads = o.threads});
   auto check = [](bool ok, const char* what, double v) {
     if (!ok) Fail("train-drafter: ", what, " ", v, " is out of range");
   };
-  check(o.batch >= 1 && o.batch <= 4096, "--batch", o.batch);
-  check(o.seq_len >= 2 && o.seq_len <= 65536, "--seq-len", o.seq_len);
-  check(o.eval_every >= 1, "--eval-every", static_cast<double>(o.eval_every));
-  check(o.eval_batches >= 1, "--eval-batches", o.eval_batches);
-  check(o.checkpoint_every >= 1, "--checkpoint-every", static_cast<double>(o.checkpoint_every));
-  check(o.threads >= 1 && o.threads <= 1024, "--threads", o.threads);
   check(o.logit_weight >= 0 && o.logit_weight <= 1e3, "--logit-weight", o.logit_weight);
   check(o.feature_weight >= 0 && o.feature_weight <= 1e3, "--feature-weight", o.feature_weight);
   check(o.masks >= 0 && o.masks <= 64, "--masks", o.masks);

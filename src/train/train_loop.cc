@@ -8,6 +8,20 @@
 
 namespace grove {
 
+void ValidateSharedTrainOptions(std::string_view command, const OptimizerConfig& optimizer,
+                                const SharedTrainOptions& o) {
+  ValidateOptimizerConfig(optimizer);
+  auto check = [&](bool ok, const char* what, int64_t v) {
+    if (!ok) Fail(command, ": ", what, " ", v, " is out of range");
+  };
+  check(o.batch >= 1 && o.batch <= 4096, "--batch", o.batch);
+  check(o.seq_len >= 2 && o.seq_len <= 65536, "--seq-len", o.seq_len);
+  check(o.eval_every >= 1, "--eval-every", o.eval_every);
+  check(o.eval_batches >= 1, "--eval-batches", o.eval_batches);
+  check(o.checkpoint_every >= 1, "--checkpoint-every", o.checkpoint_every);
+  check(o.threads >= 1 && o.threads <= 1024, "--threads", o.threads);
+}
+
 bool RunTrainLoop(const OptimizerConfig& optimizer, const TrainLoopConfig& config, RunState& state,
                   AdamW& adam, ThreadPool* pool, const TrainLoopHooks& hooks,
                   const std::function<void(const TrainProgress&)>& progress,

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "train/checkpoint.h"
@@ -37,6 +38,20 @@ struct TrainLoopHooks {
 // Runs the loop on `state` (its step, parameters, elapsed time and last validation loss advance).
 // Returns true when *stop ended it before the last step. Throws grove::Error, the last checkpoint
 // kept, when the loss stops being finite.
+// What every trainer's options share, checked as one: the optimizer, sequences per step and their
+// length, the evaluation and checkpoint cadence, threads. Throws grove::Error naming the option,
+// prefixed by `command` ("train", "train-drafter").
+struct SharedTrainOptions {
+  int32_t batch = 0;
+  int32_t seq_len = 0;
+  int64_t eval_every = 0;
+  int32_t eval_batches = 0;
+  int64_t checkpoint_every = 0;
+  int32_t threads = 0;
+};
+void ValidateSharedTrainOptions(std::string_view command, const OptimizerConfig& optimizer,
+                                const SharedTrainOptions& o);
+
 bool RunTrainLoop(const OptimizerConfig& optimizer, const TrainLoopConfig& config, RunState& state,
                   AdamW& adam, ThreadPool* pool, const TrainLoopHooks& hooks,
                   const std::function<void(const TrainProgress&)>& progress,

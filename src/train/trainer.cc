@@ -66,16 +66,13 @@ std::string CheckpointPath(const std::string& out_dir) {
 }
 
 void ValidateTrainOptions(const TrainOptions& o) {
-  ValidateOptimizerConfig(o.optimizer);
-  auto check = [](bool ok, const char* what, int64_t v) {
-    if (!ok) Fail("train: ", what, " ", v, " is out of range");
-  };
-  check(o.batch >= 1 && o.batch <= 4096, "--batch", o.batch);
-  check(o.seq_len >= 2 && o.seq_len <= 65536, "--seq-len", o.seq_len);
-  check(o.eval_every >= 1, "--eval-every", o.eval_every);
-  check(o.eval_batches >= 1, "--eval-batches", o.eval_batches);
-  check(o.checkpoint_every >= 1, "--checkpoint-every", o.checkpoint_every);
-  check(o.threads >= 1 && o.threads <= 1024, "--threads", o.threads);
+  ValidateSharedTrainOptions("train", o.optimizer,
+                             {.batch = o.batch,
+                              .seq_len = o.seq_len,
+                              .eval_every = o.eval_every,
+                              .eval_batches = o.eval_batches,
+                              .checkpoint_every = o.checkpoint_every,
+                              .threads = o.threads});
   if (o.out_dir.empty()) Fail("train: no run directory (--out)");
 }
 
