@@ -420,7 +420,7 @@ TEST(FeatureDrafter, RefusesAnotherTargetAndOtherModels) {
       .WriteFile(path);
   OpenedDrafter opened = OpenDrafter(path, *target);
   EXPECT_EQ(opened.drafter->name(), "feature");
-  EXPECT_TRUE(opened.drafter->reads_target_features());
+  EXPECT_NE(opened.drafter->feature_reader(), nullptr);
   EXPECT_THROW(OpenDrafter(path, *other), Error);
   // Without a forward context (a server resolving policies), the same traits and refusals.
   const DrafterTraits traits = CheckDraftModel(*opened.model->parameters(), *target->parameters());

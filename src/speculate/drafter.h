@@ -17,6 +17,7 @@ namespace grove {
 
 class NodeAttribution;
 class StepOutlook;
+class TargetFeatureReader;
 
 // What a speculation policy needs to know of a drafter (speculate/speculation.h), known without
 // one: a server or search resolves policies before any drafting lane exists.
@@ -60,14 +61,6 @@ class Drafter {
   // that learns from what was generated (speculate/suffix_drafter.h) keeps it now.
   virtual void End() {}
 
-  // Whether the drafter reads the target's hidden states (a feature drafter,
-  // speculate/feature_drafter.h). The session then calls ObserveTarget with the target's pre-norm
-  // hidden state (Model::hidden_states) of committed positions, in order: the prompt's after
-  // Begin, and before each Commit those of the root and the accepted nodes (positions
-  // first_position onward, n_embd floats a row).
-  virtual bool reads_target_features() const { return false; }
-  virtual void ObserveTarget(int32_t /*first_position*/, std::span<const float> /*rows*/) {}
-
   // Grows what the drafter keeps per call and per tree node to frontiers of `max_frontier` nodes
   // and trees of `max_tree_nodes` (OPT-Tree's drafted layers included), so that steps do not
   // allocate.
@@ -78,9 +71,11 @@ class Drafter {
   // The session speculates only while it does, and decodes plainly after that.
   virtual bool HasRoomFor(int32_t fed_nodes) const = 0;
 
-  // Optional capabilities, null where the drafter lacks them. A drafter made of several says
-  // which of them proposed each node (speculate/node_attribution.h), and what a step's drafting
-  // will cost and be worth before its tree is chosen (speculate/draft_outlook.h).
+  // Optional capabilities, null where the drafter lacks them: a drafter that reads the target's
+  // hidden states is handed them (speculate/target_feature_reader.h); a drafter made of several
+  // says which of them proposed each node (speculate/node_attribution.h), and what a step's
+  // drafting will cost and be worth before its tree is chosen (speculate/draft_outlook.h).
+  virtual TargetFeatureReader* feature_reader() { return nullptr; }
   virtual const NodeAttribution* attribution() const { return nullptr; }
   virtual StepOutlook* outlook() { return nullptr; }
 };

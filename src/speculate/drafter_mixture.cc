@@ -59,7 +59,7 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
       Fail("drafter mixture: '", d->name(), "' has ", d->n_vocab(), " tokens, '",
            members[0]->name(), "' ", n_vocab_);
     }
-    if (d->reads_target_features()) {
+    if (d->feature_reader()) {
       Fail("drafter mixture: '", d->name(),
            "' reads the target's features at every step and cannot be skipped; mix draft "
            "models, 'ngram' and 'suffix'");

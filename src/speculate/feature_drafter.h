@@ -9,9 +9,9 @@
 // place of the target's feature, which does not exist yet. After verification the drafter keeps
 // only rows built from the target's own features: the root's row stays, the tree's rows go, and
 // the accepted tokens come back as rows over the features the verify forward computed (the session
-// passes them, Drafter::ObserveTarget). A position whose feature the drafter never saw (the first
-// token, or a prefix another sequence computed) reads a zero feature: worse guesses, never a
-// different output.
+// passes them, TargetFeatureReader::ObserveTarget). A position whose feature the drafter never saw
+// (the first token, or a prefix another sequence computed) reads a zero feature: worse guesses,
+// never a different output.
 //
 // The parallel form (ParallelSpec, papers/parallelspec.txt §4.1; its file has K mask tokens): the
 // root's forward also runs K mask rows after the root (their own learned embeddings, a zero
@@ -27,10 +27,11 @@
 #include "model/model.h"
 #include "ops/matmul.h"
 #include "speculate/drafter.h"
+#include "speculate/target_feature_reader.h"
 
 namespace grove {
 
-class FeatureDrafter : public Drafter {
+class FeatureDrafter : public Drafter, public TargetFeatureReader {
  public:
   // `layer` is the drafter's model (model/drafter_file.h), loaded with the target's context length
   // or more. Drafts into its sequence `seq`. Throws grove::Error if it belongs to another target or
@@ -48,7 +49,7 @@ class FeatureDrafter : public Drafter {
               int32_t next_token) override;
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
-  bool reads_target_features() const override { return true; }
+  TargetFeatureReader* feature_reader() override { return this; }
   void ObserveTarget(int32_t first_position, std::span<const float> rows) override;
   // The target's feature held for `position` (handed by ObserveTarget), or empty where none was
   // (the drafter reads zero there).

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "speculate/auto_planner.h"
+#include "speculate/target_feature_reader.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove {
@@ -60,6 +61,7 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SessionOptions& options)
     : target_(target),
       drafter_(drafter),
+      feature_reader_(drafter.feature_reader()),
       policy_(policy),
       options_(options),
       builder_(policy.draw, policy.sampling),
@@ -102,7 +104,7 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
   emitted_.reserve(static_cast<std::size_t>(max_rows) + 1);
   result_.accepted.reserve(static_cast<std::size_t>(max_rows));
   drafted_accepted_.reserve(static_cast<std::size_t>(max_rows));
-  if (drafter.reads_target_features())
+  if (feature_reader_)
     features_.reserve(static_cast<std::size_t>(max_rows) * target.config().n_embd);
 }
 
@@ -158,7 +160,7 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
 void SpeculativeSession::Prefill(std::span<const int32_t> prompt, int32_t cached) {
   const std::span<const int32_t> uncached =
       prompt.subspan(static_cast<std::size_t>(cached), prompt.size() - 1 - cached);
-  if (!drafter_.reads_target_features()) {
+  if (!feature_reader_) {
     target_.ForwardChain(uncached, cached, options_.target_seq, batch_, /*want_logits=*/false);
     return;
   }
@@ -172,7 +174,7 @@ void SpeculativeSession::Prefill(std::span<const int32_t> prompt, int32_t cached
     batch_.AddChain(uncached.subspan(done, n), first, options_.target_seq);
     batch_.logits.back() = 0;
     target_.Forward(batch_);
-    drafter_.ObserveTarget(first, target_.hidden_states());
+    feature_reader_->ObserveTarget(first, target_.hidden_states());
     done += n;
   }
 }
@@ -302,7 +304,7 @@ void SpeculativeSession::CommitAccepted() {
   kept_slots_.clear();
   for (int32_t node : result_.accepted) kept_slots_.push_back(root_position_ + 1 + node);
   target_.cache(options_.target_seq).Compact(root_position_ + 1, kept_slots_);
-  if (drafter_.reads_target_features()) HandOverFeatures();
+  if (feature_reader_) HandOverFeatures();
   drafted_accepted_.clear();
   for (int32_t node : result_.accepted) drafted_accepted_.push_back(draft_.drafted_node(node));
   drafter_.Commit(draft_.drafted_tree(), drafted_accepted_, result_.next_token);
@@ -325,7 +327,7 @@ void SpeculativeSession::HandOverFeatures() {
     const std::span<const float> r = row(root_batch_index_ + 1 + node);
     features_.insert(features_.end(), r.begin(), r.end());
   }
-  drafter_.ObserveTarget(root_position_, features_);
+  feature_reader_->ObserveTarget(root_position_, features_);
 }
 
 void SpeculativeSession::ObserveStep(const TokenTree& tree) {

@@ -194,6 +194,7 @@ class SpeculativeSession {
 
   Model& target_;
   Drafter& drafter_;
+  TargetFeatureReader* feature_reader_;  // the drafter's, when it reads the target's features
   SpeculationPolicy policy_;
   SessionOptions options_;
   TreeBuilder builder_;
