@@ -1,7 +1,8 @@
 // STPP (pipedec.h): static-tree speculation verified in one pass through the pipeline's stages.
 // Per iteration the draft rank fills the static tree and sends it to every stage; the stages pass
-// it on in turn; the last walks it with the target's own draws and sends the tokens it emitted
-// (and the tree nodes they took) to every rank, whose units keep the root and that path.
+// it on in turn; the last verifies it with the session's Verifier (greedy or target-sample) and
+// sends the tokens it emitted (and the tree nodes they took) to every rank, whose units keep the
+// root and that path.
 #include <algorithm>
 #include <optional>
 
@@ -13,6 +14,7 @@
 #include "speculate/model_drafter.h"
 #include "speculate/tree_builder.h"
 #include "speculate/tree_plan.h"
+#include "speculate/verify.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove {
@@ -76,6 +78,12 @@ PipelineResult StaticTreePipelineRank(PipeTransport& transport,
   TokenTree received;
   Batch batch;
   std::vector<int32_t> emitted, kept;
+  const auto n_vocab = static_cast<std::size_t>(target->config().n_vocab);
+  const bool greedy = o.sampling.greedy();
+  const VerifyRule rule = greedy ? VerifyRule::kGreedy : VerifyRule::kTargetSample;
+  Verifier verifier;
+  VerifyResult verified;
+  std::vector<float> probs(n_vocab);
   auto position = static_cast<int32_t>(prompt.size());  // the root's
   while (!PipelineStops(result, o, tokenizer)) {
     if (drafter) {
@@ -98,28 +106,31 @@ PipelineResult StaticTreePipelineRank(PipeTransport& transport,
     tree.AppendToBatch(batch, position + 1, 0, 0);
     const int32_t first_slot = k >= 0 ? unit.stage().model()->cache(0).length() : 0;
     const std::span<const float> out = unit.Pass(batch, result);
-    // The last stage walks the tree with the target's own draws: row 0 is the root's, row v + 1
-    // node v's. It sends the tokens, then the nodes they took.
+    // The last stage verifies the tree as a session does, with the target's own draws (greedy, or
+    // target-sample: every drawn token is plain sampling's): row 0 is the root's, row v + 1 node
+    // v's. It sends the tokens, cut after the first that ends the generation, then the nodes they
+    // took (one fewer: a drawn token ends every walk).
     emitted.clear();
     if (!out.empty()) {
-      const auto n_vocab = static_cast<std::size_t>(target->config().n_vocab);
-      std::vector<int32_t> path;
-      int32_t row = 0;
-      for (;;) {
+      auto target_row = [&](int32_t r) -> std::span<const float> {
+        const std::span<const float> row =
+            out.subspan(static_cast<std::size_t>(r) * n_vocab, n_vocab);
+        if (greedy) return row;
+        sampler.Distribution(row, probs);
+        return probs;
+      };
+      verifier.Verify(rule, tree, target_row, static_cast<int32_t>(n_vocab), {}, rng, o.sequence,
+                      position, verified);
+      std::size_t n_tokens = 0;
+      for (const std::size_t n_path = verified.accepted.size(); n_tokens <= n_path;) {
         const int32_t x =
-            sampler.Sample(out.subspan(static_cast<std::size_t>(row) * n_vocab, n_vocab),
-                           o.sequence, position + 1 + static_cast<int32_t>(path.size()));
+            n_tokens < n_path ? tree.node(verified.accepted[n_tokens]).token : verified.next_token;
         emitted.push_back(x);
-        if (PipelineStops(result.tokens.size() + emitted.size(), x, o, tokenizer)) break;
-        int32_t next = -1;
-        for (int32_t child : tree.children(row - 1)) {
-          if (tree.node(child).token == x) next = child;
-        }
-        if (next < 0) break;
-        path.push_back(next);
-        row = next + 1;
+        ++n_tokens;
+        if (PipelineStops(result.tokens.size() + n_tokens, x, o, tokenizer)) break;
       }
-      emitted.insert(emitted.end(), path.begin(), path.end());
+      emitted.insert(emitted.end(), verified.accepted.begin(),
+                     verified.accepted.begin() + static_cast<std::ptrdiff_t>(n_tokens - 1));
     }
     emitted = unit.ShareTokens(std::move(emitted));
     // emitted: the tokens, then the path's nodes, one fewer (a token ends every walk).
