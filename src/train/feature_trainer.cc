@@ -134,13 +134,7 @@ std::vector<float> InitFeatureDrafter(const ParamLayout& layout, const ParamLayo
 }
 
 void ValidateFeatureTrainOptions(const FeatureTrainOptions& o) {
-  ValidateSharedTrainOptions("train-drafter", o.optimizer,
-                             {.batch = o.batch,
-                              .seq_len = o.seq_len,
-                              .eval_every = o.eval_every,
-                              .eval_batches = o.eval_batches,
-                              .checkpoint_every = o.checkpoint_every,
-                              .threads = o.threads});
+  ValidateSharedTrainOptions("train-drafter", o.optimizer, SharedTrainOptionsOf(o));
   auto check = [](bool ok, const char* what, double v) {
     if (!ok) Fail("train-drafter: ", what, " ", v, " is out of range");
   };

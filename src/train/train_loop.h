@@ -51,6 +51,16 @@ struct SharedTrainOptions {
 };
 void ValidateSharedTrainOptions(std::string_view command, const OptimizerConfig& optimizer,
                                 const SharedTrainOptions& o);
+// Those fields of a trainer's options (TrainOptions, FeatureTrainOptions).
+template <class Options>
+SharedTrainOptions SharedTrainOptionsOf(const Options& o) {
+  return {.batch = o.batch,
+          .seq_len = o.seq_len,
+          .eval_every = o.eval_every,
+          .eval_batches = o.eval_batches,
+          .checkpoint_every = o.checkpoint_every,
+          .threads = o.threads};
+}
 
 bool RunTrainLoop(const OptimizerConfig& optimizer, const TrainLoopConfig& config, RunState& state,
                   AdamW& adam, ThreadPool* pool, const TrainLoopHooks& hooks,

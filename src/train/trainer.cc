@@ -66,13 +66,7 @@ std::string CheckpointPath(const std::string& out_dir) {
 }
 
 void ValidateTrainOptions(const TrainOptions& o) {
-  ValidateSharedTrainOptions("train", o.optimizer,
-                             {.batch = o.batch,
-                              .seq_len = o.seq_len,
-                              .eval_every = o.eval_every,
-                              .eval_batches = o.eval_batches,
-                              .checkpoint_every = o.checkpoint_every,
-                              .threads = o.threads});
+  ValidateSharedTrainOptions("train", o.optimizer, SharedTrainOptionsOf(o));
   if (o.out_dir.empty()) Fail("train: no run directory (--out)");
 }
 
