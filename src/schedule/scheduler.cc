@@ -75,7 +75,6 @@ struct Scheduler::Lane {
   std::unique_ptr<Model> draft;  // null for drafters without a model
   std::unique_ptr<Drafter> drafter;
   int64_t draft_generation = -1;  // of the source its drafter was made of (Scheduler)
-  std::string drafter_name;
   std::unique_ptr<SpeculativeSession> session;
   int64_t request = -1;            // -1: free
   bool scheduler_tree = false;     // its session uses the scheduler's (auto) tree
@@ -117,7 +116,6 @@ void Scheduler::MakeDrafter(Lane& lane) {
   lane.draft.reset();
   lane.drafter = draft_.Make(target_, draft_options, &lane.draft);
   lane.draft_generation = draft_generation_;
-  lane.drafter_name = draft_.traits().name;
 }
 
 void Scheduler::ReplaceDraft(DraftSource draft) {
@@ -419,7 +417,7 @@ bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
   try {
     if (lane.draft_generation != draft_generation_) MakeDrafter(lane);
     const SpeculationPolicy policy = PolicyFor(request);
-    if (policy.plan.max_drafted_nodes() > 0) source.result(r).drafter = lane.drafter_name;
+    if (policy.plan.max_drafted_nodes() > 0) source.result(r).drafter = lane.drafter->name();
     lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, policy,
                                                         SessionOptionsFor(request, slot, cached));
     lane.scheduler_tree = !request.speculation || request.speculation->plan.is_auto();

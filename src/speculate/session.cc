@@ -31,6 +31,21 @@ void SpeculationStats::CountDepths(std::size_t depth, std::size_t accepted) {
 
 namespace {
 
+// The chain of `depth` nodes (1..kMaxCheapChainDepth) a cheap step drafts: made once, shared by
+// every session.
+const TokenTree& CheapChain(int32_t depth) {
+  static const std::vector<TokenTree> chains = [] {
+    std::vector<TokenTree> out(kMaxCheapChainDepth);
+    for (int32_t d = 1; d <= kMaxCheapChainDepth; ++d) {
+      for (int32_t node = -1; node < d - 1; ++node) {
+        out[static_cast<std::size_t>(d - 1)].AddChild(node, kNoToken, 1.0f);
+      }
+    }
+    return out;
+  }();
+  return chains[static_cast<std::size_t>(depth - 1)];
+}
+
 void AddCounts(std::vector<int64_t>& into, const std::vector<int64_t>& from) {
   if (into.size() < from.size()) into.resize(from.size(), 0);
   for (std::size_t i = 0; i < from.size(); ++i) into[i] += from[i];
@@ -93,11 +108,6 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
   if (outlook_) {
     draft_.Reserve(ParseTreePlan(StrCat("chain:", kMaxCheapChainDepth), {}), policy.draw);
     drafter_.Reserve(kMaxCheapChainDepth, kMaxCheapChainDepth);
-    chains_.resize(kMaxCheapChainDepth);
-    for (int32_t d = 1; d <= kMaxCheapChainDepth; ++d) {
-      TokenTree& chain = chains_[static_cast<std::size_t>(d - 1)];
-      for (int32_t node = -1; node < d - 1; ++node) chain.AddChild(node, kNoToken, 1.0f);
-    }
   }
   batch_.tokens.reserve(target.max_batch());
   kept_slots_.reserve(static_cast<std::size_t>(max_rows));
@@ -237,7 +247,7 @@ const TokenTree* SpeculativeSession::CheapChainFor(const TokenTree* shape) {
     return shape;
   }
   cheap_step_ = true;
-  return &chains_[static_cast<std::size_t>(depth - 1)];
+  return &CheapChain(depth);
 }
 
 void SpeculativeSession::UseShape(const TokenTree& shape) {

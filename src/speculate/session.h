@@ -224,7 +224,6 @@ class SpeculativeSession {
   TokenTree no_tree_;         // a plain step of the auto plan
   bool use_override_ = false;
   StepOutlook* outlook_ = nullptr;  // the drafter's, when its cheap steps may get chains
-  std::vector<TokenTree> chains_;   // [d - 1]: the chain of depth d
   bool cheap_step_ = false;
   SpeculationStats stats_;
 };

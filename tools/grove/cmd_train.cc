@@ -114,7 +114,8 @@ void RunTrain(TrainCliOptions& c) {
   };
   const bool tty = isatty(fileno(stderr));
   o.shape.n_vocab = TokenizerVocabSize(TokenizerKeys(*GgufFile::Open(o.tokenizer_path)));
-  if (!o.init_path.empty()) o.shape = LoadTrainModel(*GgufFile::Open(o.init_path)).shape;
+  // The shape to print: the --init model's (Train reads its weights and checks it).
+  if (!o.init_path.empty()) o.shape = TrainShapeOf(ConfigFromGguf(*GgufFile::Open(o.init_path)));
 
   g_stop = false;
   std::signal(SIGINT, OnInterrupt);
