@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "cuda/kernels.h"
 
 namespace grove {
 
@@ -35,8 +36,15 @@ KvCache::KvCache(const KvCacheShape& shape)
     layer_offset_[l] = n;
     n += static_cast<std::size_t>(ring_[l] ? ring_rows_ : n_ctx_) * kv_dim_;
   }
-  k_.Resize(n);
-  v_.Resize(n);
+  if (shape.on_device) {
+    if (ring_rows_ > 0) Fail("kv cache: sliding-window rings are not on the GPU");
+    device_k_ = cuda::DeviceBuffer(n * sizeof(float));
+    device_v_ = cuda::DeviceBuffer(n * sizeof(float));
+    device_moves_ = cuda::DeviceBuffer(2 * sizeof(int32_t) * static_cast<std::size_t>(n_ctx_));
+  } else {
+    k_.Resize(n);
+    v_.Resize(n);
+  }
   positions_.Resize(n_ctx_);
   parents_.Resize(n_ctx_);
   // Not touched here: a page is faulted in by the first write to a row on it, a few microseconds
@@ -78,8 +86,19 @@ void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
     Fail("kv cache: cannot copy ", n, " slots: the window rows before slot ", n,
          " were overwritten in the source's ring");
   }
+  if (on_device() != other.on_device()) Fail("kv cache: cannot copy between the GPU and the host");
+  if (on_device()) {
+    const std::size_t layer_floats = static_cast<std::size_t>(n_ctx_) * kv_dim_;
+    const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(n) * kv_dim_;
+    for (int32_t l = 0; l < n_layer_; ++l) {
+      cuda::CopyOnDevice(device_keys() + l * layer_floats, other.device_keys() + l * layer_floats,
+                         bytes);
+      cuda::CopyOnDevice(device_values() + l * layer_floats,
+                         other.device_values() + l * layer_floats, bytes);
+    }
+  }
   // Rings hold the last ring_rows slots in place (slot s in row s % ring_rows): the same rows.
-  for (int32_t layer = first_layer_; layer < first_layer_ + n_layer_; ++layer) {
+  for (int32_t layer = first_layer_; !on_device() && layer < first_layer_ + n_layer_; ++layer) {
     const int32_t rows = ring_rows(layer) > 0 ? std::min(n, ring_rows_) : n;
     for (int32_t s = n - rows; s < n;) {
       const int32_t run =
@@ -125,12 +144,30 @@ void KvCache::CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) con
 
 void KvCache::MoveSlot(int32_t src, int32_t dst) {
   if (src == dst) return;
+  if (on_device()) {
+    pending_moves_.push_back(src);
+    pending_moves_.push_back(dst);
+    positions_[dst] = positions_[src];
+    return;
+  }
   const std::size_t row_bytes = sizeof(float) * kv_dim_;
   for (int32_t layer = first_layer_; layer < first_layer_ + n_layer_; ++layer) {
     std::memcpy(key(layer, dst), key(layer, src), row_bytes);
     std::memcpy(value(layer, dst), value(layer, src), row_bytes);
   }
   positions_[dst] = positions_[src];
+}
+
+void KvCache::FlushMoves() {
+  if (pending_moves_.empty()) return;
+  const auto n_pairs = static_cast<int32_t>(pending_moves_.size() / 2);
+  cuda::CopyToDevice(device_moves_.data(), pending_moves_.data(),
+                     pending_moves_.size() * sizeof(int32_t));
+  cuda::MoveKvRows(device_keys(), device_values(), device_moves_.as<int32_t>(), n_pairs, n_layer_,
+                   static_cast<int64_t>(n_ctx_) * kv_dim_, kv_dim_);
+  // The pairs are read by the kernel: the host vector may change only after the copy was taken.
+  cuda::Sync();
+  pending_moves_.clear();
 }
 
 void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
@@ -141,6 +178,7 @@ void KvCache::Compact(int32_t prefix, std::span<const int32_t> kept_slots) {
     parents_[dst] = dst - 1;
     ++dst;
   }
+  FlushMoves();
   length_ = dst;
   // The kept path continues slot prefix - 1; it is part of the chain if that slot is.
   chain_length_ = chain_length_ >= prefix ? length_ : chain_length_;
@@ -165,6 +203,7 @@ void KvCache::KeepSubtree(int32_t prefix, std::span<const int32_t> kept_slots) {
     MoveSlot(kept_slots[i], dst);
     parents_[dst] = new_parent;
   }
+  FlushMoves();
   length_ = dst;
   chain_length_ = std::min(chain_length_, prefix);
   while (chain_length_ < length_ && parents_[chain_length_] == chain_length_ - 1) ++chain_length_;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "cuda/device.h"
 
 namespace grove {
 
@@ -34,6 +35,9 @@ struct KvCacheShape {
   std::vector<uint8_t> ring_layers;
   int32_t ring_rows = 0;
   int32_t window = 0;  // the keys a ring layer's query sees (ReusablePrefix)
+  // Keys and values on the CUDA device (model/cuda_forward.h): key() and value() are then not
+  // readable on the host, and the slots' moves and copies run on the GPU. No rings.
+  bool on_device = false;
 };
 
 class KvCache {
@@ -54,11 +58,15 @@ class KvCache {
   // Slots [0, chain_length()) form a chain (see the file comment).
   int32_t chain_length() const { return chain_length_; }
 
-  // Row of keys / values of one slot in one layer: (kv_dim) floats.
+  // Row of keys / values of one slot in one layer: (kv_dim) floats (host caches only).
   float* key(int32_t layer, int32_t slot) { return k_.data() + Offset(layer, slot); }
   float* value(int32_t layer, int32_t slot) { return v_.data() + Offset(layer, slot); }
   const float* key(int32_t layer, int32_t slot) const { return k_.data() + Offset(layer, slot); }
   const float* value(int32_t layer, int32_t slot) const { return v_.data() + Offset(layer, slot); }
+  // A cache on the CUDA device: its keys and values, (n_layer, n_ctx, kv_dim) floats each.
+  bool on_device() const { return device_k_.data() != nullptr; }
+  float* device_keys() const { return device_k_.as<float>(); }
+  float* device_values() const { return device_v_.as<float>(); }
   // Rows a layer keeps when it is a ring (slot s in row s % ring_rows(layer)), 0 when it keeps
   // every slot of the context.
   int32_t ring_rows(int32_t layer) const {
@@ -88,7 +96,9 @@ class KvCache {
   // chain_length(): committed text). Used to fork a sequence (kv_cache_pool.h).
   void CopyPrefix(const KvCache& other, int32_t n);
   // Bytes of keys and values held for the whole context.
-  uint64_t bytes() const { return 2ull * sizeof(float) * k_.size(); }
+  uint64_t bytes() const {
+    return on_device() ? 2ull * device_k_.bytes() : 2ull * sizeof(float) * k_.size();
+  }
   // Bytes of keys and values that a context of n tokens occupies (rings hold at most their rows).
   uint64_t bytes_for(int32_t n) const;
 
@@ -101,8 +111,10 @@ class KvCache {
  private:
   // Checks Compact's and KeepSubtree's arguments.
   void CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) const;
-  // Moves slot src's keys, values and position to dst.
+  // Moves slot src's keys, values and position to dst (on a device cache: queued, FlushMoves).
   void MoveSlot(int32_t src, int32_t dst);
+  // Runs the moves a device cache queued, in order, in one kernel.
+  void FlushMoves();
   std::size_t Offset(int32_t layer, int32_t slot) const {
     const std::size_t l = static_cast<std::size_t>(layer - first_layer_);
     const int32_t row = ring_[l] ? slot % ring_rows_ : slot;
@@ -124,6 +136,10 @@ class KvCache {
   AlignedBuffer<float> v_;                 // likewise
   AlignedBuffer<int32_t> positions_;       // (n_ctx)
   AlignedBuffer<int32_t> parents_;         // (n_ctx)
+  cuda::DeviceBuffer device_k_;            // on_device: every layer's rows, n_ctx each
+  cuda::DeviceBuffer device_v_;
+  cuda::DeviceBuffer device_moves_;     // (n_ctx) (src, dst) pairs of FlushMoves
+  std::vector<int32_t> pending_moves_;  // (src, dst) pairs queued by MoveSlot
 };
 
 }  // namespace grove

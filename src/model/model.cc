@@ -5,8 +5,11 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/log.h"
+#include "cuda/device.h"
 #include "io/gguf.h"
 #include "kernels/kernel_set.h"
+#include "model/cuda_forward.h"
 #include "ops/activation.h"
 #include "ops/attention.h"
 #include "ops/norm.h"
@@ -74,11 +77,18 @@ int32_t CheckedContext(const ModelOptions& options, const ModelConfig& config) {
 // slots again (the draft levels of a tree held in the cache). PrepareBatch checks every batch
 // against it.
 KvCacheShape CacheShape(const ModelConfig& c, const ModelPart& part, int32_t n_ctx,
-                        int32_t max_batch) {
+                        int32_t max_batch, ComputeDevice device) {
   KvCacheShape shape{.n_layer = part.last_layer - part.first_layer,
                      .n_ctx = n_ctx,
                      .kv_dim = c.kv_dim(),
-                     .first_layer = part.first_layer};
+                     .first_layer = part.first_layer,
+                     .on_device = device == ComputeDevice::kCuda};
+  if (shape.on_device) {
+    // Checked before the cache takes GPU memory.
+    CudaForward::CheckSupported(c);
+    if (part.first_layer != 0 || part.last_layer != c.n_layer)
+      Fail("cuda: a pipeline stage's layers do not run on the GPU yet");
+  }
   bool any_local = false;
   for (int32_t l = part.first_layer; l < part.last_layer; ++l) any_local |= c.is_local(l);
   if (any_local) {
@@ -101,13 +111,38 @@ std::unique_ptr<Model> Model::FromGguf(std::unique_ptr<GgufFile> gguf,
                                        const ModelOptions& options) {
   std::shared_ptr<ThreadPool> pool = PoolFor(options);
   auto parameters = ModelParameters::FromGguf(std::move(gguf), options.group_weights, *pool);
-  return std::unique_ptr<Model>(new Model(std::move(parameters), std::move(pool), options));
+  return Make(std::move(parameters), std::move(pool), options);
 }
 
 std::unique_ptr<Model> Model::Create(std::shared_ptr<const ModelParameters> parameters,
                                      const ModelOptions& options) {
   GROVE_CHECK(parameters != nullptr);
-  return std::unique_ptr<Model>(new Model(std::move(parameters), PoolFor(options), options));
+  return Make(std::move(parameters), PoolFor(options), options);
+}
+
+std::unique_ptr<Model> Model::Make(std::shared_ptr<const ModelParameters> parameters,
+                                   std::shared_ptr<ThreadPool> pool, ModelOptions options) {
+  if (options.device == ComputeDevice::kAuto) {
+    if (cuda::DeviceCount() == 0) {
+      options.device = ComputeDevice::kCpu;
+    } else {
+      try {
+        options.device = ComputeDevice::kCuda;
+        return std::unique_ptr<Model>(new Model(parameters, pool, options));
+      } catch (const Error& e) {
+        Log(LogLevel::kWarn, parameters->file_name(), ": running on the CPU: ", e.what());
+        options.device = ComputeDevice::kCpu;
+      }
+    }
+  }
+  return std::unique_ptr<Model>(new Model(std::move(parameters), std::move(pool), options));
+}
+
+ComputeDevice ParseComputeDevice(std::string_view name) {
+  if (name == "cpu") return ComputeDevice::kCpu;
+  if (name == "cuda") return ComputeDevice::kCuda;
+  if (name == "auto") return ComputeDevice::kAuto;
+  Fail("device '", name, "': expected cpu, cuda or auto");
 }
 
 Model::~Model() = default;
@@ -120,7 +155,8 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
       n_ctx_(CheckedContext(options, config_)),
       max_batch_(CheckedMaxBatch(options)),
       pool_(std::move(pool)),
-      kv_(CheckedSlots(options), CacheShape(config_, parameters_->part(), n_ctx_, max_batch_)) {
+      kv_(CheckedSlots(options),
+          CacheShape(config_, parameters_->part(), n_ctx_, max_batch_, options.device)) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
   GROVE_CHECK(config_.query_scale > 0.0f, "the config's query scale was not set");
   const ModelConfig& c = config_;
@@ -185,6 +221,10 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
   const std::size_t rows = std::min(b, kPrefaultedRows);
   for (AlignedBuffer<float>* f : {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &logits_})
     f->ZeroFirst(f->size() / b * rows);
+  if (options.device == ComputeDevice::kCuda) {
+    cuda_ = std::make_unique<CudaForward>(*parameters_, kv_, max_batch_,
+                                          static_cast<int64_t>(visible_.size()));
+  }
   scores_.Zero();
   std::memset(matmul_scratch_.bytes(), 0,
               std::min(matmul_scratch_.size(), matmul_scratch_.size() / b * rows));
@@ -396,6 +436,11 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   const std::size_t row = c.n_embd;
   const std::size_t expected = static_cast<std::size_t>(n) * row;
   const bool embed = first_layer == 0 && hidden_in.empty();
+  if (cuda_ && (!embed || last_layer != c.n_layer)) {
+    Fail(
+        "forward: on the GPU a forward runs every layer from the token embeddings (a pipeline "
+        "stage or a feature drafter's fused input runs on the CPU)");
+  }
   if (!embed && hidden_in.size() != expected) {
     Fail("forward: a stage from layer ", first_layer, " takes ", expected,
          " hidden floats for a batch of ", n, ", not ", hidden_in.size());
@@ -421,6 +466,22 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
   } else {
     std::memcpy(x_.data(), hidden_in.data(), hidden_in.size() * sizeof(float));
   }
+  if (cuda_) {
+    int32_t n_out = 0;
+    for (int32_t i = 0; i < n; ++i) {
+      if (batch.logits[i]) out_rows_[n_out++] = i;
+    }
+    return cuda_->Run({.n = n,
+                       .embeddings = x_.data(),
+                       .cos_sin = rotations_[0].batch.data(),
+                       .seq = batch.seq_ids.data(),
+                       .slot = slot_.data(),
+                       .prefix_len = prefix_len_.data(),
+                       .extra_begin = visible_begin_.data(),
+                       .extra = visible_.data(),
+                       .out_rows = out_rows_.data(),
+                       .n_out = n_out});
+  }
   for (int32_t layer = first_layer; layer < last_layer; ++layer) Layer(batch, layer);
   if (last_layer < c.n_layer) return hidden_states();
 
@@ -443,6 +504,7 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
 }
 
 std::span<const float> Model::hidden_states() const {
+  if (cuda_) return cuda_->Hidden(last_batch_size_);
   return {x_.data(), static_cast<std::size_t>(last_batch_size_) * config_.n_embd};
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -35,6 +36,13 @@ class Tokenizer;
 
 inline constexpr int32_t kDefaultMaxBatch = 512;
 
+// Where a forward context computes: the CPU kernels, or a CUDA GPU (cuda_forward.h). kAuto: the
+// GPU when one is present and runs the model, else the CPU (with one warning through the log when
+// a GPU is there but cannot take the model: its memory, a sliding window).
+enum class ComputeDevice : uint8_t { kCpu, kCuda, kAuto };
+// "cpu", "cuda", "auto"; throws grove::Error on another name.
+ComputeDevice ParseComputeDevice(std::string_view name);
+
 struct ModelOptions {
   int n_threads = 0;  // 0: all hardware threads (ignored when `pool` is given)
   // A thread pool shared with other models of the process (target and draft): one set of workers,
@@ -48,7 +56,12 @@ struct ModelOptions {
   // Off: every matrix is computed from the file's rows (tests compare the two). Read by Load and
   // FromGguf only (Create shares parameters already loaded).
   bool group_weights = true;
+  // kCuda: weights, KV cache and the whole forward on the GPU; throws grove::Error naming what the
+  // GPU path lacks (no device, its memory, a sliding window). kAuto: see ComputeDevice.
+  ComputeDevice device = ComputeDevice::kCpu;
 };
+
+class CudaForward;
 
 class Model {
  public:
@@ -70,6 +83,7 @@ class Model {
   int32_t n_ctx() const { return n_ctx_; }
   int32_t n_seq() const { return kv_.size(); }
   int32_t max_batch() const { return max_batch_; }
+  ComputeDevice device() const { return cuda_ ? ComputeDevice::kCuda : ComputeDevice::kCpu; }
   ThreadPool& pool() { return *pool_; }
   const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
@@ -124,6 +138,9 @@ class Model {
  private:
   Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<ThreadPool> pool,
         const ModelOptions& options);
+  // Resolves kAuto: a context on the GPU, or on the CPU when the GPU cannot take it.
+  static std::unique_ptr<Model> Make(std::shared_ptr<const ModelParameters> parameters,
+                                     std::shared_ptr<ThreadPool> pool, ModelOptions options);
   // Checks the batch and counts its tokens per sequence into seq_count_.
   void Validate(const Batch& batch);
   void PrepareBatch(const Batch& batch);
@@ -199,7 +216,8 @@ class Model {
   AlignedBuffer<int32_t> window_extra_first_;   // (max_batch)
   AlignedBuffer<int32_t> query_group_begin_;    // (max_batch + 1) first token of each query group
   int32_t n_query_groups_ = 0;
-  int32_t last_batch_size_ = 0;  // rows of the last forward (hidden_states)
+  int32_t last_batch_size_ = 0;        // rows of the last forward (hidden_states)
+  std::unique_ptr<CudaForward> cuda_;  // set on the GPU: the layers run there
 };
 
 }  // namespace grove

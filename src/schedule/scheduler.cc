@@ -103,8 +103,10 @@ Scheduler::Lane& Scheduler::LaneAt(std::size_t i) {
 void Scheduler::MakeDrafter(Lane& lane) {
   // Concurrent lanes compute on their own thread: a pool of one has no workers to contend with
   // the target's. Serial lanes take turns with the target on its pool.
-  ModelOptions draft_options{
-      .n_ctx = target_.n_ctx(), .n_seq = 1, .max_batch = DraftMaxBatch(options_.speculation)};
+  ModelOptions draft_options{.n_ctx = target_.n_ctx(),
+                             .n_seq = 1,
+                             .max_batch = DraftMaxBatch(options_.speculation),
+                             .device = ComputeDevice::kAuto};
   if (DraftsConcurrently(options_.policy)) {
     draft_options.pool = std::make_shared<ThreadPool>(1);
   } else {

@@ -97,6 +97,21 @@ DraftSource DraftSource::Mixture(std::vector<DraftSource> members) {
   return source;
 }
 
+namespace {
+
+// Whether a draft model is worth a GPU beside its target's. A forward on the GPU costs at least
+// its launches, about 75 us a layer (measured: the bundled 8-layer target's t(1) is 0.6 ms on an
+// H200), which a CPU spends reading about 4 MB of weights: a draft with less per layer (the bundled
+// 2.6 MB draft: chain:4 2.02x with it on the CPU, 1.45x on the GPU, docs/cuda.md) drafts faster
+// on the CPU; a 1B-shape draft (77 MB a layer) is bound by its weights, which the GPU reads
+// faster.
+bool FillsGpu(const ModelParameters& draft) {
+  constexpr uint64_t kBytesPerLayer = uint64_t{4} << 20;
+  return draft.weight_bytes() >= kBytesPerLayer * static_cast<uint64_t>(draft.config().n_layer);
+}
+
+}  // namespace
+
 std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptions& options,
                                            std::unique_ptr<Model>* draft_model) const {
   if (!members_.empty()) {
@@ -105,7 +120,21 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
     return std::make_unique<DrafterMixture>(std::move(drafters));
   }
   if (model_) {
-    *draft_model = Model::Create(model_, options);
+    // The draft computes where the target does (on the GPU its per-level latency is what limits
+    // deep trees), or on the CPU, with a warning, if the GPU cannot take it.
+    // options.device kAuto: where the target computes (on the GPU a deep tree's draft levels are
+    // its latency), or on the CPU, with a warning, if the GPU cannot take the draft. A feature
+    // drafter's forward starts from the target's features, which the GPU path does not take yet:
+    // it stays on the CPU.
+    ModelOptions draft_options = options;
+    if (reads_target_features_) {
+      draft_options.device = ComputeDevice::kCpu;
+    } else if (options.device == ComputeDevice::kAuto) {
+      draft_options.device = target.device() == ComputeDevice::kCuda && FillsGpu(*model_)
+                                 ? ComputeDevice::kAuto
+                                 : ComputeDevice::kCpu;
+    }
+    *draft_model = Model::Create(model_, draft_options);
     return MakeModelDrafter(**draft_model, target);
   }
   if (store_)
@@ -113,14 +142,16 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
   return std::make_unique<NgramDrafter>(target.config().n_vocab, target.n_ctx());
 }
 
-OpenedDrafter OpenDrafter(const std::string& name, Model& target) {
+OpenedDrafter OpenDrafter(const std::string& name, Model& target, ComputeDevice device) {
   const DraftSource source = DraftSource::Open(name, *target.parameters(), *target.shared_pool());
   OpenedDrafter opened;
   opened.suffix_store = source.suffix_store();
-  opened.drafter = source.Make(
-      target,
-      {.pool = target.shared_pool(), .n_ctx = target.n_ctx(), .max_batch = target.max_batch()},
-      &opened.model);
+  opened.drafter = source.Make(target,
+                               {.pool = target.shared_pool(),
+                                .n_ctx = target.n_ctx(),
+                                .max_batch = target.max_batch(),
+                                .device = device},
+                               &opened.model);
   return opened;
 }
 

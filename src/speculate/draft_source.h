@@ -73,7 +73,9 @@ struct OpenedDrafter {
   std::unique_ptr<Drafter> drafter;
   std::shared_ptr<SuffixStore> suffix_store;  // a suffix drafter's outputs; null without one
 };
-OpenedDrafter OpenDrafter(const std::string& name, Model& target);
+// `device`: where a draft model computes; kAuto: where the target does (DraftSource::Make).
+OpenedDrafter OpenDrafter(const std::string& name, Model& target,
+                          ComputeDevice device = ComputeDevice::kAuto);
 
 // The drafter of a draft model's forward context, drafting into its sequence `seq`: a
 // FeatureDrafter when the file is one, else a ModelDrafter. Throws as their constructors do.

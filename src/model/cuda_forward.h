@@ -1,0 +1,91 @@
+// The forward pass of one context on a CUDA GPU (ModelOptions::device = kCuda): Model prepares
+// the batch on the host as it does for the CPU (visibility, cache slots, rotations, embeddings)
+// and this runs every layer on the GPU over the weights (cuda_weights.h) and the KV slots of the
+// context's pool (kv_cache.h, held on the device). One CUDA graph per batch shape (tokens, logits
+// rows) is captured at its first use and replayed after, so a decode step is one launch.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "cuda/device.h"
+#include "model/config.h"
+#include "model/cuda_weights.h"
+
+namespace grove {
+
+class KvCachePool;
+class ModelParameters;
+
+// What Model prepared for one batch of n tokens (host arrays; model.h names each).
+struct CudaBatch {
+  int32_t n = 0;
+  const float* embeddings = nullptr;     // (n, n_embd)
+  const float* cos_sin = nullptr;        // (n, n_rot)
+  const int32_t* seq = nullptr;          // (n)
+  const int32_t* slot = nullptr;         // (n)
+  const int32_t* prefix_len = nullptr;   // (n)
+  const int32_t* extra_begin = nullptr;  // (n + 1)
+  const int32_t* extra = nullptr;        // (extra_begin[n])
+  const int32_t* out_rows = nullptr;     // (n_out)
+  int32_t n_out = 0;
+};
+
+class CudaForward {
+ public:
+  // Throws grove::Error naming what the GPU path does not run (sliding-window attention, a head
+  // size) or the memory it lacks. `extra_capacity`: most entries of CudaBatch::extra.
+  CudaForward(const ModelParameters& parameters, KvCachePool& kv, int32_t max_batch,
+              int64_t extra_capacity);
+  ~CudaForward();
+  CudaForward(const CudaForward&) = delete;
+  CudaForward& operator=(const CudaForward&) = delete;
+
+  // Throws grove::Error naming why this model cannot run on the GPU: no device, or the first thing
+  // of it the GPU path does not run.
+  static void CheckSupported(const ModelConfig& config);
+
+  // Runs the batch; returns its logits rows, (n_out, n_vocab), valid until the next call.
+  std::span<const float> Run(const CudaBatch& batch);
+  // The residual stream of the last batch's first n rows, copied from the GPU: (n, n_embd)
+  // floats, valid until the next call.
+  std::span<const float> Hidden(int32_t n) const;
+
+  const CudaWeights& weights() const { return *weights_; }
+
+ private:
+  // Queues the layers and the logits of a batch of this shape on the stream.
+  void Enqueue(int32_t n, int32_t n_out);
+  void ReserveLogits(int32_t n_out);
+  void DropGraphs();
+
+  const ModelConfig& config_;
+  std::shared_ptr<const CudaWeights> weights_;
+  int32_t max_batch_;
+  int64_t extra_capacity_;
+  cuda::DeviceBuffer x_, xb_, q_, k_, v_, att_, gate_, up_, proj_, logits_;
+  // A batch's arrays, staged in page-locked memory and copied in three transfers: the integers
+  // (seq, slot, prefix_len, extra_begin, out_rows at fixed offsets, then extra), the rotations,
+  // the embeddings (into x_). Device addresses stay fixed, as the graphs need.
+  struct BatchLayout {
+    std::size_t seq, slot, prefix_len, extra_begin, out_rows, extra, ints;  // in int32s
+  };
+  BatchLayout layout_{};
+  cuda::DeviceBuffer ints_, cos_sin_;
+  cuda::HostBuffer ints_host_, cos_sin_host_, x_host_;
+  int32_t* DeviceInts(std::size_t offset) const { return ints_.as<int32_t>() + offset; }
+  cuda::DeviceBuffer act16_;  // a product's activations rounded to 16 bits (cuda::MatMul)
+  cuda::DeviceBuffer k_table_, v_table_;  // (n_seq) device pointers of each slot's cache
+  cuda::KvTable kv_table_;
+  cuda::HostBuffer host_logits_;  // page-locked: the graphs copy into it
+  int32_t host_logits_rows_ = 0;
+  mutable std::vector<float> hidden_;  // Hidden()'s copy
+  bool graphs_enabled_ = true;
+  std::map<std::pair<int32_t, int32_t>, void*> graphs_;  // (n, n_out) -> instantiated graph
+};
+
+}  // namespace grove
