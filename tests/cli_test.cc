@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cuda/device.h"
 #include "io/gguf.h"
 #include "test_support.h"
 
@@ -421,6 +422,23 @@ TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
   EXPECT_NE(r.err.find("τ = "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+}
+
+// --device: `auto` (the default) runs where it can; `cuda` without a GPU (or without a CUDA build)
+// is an error naming why, before any output; --version says what CUDA found.
+TEST_F(CliTest, DeviceChoiceNamesWhatIsThere) {
+  const CommandResult version = Grove("--version");
+  ASSERT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_NE(version.out.find("cuda: "), std::string::npos) << version.out;
+  if (cuda::DeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present (cuda_test covers it)";
+  const CommandResult gpu = Grove("run -p \"Once upon a time\" -n 8 --temp 0 --device cuda");
+  EXPECT_EQ(gpu.exit_code, 1) << gpu.err;
+  EXPECT_NE(gpu.err.find("cuda: " + cuda::NoDeviceReason()), std::string::npos) << gpu.err;
+  EXPECT_EQ(gpu.out, "");
+  const CommandResult automatic = Grove("run -p \"Once upon a time\" -n 8 --temp 0 --device auto");
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_NE(automatic.err.find("| cpu, threads"), std::string::npos) << automatic.err;
+  EXPECT_EQ(automatic.err.find("warning"), std::string::npos) << automatic.err;
 }
 
 // The drafters without a model and a mixture, by name: run drafts with them and gives plain

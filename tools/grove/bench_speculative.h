@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "model/model.h"
+
 #include "sample/sampler.h"
 
 namespace grove::cli {
@@ -22,6 +24,8 @@ struct SpecBenchOptions {
   // default temperature is 0, where outputs are checked against plain decoding.
   SamplerParams sampling{.temperature = 0.0f};
   int32_t n_predict = 128;
+  ComputeDevice device = ComputeDevice::kCpu;         // --device
+  ComputeDevice draft_device = ComputeDevice::kAuto;  // --draft-device
 };
 
 // Returns false if a greedy plan's output differed from plain decoding (a losslessness failure).

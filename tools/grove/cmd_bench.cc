@@ -21,6 +21,8 @@
 #include "bench_stats.h"
 #include "bench_timing.h"
 #include "commands.h"
+#include "cuda/device.h"
+#include "device_option.h"
 #include "draft_option.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
@@ -53,6 +55,8 @@ struct BenchOptions {
   int64_t probe_mib = 1024;
   uint64_t seed = 1;
   bool verbose = false;
+  std::string device = "auto";
+  std::string draft_device = "auto";
   SpecBenchOptions spec;  // --spec given: speculative decoding benchmark instead
 };
 
@@ -379,8 +383,11 @@ void RunBench(BenchOptions o) {
     if (o.models.size() != 1) Fail("bench --spec takes one target model (-m)");
     if (o.repetitions < 1) Fail("-r ", o.repetitions, " must be >= 1");
     if (o.output != "md" && o.output != "json") Fail("-o ", o.output, ": expected md or json");
+    SpecBenchOptions spec = o.spec;
+    spec.device = ParseComputeDevice(o.device);
+    spec.draft_device = ParseComputeDevice(o.draft_device);
     const bool identical =
-        RunSpecBench(o.spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
+        RunSpecBench(spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
     if (!identical)
       Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
     return;
@@ -391,9 +398,23 @@ void RunBench(BenchOptions o) {
   const std::string cpu = CpuFeatureString(HostCpuFeatures());
 
   // Probe first, before any model is resident: its buffer must come from DRAM, and it is freed
-  // before the peak-memory figures of the models start.
+  // before the peak-memory figures of the models start. On the GPU: its device-to-device copy.
+  const ComputeDevice device = ParseComputeDevice(o.device);
+  const bool on_gpu =
+      device == ComputeDevice::kCuda || (device == ComputeDevice::kAuto && cuda::DeviceCount() > 0);
   std::map<int, BandwidthProbe> probes;
-  if (o.probe_mib > 0) {
+  if (o.probe_mib > 0 && on_gpu) {
+    constexpr int kCopies = 20;
+    const uint64_t bytes = static_cast<uint64_t>(o.probe_mib) << 20;
+    const double gbps = cuda::MeasureCopyBandwidth(bytes, kCopies) / 1e9;
+    for (int t : o.threads) {
+      probes[t] = BandwidthProbe{.threads = t,
+                                 .buffer_bytes = bytes,
+                                 .passes = kCopies,
+                                 .gbps_median = gbps,
+                                 .gbps_max = gbps};
+    }
+  } else if (o.probe_mib > 0) {
     for (int t : o.threads) {
       if (probes.count(t)) continue;
       ThreadPool pool(t);
@@ -407,7 +428,18 @@ void RunBench(BenchOptions o) {
   };
   if (markdown) {
     std::printf("grove %s | kernels: %s | cpu: %s\n", GROVE_VERSION, kernels.c_str(), cpu.c_str());
-    for (const auto& [t, p] : probes) {
+    if (on_gpu) {
+      const cuda::DeviceInfo gpu = cuda::Info();
+      std::printf("gpu: %s (sm_%d%d, %d SMs, %.1f GiB)", gpu.name.c_str(), gpu.major, gpu.minor,
+                  gpu.multiprocessors, static_cast<double>(gpu.total_bytes) / (1 << 30));
+      if (!probes.empty()) {
+        std::printf(" | copy bandwidth, bytes read + written: %.1f GB/s over %s",
+                    probes.begin()->second.gbps_median,
+                    FormatBytes(probes.begin()->second.buffer_bytes).c_str());
+      }
+      std::printf("\n");
+    }
+    for (const auto& [t, p] : on_gpu ? std::map<int, BandwidthProbe>{} : probes) {
       std::printf(
           "read bandwidth probe, %d thread%s: %.1f GB/s (median of %d passes over %s, sd %.1f, max "
           "%.1f)\n",
@@ -428,6 +460,7 @@ void RunBench(BenchOptions o) {
       ModelOptions mo;
       mo.n_threads = threads;
       mo.n_ctx = run.n_ctx;
+      mo.device = device;
       auto model = Model::Load(path, mo);
       run.after_load = ReadResidentMemory();
       run.model = DescribeModel(*model, path);
@@ -512,6 +545,8 @@ void AddBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random token ids")->capture_default_str();
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
+  AddDeviceOption(*cmd, o->device);
+  AddDraftDeviceOption(*cmd, o->draft_device);
   cmd->add_option(
       "--spec", o->spec.specs,
       "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");

@@ -12,6 +12,7 @@
 #include "base/timer.h"
 #include "bundled_models.h"
 #include "commands.h"
+#include "device_option.h"
 #include "draft_option.h"
 #include "model/model.h"
 #include "option_checks.h"
@@ -37,6 +38,8 @@ struct RunOptions {
   SamplerParams sampling;
   int64_t seed = -1;
   int threads = 0;
+  std::string device = "auto";
+  std::string draft_device = "auto";
   int32_t n_ctx = 0;
   bool no_bos = false;
   bool ignore_eos = false;
@@ -85,7 +88,7 @@ void RunGenerate(RunOptions o) {
   if (o.n_predict < 0) Fail("-n ", o.n_predict, " must be >= 0");
   if (o.threads < 0) Fail("-t ", o.threads, " must be >= 0");
 
-  ModelOptions mo{.n_threads = o.threads, .n_ctx = o.n_ctx};
+  ModelOptions mo{.n_threads = o.threads, .n_ctx = o.n_ctx, .device = ParseComputeDevice(o.device)};
   Timer target_timer;
   auto model = Model::Load(o.model, mo);
   const Tokenizer* tok = model->tokenizer();
@@ -96,7 +99,7 @@ void RunGenerate(RunOptions o) {
   // The drafter, if any: a second model (sharing the target's thread pool), or prompt lookup.
   Timer draft_timer;
   OpenedDrafter drafter;
-  if (!o.draft.empty()) drafter = OpenDrafter(o.draft, *model);
+  if (!o.draft.empty()) drafter = OpenDrafter(o.draft, *model, ParseComputeDevice(o.draft_device));
   const double draft_load_s = draft_timer.Seconds();
   // No warm-up forward: a run's first forward faults in what it uses anyway, and a warm-up of
   // every run cost a 16-token run a tenth of its time (issue 30). --compare warms both models
@@ -175,10 +178,11 @@ void RunGenerate(RunOptions o) {
         stderr,
         "\n[grove] load %.3f s | prompt %zu tokens, %.1f t/s | generation %zu tokens, %.1f t/s | "
         "stop: %s "
-        "| threads %d, ctx %d, seed %llu\n",
+        "| %s, threads %d, ctx %d, seed %llu\n",
         load_s, prompt.size(), prompt.size() / std::max(plain_timing.prefill_seconds, 1e-9),
         output.size(), output.size() / std::max(plain_timing.generation_seconds, 1e-9), stop,
-        model->pool().size(), model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
+        DeviceName(*model), model->pool().size(), model->n_ctx(),
+        static_cast<unsigned long long>(o.sampling.seed));
     return;
   }
   const SpeculationStats& s = session->stats();
@@ -189,10 +193,10 @@ void RunGenerate(RunOptions o) {
                   s.measure_seconds);
   std::fprintf(stderr,
                "\n[grove] load %.3f s (target %.3f, draft %.3f) | prompt %zu tokens (prefill %.3f "
-               "s) | decode %.3f s%s | stop: %s | threads %d, ctx %d, seed %llu\n",
+               "s) | decode %.3f s%s | stop: %s | %s, threads %d, ctx %d, seed %llu\n",
                load_s, target_load_s, draft_load_s, prompt.size(), s.prefill_seconds,
-               s.total_seconds, measuring, stop, model->pool().size(), model->n_ctx(),
-               static_cast<unsigned long long>(o.sampling.seed));
+               s.total_seconds, measuring, stop, DeviceName(*model), model->pool().size(),
+               model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
   std::fprintf(
       stderr,
       "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps (%lld plain), "
@@ -258,6 +262,8 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
       ->capture_default_str()
       ->check(ThreadCount());
+  AddDeviceOption(*cmd, o->device);
+  AddDraftDeviceOption(*cmd, o->draft_device);
   cmd->add_option("-c,--ctx-size", o->n_ctx,
                   StrCat("Context size in tokens, at most the model's (0: the model's, at most ",
                          kDefaultContextCap, ")"))

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "commands.h"
+#include "cuda/device.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
 #include "option_checks.h"
@@ -94,6 +95,13 @@ int main(int argc, char** argv) {
     if (version) {
       std::printf("grove %s\nkernels: %s (cpu: %s)\n", GROVE_VERSION, grove::ActiveKernels().name,
                   grove::CpuFeatureString(grove::HostCpuFeatures()).c_str());
+      if (grove::cuda::DeviceCount() > 0) {
+        const grove::cuda::DeviceInfo gpu = grove::cuda::Info();
+        std::printf("cuda: %s (sm_%d%d, %.1f GiB)\n", gpu.name.c_str(), gpu.major, gpu.minor,
+                    static_cast<double>(gpu.total_bytes) / (1 << 30));
+      } else {
+        std::printf("cuda: %s\n", grove::cuda::NoDeviceReason().c_str());
+      }
       return 0;
     }
     if (app.get_subcommands().empty()) {
