@@ -3,7 +3,10 @@
 # from a bundle made by scripts/cuda-bundle.sh (nothing is built there). Logs go to $OUT
 # (default /tmp/grove-cuda-out); the last lines printed are the summary.
 #
-#   bash scripts/cuda-check.sh [BUNDLE_DIR] [quick]
+#   bash scripts/cuda-check.sh [BUNDLE_DIR] [full|quick|sweep]
+#
+# quick: 1, 2 and 4 without the 8B and 1B shapes. sweep: 1, then every tiling of the products
+# (GROVE_CUDA_MATMUL, same bits) on the 8B BF16 and 1B Q8_0 shapes.
 #
 # 1. cuda_test: logits against the CPU for every weight type and family, one token's bits alone and
 #    in a tree, speculative greedy == plain greedy for chain, Sequoia, OPT-Tree and auto.
@@ -32,6 +35,12 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max
   tee "$OUT/gpu.txt"
 "$grove" --version | head -3
 
+if [ "$mode" = sweep ]; then
+  "$grove" synth --shape llama3.1-8b --type bf16 -o /dev/shm/l8b-bf16.gguf > "$OUT/synth.log" 2>&1 &
+  s1=$!
+  "$grove" synth --shape llama3.2-1b --type q8_0 -o /dev/shm/l1b-q8_0.gguf >> "$OUT/synth.log" 2>&1 &
+  s3=$!
+fi
 if [ "$mode" = full ]; then
   # The random 8B-shape files are written while the tests run (16 cores, tmpfs).
   "$grove" synth --shape llama3.1-8b --type bf16 -o /dev/shm/l8b-bf16.gguf > "$OUT/synth.log" 2>&1 &
@@ -47,6 +56,20 @@ timeout 150 "$w/cuda_test" > "$OUT/cuda_test.log" 2>&1
 echo "cuda_test exit $?"
 grep -E "^\[cuda\]|FAILED|^\[  PASSED|tests ran" "$OUT/cuda_test.log" | head -40
 
+if [ "$mode" = sweep ]; then
+  say tilings
+  wait $s1 $s3
+  for f in l1b-q8_0 l8b-bf16; do
+    for v in 0 5 1 4 2; do
+      GROVE_CUDA_MATMUL=$v timeout 60 "$grove" bench -m /dev/shm/$f.gguf --device cuda -p 0 -n 0 \
+        -r 3 --verify-curve 1,16,32,64,128,256 --curve-prefix 512 --probe-mib 0 \
+        > "$OUT/tiling-$f-$v.md" 2>&1
+      echo "$f tiling $v:" $(grep -E '^\| [0-9]+ \|' "$OUT/tiling-$f-$v.md" |
+        awk -F'|' '{printf "t(%d)=%s ", $2, $3}')
+    done
+  done
+  exit 0
+fi
 if [ "$mode" = full ]; then
 say 8B and 1B shapes
 wait $s1 $s2 $s3

@@ -13,6 +13,7 @@
 
 #include "base/error.h"
 #include "cuda/device.h"
+#include "cuda/kernels.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "speculate/model_drafter.h"
@@ -182,11 +183,19 @@ TEST(CudaForward, ATokenGetsTheSameBitsAloneAndInsideATree) {
       const int32_t token = i == 22 ? 17 : (i * 13 + 1) % nv;
       batch.Add(token, prefix + (root ? 0 : 1), 0, root ? -1 : i % 3, true);
     }
-    const std::span<const float> t = gpu->Forward(batch);
-    ASSERT_EQ(t.size(), 40 * alone.size());
-    EXPECT_EQ(std::memcmp(t.data() + 22 * alone.size(), alone.data(), alone.size() * sizeof(float)),
-              0)
-        << GgmlTypeName(type) << ": the token's logits changed with the batch around it";
+    // Under every tiling of the products (cuda/kernels.h; -1: chosen by the row count), each
+    // must give the lone token's bits.
+    for (int tiling = -1; tiling <= 5; ++tiling) {
+      cuda::SetMatMulTiling(tiling);
+      gpu->cache(0).Truncate(prefix);
+      const std::span<const float> t = gpu->Forward(batch);
+      ASSERT_EQ(t.size(), 40 * alone.size());
+      EXPECT_EQ(
+          std::memcmp(t.data() + 22 * alone.size(), alone.data(), alone.size() * sizeof(float)), 0)
+          << GgmlTypeName(type) << ", tiling " << tiling
+          << ": the token's logits changed with the batch around it";
+    }
+    cuda::SetMatMulTiling(-1);
   }
 }
 

@@ -153,7 +153,6 @@ __global__ void __launch_bounds__(kWarp* kWarpsOut* kMatMulSplitK)
   constexpr bool kQ8 = F == MatrixFormat::kQ8;
   constexpr int kChunk = kQ8 ? 64 : 32;  // elements per 64-byte chunk of a row
   constexpr int kSteps = kChunk / 16;    // tensor-core steps per chunk
-  static_assert(kChunkTurn % kU == 0);
   const int warp = static_cast<int>(threadIdx.x) / kWarp;
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const int kw = warp % kMatMulSplitK;
@@ -170,7 +169,10 @@ __global__ void __launch_bounds__(kWarp* kWarpsOut* kMatMulSplitK)
   const int n_blocks32 = n_in_padded / 32;
   __shared__ float partial[kWarpsOut][kMatMulSplitK - 1][kTiles * kNt * 4 * kWarp];
 
-  for (int r0 = 0; r0 < n; r0 += 16 * kTiles) {
+  // Row groups are spread over the grid's y blocks (a tree's rows over more of the GPU; each
+  // block reads the same weights, mostly from L2). A row's sums do not depend on its group.
+  for (int r0 = static_cast<int>(blockIdx.y) * 16 * kTiles; r0 < n;
+       r0 += static_cast<int>(gridDim.y) * 16 * kTiles) {
     float acc[kTiles][kNt][4];
 #pragma unroll
     for (int tile = 0; tile < kTiles; ++tile) {
@@ -288,7 +290,9 @@ template <MatrixFormat F, int kTiles, int kNt, int kU>
 void LaunchTiled(const DeviceMatrix& w, const uint16_t* xh, int32_t n, float* y, int32_t y_stride) {
   const int out_padded = (w.n_out + kMatMulOutAlign - 1) / kMatMulOutAlign * kMatMulOutAlign;
   static_assert(kMatMulOutAlign % (8 * kNt * kWarpsOut) == 0);
-  const dim3 grid(out_padded / (8 * kNt * kWarpsOut));
+  // At most 65535 row groups in y (n <= 8192 rows: max_batch), each a block.
+  const auto row_groups = static_cast<unsigned>((n + 16 * kTiles - 1) / (16 * kTiles));
+  const dim3 grid(out_padded / (8 * kNt * kWarpsOut), row_groups);
   const dim3 block(kWarp * kWarpsOut * kMatMulSplitK);
   MatMulKernel<F, kTiles, kNt, kU><<<grid, block, 0, S()>>>(
       static_cast<const uint8_t*>(w.data), static_cast<const __half*>(w.scales), xh, n,
@@ -297,7 +301,7 @@ void LaunchTiled(const DeviceMatrix& w, const uint16_t* xh, int32_t n, float* y,
 
 // Variants: 0: one tile, one group of outputs per warp, four chunks ahead (decode); 1: two tiles;
 // 2: four tiles x four groups (trees, prompts: each activation fragment feeds four products);
-// 3: eight tiles, one group.
+// 3: eight tiles, one group; 4: four tiles x two groups; 5: as 0, eight chunks ahead.
 template <MatrixFormat F>
 void LaunchMatMul(const DeviceMatrix& w, const float* x, int32_t n, int32_t x_stride, float* y,
                   int32_t y_stride, void* scratch, int variant) {
@@ -318,8 +322,11 @@ void LaunchMatMul(const DeviceMatrix& w, const float* x, int32_t n, int32_t x_st
     case 3:
       LaunchTiled<F, 8, 1, 2>(w, xh, n, y, y_stride);
       break;
-    default:
+    case 4:
       LaunchTiled<F, 4, 2, 2>(w, xh, n, y, y_stride);
+      break;
+    default:
+      LaunchTiled<F, 1, 1, 8>(w, xh, n, y, y_stride);
       break;
   }
 }
@@ -564,7 +571,9 @@ void SetMatMulTiling(int variant) { g_tiling = variant; }
 void MatMul(const DeviceMatrix& w, const float* x, int32_t n, int32_t x_stride, float* y,
             int32_t y_stride, void* scratch) {
   if (n <= 0) return;
-  const int variant = g_tiling >= 0 ? g_tiling : n <= 16 ? 0 : n <= 32 ? 1 : 2;
+  // Measured on an H200 (docs/cuda.md, every tiling on the 8B and 1B shapes): one tile a block,
+  // row groups over the grid, is fastest up to 64 rows; four tiles x two groups beyond.
+  const int variant = g_tiling >= 0 ? g_tiling : n <= 64 ? 0 : 4;
   switch (w.format) {
     case MatrixFormat::kBf16:
       LaunchMatMul<MatrixFormat::kBf16>(w, x, n, x_stride, y, y_stride, scratch, variant);

@@ -57,7 +57,7 @@ void MatMul(const DeviceMatrix& w, const float* x, int32_t n, int32_t x_stride, 
 inline int64_t MatMulScratchBytes(int32_t n_in_padded, int32_t n) {
   return 2 * static_cast<int64_t>(n_in_padded) * n;
 }
-// Forces the tiling MatMul uses (0..4, kernels.cu; every variant gives the same bits), for timing
+// Forces the tiling MatMul uses (0..5, kernels.cu; every variant gives the same bits), for timing
 // them against each other. -1: chosen from the number of rows.
 void SetMatMulTiling(int variant);
 

@@ -89,7 +89,7 @@ CudaForward::CudaForward(const ModelParameters& parameters, KvCachePool& kv, int
   // GROVE_CUDA_GRAPHS=0 launches kernel by kernel (same bits; for profilers and debugging).
   const char* graphs = std::getenv("GROVE_CUDA_GRAPHS");
   graphs_enabled_ = graphs == nullptr || std::strcmp(graphs, "0") != 0;
-  // GROVE_CUDA_MATMUL=0..4 forces one tiling of the matrix products (cuda/kernels.h; the same
+  // GROVE_CUDA_MATMUL=0..5 forces one tiling of the matrix products (cuda/kernels.h; the same
   // bits, for timing them against each other).
   if (const char* tiling = std::getenv("GROVE_CUDA_MATMUL"))
     cuda::SetMatMulTiling(std::atoi(tiling));
