@@ -1,5 +1,5 @@
-// The forward pass's kernels (kernels.h). Each is the simplest form that keeps the batch-invariance
-// contract and reads the weights once per step; docs/cuda.md says what was measured and what is
+// The forward pass's kernels (kernels.h). Each keeps the batch-invariance contract in the
+// simplest form found to be fast enough so far; docs/cuda.md says what was measured and what is
 // left to tune.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -42,14 +42,15 @@ __device__ inline float BlockSum(float v) {
 
 // ---- matrix products ------------------------------------------------------------------------
 //
-// One warp computes 8 outputs of 16 * kTiles rows with mma.sync m16n8k16 (f32 accumulators),
-// over its share of the reduction: chunks c with (c / kUnroll) % kMatMulSplitK == its index, in
-// increasing order. A chunk is 64 bytes of each of the 8 weight rows (32 16-bit elements, or 64
-// Q8 bytes); thread t of quad g loads 16 of them (row g, bytes 16 t ..), so each weight byte is
-// read once. Which element of a chunk enters the tensor core at which fragment position is a fixed
-// permutation that the activations follow too (see MatMulKernel), so the product is exact in the
-// same way for every row. The kMatMulSplitK warps' partial sums of an output are added in warp
-// order through shared memory. Rows beyond n read zeros and are not stored.
+// The activations are first rounded to the tensor cores' 16-bit input (ToHalfKernel). A warp then
+// computes kNt groups of 8 outputs for 16 * kTiles rows with mma.sync m16n8k16 (f32
+// accumulators) over its share of the reduction: the chunks ChunkOf(q, kw) for q = 0, 1, ..., in
+// increasing order. A chunk is 64 bytes of each weight row (32 16-bit elements, or 64 Q8 bytes);
+// thread t of quad g loads 16 of them (row g, bytes 16 t ..). Which element of a chunk enters the
+// tensor core at which fragment position is a fixed permutation that the activations follow too
+// (MatMulKernel), the same for every row. The kMatMulSplitK warps' partial sums of an output are
+// added in warp order through shared memory. Rows beyond n read zeros and are not stored; row
+// groups are spread over the grid's y blocks, which read the same weights (mostly from L2).
 
 __device__ inline uint32_t PackBf16(float a, float b) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);  // a in the low half
@@ -434,11 +435,10 @@ __global__ void RotateAndStoreKernel(RotateArgs a) {
 
 // One block of kAttentionWarps warps per (token, head); lane l holds elements l, l + 32, ... of
 // the head (kE of them; past head_dim none). The token's visible keys, in slot order, are cut into
-// groups of kKeyGroup; warp w
-// takes groups w, w + kAttentionWarps, ... and loads a group's rows together (kKeyGroup rows in
-// flight), keeping an online softmax (running max, sum and weighted values); the warps' partial
-// results are merged in warp order. Which warp sees which key depends on the key's index among the
-// token's keys only, so the result does not depend on the batch.
+// groups of kKeyGroup; warp w takes groups w, w + kAttentionWarps, ... and loads a group's rows
+// together (kKeyGroup rows in flight), keeping an online softmax (running max, sum and weighted
+// values); the warps' partial results are merged in warp order. Which warp sees which key depends
+// on the key's index among the token's keys only, so the result does not depend on the batch.
 constexpr int kAttentionWarps = 4;
 constexpr int kKeyGroup = 8;
 

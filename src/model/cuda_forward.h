@@ -55,8 +55,6 @@ class CudaForward {
   // floats, valid until the next call.
   std::span<const float> Hidden(int32_t n) const;
 
-  const CudaWeights& weights() const { return *weights_; }
-
  private:
   // Queues the layers and the logits of a batch of this shape on the stream.
   void Enqueue(int32_t n, int32_t n_out);

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "io/ggml_type.h"
 #include "model/model_parameters.h"
 #include "quant/half.h"
@@ -20,6 +21,11 @@ constexpr int kQ8Block = 32;
 constexpr int kQ8BlockBytes = 34;  // fp16 scale, 32 quants
 
 int64_t RoundUp(int64_t n, int64_t to) { return (n + to - 1) / to * to; }
+
+// The types whose bytes the GPU multiplies with as they are; every other is expanded to F16.
+bool KeptAsIs(GgmlType type) {
+  return type == GgmlType::kBF16 || type == GgmlType::kF16 || type == GgmlType::kQ8_0;
+}
 
 cuda::MatrixFormat FormatOf(GgmlType type) {
   switch (type) {
@@ -64,10 +70,11 @@ class Uploader {
 
   const float* Vector(const std::vector<float>& v) {
     if (v.empty()) return nullptr;
-    cuda::DeviceBuffer& b = Add(v.size() * sizeof(float));
-    cuda::CopyToDevice(b.data(), v.data(), b.bytes());
+    const std::size_t bytes = v.size() * sizeof(float);
+    auto* device = static_cast<float*>(Add(bytes));
+    cuda::CopyToDevice(device, v.data(), bytes);
     cuda::Sync();
-    return b.as<float>();
+    return device;
   }
 
   cuda::DeviceMatrix Matrix(const WeightView& w) {
@@ -77,20 +84,16 @@ class Uploader {
         .n_out = static_cast<int32_t>(w.n_out),
         .n_in = static_cast<int32_t>(w.n_in),
         .n_in_padded = static_cast<int32_t>(RoundUp(w.n_in, cuda::kMatMulRowAlign))};
-    if (w.type != GgmlType::kBF16 && w.type != GgmlType::kF16 && w.type != GgmlType::kQ8_0)
-      ++expanded_[std::string(GgmlTypeName(w.type))];
+    if (!KeptAsIs(w.type)) ++expanded_[std::string(GgmlTypeName(w.type))];
     const int64_t out_padded = RoundUp(w.n_out, cuda::kMatMulOutAlign);
     const bool q8 = m.format == cuda::MatrixFormat::kQ8;
     const int64_t row_bytes = q8 ? m.n_in_padded : 2 * int64_t{m.n_in_padded};
     const int64_t scale_bytes = q8 ? m.n_in_padded / kQ8Block * 2 : 0;
-    cuda::DeviceBuffer& data = Add(static_cast<std::size_t>(out_padded * row_bytes));
-    cuda::Fill(data.data(), 0, data.bytes());
-    m.data = data.data();
+    auto* data_dev = static_cast<uint8_t*>(Add(static_cast<std::size_t>(out_padded * row_bytes)));
+    m.data = data_dev;
     uint8_t* scales_dev = nullptr;
     if (q8) {
-      cuda::DeviceBuffer& scales = Add(static_cast<std::size_t>(out_padded * scale_bytes));
-      cuda::Fill(scales.data(), 0, scales.bytes());
-      scales_dev = scales.as<uint8_t>();
+      scales_dev = static_cast<uint8_t*>(Add(static_cast<std::size_t>(out_padded * scale_bytes)));
       m.scales = scales_dev;
     }
     RowReader reader(w);
@@ -107,7 +110,7 @@ class Uploader {
         uint8_t* dst = rows + r * row_bytes;
         if (q8) {
           Q8Row(src, w.n_in, dst, scales + r * scale_bytes, m.n_in_padded);
-        } else if (w.type == GgmlType::kBF16 || w.type == GgmlType::kF16) {
+        } else if (KeptAsIs(w.type)) {
           std::memcpy(dst, src, static_cast<std::size_t>(2 * w.n_in));
         } else {
           DequantizeRow(w.type, src, f32.data(), w.n_in);
@@ -116,7 +119,7 @@ class Uploader {
             half[k] = Fp32ToFp16(f32[static_cast<std::size_t>(k)]);
         }
       }
-      cuda::CopyToDevice(data.as<uint8_t>() + first * row_bytes, rows,
+      cuda::CopyToDevice(data_dev + first * row_bytes, rows,
                          static_cast<std::size_t>(count * row_bytes));
       if (q8) {
         cuda::CopyToDevice(scales_dev + first * scale_bytes, scales,
@@ -127,16 +130,21 @@ class Uploader {
     return m;
   }
 
-  void Finish() {
-    for (const auto& [type, count] : expanded_)
-      out_.expanded.push_back(StrCat(type, " (", count, " matrices)"));
+  // Says which types were expanded (memory and bandwidth the user should know of).
+  void Finish(const std::string& file) const {
+    for (const auto& [type, count] : expanded_) {
+      Log(LogLevel::kWarn, file, ": ", count, " ", type,
+          " matrices expanded to F16 on the GPU (no kernel of their own for ", type, " yet)");
+    }
   }
 
  private:
-  cuda::DeviceBuffer& Add(std::size_t bytes) {
+  // Zeroed device memory held by the weights; the address stays valid as buffers are added.
+  void* Add(std::size_t bytes) {
     out_.buffers.emplace_back(bytes);
     out_.bytes += bytes;
-    return out_.buffers.back();
+    cuda::Fill(out_.buffers.back().data(), 0, bytes);
+    return out_.buffers.back().data();
   }
 
   // One Q8_0 row: quants permuted within each 64-element chunk (cuda/kernels.h), scales in
@@ -159,7 +167,8 @@ class Uploader {
   std::map<std::string, int> expanded_;
 };
 
-// Device bytes the upload will take (checked against the free memory before it starts).
+// Device bytes the matrices will take (checked against the free memory before the upload starts;
+// the norms and biases add a few hundred KB).
 uint64_t UploadBytes(const ModelWeights& weights) {
   uint64_t bytes = 0;
   auto matrix = [&](const WeightView& w) {
@@ -187,7 +196,6 @@ std::shared_ptr<const CudaWeights> Upload(const ModelParameters& parameters) {
          static_cast<double>(info.free_bytes) / (1 << 30), " GiB free");
   }
   auto out = std::make_shared<CudaWeights>();
-  out->buffers.reserve(w.layers.size() * 16 + 8);  // references into it are kept
   Uploader up(*out);
   for (const LayerWeights& l : w.layers) {
     CudaLayerWeights d;
@@ -211,7 +219,7 @@ std::shared_ptr<const CudaWeights> Upload(const ModelParameters& parameters) {
   }
   out->output = up.Matrix(w.output);
   out->output_norm = up.Vector(w.output_norm);
-  up.Finish();
+  up.Finish(parameters.file_name());
   return out;
 }
 

@@ -4,7 +4,7 @@
 //
 // BF16, F16 and Q8_0 matrices keep their bytes (Q8_0's quants permuted within each 64-element
 // chunk, its scales beside them); every other type grove reads is expanded to F16 row by row
-// (docs/cuda.md: Q4_K and Q6_K have no kernel of their own yet), which `expanded` names.
+// (docs/cuda.md: Q4_K and Q6_K have no kernel of their own yet), with a warning naming the types.
 #pragma once
 
 #include <cstdint>
@@ -36,8 +36,7 @@ struct CudaWeights {
   std::vector<CudaLayerWeights> layers;
   cuda::DeviceMatrix output;
   const float* output_norm = nullptr;
-  uint64_t bytes = 0;                 // device memory held
-  std::vector<std::string> expanded;  // "Q4_K (224 matrices)": types expanded to F16
+  uint64_t bytes = 0;  // device memory held
   std::vector<cuda::DeviceBuffer> buffers;
 };
 

@@ -165,8 +165,8 @@ void KvCache::FlushMoves() {
                      pending_moves_.size() * sizeof(int32_t));
   cuda::MoveKvRows(device_keys(), device_values(), device_moves_.as<int32_t>(), n_pairs, n_layer_,
                    static_cast<int64_t>(n_ctx_) * kv_dim_, kv_dim_);
-  // The pairs are read by the kernel: the host vector may change only after the copy was taken.
-  cuda::Sync();
+  // No wait here: a copy from pageable memory returns once CUDA has staged it, so the vector may
+  // change, and the moves run before the next forward on the same stream.
   pending_moves_.clear();
 }
 

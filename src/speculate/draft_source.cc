@@ -120,8 +120,6 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
     return std::make_unique<DrafterMixture>(std::move(drafters));
   }
   if (model_) {
-    // The draft computes where the target does (on the GPU its per-level latency is what limits
-    // deep trees), or on the CPU, with a warning, if the GPU cannot take it.
     // options.device kAuto: where the target computes (on the GPU a deep tree's draft levels are
     // its latency), or on the CPU, with a warning, if the GPU cannot take the draft. A feature
     // drafter's forward starts from the target's features, which the GPU path does not take yet:

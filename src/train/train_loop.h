@@ -35,9 +35,6 @@ struct TrainLoopHooks {
   std::function<void()> save;
 };
 
-// Runs the loop on `state` (its step, parameters, elapsed time and last validation loss advance).
-// Returns true when *stop ended it before the last step. Throws grove::Error, the last checkpoint
-// kept, when the loss stops being finite.
 // What every trainer's options share, checked as one: the optimizer, sequences per step and their
 // length, the evaluation and checkpoint cadence, threads. Throws grove::Error naming the option,
 // prefixed by `command` ("train", "train-drafter").
@@ -62,6 +59,9 @@ SharedTrainOptions SharedTrainOptionsOf(const Options& o) {
           .threads = o.threads};
 }
 
+// Runs the loop on `state` (its step, parameters, elapsed time and last validation loss advance).
+// Returns true when *stop ended it before the last step. Throws grove::Error, the last checkpoint
+// kept, when the loss stops being finite.
 bool RunTrainLoop(const OptimizerConfig& optimizer, const TrainLoopConfig& config, RunState& state,
                   AdamW& adam, ThreadPool* pool, const TrainLoopHooks& hooks,
                   const std::function<void(const TrainProgress&)>& progress,

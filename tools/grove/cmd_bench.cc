@@ -438,13 +438,14 @@ void RunBench(BenchOptions o) {
                     FormatBytes(probes.begin()->second.buffer_bytes).c_str());
       }
       std::printf("\n");
-    }
-    for (const auto& [t, p] : on_gpu ? std::map<int, BandwidthProbe>{} : probes) {
-      std::printf(
-          "read bandwidth probe, %d thread%s: %.1f GB/s (median of %d passes over %s, sd %.1f, max "
-          "%.1f)\n",
-          t, t == 1 ? "" : "s", p.gbps_median, p.passes, FormatBytes(p.buffer_bytes).c_str(),
-          p.gbps_sd, p.gbps_max);
+    } else {
+      for (const auto& [t, p] : probes) {
+        std::printf(
+            "read bandwidth probe, %d thread%s: %.1f GB/s (median of %d passes over %s, sd %.1f, "
+            "max %.1f)\n",
+            t, t == 1 ? "" : "s", p.gbps_median, p.passes, FormatBytes(p.buffer_bytes).c_str(),
+            p.gbps_sd, p.gbps_max);
+      }
     }
     std::printf("\n%s", kTableHeader);
     std::fflush(stdout);
