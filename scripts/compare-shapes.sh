@@ -4,9 +4,9 @@
 # time pp512 and tg64 on the same file, alternately (one repetition each, REPS times), so machine
 # drift moves both alike. Prints medians with min-max and the ratio grove / llama.cpp.
 #
-# Files: the types in LLAMA_TYPES (default: the mixes q4_k_m q5_k_m q3_k_m q3_k_s q2_k and iq4_xs,
-# iq4_nl, which grove does not write) are made by llama.cpp's llama-quantize from an f16 synth, so
-# both engines run llama.cpp's own file; the other single types (q8_0, q5_0, ...) are written by
+# Files: the types in LLAMA_TYPES (default: the presets q4_k_m q5_k_m q3_k_m q3_k_s q2_k iq4_xs
+# iq4_nl) are made by llama.cpp's llama-quantize from an f16 synth, so both engines run llama.cpp's
+# own file; the other single types (q8_0, q5_0, ...) are written by
 # grove synth. If grove cannot read a llama.cpp file, grove's own quantize writes the file both run.
 #
 # With VERIFY=1 it also prints grove's verify curve t(n)/t(1) of each shape (1..64 tokens) and,

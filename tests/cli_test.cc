@@ -247,6 +247,15 @@ TEST_F(CliTest, QuantizeFallsBackWhenRowsDoNotFitTheBlocks) {
   EXPECT_EQ(f->GetTensor("blk.0.attn_norm.weight").type, GgmlType::kF32);
   const CommandResult r = Grove("run -m " + out + " -p hello -n 2 --temp 0 -t 1");
   EXPECT_EQ(r.exit_code, 0) << r.err;
+  // IQ4_XS falls back to IQ4_NL (32-element blocks), as llama.cpp's tensor_type_fallback does.
+  const std::string iq4 = Path("fallback-iq4.gguf");
+  const CommandResult q2 = Grove("quantize " + Model("f32") + " " + iq4 + " iq4_xs");
+  ASSERT_EQ(q2.exit_code, 0) << q2.err;
+  auto g = GgufFile::Open(iq4);
+  EXPECT_EQ(g->GetUint("general.file_type"), 30u);  // LLAMA_FTYPE_MOSTLY_IQ4_XS
+  EXPECT_EQ(g->GetTensor("blk.0.attn_q.weight").type, GgmlType::kIQ4_NL);
+  EXPECT_EQ(g->GetTensor("output.weight").type, GgmlType::kQ8_0);  // q6_K's fallback
+  EXPECT_EQ(Grove("run -m " + iq4 + " -p hello -n 2 --temp 0 -t 1").exit_code, 0);
 }
 
 // The speculative path of the CLI: slice a draft, calibrate, print a tree, run with --compare, and
@@ -615,8 +624,8 @@ TEST_F(CliTest, BadInputsFailWithAMessageNamingTheProblem) {
   const Case cases[] = {
       {"quantize " + Path("missing.gguf") + " " + Path("x.gguf") + " q8_0", "missing.gguf"},
       {"quantize " + q8 + " " + Path("x.gguf") + " q9_9", "unknown type 'q9_9'"},
-      {"quantize " + q8 + " " + Path("x.gguf") + " iq4_xs",
-       "'iq4_xs' is a GGUF type grove does not write"},
+      {"quantize " + q8 + " " + Path("x.gguf") + " iq2_xxs",
+       "'iq2_xxs' is a GGUF type grove does not write"},
       {"quantize " + q8 + " " + Path("no/such/dir/x.gguf") + " q8_0", "does not exist"},
       {"quantize " + q8 + " " + q8 + " f16", "is the input file"},
       {"quantize " + q8 + " " + Path("x.gguf") + " q8_0 --bogus", "--bogus"},

@@ -221,9 +221,11 @@ INSTANTIATE_TEST_SUITE_P(
         // ones within it (llama.cpp pads contexts to multiples of 256).
         FamilyCase{"phi3", GgmlType::kF32, 512}, FamilyCase{"phi3", GgmlType::kF32, 256},
         FamilyCase{"phi3", GgmlType::kQ8_0, 512},
-        // Q5_0, what llama.cpp's Q4_K_M stores rows of 896 in (Qwen2.5-0.5B): grove computes it
-        // as Q8_0, re-encoded at load without loss.
+        // Q5_0, what llama.cpp's Q4_K_M stores rows of 896 in (Qwen2.5-0.5B).
         FamilyCase{"qwen2", GgmlType::kQ5_0, 256},
+        // IQ4_NL and IQ4_XS (the non-linear 4-bit levels), written by grove's quantizers.
+        FamilyCase{"qwen2", GgmlType::kIQ4_NL, 256},
+        FamilyCase{"llama", GgmlType::kIQ4_XS, 256, 256},
         // Q5_K, the base of llama.cpp's Q5_K_M and part of its Q3_K_M.
         FamilyCase{"llama", GgmlType::kQ5_K, 256, 256},
         // Q3_K and Q2_K, the bases of Q3_K_M and Q2_K, written by grove's quantizers.

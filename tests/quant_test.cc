@@ -613,7 +613,8 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_FALSE(IsSupportedWeightType(GgmlType::kQ8_1));
   std::vector<float> x(256, 1.0f);
   std::vector<uint8_t> bytes(1024);
-  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_XS, x.data(), bytes.data(), 256), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kIQ2_XXS, x.data(), bytes.data(), 256), Error);
+  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_XS, x.data(), bytes.data(), 224), Error);  // not 256k
   EXPECT_THROW(DequantizeRow(GgmlType::kIQ2_XXS, bytes.data(), x.data(), 256), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ8_0, x.data(), bytes.data(), 48), Error);
   EXPECT_THROW(QuantizeRow(GgmlType::kQ4_K, x.data(), bytes.data(), 64), Error);  // not 256k
@@ -621,24 +622,15 @@ TEST(QuantErrorsTest, UnsupportedTypesAndSizesThrow) {
   EXPECT_NO_THROW(QuantizeRow(GgmlType::kF16, x.data(), bytes.data(), 7));
 }
 
-// What the table says of the block types: every type read is computed with; IQ4_NL and IQ4_XS are
-// read but not written.
+// What the table says of the block types: every type read is computed with and written.
 TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
-  for (GgmlType type : {GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
-    EXPECT_TRUE(CanDequantize(type)) << GgmlTypeName(type);
-    EXPECT_TRUE(IsSupportedWeightType(type)) << GgmlTypeName(type);
-    EXPECT_FALSE(CanQuantize(type)) << GgmlTypeName(type);
-  }
   for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K,
-                        GgmlType::kQ3_K, GgmlType::kQ5_K}) {
+                        GgmlType::kQ3_K, GgmlType::kQ5_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
     EXPECT_TRUE(CanDequantize(type) && CanQuantize(type)) << GgmlTypeName(type);
     EXPECT_TRUE(IsSupportedWeightType(type)) << GgmlTypeName(type);
   }
   EXPECT_FALSE(CanDequantize(GgmlType::kIQ2_XXS));
-  std::vector<float> x(64, 1.0f);
-  std::vector<uint8_t> bytes(256);
-  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_NL, x.data(), bytes.data(), 64), Error);
-  EXPECT_THROW(QuantizeRow(GgmlType::kIQ4_XS, x.data(), bytes.data(), 256), Error);
+  EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XXS));
   EXPECT_EQ(SupportedWeightTypeNames(),
             "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, "
             "iq4_xs");
@@ -689,6 +681,33 @@ TEST(QuantMixTest, EachMixGivesTheMatricesLlamaCppGivesThem) {
   EXPECT_EQ(type(QuantMix::kQ2_K, k2, "token_embd.weight", tied), k6);
   EXPECT_EQ(type(QuantMix::kQ2_K, k2, "token_embd.weight", llama), k2);
   EXPECT_EQ(type(QuantMix::kNone, k3, "output.weight", llama), k3);
+  // Q3_K_S and Q5_K_S: only the output matrix gets more bits. Q3_K_L: attn_v, ffn_down and
+  // attn_output q5_K, fused QKV q4_K.
+  for (const auto& [mix, base] : {std::pair{QuantMix::kQ3_K_S, k3}, {QuantMix::kQ5_K_S, k5}}) {
+    EXPECT_EQ(type(mix, base, "output.weight", llama), k6);
+    EXPECT_EQ(type(mix, base, "blk.0.attn_v.weight", llama), base);
+    EXPECT_EQ(type(mix, base, "blk.0.ffn_down.weight", llama), base);
+  }
+  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_v.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.ffn_down.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_output.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_qkv.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.ffn_up.weight", llama), k3);
+  // Q4_K_S: attn_v q5_K in the first four layers, ffn_down q5_K in the first eighth.
+  EXPECT_EQ(type(QuantMix::kQ4_K_S, k4, "blk.3.attn_v.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ4_K_S, k4, "blk.4.attn_v.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ4_K_S, k4, "blk.1.ffn_down.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ4_K_S, k4, "blk.2.ffn_down.weight", llama), k4);
+  // IQ4_NL / IQ4_XS without an importance matrix: attn_v q5_K with 4+ query heads per KV head,
+  // ffn_down q5_K in the first eighth, output q6_K.
+  for (GgmlType base : {GgmlType::kIQ4_NL, GgmlType::kIQ4_XS}) {
+    EXPECT_EQ(type(QuantMix::kIQ4, base, "output.weight", llama), k6);
+    EXPECT_EQ(type(QuantMix::kIQ4, base, "blk.9.attn_v.weight", llama), k5);
+    EXPECT_EQ(type(QuantMix::kIQ4, base, "blk.9.attn_v.weight", tied), base);
+    EXPECT_EQ(type(QuantMix::kIQ4, base, "blk.1.ffn_down.weight", llama), k5);
+    EXPECT_EQ(type(QuantMix::kIQ4, base, "blk.2.ffn_down.weight", llama), base);
+    EXPECT_EQ(type(QuantMix::kIQ4, base, "blk.2.attn_output.weight", llama), base);
+  }
 }
 
 TEST(QuantMixTest, RowsThatDoNotFitFallBackAsInLlamaCpp) {
@@ -697,6 +716,7 @@ TEST(QuantMixTest, RowsThatDoNotFitFallBackAsInLlamaCpp) {
   EXPECT_EQ(FallbackType(GgmlType::kQ4_K, 896), GgmlType::kQ5_0);
   EXPECT_EQ(FallbackType(GgmlType::kQ5_K, 896), GgmlType::kQ5_1);
   EXPECT_EQ(FallbackType(GgmlType::kQ6_K, 896), GgmlType::kQ8_0);
+  EXPECT_EQ(FallbackType(GgmlType::kIQ4_XS, 896), GgmlType::kIQ4_NL);
   EXPECT_EQ(FallbackType(GgmlType::kQ4_K, 1024), GgmlType::kQ4_K);
   EXPECT_EQ(FallbackType(GgmlType::kQ4_K, 100), GgmlType::kF16);
   EXPECT_EQ(FallbackType(GgmlType::kQ8_0, 100), GgmlType::kF16);

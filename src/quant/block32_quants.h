@@ -1,9 +1,9 @@
 // The formats with one scale per block of 32 (ggml's "legacy" quants Q8_0, Q4_0, Q4_1, Q5_0,
 // Q5_1, and IQ4_NL, whose 16 levels are non-linear): row dequantizers, and quantizers that
 // reproduce ggml's reference ones (quantize_row_*_ref) bit for bit, so a file grove writes equals
-// what llama-quantize writes without an importance matrix. IQ4_NL has no quantizer here (ggml's
-// searches scales with weights; not reproduced yet). Internal to quant/: callers use
-// QuantizeRow / DequantizeRow (quant.h).
+// what llama-quantize writes without an importance matrix. IQ4_NL's quantizer searches its scale
+// and lives with IQ4_XS's (iq4_quants.h). Internal to quant/: callers use QuantizeRow /
+// DequantizeRow (quant.h).
 #pragma once
 
 #include <cstdint>

@@ -1,12 +1,12 @@
 #include "quant/k_quants.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "quant/half.h"
 #include "quant/iq4_levels.h"
+#include "quant/nearest_int.h"
 
 // Bit-exactness with ggml depends on doing the same float operations in the same order: every
 // expression below keeps ggml's association (a * b * c is (a * b) * c, int operands converted to
@@ -19,15 +19,6 @@ namespace {
 
 constexpr int kSub4 = 32;  // Q4_K and Q5_K sub-block: one scale and min per 32 elements
 constexpr int kSub6 = 16;  // Q2_K, Q3_K and Q6_K sub-block: one scale (and min) per 16
-
-// Round to nearest, ties to even, the way ggml does it: adding 1.5 * 2^23 leaves the rounded
-// integer in the low mantissa bits. Valid for |v| <= 2^22 - 1, as in ggml; outside that range it
-// returns the same (meaningless) value ggml does, so even degenerate inputs quantize alike.
-int NearestInt(float v) {
-  const float shifted = v + 12582912.0f;
-  const int32_t bits = std::bit_cast<int32_t>(shifted);
-  return (bits & 0x007fffff) - 0x00400000;
-}
 
 // ---- Q4_K
 

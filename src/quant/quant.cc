@@ -6,6 +6,7 @@
 #include "quant/block32_quants.h"
 #include "quant/blocks.h"
 #include "quant/half.h"
+#include "quant/iq4_quants.h"
 #include "quant/k_quants.h"
 
 namespace grove {
@@ -68,7 +69,8 @@ int64_t FirstBadScale(const void* src, int64_t n_blocks) {
 }
 
 // What grove does with each type it reads: every one of them the kernels compute with as it is
-// stored (kernels/kernel_set.h); `quantize` null where grove does not write it.
+// stored (kernels/kernel_set.h), and writes as ggml's quantizers do; `quantize` null where grove
+// does not write it (none today).
 struct WeightTypeRow {
   GgmlType type;
   DequantizeFn dequantize;
@@ -90,8 +92,8 @@ const WeightTypeRow kWeightTypes[] = {
      Quantize<BlockQ5_0, QuantizeRowQ5_0>, FirstBadScale<BlockQ5_0>},
     {GgmlType::kQ5_1, Dequantize<BlockQ5_1, DequantizeRowQ5_1>,
      Quantize<BlockQ5_1, QuantizeRowQ5_1>, FirstBadScale<BlockQ5_1>},
-    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>, nullptr,
-     FirstBadScale<BlockIQ4_NL>},
+    {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>,
+     Quantize<BlockIQ4_NL, QuantizeRowIQ4_NL>, FirstBadScale<BlockIQ4_NL>},
     {GgmlType::kQ2_K, Dequantize<BlockQ2_K, DequantizeRowQ2_K>,
      Quantize<BlockQ2_K, QuantizeRowQ2_K>, FirstBadScale<BlockQ2_K>},
     {GgmlType::kQ3_K, Dequantize<BlockQ3_K, DequantizeRowQ3_K>,
@@ -102,8 +104,8 @@ const WeightTypeRow kWeightTypes[] = {
      Quantize<BlockQ5_K, QuantizeRowQ5_K>, FirstBadScale<BlockQ5_K>},
     {GgmlType::kQ6_K, Dequantize<BlockQ6_K, DequantizeRowQ6_K>,
      Quantize<BlockQ6_K, QuantizeRowQ6_K>, FirstBadScale<BlockQ6_K>},
-    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>, nullptr,
-     FirstBadScale<BlockIQ4_XS>},
+    {GgmlType::kIQ4_XS, Dequantize<BlockIQ4_XS, DequantizeRowIQ4_XS>,
+     Quantize<BlockIQ4_XS, QuantizeRowIQ4_XS>, FirstBadScale<BlockIQ4_XS>},
 };
 
 const WeightTypeRow* Find(GgmlType type) {

@@ -42,8 +42,17 @@ GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
         return model.n_gqa >= 4 ? GgmlType::kQ4_K : GgmlType::kQ3_K;
       case QuantMix::kQ3_K_M:
         return layer < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
-      default:  // Q4_K_M, Q5_K_M
+      case QuantMix::kQ3_K_L:
+        return GgmlType::kQ5_K;
+      case QuantMix::kIQ4:
+        return model.n_gqa >= 4 ? GgmlType::kQ5_K : base;
+      case QuantMix::kQ4_K_S:
+        return layer < 4 ? GgmlType::kQ5_K : base;
+      case QuantMix::kQ4_K_M:
+      case QuantMix::kQ5_K_M:
         return UseMoreBits(layer, n_layer) ? GgmlType::kQ6_K : base;
+      default:  // Q3_K_S, Q5_K_S
+        return base;
     }
   }
   if (EndsWith(name, ".ffn_down.weight")) {
@@ -52,17 +61,26 @@ GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
         return GgmlType::kQ3_K;
       case QuantMix::kQ3_K_M:  // llama.cpp's Falcon exception does not apply to grove's families
         return layer < n_layer / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
-      default:
+      case QuantMix::kQ3_K_L:
+        return GgmlType::kQ5_K;
+      case QuantMix::kQ4_K_S:
+      case QuantMix::kIQ4:  // without an importance matrix, as grove always quantizes
+        return layer < n_layer / 8 ? GgmlType::kQ5_K : base;
+      case QuantMix::kQ4_K_M:
+      case QuantMix::kQ5_K_M:
         return UseMoreBits(layer, n_layer) ? GgmlType::kQ6_K : base;
+      default:  // Q3_K_S, Q5_K_S
+        return base;
     }
   }
   if (EndsWith(name, ".attn_output.weight")) {
     if (mix == QuantMix::kQ2_K) return GgmlType::kQ3_K;
     if (mix == QuantMix::kQ3_K_M) return GgmlType::kQ4_K;
+    if (mix == QuantMix::kQ3_K_L) return GgmlType::kQ5_K;
     return base;
   }
   if (EndsWith(name, ".attn_qkv.weight")) {  // fused (Phi-3)
-    if (mix == QuantMix::kQ3_K_M) return GgmlType::kQ4_K;
+    if (mix == QuantMix::kQ3_K_M || mix == QuantMix::kQ3_K_L) return GgmlType::kQ4_K;
     if (mix == QuantMix::kQ4_K_M) return GgmlType::kQ5_K;
     if (mix == QuantMix::kQ5_K_M) return GgmlType::kQ6_K;
     return base;
@@ -86,6 +104,9 @@ GgmlType FallbackType(GgmlType wanted, int64_t row_length) {
       break;
     case GgmlType::kQ6_K:
       type = GgmlType::kQ8_0;
+      break;
+    case GgmlType::kIQ4_XS:
+      type = GgmlType::kIQ4_NL;
       break;
     default:
       break;

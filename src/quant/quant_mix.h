@@ -14,9 +14,14 @@ namespace grove {
 enum class QuantMix {
   kNone,    // every matrix in the base type
   kQ2_K,    // LLAMA_FTYPE_MOSTLY_Q2_K
+  kQ3_K_S,  // LLAMA_FTYPE_MOSTLY_Q3_K_S
   kQ3_K_M,  // LLAMA_FTYPE_MOSTLY_Q3_K_M
+  kQ3_K_L,  // LLAMA_FTYPE_MOSTLY_Q3_K_L
+  kQ4_K_S,  // LLAMA_FTYPE_MOSTLY_Q4_K_S
   kQ4_K_M,  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+  kQ5_K_S,  // LLAMA_FTYPE_MOSTLY_Q5_K_S
   kQ5_K_M,  // LLAMA_FTYPE_MOSTLY_Q5_K_M
+  kIQ4,     // LLAMA_FTYPE_MOSTLY_IQ4_NL and _IQ4_XS (the same rules; no importance matrix)
 };
 
 // What the rules read of the model.
@@ -33,9 +38,9 @@ struct MixModel {
 GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name, const MixModel& model);
 
 // The type a matrix of `wanted` is stored in when its rows (row_length elements) do not divide into
-// its blocks, as llama.cpp chooses it: a 256-element k-quant falls back to the 32-element type of
-// about its size (Q2_K, Q3_K: Q4_0; Q4_K: Q5_0; Q5_K: Q5_1; Q6_K: Q8_0), and what still does not
-// fit, to F16. Returns `wanted` when it fits.
+// its blocks, as llama.cpp chooses it: a 256-element type falls back to the 32-element type of
+// about its size (Q2_K, Q3_K: Q4_0; Q4_K: Q5_0; Q5_K: Q5_1; Q6_K: Q8_0; IQ4_XS: IQ4_NL), and what
+// still does not fit, to F16. Returns `wanted` when it fits.
 GgmlType FallbackType(GgmlType wanted, int64_t row_length);
 
 }  // namespace grove

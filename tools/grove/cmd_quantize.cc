@@ -8,9 +8,11 @@
 //
 // Rows whose length is not a multiple of the target's block size cannot be stored in it; like
 // llama-quantize, such a tensor falls back (with a warning naming it) to the first of q8_0, f16,
-// f32 whose block fits (quant/quant_mix.h). TYPEs "q2_k", "q3_k_m", "q4_k_m" and "q5_k_m" are
-// llama.cpp's mixes: the base type with more bits for the output matrix and for attn_v, ffn_down
-// and attn_output where llama.cpp gives them more.
+// f32 whose block fits (quant/quant_mix.h). TYPEs "q2_k", "q3_k_s/m/l", "q4_k_s/m", "q5_k_s/m",
+// "iq4_nl" and "iq4_xs" are llama.cpp's presets (mixes): the base type with more bits for the
+// output matrix and for attn_v, ffn_down and attn_output where llama.cpp gives them more, chosen
+// as llama-quantize does without an importance matrix. The other TYPEs store every matrix in one
+// type (llama-quantize --pure).
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,6 +75,12 @@ const std::vector<QuantTarget>& KnownTargets() {
       {"q3_k_m", GgmlType::kQ3_K, 12, QuantMix::kQ3_K_M},
       {"q4_k_m", GgmlType::kQ4_K, 15, QuantMix::kQ4_K_M},
       {"q5_k_m", GgmlType::kQ5_K, 17, QuantMix::kQ5_K_M},
+      {"q3_k_s", GgmlType::kQ3_K, 11, QuantMix::kQ3_K_S},
+      {"q3_k_l", GgmlType::kQ3_K, 13, QuantMix::kQ3_K_L},
+      {"q4_k_s", GgmlType::kQ4_K, 14, QuantMix::kQ4_K_S},
+      {"q5_k_s", GgmlType::kQ5_K, 16, QuantMix::kQ5_K_S},
+      {"iq4_nl", GgmlType::kIQ4_NL, 25, QuantMix::kIQ4},
+      {"iq4_xs", GgmlType::kIQ4_XS, 30, QuantMix::kIQ4},
   };
   return targets;
 }
@@ -263,8 +271,10 @@ void AddQuantizeCommand(CLI::App& app) {
       ->required();
   cmd->add_option(
          "TYPE", o->type,
-         "Target type: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, q4_k, q5_k, q6_k, or "
-         "llama.cpp's mixes q2_k, q3_k_m, q4_k_m, q5_k_m")
+         "Target type, every matrix in it: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, "
+         "q4_k, q5_k, q6_k; or one of llama.cpp's presets (more bits for the output, attn_v and "
+         "ffn_down matrices, as llama-quantize chooses them): q2_k, q3_k_s, q3_k_m, q3_k_l, "
+         "q4_k_s, q4_k_m, q5_k_s, q5_k_m, iq4_nl, iq4_xs")
       ->required();
   cmd->add_option("-t,--threads", o->threads, "Threads (0: all hardware threads)")
       ->capture_default_str()
