@@ -417,16 +417,24 @@ TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
     const std::vector<float> x = MakeActivations(4, n_in, static_cast<uint32_t>(n_in));
     const int64_t scale_offset = ActQ8ScaleOffset(n_in);
     const int64_t sum_offset = ActQ8SumOffset(n_in);
+    const int64_t half_offset = ActQ8HalfSumOffset(n_in);
     for (int r = 0; r < 4; ++r) {
       std::vector<uint8_t> want(ActQ8RowBytes(n_in));
       levels[0]->quantize_act(x.data() + r * n_in, n_in, want.data());
       const auto* want_scales = reinterpret_cast<const float*>(want.data() + scale_offset);
       const auto* want_sums = reinterpret_cast<const float*>(want.data() + sum_offset);
-      // The scalar level's block sums are the definition: d_b times the exact sum of the quants.
+      const auto* want_halves = reinterpret_cast<const float*>(want.data() + half_offset);
+      // The scalar level's block and half-block sums are the definition: d_b times the exact sum
+      // of the quants.
       for (int64_t b = 0; b < n_in / 32; ++b) {
-        int32_t sum = 0;
-        for (int j = 0; j < 32; ++j) sum += static_cast<int8_t>(want[b * 32 + j]);
-        ASSERT_EQ(want_sums[b], want_scales[b] * static_cast<float>(sum)) << "block " << b;
+        int32_t half[2] = {0, 0};
+        for (int j = 0; j < 32; ++j) half[j / 16] += static_cast<int8_t>(want[b * 32 + j]);
+        ASSERT_EQ(want_sums[b], want_scales[b] * static_cast<float>(half[0] + half[1]))
+            << "block " << b;
+        for (int h = 0; h < 2; ++h) {
+          ASSERT_EQ(want_halves[2 * b + h], want_scales[b] * static_cast<float>(half[h]))
+              << "block " << b << " half " << h;
+        }
       }
       for (size_t l = 1; l < levels.size(); ++l) {
         const KernelSet& k = *levels[l];
@@ -438,9 +446,12 @@ TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
         }
         const auto* got_scales = reinterpret_cast<const float*>(got.data() + scale_offset);
         const auto* got_sums = reinterpret_cast<const float*>(got.data() + sum_offset);
+        const auto* got_halves = reinterpret_cast<const float*>(got.data() + half_offset);
         for (int64_t b = 0; b < n_in / 32; ++b) {
           ASSERT_EQ(got_scales[b], want_scales[b]) << k.name << " block " << b;
           ASSERT_EQ(got_sums[b], want_sums[b]) << k.name << " block " << b;
+          ASSERT_EQ(got_halves[2 * b], want_halves[2 * b]) << k.name << " block " << b;
+          ASSERT_EQ(got_halves[2 * b + 1], want_halves[2 * b + 1]) << k.name << " block " << b;
         }
       }
     }

@@ -605,13 +605,29 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   });
 }
 
-// Sum of the 32 signed quants of a block (exact), for the ActQ8 block sums.
-int32_t BlockSum(__m256i q) {
+// The sums of the first and last 16 signed quants of a block (exact), for the ActQ8 block and
+// half-block sums.
+struct HalfSums {
+  int32_t lo, hi;
+};
+HalfSums BlockHalfSums(__m256i q) {
   const __m256i biased = _mm256_xor_si256(q, _mm256_set1_epi8(char{-128}));  // q + 128, unsigned
-  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());
-  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-  return static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)))) -
-         128 * kQBlock;
+  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());  // 8 bytes per 64-bit lane
+  const __m128i lo = _mm256_castsi256_si128(sad);
+  const __m128i hi = _mm256_extracti128_si256(sad, 1);
+  constexpr int32_t kBias = 128 * 16;
+  return {static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(lo, _mm_unpackhi_epi64(lo, lo)))) -
+              kBias,
+          static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(hi, _mm_unpackhi_epi64(hi, hi)))) -
+              kBias};
+}
+
+// Block b's sum and half sums, each d_b times the exact integer sum.
+void StoreBlockSums(__m256i q, float d, int64_t b, float* sums, float* half_sums) {
+  const HalfSums h = BlockHalfSums(q);
+  sums[b] = d * static_cast<float>(h.lo + h.hi);
+  half_sums[2 * b] = d * static_cast<float>(h.lo);
+  half_sums[2 * b + 1] = d * static_cast<float>(h.hi);
 }
 
 // round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
@@ -629,6 +645,7 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<uint8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
   auto* sums = reinterpret_cast<float*>(qs + ActQ8SumOffset(n_in));
+  auto* half_sums = reinterpret_cast<float*>(qs + ActQ8HalfSumOffset(n_in));
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < n_in / kQBlock; ++b) {
     __m256 v[4];
@@ -654,7 +671,7 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
     const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
                                                    _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q8);
-    sums[b] = d * static_cast<float>(BlockSum(q8));
+    StoreBlockSums(q8, d, b, sums, half_sums);
   }
 }
 

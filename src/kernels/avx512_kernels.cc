@@ -173,10 +173,15 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
 // in L1 while the weights stream past (with 16 floats per pair they took 33 KB and 8-row tiles ran
 // at half speed).
 
-// [a (32 bytes), b (32 bytes)] -> 4-byte groups a0 b0 a1 b1 ... a7 b7.
+// The permutation of int32 lanes that takes [a (32 bytes), b (32 bytes)] in one register to
+// 4-byte groups a0 b0 a1 b1 ... a7 b7. (A function, not a namespace-scope constant: its
+// initializer would run AVX-512 code at start-up on every CPU.)
+__m512i PairOrder() {
+  return _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+}
+
 __m512i InterleavePair(__m256i a, __m256i b) {
-  const __m512i order = _mm512_setr_epi32(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-  return _mm512_permutexvar_epi32(order, _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
+  return _mm512_permutexvar_epi32(PairOrder(), _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
 }
 
 // Each weight type yields a pair of blocks as 64 signed bytes in the interleaved order, or a last
@@ -543,18 +548,36 @@ __m512i PairSubBlockLanes(int p) {
                           _mm512_set1_epi32(4 * p));
 }
 
-// The low 2 bits of activation block c8 (0..7) of a Q2_K or Q3_K super-block.
-__m256i Low2Bits(const uint8_t* qs, int c8) {
-  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (c8 / 4)));
-  return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c8 % 4)), _mm256_set1_epi8(0x03));
+// The low 2 bits of activation blocks 2p and 2p + 1 (of 8) of a Q2_K or Q3_K super-block, block
+// 2p in the low 256 bits: both come from the same 32 bytes of qs (bits 2 (2p % 4) and the next
+// two), loaded once into both halves and shifted by each half's amount.
+__m512i PairLow2Bits(const uint8_t* qs, int p) {
+  const __m512i q = _mm512_broadcast_i64x4(
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qs + 32 * (p / 2))));
+  const int shift = 2 * (2 * p % 4);
+  const __m512i counts = _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(shift)),
+                                            _mm256_set1_epi16(static_cast<int16_t>(shift + 2)), 1);
+  return _mm512_and_si512(_mm512_srlv_epi16(q, counts), _mm512_set1_epi8(0x03));
 }
 
-// Q3_K block c8 as 32 signed quants: (low 2 bits | bit c8 of hmask << 2) - 4.
-__m256i Q3_KQuants(const BlockQ3_K& w, __m256i hmask, int c8) {
-  const __m256i moved =
-      c8 <= 2 ? _mm256_slli_epi16(hmask, 2 - c8) : _mm256_srli_epi16(hmask, c8 - 2);
-  const __m256i high = _mm256_and_si256(moved, _mm256_set1_epi8(0x04));
-  return _mm256_sub_epi8(_mm256_or_si256(Low2Bits(w.qs, c8), high), _mm256_set1_epi8(4));
+// Blocks 2p, 2p + 1 of a Q3_K super-block as signed quants (low 2 bits | bit c8 of hmask << 2) - 4,
+// c8 the block, in the interleaved order. hmask: its 32 bytes in both halves. A 16-bit shift moves
+// bit c8 of each byte to bit 2 of the same byte (left for c8 < 2, right after).
+__m512i Q3_KPair(const BlockQ3_K& w, __m512i hmask, int p) {
+  const int c8 = 2 * p;
+  __m512i moved;
+  if (c8 < 2) {
+    moved =
+        _mm512_sllv_epi16(hmask, _mm512_inserti64x4(_mm512_set1_epi16(2), _mm256_set1_epi16(1), 1));
+  } else {
+    moved = _mm512_srlv_epi16(
+        hmask, _mm512_inserti64x4(_mm512_set1_epi16(static_cast<int16_t>(c8 - 2)),
+                                  _mm256_set1_epi16(static_cast<int16_t>(c8 - 1)), 1));
+  }
+  const __m512i high = _mm512_and_si512(moved, _mm512_set1_epi8(0x04));
+  const __m512i q =
+      _mm512_sub_epi8(_mm512_or_si512(PairLow2Bits(w.qs, p), high), _mm512_set1_epi8(4));
+  return _mm512_permutexvar_epi32(PairOrder(), q);
 }
 
 template <int R>
@@ -568,18 +591,20 @@ void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, const v
   __m512 acc[R];
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s) {
-    alignas(16) int8_t scales[16];
-    UnpackQ3_KScales(w[s].scales, scales);
+    uint32_t words[4];
+    Q3_KScaleWords(w[s].scales, words);
+    const __m128i scales =
+        _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                                    static_cast<int>(words[2]), static_cast<int>(words[3])),
+                     _mm_set1_epi8(32));
     const __m512 sub_scales = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(w[s].d)),
-                                            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_load_si128(
-                                                reinterpret_cast<const __m128i*>(scales)))));
-    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].hmask));
+                                            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(scales)));
+    const __m512i hmask =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].hmask)));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int p = 0; p < 4; ++p) {
-      const __m512i wq =
-          InterleavePair(Q3_KQuants(w[s], hmask, 2 * p), Q3_KQuants(w[s], hmask, 2 * p + 1));
       const __m512 wd = _mm512_permutexvar_ps(PairSubBlockLanes(p), sub_scales);
-      QuantStep<R, false>(wq, wd, rows, b0 + 2 * p, acc);
+      QuantStep<R, false>(Q3_KPair(w[s], hmask, p), wd, rows, b0 + 2 * p, acc);
     }
   }
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
@@ -595,40 +620,39 @@ void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   });
 }
 
-// Q2_K: the weight bytes of a pair are sc q (0..45, the sub-block's 4-bit scale times the 2-bit
-// quant: exact in a byte) and, for the min term, the sub-block's 4-bit min; each goes through
-// QuantStep with d or dmin as the weight scale, into two accumulators.
+// Q2_K: value = d sc_j q - dmin m_j, j the 16-element sub-block. The scale part goes through
+// QuantStep with the 2-bit quants as weights and d sc_j in the weight scale vector (as Q3_K's);
+// the min part, sum_j dmin m_j (d_b times the sum of the half block's quants), is one 16-lane FMA
+// per super-block and row on the activation half-block sums (kernel_set.h), in its own accumulator
+// subtracted at the end.
 template <int R>
-void Q2_KTile(const BlockQ2_K* w, int64_t n_super, int64_t scale_offset, const void* x,
-              int64_t x_stride, float* y, int64_t y_stride) {
+void Q2_KTile(const BlockQ2_K* w, int64_t n_super, int64_t scale_offset, int64_t half_sum_offset,
+              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
   QuantRows<R> rows;
+  const float* half_sums[R];
   for (int i = 0; i < R; ++i) {
     rows.q[i] = RowPtr(x, x_stride, i);
     rows.scales[i] = reinterpret_cast<const float*>(rows.q[i] + scale_offset);
+    half_sums[i] = reinterpret_cast<const float*>(rows.q[i] + half_sum_offset);
   }
   __m512 acc[R], min_acc[R];
   for (int i = 0; i < R; ++i) acc[i] = min_acc[i] = _mm512_setzero_ps();
-  const __m512i low4 = _mm512_set1_epi32(0x0f0f0f0f);
   for (int64_t s = 0; s < n_super; ++s) {
-    // Each sub-block's packed scale byte repeated over the four bytes of an int32 lane.
-    const __m512i packed = _mm512_mullo_epi32(
-        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales))),
-        _mm512_set1_epi32(0x01010101));
-    const __m512 d = _mm512_set1_ps(_cvtsh_ss(w[s].d));
-    const __m512 dmin = _mm512_set1_ps(_cvtsh_ss(w[s].dmin));
+    const __m512i packed =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales)));
+    const __m512 sub_scales =
+        _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(w[s].d)),
+                      _mm512_cvtepi32_ps(_mm512_and_si512(packed, _mm512_set1_epi32(0x0f))));
+    const __m512 mins = _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(w[s].dmin)),
+                                      _mm512_cvtepi32_ps(_mm512_srli_epi32(packed, 4)));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int p = 0; p < 4; ++p) {
-      const __m512i lanes = _mm512_permutexvar_epi32(PairSubBlockLanes(p), packed);
-      const __m512i sc = _mm512_and_si512(lanes, low4);
-      const __m512i m = _mm512_and_si512(_mm512_srli_epi32(lanes, 4), low4);
-      const __m512i q = InterleavePair(Low2Bits(w[s].qs, 2 * p), Low2Bits(w[s].qs, 2 * p + 1));
-      // sc q for q in 0..3: sc where bit 0 is set plus 2 sc where bit 1 is.
-      const __m512i scaled =
-          _mm512_add_epi8(_mm512_maskz_mov_epi8(_mm512_test_epi8_mask(q, _mm512_set1_epi8(1)), sc),
-                          _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(q, _mm512_set1_epi8(2)),
-                                                _mm512_add_epi8(sc, sc)));
-      QuantStep<R, false>(scaled, d, rows, b0 + 2 * p, acc);
-      QuantStep<R, false>(m, dmin, rows, b0 + 2 * p, min_acc);
+      const __m512i wq = _mm512_permutexvar_epi32(PairOrder(), PairLow2Bits(w[s].qs, p));
+      const __m512 wd = _mm512_permutexvar_ps(PairSubBlockLanes(p), sub_scales);
+      QuantStep<R, false>(wq, wd, rows, b0 + 2 * p, acc);
+    }
+    for (int i = 0; i < R; ++i) {
+      min_acc[i] = _mm512_fmadd_ps(mins, _mm512_loadu_ps(half_sums[i] + 2 * b0), min_acc[i]);
     }
   }
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(min_acc[i]);
@@ -638,9 +662,10 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
              int64_t y_stride) {
   const auto* w = static_cast<const BlockQ2_K*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t half_sum_offset = ActQ8HalfSumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q2_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
-                                 y + i * y_stride, y_stride);
+    Q2_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
+                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
   });
 }
 
@@ -700,13 +725,29 @@ void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   });
 }
 
-// Sum of the 32 signed quants of a block (exact), for the ActQ8 block sums.
-int32_t BlockSum(__m256i q) {
+// The sums of the first and last 16 signed quants of a block (exact), for the ActQ8 block and
+// half-block sums.
+struct HalfSums {
+  int32_t lo, hi;
+};
+HalfSums BlockHalfSums(__m256i q) {
   const __m256i biased = _mm256_xor_si256(q, _mm256_set1_epi8(char{-128}));  // q + 128, unsigned
-  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());
-  const __m128i s = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
-  return static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(s, _mm_unpackhi_epi64(s, s)))) -
-         128 * kQBlock;
+  const __m256i sad = _mm256_sad_epu8(biased, _mm256_setzero_si256());  // 8 bytes per 64-bit lane
+  const __m128i lo = _mm256_castsi256_si128(sad);
+  const __m128i hi = _mm256_extracti128_si256(sad, 1);
+  constexpr int32_t kBias = 128 * 16;
+  return {static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(lo, _mm_unpackhi_epi64(lo, lo)))) -
+              kBias,
+          static_cast<int32_t>(_mm_cvtsi128_si64(_mm_add_epi64(hi, _mm_unpackhi_epi64(hi, hi)))) -
+              kBias};
+}
+
+// Block b's sum and half sums, each d_b times the exact integer sum.
+void StoreBlockSums(__m256i q, float d, int64_t b, float* sums, float* half_sums) {
+  const HalfSums h = BlockHalfSums(q);
+  sums[b] = d * static_cast<float>(h.lo + h.hi);
+  half_sums[2 * b] = d * static_cast<float>(h.lo);
+  half_sums[2 * b + 1] = d * static_cast<float>(h.hi);
 }
 
 // round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
@@ -743,14 +784,15 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<uint8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
   auto* sums = reinterpret_cast<float*>(qs + ActQ8SumOffset(n_in));
+  auto* half_sums = reinterpret_cast<float*>(qs + ActQ8HalfSumOffset(n_in));
   const int64_t n_blocks = n_in / kQBlock;
   for (int64_t b = 0; b < n_blocks; b += 2) {
     const __m256i q0 = QuantizeBlock(x + b * kQBlock, &scales[b]);
-    sums[b] = scales[b] * static_cast<float>(BlockSum(q0));
+    StoreBlockSums(q0, scales[b], b, sums, half_sums);
     __m256i q1 = _mm256_setzero_si256();
     if (b + 1 < n_blocks) {
       q1 = QuantizeBlock(x + (b + 1) * kQBlock, &scales[b + 1]);
-      sums[b + 1] = scales[b + 1] * static_cast<float>(BlockSum(q1));
+      StoreBlockSums(q1, scales[b + 1], b + 1, sums, half_sums);
     }
     const __m512i pair = _mm512_xor_si512(InterleavePair(q0, q1), _mm512_set1_epi8(char{-128}));
     _mm512_storeu_si512(qs + b * kQBlock, pair);
@@ -1001,7 +1043,8 @@ void QuantizeActGrouped(const float* x, int64_t n_in, void* act_row) {
   auto* neg_sums = reinterpret_cast<int32_t*>(qs + ActQ8SumOffset(n_in));
   for (int64_t b = 0; b < n_in / kQBlock; ++b) {
     const __m256i q = QuantizeBlock(x + b * kQBlock, &scales[b]);
-    neg_sums[b] = -BlockSum(q);
+    const HalfSums h = BlockHalfSums(q);
+    neg_sums[b] = -(h.lo + h.hi);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q);
   }
 }

@@ -63,8 +63,8 @@ int64_t OddCacheLines(int64_t bytes) {
 }  // namespace
 
 int64_t ActQ8RowBytes(int64_t n_in) {
-  const int64_t n_blocks = n_in / 32;
-  return OddCacheLines(ActQ8SumOffset(n_in) + n_blocks * static_cast<int64_t>(sizeof(float)));
+  const int64_t n_halves = n_in / 16;
+  return OddCacheLines(ActQ8HalfSumOffset(n_in) + n_halves * static_cast<int64_t>(sizeof(float)));
 }
 
 int64_t FloatRowBytes(int64_t n_in) {

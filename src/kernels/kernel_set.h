@@ -36,12 +36,18 @@ inline constexpr int kMaxTileRows = 8;
 //                                 integer sum), for the min terms of Q4_1/Q5_1/Q4_K/Q5_K: sum_j (s
 //                                 q_j - m) x_j needs sum_j x_j, and it depends on the activations
 //                                 only
+//   [ActQ8HalfSumOffset(n_in), ...) the same per half block (16 elements: d_b times the exact sum
+//                                 of its 16 quants, two floats per block), for Q2_K's mins, which
+//                                 change every 16 elements
 // n_in must be a multiple of 32. `static`: each file gets its own copy, so the SIMD files (built
 // with -mavx512*) inline them into their loops, and no copy compiled for AVX-512 can become the one
 // a scalar file calls (an ordinary inline function could; see CMakeLists.txt).
 static constexpr int64_t ActQ8ScaleOffset(int64_t n_in) { return (n_in + 63) / 64 * 64; }
 static constexpr int64_t ActQ8SumOffset(int64_t n_in) {
   return ActQ8ScaleOffset(n_in) + n_in / 32 * static_cast<int64_t>(sizeof(float));
+}
+static constexpr int64_t ActQ8HalfSumOffset(int64_t n_in) {
+  return ActQ8SumOffset(n_in) + n_in / 32 * static_cast<int64_t>(sizeof(float));
 }
 // Padded to an odd number of cache lines so that the rows of a tile do not compete for one set.
 int64_t ActQ8RowBytes(int64_t n_in);

@@ -26,6 +26,8 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<int8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(static_cast<uint8_t*>(act_row) + ActQ8ScaleOffset(n_in));
   auto* sums = reinterpret_cast<float*>(static_cast<uint8_t*>(act_row) + ActQ8SumOffset(n_in));
+  auto* half_sums =
+      reinterpret_cast<float*>(static_cast<uint8_t*>(act_row) + ActQ8HalfSumOffset(n_in));
   for (int64_t b = 0; b < n_in / kQBlock; ++b) {
     const float* xb = x + b * kQBlock;
     float amax = 0.0f;
@@ -37,12 +39,14 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     scales[b] = d;
-    int32_t sum = 0;
+    int32_t half[2] = {0, 0};
     for (int j = 0; j < kQBlock; ++j) {
       qs[b * kQBlock + j] = static_cast<int8_t>(std::round(xb[j] * id));
-      sum += qs[b * kQBlock + j];
+      half[j / 16] += qs[b * kQBlock + j];
     }
-    sums[b] = d * static_cast<float>(sum);
+    sums[b] = d * static_cast<float>(half[0] + half[1]);
+    half_sums[2 * b] = d * static_cast<float>(half[0]);
+    half_sums[2 * b + 1] = d * static_cast<float>(half[1]);
   }
 }
 

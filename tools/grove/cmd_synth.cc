@@ -10,6 +10,7 @@
 #include "commands.h"
 #include "model/random_model.h"
 #include "output_path.h"
+#include "quant/quant.h"
 
 namespace grove::cli {
 namespace {
@@ -56,9 +57,11 @@ void AddSynthCommand(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("synth", "Write a random-weight model of a named shape (for benchmarks)");
   auto o = std::make_shared<SynthOptions>();
-  cmd->add_option("--shape", o->shape, "tinyllama-1.1b, draft-68m, llama-60m or tiny")
-      ->capture_default_str();
-  cmd->add_option("--type", o->type, "Weight type: f32, f16, bf16, q8_0, q4_0")
+  std::string shapes;
+  for (const auto& n : NamedModelShapes()) shapes += (shapes.empty() ? "" : ", ") + n;
+  cmd->add_option("--shape", o->shape, "The model's shape: " + shapes)->capture_default_str();
+  cmd->add_option("--type", o->type,
+                  "Type of every matrix (norms stay f32): " + SupportedWeightTypeNames())
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
