@@ -130,6 +130,7 @@ struct KernelSet {
   QuantizeActFn quantize_act_grouped;
   GroupKernelFn group_q8_0;
   GroupKernelFn group_q4_0;
+  GroupKernelFn group_iq4_nl;
   GroupKernelFn group_q4_k;  // n_in a multiple of 256
   GroupKernelFn group_f16;   // float activation rows, as dot_f16
 

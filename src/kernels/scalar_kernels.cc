@@ -450,6 +450,7 @@ extern const KernelSet kScalarKernels = {
     .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
+    .group_iq4_nl = nullptr,
     .group_q4_k = nullptr,
     .group_f16 = nullptr,
     .attn_scores = &AttnScores,

@@ -68,6 +68,8 @@ GroupKernelFn GroupKernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.group_q8_0;
     case GgmlType::kQ4_0:
       return kernels.group_q4_0;
+    case GgmlType::kIQ4_NL:
+      return kernels.group_iq4_nl;
     case GgmlType::kQ4_K:
       return kernels.group_q4_k;
     case GgmlType::kF16:

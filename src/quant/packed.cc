@@ -28,10 +28,11 @@ struct Layout {
 
 Layout LayoutOf(GgmlType type, int64_t n_in) {
   GROVE_CHECK(HasGroupLayout(type), "packed: no row-group layout for ", GgmlTypeName(type));
-  Layout layout = type == GgmlType::kQ8_0   ? Layout{kQBlock, sizeof(BlockQ8_0)}
-                  : type == GgmlType::kQ4_0 ? Layout{kQBlock, sizeof(BlockQ4_0)}
-                  : type == GgmlType::kF16  ? Layout{1, sizeof(uint16_t)}
-                                            : Layout{kKBlock, sizeof(BlockQ4_K)};
+  Layout layout = type == GgmlType::kQ8_0 ? Layout{kQBlock, sizeof(BlockQ8_0)}
+                  : type == GgmlType::kQ4_0 || type == GgmlType::kIQ4_NL
+                      ? Layout{kQBlock, sizeof(BlockQ4_0)}  // IQ4_NL's block is Q4_0's shape
+                  : type == GgmlType::kF16 ? Layout{1, sizeof(uint16_t)}
+                                           : Layout{kKBlock, sizeof(BlockQ4_K)};
   GROVE_CHECK(n_in > 0 && n_in % layout.unit_elements == 0, "packed: n_in ", n_in,
               " is not a multiple of ", layout.unit_elements, " for ", GgmlTypeName(type));
   layout.n_units = n_in / layout.unit_elements;
@@ -56,8 +57,8 @@ void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
       fn(Piece{4 + 4 * w, base + 2048 + 64 + w * kChunk + 4 * j, 4, false});
     return;
   }
-  // Q8_0 / Q4_0: the quants of all blocks first, 8 (4) chunks per block, so that every block
-  // starts on a cache line; then all the fp16 scales, 16 per block.
+  // Q8_0 / Q4_0 / IQ4_NL: the quants of all blocks first, 8 (4) chunks per block, so that every
+  // block starts on a cache line; then all the fp16 scales, 16 per block.
   const int chunks = (row_unit_bytes - 2) / 4;
   for (int c = 0; c < chunks; ++c) {
     fn(Piece{2 + 4 * c, (u * chunks + c) * kChunk + 4 * j, 4, type == GgmlType::kQ8_0});
@@ -75,8 +76,8 @@ void Move(const uint8_t* from, uint8_t* to, const Piece& p) {
 }  // namespace
 
 bool HasGroupLayout(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K ||
-         type == GgmlType::kF16;
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kIQ4_NL ||
+         type == GgmlType::kQ4_K || type == GgmlType::kF16;
 }
 
 int64_t GroupBytes(GgmlType type, int64_t n_in) {

@@ -1,5 +1,6 @@
-// The row-group layout: weight rows of a Q8_0, Q4_0, Q4_K or F16 matrix regrouped at load so that
-// one SIMD register holds the same 4 elements of 16 rows (kernels/kernel_set.h, GroupKernelFn).
+// The row-group layout: weight rows of a Q8_0, Q4_0, IQ4_NL, Q4_K or F16 matrix regrouped at load
+// so that one SIMD register holds the same 4 elements of 16 rows (kernels/kernel_set.h,
+// GroupKernelFn).
 //
 // A row-wise kernel computes one output per weight row and reduces 16 lanes horizontally for each
 // of them; with the rows regrouped, lane j of every vpdpbusd accumulates row j of the group, so a
@@ -7,12 +8,13 @@
 //
 // Group g of a matrix holds rows [16 g, 16 g + 16) in exactly the bytes of those 16 GGUF rows
 // (it starts at 16 g * row_bytes); a last partial group is padded with zero rows (scale 0).
-// The rows are cut into units, a block of 32 (Q8_0, Q4_0) or a super-block of 256 (Q4_K), and
-// unit u of the group holds unit u of its 16 rows. A chunk is 4 bytes of each row, row after row
-// (64 bytes, one register).
+// The rows are cut into units, a block of 32 (Q8_0, Q4_0, IQ4_NL) or a super-block of 256 (Q4_K),
+// and unit u of the group holds unit u of its 16 rows. A chunk is 4 bytes of each row, row after
+// row (64 bytes, one register).
 //   Q8_0  8 chunks: quant bytes 4c .. 4c + 3 stored as q + 128 (unsigned); then 16 fp16 scales
 //   Q4_0  4 chunks: the GGUF bytes unchanged (low nibbles are elements 4c .. 4c + 3, high nibbles
 //         elements 16 + 4c ..); then 16 fp16 scales
+//   IQ4_NL as Q4_0 (its block has Q4_0's shape; the nibbles index the 16 levels)
 //   Q4_K  4 pairs of sub-blocks x 8 chunks of qs (pair p, chunk c: bytes 32p + 4c .. + 3, low
 //         nibbles sub-block 2p, high nibbles 2p + 1); then 16 d, 16 dmin (fp16); then the 12
 //         packed 6-bit scale bytes as 3 chunks (word w of every row)
@@ -28,7 +30,7 @@ namespace grove {
 
 inline constexpr int kGroupRows = 16;
 
-// True for the types with a row-group layout (Q8_0, Q4_0, Q4_K, F16).
+// True for the types with a row-group layout (Q8_0, Q4_0, IQ4_NL, Q4_K, F16).
 bool HasGroupLayout(GgmlType type);
 
 // Bytes of one group of n_in elements: kGroupRows GGUF rows.
