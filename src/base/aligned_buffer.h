@@ -2,6 +2,8 @@
 // register).
 #pragma once
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
@@ -12,6 +14,8 @@
 namespace grove {
 
 inline constexpr std::size_t kCacheLine = 64;
+inline constexpr std::size_t kHugePage = std::size_t{2} << 20;
+inline constexpr std::size_t kHugeFrom = std::size_t{4} << 20;  // smaller buffers: plain pages
 
 template <typename T>
 class AlignedBuffer {
@@ -39,9 +43,15 @@ class AlignedBuffer {
     size_ = n;
     if (n == 0) return;
     if (n > (static_cast<std::size_t>(-1) - kCacheLine) / sizeof(T)) throw std::bad_alloc();
-    std::size_t bytes = (n * sizeof(T) + kCacheLine - 1) / kCacheLine * kCacheLine;
-    data_ = static_cast<T*>(std::aligned_alloc(kCacheLine, bytes));
+    // Buffers of megabytes (packed weights, KV caches, scratch) start on a 2 MiB boundary and ask
+    // for transparent huge pages: a 45 MB model's packed weights were 11,000 page faults at load,
+    // and 4 KiB pages cost TLB misses on every pass over them. Where THP is off, madvise fails
+    // harmlessly and the pages stay small.
+    const std::size_t align = n * sizeof(T) >= kHugeFrom ? kHugePage : kCacheLine;
+    std::size_t bytes = (n * sizeof(T) + align - 1) / align * align;
+    data_ = static_cast<T*>(std::aligned_alloc(align, bytes));
     if (data_ == nullptr) throw std::bad_alloc();
+    if (align == kHugePage) ::madvise(static_cast<void*>(data_), bytes, MADV_HUGEPAGE);
   }
 
   // Zeroes every element: called at load, so the pages are faulted in then and not by the first

@@ -67,6 +67,13 @@ void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
 }
 
 void Move(const uint8_t* from, uint8_t* to, const Piece& p) {
+  if (p.size == 4) {  // every piece but the fp16 scales: one 32-bit move (packing is load time)
+    uint32_t v;
+    std::memcpy(&v, from, 4);
+    if (p.biased) v ^= 0x80808080u;
+    std::memcpy(to, &v, 4);
+    return;
+  }
   std::memcpy(to, from, p.size);
   if (p.biased) {
     for (int i = 0; i < p.size; ++i) to[i] ^= 0x80;
