@@ -575,28 +575,40 @@ void Model::ProjectQkv(const LayerWeights& w, int32_t n) {
 }
 
 void Model::RotateAndCache(const Batch& batch, int32_t layer) {
+  const Rotation& rotation = RotationOf(layer);
+  // Tokens are independent (each writes its own cache slot): a prompt's are spread over the
+  // threads; a few tokens stay on the calling thread, where a dispatch would cost more.
+  auto rotate = [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) RotateAndCacheToken(batch, layer, rotation, i);
+  };
+  if (batch.size() >= kParallelRotateMin) {
+    pool_->ParallelFor(batch.size(), rotate);
+  } else {
+    rotate(0, batch.size());
+  }
+}
+
+void Model::RotateAndCacheToken(const Batch& batch, int32_t layer, const Rotation& rotation,
+                                int64_t i) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
-  const Rotation& rotation = RotationOf(layer);
   const std::size_t q_dim = c.q_dim();
   const std::size_t kv_dim = c.kv_dim();
   const std::size_t head = c.head_dim;
-  for (int32_t i = 0; i < batch.size(); ++i) {
-    float* q = q_.data() + i * q_dim;
-    float* k = k_.data() + i * kv_dim;
-    if (!w.q_norm.empty()) {
-      for (std::size_t h = 0; h < q_dim; h += head)
-        RmsNorm(q + h, w.q_norm.data(), q + h, head, c.rms_eps);
-      for (std::size_t h = 0; h < kv_dim; h += head)
-        RmsNorm(k + h, w.k_norm.data(), k + h, head, c.rms_eps);
-    }
-    const float* cs = rotation.batch.data() + static_cast<std::size_t>(i) * c.n_rot;
-    RopeApply(rotation.params, cs, q, c.n_head);
-    RopeApply(rotation.params, cs, k, c.n_head_kv);
-    KvCache& cache = kv_.cache(batch.seq_ids[i]);
-    std::memcpy(cache.key(layer, slot_[i]), k, sizeof(float) * kv_dim);
-    std::memcpy(cache.value(layer, slot_[i]), v_.data() + i * kv_dim, sizeof(float) * kv_dim);
+  float* q = q_.data() + i * q_dim;
+  float* k = k_.data() + i * kv_dim;
+  if (!w.q_norm.empty()) {
+    for (std::size_t h = 0; h < q_dim; h += head)
+      RmsNorm(q + h, w.q_norm.data(), q + h, head, c.rms_eps);
+    for (std::size_t h = 0; h < kv_dim; h += head)
+      RmsNorm(k + h, w.k_norm.data(), k + h, head, c.rms_eps);
   }
+  const float* cs = rotation.batch.data() + static_cast<std::size_t>(i) * c.n_rot;
+  RopeApply(rotation.params, cs, q, c.n_head);
+  RopeApply(rotation.params, cs, k, c.n_head_kv);
+  KvCache& cache = kv_.cache(batch.seq_ids[i]);
+  std::memcpy(cache.key(layer, slot_[i]), k, sizeof(float) * kv_dim);
+  std::memcpy(cache.value(layer, slot_[i]), v_.data() + i * kv_dim, sizeof(float) * kv_dim);
 }
 
 void Model::Attend(const Batch& batch, int32_t layer) {
@@ -611,11 +623,29 @@ void Model::Attend(const Batch& batch, int32_t layer) {
   // Scores and weighted sum: two multiply-adds per visible key and head element (an upper bound on
   // a local layer).
   const int64_t attention_macs = 2 * attention_keys_ * c.n_head * c.head_dim;
+  // Tasks go to threads by the keys they read, not by their count: a prompt's later query groups
+  // see more of it (causal), so equal counts gave the last thread about three quarters of a
+  // 512-token prompt's attention at 2 threads. A task's cost is its group's visible keys; it runs
+  // on the thread whose share holds the middle of its span. Which thread runs a task changes no
+  // bit.
+  auto group_keys = [&](int32_t group) {
+    int64_t keys = 0;
+    for (int32_t i = query_group_begin_[group]; i < query_group_begin_[group + 1]; ++i) {
+      keys += prefix_len_[i] + visible_begin_[i + 1] - visible_begin_[i];
+    }
+    return keys;
+  };
+  int64_t total_keys = 0;
+  for (int32_t group = 0; group < n_query_groups_; ++group) total_keys += group_keys(group);
   RunWork(*pool_, attention_macs, [&](int thread, int n_threads) {
     float* scores = scores_.data() + static_cast<std::size_t>(thread) * AttentionScratchPerThread();
-    const int64_t begin = n_tasks * thread / n_threads;
-    const int64_t end = n_tasks * (thread + 1) / n_threads;
-    for (int64_t task = begin; task < end; ++task) {
+    int64_t before = 0;  // keys of the groups before this one, times the heads
+    for (int64_t task = 0; task < n_tasks; ++task) {
+      const int64_t keys = group_keys(static_cast<int32_t>(task / c.n_head));
+      const int64_t middle = 2 * before + keys;  // twice the middle of the task's span
+      before += keys;
+      const int64_t owner = middle * n_threads / (2 * total_keys * c.n_head + 1);
+      if (owner != thread) continue;
       const int32_t first = query_group_begin_[task / c.n_head];
       const int32_t n_q = query_group_begin_[task / c.n_head + 1] - first;
       const int32_t h = static_cast<int32_t>(task % c.n_head);

@@ -182,6 +182,10 @@ class Model {
   const Rotation& RotationOf(int32_t layer) const {
     return rotations_[config_.local_rope && config_.is_local(layer) ? 1 : 0];
   }
+  // RotateAndCache's work for batch token i.
+  void RotateAndCacheToken(const Batch& batch, int32_t layer, const Rotation& rotation, int64_t i);
+  // Batches of at least this many tokens rotate on every thread.
+  static constexpr int32_t kParallelRotateMin = 16;
 
   // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
   MatMulScratch matmul_scratch_;
