@@ -236,30 +236,37 @@ TEST(AutoPlanner, ExtendsTheCurveWithinItsShareAndKeepsItForTheNextRun) {
   }
 }
 
-TEST(AutoPlanner, ShortRunsPayForAMeasurementTogether) {
-  // Each run decodes too little for a measurement alone; the kept decoding time adds up.
-  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-short"));
-  MeasuredTarget target;
-  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
-  // A run before measured t(1) only.
-  const double t1 = 1e-4;
-  cache->Store(*target.model, {.points = {{1, t1}}});
-  int32_t runs = 0;
+// Runs decode `steps` steps of t(1) each with the cache's curve; true if one wanted a measurement.
+bool RunsWantMeasurement(MeasuredTarget& target, const TreePlanInputs& inputs, int32_t runs,
+                         int32_t steps, double t1) {
   bool wanted = false;
-  for (; runs < 1000 && !wanted; ++runs) {
+  for (int32_t run = 0; run < runs && !wanted; ++run) {
     AutoPlanner planner(AutoPlan(8), inputs);
     planner.Begin(*target.model, target.position);
     const TokenTree chain = Chain(3);
-    // 2 steps of t(1) each: 5% of them pays for a tenth of a t(1); measuring t(2) costs three
-    // forwards of about t(2).
-    for (int step = 0; step < 2; ++step) {
+    for (int32_t step = 0; step < steps && !wanted; ++step) {
       planner.NextShape();
       ObserveStep(planner, chain, {}, 0, 3, t1);
-      wanted = wanted || planner.WantsMeasurement(target.position);
+      wanted = planner.WantsMeasurement(target.position);
     }
   }
-  EXPECT_TRUE(wanted);
-  EXPECT_GT(runs, 10);
+  return wanted;
+}
+
+TEST(AutoPlanner, ShortRunsSaveForAMeasurementThatALongerRunMakes) {
+  // Measuring t(2) costs three forwards of about t(2): 5% of 60 steps of t(1), a quarter of 12.
+  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-short"));
+  MeasuredTarget target;
+  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
+  const double t1 = 1e-4;
+  cache->Store(*target.model, {.points = {{1, t1}}});  // a run before measured t(1) only
+  // A run of 20 steps alone has not decoded enough for it (5%: a third of a t(2) measurement).
+  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 20, t1));
+  // Runs of 2 steps save their decoding time, but none of them is long enough to spend it: a
+  // measurement may cost a run at most a quarter of its own decoding (never slower than plain).
+  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 100, 2, t1));
+  // With what they saved, a run of 20 steps measures.
+  EXPECT_TRUE(RunsWantMeasurement(target, inputs, 1, 20, t1));
 }
 
 TEST(VerifyCostCache, KeepsACurvePerModelAndMachine) {

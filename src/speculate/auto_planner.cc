@@ -35,6 +35,11 @@ constexpr double kMeasureBudgetSeconds = 0.03;
 // curve takes the same share.
 constexpr int32_t kMinContextGrowth = 64;
 constexpr double kMeasureShare = 0.05;
+// The credit of earlier runs is spent only by a run that has decoded enough itself: one run
+// measures at most this share of its own decoding so far, so the run that happens to follow many
+// short ones is not the one made slower than plain decoding (a 16-token run after ten 512-token
+// runs measured sizes up to 128 and lost to plain, 0.94x).
+constexpr double kRunMeasureShare = 0.25;
 // The guess for sizes not measured yet: each token beyond the first adds this share of t(1). On
 // memory-bound CPU decoding the measured slopes are 0.1-0.3 (bundled base target, 1 thread, this
 // project's 2-core machine: 0.12 to n = 2, 0.17 to 4, 0.25 to 8, 0.30 to 16; 0.11 to 16 on a
@@ -123,7 +128,9 @@ double AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t ro
   Timer timer;
   if (!measured_.complete) {
     const double credit = measured_.decode_seconds + decode_seconds_;
-    const double budget = std::max(kMeasureShare * credit, NextMeasurementSeconds());
+    const double budget =
+        std::max(std::min(kMeasureShare * credit, kRunMeasureShare * decode_seconds_),
+                 NextMeasurementSeconds());
     if (ExtendVerifyCost(target, seq, root, root_position, max_tokens_, budget, kMaxDepth,
                          measured_)) {
       measured_.decode_seconds = 0.0;
@@ -195,8 +202,10 @@ void AutoPlanner::Plan(bool first) {
 bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
   if (given_curve_ || !verify_cost_) return false;
   if (!measured_.complete) {
+    const double next = NextMeasurementSeconds();
     return !extension_stalled_ &&
-           (measured_.decode_seconds + decode_seconds_) * kMeasureShare >= NextMeasurementSeconds();
+           (measured_.decode_seconds + decode_seconds_) * kMeasureShare >= next &&
+           decode_seconds_ * kRunMeasureShare >= next;
   }
   return root_position >= 2 * measured_at_ && root_position - measured_at_ >= kMinContextGrowth &&
          seconds_since_measure_ * kMeasureShare >= measure_seconds_;
