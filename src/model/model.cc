@@ -628,6 +628,7 @@ void Model::Attend(const Batch& batch, int32_t layer) {
   // 512-token prompt's attention at 2 threads. A task's cost is its group's visible keys; it runs
   // on the thread whose share holds the middle of its span. Which thread runs a task changes no
   // bit.
+  // attention_keys_ (PrepareBatch) is the sum of every group's keys.
   auto group_keys = [&](int32_t group) {
     int64_t keys = 0;
     for (int32_t i = query_group_begin_[group]; i < query_group_begin_[group + 1]; ++i) {
@@ -635,16 +636,15 @@ void Model::Attend(const Batch& batch, int32_t layer) {
     }
     return keys;
   };
-  int64_t total_keys = 0;
-  for (int32_t group = 0; group < n_query_groups_; ++group) total_keys += group_keys(group);
   RunWork(*pool_, attention_macs, [&](int thread, int n_threads) {
     float* scores = scores_.data() + static_cast<std::size_t>(thread) * AttentionScratchPerThread();
-    int64_t before = 0;  // keys of the groups before this one, times the heads
+    int64_t before = 0;  // keys of the tasks before this one
+    int64_t keys = 0;    // of the current group (each of its tasks, one per head, reads them)
     for (int64_t task = 0; task < n_tasks; ++task) {
-      const int64_t keys = group_keys(static_cast<int32_t>(task / c.n_head));
+      if (task % c.n_head == 0) keys = group_keys(static_cast<int32_t>(task / c.n_head));
       const int64_t middle = 2 * before + keys;  // twice the middle of the task's span
       before += keys;
-      const int64_t owner = middle * n_threads / (2 * total_keys * c.n_head + 1);
+      const int64_t owner = middle * n_threads / (2 * attention_keys_ * c.n_head + 1);
       if (owner != thread) continue;
       const int32_t first = query_group_begin_[task / c.n_head];
       const int32_t n_q = query_group_begin_[task / c.n_head + 1] - first;
