@@ -53,6 +53,30 @@ TEST(Jinja, StringLiteralsDecodeTheirEscapes) {
   EXPECT_EQ(Render(R"({{ '\q \x4 \u12' }})"), R"(\q \x4 \u12)");
 }
 
+// A dict key is stored as text; an integer key as '\x02' and its digits. A string that starts with
+// that byte (or with '\x01', the escape) stays a string and a different key from the integer, from
+// a template literal or from JSON data (the fuzzer found a string key read back as an integer).
+TEST(Jinja, DictKeysKeepTheirKindWhateverTheyStartWith) {
+  const std::string literal = R"({% set d = {'\x027': 1, 7: 2, '\x01x': 3, '\x01\x027': 4} %})";
+  EXPECT_EQ(Render(literal + "{{ d | length }}"), "4");
+  EXPECT_EQ(Render(literal + "{% for k, v in d | items %}{{ k is string }}{{ v }};{% endfor %}"),
+            "True1;False2;True3;True4;");
+  EXPECT_EQ(Render(literal + R"({{ d['\x027'] }}{{ d[7] }}{{ d['\x01x'] }}{{ d['\x01\x027'] }})"),
+            "1234");
+  EXPECT_EQ(Render(literal + "{% for k in d %}{{ k | length if k is string else k }},{% endfor %}"),
+            "2,7,2,3,");
+  const nlohmann::ordered_json data = {{"d",
+                                        {{"\x02"
+                                          "7",
+                                          1},
+                                         {"\x01"
+                                          "a",
+                                          2}}}};
+  EXPECT_EQ(Render(R"({{ d['\x027'] }}{{ d['\x01a'] }}{{ d[7] is defined }})", data), "12False");
+  EXPECT_EQ(Render(R"({{ '\x027' in d }}{{ 7 in d }}{{ d | tojson }})", data),
+            R"(TrueFalse{"\u00027": 1, "\u0001a": 2})");
+}
+
 TEST(Jinja, ControlFlowAndLoopVariables) {
   EXPECT_EQ(
       Render("{% for x in xs %}{{ loop.index }}{{ loop.index0 }}{{ loop.first }}{{ loop.last }}"

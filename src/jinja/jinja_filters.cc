@@ -38,7 +38,7 @@ Value AttributeOf(const Value& item, std::string_view path) {
     size_t dot = path.find('.', start);
     std::string part(path.substr(start, dot == std::string_view::npos ? dot : dot - start));
     if (cur.is_dict()) {
-      const Value* v = cur.dict->Find(part);
+      const Value* v = cur.dict->Find(ValueDict::StringKey(part));
       cur = v != nullptr ? *v : Value::Undefined(part);
     } else if (cur.is_list() && !part.empty() &&
                std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
@@ -578,7 +578,8 @@ bool ApplyTest(std::string_view name, const Value& v, const CallArgs& args) {
   if (name == "in") {
     const Value& seq = other();
     if (seq.is_string()) return v.is_string() && seq.text.find(v.text) != std::string::npos;
-    if (seq.is_dict()) return v.is_string() && seq.dict->Find(v.text) != nullptr;
+    if (seq.is_dict())
+      return v.is_string() && seq.dict->Find(ValueDict::StringKey(v.text)) != nullptr;
     if (seq.is_list()) {
       return std::any_of(seq.list->begin(), seq.list->end(),
                          [&](const Value& item) { return Equals(item, v); });

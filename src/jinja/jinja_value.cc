@@ -25,15 +25,34 @@ void ValueDict::Set(std::string key, Value value) {
   items.emplace_back(std::move(key), std::move(value));
 }
 
+namespace {
+constexpr char kEscapedStringKey = '\x01';
+constexpr char kIntKey = '\x02';
+}  // namespace
+
+std::string ValueDict::StringKey(std::string_view text) {
+  if (!text.empty() && (text[0] == kEscapedStringKey || text[0] == kIntKey)) {
+    return StrCat(std::string_view(&kEscapedStringKey, 1), text);
+  }
+  return std::string(text);
+}
+
 std::string ValueDict::EncodeKey(const Value& key) {
-  if (key.is_string()) return key.text;
-  if (key.kind == Value::Kind::kInt) return "\x02" + std::to_string(key.integer);
-  if (key.kind == Value::Kind::kBool) return "\x02" + std::to_string(key.boolean ? 1 : 0);
+  if (key.is_string()) return StringKey(key.text);
+  if (key.kind == Value::Kind::kInt) return kIntKey + std::to_string(key.integer);
+  if (key.kind == Value::Kind::kBool) return kIntKey + std::to_string(key.boolean ? 1 : 0);
   ValueFail("unsupported dict key of type '", TypeName(key), "'");
 }
 
 Value ValueDict::KeyValue(const std::string& stored) {
-  if (!stored.empty() && stored[0] == '\x02') return Value::Int(std::stoll(stored.substr(1)));
+  if (!stored.empty() && stored[0] == kIntKey) {
+    int64_t i = 0;
+    const auto res = std::from_chars(stored.data() + 1, stored.data() + stored.size(), i);
+    GROVE_CHECK(res.ec == std::errc() && res.ptr == stored.data() + stored.size(),
+                "jinja: a dict key stored as an integer does not read back");
+    return Value::Int(i);
+  }
+  if (!stored.empty() && stored[0] == kEscapedStringKey) return Value::String(stored.substr(1));
   return Value::String(stored);
 }
 
@@ -492,7 +511,8 @@ Value FromJson(const nlohmann::ordered_json& j) {
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = Value::Dict();
-      for (const auto& [k, item] : j.items()) d.dict->items.emplace_back(k, FromJson(item));
+      for (const auto& [k, item] : j.items())
+        d.dict->items.emplace_back(ValueDict::StringKey(k), FromJson(item));
       return d;
     }
     case nlohmann::ordered_json::value_t::binary:

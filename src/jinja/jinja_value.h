@@ -47,8 +47,13 @@ struct ValueDict {
   std::vector<std::pair<std::string, Value>> items;
   bool is_namespace = false;  // `namespace(...)`: the one object `set ns.x = ...` may change
 
+  // `key` is a stored key: a name (an identifier, stored as written), StringKey's or EncodeKey's.
   const Value* Find(std::string_view key) const;
-  // Keys that are not strings (`{512: 128}`) are stored encoded; KeyValue gives them back.
+  // Keys that are not strings (`{512: 128}`) are stored as '\x02' and their digits; a string
+  // that starts with '\x01' or '\x02' (only data can: a JSON key, a template's literal) is
+  // stored behind a '\x01', so that no string reads back as an integer. KeyValue gives the key
+  // back as it was.
+  static std::string StringKey(std::string_view text);
   static std::string EncodeKey(const Value& key);
   static Value KeyValue(const std::string& stored);
   void Set(std::string key, Value value);
