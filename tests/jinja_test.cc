@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -75,6 +77,36 @@ TEST(Jinja, DictKeysKeepTheirKindWhateverTheyStartWith) {
   EXPECT_EQ(Render(R"({{ d['\x027'] }}{{ d['\x01a'] }}{{ d[7] is defined }})", data), "12False");
   EXPECT_EQ(Render(R"({{ '\x027' in d }}{{ 7 in d }}{{ d | tojson }})", data),
             R"(TrueFalse{"\u00027": 1, "\u0001a": 2})");
+}
+
+// Template integers are 64-bit (Python's are unbounded): a result that does not fit is an error,
+// never a wrapped value or a hardware trap; integers never pass through a double; counts that
+// cannot grow (an empty repetition, a power of 1) return at once; a stride past the end stops.
+TEST(Jinja, IntegersThatDoNotFitAreErrorsNeverWrappedValues) {
+  const std::string min = "(-9223372036854775807 - 1)";
+  EXPECT_EQ(Render("{{ 9223372036854775806 + 1 }} {{ " + min + " % -1 }} {{ 2 ** 62 }}"),
+            "9223372036854775807 0 4611686018427387904");
+  for (const std::string& bad : std::vector<std::string>{
+           std::string("9223372036854775807 + 1"), min + " - 1", "4611686018427387904 * 2",
+           min + " // -1", "-" + min, "2 ** 63", "2 ** 100", "(-3) ** 41", "[1e300] | sum | int"}) {
+    EXPECT_NE(ErrorOf("{{ " + bad + " }}").find("does not fit in"), std::string::npos) << bad;
+  }
+  EXPECT_EQ(Render("{{ 1 ** 1000000000000000 }} {{ (-1) ** 1000000000000001 }} {{ 0 ** 0 }}"),
+            "1 -1 1");
+  EXPECT_EQ(Render("{{ [] * 888888888888888873 }}|{{ '' * 888888888888888873 }}|"), "[]||");
+  EXPECT_EQ(
+      Render("{{ [1, 2, 3, 4, 5][3::9223372036854775807] }} {{ 'abcde'[4::4611686018427387904] }}"),
+      "[4] e");
+  EXPECT_EQ(Render("{{ range(9223372036854775000, 9223372036854775807, 1000) | list }}"),
+            "[9223372036854775000]");
+  EXPECT_EQ(Render("{{ range(-9223372036854775807, 9223372036854775807, 4611686018427387904) | "
+                   "list }}"),
+            "[-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
+  EXPECT_NE(ErrorOf("{{ range(-9223372036854775807, 9223372036854775807) }}").find("step limit"),
+            std::string::npos);
+  EXPECT_EQ(Render("{{ [9007199254740993, 0] | sum }} {{ (0 - 9007199254740993) | abs }} "
+                   "{{ '%d' % 9007199254740993 }}"),
+            "9007199254740993 9007199254740993 9007199254740993");
 }
 
 TEST(Jinja, ControlFlowAndLoopVariables) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "jinja/jinja_builtins.h"
+#include "jinja/jinja_int.h"
 
 namespace grove::jinja {
 
@@ -96,8 +97,8 @@ std::string PercentFormat(std::string_view fmt, const ValueList& args) {
       case 'd':
       case 'i':
         if (!a.is_number()) ValueFail("format: %d format: a number is required");
-        out += std::to_string(a.kind == Value::Kind::kFloat ? static_cast<int64_t>(a.number)
-                                                            : static_cast<int64_t>(a.AsDouble()));
+        out += std::to_string(a.kind == Value::Kind::kFloat ? TruncateToInt(a.number, "format: %d")
+                                                            : a.AsInt());
         break;
       case 'f': {
         if (!a.is_number()) ValueFail("format: %f format: a number is required");
@@ -121,7 +122,7 @@ Value ToInt(const Value& v, const Value& fallback) {
     case Value::Kind::kBool:
       return Value::Int(v.boolean);
     case Value::Kind::kFloat:
-      return std::isfinite(v.number) ? Value::Int(static_cast<int64_t>(v.number)) : fallback;
+      return std::isfinite(v.number) ? Value::Int(TruncateToInt(v.number, "int")) : fallback;
     case Value::Kind::kString: {
       std::string s = PyStrip(v.text, nullptr, true, true);
       std::string digits;
@@ -133,7 +134,7 @@ Value ToInt(const Value& v, const Value& fallback) {
         int64_t i = std::stoll(digits, &used, 10);
         if (used == digits.size()) return Value::Int(i);
         double d = std::stod(digits, &used);
-        if (used == digits.size() && std::isfinite(d)) return Value::Int(static_cast<int64_t>(d));
+        if (used == digits.size() && std::isfinite(d)) return Value::Int(TruncateToInt(d, "int"));
       } catch (const std::exception&) {
       }
       return fallback;
@@ -325,7 +326,10 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
   if (name == "float") return ToFloat(target, Arg(args, 0, "default", Value::Float(0)));
   if (name == "abs") {
     if (target.kind == Value::Kind::kFloat) return Value::Float(std::fabs(target.number));
-    if (target.is_number()) return Value::Int(std::llabs(static_cast<int64_t>(target.AsDouble())));
+    if (target.is_number()) {
+      const int64_t i = target.AsInt();
+      return Value::Int(i < 0 ? CheckedNeg(i) : i);
+    }
     ValueFail("bad operand type for abs(): '", TypeName(target), "'");
   }
   if (name == "round") {
@@ -433,8 +437,7 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
       if (v.kind == Value::Kind::kFloat || total.kind == Value::Kind::kFloat) {
         total = Value::Float(total.AsDouble() + v.AsDouble());
       } else {
-        total =
-            Value::Int(static_cast<int64_t>(total.AsDouble()) + static_cast<int64_t>(v.AsDouble()));
+        total = Value::Int(CheckedAdd(total.AsInt(), v.AsInt()));
       }
     }
     return total;

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "jinja/jinja_builtins.h"
+#include "jinja/jinja_int.h"
 #include "jinja/jinja_parser.h"
 
 namespace grove::jinja {
@@ -12,22 +13,9 @@ namespace {
 
 using Frame = std::unordered_map<std::string, Value>;
 
-// Python's floor division and modulo (the sign follows the divisor).
-int64_t FloorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-  return q;
-}
-int64_t FloorMod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0))) r += b;
-  return r;
-}
-
 bool IsIntLike(const Value& v) {
   return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
 }
-int64_t AsInt(const Value& v) { return v.kind == Value::Kind::kBool ? v.boolean : v.integer; }
 
 // Python's slice indices for a sequence of length n.
 std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& stop_v,
@@ -35,7 +23,7 @@ std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& s
   auto get = [](const Value& v, int64_t fallback) {
     if (v.is_undefined() || v.is_none()) return fallback;
     if (!IsIntLike(v)) ValueFail("slice indices must be integers or None");
-    return AsInt(v);
+    return v.AsInt();
   };
   int64_t step = get(step_v, 1);
   if (step == 0) ValueFail("slice step cannot be zero");
@@ -52,10 +40,9 @@ std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& s
                                                               : clamp(get(start_v, 0));
   int64_t stop = stop_v.is_undefined() || stop_v.is_none() ? (step < 0 ? lower : upper)
                                                            : clamp(get(stop_v, 0));
-  std::vector<size_t> out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-    out.push_back(static_cast<size_t>(i));
-  }
+  // Counted, not stepped until past stop: start + step can overflow (`xs[4::2**63-1]`).
+  std::vector<size_t> out(RangeLength(start, stop, step));
+  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<size_t>(RangeItem(start, step, k));
   return out;
 }
 
@@ -108,24 +95,22 @@ class Renderer {
         if (!IsIntLike(v)) ValueFail("range() needs integers, got ", TypeName(v));
       }
       if (a.positional.size() == 1) {
-        stop = AsInt(a.positional[0]);
+        stop = a.positional[0].AsInt();
       } else if (a.positional.size() >= 2) {
-        start = AsInt(a.positional[0]);
-        stop = AsInt(a.positional[1]);
-        if (a.positional.size() >= 3) step = AsInt(a.positional[2]);
+        start = a.positional[0].AsInt();
+        stop = a.positional[1].AsInt();
+        if (a.positional.size() >= 3) step = a.positional[2].AsInt();
       } else {
         ValueFail("range() needs 1 to 3 arguments");
       }
       if (step == 0) ValueFail("range() step must not be zero");
-      double count = std::ceil((static_cast<double>(stop) - static_cast<double>(start)) /
-                               static_cast<double>(step));
-      if (count > static_cast<double>(max_steps)) {
+      const uint64_t count = RangeLength(start, stop, step);
+      if (count > max_steps) {
         ValueFail("range of ", count, " items is more than the step limit (", max_steps, ")");
       }
       ValueList items;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        items.push_back(Value::Int(i));
-      }
+      items.reserve(static_cast<size_t>(count));
+      for (uint64_t k = 0; k < count; ++k) items.push_back(Value::Int(RangeItem(start, step, k)));
       return Value::List(std::move(items));
     });
     root["namespace"] = Value::Func([](CallArgs& a) {
@@ -435,7 +420,7 @@ class Renderer {
     }
     if (obj.generator) ValueFail("'generator' object is not subscriptable");
     if ((obj.is_list() || obj.is_string()) && IsIntLike(key)) {
-      int64_t i = AsInt(key);
+      int64_t i = key.AsInt();
       if (obj.is_list()) {
         int64_t n = static_cast<int64_t>(obj.list->size());
         if (i < 0) i += n;
@@ -523,7 +508,7 @@ class Renderer {
         if (e.name == "not") return Value::Bool(!Truthy(v));
         if (v.kind == Value::Kind::kFloat)
           return Value::Float(e.name == "-" ? -v.number : v.number);
-        if (IsIntLike(v)) return Value::Int(e.name == "-" ? -AsInt(v) : AsInt(v));
+        if (IsIntLike(v)) return Value::Int(e.name == "-" ? CheckedNeg(v.AsInt()) : v.AsInt());
         ValueFail("bad operand type for unary ", e.name, ": '", TypeName(v), "'");
       }
       case Expr::Kind::kAnd: {
@@ -596,8 +581,8 @@ class Renderer {
       items.insert(items.end(), b.list->begin(), b.list->end());
       return Value::List(std::move(items));
     }
-    if (op == "*" && (a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, AsInt(b));
-    if (op == "*" && (b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, AsInt(a));
+    if (op == "*" && (a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, b.AsInt());
+    if (op == "*" && (b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, a.AsInt());
     if (op == "%" && a.is_string()) {
       CallArgs args;
       if (b.is_list()) {
@@ -613,7 +598,8 @@ class Renderer {
   Value Repeat(const Value& v, int64_t n) {
     if (n <= 0) return v.is_string() ? Value::String("") : Value::List();
     size_t unit = v.is_string() ? v.text.size() : v.list->size();
-    if (unit != 0 && static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) {
+    if (unit == 0) return v.is_string() ? Value::String("") : Value::List();
+    if (static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) {
       ValueFail("repetition longer than ", limits_.max_output_bytes);
     }
     if (v.is_string()) {
@@ -629,10 +615,10 @@ class Renderer {
   static Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
     bool ints = IsIntLike(a) && IsIntLike(b);
     if (ints) {
-      int64_t x = AsInt(a), y = AsInt(b);
-      if (op == "+") return Value::Int(x + y);
-      if (op == "-") return Value::Int(x - y);
-      if (op == "*") return Value::Int(x * y);
+      int64_t x = a.AsInt(), y = b.AsInt();
+      if (op == "+") return Value::Int(CheckedAdd(x, y));
+      if (op == "-") return Value::Int(CheckedSub(x, y));
+      if (op == "*") return Value::Int(CheckedMul(x, y));
       if (op == "/") {
         if (y == 0) ValueFail("division by zero");
         return Value::Float(static_cast<double>(x) / static_cast<double>(y));
@@ -642,11 +628,7 @@ class Renderer {
         return Value::Int(op == "//" ? FloorDiv(x, y) : FloorMod(x, y));
       }
       if (op == "**") {
-        if (y >= 0) {
-          int64_t r = 1;
-          for (int64_t i = 0; i < y && i < 64; ++i) r *= x;
-          return Value::Int(r);
-        }
+        if (y >= 0) return Value::Int(CheckedPow(x, y));
         return Value::Float(std::pow(static_cast<double>(x), static_cast<double>(y)));
       }
     }

@@ -99,6 +99,8 @@ struct Value {
     return kind == Kind::kInt || kind == Kind::kFloat || kind == Kind::kBool;
   }
   double AsDouble() const;
+  // An int's value, or a bool's 0/1 (Python's bool is an int); only for those two kinds.
+  int64_t AsInt() const { return kind == Kind::kBool ? boolean : integer; }
 };
 
 // The arguments of a call: positional, then keyword in the order written.
