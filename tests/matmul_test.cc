@@ -377,6 +377,33 @@ TEST(MatMulTest, RowResultDoesNotDependOnBatchOrThreads) {
   }
 }
 
+// A group kernel's float steps are the same on every level that has one (lane j is row j, the
+// integer block sums are exact), so two levels' grouped products agree bit for bit.
+TEST(MatMulTest, GroupKernelsGiveTheSameBitsOnEveryLevel) {
+  ThreadPool pool(2);
+  MatMulScratch scratch(16, 4096);
+  uint32_t seed = 3000;
+  int compared = 0;
+  for (GgmlType type : kAllTypes) {
+    for (int64_t n_in : Widths(type, {256, 4096})) {
+      const TestWeights w = MakeWeights(type, n_in, 37, ++seed);
+      const std::vector<float> x = MakeActivations(9, n_in, ++seed);
+      std::vector<Variant> grouped;
+      for (const Variant& v : Variants(w)) {
+        if (v.grouped) grouped.push_back(v);
+      }
+      if (grouped.size() < 2) continue;
+      const std::vector<float> first = RunMatMul(grouped[0], w, x.data(), 9, scratch, pool);
+      for (size_t l = 1; l < grouped.size(); ++l) {
+        EXPECT_EQ(RunMatMul(grouped[l], w, x.data(), 9, scratch, pool), first)
+            << Describe(grouped[l], w, 9) << " against " << grouped[0].k->name;
+        ++compared;
+      }
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "fewer than two levels with group kernels on this CPU";
+}
+
 // Levels differ only in float rounding: activation quantization is bit-identical across levels, so
 // two levels can be at most twice the float-arithmetic bound apart.
 TEST(MatMulTest, SimdLevelsMatchScalarWithinBound) {

@@ -606,6 +606,123 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   });
 }
 
+// ---- Row groups (quant/packed.h) times grouped ActQ8 activations
+//
+// The AVX-512 level's layout read in two halves: lane j of a 256-bit register is row j of the
+// group's first 8 rows (half 0) or its last 8 (half 1). AVX2 has no vpdpbusd: maddubs multiplies 4
+// weights of each of 8 rows by the same 4 activation bytes (broadcast) into two int16 pair sums per
+// row. Q4_K's nibbles are unsigned (0..15) and activation quants |q| <= 127, so a sub-block's 8
+// chunks add up in int16 (|sum| <= 8 * 2 * 15 * 127 = 30480) and one madd with ones per sub-block
+// and half gives each row's exact int32 sum. The float steps after it are the AVX-512 kernel's,
+// lane for lane, so the two levels give the same bits; no horizontal sums.
+
+// Weight bytes requested ahead of use, as the AVX-512 level does (two super-blocks of a group).
+constexpr int64_t kGroupPrefetchBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
+
+template <int R>
+void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
+                   int64_t y_stride) {
+  constexpr int64_t kSuperBytes = kGroupRows * sizeof(BlockQ4_K);
+  constexpr int kSubs = kKBlock / kQBlock;
+  const uint8_t* xq[R];
+  const float* xd[R];
+  const int32_t* neg_sums[R];
+  for (int i = 0; i < R; ++i) {
+    xq[i] = RowPtr(x, x_stride, i);
+    xd[i] = reinterpret_cast<const float*>(xq[i] + ActQ8ScaleOffset(n_in));
+    neg_sums[i] = reinterpret_cast<const int32_t*>(xq[i] + ActQ8SumOffset(n_in));
+  }
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  // Per sub-block and half: d sc and dmin m of the 8 rows.
+  alignas(32) float scale[kSubs][2][8];
+  alignas(32) float min[kSubs][2][8];
+  for (int64_t s = 0; s < n_in / kKBlock; ++s) {
+    const uint8_t* base = group + s * kSuperBytes;
+    for (int64_t line = 0; line < kSuperBytes; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base + kGroupPrefetchBytes + line), _MM_HINT_T0);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 d =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 2048 + 16 * h)));
+      const __m256 dmin =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 2080 + 16 * h)));
+      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2112 + 32 * h));
+      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2176 + 32 * h));
+      const __m256i a2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2240 + 32 * h));
+      // Byte t of lane j: the scale (min) of sub-block t (lo) or 4 + t (hi) of row j.
+      const __m256i low6 = _mm256_set1_epi8(0x3f);
+      const __m256i low2 = _mm256_set1_epi8(0x03);
+      const __m256i sc_lo = _mm256_and_si256(a0, low6);
+      const __m256i m_lo = _mm256_and_si256(a1, low6);
+      const __m256i sc_hi =
+          _mm256_or_si256(_mm256_and_si256(a2, low4),
+                          _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a0, 6), low2), 4));
+      const __m256i m_hi =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(a2, 4), low4),
+                          _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(a1, 6), low2), 4));
+      const __m256i byte = _mm256_set1_epi32(0xff);
+      for (int sub = 0; sub < kSubs; ++sub) {
+        const int shift = 8 * (sub % 4);
+        _mm256_store_ps(
+            scale[sub][h],
+            _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_and_si256(
+                                 _mm256_srli_epi32(sub < 4 ? sc_lo : sc_hi, shift), byte))));
+        _mm256_store_ps(
+            min[sub][h],
+            _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_and_si256(
+                                    _mm256_srli_epi32(sub < 4 ? m_lo : m_hi, shift), byte))));
+      }
+    }
+    for (int sub = 0; sub < kSubs; ++sub) {
+      const int64_t b = s * kSubs + sub;
+      const uint8_t* quants = base + (sub / 2) * 8 * 64;
+      __m256i sums[R][2];
+      for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
+      for (int c = 0; c < 8; ++c) {
+        __m256i w[2];
+        for (int h = 0; h < 2; ++h) {
+          const __m256i v =
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * c + 32 * h));
+          w[h] = _mm256_and_si256(sub % 2 == 0 ? v : _mm256_srli_epi16(v, 4), low4);
+        }
+        for (int i = 0; i < R; ++i) {
+          int32_t four;
+          std::memcpy(&four, xq[i] + b * kQBlock + 4 * c, sizeof(four));
+          const __m256i x4 = _mm256_set1_epi32(four);
+          for (int h = 0; h < 2; ++h) {
+            sums[i][h] = _mm256_add_epi16(sums[i][h], _mm256_maddubs_epi16(w[h], x4));
+          }
+        }
+      }
+      for (int i = 0; i < R; ++i) {
+        // - dmin m d_x sum(q_x) = dmin m (d_x * -sum(q_x))
+        const __m256 x_sum = _mm256_set1_ps(xd[i][b] * static_cast<float>(neg_sums[i][b]));
+        for (int h = 0; h < 2; ++h) {
+          const __m256 scaled = _mm256_mul_ps(
+              _mm256_cvtepi32_ps(_mm256_madd_epi16(sums[i][h], ones)), _mm256_set1_ps(xd[i][b]));
+          acc[i][h] = _mm256_fmadd_ps(scaled, _mm256_load_ps(scale[sub][h]), acc[i][h]);
+          acc[i][h] = _mm256_fmadd_ps(x_sum, _mm256_load_ps(min[sub][h]), acc[i][h]);
+        }
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
+    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
+  }
+}
+
+void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                  float* y, int64_t y_stride) {
+  ForEachTile(n_x, [&](auto rows, int i) {
+    GroupQ4_KTile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
+                                      RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 // round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
 // the scalar one bit for bit: truncate, then step away from zero if the dropped part is >= 0.5.
 __m256 RoundHalfAway(__m256 v) {
@@ -617,37 +734,54 @@ __m256 RoundHalfAway(__m256 v) {
   return _mm256_add_ps(truncated, _mm256_and_ps(away, step));
 }
 
+// One block of 32 floats as signed quants in natural order (bytes of the result) and its scale d,
+// as the scalar quantizer does bit for bit.
+__m256i QuantizeBlock(const float* x, float* d_out) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  __m256 v[4];
+  __m256 amax = _mm256_setzero_ps();
+  for (int j = 0; j < 4; ++j) {
+    v[j] = _mm256_loadu_ps(x + 8 * j);
+    amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
+  }
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  const float d = _mm_cvtss_f32(m) / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  *d_out = d;
+  const __m256 vid = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int j = 0; j < 4; ++j) q[j] = _mm256_cvttps_epi32(RoundHalfAway(_mm256_mul_ps(v[j], vid)));
+  // packs works within 128-bit lanes; the permute restores element order.
+  const __m256i q16a = _mm256_packs_epi32(q[0], q[1]);
+  const __m256i q16b = _mm256_packs_epi32(q[2], q[3]);
+  return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
+                                     _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
   auto* qs = static_cast<uint8_t*>(act_row);
   auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
   auto* sums = reinterpret_cast<float*>(qs + ActQ8SumOffset(n_in));
   auto* half_sums = reinterpret_cast<float*>(qs + ActQ8HalfSumOffset(n_in));
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < n_in / kQBlock; ++b) {
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int j = 0; j < 4; ++j) {
-      v[j] = _mm256_loadu_ps(x + b * kQBlock + 8 * j);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
-    }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    const float d = _mm_cvtss_f32(m) / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    scales[b] = d;
-    const __m256 vid = _mm256_set1_ps(id);
-    __m256i q[4];
-    for (int j = 0; j < 4; ++j) {
-      q[j] = _mm256_cvttps_epi32(RoundHalfAway(_mm256_mul_ps(v[j], vid)));
-    }
-    // packs works within 128-bit lanes; the permute restores element order.
-    const __m256i q16a = _mm256_packs_epi32(q[0], q[1]);
-    const __m256i q16b = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16a, q16b),
-                                                   _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i q8 = QuantizeBlock(x + b * kQBlock, &scales[b]);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q8);
-    StoreBlockSums(q8, d, b, sums, half_sums);
+    StoreBlockSums(q8, scales[b], b, sums, half_sums);
+  }
+}
+
+// The grouped format (kernel_set.h): the same quants and scales, and the negated exact block sums.
+void QuantizeActGrouped(const float* x, int64_t n_in, void* act_row) {
+  auto* qs = static_cast<uint8_t*>(act_row);
+  auto* scales = reinterpret_cast<float*>(qs + ActQ8ScaleOffset(n_in));
+  auto* neg_sums = reinterpret_cast<int32_t*>(qs + ActQ8SumOffset(n_in));
+  for (int64_t b = 0; b < n_in / kQBlock; ++b) {
+    const __m256i q8 = QuantizeBlock(x + b * kQBlock, &scales[b]);
+    const HalfSums h = BlockHalfSums(q8);
+    neg_sums[b] = -(h.lo + h.hi);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQBlock), q8);
   }
 }
 
@@ -905,11 +1039,11 @@ extern const KernelSet kAvx2Kernels = {
     .dot_iq4_xs = &DotIQ4_XS,
     .dot_q2_k = &DotQ2_K,
     .dot_q3_k = &DotQ3_K,
-    .quantize_act_grouped = nullptr,  // no row-group kernels at this level: weights stay in rows
+    .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = nullptr,
     .group_q4_0 = nullptr,
     .group_iq4_nl = nullptr,
-    .group_q4_k = nullptr,
+    .group_q4_k = &DotGroupQ4_K,
     .group_f16 = nullptr,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
