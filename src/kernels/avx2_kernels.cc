@@ -619,19 +619,107 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 // Weight bytes requested ahead of use, as the AVX-512 level does (two super-blocks of a group).
 constexpr int64_t kGroupPrefetchBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
 
+// The activation rows of a tile in the grouped format (kernel_set.h).
+template <int R>
+struct GroupedRows {
+  const uint8_t* q[R];
+  const float* d[R];
+  const int32_t* neg_sums[R];
+  GroupedRows(const void* x, int64_t x_stride, int64_t n_in) {
+    for (int i = 0; i < R; ++i) {
+      q[i] = RowPtr(x, x_stride, i);
+      d[i] = reinterpret_cast<const float*>(q[i] + ActQ8ScaleOffset(n_in));
+      neg_sums[i] = reinterpret_cast<const int32_t*>(q[i] + ActQ8SumOffset(n_in));
+    }
+  }
+};
+
+// One chunk of a block for every row of a tile: the unsigned weights w of the two halves times the
+// 4 activation bytes at offset in block b, added to each row's int16 sums.
+template <int R>
+void AddGroupChunk(const GroupedRows<R>& rows, int64_t b, int offset, const __m256i (&w)[2],
+                   __m256i (&sums)[R][2]) {
+  for (int i = 0; i < R; ++i) {
+    int32_t four;
+    std::memcpy(&four, rows.q[i] + b * kQBlock + offset, sizeof(four));
+    const __m256i x4 = _mm256_set1_epi32(four);
+    for (int h = 0; h < 2; ++h) {
+      sums[i][h] = _mm256_add_epi16(sums[i][h], _mm256_maddubs_epi16(w[h], x4));
+    }
+  }
+}
+
+// The nibbles of 64 bytes of a group (two halves), low (high = false) or high.
+void GroupNibbles(const uint8_t* p, bool high, __m256i (&w)[2]) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
+    w[h] = _mm256_and_si256(high ? _mm256_srli_epi16(v, 4) : v, low4);
+  }
+}
+
+void PrefetchGroupBytes(const uint8_t* p, int64_t bytes) {
+  for (int64_t line = 0; line < bytes; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T0);
+  }
+}
+
+// Q4_0 groups: a block's 4 chunks of 64 bytes hold elements 4c..4c+3 (low nibbles) and 16 + 4c..
+// (high) of the 16 rows; the nibbles are q + 8, so each row's correction, -8 times the activation
+// block sum, starts its int32 sum (quantize_act_grouped stores -sum q). d: 16 halves per block.
+template <int R>
+void GroupQ4_0Tile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
+                   int64_t y_stride) {
+  constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
+  const GroupedRows<R> rows(x, x_stride, n_in);
+  const int64_t n_blocks = n_in / kQBlock;
+  const uint8_t* scales = group + n_blocks * kQuantBytes;
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* quants = group + b * kQuantBytes;
+    PrefetchGroupBytes(quants + kGroupPrefetchBytes, kQuantBytes);
+    __m256i sums[R][2];
+    for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      __m256i w[2];
+      GroupNibbles(quants + 64 * c, false, w);
+      AddGroupChunk(rows, b, 4 * c, w, sums);
+      GroupNibbles(quants + 64 * c, true, w);
+      AddGroupChunk(rows, b, 16 + 4 * c, w, sums);
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 d = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * b + 16 * h)));
+      for (int i = 0; i < R; ++i) {
+        const __m256i offset = _mm256_set1_epi32(rows.neg_sums[i][b] * 8);
+        const __m256i sum = _mm256_add_epi32(offset, _mm256_madd_epi16(sums[i][h], ones));
+        const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(rows.d[i][b]));
+        acc[i][h] = _mm256_fmadd_ps(scaled, d, acc[i][h]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
+    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
+  }
+}
+
+void DotGroupQ4_0(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                  float* y, int64_t y_stride) {
+  ForEachTile(n_x, [&](auto rows, int i) {
+    GroupQ4_0Tile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
+                                      RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  });
+}
+
 template <int R>
 void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
                    int64_t y_stride) {
   constexpr int64_t kSuperBytes = kGroupRows * sizeof(BlockQ4_K);
   constexpr int kSubs = kKBlock / kQBlock;
-  const uint8_t* xq[R];
-  const float* xd[R];
-  const int32_t* neg_sums[R];
-  for (int i = 0; i < R; ++i) {
-    xq[i] = RowPtr(x, x_stride, i);
-    xd[i] = reinterpret_cast<const float*>(xq[i] + ActQ8ScaleOffset(n_in));
-    neg_sums[i] = reinterpret_cast<const int32_t*>(xq[i] + ActQ8SumOffset(n_in));
-  }
+  const GroupedRows<R> rows(x, x_stride, n_in);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R][2];
@@ -641,9 +729,7 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
   alignas(32) float min[kSubs][2][8];
   for (int64_t s = 0; s < n_in / kKBlock; ++s) {
     const uint8_t* base = group + s * kSuperBytes;
-    for (int64_t line = 0; line < kSuperBytes; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(base + kGroupPrefetchBytes + line), _MM_HINT_T0);
-    }
+    PrefetchGroupBytes(base + kGroupPrefetchBytes, kSuperBytes);
     for (int h = 0; h < 2; ++h) {
       const __m256 d =
           _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 2048 + 16 * h)));
@@ -683,26 +769,16 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
       for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
       for (int c = 0; c < 8; ++c) {
         __m256i w[2];
-        for (int h = 0; h < 2; ++h) {
-          const __m256i v =
-              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * c + 32 * h));
-          w[h] = _mm256_and_si256(sub % 2 == 0 ? v : _mm256_srli_epi16(v, 4), low4);
-        }
-        for (int i = 0; i < R; ++i) {
-          int32_t four;
-          std::memcpy(&four, xq[i] + b * kQBlock + 4 * c, sizeof(four));
-          const __m256i x4 = _mm256_set1_epi32(four);
-          for (int h = 0; h < 2; ++h) {
-            sums[i][h] = _mm256_add_epi16(sums[i][h], _mm256_maddubs_epi16(w[h], x4));
-          }
-        }
+        GroupNibbles(quants + 64 * c, sub % 2 == 1, w);
+        AddGroupChunk(rows, b, 4 * c, w, sums);
       }
       for (int i = 0; i < R; ++i) {
         // - dmin m d_x sum(q_x) = dmin m (d_x * -sum(q_x))
-        const __m256 x_sum = _mm256_set1_ps(xd[i][b] * static_cast<float>(neg_sums[i][b]));
+        const __m256 x_sum = _mm256_set1_ps(rows.d[i][b] * static_cast<float>(rows.neg_sums[i][b]));
         for (int h = 0; h < 2; ++h) {
-          const __m256 scaled = _mm256_mul_ps(
-              _mm256_cvtepi32_ps(_mm256_madd_epi16(sums[i][h], ones)), _mm256_set1_ps(xd[i][b]));
+          const __m256 scaled =
+              _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(sums[i][h], ones)),
+                            _mm256_set1_ps(rows.d[i][b]));
           acc[i][h] = _mm256_fmadd_ps(scaled, _mm256_load_ps(scale[sub][h]), acc[i][h]);
           acc[i][h] = _mm256_fmadd_ps(x_sum, _mm256_load_ps(min[sub][h]), acc[i][h]);
         }
@@ -1041,7 +1117,7 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q3_k = &DotQ3_K,
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = nullptr,
-    .group_q4_0 = nullptr,
+    .group_q4_0 = &DotGroupQ4_0,
     .group_iq4_nl = nullptr,
     .group_q4_k = &DotGroupQ4_K,
     .group_f16 = nullptr,
