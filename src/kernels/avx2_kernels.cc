@@ -556,41 +556,49 @@ void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 }
 
 // Q2_K: per activation block, maddubs of the unsigned quants (0..3) with x, weighted by the two
-// 4-bit scales in 16-bit lanes, and maddubs of the two 4-bit mins with x: two exact int32 sums,
-// each with one float FMA (d d_b and dmin d_b).
+// 4-bit scales in 16-bit lanes: an exact int32 sum with one float FMA (d d_b). The min term,
+// dmin sum_k m_k d_b sum(x over sub-block k), is two 8-lane FMAs per super-block and row on the
+// activation's half-block sums (kernel_set.h), as the AVX-512 level does: per block it cost a
+// second maddubs, madd, convert, multiply and FMA.
 template <int R>
-void Q2_KTile(const BlockQ2_K* w, int64_t n_super, int64_t scale_offset, const void* x,
-              int64_t x_stride, float* y, int64_t y_stride) {
+void Q2_KTile(const BlockQ2_K* w, int64_t n_super, int64_t scale_offset, int64_t half_sum_offset,
+              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
   const uint8_t* xq[R];
   const float* xd[R];
+  const float* x_half[R];
   for (int i = 0; i < R; ++i) {
     xq[i] = RowPtr(x, x_stride, i);
     xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    x_half[i] = reinterpret_cast<const float*>(xq[i] + half_sum_offset);
   }
-  const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[R], min_acc[R];
   for (int i = 0; i < R; ++i) acc[i] = min_acc[i] = _mm256_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s) {
     const __m256 d = _mm256_set1_ps(_cvtsh_ss(w[s].d));
     const __m256 dmin = _mm256_set1_ps(_cvtsh_ss(w[s].dmin));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales));
+    const __m128i m = _mm_and_si128(_mm_srli_epi16(packed, 4), _mm_set1_epi8(0x0f));
+    const __m256 mins_lo = _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(m)));
+    const __m256 mins_hi =
+        _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpackhi_epi64(m, m))));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
       const int p0 = w[s].scales[2 * c8], p1 = w[s].scales[2 * c8 + 1];
       const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(p1 & 0x0f)),
                                           _mm_set1_epi16(static_cast<int16_t>(p0 & 0x0f)));
-      const __m256i m = _mm256_set_m128i(_mm_set1_epi8(static_cast<char>(p1 >> 4)),
-                                         _mm_set1_epi8(static_cast<char>(p0 >> 4)));
       const __m256i q = Low2Bits(w[s].qs, c8);
       const int64_t b = b0 + c8;
       for (int i = 0; i < R; ++i) {
         const __m256i xb =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
         const __m256i scaled = _mm256_madd_epi16(_mm256_maddubs_epi16(q, xb), sc);
-        const __m256i mins = _mm256_madd_epi16(_mm256_maddubs_epi16(m, xb), ones);
         const __m256 xs = _mm256_broadcast_ss(xd[i] + b);
         acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled), _mm256_mul_ps(d, xs), acc[i]);
-        min_acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mins), _mm256_mul_ps(dmin, xs), min_acc[i]);
       }
+    }
+    for (int i = 0; i < R; ++i) {
+      min_acc[i] = _mm256_fmadd_ps(mins_lo, _mm256_loadu_ps(x_half[i] + 2 * b0), min_acc[i]);
+      min_acc[i] = _mm256_fmadd_ps(mins_hi, _mm256_loadu_ps(x_half[i] + 2 * b0 + 8), min_acc[i]);
     }
   }
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(min_acc[i]);
@@ -600,9 +608,10 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
              int64_t y_stride) {
   const auto* w = static_cast<const BlockQ2_K*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t half_sum_offset = ActQ8HalfSumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q2_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
-                                 y + i * y_stride, y_stride);
+    Q2_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
+                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
   });
 }
 
