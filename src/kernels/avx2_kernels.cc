@@ -501,57 +501,78 @@ __m256i Low2Bits(const uint8_t* qs, int c8) {
   return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c8 % 4)), _mm256_set1_epi8(0x03));
 }
 
-// Q3_K: as Q6_K, with q = (low 2 bits | bit c8 of hmask << 2) - 4 and the signed scales unpacked
-// per super-block.
+// Q3_K: q = u - 4 with u = low 2 bits | bit c8 of hmask << 2 (0..7, unsigned, so maddubs takes
+// it directly, as Q2_K's quants). Per block the exact sum of u x weighted by the two signed 16-bit
+// scales, one FMA (d d_b); the -4 term, -4 d sum_k sc_k d_b sum(x over sub-block k), is two
+// 8-lane FMAs per super-block and row on the activation's half-block sums. (The sign trick on
+// q - 4 cost a subtract, an abs and a sign per block and row more.)
 template <int R>
-void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, const void* x,
-              int64_t x_stride, float* y, int64_t y_stride) {
+void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, int64_t half_sum_offset,
+              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
   const uint8_t* xq[R];
   const float* xd[R];
+  const float* x_half[R];
   for (int i = 0; i < R; ++i) {
     xq[i] = RowPtr(x, x_stride, i);
     xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    x_half[i] = reinterpret_cast<const float*>(xq[i] + half_sum_offset);
   }
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  __m256 acc[R], offset_acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = offset_acc[i] = _mm256_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s) {
-    const float d = _cvtsh_ss(w[s].d);
-    int8_t scales[16];
-    UnpackQ3_KScales(w[s].scales, scales);
+    const float d_scalar = _cvtsh_ss(w[s].d);
+    const __m256 d = _mm256_set1_ps(d_scalar);
+    // The signed scales built in a register (a 16-byte load of an array just written byte by byte
+    // stalls on store forwarding: decoding lost a fifth), then stored for the per-block reads.
+    uint32_t words[4];
+    Q3_KScaleWords(w[s].scales, words);
+    const __m128i sc8 =
+        _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                                    static_cast<int>(words[2]), static_cast<int>(words[3])),
+                     _mm_set1_epi8(32));
+    alignas(16) int8_t scales[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(scales), sc8);
+    const __m256 four_d = _mm256_set1_ps(4.0f * d_scalar);
+    const __m256 offsets_lo = _mm256_mul_ps(four_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+    const __m256 offsets_hi = _mm256_mul_ps(
+        four_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc8, sc8))));
     const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].hmask));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
       // Bit c8 of each hmask byte to bit 2 (a 16-bit shift keeps it in its own byte).
       const __m256i moved =
           c8 <= 2 ? _mm256_slli_epi16(hmask, 2 - c8) : _mm256_srli_epi16(hmask, c8 - 2);
-      const __m256i high = _mm256_and_si256(moved, _mm256_set1_epi8(0x04));
-      const __m256i wq =
-          _mm256_sub_epi8(_mm256_or_si256(Low2Bits(w[s].qs, c8), high), _mm256_set1_epi8(4));
-      const __m256i w_abs = _mm256_abs_epi8(wq);
-      const __m256 wd =
-          _mm256_set_m128(_mm_set1_ps(d * scales[2 * c8 + 1]), _mm_set1_ps(d * scales[2 * c8]));
+      const __m256i u =
+          _mm256_or_si256(Low2Bits(w[s].qs, c8), _mm256_and_si256(moved, _mm256_set1_epi8(0x04)));
+      const __m256i sc =
+          _mm256_set_m128i(_mm_set1_epi16(scales[2 * c8 + 1]), _mm_set1_epi16(scales[2 * c8]));
       const int64_t b = b0 + c8;
       for (int i = 0; i < R; ++i) {
         const __m256i xb =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
-        const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
-        const __m256i prod32 = _mm256_madd_epi16(prod16, ones);
-        const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+        const __m256i scaled = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xb), sc);
+        const __m256 xs = _mm256_broadcast_ss(xd[i] + b);
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled), _mm256_mul_ps(d, xs), acc[i]);
       }
     }
+    for (int i = 0; i < R; ++i) {
+      offset_acc[i] =
+          _mm256_fmadd_ps(offsets_lo, _mm256_loadu_ps(x_half[i] + 2 * b0), offset_acc[i]);
+      offset_acc[i] =
+          _mm256_fmadd_ps(offsets_hi, _mm256_loadu_ps(x_half[i] + 2 * b0 + 8), offset_acc[i]);
+    }
   }
-  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(offset_acc[i]);
 }
 
 void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
              int64_t y_stride) {
   const auto* w = static_cast<const BlockQ3_K*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t half_sum_offset = ActQ8HalfSumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q3_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
-                                 y + i * y_stride, y_stride);
+    Q3_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
+                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
   });
 }
 
