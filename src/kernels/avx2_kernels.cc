@@ -297,9 +297,9 @@ void DotOffset(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
 //
 // Q4_K and Q5_K quants are unsigned (0..15, 0..31), so maddubs takes them directly; the min term,
 // sum_j dmin m_j d_b sum(x_bj), is one 8-lane FMA per super-block and row on the activation block
-// sums, in a second accumulator subtracted at the end. Q6_K quants are signed (q - 32) and use the
-// sign trick of Q8_0; each block has two 16-element scales, which cover lanes 0-3 and 4-7 of the 8
-// int32 sums.
+// sums, in a second accumulator subtracted at the end. Q2_K, Q3_K and Q6_K take their quants
+// unsigned as well (offsets -4 and -32 moved onto the half-block sums); each of their blocks has
+// two 16-element scales, which cover lanes 0-3 and 4-7 of the 8 int32 sums.
 
 // 6-bit scales and mins of a Q4_K block (BlockQ4_K), as two vectors of 8 int32.
 void UnpackScaleMin(const uint8_t* packed, __m256i* sc, __m256i* m) {
@@ -394,22 +394,33 @@ void DotScaleMin(const void* w_row, int64_t n_in, const void* x, int64_t x_strid
   });
 }
 
+// Q6_K: q = u - 32 with u = 4 low bits | 2 high bits << 4 (0..63, unsigned: maddubs takes it
+// directly, pair sums <= 2 * 63 * 127). Per block the exact sum of u x weighted by the two signed
+// 16-bit scales, one FMA (d d_b); the -32 term is two 8-lane FMAs per super-block and row on the
+// activation's half-block sums, as Q3_K's -4.
 template <int R>
-void Q6_KTile(const BlockQ6_K* w, int64_t n_super, int64_t scale_offset, const void* x,
-              int64_t x_stride, float* y, int64_t y_stride) {
+void Q6_KTile(const BlockQ6_K* w, int64_t n_super, int64_t scale_offset, int64_t half_sum_offset,
+              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
   const uint8_t* xq[R];
   const float* xd[R];
+  const float* x_half[R];
   for (int i = 0; i < R; ++i) {
     xq[i] = RowPtr(x, x_stride, i);
     xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
+    x_half[i] = reinterpret_cast<const float*>(xq[i] + half_sum_offset);
   }
-  const __m256i ones = _mm256_set1_epi16(1);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i low2 = _mm256_set1_epi8(0x03);
-  __m256 acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = _mm256_setzero_ps();
+  __m256 acc[R], offset_acc[R];
+  for (int i = 0; i < R; ++i) acc[i] = offset_acc[i] = _mm256_setzero_ps();
   for (int64_t s = 0; s < n_super; ++s) {
-    const float d = _cvtsh_ss(w[s].d);
+    const float d_scalar = _cvtsh_ss(w[s].d);
+    const __m256 d = _mm256_set1_ps(d_scalar);
+    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales));
+    const __m256 d32 = _mm256_set1_ps(32.0f * d_scalar);
+    const __m256 offsets_lo = _mm256_mul_ps(d32, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+    const __m256 offsets_hi =
+        _mm256_mul_ps(d32, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc8, sc8))));
     const int64_t b0 = s * (kKBlock / kQBlock);
     for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
       const int h = c8 / 4, c = c8 % 4;
@@ -418,32 +429,36 @@ void Q6_KTile(const BlockQ6_K* w, int64_t n_super, int64_t scale_offset, const v
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qh + 32 * h));
       const __m256i nibbles = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (c / 2)), low4);
       const __m256i top = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), low2);
-      const __m256i wq = _mm256_sub_epi8(_mm256_or_si256(nibbles, _mm256_slli_epi16(top, 4)),
-                                         _mm256_set1_epi8(32));
-      const __m256i w_abs = _mm256_abs_epi8(wq);
-      const __m256 wd = _mm256_set_m128(_mm_set1_ps(d * w[s].scales[2 * c8 + 1]),
-                                        _mm_set1_ps(d * w[s].scales[2 * c8]));
+      const __m256i u = _mm256_or_si256(nibbles, _mm256_slli_epi16(top, 4));
+      const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(w[s].scales[2 * c8 + 1]),
+                                          _mm_set1_epi16(w[s].scales[2 * c8]));
       const int64_t b = b0 + c8;
       for (int i = 0; i < R; ++i) {
         const __m256i xb =
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
-        const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
-        const __m256i prod32 = _mm256_madd_epi16(prod16, ones);
-        const __m256 scale = _mm256_mul_ps(wd, _mm256_broadcast_ss(xd[i] + b));
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(prod32), scale, acc[i]);
+        const __m256i scaled = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xb), sc);
+        const __m256 xs = _mm256_broadcast_ss(xd[i] + b);
+        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled), _mm256_mul_ps(d, xs), acc[i]);
       }
     }
+    for (int i = 0; i < R; ++i) {
+      offset_acc[i] =
+          _mm256_fmadd_ps(offsets_lo, _mm256_loadu_ps(x_half[i] + 2 * b0), offset_acc[i]);
+      offset_acc[i] =
+          _mm256_fmadd_ps(offsets_hi, _mm256_loadu_ps(x_half[i] + 2 * b0 + 8), offset_acc[i]);
+    }
   }
-  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
+  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(offset_acc[i]);
 }
 
 void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
              int64_t y_stride) {
   const auto* w = static_cast<const BlockQ6_K*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
+  const int64_t half_sum_offset = ActQ8HalfSumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q6_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, RowPtr(x, x_stride, i), x_stride,
-                                 y + i * y_stride, y_stride);
+    Q6_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
+                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
   });
 }
 
