@@ -104,6 +104,11 @@ TEST(Jinja, IntegersThatDoNotFitAreErrorsNeverWrappedValues) {
             "[-9223372036854775807, -4611686018427387903, 1, 4611686018427387905]");
   EXPECT_NE(ErrorOf("{{ range(-9223372036854775807, 9223372036854775807) }}").find("step limit"),
             std::string::npos);
+  // Widths checked by division: 4 lines times 2^62 wraps to 0 in 64 bits.
+  EXPECT_NE(ErrorOf("{{ 'a\\nb\\nc\\nd' | indent(4611686018427387904) }}").find("longer than"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("{{ [1] | tojson(indent=4611686018427387904) }}").find("longer than"),
+            std::string::npos);
   EXPECT_EQ(Render("{{ [9007199254740993, 0] | sum }} {{ (0 - 9007199254740993) | abs }} "
                    "{{ '%d' % 9007199254740993 }}"),
             "9007199254740993 9007199254740993 9007199254740993");

@@ -489,6 +489,10 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
     const Value separators = Arg(args, 2, "separators", kNoneValue);
     bool sort_keys = ArgBool(args, 3, "sort_keys", false);
     bool ensure_ascii = ArgBool(args, 0, "ensure_ascii", false);
+    if (!indent.is_none() && !indent.is_undefined() &&
+        static_cast<uint64_t>(std::max<int64_t>(0, indent.integer)) > max_bytes) {
+      ValueFail("tojson: indent ", indent.integer, " is longer than ", max_bytes, " bytes");
+    }
     int indent_n =
         indent.is_none() || indent.is_undefined() ? -1 : static_cast<int>(indent.integer);
     std::string item_sep = indent_n < 0 ? ", " : ",", key_sep = ": ";
@@ -506,8 +510,9 @@ Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& ar
     bool blank = ArgBool(args, 2, "blank", false);
     std::string text = ToStr(target);
     size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+    // Divided, not multiplied: lines times a huge width wraps around to a small product.
     if (width.is_number() &&
-        lines * static_cast<size_t>(std::max<int64_t>(0, width.integer)) > max_bytes) {
+        static_cast<uint64_t>(std::max<int64_t>(0, width.integer)) > max_bytes / lines) {
       ValueFail("indent: result longer than ", max_bytes, " bytes");
     }
     return Value::String(Indent(text, width, first, blank));
