@@ -30,6 +30,9 @@ dir=${DIR:-/tmp/grove-shapes}
 grove=build/release/tools/grove/grove
 [ -x "$grove" ] || { echo "build grove first: cmake --preset release && cmake --build --preset release" >&2; exit 1; }
 [ -x "$llama/llama-bench" ] || { echo "no llama-bench in $llama" >&2; exit 1; }
+# llama.cpp's libraries from LLAMA_BIN_DIR itself: its binaries' RUNPATH names the directory they
+# were built in, so a copy beside another libggml-cpu (an AVX2-only build) would load the native one.
+export LD_LIBRARY_PATH="$llama${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 mkdir -p "$dir"
 pairs=${PAIRS:-"qwen2.5-0.5b:qwen2.5-7b qwen3-0.6b:qwen3-8b gemma3-1b:gemma3-4b llama3.2-1b:llama3.1-8b"}
 accept=${ACCEPT:-models/grove-base.greedy.accept.json}

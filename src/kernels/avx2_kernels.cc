@@ -759,6 +759,74 @@ void DotGroupQ4_0(const void* group, int64_t n_in, const void* x, int64_t x_stri
   });
 }
 
+// IQ4_NL groups: Q4_0's layout, each nibble replaced by its signed level (-127..113) with a byte
+// shuffle. Levels + 128 (what vpdpbusd takes on AVX-512) would saturate maddubs' int16 pair sums,
+// so the level's sign moves onto the activation bytes, lane by lane: |level| times sign(x, level),
+// pair sums <= 2 * 127 * 127; each chunk's sums become int32 at once (eight would not fit in
+// int16). The integer sums equal the AVX-512 kernel's (which subtracts 128 times the activation
+// sum), so the bits do too.
+template <int R>
+void GroupIQ4_NLTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
+                     int64_t y_stride) {
+  constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
+  const GroupedRows<R> rows(x, x_stride, n_in);
+  const int64_t n_blocks = n_in / kQBlock;
+  const uint8_t* scales = group + n_blocks * kQuantBytes;
+  const __m256i levels =
+      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* quants = group + b * kQuantBytes;
+    PrefetchGroupBytes(quants + kGroupPrefetchBytes, kQuantBytes);
+    __m256i sums[R][2];
+    for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
+    for (int step = 0; step < 8; ++step) {
+      const int c = step / 2;
+      const bool high = step % 2 == 1;
+      __m256i w[2], w_abs[2];
+      GroupNibbles(quants + 64 * c, high, w);
+      for (int h = 0; h < 2; ++h) {
+        w[h] = _mm256_shuffle_epi8(levels, w[h]);
+        w_abs[h] = _mm256_abs_epi8(w[h]);
+      }
+      const int offset = (high ? 16 : 0) + 4 * c;
+      for (int i = 0; i < R; ++i) {
+        int32_t four;
+        std::memcpy(&four, rows.q[i] + b * kQBlock + offset, sizeof(four));
+        const __m256i x4 = _mm256_set1_epi32(four);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i pairs = _mm256_maddubs_epi16(w_abs[h], _mm256_sign_epi8(x4, w[h]));
+          sums[i][h] = _mm256_add_epi32(sums[i][h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+    for (int h = 0; h < 2; ++h) {
+      const __m256 d = _mm256_cvtph_ps(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * b + 16 * h)));
+      for (int i = 0; i < R; ++i) {
+        const __m256 scaled =
+            _mm256_mul_ps(_mm256_cvtepi32_ps(sums[i][h]), _mm256_set1_ps(rows.d[i][b]));
+        acc[i][h] = _mm256_fmadd_ps(scaled, d, acc[i][h]);
+      }
+    }
+  }
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
+    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
+  }
+}
+
+void DotGroupIQ4_NL(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                    float* y, int64_t y_stride) {
+  ForEachTile(n_x, [&](auto rows, int i) {
+    GroupIQ4_NLTile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
+                                        RowPtr(x, x_stride, i), x_stride, y + i * y_stride,
+                                        y_stride);
+  });
+}
+
 template <int R>
 void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
                    int64_t y_stride) {
@@ -1163,7 +1231,7 @@ extern const KernelSet kAvx2Kernels = {
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = nullptr,
     .group_q4_0 = &DotGroupQ4_0,
-    .group_iq4_nl = nullptr,
+    .group_iq4_nl = &DotGroupIQ4_NL,
     .group_q4_k = &DotGroupQ4_K,
     .group_f16 = nullptr,
     .attn_scores = &AttnScores,
