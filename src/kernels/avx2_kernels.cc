@@ -22,6 +22,7 @@
 
 #include "kernels/act_block_sums.h"
 #include "kernels/block_scales.h"
+#include "kernels/grouped_rows.h"
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/iq4_levels.h"
@@ -394,74 +395,6 @@ void DotScaleMin(const void* w_row, int64_t n_in, const void* x, int64_t x_strid
   });
 }
 
-// Q6_K: q = u - 32 with u = 4 low bits | 2 high bits << 4 (0..63, unsigned: maddubs takes it
-// directly, pair sums <= 2 * 63 * 127). Per block the exact sum of u x weighted by the two signed
-// 16-bit scales, one FMA (d d_b); the -32 term is two 8-lane FMAs per super-block and row on the
-// activation's half-block sums, as Q3_K's -4.
-template <int R>
-void Q6_KTile(const BlockQ6_K* w, int64_t n_super, int64_t scale_offset, int64_t half_sum_offset,
-              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
-  const uint8_t* xq[R];
-  const float* xd[R];
-  const float* x_half[R];
-  for (int i = 0; i < R; ++i) {
-    xq[i] = RowPtr(x, x_stride, i);
-    xd[i] = reinterpret_cast<const float*>(xq[i] + scale_offset);
-    x_half[i] = reinterpret_cast<const float*>(xq[i] + half_sum_offset);
-  }
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  const __m256i low2 = _mm256_set1_epi8(0x03);
-  __m256 acc[R], offset_acc[R];
-  for (int i = 0; i < R; ++i) acc[i] = offset_acc[i] = _mm256_setzero_ps();
-  for (int64_t s = 0; s < n_super; ++s) {
-    const float d_scalar = _cvtsh_ss(w[s].d);
-    const __m256 d = _mm256_set1_ps(d_scalar);
-    const __m128i sc8 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[s].scales));
-    const __m256 d32 = _mm256_set1_ps(32.0f * d_scalar);
-    const __m256 offsets_lo = _mm256_mul_ps(d32, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
-    const __m256 offsets_hi =
-        _mm256_mul_ps(d32, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc8, sc8))));
-    const int64_t b0 = s * (kKBlock / kQBlock);
-    for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
-      const int h = c8 / 4, c = c8 % 4;
-      const __m256i ql =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].ql + 64 * h + 32 * (c % 2)));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].qh + 32 * h));
-      const __m256i nibbles = _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (c / 2)), low4);
-      const __m256i top = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), low2);
-      const __m256i u = _mm256_or_si256(nibbles, _mm256_slli_epi16(top, 4));
-      const __m256i sc = _mm256_set_m128i(_mm_set1_epi16(w[s].scales[2 * c8 + 1]),
-                                          _mm_set1_epi16(w[s].scales[2 * c8]));
-      const int64_t b = b0 + c8;
-      for (int i = 0; i < R; ++i) {
-        const __m256i xb =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
-        const __m256i scaled = _mm256_madd_epi16(_mm256_maddubs_epi16(u, xb), sc);
-        const __m256 xs = _mm256_broadcast_ss(xd[i] + b);
-        acc[i] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(scaled), _mm256_mul_ps(d, xs), acc[i]);
-      }
-    }
-    for (int i = 0; i < R; ++i) {
-      offset_acc[i] =
-          _mm256_fmadd_ps(offsets_lo, _mm256_loadu_ps(x_half[i] + 2 * b0), offset_acc[i]);
-      offset_acc[i] =
-          _mm256_fmadd_ps(offsets_hi, _mm256_loadu_ps(x_half[i] + 2 * b0 + 8), offset_acc[i]);
-    }
-  }
-  for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(offset_acc[i]);
-}
-
-void DotQ6_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
-             int64_t y_stride) {
-  const auto* w = static_cast<const BlockQ6_K*>(w_row);
-  const int64_t scale_offset = ActQ8ScaleOffset(n_in);
-  const int64_t half_sum_offset = ActQ8HalfSumOffset(n_in);
-  ForEachTile(n_x, [&](auto rows, int i) {
-    Q6_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
-                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
-  });
-}
-
 // IQ4_XS: sub-block j of 32 is activation block b0 + j; its nibbles decode through the IQ4_NL
 // levels as IQ4_NL's do, and its step d (ls_j - 32) is one float per block, as Q4_K's sub-scales.
 template <int R>
@@ -516,14 +449,64 @@ __m256i Low2Bits(const uint8_t* qs, int c8) {
   return _mm256_and_si256(_mm256_srli_epi16(q, 2 * (c8 % 4)), _mm256_set1_epi8(0x03));
 }
 
-// Q3_K: q = u - 4 with u = low 2 bits | bit c8 of hmask << 2 (0..7, unsigned, so maddubs takes
-// it directly, as Q2_K's quants). Per block the exact sum of u x weighted by the two signed 16-bit
-// scales, one FMA (d d_b); the -4 term, -4 d sum_k sc_k d_b sum(x over sub-block k), is two
-// 8-lane FMAs per super-block and row on the activation's half-block sums. (The sign trick on
-// q - 4 cost a subtract, an abs and a sign per block and row more.)
-template <int R>
-void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, int64_t half_sum_offset,
-              const void* x, int64_t x_stride, float* y, int64_t y_stride) {
+// Q3_K and Q6_K: q = u - kOffset with u unsigned (Q3_K: low 2 bits | bit c8 of hmask << 2, 0..7;
+// Q6_K: 4 low bits | 2 high bits << 4, 0..63), so maddubs takes it directly (pair sums <= 2 * 63 *
+// 127). Per block the exact sum of u x weighted by the two signed 16-bit scales, one FMA (d d_b);
+// the offset term, -kOffset d sum_k sc_k d_b sum(x over sub-block k), is two 8-lane FMAs per
+// super-block and row on the activation's half-block sums. (The sign trick on u - kOffset cost a
+// subtract, an abs and a sign per block and row more.)
+struct Q3_KQuants {
+  using Block = BlockQ3_K;
+  static constexpr float kOffset = 4.0f;
+  // The 16 signed scales, built in a register: a 16-byte load of an array just written byte by
+  // byte stalls on store forwarding (decoding lost a fifth).
+  static __m128i Scales(const BlockQ3_K& w) {
+    uint32_t words[4];
+    Q3_KScaleWords(w.scales, words);
+    return _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                                       static_cast<int>(words[2]), static_cast<int>(words[3])),
+                        _mm_set1_epi8(32));
+  }
+  // What Quants reads of a block, loaded once per super-block.
+  struct Loaded {
+    const uint8_t* qs;
+    __m256i hmask;
+  };
+  static Loaded Load(const BlockQ3_K& w) {
+    return {w.qs, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.hmask))};
+  }
+  static __m256i Quants(const Loaded& w, int c8) {
+    const __m256i hmask = w.hmask;
+    // Bit c8 of each hmask byte to bit 2 (a 16-bit shift keeps it in its own byte).
+    const __m256i moved =
+        c8 <= 2 ? _mm256_slli_epi16(hmask, 2 - c8) : _mm256_srli_epi16(hmask, c8 - 2);
+    return _mm256_or_si256(Low2Bits(w.qs, c8), _mm256_and_si256(moved, _mm256_set1_epi8(0x04)));
+  }
+};
+struct Q6_KQuants {
+  using Block = BlockQ6_K;
+  static constexpr float kOffset = 32.0f;
+  static __m128i Scales(const BlockQ6_K& w) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(w.scales));
+  }
+  using Loaded = const BlockQ6_K&;
+  static Loaded Load(const BlockQ6_K& w) { return w; }
+  static __m256i Quants(const BlockQ6_K& w, int c8) {
+    const int h = c8 / 4, c = c8 % 4;
+    const __m256i ql =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.ql + 64 * h + 32 * (c % 2)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w.qh + 32 * h));
+    const __m256i nibbles =
+        _mm256_and_si256(_mm256_srli_epi16(ql, 4 * (c / 2)), _mm256_set1_epi8(0x0f));
+    const __m256i top = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), _mm256_set1_epi8(0x03));
+    return _mm256_or_si256(nibbles, _mm256_slli_epi16(top, 4));
+  }
+};
+
+template <typename K, int R>
+void OffsetScaleTile(const typename K::Block* w, int64_t n_super, int64_t scale_offset,
+                     int64_t half_sum_offset, const void* x, int64_t x_stride, float* y,
+                     int64_t y_stride) {
   const uint8_t* xq[R];
   const float* xd[R];
   const float* x_half[R];
@@ -537,28 +520,18 @@ void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, int64_t
   for (int64_t s = 0; s < n_super; ++s) {
     const float d_scalar = _cvtsh_ss(w[s].d);
     const __m256 d = _mm256_set1_ps(d_scalar);
-    // The signed scales built in a register (a 16-byte load of an array just written byte by byte
-    // stalls on store forwarding: decoding lost a fifth), then stored for the per-block reads.
-    uint32_t words[4];
-    Q3_KScaleWords(w[s].scales, words);
-    const __m128i sc8 =
-        _mm_sub_epi8(_mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
-                                    static_cast<int>(words[2]), static_cast<int>(words[3])),
-                     _mm_set1_epi8(32));
+    const __m128i sc8 = K::Scales(w[s]);
     alignas(16) int8_t scales[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(scales), sc8);
-    const __m256 four_d = _mm256_set1_ps(4.0f * d_scalar);
-    const __m256 offsets_lo = _mm256_mul_ps(four_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
+    const __m256 offset_d = _mm256_set1_ps(K::kOffset * d_scalar);
+    const __m256 offsets_lo =
+        _mm256_mul_ps(offset_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc8)));
     const __m256 offsets_hi = _mm256_mul_ps(
-        four_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc8, sc8))));
-    const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[s].hmask));
+        offset_d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(sc8, sc8))));
     const int64_t b0 = s * (kKBlock / kQBlock);
+    const typename K::Loaded loaded = K::Load(w[s]);
     for (int c8 = 0; c8 < kKBlock / kQBlock; ++c8) {
-      // Bit c8 of each hmask byte to bit 2 (a 16-bit shift keeps it in its own byte).
-      const __m256i moved =
-          c8 <= 2 ? _mm256_slli_epi16(hmask, 2 - c8) : _mm256_srli_epi16(hmask, c8 - 2);
-      const __m256i u =
-          _mm256_or_si256(Low2Bits(w[s].qs, c8), _mm256_and_si256(moved, _mm256_set1_epi8(0x04)));
+      const __m256i u = K::Quants(loaded, c8);
       const __m256i sc =
           _mm256_set_m128i(_mm_set1_epi16(scales[2 * c8 + 1]), _mm_set1_epi16(scales[2 * c8]));
       const int64_t b = b0 + c8;
@@ -580,14 +553,16 @@ void Q3_KTile(const BlockQ3_K* w, int64_t n_super, int64_t scale_offset, int64_t
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]) - Hsum(offset_acc[i]);
 }
 
-void DotQ3_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
-             int64_t y_stride) {
-  const auto* w = static_cast<const BlockQ3_K*>(w_row);
+template <typename K>
+void DotOffsetScale(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                    float* y, int64_t y_stride) {
+  const auto* w = static_cast<const typename K::Block*>(w_row);
   const int64_t scale_offset = ActQ8ScaleOffset(n_in);
   const int64_t half_sum_offset = ActQ8HalfSumOffset(n_in);
   ForEachTile(n_x, [&](auto rows, int i) {
-    Q3_KTile<decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
-                                 RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+    OffsetScaleTile<K, decltype(rows)::kR>(w, n_in / kKBlock, scale_offset, half_sum_offset,
+                                           RowPtr(x, x_stride, i), x_stride, y + i * y_stride,
+                                           y_stride);
   });
 }
 
@@ -664,21 +639,6 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 // Weight bytes requested ahead of use, as the AVX-512 level does (two super-blocks of a group).
 constexpr int64_t kGroupPrefetchBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
 
-// The activation rows of a tile in the grouped format (kernel_set.h).
-template <int R>
-struct GroupedRows {
-  const uint8_t* q[R];
-  const float* d[R];
-  const int32_t* neg_sums[R];
-  GroupedRows(const void* x, int64_t x_stride, int64_t n_in) {
-    for (int i = 0; i < R; ++i) {
-      q[i] = RowPtr(x, x_stride, i);
-      d[i] = reinterpret_cast<const float*>(q[i] + ActQ8ScaleOffset(n_in));
-      neg_sums[i] = reinterpret_cast<const int32_t*>(q[i] + ActQ8SumOffset(n_in));
-    }
-  }
-};
-
 // One chunk of a block for every row of a tile: the unsigned weights w of the two halves times the
 // 4 activation bytes at offset in block b, added to each row's int16 sums.
 template <int R>
@@ -709,22 +669,26 @@ void PrefetchGroupBytes(const uint8_t* p, int64_t bytes) {
   }
 }
 
-// Q4_0 groups: a block's 4 chunks of 64 bytes hold elements 4c..4c+3 (low nibbles) and 16 + 4c..
-// (high) of the 16 rows; the nibbles are q + 8, so each row's correction, -8 times the activation
-// block sum, starts its int32 sum (quantize_act_grouped stores -sum q). d: 16 halves per block.
+// The 16 outputs of each row of a tile.
 template <int R>
-void GroupQ4_0Tile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
-                   int64_t y_stride) {
-  constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
-  const GroupedRows<R> rows(x, x_stride, n_in);
-  const int64_t n_blocks = n_in / kQBlock;
-  const uint8_t* scales = group + n_blocks * kQuantBytes;
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[R][2];
-  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* quants = group + b * kQuantBytes;
-    PrefetchGroupBytes(quants + kGroupPrefetchBytes, kQuantBytes);
+void StoreGroupTile(const __m256 (&acc)[R][2], float* y, int64_t y_stride) {
+  for (int i = 0; i < R; ++i) {
+    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
+    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
+  }
+}
+
+// Q4_0 and IQ4_NL groups: a block's 4 chunks of 64 bytes hold elements 4c..4c+3 (low nibbles)
+// and 16 + 4c.. (high) of the 16 rows; G::BlockSums gives every row's exact int32 sum of weight
+// times activation for block b, then one convert, multiply and FMA per half and row, with the 16
+// halves of d per block.
+//
+// Q4_0: the nibbles are q + 8; a block's 8 steps add up in int16, and each row's correction, -8
+// times the activation block sum, joins at the int32 step (quantize_act_grouped stores -sum q).
+struct Q4_0Group {
+  template <int R>
+  static void BlockSums(const uint8_t* quants, const GroupedRows<R>& rows, int64_t b,
+                        __m256i (&out)[R][2]) {
     __m256i sums[R][2];
     for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
@@ -734,53 +698,28 @@ void GroupQ4_0Tile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
       GroupNibbles(quants + 64 * c, true, w);
       AddGroupChunk(rows, b, 16 + 4 * c, w, sums);
     }
-    for (int h = 0; h < 2; ++h) {
-      const __m256 d = _mm256_cvtph_ps(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * b + 16 * h)));
-      for (int i = 0; i < R; ++i) {
-        const __m256i offset = _mm256_set1_epi32(rows.neg_sums[i][b] * 8);
-        const __m256i sum = _mm256_add_epi32(offset, _mm256_madd_epi16(sums[i][h], ones));
-        const __m256 scaled = _mm256_mul_ps(_mm256_cvtepi32_ps(sum), _mm256_set1_ps(rows.d[i][b]));
-        acc[i][h] = _mm256_fmadd_ps(scaled, d, acc[i][h]);
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int i = 0; i < R; ++i) {
+      const __m256i offset = _mm256_set1_epi32(rows.neg_sums[i][b] * 8);
+      for (int h = 0; h < 2; ++h) {
+        out[i][h] = _mm256_add_epi32(offset, _mm256_madd_epi16(sums[i][h], ones));
       }
     }
   }
-  for (int i = 0; i < R; ++i) {
-    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
-    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
-  }
-}
+};
 
-void DotGroupQ4_0(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
-                  float* y, int64_t y_stride) {
-  ForEachTile(n_x, [&](auto rows, int i) {
-    GroupQ4_0Tile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
-                                      RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
-  });
-}
-
-// IQ4_NL groups: Q4_0's layout, each nibble replaced by its signed level (-127..113) with a byte
-// shuffle. Levels + 128 (what vpdpbusd takes on AVX-512) would saturate maddubs' int16 pair sums,
-// so the level's sign moves onto the activation bytes, lane by lane: |level| times sign(x, level),
-// pair sums <= 2 * 127 * 127; each chunk's sums become int32 at once (eight would not fit in
-// int16). The integer sums equal the AVX-512 kernel's (which subtracts 128 times the activation
-// sum), so the bits do too.
-template <int R>
-void GroupIQ4_NLTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
-                     int64_t y_stride) {
-  constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
-  const GroupedRows<R> rows(x, x_stride, n_in);
-  const int64_t n_blocks = n_in / kQBlock;
-  const uint8_t* scales = group + n_blocks * kQuantBytes;
-  const __m256i levels =
-      _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256 acc[R][2];
-  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* quants = group + b * kQuantBytes;
-    PrefetchGroupBytes(quants + kGroupPrefetchBytes, kQuantBytes);
-    __m256i sums[R][2];
+// IQ4_NL: each nibble replaced by its signed level (-127..113) with a byte shuffle. Levels + 128
+// (what vpdpbusd takes on AVX-512) would saturate maddubs' int16 pair sums, so the level's sign
+// moves onto the activation bytes, lane by lane: |level| times sign(x, level), pair sums <= 2 *
+// 127 * 127; each step's sums become int32 at once (eight would not fit in int16). The integer
+// sums equal the AVX-512 kernel's (which subtracts 128 times the activation sum), so the bits do.
+struct IQ4_NLGroup {
+  template <int R>
+  static void BlockSums(const uint8_t* quants, const GroupedRows<R>& rows, int64_t b,
+                        __m256i (&sums)[R][2]) {
+    const __m256i levels = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+    const __m256i ones = _mm256_set1_epi16(1);
     for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
     for (int step = 0; step < 8; ++step) {
       const int c = step / 2;
@@ -802,6 +741,23 @@ void GroupIQ4_NLTile(const uint8_t* group, int64_t n_in, const void* x, int64_t 
         }
       }
     }
+  }
+};
+
+template <typename G, int R>
+void GroupTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
+               int64_t y_stride) {
+  constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
+  const GroupedRows<R> rows(x, x_stride, n_in);
+  const int64_t n_blocks = n_in / kQBlock;
+  const uint8_t* scales = group + n_blocks * kQuantBytes;
+  __m256 acc[R][2];
+  for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* quants = group + b * kQuantBytes;
+    PrefetchGroupBytes(quants + kGroupPrefetchBytes, kQuantBytes);
+    __m256i sums[R][2];
+    G::BlockSums(quants, rows, b, sums);
     for (int h = 0; h < 2; ++h) {
       const __m256 d = _mm256_cvtph_ps(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + 32 * b + 16 * h)));
@@ -812,18 +768,15 @@ void GroupIQ4_NLTile(const uint8_t* group, int64_t n_in, const void* x, int64_t 
       }
     }
   }
-  for (int i = 0; i < R; ++i) {
-    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
-    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
-  }
+  StoreGroupTile(acc, y, y_stride);
 }
 
-void DotGroupIQ4_NL(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
-                    float* y, int64_t y_stride) {
+template <typename G>
+void DotGroup(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+              int64_t y_stride) {
   ForEachTile(n_x, [&](auto rows, int i) {
-    GroupIQ4_NLTile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
-                                        RowPtr(x, x_stride, i), x_stride, y + i * y_stride,
-                                        y_stride);
+    GroupTile<G, decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
+                                     RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
   });
 }
 
@@ -898,10 +851,7 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
       }
     }
   }
-  for (int i = 0; i < R; ++i) {
-    _mm256_storeu_ps(y + i * y_stride, acc[i][0]);
-    _mm256_storeu_ps(y + i * y_stride + 8, acc[i][1]);
-  }
+  StoreGroupTile(acc, y, y_stride);
 }
 
 void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
@@ -1224,14 +1174,14 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,
     .dot_q5_k = &DotScaleMin<Q5_KQuants>,
-    .dot_q6_k = &DotQ6_K,
+    .dot_q6_k = &DotOffsetScale<Q6_KQuants>,
     .dot_iq4_xs = &DotIQ4_XS,
     .dot_q2_k = &DotQ2_K,
-    .dot_q3_k = &DotQ3_K,
+    .dot_q3_k = &DotOffsetScale<Q3_KQuants>,
     .quantize_act_grouped = &QuantizeActGrouped,
     .group_q8_0 = nullptr,
-    .group_q4_0 = &DotGroupQ4_0,
-    .group_iq4_nl = &DotGroupIQ4_NL,
+    .group_q4_0 = &DotGroup<Q4_0Group>,
+    .group_iq4_nl = &DotGroup<IQ4_NLGroup>,
     .group_q4_k = &DotGroupQ4_K,
     .group_f16 = nullptr,
     .attn_scores = &AttnScores,

@@ -20,6 +20,7 @@
 
 #include "kernels/act_block_sums.h"
 #include "kernels/block_scales.h"
+#include "kernels/grouped_rows.h"
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/iq4_levels.h"
@@ -837,21 +838,6 @@ void PrefetchLines(const uint8_t* p, int64_t bytes) {
     _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T0);
   }
 }
-
-// The activation rows of a tile in the grouped format (kernel_set.h).
-template <int R>
-struct GroupedRows {
-  const uint8_t* q[R];
-  const float* d[R];
-  const int32_t* neg_sums[R];
-  GroupedRows(const void* x, int64_t x_stride, int64_t n_in) {
-    for (int i = 0; i < R; ++i) {
-      q[i] = RowPtr(x, x_stride, i);
-      d[i] = reinterpret_cast<const float*>(q[i] + ActQ8ScaleOffset(n_in));
-      neg_sums[i] = reinterpret_cast<const int32_t*>(q[i] + ActQ8SumOffset(n_in));
-    }
-  }
-};
 
 // The integer sums of one block for every row of a tile: vpdpbusd into one chain per row, or two
 // for one or two rows (exact, so the split changes no bit).
