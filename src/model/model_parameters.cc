@@ -56,8 +56,7 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
            config_.n_vocab, " rows");
     }
   }
-  CheckScales(pool);
-  if (group_weights) GroupWeights(pool);
+  CheckAndGroupWeights(group_weights, pool);
   for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
 }
 
@@ -74,11 +73,7 @@ std::vector<WeightView*> ModelParameters::HeldMatrices() {
   return held;
 }
 
-uint64_t ModelParameters::grouped_bytes() const {
-  uint64_t n = 0;
-  for (const AlignedBuffer<uint8_t>& b : grouped_) n += b.size();
-  return n;
-}
+uint64_t ModelParameters::grouped_bytes() const { return grouped_.size(); }
 
 std::string ModelParameters::ShapeFingerprint() const {
   Fnv1a h;
@@ -106,42 +101,55 @@ std::string ModelParameters::ShapeFingerprint() const {
 
 const std::string& ModelParameters::file_name() const { return gguf_->name(); }
 
-void ModelParameters::CheckScales(ThreadPool& pool) {
-  std::vector<WeightView*> matrices = HeldMatrices();
-  if (part_.first_layer == 0) matrices.push_back(&weights_.token_embd);
-  for (const WeightView* w : matrices) {
-    std::atomic<int64_t> bad_row{w->n_out};
-    const auto* data = static_cast<const uint8_t*>(w->data);
-    pool.ParallelFor(w->n_out, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end && r < bad_row.load(std::memory_order_relaxed); ++r) {
-        if (FirstNonFiniteScale(w->type, data + r * w->row_bytes, w->n_in) < 0) continue;
-        int64_t seen = bad_row.load();
-        while (r < seen && !bad_row.compare_exchange_weak(seen, r)) {
-        }
-        return;
+void ModelParameters::CheckScales(const WeightView& w, ThreadPool& pool) const {
+  std::atomic<int64_t> bad_row{w.n_out};
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  pool.ParallelFor(w.n_out, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end && r < bad_row.load(std::memory_order_relaxed); ++r) {
+      if (FirstNonFiniteScale(w.type, data + r * w.row_bytes, w.n_in) < 0) continue;
+      int64_t seen = bad_row.load();
+      while (r < seen && !bad_row.compare_exchange_weak(seen, r)) {
       }
-    });
-    const int64_t row = bad_row.load();
-    if (row == w->n_out) continue;
-    std::string name = "?";
-    for (const GgufTensor& t : gguf_->tensors()) {
-      if (t.data <= data && data < t.data + t.n_bytes) name = t.name;
+      return;
     }
-    Fail("model: tensor '", name, "' (", GgmlTypeName(w->type), ") of '", gguf_->name(),
-         "' has a NaN or infinite scale in block ",
-         FirstNonFiniteScale(w->type, data + row * w->row_bytes, w->n_in), " of row ", row,
-         ": the file is damaged");
+  });
+  const int64_t row = bad_row.load();
+  if (row == w.n_out) return;
+  std::string name = "?";
+  for (const GgufTensor& t : gguf_->tensors()) {
+    if (t.data <= data && data < t.data + t.n_bytes) name = t.name;
   }
+  Fail("model: tensor '", name, "' (", GgmlTypeName(w.type), ") of '", gguf_->name(),
+       "' has a NaN or infinite scale in block ",
+       FirstNonFiniteScale(w.type, data + row * w.row_bytes, w.n_in), " of row ", row,
+       ": the file is damaged");
 }
 
-void ModelParameters::GroupWeights(ThreadPool& pool) {
+void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool) {
   const KernelSet& kernels = ActiveKernels();
-  for (WeightView* w : HeldMatrices()) {
-    if (!CanGroup(kernels, *w)) continue;
-    const WeightView rows = *w;
-    AlignedBuffer<uint8_t>& buffer =
-        grouped_.emplace_back(static_cast<std::size_t>(GroupedMatrixBytes(rows)));
-    *w = PackMatrix(rows, buffer.data(), pool);
+  std::vector<WeightView*> matrices = HeldMatrices();
+  if (part_.first_layer == 0) matrices.push_back(&weights_.token_embd);
+  std::vector<std::size_t> offsets(matrices.size(), kNotGrouped);
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    const WeightView& w = *matrices[i];
+    // The embedding is read row by row (a lookup), never multiplied: it keeps the GGUF layout.
+    if (!group_weights || &w == &weights_.token_embd || !CanGroup(kernels, w)) continue;
+    offsets[i] = total;
+    total += (static_cast<std::size_t>(GroupedMatrixBytes(w)) + kCacheLine - 1) / kCacheLine *
+             kCacheLine;
+  }
+  // One buffer for every packed matrix, not one each: a matrix of a small model is under a
+  // megabyte, too small for a huge page, and a 45 MB model's 57 buffers were 11,000 page faults
+  // (a third of its load time, zeroing included) and TLB misses on every pass over the weights.
+  grouped_.Resize(total);
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    // Checked just before it is packed, so that the packing reads rows the check brought into
+    // the cache rather than reading the whole file from memory twice.
+    CheckScales(*matrices[i], pool);
+    if (offsets[i] == kNotGrouped) continue;
+    const WeightView rows = *matrices[i];
+    *matrices[i] = PackMatrix(rows, grouped_.data() + offsets[i], pool);
     // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
     if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
   }

@@ -70,12 +70,14 @@ class ModelParameters {
                   ModelPart part);
   // The matrices a forward of the layers held multiplies with.
   std::vector<WeightView*> HeldMatrices();
-  // Refuses a held matrix (or the embedding) with a NaN or infinite block scale, naming its tensor
-  // and row: such a block is NaN, and through the next layers so is every logit. Reads 2-4 bytes
-  // per block, spread over the pool (about 55 ms per GB on 2 cores: every cache line is touched).
-  void CheckScales(ThreadPool& pool);
-  // Packs the matrices a group kernel can compute into grouped_ and releases their file pages.
-  void GroupWeights(ThreadPool& pool);
+  // Refuses a matrix with a NaN or infinite block scale, naming its tensor and row: such a block
+  // is NaN, and through the next layers so is every logit. Reads 2-4 bytes per block, spread over
+  // the pool (about 55 ms per GB on 2 cores: every cache line is touched).
+  void CheckScales(const WeightView& w, ThreadPool& pool) const;
+  // Checks every held matrix and the embedding (CheckScales), and with group_weights packs the
+  // matrices a group kernel can compute into grouped_, releasing their file pages.
+  void CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
+  static constexpr std::size_t kNotGrouped = static_cast<std::size_t>(-1);
 
   std::unique_ptr<GgufFile> gguf_;
   ModelConfig config_;
@@ -83,7 +85,8 @@ class ModelParameters {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;
-  std::vector<AlignedBuffer<uint8_t>> grouped_;  // matrices regrouped at load (GroupWeights)
+  AlignedBuffer<uint8_t>
+      grouped_;  // every matrix regrouped at load, one after another (GroupWeights)
 };
 
 }  // namespace grove

@@ -100,6 +100,16 @@ void PackRowGroup(GgmlType type, const void* rows, int64_t row_bytes, int n_rows
   auto* dst = static_cast<uint8_t*>(group);
   // Padding rows are all zero bytes: scale 0 (and min 0), so they compute to 0.
   if (n_rows < kGroupRows) std::memset(dst, 0, GroupBytes(type, n_in));
+  if (type == GgmlType::kF16) {
+    // ForEachPiece's F16 walk, element by element, written out: a 2-byte piece through the
+    // general walk packed 1.7 GB/s, a tenth of the other types' speed.
+    for (int j = 0; j < n_rows; ++j) {
+      const uint8_t* row = src + j * row_bytes;
+      for (int64_t u = 0; u < n_in; ++u)
+        std::memcpy(dst + (u * kGroupRows + j) * 2, row + u * 2, 2);
+    }
+    return;
+  }
   for (int64_t u = 0; u < layout.n_units; ++u) {
     for (int j = 0; j < n_rows; ++j) {
       const uint8_t* row_unit = src + j * row_bytes + u * layout.row_unit_bytes;
