@@ -596,9 +596,9 @@ class Renderer {
   }
 
   Value Repeat(const Value& v, int64_t n) {
-    if (n <= 0) return v.is_string() ? Value::String("") : Value::List();
     size_t unit = v.is_string() ? v.text.size() : v.list->size();
-    if (unit == 0) return v.is_string() ? Value::String("") : Value::List();
+    // Nothing to repeat, or repeated no times (an empty unit returns at once: `[] * 2**62` hung).
+    if (n <= 0 || unit == 0) return v.is_string() ? Value::String("") : Value::List();
     if (static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) {
       ValueFail("repetition longer than ", limits_.max_output_bytes);
     }
