@@ -911,12 +911,12 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
     const uint8_t* base = group + s * kSuperBytes;
     PrefetchLines(base + 2 * kPrefetchBytes, kSuperBytes);
     const __m512 d =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2048)));
-    const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2080)));
-    const __m512i a0 = _mm512_loadu_si512(base + 2112);
-    const __m512i a1 = _mm512_loadu_si512(base + 2176);
-    const __m512i a2 = _mm512_loadu_si512(base + 2240);
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + kQ4_KGroupD)));
+    const __m512 dmin = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + kQ4_KGroupDmin)));
+    const __m512i a0 = _mm512_loadu_si512(base + kQ4_KGroupScales);
+    const __m512i a1 = _mm512_loadu_si512(base + kQ4_KGroupScales + kQ4_KGroupScaleChunk);
+    const __m512i a2 = _mm512_loadu_si512(base + kQ4_KGroupScales + 2 * kQ4_KGroupScaleChunk);
     // Byte t of lane j: scale (min) of sub-block t (lo) or 4 + t (hi) of row j.
     const __m512i sc_lo = _mm512_and_si512(a0, low6);
     const __m512i m_lo = _mm512_and_si512(a1, low6);

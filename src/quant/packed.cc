@@ -51,10 +51,10 @@ void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
     // chunks of quants, then d x 16, dmin x 16, then the 12 scale bytes as 3 chunks.
     const int64_t base = u * kGroupRows * row_unit_bytes;
     for (int i = 0; i < 32; ++i) fn(Piece{4 + 12 + 4 * i, base + i * kChunk + 4 * j, 4, false});
-    fn(Piece{0, base + 2048 + 2 * j, 2, false});
-    fn(Piece{2, base + 2048 + 32 + 2 * j, 2, false});
+    fn(Piece{0, base + kQ4_KGroupD + 2 * j, 2, false});
+    fn(Piece{2, base + kQ4_KGroupDmin + 2 * j, 2, false});
     for (int w = 0; w < 3; ++w)
-      fn(Piece{4 + 4 * w, base + 2048 + 64 + w * kChunk + 4 * j, 4, false});
+      fn(Piece{4 + 4 * w, base + kQ4_KGroupScales + w * kChunk + 4 * j, 4, false});
     return;
   }
   // Q8_0 / Q4_0 / IQ4_NL: the quants of all blocks first, 8 (4) chunks per block, so that every

@@ -30,6 +30,13 @@ namespace grove {
 
 inline constexpr int kGroupRows = 16;
 
+// Byte offsets within one Q4_K super-block of a group (2304 bytes): the quants, 16 rows x 128
+// bytes as 32 chunks; then 16 d; 16 dmin; and the 12 scale bytes of each row as 3 chunks.
+inline constexpr int kQ4_KGroupD = 2048;
+inline constexpr int kQ4_KGroupDmin = kQ4_KGroupD + 2 * kGroupRows;
+inline constexpr int kQ4_KGroupScales = kQ4_KGroupDmin + 2 * kGroupRows;
+inline constexpr int kQ4_KGroupScaleChunk = 4 * kGroupRows;  // bytes of one of the 3 chunks
+
 // True for the types with a row-group layout (Q8_0, Q4_0, IQ4_NL, Q4_K, F16).
 bool HasGroupLayout(GgmlType type);
 
