@@ -636,7 +636,8 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 // and half gives each row's exact int32 sum. The float steps after it are the AVX-512 kernel's,
 // lane for lane, so the two levels give the same bits; no horizontal sums.
 
-// Weight bytes requested ahead of use, as the AVX-512 level does (two super-blocks of a group).
+// Weight bytes requested ahead of use by every group kernel here: two Q4_K super-blocks of a
+// group (4.5 KB), as the AVX-512 level does; the block-of-32 groups use the same distance.
 constexpr int64_t kGroupPrefetchBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
 
 // One chunk of a block for every row of a tile: the unsigned weights w of the two halves times the
@@ -797,13 +798,19 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
     const uint8_t* base = group + s * kSuperBytes;
     PrefetchGroupBytes(base + kGroupPrefetchBytes, kSuperBytes);
     for (int h = 0; h < 2; ++h) {
-      const __m256 d =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 2048 + 16 * h)));
-      const __m256 dmin =
-          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(base + 2080 + 16 * h)));
-      const __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2112 + 32 * h));
-      const __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2176 + 32 * h));
-      const __m256i a2 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(base + 2240 + 32 * h));
+      auto halfs = [&](int offset) {
+        return _mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + offset + 16 * h)));
+      };
+      auto chunk = [&](int w) {
+        return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+            base + kQ4_KGroupScales + w * kQ4_KGroupScaleChunk + 32 * h));
+      };
+      const __m256 d = halfs(kQ4_KGroupD);
+      const __m256 dmin = halfs(kQ4_KGroupDmin);
+      const __m256i a0 = chunk(0);
+      const __m256i a1 = chunk(1);
+      const __m256i a2 = chunk(2);
       // Byte t of lane j: the scale (min) of sub-block t (lo) or 4 + t (hi) of row j.
       const __m256i low6 = _mm256_set1_epi8(0x3f);
       const __m256i low2 = _mm256_set1_epi8(0x03);
@@ -860,6 +867,77 @@ void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stri
     GroupQ4_KTile<decltype(rows)::kR>(static_cast<const uint8_t*>(group), n_in,
                                       RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
   });
+}
+
+// F16 groups, as the AVX-512 level computes them and with the same bits: per row, an even and an
+// odd chain of FMAs over the elements, added at the end. Element k of the 16 rows is 32 bytes,
+// read as two 8-row halves, each widened once; activation k of a row is broadcast once (from
+// memory) and multiplied with both halves. Tiles of 3 rows: 12 accumulators, the two halves of one
+// element and the broadcast fill the 16 registers (tiles of 4 took a pass per half).
+template <int R>
+void GroupF16Tile(const uint16_t* group, int64_t n, const void* x, int64_t x_stride, float* y,
+                  int64_t y_stride) {
+  constexpr int64_t kPrefetchElements = 128;  // 4 KB ahead, as the AVX-512 level
+  const float* xr[R];
+  for (int i = 0; i < R; ++i) xr[i] = reinterpret_cast<const float*>(RowPtr(x, x_stride, i));
+  __m256 even[R][2], odd[R][2];
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) even[i][0] = even[i][1] = odd[i][0] = odd[i][1] = _mm256_setzero_ps();
+  auto load = [&](int64_t k, int h) {
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + k * kGroupRows + 8 * h)));
+  };
+  // Even and odd written out: with a lambda taking the accumulator array by reference, the
+  // 2-row tile kept its accumulators on the stack.
+  int64_t k = 0;
+  for (; k + 2 <= n; k += 2) {
+    _mm_prefetch(reinterpret_cast<const char*>(group + (k + kPrefetchElements) * kGroupRows),
+                 _MM_HINT_T0);
+    const __m256 w0 = load(k, 0);
+    const __m256 w1 = load(k, 1);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m256 xk = _mm256_broadcast_ss(xr[i] + k);
+      even[i][0] = _mm256_fmadd_ps(w0, xk, even[i][0]);
+      even[i][1] = _mm256_fmadd_ps(w1, xk, even[i][1]);
+    }
+    const __m256 v0 = load(k + 1, 0);
+    const __m256 v1 = load(k + 1, 1);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m256 xk = _mm256_broadcast_ss(xr[i] + k + 1);
+      odd[i][0] = _mm256_fmadd_ps(v0, xk, odd[i][0]);
+      odd[i][1] = _mm256_fmadd_ps(v1, xk, odd[i][1]);
+    }
+  }
+  if (k < n) {
+    const __m256 w0 = load(k, 0);
+    const __m256 w1 = load(k, 1);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m256 xk = _mm256_broadcast_ss(xr[i] + k);
+      even[i][0] = _mm256_fmadd_ps(w0, xk, even[i][0]);
+      even[i][1] = _mm256_fmadd_ps(w1, xk, even[i][1]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) {
+    for (int h = 0; h < 2; ++h) {
+      _mm256_storeu_ps(y + i * y_stride + 8 * h, _mm256_add_ps(even[i][h], odd[i][h]));
+    }
+  }
+}
+
+void DotGroupF16(const void* group, int64_t n_in, const void* x, int64_t x_stride, int n_x,
+                 float* y, int64_t y_stride) {
+  auto tile = [&](auto rows, int i) {
+    GroupF16Tile<decltype(rows)::kR>(static_cast<const uint16_t*>(group), n_in,
+                                     RowPtr(x, x_stride, i), x_stride, y + i * y_stride, y_stride);
+  };
+  int i = 0;
+  for (; i + 3 <= n_x; i += 3) tile(Rows<3>{}, i);
+  if (n_x - i == 2) tile(Rows<2>{}, i);
+  if (n_x - i == 1) tile(Rows<1>{}, i);
 }
 
 // round() (half away from zero) for |v| < 2^23, exactly as std::round, so this quantizer matches
@@ -1183,7 +1261,7 @@ extern const KernelSet kAvx2Kernels = {
     .group_q4_0 = &DotGroup<Q4_0Group>,
     .group_iq4_nl = &DotGroup<IQ4_NLGroup>,
     .group_q4_k = &DotGroupQ4_K,
-    .group_f16 = nullptr,
+    .group_f16 = &DotGroupF16,
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
