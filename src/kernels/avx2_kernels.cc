@@ -687,6 +687,7 @@ void StoreGroupTile(const __m256 (&acc)[R][2], float* y, int64_t y_stride) {
 // Q4_0: the nibbles are q + 8; a block's 8 steps add up in int16, and each row's correction, -8
 // times the activation block sum, joins at the int32 step (quantize_act_grouped stores -sum q).
 struct Q4_0Group {
+  static constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
   template <int R>
   static void BlockSums(const uint8_t* quants, const GroupedRows<R>& rows, int64_t b,
                         __m256i (&out)[R][2]) {
@@ -715,6 +716,7 @@ struct Q4_0Group {
 // 127 * 127; each step's sums become int32 at once (eight would not fit in int16). The integer
 // sums equal the AVX-512 kernel's (which subtracts 128 times the activation sum), so the bits do.
 struct IQ4_NLGroup {
+  static constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
   template <int R>
   static void BlockSums(const uint8_t* quants, const GroupedRows<R>& rows, int64_t b,
                         __m256i (&sums)[R][2]) {
@@ -745,10 +747,43 @@ struct IQ4_NLGroup {
   }
 };
 
+// Q8_0: the quants are stored q + 128 (what vpdpbusd takes); an xor gives q back, and its sign
+// moves onto the activation bytes as for IQ4_NL (pair sums <= 2 * 128 * 127), each step's sums
+// becoming int32 at once. The exact sum of q x is the AVX-512 kernel's (which subtracts 128 times
+// the activation sum), so the bits are too. Against the row kernel: the weight's abs and sign are
+// shared by the tile's rows, and a block's scaling is one step for 8 weight rows.
+struct Q8_0Group {
+  static constexpr int64_t kQuantBytes = kGroupRows * kQBlock;
+  template <int R>
+  static void BlockSums(const uint8_t* quants, const GroupedRows<R>& rows, int64_t b,
+                        __m256i (&sums)[R][2]) {
+    const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
+    for (int c = 0; c < 8; ++c) {
+      __m256i w[2], w_abs[2];
+      for (int h = 0; h < 2; ++h) {
+        w[h] = _mm256_xor_si256(
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * c + 32 * h)), bias);
+        w_abs[h] = _mm256_abs_epi8(w[h]);
+      }
+      for (int i = 0; i < R; ++i) {
+        int32_t four;
+        std::memcpy(&four, rows.q[i] + b * kQBlock + 4 * c, sizeof(four));
+        const __m256i x4 = _mm256_set1_epi32(four);
+        for (int h = 0; h < 2; ++h) {
+          const __m256i pairs = _mm256_maddubs_epi16(w_abs[h], _mm256_sign_epi8(x4, w[h]));
+          sums[i][h] = _mm256_add_epi32(sums[i][h], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    }
+  }
+};
+
 template <typename G, int R>
 void GroupTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stride, float* y,
                int64_t y_stride) {
-  constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
+  constexpr int64_t kQuantBytes = G::kQuantBytes;
   const GroupedRows<R> rows(x, x_stride, n_in);
   const int64_t n_blocks = n_in / kQBlock;
   const uint8_t* scales = group + n_blocks * kQuantBytes;
@@ -1257,7 +1292,7 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q2_k = &DotQ2_K,
     .dot_q3_k = &DotOffsetScale<Q3_KQuants>,
     .quantize_act_grouped = &QuantizeActGrouped,
-    .group_q8_0 = nullptr,
+    .group_q8_0 = &DotGroup<Q8_0Group>,
     .group_q4_0 = &DotGroup<Q4_0Group>,
     .group_iq4_nl = &DotGroup<IQ4_NLGroup>,
     .group_q4_k = &DotGroupQ4_K,
