@@ -197,8 +197,8 @@ TEST(ForwardVsReference, TiedOutputUsesTokenEmbedding) {
   EXPECT_LT(RelativeError(model->Forward(batch), ReferenceLlama(*model).Forward(tokens)), 1e-4);
 }
 
-// Q8_0 and Q4_0 matrices are regrouped at load where the kernels have group kernels (AVX-512);
-// grouped or not, the logits meet the reference's bound.
+// Q8_0 and Q4_0 matrices are regrouped at load where the kernels have group kernels (AVX2 and
+// AVX-512); grouped or not, the logits meet the reference's bound.
 TEST(ForwardVsReference, GroupedAndRowWeightsBothMatchReference) {
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     auto grouped = MakeRandomModel(TinySpec(type), {.n_threads = 2});

@@ -636,8 +636,8 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 // and half gives each row's exact int32 sum. The float steps after it are the AVX-512 kernel's,
 // lane for lane, so the two levels give the same bits; no horizontal sums.
 
-// Weight bytes requested ahead of use by every group kernel here: two Q4_K super-blocks of a
-// group (4.5 KB), as the AVX-512 level does; the block-of-32 groups use the same distance.
+// Weight bytes requested ahead of use by the quantized group kernels here: two Q4_K super-blocks
+// of a group (4.5 KB), for the block-of-32 groups too (AVX-512: 8 KB for Q4_K, 4 KB for those).
 constexpr int64_t kGroupPrefetchBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
 
 // One chunk of a block for every row of a tile: the unsigned weights w of the two halves times the
@@ -679,10 +679,10 @@ void StoreGroupTile(const __m256 (&acc)[R][2], float* y, int64_t y_stride) {
   }
 }
 
-// Q4_0 and IQ4_NL groups: a block's 4 chunks of 64 bytes hold elements 4c..4c+3 (low nibbles)
-// and 16 + 4c.. (high) of the 16 rows; G::BlockSums gives every row's exact int32 sum of weight
-// times activation for block b, then one convert, multiply and FMA per half and row, with the 16
-// halves of d per block.
+// Block-of-32 groups (Q4_0, IQ4_NL: a block's 4 chunks of 64 bytes hold elements 4c..4c+3 in
+// the low nibbles and 16 + 4c.. in the high ones of the 16 rows; Q8_0: 8 chunks of 4 bytes):
+// G::BlockSums gives every row's exact int32 sum of weight times activation for block b, then
+// one convert, multiply and FMA per half and row, with the 16 halves of d per block.
 //
 // Q4_0: the nibbles are q + 8; a block's 8 steps add up in int16, and each row's correction, -8
 // times the activation block sum, joins at the int32 step (quantize_act_grouped stores -sum q).
@@ -833,7 +833,7 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
     const uint8_t* base = group + s * kSuperBytes;
     PrefetchGroupBytes(base + kGroupPrefetchBytes, kSuperBytes);
     for (int h = 0; h < 2; ++h) {
-      auto halfs = [&](int offset) {
+      auto halves = [&](int offset) {
         return _mm256_cvtph_ps(
             _mm_loadu_si128(reinterpret_cast<const __m128i*>(base + offset + 16 * h)));
       };
@@ -841,8 +841,8 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
         return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
             base + kQ4_KGroupScales + w * kQ4_KGroupScaleChunk + 32 * h));
       };
-      const __m256 d = halfs(kQ4_KGroupD);
-      const __m256 dmin = halfs(kQ4_KGroupDmin);
+      const __m256 d = halves(kQ4_KGroupD);
+      const __m256 dmin = halves(kQ4_KGroupDmin);
       const __m256i a0 = chunk(0);
       const __m256i a1 = chunk(1);
       const __m256i a2 = chunk(2);
@@ -908,7 +908,7 @@ void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stri
 // odd chain of FMAs over the elements, added at the end. Element k of the 16 rows is 32 bytes,
 // read as two 8-row halves, each widened once; activation k of a row is broadcast once (from
 // memory) and multiplied with both halves. Tiles of 3 rows: 12 accumulators, the two halves of one
-// element and the broadcast fill the 16 registers (tiles of 4 took a pass per half).
+// element and the broadcast take 15 of the 16 registers (tiles of 4 took a pass per half).
 template <int R>
 void GroupF16Tile(const uint16_t* group, int64_t n, const void* x, int64_t x_stride, float* y,
                   int64_t y_stride) {

@@ -56,7 +56,7 @@ class ModelParameters {
   }
   // Bytes of weights read by one forward pass of the layers held (for achieved-bandwidth figures).
   uint64_t weight_bytes() const { return weight_bytes_; }
-  // Bytes of matrices regrouped at load; 0 if none.
+  // Bytes held by the matrices regrouped at load (each rounded up to a cache line); 0 if none.
   uint64_t grouped_bytes() const;
   // What a forward of this model computes, not with which values: the architecture, the attention's
   // shape (heads and window change the work without changing a tensor), every tensor's name, type
@@ -74,8 +74,9 @@ class ModelParameters {
   // is NaN, and through the next layers so is every logit. Reads 2-4 bytes per block, spread over
   // the pool (about 55 ms per GB on 2 cores: every cache line is touched).
   void CheckScales(const WeightView& w, ThreadPool& pool) const;
-  // Checks every held matrix and the embedding (CheckScales), and with group_weights packs the
-  // matrices a group kernel can compute into grouped_, releasing their file pages.
+  // Checks every held matrix, and the embedding when the first layer is held (CheckScales); with
+  // group_weights packs the matrices a group kernel can compute into grouped_, releasing their
+  // file pages.
   void CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
   static constexpr std::size_t kNotGrouped = static_cast<std::size_t>(-1);
 
@@ -85,8 +86,8 @@ class ModelParameters {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;
-  AlignedBuffer<uint8_t>
-      grouped_;  // every matrix regrouped at load, one after another (GroupWeights)
+  // The matrices regrouped at load, one after another (CheckAndGroupWeights).
+  AlignedBuffer<uint8_t> grouped_;
 };
 
 }  // namespace grove

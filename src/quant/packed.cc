@@ -54,7 +54,7 @@ void Layout::ForEachPiece(GgmlType type, int64_t u, int j, Fn&& fn) const {
     fn(Piece{0, base + kQ4_KGroupD + 2 * j, 2, false});
     fn(Piece{2, base + kQ4_KGroupDmin + 2 * j, 2, false});
     for (int w = 0; w < 3; ++w)
-      fn(Piece{4 + 4 * w, base + kQ4_KGroupScales + w * kChunk + 4 * j, 4, false});
+      fn(Piece{4 + 4 * w, base + kQ4_KGroupScales + w * kQ4_KGroupScaleChunk + 4 * j, 4, false});
     return;
   }
   // Q8_0 / Q4_0 / IQ4_NL: the quants of all blocks first, 8 (4) chunks per block, so that every
