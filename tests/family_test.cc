@@ -230,7 +230,13 @@ INSTANTIATE_TEST_SUITE_P(
         FamilyCase{"llama", GgmlType::kQ5_K, 256, 256},
         // Q3_K and Q2_K, the bases of Q3_K_M and Q2_K, written by grove's quantizers.
         FamilyCase{"llama", GgmlType::kQ3_K, 256, 256},
-        FamilyCase{"llama", GgmlType::kQ2_K, 256, 256}),
+        FamilyCase{"llama", GgmlType::kQ2_K, 256, 256},
+        // The remaining types grove writes, so that every one of them is a file llama.cpp reads
+        // to the same greedy text.
+        FamilyCase{"llama", GgmlType::kF16, 256}, FamilyCase{"llama", GgmlType::kQ4_0, 256},
+        FamilyCase{"qwen2", GgmlType::kQ4_1, 256}, FamilyCase{"qwen2", GgmlType::kQ5_1, 256},
+        FamilyCase{"llama", GgmlType::kQ4_K, 256, 256},
+        FamilyCase{"llama", GgmlType::kQ6_K, 256, 256}),
     CaseName);
 
 // The same checks on files of another writer (tests/reference/write_gguf.py: 64-byte alignment,
