@@ -447,13 +447,20 @@ int64_t QuantPosition(const KernelSet& k, int64_t i) {
 TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
   const auto levels = AvailableLevels();
   for (int64_t n_in : {32, 64, 96, 160, 4096}) {
-    const std::vector<float> x = MakeActivations(4, n_in, static_cast<uint32_t>(n_in));
+    std::vector<float> x = MakeActivations(5, n_in, static_cast<uint32_t>(n_in));
+    // Row 4, block 0: so small that 1 / d overflows (amax / 127 is subnormal); its quants are 0
+    // on every level (the SIMD levels saturated the infinities to -128, the scalar one's cast was
+    // undefined).
+    for (int j = 0; j < 32; ++j) x[4 * n_in + j] = (j % 3 - 1) * 1e-38f * static_cast<float>(j);
     const int64_t scale_offset = ActQ8ScaleOffset(n_in);
     const int64_t sum_offset = ActQ8SumOffset(n_in);
     const int64_t half_offset = ActQ8HalfSumOffset(n_in);
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < 5; ++r) {
       std::vector<uint8_t> want(ActQ8RowBytes(n_in));
       levels[0]->quantize_act(x.data() + r * n_in, n_in, want.data());
+      if (r == 4) {
+        for (int j = 0; j < 32; ++j) ASSERT_EQ(want[j], 0) << "element " << j;
+      }
       const auto* want_scales = reinterpret_cast<const float*>(want.data() + scale_offset);
       const auto* want_sums = reinterpret_cast<const float*>(want.data() + sum_offset);
       const auto* want_halves = reinterpret_cast<const float*>(want.data() + half_offset);

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1000,7 +1001,8 @@ __m256i QuantizeBlock(const float* x, float* d_out) {
   m = _mm_max_ps(m, _mm_movehl_ps(m, m));
   m = _mm_max_ss(m, _mm_movehdup_ps(m));
   const float d = _mm_cvtss_f32(m) / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  // 0 where 1 / d overflows (a block of amax below about 4e-37): its quants are 0 then.
+  const float id = d != 0.0f && 1.0f / d <= FLT_MAX ? 1.0f / d : 0.0f;
   *d_out = d;
   const __m256 vid = _mm256_set1_ps(id);
   __m256i q[4];

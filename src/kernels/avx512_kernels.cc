@@ -15,6 +15,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
+#include <cfloat>
 #include <cstdint>
 #include <cstring>
 
@@ -745,7 +746,8 @@ __m256i QuantizeBlock(const float* x, float* d_out) {
   const __m512 v1 = _mm512_loadu_ps(x + 16);
   const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
   const float d = amax / 127.0f;
-  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  // 0 where 1 / d overflows (a block of amax below about 4e-37): its quants are 0 then.
+  const float id = d != 0.0f && 1.0f / d <= FLT_MAX ? 1.0f / d : 0.0f;
   *d_out = d;
   const __m512 vid = _mm512_set1_ps(id);
   const __m128i q0 =

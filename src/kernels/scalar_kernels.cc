@@ -4,6 +4,7 @@
 // Each output is one sequential float accumulation over k (per block for the integer types), so it
 // is trivially independent of how many rows are computed together. Compiled with -ffp-contract=off
 // so that no compiler fuses a multiply-add differently in different inlined copies.
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
@@ -37,7 +38,8 @@ void QuantizeAct(const float* x, int64_t n_in, void* act_row) {
     }
     // The same arithmetic as quant.cc's Q8_0 quantizer, except that the scale stays a float.
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    // 0 where 1 / d overflows (a block of amax below about 4e-37): its quants are 0 then.
+    const float id = d != 0.0f && 1.0f / d <= FLT_MAX ? 1.0f / d : 0.0f;
     scales[b] = d;
     int32_t half[2] = {0, 0};
     for (int j = 0; j < kQBlock; ++j) {
