@@ -195,14 +195,8 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
                          static_cast<int64_t>(valid.size()));
 
   std::filesystem::create_directories(o.out_dir);
-  TrainResult result;
-  result.checkpoint = CheckpointPath(o.out_dir);
-  result.train_tokens = static_cast<int64_t>(train.size());
-  result.valid_tokens = static_cast<int64_t>(valid.size());
-  result.n_params = layout.total();
-  for (const ParamTensor& t : layout.tensors()) {
-    if (t.frozen) result.n_params -= t.size;
-  }
+  TrainResult result = StartTrainResult(o.out_dir, static_cast<int64_t>(train.size()),
+                                        static_cast<int64_t>(valid.size()), layout);
   RunState state;
   if (std::filesystem::exists(result.checkpoint)) {
     state = LoadCheckpoint(result.checkpoint, layout, target_f32.tokenizer, o.target_path, settings,

@@ -65,6 +65,19 @@ std::string CheckpointPath(const std::string& out_dir) {
   return (std::filesystem::path(out_dir) / kCheckpointFile).string();
 }
 
+TrainResult StartTrainResult(const std::string& out_dir, int64_t train_tokens, int64_t valid_tokens,
+                             const ParamLayout& layout) {
+  TrainResult result;
+  result.checkpoint = CheckpointPath(out_dir);
+  result.train_tokens = train_tokens;
+  result.valid_tokens = valid_tokens;
+  result.n_params = layout.total();
+  for (const ParamTensor& t : layout.tensors()) {
+    if (t.frozen) result.n_params -= t.size;
+  }
+  return result;
+}
+
 void ValidateTrainOptions(const TrainOptions& o) {
   ValidateSharedTrainOptions("train", o.optimizer, SharedTrainOptionsOf(o));
   if (o.out_dir.empty()) Fail("train: no run directory (--out)");
@@ -169,11 +182,8 @@ TrainResult Train(const TrainOptions& options,
       RunSettings(o, static_cast<int64_t>(train.size()), static_cast<int64_t>(valid.size()));
 
   std::filesystem::create_directories(o.out_dir);
-  TrainResult result;
-  result.checkpoint = CheckpointPath(o.out_dir);
-  result.train_tokens = static_cast<int64_t>(train.size());
-  result.valid_tokens = static_cast<int64_t>(valid.size());
-  result.n_params = layout.total();
+  TrainResult result = StartTrainResult(o.out_dir, static_cast<int64_t>(train.size()),
+                                        static_cast<int64_t>(valid.size()), layout);
   RunState state;
   if (std::filesystem::exists(result.checkpoint)) {
     state =

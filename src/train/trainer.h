@@ -102,6 +102,11 @@ void ValidationOffsets(int32_t e, int32_t n_batches, int64_t n_tokens, int32_t s
 // Path of the checkpoint inside a run directory.
 std::string CheckpointPath(const std::string& out_dir);
 
+// A run's result before its first step: its checkpoint's path, the tokens of its two parts and
+// the parameters it trains (the layout's, less the frozen ones).
+TrainResult StartTrainResult(const std::string& out_dir, int64_t train_tokens, int64_t valid_tokens,
+                             const ParamLayout& layout);
+
 struct EvalResult {
   double loss = 0;          // mean next-token cross-entropy of the model
   double draft_loss = NAN;  // of the draft, when one is given
