@@ -656,6 +656,26 @@ void AddGroupChunk(const GroupedRows<R>& rows, int64_t b, int offset, const __m2
   }
 }
 
+// The same for signed weights w (|w| <= 128), whose pair sums would saturate maddubs as unsigned
+// ones: each weight's sign moves onto the activation bytes, lane by lane (|w| times sign(x, w),
+// pair sums <= 2 * 128 * 127), and the step's sums become int32 at once (the tile's sums are
+// int32 here).
+template <int R>
+void AddSignedGroupChunk(const GroupedRows<R>& rows, int64_t b, int offset, const __m256i (&w)[2],
+                         __m256i (&sums)[R][2]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i w_abs[2] = {_mm256_abs_epi8(w[0]), _mm256_abs_epi8(w[1])};
+  for (int i = 0; i < R; ++i) {
+    int32_t four;
+    std::memcpy(&four, rows.q[i] + b * kQBlock + offset, sizeof(four));
+    const __m256i x4 = _mm256_set1_epi32(four);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i pairs = _mm256_maddubs_epi16(w_abs[h], _mm256_sign_epi8(x4, w[h]));
+      sums[i][h] = _mm256_add_epi32(sums[i][h], _mm256_madd_epi16(pairs, ones));
+    }
+  }
+}
+
 // The nibbles of 64 bytes of a group (two halves), low (high = false) or high.
 void GroupNibbles(const uint8_t* p, bool high, __m256i (&w)[2]) {
   const __m256i low4 = _mm256_set1_epi8(0x0f);
@@ -712,10 +732,9 @@ struct Q4_0Group {
 };
 
 // IQ4_NL: each nibble replaced by its signed level (-127..113) with a byte shuffle. Levels + 128
-// (what vpdpbusd takes on AVX-512) would saturate maddubs' int16 pair sums, so the level's sign
-// moves onto the activation bytes, lane by lane: |level| times sign(x, level), pair sums <= 2 *
-// 127 * 127; each step's sums become int32 at once (eight would not fit in int16). The integer
-// sums equal the AVX-512 kernel's (which subtracts 128 times the activation sum), so the bits do.
+// (what vpdpbusd takes on AVX-512) would saturate maddubs' int16 pair sums, so the levels go
+// through AddSignedGroupChunk. The integer sums equal the AVX-512 kernel's (which subtracts 128
+// times the activation sum), so the bits do.
 struct IQ4_NLGroup {
   static constexpr int64_t kQuantBytes = kGroupRows * kQBlock / 2;
   template <int R>
@@ -723,60 +742,37 @@ struct IQ4_NLGroup {
                         __m256i (&sums)[R][2]) {
     const __m256i levels = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
     for (int step = 0; step < 8; ++step) {
       const int c = step / 2;
       const bool high = step % 2 == 1;
-      __m256i w[2], w_abs[2];
+      __m256i w[2];
       GroupNibbles(quants + 64 * c, high, w);
-      for (int h = 0; h < 2; ++h) {
-        w[h] = _mm256_shuffle_epi8(levels, w[h]);
-        w_abs[h] = _mm256_abs_epi8(w[h]);
-      }
-      const int offset = (high ? 16 : 0) + 4 * c;
-      for (int i = 0; i < R; ++i) {
-        int32_t four;
-        std::memcpy(&four, rows.q[i] + b * kQBlock + offset, sizeof(four));
-        const __m256i x4 = _mm256_set1_epi32(four);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i pairs = _mm256_maddubs_epi16(w_abs[h], _mm256_sign_epi8(x4, w[h]));
-          sums[i][h] = _mm256_add_epi32(sums[i][h], _mm256_madd_epi16(pairs, ones));
-        }
-      }
+      for (int h = 0; h < 2; ++h) w[h] = _mm256_shuffle_epi8(levels, w[h]);
+      AddSignedGroupChunk(rows, b, (high ? 16 : 0) + 4 * c, w, sums);
     }
   }
 };
 
-// Q8_0: the quants are stored q + 128 (what vpdpbusd takes); an xor gives q back, and its sign
-// moves onto the activation bytes as for IQ4_NL (pair sums <= 2 * 128 * 127), each step's sums
-// becoming int32 at once. The exact sum of q x is the AVX-512 kernel's (which subtracts 128 times
-// the activation sum), so the bits are too. Against the row kernel: the weight's abs and sign are
-// shared by the tile's rows, and a block's scaling is one step for 8 weight rows.
+// Q8_0: the quants are stored q + 128 (what vpdpbusd takes); an xor gives q back, and the signed
+// quants go through AddSignedGroupChunk as IQ4_NL's levels do. The exact sum of q x is the AVX-512
+// kernel's (which subtracts 128 times the activation sum), so the bits are too. Against the row
+// kernel: the weight's abs and sign are shared by the tile's rows, and a block's scaling is one
+// step for 8 weight rows.
 struct Q8_0Group {
   static constexpr int64_t kQuantBytes = kGroupRows * kQBlock;
   template <int R>
   static void BlockSums(const uint8_t* quants, const GroupedRows<R>& rows, int64_t b,
                         __m256i (&sums)[R][2]) {
     const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-    const __m256i ones = _mm256_set1_epi16(1);
     for (int i = 0; i < R; ++i) sums[i][0] = sums[i][1] = _mm256_setzero_si256();
     for (int c = 0; c < 8; ++c) {
-      __m256i w[2], w_abs[2];
+      __m256i w[2];
       for (int h = 0; h < 2; ++h) {
         w[h] = _mm256_xor_si256(
             _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + 64 * c + 32 * h)), bias);
-        w_abs[h] = _mm256_abs_epi8(w[h]);
       }
-      for (int i = 0; i < R; ++i) {
-        int32_t four;
-        std::memcpy(&four, rows.q[i] + b * kQBlock + 4 * c, sizeof(four));
-        const __m256i x4 = _mm256_set1_epi32(four);
-        for (int h = 0; h < 2; ++h) {
-          const __m256i pairs = _mm256_maddubs_epi16(w_abs[h], _mm256_sign_epi8(x4, w[h]));
-          sums[i][h] = _mm256_add_epi32(sums[i][h], _mm256_madd_epi16(pairs, ones));
-        }
-      }
+      AddSignedGroupChunk(rows, b, 4 * c, w, sums);
     }
   }
 };

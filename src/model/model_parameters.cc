@@ -17,6 +17,9 @@ namespace {
 
 uint64_t MatrixBytes(const WeightView& w) { return static_cast<uint64_t>(w.row_bytes) * w.n_out; }
 
+// The offset of a matrix that keeps its GGUF layout (CheckAndGroupWeights).
+constexpr std::size_t kNotGrouped = static_cast<std::size_t>(-1);
+
 }  // namespace
 
 std::shared_ptr<const ModelParameters> ModelParameters::Load(const std::string& path,

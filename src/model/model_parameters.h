@@ -78,7 +78,6 @@ class ModelParameters {
   // group_weights packs the matrices a group kernel can compute into grouped_, releasing their
   // file pages.
   void CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
-  static constexpr std::size_t kNotGrouped = static_cast<std::size_t>(-1);
 
   std::unique_ptr<GgufFile> gguf_;
   ModelConfig config_;
