@@ -27,12 +27,9 @@
 #include <tuple>
 #include <vector>
 
+#include "grove_cli.h"
 #include "llama_cpp_reference.h"
 #include "test_support.h"
-
-#ifndef GROVE_CLI
-#error "GROVE_CLI (path of the grove binary) must be defined by the build"
-#endif
 
 namespace grove {
 namespace {
@@ -60,7 +57,7 @@ std::string ReadAll(const fs::path& path) {
 // Runs the grove binary with `args` (no shell: each argument as given), stdin from /dev/null.
 Outcome RunGrove(const std::vector<std::string>& args, const fs::path& out_file,
                  const fs::path& err_file) {
-  std::vector<std::string> argv_storage = {GROVE_CLI};
+  std::vector<std::string> argv_storage = {kGroveCli};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());

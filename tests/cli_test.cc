@@ -16,12 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cuda/device.h"
+#include "grove_cli.h"
 #include "io/gguf.h"
 #include "test_support.h"
-
-#ifndef GROVE_CLI
-#error "GROVE_CLI (path of the grove binary) must be defined by the build"
-#endif
 
 namespace grove {
 namespace {
@@ -64,7 +61,7 @@ class CliTest : public ::testing::Test {
   static std::string Model(const std::string& type) { return Path("tiny-" + type + ".gguf"); }
 
   // Runs `grove ARGS` with stdout and stderr captured in files of the temporary directory.
-  static CommandResult Grove(const std::string& args) { return Shell(GROVE_CLI, args); }
+  static CommandResult Grove(const std::string& args) { return Shell(kGroveCli, args); }
   // The same with a command before grove's path (such as `timeout 5`).
   static CommandResult Shell(const std::string& prefix, const std::string& args) {
     const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
@@ -471,7 +468,7 @@ TEST_F(CliTest, DraftersByNameRunAndServe) {
       return "i=0; while [ $i -lt 1200 ] && ! grep -q \"" + text + "\" " + log +
              " && kill -0 $pid 2>/dev/null; do sleep 0.1; i=$((i+1)); done; ";
     };
-    r = Shell("sh -c '" + std::string(GROVE_CLI) + " serve -m " + target + " --draft " + draft +
+    r = Shell("sh -c '" + std::string(kGroveCli) + " serve -m " + target + " --draft " + draft +
                   " --port 0 2>" + log + " & pid=$!; " + wait_for("serving ") + "kill -HUP $pid; " +
                   wait_for("drafter reloaded") + "kill -INT $pid; wait $pid'",
               "");
@@ -489,7 +486,7 @@ TEST_F(CliTest, DraftersByNameRunAndServe) {
 // whole call's speedup beside decoding's.
 TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
   const std::string cache = Path("verify-cache");
-  const std::string run = "GROVE_CACHE_DIR=" + cache + " " + std::string(GROVE_CLI) +
+  const std::string run = "GROVE_CACHE_DIR=" + cache + " " + std::string(kGroveCli) +
                           " run --pair small -p \"Once upon a time\" -n 200 --temp 0 -t 1 "
                           "--ignore-eos";
   auto grove = [&](const std::string& env_and_args) {
@@ -527,7 +524,7 @@ TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
   EXPECT_NE(ReadAll(files[0]).find("grove-verify-cost-cache"), std::string::npos);
   // A cache directory under a regular file cannot exist: no caching, no error.
   const std::string blocked = "GROVE_CACHE_DIR=" + files[0].string() + "/sub " +
-                              std::string(GROVE_CLI) +
+                              std::string(kGroveCli) +
                               " run --pair small -p hi -n 20 --temp 0 -t 1";
   r = grove(blocked);
   EXPECT_EQ(r.exit_code, 0) << r.err;

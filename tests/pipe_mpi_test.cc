@@ -12,9 +12,8 @@
 #include <sstream>
 #include <string>
 
-#ifndef GROVE_CLI
-#error "GROVE_CLI (path of the grove binary) must be defined by the build"
-#endif
+#include "grove_cli.h"
+
 #ifndef GROVE_MPIEXEC
 #error "GROVE_MPIEXEC (mpirun, or empty without MPI) must be defined by the build"
 #endif
@@ -76,7 +75,7 @@ class PipeMpiTest : public ::testing::Test {
   }
   static std::string Pipe(const std::string& transport) {
     const std::string models = GROVE_MODELS_DIR;
-    return std::string(GROVE_CLI) + " pipe --transport " + transport + " -m " + models +
+    return std::string(kGroveCli) + " pipe --transport " + transport + " -m " + models +
            "/grove-target.gguf --draft " + models +
            "/grove-draft.gguf -n 40 --reps 1 --width 8 --static-tree chain:3 --print-tokens";
   }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "grove_cli.h"
 #include "io/gguf_writer.h"
 #include "test_support.h"
 
@@ -31,7 +32,7 @@ Result Grove(const std::string& args) {
   const std::string out = testing::TempPath("template_out.txt");
   const std::string err = testing::TempPath("template_err.txt");
   const int status =
-      std::system((std::string(GROVE_CLI) + " " + args + " >" + out + " 2>" + err).c_str());
+      std::system((std::string(kGroveCli) + " " + args + " >" + out + " 2>" + err).c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
 }
 
