@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "speculate/auto_planner.h"
+#include "speculate/plain_decoding.h"
 #include "speculate/target_feature_reader.h"
 #include "tokenize/tokenizer.h"
 
@@ -413,6 +414,16 @@ std::vector<int32_t> SpeculativeSession::Generate(std::span<const int32_t> promp
   }
   stats_.total_seconds = generation_timer_.Seconds();  // also when on_token stopped it
   return out;
+}
+
+std::vector<int32_t> GenerateSpeculativeOrPlain(SpeculativeSession* session, Model& target,
+                                                std::span<const int32_t> prompt,
+                                                const SamplerParams& sampling,
+                                                const SessionOptions& options,
+                                                const std::function<bool(int32_t)>& on_token,
+                                                PlainTiming* plain_timing) {
+  if (session) return session->Generate(prompt, on_token);
+  return GeneratePlain(target, prompt, sampling, options, on_token, plain_timing);
 }
 
 }  // namespace grove

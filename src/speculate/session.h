@@ -228,4 +228,14 @@ class SpeculativeSession {
   SpeculationStats stats_;
 };
 
+struct PlainTiming;
+// One generation of a command that may speculate (run, chat): with `session` when there is one,
+// otherwise plain decoding of `target` with `sampling` (its timing into *plain_timing).
+std::vector<int32_t> GenerateSpeculativeOrPlain(SpeculativeSession* session, Model& target,
+                                                std::span<const int32_t> prompt,
+                                                const SamplerParams& sampling,
+                                                const SessionOptions& options,
+                                                const std::function<bool(int32_t)>& on_token,
+                                                PlainTiming* plain_timing);
+
 }  // namespace grove

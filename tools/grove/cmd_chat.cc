@@ -157,13 +157,9 @@ void RunChat(ChatOptions o) {
     g_stop_answer = false;
     std::signal(SIGINT, [](int) { g_stop_answer = true; });
     Timer timer;
-    std::vector<int32_t> output;
     PlainTiming plain_timing;
-    if (session) {
-      output = session->Generate(prompt, emit);
-    } else {
-      output = GeneratePlain(*model, prompt, o.sampling, so, emit, &plain_timing);
-    }
+    const std::vector<int32_t> output = GenerateSpeculativeOrPlain(
+        session.get(), *model, prompt, o.sampling, so, emit, &plain_timing);
     std::signal(SIGINT, SIG_DFL);
     const std::string tail = stops.Push(decoder.Flush()) + stops.Flush();
     answer += tail;

@@ -155,13 +155,9 @@ void RunGenerate(RunOptions o) {
   };
   std::signal(SIGINT, [](int) { g_interrupted = true; });
 
-  std::vector<int32_t> output;
   PlainTiming plain_timing;
-  if (session) {
-    output = session->Generate(prompt, emit);
-  } else {
-    output = GeneratePlain(*model, prompt, o.sampling, so, emit, &plain_timing);
-  }
+  const std::vector<int32_t> output = GenerateSpeculativeOrPlain(
+      session.get(), *model, prompt, o.sampling, so, emit, &plain_timing);
   std::string tail = decoder.Flush();
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::signal(SIGINT, SIG_DFL);
