@@ -35,23 +35,21 @@
 namespace grove {
 namespace {
 
+using testing::AloneAndTogether;
+using testing::DecodeAloneAndTogether;
 using testing::MakeRandomModel;
+using testing::StepAlone;
 using testing::TempPath;
 
 // A target the trainer can read (as many key/value heads as heads, RoPE over the whole head).
 RandomModelSpec TargetSpec(int32_t layers, uint64_t seed, int32_t n_vocab = 320,
                            bool with_vocab = true) {
-  RandomModelSpec s;
+  RandomModelSpec s = testing::TinySpec(GgmlType::kF32, seed);
   s.name = "feature-target";
   s.n_vocab = n_vocab;
-  s.n_embd = 64;
   s.n_layer = layers;
-  s.n_head = 4;
-  s.n_head_kv = 4;
-  s.n_ff = 96;
-  s.n_ctx = 256;
+  s.n_head_kv = s.n_head;
   s.with_vocab = with_vocab;
-  s.seed = seed;
   return s;
 }
 
@@ -223,34 +221,12 @@ TEST_P(TwoSessions, ShareOneTargetForward) {
   FeatureDrafter drafters[2] = {FeatureDrafter(*d.model, *target, 0),
                                 FeatureDrafter(*d.model, *target, 1)};
   const SpeculationPolicy policy = Policy("kconfig:2,2", drafters[0], greedy);
-  std::vector<int32_t> alone[2];
+  grove::Drafter* const members[2] = {&drafters[0], &drafters[1]};
+  const AloneAndTogether r = DecodeAloneAndTogether(*target, members, policy, options, prompts);
   for (int i = 0; i < 2; ++i) {
-    SpeculativeSession session(*target, drafters[i], policy, options[i]);
-    alone[i] = session.Generate(prompts[i], {});
-    EXPECT_EQ(alone[i], GeneratePlain(*target, prompts[i], greedy, options[i], {}));
+    EXPECT_EQ(r.alone[i], GeneratePlain(*target, prompts[i], greedy, options[i], {}));
+    EXPECT_EQ(r.together[i], r.alone[i]);
   }
-  SpeculativeSession a(*target, drafters[0], policy, options[0]);
-  SpeculativeSession b(*target, drafters[1], policy, options[1]);
-  a.Start(prompts[0]);
-  b.Start(prompts[1]);
-  std::vector<int32_t> together[2];
-  Batch batch;
-  SpeculativeSession* sessions[2] = {&a, &b};
-  while (!a.done() || !b.done()) {
-    batch.Clear();
-    for (SpeculativeSession* s : sessions) {
-      if (s->done()) continue;
-      s->Draft();
-      s->AppendVerify(batch);
-    }
-    const std::span<const float> logits = target->Forward(batch);
-    for (int i = 0; i < 2; ++i) {
-      if (sessions[i]->done()) continue;
-      for (int32_t token : sessions[i]->Accept(logits)) together[i].push_back(token);
-    }
-  }
-  EXPECT_EQ(together[0], alone[0]);
-  EXPECT_EQ(together[1], alone[1]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Masks, TwoSessions, ::testing::Values(0, 3));
@@ -353,12 +329,7 @@ TEST_P(FeatureStep, DoesNotAllocateAfterWarmUp) {
     session.Start(Prompt(16, nv));
     Batch batch;
     batch.tokens.reserve(target->max_batch());
-    auto step = [&] {
-      session.Draft();
-      batch.Clear();
-      session.AppendVerify(batch);
-      session.Accept(target->Forward(batch));
-    };
+    auto step = [&] { StepAlone(session, *target, batch); };
     for (int i = 0; i < 10 && !session.done(); ++i) step();  // warm-up: buffers grow
     testing::AllocationCounter allocations;
     int steps = 0;

@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
+#include <span>
+#include <vector>
 
 #include "base/error.h"
 #include "io/gguf.h"
@@ -237,6 +240,31 @@ Batch TernaryTree(int n, int32_t prefix_len, int32_t n_vocab) {
   return b;
 }
 
+// Runs `prefix` in the model's cache 0 and returns a ternary tree of n nodes above it (not run).
+Batch RunPrefixForTree(Model& model, const std::vector<int32_t>& prefix, int n) {
+  Batch batch;
+  batch.AddChain(prefix, 0, 0);
+  model.Forward(batch);
+  return TernaryTree(n, model.cache(0).length(), model.config().n_vocab);
+}
+
+// `view`: the logits of `next` continuing, in the cache, the kept path `nodes` of `tree` above
+// `prefix`. They must equal those of the same tokens run from an empty cache as one chain.
+void ExpectEqualToRecomputed(Model& model, std::span<const float> view,
+                             const std::vector<int32_t>& prefix, const Batch& tree,
+                             std::initializer_list<int32_t> nodes, int32_t next) {
+  const std::vector<float> continued(view.begin(), view.end());
+  std::vector<int32_t> full = prefix;
+  for (int32_t node : nodes) full.push_back(tree.tokens[node]);
+  full.push_back(next);
+  model.cache(0).Clear();
+  Batch batch;
+  batch.AddChain(full, 0, 0);
+  const std::span<const float> fresh = model.Forward(batch);
+  ASSERT_EQ(continued.size(), fresh.size());
+  EXPECT_EQ(0, std::memcmp(continued.data(), fresh.data(), fresh.size_bytes()));
+}
+
 class Contract2 : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(Contract2, TreeBatchRowsEqualEachPathRunAlone) {
@@ -314,32 +342,17 @@ TEST(KvCache, CompactThenContinueEqualsRecompute) {
   auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 2});
   const int32_t nv = model->config().n_vocab;
   const std::vector<int32_t> prefix = SomeTokens(7, nv, 1);
-  Batch batch;
-  batch.AddChain(prefix, 0, 0);
-  model->Forward(batch);
+  const Batch tree = RunPrefixForTree(*model, prefix, 13);
   const int32_t p = model->cache(0).length();
-  Batch tree = TernaryTree(13, p, nv);
   model->Forward(tree);
+  Batch batch;
   // Accept the path 0 -> 2 -> 8 (depths 0, 1, 2), drop the rest.
-  const std::vector<int32_t> kept_nodes = {0, 2, 8};
-  std::vector<int32_t> kept_slots;
-  for (int32_t node : kept_nodes) kept_slots.push_back(p + node);
-  model->cache(0).Compact(p, kept_slots);
+  model->cache(0).Compact(p, std::vector<int32_t>{p + 0, p + 2, p + 8});
   ASSERT_EQ(model->cache(0).length(), p + 3);
   const int32_t next = 99 % nv;
   batch.Clear();
   batch.Add(next, p + 3, 0, -1, true);
-  std::span<const float> view = model->Forward(batch);
-  const std::vector<float> continued(view.begin(), view.end());
-
-  std::vector<int32_t> full = prefix;
-  for (int32_t node : kept_nodes) full.push_back(tree.tokens[node]);
-  full.push_back(next);
-  model->cache(0).Clear();
-  batch.Clear();
-  batch.AddChain(full, 0, 0);
-  std::span<const float> fresh = model->Forward(batch);
-  EXPECT_EQ(0, std::memcmp(continued.data(), fresh.data(), fresh.size_bytes()));
+  ExpectEqualToRecomputed(*model, model->Forward(batch), prefix, tree, {0, 2, 8}, next);
 }
 
 // A draft model expands a tree one level per forward pass, each level continuing from the cache
@@ -347,11 +360,10 @@ TEST(KvCache, CompactThenContinueEqualsRecompute) {
 TEST(KvCache, LevelByLevelTreeEqualsOneBatch) {
   auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2});
   const int32_t nv = model->config().n_vocab;
-  Batch batch;
-  batch.AddChain(SomeTokens(6, nv, 4), 0, 0);
-  model->Forward(batch);
+  const Batch tree =
+      RunPrefixForTree(*model, SomeTokens(6, nv, 4), 13);  // levels: {0}, {1..3}, {4..12}
   const int32_t p = model->cache(0).length();
-  const Batch tree = TernaryTree(13, p, nv);  // levels: {0}, {1..3}, {4..12}
+  Batch batch;
   std::span<const float> view = model->Forward(tree);
   const std::vector<float> whole(view.begin(), view.end());
 
@@ -387,12 +399,10 @@ TEST(KvCache, KeepSubtreeThenContinueEqualsRecompute) {
   auto model = MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 2});
   const int32_t nv = model->config().n_vocab;
   const std::vector<int32_t> prefix = SomeTokens(7, nv, 5);
-  Batch batch;
-  batch.AddChain(prefix, 0, 0);
-  model->Forward(batch);
+  const Batch tree = RunPrefixForTree(*model, prefix, 13);  // node 2's children: 7, 8, 9
   const int32_t p = model->cache(0).length();
-  const Batch tree = TernaryTree(13, p, nv);  // node 2's children: 7, 8, 9
   model->Forward(tree);
+  Batch batch;
   const std::vector<int32_t> kept = {p + 2, p + 7, p + 8, p + 9};
   model->cache(0).KeepSubtree(p + 1, kept);  // node 0 committed
   KvCache& cache = model->cache(0);
@@ -403,17 +413,7 @@ TEST(KvCache, KeepSubtreeThenContinueEqualsRecompute) {
   const int32_t next = 77 % nv;
   batch.Clear();
   batch.Add(next, tree.positions[8] + 1, 0, -1, true, /*cache_parent=*/p + 3);  // under node 8
-  std::span<const float> view = model->Forward(batch);
-  const std::vector<float> continued(view.begin(), view.end());
-
-  std::vector<int32_t> full = prefix;
-  for (int32_t node : {0, 2, 8}) full.push_back(tree.tokens[node]);
-  full.push_back(next);
-  model->cache(0).Clear();
-  batch.Clear();
-  batch.AddChain(full, 0, 0);
-  std::span<const float> fresh = model->Forward(batch);
-  EXPECT_EQ(0, std::memcmp(continued.data(), fresh.data(), fresh.size_bytes()));
+  ExpectEqualToRecomputed(*model, model->Forward(batch), prefix, tree, {0, 2, 8}, next);
 }
 
 TEST(KvCache, KeepSubtreeRefusesAnOrphan) {

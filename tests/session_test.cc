@@ -29,9 +29,12 @@
 namespace grove {
 namespace {
 
+using testing::AloneAndTogether;
 using testing::ChiSquare;
+using testing::DecodeAloneAndTogether;
 using testing::ExactJoint;
 using testing::MakeRandomModel;
+using testing::StepAlone;
 using testing::TinySpec;
 
 const std::vector<double> kAcceptance = {0.6, 0.2, 0.1};
@@ -443,12 +446,7 @@ TEST(Session, StepDoesNotAllocateAfterWarmUp) {
          {&batch.tokens, &batch.positions, &batch.seq_ids, &batch.parents, &batch.cache_parents})
       v->reserve(target->max_batch());
     batch.logits.reserve(target->max_batch());
-    auto step = [&] {
-      session.Draft();
-      batch.Clear();
-      session.AppendVerify(batch);
-      session.Accept(target->Forward(batch));
-    };
+    auto step = [&] { StepAlone(session, *target, batch); };
     for (int i = 0; i < 16 && !session.done(); ++i) step();  // warm-up: buffers grow
     testing::AllocationCounter allocations;
     for (int i = 0; i < 24 && !session.done(); ++i) step();
@@ -472,34 +470,11 @@ TEST(Session, TwoSessionsShareOneTargetForward) {
         {.n_predict = 40, .stop_at_eog = false, .sequence = 12, .target_seq = 1}};
     ModelDrafter drafters[2] = {ModelDrafter(*draft, *target, 0), ModelDrafter(*draft, *target, 1)};
     const SpeculationPolicy policy = Policy("kconfig:2,2", drafters[0], sampling);
-    std::vector<int32_t> alone[2];
-    for (int i = 0; i < 2; ++i) {
-      SpeculativeSession session(*target, drafters[i], policy, options[i]);
-      alone[i] = session.Generate(prompts[i], {});
-    }
-    SpeculativeSession a(*target, drafters[0], policy, options[0]);
-    SpeculativeSession b(*target, drafters[1], policy, options[1]);
-    a.Start(prompts[0]);
-    b.Start(prompts[1]);
-    std::vector<int32_t> together[2];
-    Batch batch;
-    while (!a.done() || !b.done()) {
-      batch.Clear();
-      SpeculativeSession* sessions[2] = {&a, &b};
-      for (SpeculativeSession* s : sessions) {
-        if (s->done()) continue;
-        s->Draft();
-        s->AppendVerify(batch);
-      }
-      const std::span<const float> logits = target->Forward(batch);
-      for (int i = 0; i < 2; ++i) {
-        if (sessions[i]->done()) continue;
-        for (int32_t token : sessions[i]->Accept(logits)) together[i].push_back(token);
-      }
-    }
-    EXPECT_EQ(together[0], alone[0]) << "temperature " << sampling.temperature;
-    EXPECT_EQ(together[1], alone[1]) << "temperature " << sampling.temperature;
-    EXPECT_EQ(alone[0].size(), 40u);
+    Drafter* const members[2] = {&drafters[0], &drafters[1]};
+    const AloneAndTogether r = DecodeAloneAndTogether(*target, members, policy, options, prompts);
+    EXPECT_EQ(r.together[0], r.alone[0]) << "temperature " << sampling.temperature;
+    EXPECT_EQ(r.together[1], r.alone[1]) << "temperature " << sampling.temperature;
+    EXPECT_EQ(r.alone[0].size(), 40u);
   }
 }
 
@@ -525,10 +500,7 @@ TEST(Session, DraftCacheHoldsTheCommittedText) {
     Batch batch;
     int32_t compared = 0;
     while (!session.done()) {
-      session.Draft();
-      batch.Clear();
-      session.AppendVerify(batch);
-      session.Accept(target->Forward(batch));
+      StepAlone(session, *target, batch);
       const KvCache& t = target->cache(0);
       const KvCache& d = draft->cache(0);
       const int32_t n = std::min(t.length(), d.length());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +155,49 @@ std::vector<float> RandomNormal(std::size_t n, uint32_t seed, float scale) {
   std::vector<float> v(n);
   for (float& x : v) x = normal(rng);
   return v;
+}
+
+std::span<const int32_t> StepAlone(SpeculativeSession& session, Model& target, Batch& batch) {
+  session.Draft();
+  batch.Clear();
+  session.AppendVerify(batch);
+  return session.Accept(target.Forward(batch));
+}
+
+AloneAndTogether DecodeAloneAndTogether(Model& target, std::span<Drafter* const> drafters,
+                                        const SpeculationPolicy& policy,
+                                        std::span<const SessionOptions> options,
+                                        std::span<const std::vector<int32_t>> prompts) {
+  const std::size_t n = drafters.size();
+  AloneAndTogether out{.alone = std::vector<std::vector<int32_t>>(n),
+                       .together = std::vector<std::vector<int32_t>>(n)};
+  std::vector<std::unique_ptr<SpeculativeSession>> sessions;
+  for (std::size_t i = 0; i < n; ++i) {
+    SpeculativeSession alone(target, *drafters[i], policy, options[i]);
+    out.alone[i] = alone.Generate(prompts[i], {});
+    sessions.push_back(
+        std::make_unique<SpeculativeSession>(target, *drafters[i], policy, options[i]));
+  }
+  for (std::size_t i = 0; i < n; ++i) sessions[i]->Start(prompts[i]);
+  const auto all_done = [&] {
+    return std::all_of(sessions.begin(), sessions.end(), [](const auto& s) { return s->done(); });
+  };
+  Batch batch;
+  while (!all_done()) {
+    batch.Clear();
+    for (const auto& s : sessions) {
+      if (s->done()) continue;
+      s->Draft();
+      s->AppendVerify(batch);
+    }
+    const std::span<const float> logits = target.Forward(batch);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (sessions[i]->done()) continue;
+      const std::span<const int32_t> accepted = sessions[i]->Accept(logits);
+      out.together[i].insert(out.together[i].end(), accepted.begin(), accepted.end());
+    }
+  }
+  return out;
 }
 
 }  // namespace grove::testing

@@ -3,6 +3,7 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "kernels/kernel_set.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "speculate/session.h"
 
 namespace grove::testing {
 
@@ -51,6 +53,24 @@ std::vector<float> RandomNormal(std::size_t n, uint32_t seed, float scale);
 // A small spec that exercises grouped-query attention, RoPE on part of the head, and every matrix;
 // widths are multiples of 32 so quantized types work.
 RandomModelSpec TinySpec(GgmlType type = GgmlType::kF32, uint64_t seed = 7);
+
+// One step of a started session driven alone, as Generate does (its caller keeps `batch`, so that
+// a test can reserve it): draft, verify the tree in one target forward, accept. Returns the
+// accepted tokens.
+std::span<const int32_t> StepAlone(SpeculativeSession& session, Model& target, Batch& batch);
+
+// Sequences under one policy, each with its own drafter, options (their target_seq differ) and
+// prompt, decoded each alone (SpeculativeSession::Generate) and then together as a scheduler does:
+// each step every unfinished one drafts and appends its tree to one batch, one target forward
+// verifies them all. Returns each sequence's tokens both ways.
+struct AloneAndTogether {
+  std::vector<std::vector<int32_t>> alone;
+  std::vector<std::vector<int32_t>> together;
+};
+AloneAndTogether DecodeAloneAndTogether(Model& target, std::span<Drafter* const> drafters,
+                                        const SpeculationPolicy& policy,
+                                        std::span<const SessionOptions> options,
+                                        std::span<const std::vector<int32_t>> prompts);
 
 }  // namespace grove::testing
 
