@@ -25,11 +25,17 @@ constexpr int32_t kVocab = 16;
 // below; optionally slow. Keeps the committed text so the test can check it.
 class CountingDrafter : public Drafter {
  public:
-  CountingDrafter(std::string name, int32_t offset, bool sure, int sleep_us = 0)
-      : name_(std::move(name)), offset_(offset), sure_(sure), sleep_us_(sleep_us) {}
+  CountingDrafter(std::string name, int32_t offset, bool sure, int sleep_us = 0,
+                  bool samples = false)
+      : name_(std::move(name)),
+        offset_(offset),
+        sure_(sure),
+        sleep_us_(sleep_us),
+        samples_(samples) {}
   std::string_view name() const override { return name_; }
   int32_t n_vocab() const override { return kVocab; }
-  bool deterministic() const override { return true; }
+  // samples: stands for a draft model, whose rows are a distribution to sample children from.
+  bool deterministic() const override { return !samples_; }
   void Begin(std::span<const int32_t> context) override {
     text_.assign(context.begin(), context.end());
   }
@@ -61,6 +67,7 @@ class CountingDrafter : public Drafter {
   int32_t offset_;
   bool sure_;
   int sleep_us_;
+  bool samples_;
   std::vector<int32_t> text_;
   std::vector<float> rows_;
   int expand_calls_ = 0;
@@ -151,6 +158,56 @@ TEST(DrafterMixture, SkipsADearMemberWhereACheapOneHasProvenRight) {
                                 0),
             0u)
       << mixture.Why();
+}
+
+// When the builder samples children, the mixture hands over one member's rows untouched (a
+// distribution the rule can verify against): the sampling member's, or on a cheap step the cheap
+// member's that stands in for it; each node is attributed to that member. Ranking (SampleChildren
+// false) merges again.
+TEST(DrafterMixture, WithSampledChildrenHandsOverOneMembersRows) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false,
+                                                      /*sleep_us=*/2000, /*samples=*/true));
+  members.push_back(std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true));
+  DrafterMixture mixture(std::move(members));
+  EXPECT_FALSE(mixture.deterministic());
+  mixture.Reserve(1, 4);
+  mixture.SampleChildren(true);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  const int32_t root[] = {-1};
+  int dear_steps = 0;
+  int cheap_steps = 0;
+  std::vector<uint32_t> masks;
+  for (int s = 0; s < 30; ++s) {
+    TokenTree tree;
+    const std::span<const float> row = mixture.Expand(tree, root);
+    const int32_t guess = (text.back() + 1) % kVocab;
+    const int32_t second = (guess + kVocab - 1) % kVocab;
+    ASSERT_EQ(row.size(), static_cast<std::size_t>(kVocab));
+    EXPECT_EQ(row[guess], 0.0f) << "step " << s;
+    const bool cheap_step = row[second] == -std::numeric_limits<float>::infinity();
+    if (!cheap_step) EXPECT_EQ(row[second], -0.5f) << "the dear member's own row, step " << s;
+    (cheap_step ? cheap_steps : dear_steps)++;
+    tree.AddChild(-1, guess, 1.0f);
+    mixture.NodeSources(tree, masks);
+    ASSERT_EQ(masks.size(), 1u);
+    EXPECT_EQ(masks[0], cheap_step ? 2u : 1u) << "step " << s;
+    text.push_back(guess);
+    const int32_t next = (guess + 1) % kVocab;
+    text.push_back(next);
+    mixture.Commit(tree, std::vector<int32_t>{0}, next);
+  }
+  // The cheap member stands in once proven, as when ranking.
+  EXPECT_GT(cheap_steps, 30 - DrafterMixture::kMinEvidence - 3);
+  EXPECT_GT(dear_steps, 0);
+
+  mixture.SampleChildren(false);
+  TokenTree tree;
+  const std::span<const float> ranked = mixture.Expand(tree, root);
+  const int32_t guess = (text.back() + 1) % kVocab;
+  EXPECT_EQ(Top(ranked), guess);
+  EXPECT_NE(ranked[guess], 0.0f) << "a merged ranking, not a member's row";
 }
 
 // Which members proposed each node, by path (so a selection of the drafted tree, as OPT-Tree

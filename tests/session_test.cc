@@ -265,6 +265,9 @@ struct SamplingCase {
   // Instead of the draft model: the suffix drafter (its store grows with every trial), or a
   // mixture of both.
   std::string drafter = "model";
+  float temperature = 1.5f;
+  // The least steps a suffix member must have drafted alone (a mixture's cheap steps).
+  int64_t min_cheap_steps = 0;
 };
 
 class SampledDistribution : public ::testing::TestWithParam<SamplingCase> {};
@@ -274,9 +277,11 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   ModelOptions mo{.n_threads = 1, .n_ctx = 64};
   auto target = MakeRandomModel(TinyVocabSpec(11), mo);
   auto draft = MakeRandomModel(TinyVocabSpec(12), mo);  // a different model: many rejections
-  // Temperature 1.5 flattens the random model's logits so that every pair has mass.
+  // Temperature 1.5 flattens the random model's logits so that every pair has mass; 0.15 makes
+  // the first token likely enough for a suffix drafter to be confident, and proven, at the root
+  // (about 6000 cheap steps in 6000 trials).
   const SamplerParams params{
-      .temperature = 1.5f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
+      .temperature = c.temperature, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
   const std::vector<int32_t> prompt = {1, 4, 2};
   const std::vector<double> joint = ExactJoint(*target, prompt, params, kTinyVocab);
 
@@ -296,6 +301,7 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   policy.inputs.verify_cost = VerifyCostCurve({{1, 1e-3}, {8, 1e-3}});
   const int64_t trials = 6000;
   std::vector<int64_t> counts(kTinyVocab * kTinyVocab, 0);
+  int64_t cheap_steps = 0;
   for (int64_t t = 0; t < trials; ++t) {
     SpeculativeSession run(
         *target, drafter, policy,
@@ -303,9 +309,11 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
     std::vector<int32_t> out = run.Generate(prompt, {});
     ASSERT_EQ(out.size(), 2u);
     ++counts[out[0] * kTinyVocab + out[1]];
+    cheap_steps += run.stats().cheap_steps;
   }
   auto [stat, crit] = ChiSquare(counts, joint, trials);
   EXPECT_LT(stat, crit) << VerifyRuleName(c.rule) << " on " << c.spec;
+  EXPECT_GE(cheap_steps, c.min_cheap_steps);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -320,10 +328,17 @@ INSTANTIATE_TEST_SUITE_P(
         SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2", "suffix"},
         SamplingCase{VerifyRule::kTargetSample, ChildDraw::kDeterministic, "kconfig:2,2",
                      "mixture"},
-        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"}),
+        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6"},
+        // A mixture with a draft model samples children from the draft model's rows, or on a
+        // cheap step from the suffix member's.
+        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "kconfig:3,2",
+                     "mixture"},
+        SamplingCase{VerifyRule::kSequoia, ChildDraw::kWithoutReplacement, "auto:6", "mixture",
+                     0.15f, 1000}),
     [](const auto& info) {
       std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec +
-                         (info.param.drafter == "model" ? "" : "_" + info.param.drafter);
+                         (info.param.drafter == "model" ? "" : "_" + info.param.drafter) +
+                         (info.param.min_cheap_steps > 0 ? "_cheap_steps" : "");
       for (char& ch : name) {
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       }

@@ -78,7 +78,9 @@ DraftSource DraftSource::Suffix(std::shared_ptr<SuffixStore> store) {
 DraftSource DraftSource::Mixture(std::vector<DraftSource> members) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
   DraftSource source;
-  source.traits_.deterministic = true;  // its rows rank the members' candidates
+  // Its rows rank the members' candidates, or with a draft model among them are that model's
+  // distribution when children are sampled (speculate/drafter_mixture.h).
+  source.traits_.deterministic = true;
   for (const DraftSource& m : members) {
     if (!m.members_.empty()) Fail("drafter mixture: a member is itself a mixture");
     if (m.reads_target_features_) {
@@ -91,6 +93,7 @@ DraftSource DraftSource::Mixture(std::vector<DraftSource> members) {
       source.model_ = m.model_;
     }
     if (m.store_) source.store_ = m.store_;
+    source.traits_.deterministic = source.traits_.deterministic && m.traits_.deterministic;
     source.traits_.name += (source.traits_.name.empty() ? "" : "+") + m.traits_.name;
   }
   source.members_ = std::move(members);

@@ -38,6 +38,13 @@ class Drafter {
   virtual bool deterministic() const = 0;
   DrafterTraits traits() const { return {std::string(name()), deterministic()}; }
 
+  // Called by a session before its first step: whether the tree builder samples children from
+  // this drafter's rows (a non-deterministic drafter under a rejection rule) or takes their top
+  // guesses. A drafter whose rows are the same either way ignores it; a mixture ranks the
+  // candidates of its members in the one case and hands over one member's distribution in the
+  // other (speculate/drafter_mixture.h).
+  virtual void SampleChildren(bool sampled) { (void)sampled; }
+
   // Starts a sequence whose committed tokens are `context`; the last one is the root of the first
   // tree (it is not in the target's KV cache yet either).
   virtual void Begin(std::span<const int32_t> context) = 0;

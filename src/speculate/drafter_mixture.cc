@@ -66,6 +66,7 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
     }
     if (!name_.empty()) name_ += "+";
     name_ += d->name();
+    deterministic_ = deterministic_ && d->deterministic();
     Member m;
     for (int b = 0; b < kShareBuckets; ++b) m.bucket_hit[b] = (b + 0.5) / kShareBuckets;
     m.stats.name = std::string(d->name());
@@ -78,6 +79,11 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
   chain_tried_.assign(kChainDepths, kChainPriorWeight);
   chain_accepted_.assign(kChainDepths, kChainPriorWeight * kChainPrior);
   continue_rates_.assign(kChainDepths, kChainPrior);
+}
+
+void DrafterMixture::SampleChildren(bool sampled) {
+  sampled_ = sampled && !deterministic_;
+  for (Member& m : members_) m.drafter->SampleChildren(sampled);
 }
 
 void DrafterMixture::Begin(std::span<const int32_t> context) {
@@ -258,14 +264,38 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
   }
 }
 
+std::size_t DrafterMixture::RowMember() const {
+  std::size_t first_active = members_.size();
+  for (std::size_t i = 0; i < members_.size(); ++i) {
+    if (!members_[i].active) continue;
+    if (!members_[i].drafter->deterministic()) return i;
+    if (first_active == members_.size()) first_active = i;
+  }
+  // A cheap step: the member that stood in for the sampling one.
+  if (reason_.kind == StepReason::Kind::kSkipped &&
+      members_[static_cast<std::size_t>(reason_.cheap)].active) {
+    return static_cast<std::size_t>(reason_.cheap);
+  }
+  return first_active;
+}
+
+void DrafterMixture::RecordRowMember(std::span<const int32_t> frontier, std::size_t member) {
+  for (int32_t f : frontier) {
+    const std::size_t slot = static_cast<std::size_t>(f) + 1;
+    row_of_[slot].first = static_cast<int32_t>(proposals_.size());
+    proposals_.push_back(
+        {.parent_path = path_of_[slot], .token = kAnyToken, .members = 1u << member});
+    row_of_[slot].second = static_cast<int32_t>(proposals_.size());
+  }
+}
+
 uint32_t DrafterMixture::ProposedBy(const TokenTree& tree, int32_t node) const {
   const TreeNode& n = tree.node(node);
   const std::size_t slot = static_cast<std::size_t>(n.parent) + 1;
   if (slot >= row_of_.size()) return 0;
   for (int32_t p = row_of_[slot].first; p < row_of_[slot].second; ++p) {
-    if (proposals_[static_cast<std::size_t>(p)].token == n.token) {
-      return proposals_[static_cast<std::size_t>(p)].members;
-    }
+    const Proposal& proposal = proposals_[static_cast<std::size_t>(p)];
+    if (proposal.token == n.token || proposal.token == kAnyToken) return proposal.members;
   }
   return 0;
 }
@@ -279,7 +309,7 @@ void DrafterMixture::NodeSources(const TokenTree& tree, std::vector<uint32_t>& m
     const uint64_t parent = n.parent < 0 ? kRootPath : path[static_cast<std::size_t>(n.parent)];
     path[static_cast<std::size_t>(i)] = ChildPath(parent, n.token);
     for (const Proposal& p : proposals_) {
-      if (p.parent_path == parent && p.token == n.token) {
+      if (p.parent_path == parent && (p.token == n.token || p.token == kAnyToken)) {
         masks[static_cast<std::size_t>(i)] = p.members;
         break;
       }
@@ -340,6 +370,15 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
     ExpandMembers(tree, frontier);
   }
   TracePaths(tree, frontier);
+  if (sampled_) {
+    // The rows children are drawn from, untouched (see the file comment); they stay valid until
+    // the member's next Expand, which only this one's next call makes.
+    const std::size_t member = RowMember();
+    if (member < members_.size()) {
+      RecordRowMember(frontier, member);
+      return member_rows_[member];
+    }
+  }
   Merge(frontier);
   return {rows_.data(), rows_.size()};
 }

@@ -104,6 +104,7 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
          " tokens, more than the target's batch of ", target.max_batch());
   }
   if (policy.plan.is_auto()) planner_ = std::make_unique<AutoPlanner>(policy.plan, policy.inputs);
+  drafter_.SampleChildren(policy.draw != ChildDraw::kDeterministic);
   draft_.Reserve(policy.plan, policy.draw);
   drafter_.Reserve(policy.plan.max_nodes(), policy.plan.max_drafted_nodes());
   if (outlook_) {
