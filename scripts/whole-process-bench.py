@@ -18,6 +18,9 @@ Three cache states can be timed:
 
 usage: scripts/whole-process-bench.py [--grove PATH] [--tokens 1,16,128,512] [--threads 1,2]
                                       [--reps 7] [--cache warm,settled,cold] [--prompt TEXT]
+                                      [--draft DRAFT]
+--draft: what the speculative run drafts with instead of run's default (the bundled draft mixed
+with suffix drafting), e.g. models/grove-base-draft.gguf for the draft model alone.
 """
 import argparse
 import os
@@ -49,13 +52,14 @@ def main():
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--cache", default="warm,settled,cold")
     ap.add_argument("--prompt", default="Once upon a time")
+    ap.add_argument("--draft", default="", help="--draft of the speculative run (default: run's)")
     a = ap.parse_args()
     if not os.access(a.grove, os.X_OK):
         sys.exit(f"no grove binary at {a.grove} (build it, or pass --grove)")
 
     scratch = tempfile.mkdtemp(prefix="grove-whole-process-")
     print(f"grove: {a.grove}\nplain: run -m {os.path.basename(a.target)}; speculative: run "
-          f"(bundled pair, --spec auto); prompt {a.prompt!r}, --temp 0 --ignore-eos, "
+          f"({'--draft ' + a.draft if a.draft else 'bundled pair'}, --spec auto); prompt {a.prompt!r}, --temp 0 --ignore-eos, "
           f"{a.reps} paired runs each, wall time of the whole process\n")
     print("| cache | threads | tokens | plain s (median, range) | speculative s (median, range) "
           "| speedup |")
@@ -67,7 +71,7 @@ def main():
                     common = ["run", "-p", a.prompt, "-n", str(n), "--temp", "0", "--ignore-eos",
                               "-t", str(threads), "--no-display-prompt"]
                     plain_cmd = [a.grove] + common + ["-m", a.target]
-                    spec_cmd = [a.grove] + common
+                    spec_cmd = [a.grove] + common + (["--draft", a.draft] if a.draft else [])
                     env = dict(os.environ)
                     warm_dir = os.path.join(scratch, f"{cache}-{threads}")
                     if cache in ("warm", "settled"):
@@ -75,7 +79,8 @@ def main():
                         timed(spec_cmd, env)  # untimed: what a run before left
                     if cache == "settled" and not os.path.exists(warm_dir + "/.primed"):
                         prime = [a.grove, "run", "-p", a.prompt, "-n", "512", "--temp", "0",
-                                 "--ignore-eos", "-t", str(threads), "--no-display-prompt"]
+                                 "--ignore-eos", "-t", str(threads), "--no-display-prompt"] + (
+                                     ["--draft", a.draft] if a.draft else [])
                         for _ in range(10):
                             timed(prime, env)
                         open(warm_dir + "/.primed", "w").close()

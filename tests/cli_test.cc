@@ -420,14 +420,20 @@ TEST_F(CliTest, TrainingCommandsEndToEnd) {
   }
 }
 
-// The README's first command: no -m, the bundled pair, speculation that changes nothing.
+// The README's first command: no -m, the bundled pair, its draft mixed with suffix drafting,
+// speculation that changes nothing. At run's default temperature the mixture verifies with
+// Sequoia's sampled rule (children drawn from the draft model's rows), not target-sample.
 TEST_F(CliTest, RunWithoutAModelUsesTheBundledPair) {
-  const CommandResult r = Grove("run -p \"Once upon a time\" -n 40 --temp 0 --compare");
+  CommandResult r = Grove("run -p \"Once upon a time\" -n 40 --temp 0 --compare");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("bundled models"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("draft-model+suffix drafter, verify greedy"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("τ = "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
   EXPECT_EQ(r.out.rfind("Once upon a time", 0), 0u) << r.out;
+  r = Grove("run -p \"Once upon a time\" -n 24 -s 3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("draft-model+suffix drafter, verify sequoia"), std::string::npos) << r.err;
 }
 
 // --device: `auto` (the default) runs where it can; `cuda` without a GPU (or without a CUDA build)

@@ -56,11 +56,10 @@ const BundledPairFiles& BundledPair(std::string_view name);
 std::optional<BundledModels> FindBundledModels(std::string_view pair = kDefaultPair);
 
 // What drafts for a bundled pair when the user names no draft: its draft model, or the draft
-// model mixed with suffix drafting ("DRAFT.gguf+suffix", speculate/drafter_mixture.h), which serve
-// defaults to. run, chat and tot sample at temperature 0.7-0.8 by default, where the draft model
-// alone verifies with Sequoia's sampled rule and the mixture, whose rows rank rather than sample,
-// only with target-sample: 0.57x the draft model's tokens/s in run (models/README.md). The server
-// verifies every sampled request with target-sample whatever drafts it.
+// model mixed with suffix drafting ("DRAFT.gguf+suffix", speculate/drafter_mixture.h), which run,
+// chat and serve default to. tot keeps the draft model: it verifies sampled thoughts with
+// target-sample (plain sampling's draws), where the mixture ranks candidates, and ran 0.87-0.99x
+// the draft model's speed in tot-bench (models/README.md).
 enum class BundledDraft { kModel, kMixture };
 
 // No model given (`model` empty): the pair's target (empty `pair`: the default pair), and its draft

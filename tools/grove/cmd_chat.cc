@@ -66,7 +66,7 @@ double PlainTokensPerSecond(Model& model, const std::vector<int32_t>& prompt,
 
 void RunChat(ChatOptions o) {
   InstallStderrLog(o.verbose);
-  if (DefaultToBundledPair(o.model, o.draft, o.pair)) {
+  if (DefaultToBundledPair(o.model, o.draft, o.pair, BundledDraft::kMixture)) {
     std::fprintf(stderr, "[grove] bundled models: target %s, draft %s\n", o.model.c_str(),
                  o.draft.c_str());
   }
@@ -193,7 +193,10 @@ void AddChatCommand(CLI::App& app) {
   auto o = std::make_shared<ChatOptions>();
   cmd->add_option("-m,--model", o->model,
                   "GGUF model file (the target; default: the bundled pair in models/)");
-  cmd->add_option("--draft", o->draft, "Speculate with " + kDraftNames + ", or 'none'");
+  cmd->add_option("--draft", o->draft,
+                  "Speculate with " + kDraftNames +
+                      ", or 'none' (default without -m: the bundled draft mixed with suffix "
+                      "drafting)");
   AddPairOption(*cmd, o->pair);
   cmd->add_option("--system", o->system, "System prompt");
   cmd->add_option("--spec", o->spec, "Tree, as for grove run (default: auto)")

@@ -57,9 +57,10 @@ struct RunOptions {
   bool spec_given = false;  // --spec, --verify, --draw, --accept, --profile or --compare was given
 };
 
-// No -m: the bundled target, speculating with the bundled draft unless the user chose a draft.
+// No -m: the bundled target, speculating with the bundled draft mixed with suffix drafting unless
+// the user chose a draft.
 void ResolveModels(RunOptions& o) {
-  if (DefaultToBundledPair(o.model, o.draft, o.pair)) {
+  if (DefaultToBundledPair(o.model, o.draft, o.pair, BundledDraft::kMixture)) {
     std::fprintf(stderr,
                  "[grove] bundled models: target %s, draft %s (-m and --draft choose others)\n",
                  o.model.c_str(), o.draft.c_str());
@@ -269,7 +270,9 @@ void AddRunCommand(CLI::App& app) {
   cmd->add_flag("--no-display-prompt", o->no_display_prompt, "Print only the generated text");
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   AddPairOption(*cmd, o->pair);
-  cmd->add_option("--draft", o->draft, "Speculate with " + kDraftNames);
+  cmd->add_option("--draft", o->draft,
+                  "Speculate with " + kDraftNames +
+                      " (default without -m: the bundled draft mixed with suffix drafting)");
   cmd->add_option("--spec", o->spec,
                   "Tree: auto[:N] (choose the tree, or none, from measured costs and acceptance), "
                   "chain:K, kconfig:a,b,..., file:T.json, sequoia:N[,D], sequoia:auto, opt:N,DELTA")
