@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -157,13 +159,13 @@ TEST(AutoPlanner, WithoutACurveTheFirstStepIsAProbeThatAnchorsTheGuess) {
   const TokenTree& probe = planner.NextShape();
   ASSERT_EQ(probe.size(), 1);
   const int32_t accepted[] = {0};
-  ObserveStep(planner, probe, accepted, 1e-4, 1, 1.35e-3);
+  ObserveStep(planner, probe, accepted, 1e-4, 1, 1.25e-3);
   ASSERT_TRUE(planner.verify_cost().has_value());
   const VerifyCostCurve& curve = *planner.verify_cost();
-  // The guess: t(n) = t(1) (1 + 0.35 (n - 1)), so t(2) = 1.35 t(1) is the observed 1.35 ms.
-  EXPECT_NEAR(curve.Seconds(2), 1.35e-3, 1e-9);
+  // The guess: t(n) = t(1) (1 + 0.25 (n - 1)), so t(2) = 1.25 t(1) is the observed 1.25 ms.
+  EXPECT_NEAR(curve.Seconds(2), 1.25e-3, 1e-9);
   EXPECT_NEAR(curve.Seconds(1), 1e-3, 1e-9);
-  EXPECT_NEAR(curve.Seconds(5), 2.4e-3, 1e-9);
+  EXPECT_NEAR(curve.Seconds(5), 2.0e-3, 1e-9);
   EXPECT_NEAR(planner.draft_seconds_per_level(), 1e-4, 1e-12);
   // With a good draft and that curve, a tree beats plain decoding.
   EXPECT_GT(planner.choice().size, 1);
@@ -254,19 +256,58 @@ bool RunsWantMeasurement(MeasuredTarget& target, const TreePlanInputs& inputs, i
 }
 
 TEST(AutoPlanner, ShortRunsSaveForAMeasurementThatALongerRunMakes) {
-  // Measuring t(2) costs three forwards of about t(2): 5% of 60 steps of t(1), a quarter of 12.
+  // After t(1) the curve is extended by t(8) (coarse to fine), guessed at 1 + 0.25 x 7 = 2.75 t(1),
+  // timed with t(1) beside it: three forwards of each cost 5% of 225 steps of t(1), a quarter of
+  // 45.
   auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-short"));
   MeasuredTarget target;
   TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
   const double t1 = 1e-4;
   cache->Store(*target.model, {.points = {{1, t1}}});  // a run before measured t(1) only
-  // A run of 20 steps alone has not decoded enough for it (5%: a third of a t(2) measurement).
-  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 20, t1));
+  // A run of 60 steps alone has not decoded enough for it (5%: a quarter of the measurement).
+  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 60, t1));
   // Runs of 2 steps save their decoding time, but none of them is long enough to spend it: a
   // measurement may cost a run at most a quarter of its own decoding (never slower than plain).
   EXPECT_FALSE(RunsWantMeasurement(target, inputs, 100, 2, t1));
-  // With what they saved, a run of 20 steps measures.
-  EXPECT_TRUE(RunsWantMeasurement(target, inputs, 1, 20, t1));
+  // With what they saved, a run of 60 steps measures.
+  EXPECT_TRUE(RunsWantMeasurement(target, inputs, 1, 60, t1));
+}
+
+// The sizes a kept curve is extended by, a few per run: coarse to fine, so that a curve of three
+// sizes already spans 1-8 tokens and the sizes between are interpolated, not guessed.
+TEST(AutoPlanner, ExtendsAKeptCurveCoarseToFine) {
+  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-order"));
+  MeasuredTarget target;
+  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
+  // The order for a plan of up to 16 tokens.
+  const std::vector<int32_t> order = {1, 8, 4, 16, 2, 6, 12, 3, 5, 10};
+  std::size_t measured = 0;
+  for (int32_t run = 0; run < 40 && measured < 4; ++run) {
+    AutoPlanner planner(AutoPlan(16), inputs);
+    planner.Begin(*target.model, target.position);
+    DecodeUntilItWantsToMeasure(planner, target.position);
+    if (!planner.WantsMeasurement(target.position)) continue;
+    planner.Measure(*target.model, 0, 3, target.position);
+    const auto& points = planner.measured_cost().points;
+    measured = points.size();
+    ASSERT_LE(measured, order.size());
+    std::vector<int32_t> sizes;
+    for (const auto& point : points) sizes.push_back(point.first);
+    std::vector<int32_t> first(order.begin(),
+                               order.begin() + static_cast<std::ptrdiff_t>(measured));
+    std::sort(first.begin(), first.end());
+    EXPECT_EQ(sizes, first) << "run " << run;
+    for (std::size_t i = 1; i < points.size(); ++i) {
+      EXPECT_GE(points[i].second, points[i - 1].second) << "more tokens never cost less";
+    }
+    // Between measured sizes the curve planned with interpolates them.
+    if (points.size() >= 2 && points[1].first > 2) {
+      const auto [n0, t0] = points[0];
+      const auto [n1, t1] = points[1];
+      EXPECT_NEAR(planner.verify_cost()->Seconds(2), t0 + (t1 - t0) / (n1 - n0), 1e-12);
+    }
+  }
+  EXPECT_GE(measured, 4u);
 }
 
 TEST(VerifyCostCache, KeepsACurvePerModelAndMachine) {

@@ -43,20 +43,65 @@ constexpr double kRunMeasureShare = 0.25;
 // The guess for sizes not measured yet: each token beyond the first adds this share of t(1). On
 // memory-bound CPU decoding the measured slopes are 0.1-0.3 (bundled base target, 1 thread, this
 // project's 2-core machine: 0.12 to n = 2, 0.17 to 4, 0.25 to 8, 0.30 to 16; 0.11 to 16 on a
-// 16-core Xeon); a steeper guess errs towards smaller trees, which cost little when wrong.
-constexpr double kGuessSlope = 0.35;
+// 16-core Xeon; 2026-11-27 at 2 threads: 0.03 to 2, 0.14 to 8); a steeper guess errs towards
+// smaller trees. 0.35 erred too far: a first run on a machine, which knows t(1) alone, drafted
+// trees of 4 tokens where the measured curve chooses 6-8 (128 tokens at 2 threads: 1.48x plain as a
+// whole process; 1.66x with 0.25).
+constexpr double kGuessSlope = 0.25;
 // Deepest tree considered, root level included (grove's trees are rarely deeper than 10 accepted).
 constexpr int32_t kMaxDepth = 16;
 // Sizes the verify cost is measured at: every size small trees use, then sparser (the search
 // interpolates between them).
 constexpr int32_t kMeasuredSizes[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128};
+// The order a kept curve is extended in, a size per extension while the decoding time allows:
+// coarse to fine, so that a curve of a few sizes already spans the trees auto uses and is
+// interpolated between them, where a curve measured in increasing order was continued by the
+// guess beyond its last size (after the runs of a day's first minutes, {1, 2}: trees of 4 tokens
+// where the whole curve chooses 6-8, 128 tokens 1.7x plain instead of 2.0x). t(1) comes first:
+// the guess and every ratio are anchored on it.
+constexpr int32_t kMeasureOrder[] = {1, 8, 4, 16, 2, 6, 12, 3, 5, 10, 24, 20, 32, 48, 64, 96, 128};
+static_assert(std::size(kMeasureOrder) == std::size(kMeasuredSizes));
 
-// The size ExtendVerifyCost measures next (past the last size: none left).
-int32_t NextMeasuredSize(const CachedVerifyCost& curve) {
-  for (int32_t n : kMeasuredSizes) {
-    if (curve.points.empty() || n > curve.points.back().first) return n;
+// The size a kept curve is extended by next: the first of kMeasureOrder not measured yet, at
+// most `limit` (the plan's budget), nor larger than the target's batch, nor than a measured size
+// that costs more than worth_ratio x t(1) (no larger tree can repay it). None left: 0.
+int32_t NextMeasuredSize(const CachedVerifyCost& curve, int32_t limit, int32_t max_batch,
+                         double worth_ratio) {
+  int32_t too_dear = std::numeric_limits<int32_t>::max();
+  for (const auto& [n, t] : curve.points) {
+    if (t > worth_ratio * curve.points.front().second) too_dear = std::min(too_dear, n);
   }
-  return std::numeric_limits<int32_t>::max();
+  for (int32_t n : kMeasureOrder) {
+    if (n > limit || n > max_batch || n > too_dear) continue;
+    const bool measured = std::any_of(curve.points.begin(), curve.points.end(),
+                                      [&](const auto& point) { return point.first == n; });
+    if (!measured) return n;
+  }
+  return 0;
+}
+
+// t(n) guessed from measured points (n increasing, from 1): interpolated between two of them,
+// beyond the last continued with kGuessSlope.
+double GuessedSeconds(const std::vector<std::pair<int32_t, double>>& points, int32_t n) {
+  const double t1 = points.front().second;
+  for (std::size_t i = 1; i < points.size(); ++i) {
+    const auto [hi_n, hi_t] = points[i];
+    if (n > hi_n) continue;
+    const auto [lo_n, lo_t] = points[i - 1];
+    return lo_t + (hi_t - lo_t) * (n - lo_n) / (hi_n - lo_n);
+  }
+  return points.back().second + kGuessSlope * t1 * (n - points.back().first);
+}
+
+// Adds the measured (n, t) to the curve at its place; more tokens never cost less (a dip is noise
+// and would lure the search to a larger tree): t is raised to the largest time of a smaller size,
+// and larger sizes below t are raised to it.
+void InsertMeasured(std::vector<std::pair<int32_t, double>>& points, int32_t n, double t) {
+  auto at = std::lower_bound(points.begin(), points.end(), n,
+                             [](const auto& point, int32_t size) { return point.first < size; });
+  if (at != points.begin()) t = std::max(t, std::prev(at)->second);
+  at = points.insert(at, {n, t});
+  for (++at; at != points.end(); ++at) at->second = std::max(at->second, t);
 }
 
 // While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
@@ -180,9 +225,12 @@ void AutoPlanner::BuildVerifyCost() {
 double AutoPlanner::NextMeasurementSeconds() const {
   if (!verify_cost_) return std::numeric_limits<double>::infinity();
   if (measured_.complete) return measure_seconds_;
-  const int32_t next = NextMeasuredSize(measured_);
-  if (next > verify_cost_->max_size()) return std::numeric_limits<double>::infinity();
-  return kVerifyMeasureForwards * verify_cost_->Seconds(next) * verify_scale_;
+  const int32_t next = NextMeasuredSize(measured_, verify_cost_->max_size(),
+                                        std::numeric_limits<int32_t>::max(), kMaxDepth);
+  if (next == 0) return std::numeric_limits<double>::infinity();
+  // A size beyond 1 is timed with t(1) beside it (ExtendVerifyCost).
+  const double reference = next > 1 ? verify_cost_->Seconds(1) : 0.0;
+  return kVerifyMeasureForwards * (verify_cost_->Seconds(next) + reference) * verify_scale_;
 }
 
 void AutoPlanner::Plan(bool first) {
@@ -448,30 +496,36 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
   Timer spent;
   const bool was_complete = curve.complete;
   bool extended = false;
-  for (int32_t n : kMeasuredSizes) {
-    if (curve.complete) break;
-    if (!curve.points.empty() && n <= curve.points.back().first) continue;
-    if (n > target.max_batch()) {
-      curve.complete = true;  // no larger batch can be verified
+  double t1_now = 0.0;  // t(1) at this context, timed once the call measures a larger size
+  while (!curve.complete) {
+    // Sizes beyond the batch, or beyond a size no tree repays, are never measured: the curve is
+    // complete when no other is left. Sizes beyond this plan's budget or the context's room wait
+    // for a run that has them.
+    if (NextMeasuredSize(curve, std::numeric_limits<int32_t>::max(), target.max_batch(),
+                         worth_ratio) == 0) {
+      curve.complete = true;
       break;
     }
-    if (n > timer.limit()) break;  // beyond this plan's budget or the context's room
-    // What measuring n costs, guessed from the last size with the guess's slope; the first size
-    // of a call is measured whatever the guess (the caller judged it affordable).
-    if (extended && !curve.points.empty()) {
-      const auto [last_n, last_t] = curve.points.back();
-      const double t1 = curve.points.front().second;
-      const double guess = kVerifyMeasureForwards * (last_t + kGuessSlope * t1 * (n - last_n));
-      if (spent.Seconds() + guess > budget_seconds) break;
+    const int32_t n = NextMeasuredSize(curve, timer.limit(), target.max_batch(), worth_ratio);
+    if (n == 0) break;
+    // What measuring n costs, guessed from the sizes measured; the first size of a call is
+    // measured whatever the guess (the caller judged it affordable).
+    if (extended && spent.Seconds() + kVerifyMeasureForwards * GuessedSeconds(curve.points, n) >
+                        budget_seconds) {
+      break;
     }
-    const double t = std::max(timer.Fastest(n, kVerifyMeasureForwards - 1),
-                              curve.points.empty() ? 0.0 : curve.points.back().second);
-    curve.points.emplace_back(n, t);
+    double t = timer.Fastest(n, kVerifyMeasureForwards - 1);
+    if (n > 1) {
+      // Runs measure at whatever context they have reached, and attention grows with it: a size
+      // is kept as its ratio to t(1) timed beside it, times the kept t(1), so that the curve's
+      // sizes agree with each other (measured at contexts of 10 and of 400 tokens, a kept curve
+      // had a cliff between 4 and 5 tokens that the real one lacks, and auto chose 4).
+      if (!(t1_now > 0)) t1_now = timer.Fastest(1, kVerifyMeasureForwards - 1);
+      t *= curve.points.front().second / t1_now;
+    }
+    InsertMeasured(curve.points, n, t);
     extended = true;
-    if (t > worth_ratio * curve.points.front().second) curve.complete = true;
   }
-  if (!curve.points.empty() && curve.points.back().first >= std::end(kMeasuredSizes)[-1])
-    curve.complete = true;  // every size measured
   return extended || curve.complete != was_complete;
 }
 

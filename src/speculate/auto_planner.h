@@ -8,8 +8,10 @@
 //         Nothing is measured before decoding starts (issue 30: measuring first cost a 16-token
 //         run more than its tokens). While the kept curve is incomplete, the next sizes are
 //         measured when that costs at most kMeasureShare of the decoding time since the last
-//         extension (ExtendVerifyCost), and the longer curve is kept for the next run; sizes
-//         not measured yet continue the measured ones with the guess's slope. The decoding time
+//         extension (ExtendVerifyCost), and the longer curve is kept for the next run. Sizes are
+//         added coarse to fine (1, 8, 4, 16, 2, 6, 12, ...), so that a few already span the
+//         trees auto uses: sizes between two measured ones are interpolated, sizes beyond the
+//         largest continue it with the guess's slope. The decoding time
 //         is summed over runs in the kept file, so short runs pay for the measurements together.
 //         Measured again once the context has doubled (attention grows with it), at most
 //         kMeasureShare of the time since. Between measurements the whole curve is scaled by the
@@ -169,11 +171,12 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
 // (interference only ever adds time).
 inline constexpr int32_t kVerifyMeasureForwards = 3;
 
-// Measures the sizes after the last of `curve` (from n = 1 when empty), in increasing order, the
-// first always and each next one while its guessed cost fits what is left of budget_seconds, up to
-// max_tokens and the context's room; marks the curve complete when a size costs more than
-// worth_ratio x t(1) (no larger tree can pay for itself), the target's batch is reached or every
-// size is measured. Returns whether the curve changed. The cache is left as found.
+// Measures sizes `curve` lacks (n = 1 first), coarse to fine (see AutoPlanner), the first always
+// and each next one while its guessed cost fits what is left of budget_seconds, up to max_tokens
+// and the context's room; a size beyond the target's batch, or beyond one that costs more than
+// worth_ratio x t(1) (no larger tree can pay for itself), is never measured, and the curve is
+// complete when no other size is left. Returns whether the curve changed. The cache is left as
+// found.
 bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                       int32_t max_tokens, double budget_seconds, double worth_ratio,
                       CachedVerifyCost& curve);

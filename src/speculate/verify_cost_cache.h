@@ -25,7 +25,7 @@ namespace grove {
 
 struct CachedVerifyCost {
   std::vector<std::pair<int32_t, double>>
-      points;             // (n, seconds), n increasing from 1; may be empty
+      points;             // (n, seconds), n increasing from 1, not every size; may be empty
   bool complete = false;  // no larger n is worth measuring (see AutoPlanner)
   // Decoding time runs have spent with this curve since it was last extended: what pays for the
   // next extension (AutoPlanner spends a share of it), so that short runs pay together.
