@@ -215,8 +215,14 @@ TEST_F(SchedulerTest, MixtureLanesShareOneSuffixStore) {
   members.push_back(Source());
   members.push_back(DraftSource::Suffix());
   const DraftSource mixture = DraftSource::Mixture(std::move(members));
-  EXPECT_TRUE(mixture.traits().deterministic);
+  // With a draft model its rows are that model's distribution where children are sampled; a
+  // mixture of guessers ranks, always.
+  EXPECT_FALSE(mixture.traits().deterministic);
   EXPECT_EQ(mixture.traits().name, "draft-model+suffix");
+  std::vector<DraftSource> guessers;
+  guessers.push_back(DraftSource::PromptLookup());
+  guessers.push_back(DraftSource::Suffix());
+  EXPECT_TRUE(DraftSource::Mixture(std::move(guessers)).traits().deterministic);
   const SpeculationPolicy speculation =
       ResolveSpeculation({.plan = "kconfig:2,1"}, {}, mixture.traits(), greedy);
   int64_t finished = 0;

@@ -515,7 +515,9 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
       break;
     }
     double t = timer.Fastest(n, kVerifyMeasureForwards - 1);
-    if (n > 1) {
+    if (n == 1) {
+      t1_now = t;
+    } else {
       // Runs measure at whatever context they have reached, and attention grows with it: a size
       // is kept as its ratio to t(1) timed beside it, times the kept t(1), so that the curve's
       // sizes agree with each other (measured at contexts of 10 and of 400 tokens, a kept curve
