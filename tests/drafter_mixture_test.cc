@@ -7,14 +7,18 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "base/error.h"
+#include "speculate/draft_source.h"
 #include "speculate/drafter_mixture.h"
 #include "speculate/token_tree.h"
+#include "test_support.h"
 
 namespace grove {
 namespace {
@@ -181,6 +185,8 @@ TEST(DrafterMixture, WithSampledChildrenHandsOverOneMembersRows) {
   std::vector<uint32_t> masks;
   for (int s = 0; s < 30; ++s) {
     TokenTree tree;
+    // A session under an auto plan asks first (a chain is drafted when the step is cheap).
+    mixture.Prepare();
     const std::span<const float> row = mixture.Expand(tree, root);
     const int32_t guess = (text.back() + 1) % kVocab;
     const int32_t second = (guess + kVocab - 1) % kVocab;
@@ -201,6 +207,22 @@ TEST(DrafterMixture, WithSampledChildrenHandsOverOneMembersRows) {
   // The cheap member stands in once proven, as when ranking.
   EXPECT_GT(cheap_steps, 30 - DrafterMixture::kMinEvidence - 3);
   EXPECT_GT(dear_steps, 0);
+
+  // Without Prepare the step's tree is a planned one, which may branch: children sampled from the
+  // cheap member's single token would be drawn at random after it, so the dear member's rows stay.
+  {
+    TokenTree tree;
+    const std::span<const float> row = mixture.Expand(tree, root);
+    const int32_t guess = (text.back() + 1) % kVocab;
+    EXPECT_EQ(row[(guess + kVocab - 1) % kVocab], -0.5f);
+    EXPECT_EQ(mixture.Why().rfind("every drafter: cheap is confident at the root", 0), 0u)
+        << mixture.Why();
+    tree.AddChild(-1, guess, 1.0f);
+    text.push_back(guess);
+    const int32_t next = (guess + 1) % kVocab;
+    text.push_back(next);
+    mixture.Commit(tree, std::vector<int32_t>{0}, next);
+  }
 
   mixture.SampleChildren(false);
   TokenTree tree;
@@ -343,6 +365,22 @@ TEST(DrafterMixture, RefusesWhatItCannotMix) {
   std::vector<std::unique_ptr<Drafter>> one;
   one.push_back(std::make_unique<CountingDrafter>("a", 1, true));
   EXPECT_THROW(DrafterMixture{std::move(one)}, Error);
+}
+
+// A --draft value's members: split at '+', except inside a path that holds '+' itself.
+TEST(DraftSourceNames, APathHoldingAPlusIsNotSplit) {
+  const std::string dir = testing::TempPath("c++") + "/models";
+  std::filesystem::create_directories(dir);
+  const std::string draft = dir + "/d.gguf";
+  std::ofstream(draft) << "x";
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(DraftSource::MixtureMembers(draft + "+suffix"), (Names{draft, "suffix"}));
+  EXPECT_EQ(DraftSource::MixtureMembers("ngram+" + draft), (Names{"ngram", draft}));
+  EXPECT_EQ(DraftSource::MixtureMembers("ngram+suffix"), (Names{"ngram", "suffix"}));
+  EXPECT_EQ(DraftSource::MixtureMembers(draft), (Names{draft}));
+  // Nothing named by a join: the plain split, so that the missing piece is the one named.
+  EXPECT_EQ(DraftSource::MixtureMembers("/missing/x.gguf+suffix"),
+            (Names{"/missing/x.gguf", "suffix"}));
 }
 
 }  // namespace

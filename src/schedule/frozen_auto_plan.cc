@@ -52,7 +52,9 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
   const auto room = std::max(1, target.n_ctx() - measured);
   if (static_cast<int64_t>(context.size()) > room) context = context.first(room);
   // A curve a run before kept for this model and machine, if it reaches far enough, spares the
-  // measurement; one measured here is kept for the next.
+  // measurement; one measured here is kept for the next. Runs grow kept curves coarse to fine
+  // (AutoPlanner), so one reaching 8 or 16 may lack sizes below, which it interpolates, as `run`'s
+  // planner does; from 24 up the order has measured every smaller size first.
   const VerifyCostCache* cache = inputs.verify_cost_cache.get();
   std::optional<CachedVerifyCost> kept = cache ? cache->Load(target) : std::nullopt;
   if (kept && !kept->points.empty() && kept->points.back().first >= measured) {

@@ -225,7 +225,8 @@ void AutoPlanner::BuildVerifyCost() {
 double AutoPlanner::NextMeasurementSeconds() const {
   if (!verify_cost_) return std::numeric_limits<double>::infinity();
   if (measured_.complete) return measure_seconds_;
-  const int32_t next = NextMeasuredSize(measured_, verify_cost_->max_size(),
+  // Sizes of this plan only: a kept curve may hold larger ones, measured under a larger budget.
+  const int32_t next = NextMeasuredSize(measured_, std::min(max_tokens_, verify_cost_->max_size()),
                                         std::numeric_limits<int32_t>::max(), kMaxDepth);
   if (next == 0) return std::numeric_limits<double>::infinity();
   // A size beyond 1 is timed with t(1) beside it (ExtendVerifyCost).

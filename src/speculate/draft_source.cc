@@ -44,11 +44,31 @@ DraftSource DraftSource::Open(const std::string& name, const ModelParameters& ta
 
 std::vector<std::string> DraftSource::MixtureMembers(const std::string& name) {
   if (name.find('+') == std::string::npos || std::filesystem::exists(name)) return {name};
-  std::vector<std::string> names;
+  std::vector<std::string> pieces;
   std::size_t start = 0;
   for (std::size_t plus; (plus = name.find('+', start)) != std::string::npos; start = plus + 1)
-    names.push_back(name.substr(start, plus - start));
-  names.push_back(name.substr(start));
+    pieces.push_back(name.substr(start, plus - start));
+  pieces.push_back(name.substr(start));
+  // A path may hold '+' itself (~/c++/models/d.gguf+suffix): pieces are joined back until they
+  // name a drafter or an existing file. When that leaves a tail naming neither, the plain split
+  // stands, so that the error names the piece that is missing.
+  const auto names_member = [](const std::string& piece) {
+    return piece == "ngram" || piece == "suffix" || std::filesystem::exists(piece);
+  };
+  std::vector<std::string> names;
+  std::string current;
+  bool open = false;  // current holds a piece not yet taken as a member
+  for (const std::string& piece : pieces) {
+    if (open) current += '+';
+    current += piece;
+    open = true;
+    if (names_member(current)) {
+      names.push_back(current);
+      current.clear();
+      open = false;
+    }
+  }
+  if (open) return pieces;
   return names;
 }
 

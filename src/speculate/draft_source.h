@@ -37,8 +37,8 @@ class DraftSource {
   // none that reads the target's features. Open makes one of a name such as "DRAFT.gguf+suffix"
   // (a name that is no file and holds '+').
   static DraftSource Mixture(std::vector<DraftSource> members);
-  // The names a --draft value joins with '+' (one name: not a mixture; a file's name is never
-  // split).
+  // The names a --draft value joins with '+' (one name: not a mixture). A file's name is never
+  // split, nor a path holding '+' (~/c++/models/d.gguf+suffix: the file and "suffix").
   static std::vector<std::string> MixtureMembers(const std::string& name);
 
   const DrafterTraits& traits() const { return traits_; }

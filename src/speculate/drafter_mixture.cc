@@ -209,6 +209,11 @@ void DrafterMixture::Decline() {
   if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = StepReason::Kind::kDeclined;
 }
 
+void DrafterMixture::StandInOnlyOnChains() {
+  for (Member& m : members_) m.active = true;
+  if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = StepReason::Kind::kBranching;
+}
+
 void DrafterMixture::ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier) {
   for (Member& m : members_) {
     if (m.active) ExpandMember(m, tree, frontier);
@@ -339,6 +344,12 @@ std::string DrafterMixture::Why() const {
                     "times, under %s's %.0f%%",
                     name(r.cheap), r.share, 100 * r.hit, name(r.dear), 100 * r.dear_weight);
       return text;
+    case StepReason::Kind::kBranching:
+      std::snprintf(text, sizeof(text),
+                    "every drafter: %s is confident at the root (%.2f) and proven, but this "
+                    "step's planned tree samples its children from %s's distribution",
+                    name(r.cheap), r.share, name(r.dear));
+      return text;
     case StepReason::Kind::kDeclined:
       std::snprintf(text, sizeof(text),
                     "every drafter: %s is confident at the root (%.2f) and proven, but no chain "
@@ -362,6 +373,10 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
     if (!decided_) {  // no Prepare this step
       proposals_.clear();
       DecideMembers();
+      // Without Prepare the tree is the plan's, not a chain (a static plan without a verify
+      // curve): its children sampled from a cheap member's few tokens would exhaust them and then
+      // be drawn at random (Sequoia's uniform fallback), so the sampling member takes part.
+      if (sampled_) StandInOnlyOnChains();
     }
     for (Member& m : members_) {
       if (m.active && !m.root_done) ExpandMember(m, tree, frontier);

@@ -151,7 +151,15 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   };
   // Why a step's members took part (ChooseMembers), kept as figures and told by Why().
   struct StepReason {
-    enum class Kind { kUntimed, kNoneConfident, kUnproven, kOutweighed, kSkipped, kDeclined };
+    enum class Kind {
+      kUntimed,
+      kNoneConfident,
+      kUnproven,
+      kOutweighed,
+      kSkipped,
+      kDeclined,
+      kBranching
+    };
     Kind kind = Kind::kUntimed;
     int cheap = -1;  // the confident cheap member
     int dear = -1;   // the member it stood in for, or did not
@@ -180,6 +188,8 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   // At a step's start: the cheap members expand the root, and which members take part is decided
   // (see the file comment); the others expand it at the root's Expand.
   void DecideMembers();
+  // With sampled children and no Prepare (a planned tree, not a chain): every member takes part.
+  void StandInOnlyOnChains();
   // Learns the continue rates of a cheap step's tree.
   void LearnChain(const TokenTree& tree, std::span<const int32_t> accepted);
   void ExpandMember(Member& m, const TokenTree& tree, std::span<const int32_t> frontier);
