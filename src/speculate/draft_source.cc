@@ -1,6 +1,7 @@
 #include "speculate/draft_source.h"
 
 #include <filesystem>
+#include <string_view>
 
 #include "base/error.h"
 #include "model/drafter_file.h"
@@ -11,6 +12,13 @@
 #include "speculate/suffix_drafter.h"
 
 namespace grove {
+namespace {
+
+// The --draft names of the drafters without a file.
+constexpr std::string_view kPromptLookupName = "ngram";
+constexpr std::string_view kSuffixName = "suffix";
+
+}  // namespace
 
 std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int32_t seq) {
   if (ReadDrafterKind(draft.gguf()) != DrafterKind::kModel)
@@ -37,8 +45,8 @@ DraftSource DraftSource::Open(const std::string& name, const ModelParameters& ta
     for (const std::string& member : names) members.push_back(Open(member, target, pool, store));
     return Mixture(std::move(members));
   }
-  if (name == "ngram") return PromptLookup();
-  if (name == "suffix") return Suffix(std::move(store));
+  if (name == kPromptLookupName) return PromptLookup();
+  if (name == kSuffixName) return Suffix(std::move(store));
   return FromModel(ModelParameters::Load(name, ModelOptions{}.group_weights, pool), target);
 }
 
@@ -53,7 +61,7 @@ std::vector<std::string> DraftSource::MixtureMembers(const std::string& name) {
   // name a drafter or an existing file. When that leaves a tail naming neither, the plain split
   // stands, so that the error names the piece that is missing.
   const auto names_member = [](const std::string& piece) {
-    return piece == "ngram" || piece == "suffix" || std::filesystem::exists(piece);
+    return piece == kPromptLookupName || piece == kSuffixName || std::filesystem::exists(piece);
   };
   std::vector<std::string> names;
   std::string current;
@@ -84,13 +92,13 @@ DraftSource DraftSource::FromModel(std::shared_ptr<const ModelParameters> draft,
 
 DraftSource DraftSource::PromptLookup() {
   DraftSource source;
-  source.traits_ = {"ngram", true};
+  source.traits_ = {std::string(kPromptLookupName), true};
   return source;
 }
 
 DraftSource DraftSource::Suffix(std::shared_ptr<SuffixStore> store) {
   DraftSource source;
-  source.traits_ = {"suffix", true};
+  source.traits_ = {std::string(kSuffixName), true};
   source.store_ = store ? std::move(store) : std::make_shared<SuffixStore>();
   return source;
 }

@@ -204,14 +204,11 @@ DraftOutlook DrafterMixture::Prepare() {
   return outlook;
 }
 
-void DrafterMixture::Decline() {
-  for (Member& m : members_) m.active = true;
-  if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = StepReason::Kind::kDeclined;
-}
+void DrafterMixture::Decline() { TakeEveryMember(StepReason::Kind::kDeclined); }
 
-void DrafterMixture::StandInOnlyOnChains() {
+void DrafterMixture::TakeEveryMember(StepReason::Kind instead_of_skipping) {
   for (Member& m : members_) m.active = true;
-  if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = StepReason::Kind::kBranching;
+  if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = instead_of_skipping;
 }
 
 void DrafterMixture::ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier) {
@@ -270,18 +267,13 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
 }
 
 std::size_t DrafterMixture::RowMember() const {
-  std::size_t first_active = members_.size();
   for (std::size_t i = 0; i < members_.size(); ++i) {
-    if (!members_[i].active) continue;
-    if (!members_[i].drafter->deterministic()) return i;
-    if (first_active == members_.size()) first_active = i;
+    if (members_[i].active && !members_[i].drafter->deterministic()) return i;
   }
-  // A cheap step: the member that stood in for the sampling one.
-  if (reason_.kind == StepReason::Kind::kSkipped &&
-      members_[static_cast<std::size_t>(reason_.cheap)].active) {
-    return static_cast<std::size_t>(reason_.cheap);
-  }
-  return first_active;
+  // A cheap step: the member that stood in for the sampling one (only a stand-in deactivates it).
+  GROVE_CHECK(reason_.kind == StepReason::Kind::kSkipped && reason_.cheap >= 0,
+              "drafter mixture: the sampling member sits out a step nobody stands in for");
+  return static_cast<std::size_t>(reason_.cheap);
 }
 
 void DrafterMixture::RecordRowMember(std::span<const int32_t> frontier, std::size_t member) {
@@ -376,7 +368,7 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
       // Without Prepare the tree is the plan's, not a chain (a static plan without a verify
       // curve): its children sampled from a cheap member's few tokens would exhaust them and then
       // be drawn at random (Sequoia's uniform fallback), so the sampling member takes part.
-      if (sampled_) StandInOnlyOnChains();
+      if (sampled_) TakeEveryMember(StepReason::Kind::kBranching);
     }
     for (Member& m : members_) {
       if (m.active && !m.root_done) ExpandMember(m, tree, frontier);
@@ -389,10 +381,8 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
     // The rows children are drawn from, untouched (see the file comment); they stay valid until
     // the member's next Expand, which only this one's next call makes.
     const std::size_t member = RowMember();
-    if (member < members_.size()) {
-      RecordRowMember(frontier, member);
-      return member_rows_[member];
-    }
+    RecordRowMember(frontier, member);
+    return member_rows_[member];
   }
   Merge(frontier);
   return {rows_.data(), rows_.size()};

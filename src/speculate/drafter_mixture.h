@@ -188,8 +188,9 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   // At a step's start: the cheap members expand the root, and which members take part is decided
   // (see the file comment); the others expand it at the root's Expand.
   void DecideMembers();
-  // With sampled children and no Prepare (a planned tree, not a chain): every member takes part.
-  void StandInOnlyOnChains();
+  // Every member takes part this step after all (a declined chain; or sampled children on a
+  // planned tree, where no cheap member stands in); a skip's reason becomes `instead_of_skipping`.
+  void TakeEveryMember(StepReason::Kind instead_of_skipping);
   // Learns the continue rates of a cheap step's tree.
   void LearnChain(const TokenTree& tree, std::span<const int32_t> accepted);
   void ExpandMember(Member& m, const TokenTree& tree, std::span<const int32_t> frontier);
