@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -126,8 +127,13 @@ TEST(Gguf, WriteFileIsAtomicAndReadable) {
 // Issue 34: a file or link someone left at OUT.partial is neither followed nor deleted: the
 // temporary has a unique name and is created exclusively.
 TEST(Gguf, WriteFileNeverTouchesAnExistingPartialFile) {
-  const std::string path = testing::TempPath("planted.gguf");
-  const std::string victim = testing::TempPath("victim.txt");
+  // Everything in a directory of its own, removed with what is in it when the binary exits: the
+  // link and the user's file left at OUT.partial must not outlive the test (a later run whose
+  // process got the same number would find them and fail to plant its own).
+  const std::string dir = testing::TempPath("partial-planted");
+  ASSERT_TRUE(std::filesystem::create_directory(dir)) << dir;
+  const std::string path = dir + "/planted.gguf";
+  const std::string victim = dir + "/victim.txt";
   std::ofstream(victim) << "precious";
   ASSERT_EQ(::symlink(victim.c_str(), (path + ".partial").c_str()), 0);
   SampleWriter().WriteFile(path);

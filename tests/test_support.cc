@@ -72,8 +72,15 @@ class TempPaths {
 std::string TempPath(const std::string& name) {
   static std::atomic<int> counter{0};
   static TempPaths paths;
-  return paths.Add(::testing::TempDir() + "grove_" + std::to_string(::getpid()) + "_" +
-                   std::to_string(counter++) + "_" + name);
+  // The process number alone repeats across runs on a fresh machine (CI's release and sanitizer
+  // runs start thousands of processes each); a random tag per process keeps a path from meeting
+  // anything an earlier, crashed run left behind.
+  static const std::string tag = [] {
+    std::random_device device;
+    return std::to_string(::getpid()) + "_" + std::to_string(device() % 1000000);
+  }();
+  return paths.Add(::testing::TempDir() + "grove_" + tag + "_" + std::to_string(counter++) + "_" +
+                   name);
 }
 
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelOptions& options) {
