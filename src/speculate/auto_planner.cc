@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -62,46 +63,43 @@ constexpr int32_t kMeasuredSizes[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 3
 constexpr int32_t kMeasureOrder[] = {1, 8, 4, 16, 2, 6, 12, 3, 5, 10, 24, 20, 32, 48, 64, 96, 128};
 static_assert(std::size(kMeasureOrder) == std::size(kMeasuredSizes));
 
-// The size a kept curve is extended by next: the first of kMeasureOrder not measured yet, at
-// most `limit` (the plan's budget), nor larger than the target's batch, nor than a measured size
-// that costs more than worth_ratio x t(1) (no larger tree can repay it). None left: 0.
+// The size a kept curve is measured at next: the first of kMeasureOrder not measured yet or not
+// confirmed (CachedVerifyCost) and not in `sampled` (sizes this run measured already: a second
+// sample taken beside the first would share what slowed it), at most `limit` (the plan's
+// budget), nor larger than the target's batch, nor than a measured size that costs more than
+// worth_ratio x t(1) (no larger tree can repay it). None left: 0. In kMeasureOrder's order a
+// size is confirmed soon after it is first measured, coarse sizes first: a slowed time near the
+// trees auto chooses is not kept for long.
 int32_t NextMeasuredSize(const CachedVerifyCost& curve, int32_t limit, int32_t max_batch,
-                         double worth_ratio) {
+                         double worth_ratio, std::span<const int32_t> sampled = {}) {
   int32_t too_dear = std::numeric_limits<int32_t>::max();
   for (const auto& [n, t] : curve.points) {
     if (t > worth_ratio * curve.points.front().second) too_dear = std::min(too_dear, n);
   }
   for (int32_t n : kMeasureOrder) {
     if (n > limit || n > max_batch || n > too_dear) continue;
-    const bool measured = std::any_of(curve.points.begin(), curve.points.end(),
-                                      [&](const auto& point) { return point.first == n; });
-    if (!measured) return n;
+    if (!curve.Measured(n)) return n;
+    if (!curve.Confirmed(n) && std::find(sampled.begin(), sampled.end(), n) == sampled.end())
+      return n;
   }
   return 0;
 }
 
-// t(n) guessed from measured points (n increasing, from 1): interpolated between two of them,
-// beyond the last continued with kGuessSlope.
-double GuessedSeconds(const std::vector<std::pair<int32_t, double>>& points, int32_t n) {
+// What measuring t(n) is expected to cost, from the curve's points (n increasing, from 1):
+// interpolated between two of them, beyond the last continued with kGuessSlope; never more than
+// the guess from t(1) alone, since a time to be confirmed may be one that other work slowed (a
+// kept t(8) of 3.9 t(1) priced its own second measurement beyond what any 128-token run may
+// spend, and was never measured again).
+double MeasurementSeconds(std::span<const std::pair<int32_t, double>> points, int32_t n) {
   const double t1 = points.front().second;
+  const double guess = t1 * (1.0 + kGuessSlope * (n - 1));
   for (std::size_t i = 1; i < points.size(); ++i) {
     const auto [hi_n, hi_t] = points[i];
     if (n > hi_n) continue;
     const auto [lo_n, lo_t] = points[i - 1];
-    return lo_t + (hi_t - lo_t) * (n - lo_n) / (hi_n - lo_n);
+    return std::min(guess, lo_t + (hi_t - lo_t) * (n - lo_n) / (hi_n - lo_n));
   }
-  return points.back().second + kGuessSlope * t1 * (n - points.back().first);
-}
-
-// Adds the measured (n, t) to the curve at its place; more tokens never cost less (a dip is noise
-// and would lure the search to a larger tree): t is raised to the largest time of a smaller size,
-// and larger sizes below t are raised to it.
-void InsertMeasured(std::vector<std::pair<int32_t, double>>& points, int32_t n, double t) {
-  auto at = std::lower_bound(points.begin(), points.end(), n,
-                             [](const auto& point, int32_t size) { return point.first < size; });
-  if (at != points.begin()) t = std::max(t, std::prev(at)->second);
-  at = points.insert(at, {n, t});
-  for (++at; at != points.end(); ++at) at->second = std::max(at->second, t);
+  return std::min(guess, points.back().second + kGuessSlope * t1 * (n - points.back().first));
 }
 
 // While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
@@ -177,7 +175,7 @@ double AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t ro
         std::max(std::min(kMeasureShare * credit, kRunMeasureShare * decode_seconds_),
                  NextMeasurementSeconds());
     if (ExtendVerifyCost(target, seq, root, root_position, max_tokens_, budget, kMaxDepth,
-                         measured_)) {
+                         measured_, sampled_)) {
       measured_.decode_seconds = 0.0;
       measured_.measured_at = 0;  // now
       decode_seconds_ = 0.0;
@@ -227,11 +225,12 @@ double AutoPlanner::NextMeasurementSeconds() const {
   if (measured_.complete) return measure_seconds_;
   // Sizes of this plan only: a kept curve may hold larger ones, measured under a larger budget.
   const int32_t next = NextMeasuredSize(measured_, std::min(max_tokens_, verify_cost_->max_size()),
-                                        std::numeric_limits<int32_t>::max(), kMaxDepth);
+                                        std::numeric_limits<int32_t>::max(), kMaxDepth, sampled_);
   if (next == 0) return std::numeric_limits<double>::infinity();
   // A size beyond 1 is timed with t(1) beside it (ExtendVerifyCost).
   const double reference = next > 1 ? verify_cost_->Seconds(1) : 0.0;
-  return kVerifyMeasureForwards * (verify_cost_->Seconds(next) + reference) * verify_scale_;
+  return kVerifyMeasureForwards * (MeasurementSeconds(verify_cost_->points(), next) + reference) *
+         verify_scale_;
 }
 
 void AutoPlanner::Plan(bool first) {
@@ -492,7 +491,7 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
 
 bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                       int32_t max_tokens, double budget_seconds, double worth_ratio,
-                      CachedVerifyCost& curve) {
+                      CachedVerifyCost& curve, std::vector<int32_t>& sampled) {
   VerifyTimer timer(target, seq, token, position, max_tokens, 0, -1);
   Timer spent;
   const bool was_complete = curve.complete;
@@ -507,11 +506,12 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
       curve.complete = true;
       break;
     }
-    const int32_t n = NextMeasuredSize(curve, timer.limit(), target.max_batch(), worth_ratio);
+    const int32_t n =
+        NextMeasuredSize(curve, timer.limit(), target.max_batch(), worth_ratio, sampled);
     if (n == 0) break;
     // What measuring n costs, guessed from the sizes measured; the first size of a call is
     // measured whatever the guess (the caller judged it affordable).
-    if (extended && spent.Seconds() + kVerifyMeasureForwards * GuessedSeconds(curve.points, n) >
+    if (extended && spent.Seconds() + kVerifyMeasureForwards * MeasurementSeconds(curve.points, n) >
                         budget_seconds) {
       break;
     }
@@ -520,13 +520,21 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
       t1_now = t;
     } else {
       // Runs measure at whatever context they have reached, and attention grows with it: a size
-      // is kept as its ratio to t(1) timed beside it, times the kept t(1), so that the curve's
-      // sizes agree with each other (measured at contexts of 10 and of 400 tokens, a kept curve
-      // had a cliff between 4 and 5 tokens that the real one lacks, and auto chose 4).
-      if (!(t1_now > 0)) t1_now = timer.Fastest(1, kVerifyMeasureForwards - 1);
-      t *= curve.points.front().second / t1_now;
+      // is kept as its ratio to t(1) timed beside it, so that the curve's sizes agree with each
+      // other (measured at contexts of 10 and of 400 tokens, a kept curve had a cliff between 4
+      // and 5 tokens that the real one lacks, and auto chose 4).
+      if (!(t1_now > 0)) {
+        t1_now = timer.Fastest(1, kVerifyMeasureForwards - 1);
+        // Timed anyway: a sample of t(1) too, if it still wants one.
+        if (!curve.Confirmed(1) && std::find(sampled.begin(), sampled.end(), 1) == sampled.end()) {
+          curve.AddSample(1, t1_now);
+          sampled.push_back(1);
+        }
+      }
+      t /= t1_now;
     }
-    InsertMeasured(curve.points, n, t);
+    curve.AddSample(n, t);
+    sampled.push_back(n);
     extended = true;
   }
   return extended || curve.complete != was_complete;

@@ -6,7 +6,9 @@
 //         kept for this model on this machine (VerifyCostCache); else a guess, t(n) = t(1) (1 +
 //         kGuessSlope (n - 1)), anchored on the time of the first step (a probe of two tokens).
 //         Nothing is measured before decoding starts (issue 30: measuring first cost a 16-token
-//         run more than its tokens). While the kept curve is incomplete, the next sizes are
+//         run more than its tokens). Each size is measured again in a later run until two times
+//         agree (CachedVerifyCost), so that one slowed by other work is not kept. While the kept
+//         curve is incomplete, the next sizes are
 //         measured when that costs at most kMeasureShare of the decoding time since the last
 //         extension (ExtendVerifyCost), and the longer curve is kept for the next run. Sizes are
 //         added coarse to fine (1, 8, 4, 16, 2, 6, 12, ...), so that a few already span the
@@ -128,6 +130,7 @@ class AutoPlanner {
   CachedVerifyCost measured_;    // sizes measured (here or by a run before), decoding time before
   double decode_seconds_ = 0.0;  // decoding time observed since the curve was last extended
   bool extension_stalled_ = false;  // the context had no room for the next size
+  std::vector<int32_t> sampled_;    // sizes this run measured (each once: see NextMeasuredSize)
   double guess_t1_ = 0.0;           // t(1) the guess is anchored at, until t(1) is measured
   std::optional<VerifyCostCurve> verify_cost_;
   std::optional<VerifyCostCurve> scaled_cost_;  // verify_cost_ x verify_scale_, what Replan uses
@@ -171,14 +174,15 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
 // (interference only ever adds time).
 inline constexpr int32_t kVerifyMeasureForwards = 3;
 
-// Measures sizes `curve` lacks (n = 1 first), coarse to fine (see AutoPlanner), the first always
-// and each next one while its guessed cost fits what is left of budget_seconds, up to max_tokens
-// and the context's room; a size beyond the target's batch, or beyond one that costs more than
+// Measures sizes `curve` lacks or has not confirmed (n = 1 first), coarse to fine (see
+// AutoPlanner), none of `sampled` (this run's, to which it adds), the first always and each next
+// one while its guessed cost fits what is left of budget_seconds, up to max_tokens and the
+// context's room; a size beyond the target's batch, or beyond one that costs more than
 // worth_ratio x t(1) (no larger tree can pay for itself), is never measured, and the curve is
-// complete when no other size is left. Returns whether the curve changed. The cache is left as
-// found.
+// complete when every other size is measured and confirmed. Returns whether the curve changed.
+// The cache is left as found.
 bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                       int32_t max_tokens, double budget_seconds, double worth_ratio,
-                      CachedVerifyCost& curve);
+                      CachedVerifyCost& curve, std::vector<int32_t>& sampled);
 
 }  // namespace grove

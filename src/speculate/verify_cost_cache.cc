@@ -1,5 +1,6 @@
 #include "speculate/verify_cost_cache.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -23,7 +24,9 @@ namespace grove {
 namespace {
 
 constexpr const char* kFormat = "grove-verify-cost-cache";
-constexpr int kFormatVersion = 1;
+// Version 2 keeps each size's samples; a version-1 file's points are read as one sample each,
+// to be confirmed (such a curve was kept as measured once).
+constexpr int kFormatVersion = 2;
 
 int64_t NowSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
@@ -31,7 +34,62 @@ int64_t NowSeconds() {
       .count();
 }
 
+// What a size's samples say (see CachedVerifyCost): one is taken as it is; of two, the lower (a
+// pair that disagrees waits for a third, and the higher one is more likely the one slowed); of
+// three, the median.
+double Settled(std::vector<double> measured) {
+  std::sort(measured.begin(), measured.end());
+  return measured.size() >= 3 ? measured[1] : measured.front();
+}
+
 }  // namespace
+
+void CachedVerifyCost::SeedSamplesFromPoints() {
+  if (!samples.empty() || points.empty()) return;
+  const double t1 = points.front().second;
+  for (const auto& [n, seconds] : points) samples.push_back({n, {n == 1 ? seconds : seconds / t1}});
+}
+
+void CachedVerifyCost::DerivePoints() {
+  if (samples.empty()) return;
+  points.clear();
+  if (samples.front().first != 1) return;  // nothing without t(1)
+  // More tokens never cost less: a size is raised to the time of a smaller one, but only of one
+  // whose time is confirmed; a time to be confirmed may be one that other work slowed, and would
+  // raise every larger size with it (a kept t(6) of 3.9 t(1) hid a t(8) measured again at 1.4).
+  const double t1 = Settled(samples.front().second);
+  double floor = 0.0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const auto& [n, measured] = samples[i];
+    const double t = std::max(floor, n == 1 ? t1 : t1 * Settled(measured));
+    points.emplace_back(n, t);
+    if (Confirmed(n)) floor = t;
+  }
+}
+
+void CachedVerifyCost::AddSample(int32_t n, double sample) {
+  SeedSamplesFromPoints();
+  auto at = std::lower_bound(samples.begin(), samples.end(), n,
+                             [](const auto& size, int32_t m) { return size.first < m; });
+  if (at == samples.end() || at->first != n) at = samples.insert(at, {n, {}});
+  if (at->second.size() < kMaxSamples) at->second.push_back(sample);
+  DerivePoints();
+}
+
+bool CachedVerifyCost::Measured(int32_t n) const {
+  return std::any_of(points.begin(), points.end(), [&](const auto& p) { return p.first == n; });
+}
+
+bool CachedVerifyCost::Confirmed(int32_t n) const {
+  for (const auto& [size, times] : samples) {
+    if (size != n) continue;
+    if (times.size() >= kMaxSamples) return true;
+    if (times.size() < 2) return false;
+    const auto [low, high] = std::minmax_element(times.begin(), times.end());
+    return *high <= kAgreement * *low;
+  }
+  return false;  // unmeasured, or a point given without samples
+}
 
 std::string VerifyCostCache::DefaultDirectory() {
   if (const char* dir = std::getenv("GROVE_CACHE_DIR")) return dir;  // "" turns caching off
@@ -61,16 +119,35 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
     const nlohmann::json j = nlohmann::json::parse(ReadTextFile(path, "verify cost cache"));
-    if (!j.is_object() || j.value("format", "") != kFormat ||
-        j.value("version", 0) != kFormatVersion) {
-      Fail("not a ", kFormat, " file of version ", kFormatVersion);
+    const int version = j.is_object() ? j.value("version", 0) : 0;
+    if (!j.is_object() || j.value("format", "") != kFormat || version < 1 ||
+        version > kFormatVersion) {
+      Fail("not a ", kFormat, " file of version 1 to ", kFormatVersion);
     }
     if (j.value("key", "") != key) Fail("it was measured for another model or machine");
-    CachedVerifyCost cached{.complete = j.at("complete").get<bool>(),
+    CachedVerifyCost cached{.complete = version >= 2 && j.at("complete").get<bool>(),
                             .decode_seconds = j.at("decode_seconds").get<double>()};
     for (const auto& point : j.at("curve")) {
       cached.points.emplace_back(point.at("n").get<int32_t>(),
                                  point.at("seconds_median").get<double>());
+      if (version < 2) continue;
+      std::vector<double> measured = point.at("samples").get<std::vector<double>>();
+      if (measured.empty() || measured.size() > CachedVerifyCost::kMaxSamples)
+        Fail("size ", cached.points.back().first, " has ", measured.size(), " samples");
+      for (double x : measured) {
+        if (!(x > 0) || !std::isfinite(x)) Fail("a sample of ", x, " is not a time or ratio");
+      }
+      cached.samples.emplace_back(cached.points.back().first, std::move(measured));
+    }
+    if (version >= 2) {
+      // The points are written for readers; what counts is the samples, and both must agree.
+      const std::vector<std::pair<int32_t, double>> written = cached.points;
+      cached.DerivePoints();
+      for (std::size_t i = 0; i < written.size(); ++i) {
+        if (i >= cached.points.size() ||
+            std::abs(written[i].second - cached.points[i].second) > 1e-6 * written[i].second)
+          Fail("size ", written[i].first, "'s time disagrees with its samples");
+      }
     }
     if (!(cached.decode_seconds >= 0) || !std::isfinite(cached.decode_seconds))
       Fail("decode_seconds ", cached.decode_seconds, " is not a time");
@@ -95,8 +172,15 @@ void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) 
   const std::string key = KeyFor(target);
   const std::string path = PathFor(key);
   nlohmann::json points = nlohmann::json::array();
-  for (const auto& [n, seconds] : curve.points)
-    points.push_back({{"n", n}, {"seconds_median", seconds}});
+  for (std::size_t i = 0; i < curve.points.size(); ++i) {
+    const auto [n, seconds] = curve.points[i];
+    const bool sampled = i < curve.samples.size() && curve.samples[i].first == n;
+    const double t1 = curve.points.front().second;
+    points.push_back({{"n", n},
+                      {"seconds_median", seconds},
+                      {"samples", sampled ? curve.samples[i].second
+                                          : std::vector<double>{n == 1 ? seconds : seconds / t1}}});
+  }
   const nlohmann::json j = {
       {"format", kFormat},
       {"version", kFormatVersion},

@@ -24,15 +24,42 @@
 namespace grove {
 
 struct CachedVerifyCost {
+  // A size is measured again in another run until its times agree: other work on the machine
+  // only ever slows a forward, and a curve measured while something else ran (a size 3.5x its
+  // real cost) was kept for a month and made auto choose trees half the size that wins. Up to
+  // kMaxSamples times per size; the first two agree when within kAgreement of each other.
+  static constexpr std::size_t kMaxSamples = 3;
+  static constexpr double kAgreement = 1.2;
+
   std::vector<std::pair<int32_t, double>>
-      points;             // (n, seconds), n increasing from 1, not every size; may be empty
-  bool complete = false;  // no larger n is worth measuring (see AutoPlanner)
+      points;  // (n, seconds), n increasing from 1, not every size; may be empty. Derived from
+               // `samples` (each size's time, raised to that of a smaller confirmed size: more
+               // tokens never cost less) wherever samples are kept
+  // What was measured per size (n increasing, as points): for n = 1 seconds, for larger n the
+  // ratio to a t(1) timed beside it (runs measure at whatever context they have reached, and
+  // attention grows with it); a point is t(1) times its ratio. Of a size's samples the lowest of
+  // two that agree counts, else the median of three. Empty where only points were given (a
+  // profile, a version-1 file): each point then counts as one sample, not yet confirmed.
+  std::vector<std::pair<int32_t, std::vector<double>>> samples;
+  bool complete = false;  // every size worth measuring is measured and confirmed (see AutoPlanner)
   // Decoding time runs have spent with this curve since it was last extended: what pays for the
   // next extension (AutoPlanner spends a share of it), so that short runs pay together.
   double decode_seconds = 0.0;
   // When the points were last measured (seconds since the epoch; 0: now, when stored). Runs that
   // only add decoding time keep it, so a curve in daily use still ages.
   int64_t measured_at = 0;
+
+  // Adds what was measured for n (seconds for n = 1, else a ratio to t(1)) and derives points
+  // again.
+  void AddSample(int32_t n, double sample);
+  // Whether n has a time, and whether its times agree (see above).
+  bool Measured(int32_t n) const;
+  bool Confirmed(int32_t n) const;
+  // points from samples (unchanged where no samples are kept).
+  void DerivePoints();
+
+ private:
+  void SeedSamplesFromPoints();
 };
 
 class VerifyCostCache {
