@@ -247,14 +247,7 @@ int RunPipeSimulation(const PipeOptions& o) {
 }
 
 void AddPipeCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "pipe",
-      "Pipeline-parallel decoding through the target's layers split into stages: plain (PP), "
-      "static-tree speculation (STPP) and PipeDec, outputs checked against plain decoding. "
-      "--transport simulate (the default): per-token latency from a virtual clock of the "
-      "measured stage costs and modelled links, on real and virtual stages. --transport threads "
-      "or mpi: a real run, every stage and the draft a rank (mpirun -np STAGES+1 grove pipe "
-      "--transport mpi ...), against what the clock predicts for it");
+  auto* cmd = app.add_subcommand("pipe", kPipeSummary);
   auto o = std::make_shared<PipeOptions>();
   cmd->add_option("-m,--model", o->model, "Target GGUF (default: the bundled pair in models/)");
   cmd->add_option("--draft", o->draft, "Draft GGUF (default: the bundled draft)");

@@ -42,10 +42,7 @@ void RunServe(const ServeModelOptions& o) {
 }  // namespace
 
 void AddServeCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "serve",
-      "OpenAI-compatible server (/v1/completions, /v1/chat/completions, /v1/models, /health, "
-      "/metrics) that speculates for every request and verifies the clients' trees together");
+  auto* cmd = app.add_subcommand("serve", kServeSummary);
   auto o = std::make_shared<ServeModelOptions>();
   AddServeModelOptions(*cmd, *o);
   // The defaults of requests that leave a field out: OpenAI's temperature 1, the common filters.

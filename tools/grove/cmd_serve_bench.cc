@@ -348,11 +348,7 @@ int RunServeBench(const ServeBenchOptions& o) {
 }  // namespace
 
 void AddServeBenchCommand(CLI::App& app) {
-  auto* cmd = app.add_subcommand(
-      "serve-bench",
-      "Load an OpenAI-compatible server (grove serve in-process, or --url) with concurrent "
-      "streaming clients: tokens/s, time to first token, inter-token latency, speculation "
-      "against plain serving in one run");
+  auto* cmd = app.add_subcommand("serve-bench", kServeBenchSummary);
   auto o = std::make_shared<ServeBenchOptions>();
   AddServeModelOptions(*cmd, o->server);
   cmd->add_option("--url", o->url,

@@ -1,9 +1,17 @@
-// grove: lossless speculative decoding for Llama-family models. This file only dispatches; each
-// sub-command lives in its own cmd_*.cc.
+// grove and grove-net: lossless speculative decoding for Llama-family models. This file only
+// dispatches; each sub-command lives in its own cmd_*.cc. Built twice (tools/grove/CMakeLists.txt):
+// grove-net runs every command; grove runs all but serve, serve-bench and pipe, for which it
+// executes grove-net, so that its own start loads no HTTP, TLS or MPI library.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "base/error.h"
@@ -46,9 +54,43 @@ const char* UnknownCommand(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+void AddNetCommandEntries(CLI::App& app) {
+  for (const NetCommand& net : kNetCommands) {
+    // Never parsed here: main() has executed grove-net before the parse when one is named.
+    app.add_subcommand(net.name, net.summary)->allow_extras();
+  }
+}
+
+std::optional<int> RunNetCommandInGroveNet(int argc, char** argv) {
+  if (argc < 2) return std::nullopt;
+  const auto named =
+      std::find_if(std::begin(kNetCommands), std::end(kNetCommands),
+                   [&](const NetCommand& net) { return std::strcmp(argv[1], net.name) == 0; });
+  if (named == std::end(kNetCommands)) return std::nullopt;
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    PrintError(std::string("grove ") + named->name +
+               " runs in grove-net, and where grove is cannot be read (/proc/self/exe: " +
+               ec.message() + ")");
+    return 1;
+  }
+  const std::string net = (self.parent_path() / "grove-net").string();
+  ::execv(net.c_str(), argv);  // returns only on failure
+  PrintError(std::string("grove ") + named->name +
+             " runs in grove-net, which must be beside grove: '" + net +
+             "': " + std::strerror(errno));
+  return 1;
+}
+
 }  // namespace grove::cli
 
 int main(int argc, char** argv) {
+#ifndef GROVE_NET_COMMANDS
+  // Before anything else: grove-net starts as if it had been run.
+  if (const std::optional<int> failed = grove::cli::RunNetCommandInGroveNet(argc, argv))
+    return *failed;
+#endif
   CLI::App app{"grove: lossless speculative decoding of Llama-family models on the CPU"};
   app.require_subcommand(0, 1);
   bool version = false;
@@ -73,9 +115,13 @@ int main(int argc, char** argv) {
   grove::cli::AddEvalCommand(app);
   grove::cli::AddTotCommand(app);
   grove::cli::AddTotBenchCommand(app);
+#ifdef GROVE_NET_COMMANDS
   grove::cli::AddServeCommand(app);
   grove::cli::AddServeBenchCommand(app);
   grove::cli::AddPipeCommand(app);
+#else
+  grove::cli::AddNetCommandEntries(app);
+#endif
   grove::cli::AddTemplateCommand(app);
   grove::cli::RefuseEmptyValues(app);
   grove::cli::InstallStderrLog(false);
