@@ -582,6 +582,8 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
   EXPECT_NE(r.out.find("step 1: 1 states -> generate 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("direct answer: "), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("seed (tree auto: "), std::string::npos) << r.err;
+  // Issue 32: tot drafts with the bundled draft mixed with suffix drafting, as run and serve do.
+  EXPECT_NE(r.err.find(".gguf+suffix; tree "), std::string::npos) << r.err;
   EXPECT_NE(ReadAll(svg).find("<svg xmlns="), std::string::npos);
   const std::string json_path = Path("tot.json");
   r = Grove(

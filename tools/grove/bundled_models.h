@@ -57,9 +57,8 @@ std::optional<BundledModels> FindBundledModels(std::string_view pair = kDefaultP
 
 // What drafts for a bundled pair when the user names no draft: its draft model, or the draft
 // model mixed with suffix drafting ("DRAFT.gguf+suffix", speculate/drafter_mixture.h), which run,
-// chat and serve default to. tot keeps the draft model: it verifies sampled thoughts with
-// target-sample (plain sampling's draws), where the mixture ranks candidates, and ran 0.87-0.99x
-// the draft model's speed in tot-bench (models/README.md).
+// chat, serve and tot default to (in tot-bench 0.98-1.05x the draft model alone, models/README.md).
+// pipe keeps the draft model: its stages run a draft model's forward.
 enum class BundledDraft { kModel, kMixture };
 
 // No model given (`model` empty): the pair's target (empty `pair`: the default pair), and its draft

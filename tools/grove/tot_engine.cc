@@ -21,8 +21,8 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   AddPairOption(cmd, o.pair);
   cmd.add_option("--draft", o.draft,
                  "Speculate with " + kDraftNames +
-                     " (default: the bundled draft with the bundled target; required with -m for "
-                     "speculative policies)");
+                     " (default with the bundled target: its draft mixed with suffix drafting, "
+                     "DRAFT.gguf+suffix; required with -m for speculative policies)");
   cmd.add_option(
          "--spec", o.spec,
          "Tree of every speculative sequence: auto (one Sequoia tree per policy, chosen from "
@@ -61,7 +61,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
 
 TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   TotModelOptions& opt = options_;
-  DefaultToBundledPair(opt.model, opt.draft, opt.pair);
+  DefaultToBundledPair(opt.model, opt.draft, opt.pair, BundledDraft::kMixture);
   if (opt.slots < 1 || opt.slots > 1024) Fail("--slots ", opt.slots, " out of range 1..1024");
   if (opt.threads < 0 || opt.overlap_threads < 0) Fail("thread counts must be >= 0");
   if (opt.seed < 0) Fail("--seed must be >= 0");
