@@ -86,7 +86,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--temp", type=float, default=0.0,
                     help="temperature of every request (seed 1: the same text whatever drafts)")
-    ap.add_argument("--classes", default="stories,repeated,near-repeated,mixed")
+    ap.add_argument("--classes", default="stories,repeated,near-repeated,arithmetic,mixed")
     args = ap.parse_args()
     drafters = [("plain", "none"), ("draft model", args.draft), ("suffix", "suffix"),
                 ("mixture", args.draft + "+suffix")]
@@ -97,7 +97,8 @@ def main():
     repeated_taus, splits = {}, {}
     for cls in args.classes.split(","):
         with open(os.path.join(ROOT, "bench/workload", cls + ".txt")) as f:
-            prompts = [line.rstrip("\n") for line in f if line.strip()]
+            # One prompt per line; "\\n" in a line is a line break (scripts/mixed-workload.py).
+            prompts = [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
         rates, taus, plain_texts = {}, {}, None
         for label, draft in drafters:
             runs = []

@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
 """Writes the mixed workload of issue 32 into bench/workload/ (one prompt per line, the order
-serve-bench sends them in): deterministic for a seed, so the files in the repository are what
-this script writes.
+serve-bench sends them in; "\\n" in a line stands for a line break): deterministic for a seed, so
+the files in the repository are what this script writes.
 
   python3 scripts/mixed-workload.py [--seed 32] [--out bench/workload]
 
-Classes, for the bundled story pair (a story model: it neither follows instructions nor does
-arithmetic, so the copy-, JSON- and Game-of-24 classes of the issue need a pair that does):
+Classes, for the bundled base pair (stories and word problems: its corpus holds both, it follows
+no instructions, so the issue's copy- ("repeat the story with the names changed") and JSON
+classes need a pair that does; Game of 24 thoughts are `grove tot-bench`'s):
   stories.txt        48 distinct story openings, each asked once
   repeated.txt        6 openings, each asked 4 times (interleaved): a client that resends
   near-repeated.txt   6 openings, each asked 4 times with another name each time
-  mixed.txt          16 of each of the above, shuffled
+  arithmetic.txt     24 word problems in the corpus's four forms with new numbers, each ending at
+                     "Solution:" (the model writes the steps, copying names and numbers)
+  mixed.txt          12 of each of the above, shuffled
 """
 import argparse
 import os
@@ -41,6 +44,38 @@ def opening(rng, name=None, pattern=None):
                           They="She" if name in GIRLS else "He")
 
 
+ITEMS = ["apples", "stones", "shells", "coins", "books", "balls", "cups", "flowers", "seeds", "pens"]
+BOXES = ["boxes", "bags", "baskets", "jars", "buckets"]
+
+
+def word_problem(rng):
+    """One problem in a form of src/train/corpus_arithmetic.cc, up to its "Solution:" line."""
+    name = rng.choice(NAMES)
+    friend = rng.choice([n for n in NAMES if n != name])
+    he = "She" if name in GIRLS else "He"
+    items = rng.choice(ITEMS)
+    form = rng.randrange(4)
+    if form == 0:
+        a, b = rng.randint(5, 60), rng.randint(2, 40)
+        c = rng.randint(1, a + b)
+        text = (f"{name} has {a} {items}. {he} buys {b} more {items} and then gives {c} {items} "
+                f"to {friend}. How many {items} does {name} have now?")
+    elif form == 1:
+        a, b, c = rng.randint(2, 12), rng.randint(2, 15), rng.randint(1, 30)
+        text = (f"{name} has {a} {rng.choice(BOXES)}. Each one holds {b} {items}. {he} also has "
+                f"{c} loose {items}. How many {items} does {name} have in all?")
+    elif form == 2:
+        each, friends, kept = rng.randint(2, 12), rng.randint(2, 9), rng.randint(1, 20)
+        text = (f"{name} has {each * friends + kept} {items}. {he} keeps {kept} and shares the "
+                f"rest equally among {friends} friends. How many {items} does each friend get?")
+    else:
+        n, price = rng.randint(2, 9), rng.randint(2, 15)
+        paid = (n * price // 10 + 1 + rng.randint(0, 5)) * 10
+        text = (f"{name} buys {n} {items} at the market. Each costs {price} coins. {he} pays "
+                f"with {paid} coins. How much change does {he.lower()} get?")
+    return f"Problem: {text}\\nSolution:"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=32)
@@ -64,11 +99,16 @@ def main():
             near.append(opening(base_rng, name=NAMES[(round_ * 5 + len(near)) % len(NAMES)],
                                 pattern=pattern))
             base_rng.setstate(state)
-    mixed = stories[:16] + repeated[:16] + near[:16]
+    arithmetic = []
+    while len(arithmetic) < 24:
+        p = word_problem(rng)
+        if p not in arithmetic:
+            arithmetic.append(p)
+    mixed = stories[:12] + repeated[:12] + near[:12] + arithmetic[:12]
     rng.shuffle(mixed)
     os.makedirs(args.out, exist_ok=True)
     for name, lines in [("stories", stories), ("repeated", repeated), ("near-repeated", near),
-                        ("mixed", mixed)]:
+                        ("arithmetic", arithmetic), ("mixed", mixed)]:
         with open(os.path.join(args.out, name + ".txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
 

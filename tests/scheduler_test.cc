@@ -454,6 +454,38 @@ TEST_F(SchedulerTest, FrozenAutoPlanBuildsTreesByConcurrency) {
   }
 }
 
+// A kept curve whose times were measured once is not trusted: FreezeAutoPlan measures, plans with
+// its own times, and adds them to the kept curve as second samples; a settled curve is used as
+// it is (issue 30: a curve slowed by other work made every server choose small trees).
+TEST_F(SchedulerTest, FrozenAutoPlanMeasuresOverAKeptCurveMeasuredOnce) {
+  SpeculationPolicy automatic = PolicyFor("auto", {.temperature = 0.0f});
+  auto cache = std::make_shared<const VerifyCostCache>(testing::TempPath("frozen-once-curve"));
+  automatic.inputs.verify_cost_cache = cache;
+  CachedVerifyCost once;
+  for (int32_t n : {1, 2, 4, 8, 16, 32, 64, 128}) once.AddSample(n, n == 1 ? 1.0 : 1.0 + n);
+  cache->Store(*target_, once);
+  auto lane = Model::Create(draft_, {.n_threads = 1, .n_ctx = 192});
+  const std::vector<int32_t> context = requests_[0].prompt;
+  const FrozenAutoPlan frozen = FreezeAutoPlan(*target_, lane.get(), context, automatic, 4, 128);
+  ASSERT_TRUE(frozen.verify_cost.has_value());
+  EXPECT_LT(frozen.verify_cost->Seconds(1), 0.5) << "measured, not the kept 1 s";
+  const std::optional<CachedVerifyCost> kept = cache->Load(*target_);
+  ASSERT_TRUE(kept.has_value());
+  for (const auto& [n, measured] : kept->samples) {
+    if (n <= 128 && once.Measured(n)) EXPECT_EQ(measured.size(), 2u) << n;
+  }
+  // Settled (every size twice, agreeing): planned with as kept, nothing measured.
+  CachedVerifyCost settled;
+  for (int32_t n : {1, 2, 4, 8, 16, 32, 64, 128})
+    for (int32_t sample = 0; sample < 2; ++sample)
+      settled.AddSample(n, n == 1 ? 1e-3 : 1.0 + n / 64.0);
+  cache->Store(*target_, settled);
+  const FrozenAutoPlan again = FreezeAutoPlan(*target_, lane.get(), context, automatic, 4, 128);
+  ASSERT_TRUE(again.verify_cost.has_value());
+  EXPECT_DOUBLE_EQ(again.verify_cost->Seconds(1), 1e-3);
+  EXPECT_DOUBLE_EQ(again.verify_cost->Seconds(128), 1e-3 * 3.0);
+}
+
 // A server's requests: submitted from another thread while the scheduler runs, admitted as slots
 // free; each is still what it is alone, one that cannot run fails alone, and nothing is held after.
 TEST_F(SchedulerTest, ServesRequestsThatArriveWhileItRuns) {
@@ -554,10 +586,13 @@ TEST_F(SchedulerTest, EachRequestMayBringItsOwnPolicy) {
 TEST_F(SchedulerTest, BatchedAutoTreeIsTheOneForTheSequencesInFlight) {
   SpeculationPolicy automatic = PolicyFor("auto", {.temperature = 0.0f});
   auto cache = std::make_shared<const VerifyCostCache>(testing::TempPath("batched-lookup-curve"));
-  CachedVerifyCost curve{.complete = true};
+  // Each time measured twice (confirmed: a curve of single measurements would be measured again).
+  CachedVerifyCost curve;
   for (int32_t n = 1; n <= target_->max_batch(); ++n) {
-    curve.points.emplace_back(n, n <= 16 ? 0.05 : 0.05 * (1.0 + 0.5 * (n - 16)));
+    const double ratio = n <= 16 ? 1.0 : 1.0 + 0.5 * (n - 16);
+    for (int32_t sample = 0; sample < 2; ++sample) curve.AddSample(n, n == 1 ? 0.05 : ratio);
   }
+  curve.complete = true;
   cache->Store(*target_, curve);
   automatic.inputs.verify_cost_cache = cache;
   const std::vector<SequenceRequest> requests = {

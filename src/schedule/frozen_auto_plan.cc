@@ -51,13 +51,15 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
   // is measured on its first part.
   const auto room = std::max(1, target.n_ctx() - measured);
   if (static_cast<int64_t>(context.size()) > room) context = context.first(room);
-  // A curve a run before kept for this model and machine, if it reaches far enough, spares the
-  // measurement; one measured here is kept for the next. Runs grow kept curves coarse to fine
-  // (AutoPlanner), so one reaching 8 or 16 may lack sizes below, which it interpolates, as `run`'s
-  // planner does; from 24 up the order has measured every smaller size first.
+  // A curve a run before kept for this model and machine, if it reaches far enough and its times
+  // are confirmed, spares the measurement; one measured here adds its times to the kept one, as a
+  // sample each. Runs grow kept curves coarse to fine (AutoPlanner), so one reaching 8 or 16 may
+  // lack sizes below, which it interpolates, as `run`'s planner does; from 24 up the order has
+  // measured every smaller size first. (A kept t(6) of 3.9 t(1), measured once while other work
+  // ran, made every server choose trees of 4 tokens: tau 3.9 on repeated requests, not 7.6.)
   const VerifyCostCache* cache = inputs.verify_cost_cache.get();
   std::optional<CachedVerifyCost> kept = cache ? cache->Load(target) : std::nullopt;
-  if (kept && !kept->points.empty() && kept->points.back().first >= measured) {
+  if (kept && KeptCurveIsSettled(*kept, measured)) {
     inputs.verify_cost = VerifyCostCurve(kept->points);
   } else {
     const int32_t slot = target.kv().Acquire();
@@ -70,8 +72,12 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
     target.kv().Release(slot);
     if (cache) {
       const auto points = inputs.verify_cost->points();
-      cache->Store(target, {.points = {points.begin(), points.end()},
-                            .complete = points.back().first >= target.max_batch()});
+      CachedVerifyCost merged = kept.value_or(CachedVerifyCost{});
+      for (const auto& [n, seconds] : points)
+        merged.AddSample(n, n == 1 ? seconds : seconds / points.front().second);
+      merged.complete = false;  // runs confirm what is left (AutoPlanner)
+      merged.measured_at = 0;   // now
+      cache->Store(target, merged);
     }
   }
   if (draft != nullptr) {

@@ -489,6 +489,15 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
   return VerifyCostCurve(std::move(points));
 }
 
+bool KeptCurveIsSettled(const CachedVerifyCost& curve, int32_t max_tokens) {
+  if (curve.points.empty() || curve.points.back().first < max_tokens) return false;
+  const double t1 = curve.points.front().second;
+  return std::all_of(curve.points.begin(), curve.points.end(), [&](const auto& point) {
+    return point.first > max_tokens || point.second > kMaxDepth * t1 ||
+           curve.Confirmed(point.first);
+  });
+}
+
 bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                       int32_t max_tokens, double budget_seconds, double worth_ratio,
                       CachedVerifyCost& curve, std::vector<int32_t>& sampled) {

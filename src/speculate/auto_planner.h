@@ -170,6 +170,11 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
                                   int32_t first_layer = 0, int32_t last_layer = -1,
                                   bool cold_caches = false);
 
+// Whether a kept curve can be planned with as it is, up to `max_tokens`: it reaches that far, and
+// every size a tree could repay (t(n) at most kMaxDepth x t(1)) has confirmed times (see
+// CachedVerifyCost): a time measured once may be one other work slowed.
+bool KeptCurveIsSettled(const CachedVerifyCost& curve, int32_t max_tokens);
+
 // Forwards per size that ExtendVerifyCost spends: one untimed, then the fastest of the rest
 // (interference only ever adds time).
 inline constexpr int32_t kVerifyMeasureForwards = 3;
