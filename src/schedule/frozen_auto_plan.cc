@@ -1,6 +1,9 @@
 #include "schedule/frozen_auto_plan.h"
 
 #include <algorithm>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -15,22 +18,39 @@ namespace {
 constexpr double kTargetBudgetSeconds = 0.03;
 constexpr double kDraftBudgetSeconds = 0.01;
 
-// t(n) of `model` continuing `context` in slot `seq` (empty before, cleared after).
-VerifyCostCurve MeasureOn(Model& model, int32_t seq, std::span<const int32_t> context,
-                          int32_t max_tokens, double budget_seconds) {
+// Each size's median t(n) of `model` continuing `context` in slot `seq` (empty before, cleared
+// after), not raised to a smaller size's (MeasureVerifyMedians).
+std::vector<std::pair<int32_t, double>> MediansOn(Model& model, int32_t seq,
+                                                  std::span<const int32_t> context,
+                                                  int32_t max_tokens, double budget_seconds) {
   const auto position = static_cast<int32_t>(context.size()) - 1;
   KvCache& cache = model.cache(seq);
   try {
     Batch batch;
     if (position > 0) model.ForwardChain(context.first(position), 0, seq, batch, false);
-    VerifyCostCurve curve =
-        MeasureVerifyCost(model, seq, context.back(), position, max_tokens, budget_seconds);
+    auto medians =
+        MeasureVerifyMedians(model, seq, context.back(), position, max_tokens, budget_seconds);
     cache.Clear();
-    return curve;
+    return medians;
   } catch (...) {
     cache.Clear();
     throw;
   }
+}
+
+// The curves this process measured itself, by cache key: a process measures a model once and
+// adds its times to the kept curve once, however many schedulers it starts (tot starts one per
+// search step, tot-bench and bench one per policy and repetition): samples of one process would
+// share whatever slowed it, and two of them could confirm a slowed time.
+std::optional<VerifyCostCurve> MeasuredHere(const std::string& key, int32_t max_tokens,
+                                            const std::optional<VerifyCostCurve>& measured) {
+  static std::mutex mutex;
+  static std::map<std::string, VerifyCostCurve> curves;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (measured) curves.insert_or_assign(key, *measured);
+  const auto found = curves.find(key);
+  if (found == curves.end() || found->second.max_size() < max_tokens) return std::nullopt;
+  return found->second;
 }
 
 }  // namespace
@@ -59,30 +79,39 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
   // ran, made every server choose trees of 4 tokens: tau 3.9 on repeated requests, not 7.6.)
   const VerifyCostCache* cache = inputs.verify_cost_cache.get();
   std::optional<CachedVerifyCost> kept = cache ? cache->Load(target) : std::nullopt;
+  // Per file where there is a cache (tests give each their own directory), else per model shape.
+  const std::string key = cache && cache->enabled()
+                              ? cache->PathFor(VerifyCostCache::KeyFor(target))
+                              : VerifyCostCache::KeyFor(target);
   if (kept && KeptCurveIsSettled(*kept, measured)) {
     inputs.verify_cost = VerifyCostCurve(kept->points);
+  } else if (std::optional<VerifyCostCurve> here = MeasuredHere(key, measured, std::nullopt)) {
+    inputs.verify_cost = std::move(here);
   } else {
     const int32_t slot = target.kv().Acquire();
+    std::vector<std::pair<int32_t, double>> medians;
     try {
-      inputs.verify_cost = MeasureOn(target, slot, context, measured, kTargetBudgetSeconds);
+      medians = MediansOn(target, slot, context, measured, kTargetBudgetSeconds);
     } catch (...) {
       target.kv().Release(slot);
       throw;
     }
     target.kv().Release(slot);
-    if (cache) {
-      const auto points = inputs.verify_cost->points();
+    inputs.verify_cost = RaisedCurve(medians);
+    const bool first_here = !MeasuredHere(key, 1, std::nullopt).has_value();
+    MeasuredHere(key, measured, inputs.verify_cost);
+    if (cache && first_here) {
       CachedVerifyCost merged = kept.value_or(CachedVerifyCost{});
-      for (const auto& [n, seconds] : points)
-        merged.AddSample(n, n == 1 ? seconds : seconds / points.front().second);
-      merged.complete = false;  // runs confirm what is left (AutoPlanner)
-      merged.measured_at = 0;   // now
+      for (const auto& [n, seconds] : medians)
+        merged.AddSample(n, n == 1 ? seconds : seconds / medians.front().second);
+      merged.complete = KeptCurveIsComplete(merged, target.max_batch());
+      merged.measured_at = 0;  // now
       cache->Store(target, merged);
     }
   }
   if (draft != nullptr) {
     inputs.draft_seconds_per_level =
-        MeasureOn(*draft, 0, context, 1, kDraftBudgetSeconds).Seconds(1);
+        MediansOn(*draft, 0, context, 1, kDraftBudgetSeconds)[0].second;
   }
   FrozenAutoPlan frozen;
   frozen.verify_cost = inputs.verify_cost;

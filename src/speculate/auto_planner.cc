@@ -66,15 +66,17 @@ static_assert(std::size(kMeasureOrder) == std::size(kMeasuredSizes));
 // The size a kept curve is measured at next: the first of kMeasureOrder not measured yet or not
 // confirmed (CachedVerifyCost) and not in `sampled` (sizes this run measured already: a second
 // sample taken beside the first would share what slowed it), at most `limit` (the plan's
-// budget), nor larger than the target's batch, nor than a measured size that costs more than
-// worth_ratio x t(1) (no larger tree can repay it). None left: 0. In kMeasureOrder's order a
+// budget), nor larger than the target's batch, nor than a confirmed size that costs more than
+// worth_ratio x t(1) (no larger tree can repay it; an unconfirmed time may be a slowed one). None
+// left: 0. In kMeasureOrder's order a
 // size is confirmed soon after it is first measured, coarse sizes first: a slowed time near the
 // trees auto chooses is not kept for long.
 int32_t NextMeasuredSize(const CachedVerifyCost& curve, int32_t limit, int32_t max_batch,
                          double worth_ratio, std::span<const int32_t> sampled = {}) {
   int32_t too_dear = std::numeric_limits<int32_t>::max();
   for (const auto& [n, t] : curve.points) {
-    if (t > worth_ratio * curve.points.front().second) too_dear = std::min(too_dear, n);
+    if (t > worth_ratio * curve.points.front().second && curve.Confirmed(n))
+      too_dear = std::min(too_dear, n);
   }
   for (int32_t n : kMeasureOrder) {
     if (n > limit || n > max_batch || n > too_dear) continue;
@@ -86,20 +88,22 @@ int32_t NextMeasuredSize(const CachedVerifyCost& curve, int32_t limit, int32_t m
 }
 
 // What measuring t(n) is expected to cost, from the curve's points (n increasing, from 1):
-// interpolated between two of them, beyond the last continued with kGuessSlope; never more than
-// the guess from t(1) alone, since a time to be confirmed may be one that other work slowed (a
-// kept t(8) of 3.9 t(1) priced its own second measurement beyond what any 128-token run may
-// spend, and was never measured again).
-double MeasurementSeconds(std::span<const std::pair<int32_t, double>> points, int32_t n) {
+// interpolated between two of them, beyond the last continued with kGuessSlope; unless n's time
+// is confirmed, never more than the guess from t(1) alone, since a time to be confirmed may be
+// one that other work slowed (a kept t(8) of 3.9 t(1) priced its own second measurement beyond
+// what any 128-token run may spend, and was never measured again).
+double MeasurementSeconds(std::span<const std::pair<int32_t, double>> points, int32_t n,
+                          bool confirmed) {
   const double t1 = points.front().second;
-  const double guess = t1 * (1.0 + kGuessSlope * (n - 1));
+  const double cap =
+      confirmed ? std::numeric_limits<double>::infinity() : t1 * (1.0 + kGuessSlope * (n - 1));
   for (std::size_t i = 1; i < points.size(); ++i) {
     const auto [hi_n, hi_t] = points[i];
     if (n > hi_n) continue;
     const auto [lo_n, lo_t] = points[i - 1];
-    return std::min(guess, lo_t + (hi_t - lo_t) * (n - lo_n) / (hi_n - lo_n));
+    return std::min(cap, lo_t + (hi_t - lo_t) * (n - lo_n) / (hi_n - lo_n));
   }
-  return std::min(guess, points.back().second + kGuessSlope * t1 * (n - points.back().first));
+  return std::min(cap, points.back().second + kGuessSlope * t1 * (n - points.back().first));
 }
 
 // While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
@@ -229,7 +233,8 @@ double AutoPlanner::NextMeasurementSeconds() const {
   if (next == 0) return std::numeric_limits<double>::infinity();
   // A size beyond 1 is timed with t(1) beside it (ExtendVerifyCost).
   const double reference = next > 1 ? verify_cost_->Seconds(1) : 0.0;
-  return kVerifyMeasureForwards * (MeasurementSeconds(verify_cost_->points(), next) + reference) *
+  return kVerifyMeasureForwards *
+         (MeasurementSeconds(verify_cost_->points(), next, measured_.Confirmed(next)) + reference) *
          verify_scale_;
 }
 
@@ -459,6 +464,19 @@ class VerifyTimer {
 VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
                                   int32_t max_tokens, double budget_seconds, int32_t first_layer,
                                   int32_t last_layer, bool cold_caches) {
+  return RaisedCurve(MeasureVerifyMedians(target, seq, token, position, max_tokens, budget_seconds,
+                                          first_layer, last_layer, cold_caches));
+}
+
+VerifyCostCurve RaisedCurve(std::vector<std::pair<int32_t, double>> medians) {
+  for (std::size_t i = 1; i < medians.size(); ++i)
+    medians[i].second = std::max(medians[i].second, medians[i - 1].second);
+  return VerifyCostCurve(std::move(medians));
+}
+
+std::vector<std::pair<int32_t, double>> MeasureVerifyMedians(
+    Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
+    double budget_seconds, int32_t first_layer, int32_t last_layer, bool cold_caches) {
   VerifyTimer timer(target, seq, token, position, max_tokens, first_layer, last_layer, cold_caches);
   std::vector<int32_t> sizes;
   for (int32_t n : kMeasuredSizes) {
@@ -479,23 +497,24 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
   }
   const int32_t reps =
       std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
-  std::vector<std::pair<int32_t, double>> points;
-  double floor = 0.0;
-  for (int32_t n : sizes) {
-    // More tokens never cost less; a dip is noise, and would lure the search to a larger tree.
-    floor = std::max(floor, timer.Median(n, reps));
-    points.emplace_back(n, floor);
-  }
-  return VerifyCostCurve(std::move(points));
+  std::vector<std::pair<int32_t, double>> medians;
+  for (int32_t n : sizes) medians.emplace_back(n, timer.Median(n, reps));
+  return medians;
 }
 
 bool KeptCurveIsSettled(const CachedVerifyCost& curve, int32_t max_tokens) {
   if (curve.points.empty() || curve.points.back().first < max_tokens) return false;
   const double t1 = curve.points.front().second;
-  return std::all_of(curve.points.begin(), curve.points.end(), [&](const auto& point) {
-    return point.first > max_tokens || point.second > kMaxDepth * t1 ||
-           curve.Confirmed(point.first);
-  });
+  for (const auto& [n, t] : curve.points) {
+    if (n > max_tokens) break;
+    if (!curve.Confirmed(n)) return false;
+    if (t > kMaxDepth * t1) break;  // confirmed: no tree repays this size or a larger one
+  }
+  return true;
+}
+
+bool KeptCurveIsComplete(const CachedVerifyCost& curve, int32_t max_batch) {
+  return NextMeasuredSize(curve, std::numeric_limits<int32_t>::max(), max_batch, kMaxDepth) == 0;
 }
 
 bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
@@ -520,7 +539,8 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
     if (n == 0) break;
     // What measuring n costs, guessed from the sizes measured; the first size of a call is
     // measured whatever the guess (the caller judged it affordable).
-    if (extended && spent.Seconds() + kVerifyMeasureForwards * MeasurementSeconds(curve.points, n) >
+    if (extended && spent.Seconds() + kVerifyMeasureForwards *
+                                          MeasurementSeconds(curve.points, n, curve.Confirmed(n)) >
                         budget_seconds) {
       break;
     }
@@ -532,14 +552,7 @@ bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t positio
       // is kept as its ratio to t(1) timed beside it, so that the curve's sizes agree with each
       // other (measured at contexts of 10 and of 400 tokens, a kept curve had a cliff between 4
       // and 5 tokens that the real one lacks, and auto chose 4).
-      if (!(t1_now > 0)) {
-        t1_now = timer.Fastest(1, kVerifyMeasureForwards - 1);
-        // Timed anyway: a sample of t(1) too, if it still wants one.
-        if (!curve.Confirmed(1) && std::find(sampled.begin(), sampled.end(), 1) == sampled.end()) {
-          curve.AddSample(1, t1_now);
-          sampled.push_back(1);
-        }
-      }
+      if (!(t1_now > 0)) t1_now = timer.Fastest(1, kVerifyMeasureForwards - 1);
       t /= t1_now;
     }
     curve.AddSample(n, t);

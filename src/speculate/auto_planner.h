@@ -169,11 +169,25 @@ VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int
                                   int32_t max_tokens, double budget_seconds,
                                   int32_t first_layer = 0, int32_t last_layer = -1,
                                   bool cold_caches = false);
+// The curve of measured medians (n increasing from 1), each raised to the largest time of a
+// smaller size: more tokens never cost less (a dip is noise, and would lure the search to a larger
+// tree). MeasureVerifyCost's result.
+VerifyCostCurve RaisedCurve(std::vector<std::pair<int32_t, double>> medians);
+// The medians MeasureVerifyCost measures, each size's own: not raised to a smaller size's time
+// (what a kept curve adds as samples, CachedVerifyCost).
+std::vector<std::pair<int32_t, double>> MeasureVerifyMedians(
+    Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
+    double budget_seconds, int32_t first_layer = 0, int32_t last_layer = -1,
+    bool cold_caches = false);
 
 // Whether a kept curve can be planned with as it is, up to `max_tokens`: it reaches that far, and
-// every size a tree could repay (t(n) at most kMaxDepth x t(1)) has confirmed times (see
-// CachedVerifyCost): a time measured once may be one other work slowed.
+// every size up to it has confirmed times (see CachedVerifyCost: a time measured once may be one
+// other work slowed), up to the first confirmed size that costs more than kMaxDepth x t(1) (no
+// tree of depth kMaxDepth repays it or a larger one).
 bool KeptCurveIsSettled(const CachedVerifyCost& curve, int32_t max_tokens);
+// Whether nothing is left to measure or confirm in a kept curve (its `complete`) for a target
+// whose largest batch is max_batch.
+bool KeptCurveIsComplete(const CachedVerifyCost& curve, int32_t max_batch);
 
 // Forwards per size that ExtendVerifyCost spends: one untimed, then the fastest of the rest
 // (interference only ever adds time).
