@@ -498,6 +498,7 @@ std::vector<std::pair<int32_t, double>> MeasureVerifyMedians(
   const int32_t reps =
       std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
   std::vector<std::pair<int32_t, double>> medians;
+  medians.reserve(sizes.size());
   for (int32_t n : sizes) medians.emplace_back(n, timer.Median(n, reps));
   return medians;
 }

@@ -38,8 +38,9 @@ struct CachedVerifyCost {
   // What was measured per size (n increasing, as points): for n = 1 seconds, for larger n the
   // ratio to a t(1) timed beside it (runs measure at whatever context they have reached, and
   // attention grows with it); a point is t(1) times its ratio. Of a size's samples the lower of
-  // two counts (confirmed if they agree, else until a third decides), of three the median. Empty where only points were given (a
-  // profile, a version-1 file): each point then counts as one sample, not yet confirmed.
+  // two counts (confirmed if they agree, else until a third decides), of three the median. Empty
+  // where only points were given (a profile, a version-1 file): each point then counts as one
+  // sample, not yet confirmed.
   std::vector<std::pair<int32_t, std::vector<double>>> samples;
   bool complete = false;  // every size worth measuring is measured and confirmed (see AutoPlanner)
   // Decoding time runs have spent with this curve since it was last extended: what pays for the
