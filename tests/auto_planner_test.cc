@@ -201,7 +201,9 @@ void ExpectSortedAndNeverBelowAConfirmedSmallerSize(const CachedVerifyCost& curv
   double floor = 0.0;
   for (std::size_t i = 0; i < curve.points.size(); ++i) {
     const auto [n, t] = curve.points[i];
-    if (i > 0) EXPECT_GT(n, curve.points[i - 1].first);
+    if (i > 0) {
+      EXPECT_GT(n, curve.points[i - 1].first);
+    }
     EXPECT_GE(t, floor) << "n " << n;
     if (curve.Confirmed(n)) floor = t;
   }

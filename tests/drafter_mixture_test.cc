@@ -193,7 +193,9 @@ TEST(DrafterMixture, WithSampledChildrenHandsOverOneMembersRows) {
     ASSERT_EQ(row.size(), static_cast<std::size_t>(kVocab));
     EXPECT_EQ(row[guess], 0.0f) << "step " << s;
     const bool cheap_step = row[second] == -std::numeric_limits<float>::infinity();
-    if (!cheap_step) EXPECT_EQ(row[second], -0.5f) << "the dear member's own row, step " << s;
+    if (!cheap_step) {
+      EXPECT_EQ(row[second], -0.5f) << "the dear member's own row, step " << s;
+    }
     (cheap_step ? cheap_steps : dear_steps)++;
     tree.AddChild(-1, guess, 1.0f);
     mixture.NodeSources(tree, masks);

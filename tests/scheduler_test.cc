@@ -472,15 +472,21 @@ TEST_F(SchedulerTest, FrozenAutoPlanMeasuresOverAKeptCurveMeasuredOnce) {
   const std::optional<CachedVerifyCost> kept = cache->Load(*target_);
   ASSERT_TRUE(kept.has_value());
   for (const auto& [n, measured] : kept->samples) {
-    if (n <= 128 && once.Measured(n)) EXPECT_EQ(measured.size(), 2u) << n;
+    if (n <= 128 && once.Measured(n)) {
+      EXPECT_EQ(measured.size(), 2u) << n;
+    }
   }
   // The kept times still disagree, but this process measured once: a second scheduler plans with
   // that measurement and adds no sample that would share what slowed the first.
   const FrozenAutoPlan second = FreezeAutoPlan(*target_, lane.get(), context, automatic, 4, 128);
   ASSERT_TRUE(second.verify_cost.has_value());
   EXPECT_DOUBLE_EQ(second.verify_cost->Seconds(1), frozen.verify_cost->Seconds(1));
-  for (const auto& [n, measured] : cache->Load(*target_)->samples) {
-    if (n <= 128 && once.Measured(n)) EXPECT_EQ(measured.size(), 2u) << n;
+  const std::optional<CachedVerifyCost> kept_after = cache->Load(*target_);
+  ASSERT_TRUE(kept_after.has_value());
+  for (const auto& [n, measured] : kept_after->samples) {
+    if (n <= 128 && once.Measured(n)) {
+      EXPECT_EQ(measured.size(), 2u) << n;
+    }
   }
   // Settled (every size twice, agreeing): planned with as kept, nothing measured.
   CachedVerifyCost settled;
