@@ -8,13 +8,14 @@ median wall time of each with its range and the ratio of the medians. Load, pref
 measurement and exit are included: what a script that calls grove per request sees.
 
 Three cache states can be timed:
-  warm     auto's verify-cost cache as runs leave it: a private cache directory, filled by one
-           untimed run before the timed ones and by the timed runs themselves (what a user who has
-           run grove once before sees);
+  warm     the user's cache (auto's verify curves, packed weights) as runs leave it: a private
+           cache directory, filled by one untimed run before the timed ones and by the timed runs
+           themselves (what a user who has run grove once before sees);
   settled  a private cache directory primed by 10 untimed 512-token runs first, so auto's curve
            is measured to the sizes its trees use (what a user who has run grove for a while sees:
            measuring is paid from 5% of the decoding time summed over runs);
-  cold     an empty cache directory for every run (a first run on a new machine or model).
+  cold     an empty cache directory for every process (a first run on a new machine or model:
+           it measures the verify curve's first sizes, packs the weights and keeps both).
 
 usage: scripts/whole-process-bench.py [--grove PATH] [--tokens 1,16,128,512] [--threads 1,2]
                                       [--reps 7] [--cache warm,settled,cold] [--prompt TEXT]
@@ -85,17 +86,26 @@ def main():
                             timed(prime, env)
                         open(warm_dir + "/.primed", "w").close()
                     plain, spec = [], []
+
+                    def run(cmd, times, rep, which):
+                        if cache != "cold":
+                            times.append(timed(cmd, env))
+                            return
+                        # A directory of its own for each cold process (neither finds what the
+                        # other kept), removed at once: kept files of tens of MB piling up as
+                        # dirty pages would slow later runs' writes.
+                        cold_dir = os.path.join(scratch, f"cold-{threads}-{n}-{rep}-{which}")
+                        times.append(timed(cmd, dict(env, GROVE_CACHE_DIR=cold_dir)))
+                        shutil.rmtree(cold_dir, ignore_errors=True)
+
                     for rep in range(a.reps):
-                        if cache == "cold":
-                            cold_dir = os.path.join(scratch, f"cold-{threads}-{n}-{rep}")
-                            env["GROVE_CACHE_DIR"] = cold_dir
                         # Alternate which goes first, so neither always runs on a cooler machine.
                         if rep % 2 == 0:
-                            plain.append(timed(plain_cmd, env))
-                            spec.append(timed(spec_cmd, env))
+                            run(plain_cmd, plain, rep, "plain")
+                            run(spec_cmd, spec, rep, "spec")
                         else:
-                            spec.append(timed(spec_cmd, env))
-                            plain.append(timed(plain_cmd, env))
+                            run(spec_cmd, spec, rep, "spec")
+                            run(plain_cmd, plain, rep, "plain")
                     mp, ms = statistics.median(plain), statistics.median(spec)
                     print(f"| {cache} | {threads} | {n} | {mp:.3f} ({min(plain):.3f}-{max(plain):.3f})"
                           f" | {ms:.3f} ({min(spec):.3f}-{max(spec):.3f}) | {mp / ms:.2f}x |",

@@ -547,12 +547,23 @@ TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
                            "whole call", "outputs identical"}) {
     EXPECT_NE(r.err.find(part), std::string::npos) << part << "\n" << r.err;
   }
-  // Runs leave one file for the pair's target on this machine, and no temporary beside it.
+  // Runs leave one verify curve for the pair's target on this machine and the packed weights of
+  // target and draft (model/packed_weight_cache.h), which later runs map; no temporary beside them.
   for (int i = 0; i < 3; ++i) ASSERT_EQ(grove(run).exit_code, 0);
-  std::vector<fs::path> files = kept_files();
+  std::vector<fs::path> files, packed;
+  for (const fs::path& file : kept_files()) {
+    (file.extension() == ".bin" ? packed : files).push_back(file);
+  }
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].extension(), ".json");
   EXPECT_NE(ReadAll(files[0]).find("\"curve\""), std::string::npos);
+  EXPECT_EQ(packed.size(), 2u);
+  r = grove(run + " -v");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const fs::path& file : packed) {
+    EXPECT_NE(r.err.find("packed weights from '" + file.string() + "'"), std::string::npos)
+        << r.err;
+  }
   // Corrupt: one line says so, the run goes on, the file is rewritten.
   std::ofstream(files[0]) << "{ not json";
   r = grove(run);

@@ -280,6 +280,8 @@ void GgufFile::ReleasePages(const void* data, uint64_t n) const {
   if (map_) map_->ReleasePages(data, n);
 }
 
+const FileIdentity* GgufFile::identity() const { return map_ ? &map_->identity() : nullptr; }
+
 std::unique_ptr<GgufFile> GgufFile::FromBytes(std::span<const uint8_t> bytes, std::string name) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->name_ = std::move(name);

@@ -91,6 +91,8 @@ class GgufFile {
   // Releases the resident pages of tensor data that the caller has copied (see
   // MappedFile::ReleasePages). Does nothing for FromBytes files: their memory is the caller's.
   void ReleasePages(const void* data, uint64_t n) const;
+  // The mapped file's identity when opened; null for FromBytes files.
+  const FileIdentity* identity() const;
 
   // Metadata in file order.
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }

@@ -9,6 +9,15 @@
 
 namespace grove {
 
+// Which file a map holds, as the file system tells one file (and one version of it) from another:
+// a file rewritten or replaced has another modification time or inode.
+struct FileIdentity {
+  uint64_t device = 0;
+  uint64_t inode = 0;
+  uint64_t size = 0;
+  int64_t modified_ns = 0;
+};
+
 class MappedFile {
  public:
   // Throws grove::Error naming the path on failure (missing, unreadable, a directory, ...).
@@ -24,11 +33,14 @@ class MappedFile {
   // keeps the file, and a later read would simply fault the pages back in. p must lie in the map.
   void ReleasePages(const void* p, std::size_t n) const;
   const std::string& path() const { return path_; }
+  // The file as it was when opened (fstat of the descriptor mapped).
+  const FileIdentity& identity() const { return identity_; }
 
  private:
   std::string path_;
   const uint8_t* data_ = nullptr;
   std::size_t size_ = 0;
+  FileIdentity identity_;
 };
 
 }  // namespace grove

@@ -1,13 +1,19 @@
 #include "model/model_parameters.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "base/log.h"
+#include "base/user_cache_directory.h"
 #include "io/gguf.h"
 #include "kernels/kernel_set.h"
+#include "model/packed_weight_cache.h"
 #include "ops/matmul.h"
 #include "quant/quant.h"
 #include "tokenize/tokenizer.h"
@@ -19,6 +25,10 @@ uint64_t MatrixBytes(const WeightView& w) { return static_cast<uint64_t>(w.row_b
 
 // The offset of a matrix that keeps its GGUF layout (CheckAndGroupWeights).
 constexpr std::size_t kNotGrouped = static_cast<std::size_t>(-1);
+
+std::size_t RoundUpToCacheLine(std::size_t n) {
+  return (n + kCacheLine - 1) / kCacheLine * kCacheLine;
+}
 
 }  // namespace
 
@@ -35,7 +45,12 @@ std::shared_ptr<const ModelParameters> ModelParameters::FromGguf(std::unique_ptr
       new ModelParameters(std::move(gguf), group_weights, pool, part));
 }
 
-ModelParameters::~ModelParameters() = default;
+ModelParameters::~ModelParameters() {
+  if (!keeping_.joinable()) return;
+  const sched_param normal{};
+  ::pthread_setschedparam(keeping_.native_handle(), SCHED_OTHER, &normal);
+  keeping_.join();
+}
 
 ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights,
                                  ThreadPool& pool, ModelPart part)
@@ -59,8 +74,10 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
            config_.n_vocab, " rows");
     }
   }
-  CheckAndGroupWeights(group_weights, pool);
+  const std::string keep_key = CheckAndGroupWeights(group_weights, pool);
   for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
+  // Last: nothing may throw once the thread runs (a joinable thread destroyed ends the process).
+  if (!keep_key.empty()) KeepPackedWeights(keep_key);
 }
 
 std::vector<WeightView*> ModelParameters::HeldMatrices() {
@@ -76,7 +93,7 @@ std::vector<WeightView*> ModelParameters::HeldMatrices() {
   return held;
 }
 
-uint64_t ModelParameters::grouped_bytes() const { return grouped_.size(); }
+uint64_t ModelParameters::grouped_bytes() const { return grouped_bytes_; }
 
 std::string ModelParameters::ShapeFingerprint() const {
   Fnv1a h;
@@ -128,7 +145,7 @@ void ModelParameters::CheckScales(const WeightView& w, ThreadPool& pool) const {
        ": the file is damaged");
 }
 
-void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool) {
+std::string ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool) {
   const KernelSet& kernels = ActiveKernels();
   std::vector<WeightView*> matrices = HeldMatrices();
   if (part_.first_layer == 0) matrices.push_back(&weights_.token_embd);
@@ -139,9 +156,13 @@ void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool)
     // The embedding is read row by row (a lookup), never multiplied: it keeps the GGUF layout.
     if (!group_weights || &w == &weights_.token_embd || !CanGroup(kernels, w)) continue;
     offsets[i] = total;
-    total += (static_cast<std::size_t>(GroupedMatrixBytes(w)) + kCacheLine - 1) / kCacheLine *
-             kCacheLine;
+    total += RoundUpToCacheLine(static_cast<std::size_t>(GroupedMatrixBytes(w)));
   }
+  grouped_bytes_ = total;
+  const std::string key = total > 0 ? PackedWeightsKey(matrices, offsets) : "";
+  const PackedWeightCache cache(key.empty() ? "" : UserCacheDirectory());
+  // A kept file was checked (every scale) when it was packed from this very file.
+  if (cache.enabled() && MapKeptPackedWeights(cache.Open(key, total), matrices, offsets)) return "";
   // One buffer for every packed matrix, not one each: a matrix of a small model is under a
   // megabyte, too small for a huge page, and a 45 MB model's 57 buffers were 11,000 page faults
   // (a third of its load time, zeroing included) and TLB misses on every pass over the weights.
@@ -153,9 +174,64 @@ void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool)
     if (offsets[i] == kNotGrouped) continue;
     const WeightView rows = *matrices[i];
     *matrices[i] = PackMatrix(rows, grouped_.data() + offsets[i], pool);
+    // The padding to the next cache line too: a kept file holds no stray bytes of this process.
+    const auto packed = static_cast<std::size_t>(GroupedMatrixBytes(rows));
+    std::memset(grouped_.data() + offsets[i] + packed, 0, RoundUpToCacheLine(packed) - packed);
     // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
     if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
   }
+  return cache.enabled() ? key : "";
+}
+
+void ModelParameters::KeepPackedWeights(const std::string& key) {
+  keeping_ = std::thread([this, cache = PackedWeightCache(UserCacheDirectory()), key] {
+    // The lowest priority while the model is in use: the write takes no core a forward wants
+    // (the destructor raises it again, so that a busy machine cannot hold up the exit).
+    const sched_param idle{};
+    ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
+    cache.Store(key, grouped_.data(), grouped_bytes_);
+  });
+}
+
+std::string ModelParameters::PackedWeightsKey(const std::vector<WeightView*>& matrices,
+                                              const std::vector<std::size_t>& offsets) const {
+  const FileIdentity* file = gguf_->identity();
+  if (file == nullptr) return "";  // bytes in memory (tests): nothing to key them by
+  Fnv1a layout;
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    if (offsets[i] == kNotGrouped) continue;
+    const WeightView& w = *matrices[i];
+    const int64_t fields[] = {static_cast<int64_t>(offsets[i]), static_cast<int64_t>(w.type),
+                              w.n_in, w.n_out, w.row_bytes};
+    layout.Mix(fields, sizeof(fields));
+  }
+  return StrCat("gguf ", file->device, ":", file->inode, " size ", file->size, " modified ",
+                file->modified_ns, " | layers ", part_.first_layer, "-", part_.last_layer,
+                " | kernels ", ActiveKernels().name, " | grove ", GROVE_VERSION, " | layout ",
+                layout.Hex());
+}
+
+bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
+                                           const std::vector<WeightView*>& matrices,
+                                           const std::vector<std::size_t>& offsets) {
+  if (!kept) return false;
+  std::vector<WeightView> views(matrices.size());
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    if (offsets[i] == kNotGrouped) continue;
+    const std::optional<WeightView> view = PackedMatrixOf(*matrices[i], kept->data() + offsets[i]);
+    if (!view) {
+      Log(LogLevel::kWarn, "ignoring the packed weights '", kept->path(), "' (matrix ", i,
+          " differs from a fresh pack of '", gguf_->name(), "'); they will be packed again");
+      return false;
+    }
+    views[i] = *view;
+  }
+  for (std::size_t i = 0; i < matrices.size(); ++i) {
+    if (offsets[i] != kNotGrouped) *matrices[i] = views[i];
+  }
+  Log(LogLevel::kDebug, "model: '", gguf_->name(), "': packed weights from '", kept->path(), "'");
+  kept_packed_ = std::move(kept);
+  return true;
 }
 
 }  // namespace grove

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -17,6 +18,7 @@
 namespace grove {
 
 class GgufFile;
+class KeptPackedWeights;
 class ThreadPool;
 class Tokenizer;
 
@@ -58,6 +60,8 @@ class ModelParameters {
   uint64_t weight_bytes() const { return weight_bytes_; }
   // Bytes held by the matrices regrouped at load (each rounded up to a cache line); 0 if none.
   uint64_t grouped_bytes() const;
+  // Whether the grouped matrices are mapped from a file an earlier run kept, not packed here.
+  bool packed_weights_kept() const { return kept_packed_ != nullptr; }
   // What a forward of this model computes, not with which values: the architecture, the attention's
   // shape (heads and window change the work without changing a tensor), every tensor's name, type
   // and shape, and the file's size; 16 hex digits.
@@ -76,8 +80,22 @@ class ModelParameters {
   void CheckScales(const WeightView& w, ThreadPool& pool) const;
   // Checks every held matrix, and the embedding when the first layer is held (CheckScales); with
   // group_weights packs the matrices a group kernel can compute into grouped_, releasing their
-  // file pages.
-  void CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
+  // file pages, or maps what an earlier run packed of this file (model/packed_weight_cache.h),
+  // checking nothing. Returns the key under which to keep what it packed; "" for nothing to keep.
+  std::string CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
+  // What a kept file of these packed matrices is keyed by (model/packed_weight_cache.h): the file's
+  // identity, the layers held, the kernels, grove's version and where each matrix goes; "" for a
+  // model read from memory.
+  std::string PackedWeightsKey(const std::vector<WeightView*>& matrices,
+                               const std::vector<std::size_t>& offsets) const;
+  // Points the grouped matrices into `kept` when every one of them matches it (PackedMatrixOf);
+  // false, with a warning, when one does not, and false for no file.
+  // Writes the packed matrices for later runs on a thread of its own, beside the model's work (a
+  // 45 MB file took 10-25 ms, most of a short run's decoding); the destructor waits for it.
+  void KeepPackedWeights(const std::string& key);
+  bool MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
+                            const std::vector<WeightView*>& matrices,
+                            const std::vector<std::size_t>& offsets);
 
   std::unique_ptr<GgufFile> gguf_;
   ModelConfig config_;
@@ -85,8 +103,12 @@ class ModelParameters {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   uint64_t weight_bytes_ = 0;
-  // The matrices regrouped at load, one after another (CheckAndGroupWeights).
+  // The matrices regrouped at load, one after another (CheckAndGroupWeights), in grouped_ or, as a
+  // run before this one packed them, in kept_packed_.
   AlignedBuffer<uint8_t> grouped_;
+  std::unique_ptr<KeptPackedWeights> kept_packed_;
+  uint64_t grouped_bytes_ = 0;
+  std::thread keeping_;  // KeepPackedWeights
 };
 
 }  // namespace grove

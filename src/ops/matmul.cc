@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "base/error.h"
 #include "kernels/kernel_set.h"
@@ -289,6 +290,17 @@ int64_t GroupedMatrixBytes(const WeightView& w) {
   return ChunkCount(w.n_out) * GroupBytes(w.type, w.n_in);
 }
 
+namespace {
+
+WeightView GroupedView(const WeightView& w, const void* packed) {
+  WeightView view = w;
+  view.data = packed;
+  view.grouped = true;
+  return view;
+}
+
+}  // namespace
+
 WeightView PackMatrix(const WeightView& w, void* dst, ThreadPool& pool) {
   GROVE_CHECK(!w.grouped && HasGroupLayout(w.type), "matmul: cannot pack ", GgmlTypeName(w.type),
               w.grouped ? " (already grouped)" : "");
@@ -304,10 +316,22 @@ WeightView PackMatrix(const WeightView& w, void* dst, ThreadPool& pool) {
                    out + g * group_bytes);
     }
   });
-  WeightView packed = w;
-  packed.data = dst;
-  packed.grouped = true;
-  return packed;
+  return GroupedView(w, dst);
+}
+
+std::optional<WeightView> PackedMatrixOf(const WeightView& w, const void* packed) {
+  GROVE_CHECK(!w.grouped && HasGroupLayout(w.type), "matmul: cannot pack ", GgmlTypeName(w.type),
+              w.grouped ? " (already grouped)" : "");
+  const auto* src = static_cast<const uint8_t*>(w.data);
+  const auto* kept = static_cast<const uint8_t*>(packed);
+  const int64_t group_bytes = GroupBytes(w.type, w.n_in);
+  std::vector<uint8_t> fresh(static_cast<std::size_t>(group_bytes));
+  for (const int64_t g : {int64_t{0}, ChunkCount(w.n_out) - 1}) {
+    const int n = static_cast<int>(std::min<int64_t>(kGroupRows, w.n_out - g * kGroupRows));
+    PackRowGroup(w.type, src + g * kGroupRows * w.row_bytes, w.row_bytes, n, w.n_in, fresh.data());
+    if (std::memcmp(fresh.data(), kept + g * group_bytes, fresh.size()) != 0) return std::nullopt;
+  }
+  return GroupedView(w, packed);
 }
 
 bool CanFuseMatMuls(std::span<const MatMulOutput> outs) {

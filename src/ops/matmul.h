@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "base/aligned_buffer.h"
@@ -36,6 +37,12 @@ int64_t GroupedMatrixBytes(const WeightView& w);
 // grouped view of dst. Requires HasGroupLayout(w.type) and !w.grouped. Groups are packed in
 // parallel on the pool (load time only).
 WeightView PackMatrix(const WeightView& w, void* dst, ThreadPool& pool);
+
+// The grouped view of w's rows already packed at `packed` (by PackMatrix, in this process or an
+// earlier one), if its first and last groups are what PackMatrix makes of w's rows now: a check
+// that the bytes were packed from these rows, in this build's layout, that reads two groups, not
+// the matrix. Null when they differ.
+std::optional<WeightView> PackedMatrixOf(const WeightView& w, const void* packed);
 
 // Scratch for one matmul call (e.g. activations quantized to Q8_0). Sized once at load for the
 // largest (rows, n_in) the model will use, so MatMul never allocates.

@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/replacing_file.h"
 #include "base/text_file.h"
+#include "base/user_cache_directory.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
 #include "speculate/sequoia.h"
@@ -91,14 +92,7 @@ bool CachedVerifyCost::Confirmed(int32_t n) const {
   return false;  // unmeasured, or a point given without samples
 }
 
-std::string VerifyCostCache::DefaultDirectory() {
-  if (const char* dir = std::getenv("GROVE_CACHE_DIR")) return dir;  // "" turns caching off
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::string(xdg) + "/grove";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/grove";
-  return "";
-}
+std::string VerifyCostCache::DefaultDirectory() { return UserCacheDirectory(); }
 
 std::string VerifyCostCache::KeyFor(const Model& target) {
   return StrCat("model ", target.config().arch, " ", target.parameters()->ShapeFingerprint(),

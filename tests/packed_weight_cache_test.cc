@@ -1,0 +1,287 @@
+// Packed matrices kept between runs (model/packed_weight_cache.h): a load maps what an earlier one
+// packed and computes the same bits; a file that changed, a damaged or foreign kept file, and a
+// directory that cannot be written each fall back to packing, and the budget removes the least
+// recently used files.
+#include "model/packed_weight_cache.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "model/model.h"
+#include "model/model_parameters.h"
+#include "model/random_model.h"
+#include "test_support.h"
+
+namespace grove {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Points the user's cache directory (base/user_cache_directory.h) at `dir` for a scope; ctest runs
+// every test with it set and empty (no caching), which is restored after.
+class CacheDirectory {
+ public:
+  explicit CacheDirectory(const std::string& dir) {
+    if (const char* old = std::getenv("GROVE_CACHE_DIR")) old_ = old;
+    ::setenv("GROVE_CACHE_DIR", dir.c_str(), 1);
+  }
+  CacheDirectory(const CacheDirectory&) = delete;
+  CacheDirectory& operator=(const CacheDirectory&) = delete;
+  ~CacheDirectory() {
+    if (old_) {
+      ::setenv("GROVE_CACHE_DIR", old_->c_str(), 1);
+    } else {
+      ::unsetenv("GROVE_CACHE_DIR");
+    }
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// Collects what grove logs for a scope (test binaries log nowhere otherwise).
+class LogCapture {
+ public:
+  LogCapture() {
+    SetLogCallback([this](LogLevel, std::string_view message) {
+      text_ += message;
+      text_ += '\n';
+    });
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+  ~LogCapture() { SetLogCallback(nullptr); }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+void WriteBytes(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+}
+
+std::vector<fs::path> KeptFiles(const std::string& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().filename().string().starts_with("packed-")) files.push_back(e.path());
+  }
+  return files;
+}
+
+// Logits of every position of a fixed prompt.
+std::vector<float> PromptLogits(Model& model) {
+  Batch batch;
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 9; ++i) tokens.push_back((i * 37 + 5) % model.config().n_vocab);
+  batch.AddChain(tokens, 0, 0, /*all_logits=*/true);
+  const std::span<const float> logits = model.Forward(batch);
+  return {logits.begin(), logits.end()};
+}
+
+std::unique_ptr<Model> LoadModel(const std::string& path) {
+  return Model::Load(path, {.n_threads = 2, .n_ctx = 64});
+}
+
+// The logits of `path` loaded with no cache at all (packed here, every scale checked).
+std::vector<float> LogitsWithoutCache(const std::string& path) {
+  CacheDirectory none("");
+  auto model = LoadModel(path);
+  EXPECT_FALSE(model->parameters()->packed_weights_kept());
+  return PromptLogits(*model);
+}
+
+// A kernel level without group kernels packs nothing, and then nothing is kept.
+bool Packs(const std::string& path) {
+  CacheDirectory none("");
+  return LoadModel(path)->parameters()->grouped_bytes() > 0;
+}
+
+void SetModified(const fs::path& path, std::time_t when) {
+  const struct timespec times[2] = {{when, 0}, {when, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
+}
+
+class PackedWeightsKept : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(PackedWeightsKept, ASecondLoadMapsWhatTheFirstPackedAndComputesTheSameBits) {
+  RandomModelSpec spec = testing::TinySpec(GetParam());
+  spec.n_embd = 256;  // a Q4_K super-block
+  spec.n_ff = 512;
+  const std::string path = testing::TempPath("kept.gguf");
+  RandomModelWriter(spec).WriteFile(path);
+  if (!Packs(path)) GTEST_SKIP() << "these kernels pack no " << GgmlTypeName(GetParam());
+  const std::vector<float> expected = LogitsWithoutCache(path);
+
+  const std::string dir = testing::TempPath("cache");
+  CacheDirectory cache(dir);
+  {
+    auto first = LoadModel(path);
+    EXPECT_FALSE(first->parameters()->packed_weights_kept());
+    EXPECT_EQ(PromptLogits(*first), expected);
+  }  // its packed weights are written beside it, and kept when it is gone
+  ASSERT_EQ(KeptFiles(dir).size(), 1u);
+  auto second = LoadModel(path);
+  EXPECT_TRUE(second->parameters()->packed_weights_kept());
+  EXPECT_EQ(PromptLogits(*second), expected);
+  // Another process's map of the same file: two models of one process share nothing else.
+  auto third = LoadModel(path);
+  EXPECT_TRUE(third->parameters()->packed_weights_kept());
+  EXPECT_EQ(PromptLogits(*third), expected);
+  EXPECT_EQ(KeptFiles(dir).size(), 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(GroupedTypes, PackedWeightsKept,
+                         ::testing::Values(GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
+                                           GgmlType::kF16),
+                         [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
+
+// A model file rewritten in place (another seed, the same size) is packed again, and its new
+// weights are what the model computes with.
+TEST(PackedWeightCache, AModelFileRewrittenIsPackedAgain) {
+  const std::string path = testing::TempPath("rewritten.gguf");
+  RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0, 1)).WriteFile(path);
+  if (!Packs(path)) GTEST_SKIP() << "these kernels pack no q8_0";
+  const std::string dir = testing::TempPath("cache");
+  CacheDirectory cache(dir);
+  LoadModel(path);
+  SetModified(path, std::time(nullptr) - 100);  // the first file's modification time, set apart
+  LoadModel(path);
+  ASSERT_TRUE(LoadModel(path)->parameters()->packed_weights_kept());
+
+  RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0, 2)).WriteFile(path);
+  const std::vector<float> expected = LogitsWithoutCache(path);
+  {
+    auto rewritten = LoadModel(path);
+    EXPECT_FALSE(rewritten->parameters()->packed_weights_kept());
+    EXPECT_EQ(PromptLogits(*rewritten), expected);
+  }
+  auto again = LoadModel(path);
+  EXPECT_TRUE(again->parameters()->packed_weights_kept());
+  EXPECT_EQ(PromptLogits(*again), expected);
+}
+
+// A kept file cut short, or one whose first packed group was changed, is ignored with a one-line
+// warning naming it; the model is packed again, computes the right bits, and the file is rewritten.
+TEST(PackedWeightCache, ADamagedKeptFileIsIgnoredWithAWarningAndRewritten) {
+  const std::string path = testing::TempPath("damaged.gguf");
+  RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0)).WriteFile(path);
+  if (!Packs(path)) GTEST_SKIP() << "these kernels pack no q8_0";
+  const std::vector<float> expected = LogitsWithoutCache(path);
+  const std::string dir = testing::TempPath("cache");
+  CacheDirectory cache(dir);
+  LoadModel(path);
+  ASSERT_EQ(KeptFiles(dir).size(), 1u);
+  const fs::path kept = KeptFiles(dir)[0];
+  const auto size = fs::file_size(kept);
+
+  struct Damage {
+    const char* what;
+    std::function<void()> apply;
+    const char* warning;
+  };
+  const Damage damages[] = {
+      {"cut short", [&] { fs::resize_file(kept, size - 100); }, "packed bytes, not"},
+      {"a packed byte changed",
+       [&] {
+         std::FILE* f = std::fopen(kept.c_str(), "r+b");
+         ASSERT_NE(f, nullptr);
+         std::fseek(f, 4096 + 10, SEEK_SET);  // the first matrix's first group
+         const int c = std::fgetc(f);
+         std::fseek(f, 4096 + 10, SEEK_SET);
+         std::fputc(c ^ 0x40, f);
+         std::fclose(f);
+       },
+       "differs from a fresh pack"},
+      {"not a kept file", [&] { WriteBytes(kept.string(), "hello"); }, "not a packed-weights file"},
+  };
+  for (const Damage& d : damages) {
+    SCOPED_TRACE(d.what);
+    d.apply();
+    {
+      LogCapture log;
+      auto model = LoadModel(path);
+      const std::string& err = log.text();
+      EXPECT_FALSE(model->parameters()->packed_weights_kept());
+      EXPECT_NE(err.find("ignoring the packed weights '" + kept.string() + "'"), std::string::npos)
+          << err;
+      EXPECT_NE(err.find(d.warning), std::string::npos) << err;
+      EXPECT_EQ(PromptLogits(*model), expected);
+    }
+    EXPECT_EQ(fs::file_size(kept), size);  // rewritten whole once the model is gone
+    EXPECT_TRUE(LoadModel(path)->parameters()->packed_weights_kept());
+  }
+}
+
+// No cache directory that can be written: the model loads, packed here, nothing kept, no error.
+TEST(PackedWeightCache, ADirectoryThatCannotBeWrittenMeansNoCaching) {
+  const std::string path = testing::TempPath("unwritable.gguf");
+  RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0)).WriteFile(path);
+  const std::string file = testing::TempPath("a-file");
+  WriteBytes(file, "not a directory");
+  CacheDirectory cache(file + "/sub");
+  EXPECT_FALSE(LoadModel(path)->parameters()->packed_weights_kept());
+  EXPECT_FALSE(LoadModel(path)->parameters()->packed_weights_kept());
+}
+
+// Beyond its budget the cache removes the least recently used files, an Open counting as a use;
+// Open refuses a file of another size or another key.
+TEST(PackedWeightCache, RemovesTheLeastRecentlyUsedBeyondItsBudget) {
+  const std::string dir = testing::TempPath("budget");
+  const std::vector<uint8_t> bytes(1000, 7);
+  const uint64_t file_bytes = 4096 + bytes.size();
+  const PackedWeightCache cache(dir, 3 * file_bytes);
+  const std::time_t now = std::time(nullptr);
+  for (const char* key : {"a", "b", "c"}) cache.Store(key, bytes.data(), bytes.size());
+  SetModified(cache.PathFor("a"), now - 300);
+  SetModified(cache.PathFor("b"), now - 200);
+  SetModified(cache.PathFor("c"), now - 100);
+  ASSERT_NE(cache.Open("a", bytes.size()), nullptr);  // a is now the most recently used
+  cache.Store("d", bytes.data(), bytes.size());
+  EXPECT_TRUE(fs::exists(cache.PathFor("a")));
+  EXPECT_FALSE(fs::exists(cache.PathFor("b")));
+  EXPECT_TRUE(fs::exists(cache.PathFor("c")));
+  EXPECT_TRUE(fs::exists(cache.PathFor("d")));
+  auto kept = cache.Open("d", bytes.size());
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(std::vector<uint8_t>(kept->data(), kept->data() + kept->size()), bytes);
+
+  LogCapture log;
+  EXPECT_EQ(cache.Open("d", bytes.size() + 64), nullptr);
+  fs::copy_file(cache.PathFor("c"), cache.PathFor("e"));
+  EXPECT_EQ(cache.Open("e", bytes.size()), nullptr);
+  const std::string& err = log.text();
+  EXPECT_NE(err.find("packed bytes, not"), std::string::npos) << err;
+  EXPECT_NE(err.find("packed for another file"), std::string::npos) << err;
+  // What a writer killed an hour ago left is removed; a younger one may still be written.
+  const std::string old_partial = cache.PathFor("g") + ".a1b2c3.partial";
+  const std::string new_partial = cache.PathFor("h") + ".d4e5f6.partial";
+  WriteBytes(old_partial, "half");
+  WriteBytes(new_partial, "half");
+  SetModified(old_partial, now - 2 * 3600);
+  cache.Store("i", bytes.data(), bytes.size());
+  EXPECT_FALSE(fs::exists(old_partial));
+  EXPECT_TRUE(fs::exists(new_partial));
+  // Files larger than the budget are not kept.
+  const std::vector<uint8_t> large(4 * file_bytes, 1);
+  cache.Store("f", large.data(), large.size());
+  EXPECT_FALSE(fs::exists(cache.PathFor("f")));
+}
+
+}  // namespace
+}  // namespace grove
