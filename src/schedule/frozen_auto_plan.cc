@@ -42,15 +42,23 @@ std::vector<std::pair<int32_t, double>> MediansOn(Model& model, int32_t seq,
 // adds its times to the kept curve once, however many schedulers it starts (tot starts one per
 // search step, tot-bench and bench one per policy and repetition): samples of one process would
 // share whatever slowed it, and two of them could confirm a slowed time.
-std::optional<VerifyCostCurve> MeasuredHere(const std::string& key, int32_t max_tokens,
-                                            const std::optional<VerifyCostCurve>& measured) {
-  static std::mutex mutex;
-  static std::map<std::string, VerifyCostCurve> curves;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (measured) curves.insert_or_assign(key, *measured);
-  const auto found = curves.find(key);
-  if (found == curves.end() || found->second.max_size() < max_tokens) return std::nullopt;
+std::mutex g_measured_here_mutex;
+std::map<std::string, VerifyCostCurve> g_measured_here;
+
+// The process's measurement for key, when it reaches max_tokens.
+std::optional<VerifyCostCurve> MeasuredHere(const std::string& key, int32_t max_tokens) {
+  std::lock_guard<std::mutex> lock(g_measured_here_mutex);
+  const auto found = g_measured_here.find(key);
+  if (found == g_measured_here.end() || found->second.max_size() < max_tokens) return std::nullopt;
   return found->second;
+}
+
+// Keeps the process's measurement for key; true when it is the process's first for key.
+bool RememberMeasuredHere(const std::string& key, const VerifyCostCurve& curve) {
+  std::lock_guard<std::mutex> lock(g_measured_here_mutex);
+  const bool first = !g_measured_here.contains(key);
+  g_measured_here.insert_or_assign(key, curve);
+  return first;
 }
 
 }  // namespace
@@ -85,7 +93,7 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
                               : VerifyCostCache::KeyFor(target);
   if (kept && KeptCurveIsSettled(*kept, measured)) {
     inputs.verify_cost = VerifyCostCurve(kept->points);
-  } else if (std::optional<VerifyCostCurve> here = MeasuredHere(key, measured, std::nullopt)) {
+  } else if (std::optional<VerifyCostCurve> here = MeasuredHere(key, measured)) {
     inputs.verify_cost = std::move(here);
   } else {
     const int32_t slot = target.kv().Acquire();
@@ -98,9 +106,7 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
     }
     target.kv().Release(slot);
     inputs.verify_cost = RaisedCurve(medians);
-    const bool first_here = !MeasuredHere(key, 1, std::nullopt).has_value();
-    MeasuredHere(key, measured, inputs.verify_cost);
-    if (cache && first_here) {
+    if (RememberMeasuredHere(key, *inputs.verify_cost) && cache) {
       CachedVerifyCost merged = kept.value_or(CachedVerifyCost{});
       for (const auto& [n, seconds] : medians)
         merged.AddSample(n, n == 1 ? seconds : seconds / medians.front().second);

@@ -68,9 +68,8 @@ static_assert(std::size(kMeasureOrder) == std::size(kMeasuredSizes));
 // sample taken beside the first would share what slowed it), at most `limit` (the plan's
 // budget), nor larger than the target's batch, nor than a confirmed size that costs more than
 // worth_ratio x t(1) (no larger tree can repay it; an unconfirmed time may be a slowed one). None
-// left: 0. In kMeasureOrder's order a
-// size is confirmed soon after it is first measured, coarse sizes first: a slowed time near the
-// trees auto chooses is not kept for long.
+// left: 0. In kMeasureOrder's order a size is confirmed soon after it is first measured, coarse
+// sizes first: a slowed time near the trees auto chooses is not kept for long.
 int32_t NextMeasuredSize(const CachedVerifyCost& curve, int32_t limit, int32_t max_batch,
                          double worth_ratio, std::span<const int32_t> sampled = {}) {
   int32_t too_dear = std::numeric_limits<int32_t>::max();

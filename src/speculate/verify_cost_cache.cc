@@ -165,15 +165,16 @@ void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) 
   if (!enabled()) return;
   const std::string key = KeyFor(target);
   const std::string path = PathFor(key);
+  // Points given without samples (a profile, a version-1 file) are written as one sample each.
+  CachedVerifyCost sampled = curve;
+  sampled.SeedSamplesFromPoints();
   nlohmann::json points = nlohmann::json::array();
-  for (std::size_t i = 0; i < curve.points.size(); ++i) {
-    const auto [n, seconds] = curve.points[i];
-    const bool sampled = i < curve.samples.size() && curve.samples[i].first == n;
-    const double t1 = curve.points.front().second;
-    points.push_back({{"n", n},
-                      {"seconds_median", seconds},
-                      {"samples", sampled ? curve.samples[i].second
-                                          : std::vector<double>{n == 1 ? seconds : seconds / t1}}});
+  for (std::size_t i = 0; i < sampled.points.size(); ++i) {
+    GROVE_CHECK(sampled.samples[i].first == sampled.points[i].first,
+                "verify cost cache: samples and points of different sizes");
+    points.push_back({{"n", sampled.points[i].first},
+                      {"seconds_median", sampled.points[i].second},
+                      {"samples", sampled.samples[i].second}});
   }
   const nlohmann::json j = {
       {"format", kFormat},

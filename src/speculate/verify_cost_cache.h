@@ -58,8 +58,7 @@ struct CachedVerifyCost {
   bool Confirmed(int32_t n) const;
   // points from samples (unchanged where no samples are kept).
   void DerivePoints();
-
- private:
+  // Where only points are given (no samples), each point as one sample, not yet confirmed.
   void SeedSamplesFromPoints();
 };
 

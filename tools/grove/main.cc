@@ -54,6 +54,8 @@ const char* UnknownCommand(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+#ifndef GROVE_NET_COMMANDS
+// grove's stand-ins for the commands grove-net runs (grove-net, built from this file, has them).
 void AddNetCommandEntries(CLI::App& app) {
   for (const NetCommand& net : kNetCommands) {
     // Never parsed here: main() has executed grove-net before the parse when one is named.
@@ -82,6 +84,7 @@ std::optional<int> RunNetCommandInGroveNet(int argc, char** argv) {
              "': " + std::strerror(errno));
   return 1;
 }
+#endif
 
 }  // namespace grove::cli
 
