@@ -557,7 +557,9 @@ TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].extension(), ".json");
   EXPECT_NE(ReadAll(files[0]).find("\"curve\""), std::string::npos);
-  EXPECT_EQ(packed.size(), 2u);
+  // The scalar kernels compute every matrix as the file stores it: nothing is packed or kept.
+  const bool packs = Grove("--version").out.find("kernels: scalar") == std::string::npos;
+  EXPECT_EQ(packed.size(), packs ? 2u : 0u);
   r = grove(run + " -v");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const fs::path& file : packed) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -151,8 +152,8 @@ INSTANTIATE_TEST_SUITE_P(GroupedTypes, PackedWeightsKept,
                                            GgmlType::kF16),
                          [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
 
-// A model file rewritten in place (another seed, the same size) is packed again, and its new
-// weights are what the model computes with.
+// A model file rewritten (another seed, the same size, the same modification time) is packed
+// again, and its new weights are what the model computes with.
 TEST(PackedWeightCache, AModelFileRewrittenIsPackedAgain) {
   const std::string path = testing::TempPath("rewritten.gguf");
   RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0, 1)).WriteFile(path);
@@ -164,7 +165,12 @@ TEST(PackedWeightCache, AModelFileRewrittenIsPackedAgain) {
   LoadModel(path);
   ASSERT_TRUE(LoadModel(path)->parameters()->packed_weights_kept());
 
+  // Rewritten in place, its size and modification time then set back (as `cp -p` onto it does):
+  // only the status-change time tells it from the file packed before.
+  struct stat before {};
+  ASSERT_EQ(::stat(path.c_str(), &before), 0);
   RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0, 2)).WriteFile(path);
+  SetModified(path, before.st_mtim.tv_sec);
   const std::vector<float> expected = LogitsWithoutCache(path);
   {
     auto rewritten = LoadModel(path);
@@ -201,9 +207,11 @@ TEST(PackedWeightCache, ADamagedKeptFileIsIgnoredWithAWarningAndRewritten) {
        [&] {
          std::FILE* f = std::fopen(kept.c_str(), "r+b");
          ASSERT_NE(f, nullptr);
-         std::fseek(f, 4096 + 10, SEEK_SET);  // the first matrix's first group
+         // The first matrix's first group.
+         const long at = static_cast<long>(PackedWeightCache::kHeaderBytes) + 10;
+         std::fseek(f, at, SEEK_SET);
          const int c = std::fgetc(f);
-         std::fseek(f, 4096 + 10, SEEK_SET);
+         std::fseek(f, at, SEEK_SET);
          std::fputc(c ^ 0x40, f);
          std::fclose(f);
        },
@@ -244,7 +252,7 @@ TEST(PackedWeightCache, ADirectoryThatCannotBeWrittenMeansNoCaching) {
 TEST(PackedWeightCache, RemovesTheLeastRecentlyUsedBeyondItsBudget) {
   const std::string dir = testing::TempPath("budget");
   const std::vector<uint8_t> bytes(1000, 7);
-  const uint64_t file_bytes = 4096 + bytes.size();
+  const uint64_t file_bytes = PackedWeightCache::kHeaderBytes + bytes.size();
   const PackedWeightCache cache(dir, 3 * file_bytes);
   const std::time_t now = std::time(nullptr);
   for (const char* key : {"a", "b", "c"}) cache.Store(key, bytes.data(), bytes.size());
@@ -267,7 +275,7 @@ TEST(PackedWeightCache, RemovesTheLeastRecentlyUsedBeyondItsBudget) {
   EXPECT_EQ(cache.Open("e", bytes.size()), nullptr);
   const std::string& err = log.text();
   EXPECT_NE(err.find("packed bytes, not"), std::string::npos) << err;
-  EXPECT_NE(err.find("packed for another file"), std::string::npos) << err;
+  EXPECT_NE(err.find("packed under another key"), std::string::npos) << err;
   // What a writer killed an hour ago left is removed; a younger one may still be written.
   const std::string old_partial = cache.PathFor("g") + ".a1b2c3.partial";
   const std::string new_partial = cache.PathFor("h") + ".d4e5f6.partial";
@@ -281,6 +289,49 @@ TEST(PackedWeightCache, RemovesTheLeastRecentlyUsedBeyondItsBudget) {
   const std::vector<uint8_t> large(4 * file_bytes, 1);
   cache.Store("f", large.data(), large.size());
   EXPECT_FALSE(fs::exists(cache.PathFor("f")));
+}
+
+// Only the user's own kept files are read: a link planted in their place, or a file others may
+// write, is refused with a warning and packed again (a cache directory shared through
+// GROVE_CACHE_DIR must not let another user choose the weights).
+TEST(PackedWeightCache, ALinkOrAFileOthersMayWriteIsNotRead) {
+  const std::string dir = testing::TempPath("planted");
+  const std::vector<uint8_t> bytes(1000, 7);
+  const PackedWeightCache cache(dir);
+  ASSERT_TRUE(cache.Store("a", bytes.data(), bytes.size()));
+  ASSERT_NE(cache.Open("a", bytes.size()), nullptr);
+  LogCapture log;
+  fs::permissions(cache.PathFor("a"), fs::perms::group_write, fs::perm_options::add);
+  EXPECT_EQ(cache.Open("a", bytes.size()), nullptr);
+  EXPECT_NE(log.text().find("writable by others"), std::string::npos) << log.text();
+  fs::rename(cache.PathFor("a"), dir + "/elsewhere.bin");
+  fs::create_symlink(dir + "/elsewhere.bin", cache.PathFor("a"));
+  EXPECT_EQ(cache.Open("a", bytes.size()), nullptr);
+  EXPECT_NE(log.text().find("not a regular file"), std::string::npos) << log.text();
+  // Store replaces the link with a file of its own, leaving the link's target alone.
+  ASSERT_TRUE(cache.Store("a", bytes.data(), bytes.size()));
+  EXPECT_NE(cache.Open("a", bytes.size()), nullptr);
+  EXPECT_TRUE(fs::exists(dir + "/elsewhere.bin"));
+}
+
+// A writer in the background and one that writes everything at Finish keep the same file, and no
+// temporary; whatever share of the chunks the idle thread wrote before Finish.
+TEST(PackedWeightCache, AWriterKeepsTheWholeFileWhoeverWritesItsChunks) {
+  const std::string dir = testing::TempPath("writer");
+  std::vector<uint8_t> bytes((std::size_t{5} << 20) + 123);  // five chunks and a part
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  const PackedWeightCache cache(dir);
+  for (const bool background : {false, true}) {
+    SCOPED_TRACE(background ? "background" : "at Finish");
+    const std::string key = background ? "b" : "f";
+    PackedWeightWriter writer(cache, key, bytes.data(), bytes.size(), background);
+    EXPECT_TRUE(writer.Finish());
+    EXPECT_TRUE(writer.Finish());  // once
+    EXPECT_FALSE(testing::PartialFileLeft(cache.PathFor(key)));
+    auto kept = cache.Open(key, bytes.size());
+    ASSERT_NE(kept, nullptr);
+    EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), kept->data()));
+  }
 }
 
 }  // namespace

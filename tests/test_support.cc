@@ -18,6 +18,14 @@
 #include "io/gguf_writer.h"
 
 namespace grove::testing {
+namespace {
+
+// A test binary run outside ctest (which sets it empty) keeps nothing in the user's cache: its
+// temporary models' packed weights would otherwise push the user's own out of the budget. A
+// directory the caller set is kept.
+[[maybe_unused]] const bool kNoUserCache = ::setenv("GROVE_CACHE_DIR", "", /*overwrite=*/0) == 0;
+
+}  // namespace
 
 std::string SharedPath(const std::string& relative) {
   const char* env = std::getenv("GROVE_SHARED_DIR");

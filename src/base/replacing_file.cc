@@ -50,7 +50,24 @@ ReplacingFile::~ReplacingFile() {
 }
 
 void ReplacingFile::Write(const void* data, std::size_t n) {
-  if (error_ == 0 && n > 0 && std::fwrite(data, 1, n, file_) != n) error_ = errno ? errno : EIO;
+  if (error_ == 0 && n > 0 && std::fwrite(data, 1, n, file_) != n)
+    error_ = errno != 0 ? errno : EIO;
+}
+
+void ReplacingFile::WriteAt(const void* data, std::size_t n, uint64_t offset) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0 && error_ == 0) {
+    const ssize_t written = ::pwrite(::fileno(file_), p, n, static_cast<off_t>(offset));
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) {
+      int expected = 0;
+      error_.compare_exchange_strong(expected, written < 0 ? errno : EIO);
+      return;
+    }
+    p += written;
+    n -= static_cast<std::size_t>(written);
+    offset += static_cast<uint64_t>(written);
+  }
 }
 
 void ReplacingFile::Commit() {
@@ -61,7 +78,7 @@ void ReplacingFile::Commit() {
   if (error_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) error_ = errno;
   if (error_ != 0) {
     ::unlink(tmp_.c_str());
-    Fail("cannot write ", what_, " '", path_, "': ", std::strerror(error_));
+    Fail("cannot write ", what_, " '", path_, "': ", std::strerror(error_.load()));
   }
 }
 

@@ -5,6 +5,8 @@
 // The file gets mode 0644 less the umask, as a file made by open(2) would.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -24,6 +26,9 @@ class ReplacingFile {
   // Buffered writes; a failure is remembered and reported by Commit().
   void Write(const void* data, std::size_t n);
   void Write(std::string_view text) { Write(text.data(), text.size()); }
+  // Writes at a byte offset, unbuffered (pwrite): threads may write distinct ranges at once. Not
+  // to be mixed with Write. A failure is remembered and reported by Commit().
+  void WriteAt(const void* data, std::size_t n, uint64_t offset);
   // Flushes, closes and renames over path(). Throws grove::Error naming what failed (the
   // temporary file is then gone).
   void Commit();
@@ -33,7 +38,7 @@ class ReplacingFile {
   std::string what_;
   std::string tmp_;
   std::FILE* file_ = nullptr;
-  int error_ = 0;  // errno of the first failed write
+  std::atomic<int> error_{0};  // errno of the first failed write
 };
 
 // The whole of `text` as the new contents of `path` (a ReplacingFile).

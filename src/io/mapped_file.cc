@@ -31,7 +31,8 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
   identity_ = {.device = static_cast<uint64_t>(st.st_dev),
                .inode = static_cast<uint64_t>(st.st_ino),
                .size = static_cast<uint64_t>(st.st_size),
-               .modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+               .modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+               .changed_ns = int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {

@@ -10,12 +10,15 @@
 namespace grove {
 
 // Which file a map holds, as the file system tells one file (and one version of it) from another:
-// a file rewritten or replaced has another modification time or inode.
+// a file replaced has another inode, one rewritten in place another status-change time (which,
+// unlike the modification time, no user can set back: `cp -p` or `rsync -t` onto a file keep
+// its size and modification time).
 struct FileIdentity {
   uint64_t device = 0;
   uint64_t inode = 0;
   uint64_t size = 0;
   int64_t modified_ns = 0;
+  int64_t changed_ns = 0;
 };
 
 class MappedFile {

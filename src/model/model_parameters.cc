@@ -1,12 +1,10 @@
 #include "model/model_parameters.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 
+#include "base/build_id.h"
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "base/log.h"
@@ -15,6 +13,7 @@
 #include "kernels/kernel_set.h"
 #include "model/packed_weight_cache.h"
 #include "ops/matmul.h"
+#include "quant/packed.h"
 #include "quant/quant.h"
 #include "tokenize/tokenizer.h"
 
@@ -46,10 +45,7 @@ std::shared_ptr<const ModelParameters> ModelParameters::FromGguf(std::unique_ptr
 }
 
 ModelParameters::~ModelParameters() {
-  if (!keeping_.joinable()) return;
-  const sched_param normal{};
-  ::pthread_setschedparam(keeping_.native_handle(), SCHED_OTHER, &normal);
-  keeping_.join();
+  keeping_.reset();  // before grouped_, which it writes
 }
 
 ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weights,
@@ -74,10 +70,8 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
            config_.n_vocab, " rows");
     }
   }
-  const std::string keep_key = CheckAndGroupWeights(group_weights, pool);
+  CheckAndGroupWeights(group_weights, pool);
   for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
-  // Last: nothing may throw once the thread runs (a joinable thread destroyed ends the process).
-  if (!keep_key.empty()) KeepPackedWeights(keep_key);
 }
 
 std::vector<WeightView*> ModelParameters::HeldMatrices() {
@@ -121,6 +115,14 @@ std::string ModelParameters::ShapeFingerprint() const {
 
 const std::string& ModelParameters::file_name() const { return gguf_->name(); }
 
+std::string ModelParameters::TensorName(const void* data) const {
+  const auto* p = static_cast<const uint8_t*>(data);
+  for (const GgufTensor& t : gguf_->tensors()) {
+    if (t.data <= p && p < t.data + t.n_bytes) return t.name;
+  }
+  return "?";
+}
+
 void ModelParameters::CheckScales(const WeightView& w, ThreadPool& pool) const {
   std::atomic<int64_t> bad_row{w.n_out};
   const auto* data = static_cast<const uint8_t*>(w.data);
@@ -135,17 +137,13 @@ void ModelParameters::CheckScales(const WeightView& w, ThreadPool& pool) const {
   });
   const int64_t row = bad_row.load();
   if (row == w.n_out) return;
-  std::string name = "?";
-  for (const GgufTensor& t : gguf_->tensors()) {
-    if (t.data <= data && data < t.data + t.n_bytes) name = t.name;
-  }
-  Fail("model: tensor '", name, "' (", GgmlTypeName(w.type), ") of '", gguf_->name(),
+  Fail("model: tensor '", TensorName(data), "' (", GgmlTypeName(w.type), ") of '", gguf_->name(),
        "' has a NaN or infinite scale in block ",
        FirstNonFiniteScale(w.type, data + row * w.row_bytes, w.n_in), " of row ", row,
        ": the file is damaged");
 }
 
-std::string ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool) {
+void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool) {
   const KernelSet& kernels = ActiveKernels();
   std::vector<WeightView*> matrices = HeldMatrices();
   if (part_.first_layer == 0) matrices.push_back(&weights_.token_embd);
@@ -162,7 +160,7 @@ std::string ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool
   const std::string key = total > 0 ? PackedWeightsKey(matrices, offsets) : "";
   const PackedWeightCache cache(key.empty() ? "" : UserCacheDirectory());
   // A kept file was checked (every scale) when it was packed from this very file.
-  if (cache.enabled() && MapKeptPackedWeights(cache.Open(key, total), matrices, offsets)) return "";
+  if (cache.enabled() && MapKeptPackedWeights(cache.Open(key, total), matrices, offsets)) return;
   // One buffer for every packed matrix, not one each: a matrix of a small model is under a
   // megabyte, too small for a huge page, and a 45 MB model's 57 buffers were 11,000 page faults
   // (a third of its load time, zeroing included) and TLB misses on every pass over the weights.
@@ -180,17 +178,9 @@ std::string ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool
     // A tied output matrix shares its rows with the embedding lookup, which keeps reading them.
     if (rows.data != weights_.token_embd.data) gguf_->ReleasePages(rows.data, MatrixBytes(rows));
   }
-  return cache.enabled() ? key : "";
-}
-
-void ModelParameters::KeepPackedWeights(const std::string& key) {
-  keeping_ = std::thread([this, cache = PackedWeightCache(UserCacheDirectory()), key] {
-    // The lowest priority while the model is in use: the write takes no core a forward wants
-    // (the destructor raises it again, so that a busy machine cannot hold up the exit).
-    const sched_param idle{};
-    ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
-    cache.Store(key, grouped_.data(), grouped_bytes_);
-  });
+  if (cache.enabled()) {
+    keeping_ = std::make_unique<PackedWeightWriter>(cache, key, grouped_.data(), total);
+  }
 }
 
 std::string ModelParameters::PackedWeightsKey(const std::vector<WeightView*>& matrices,
@@ -206,9 +196,10 @@ std::string ModelParameters::PackedWeightsKey(const std::vector<WeightView*>& ma
     layout.Mix(fields, sizeof(fields));
   }
   return StrCat("gguf ", file->device, ":", file->inode, " size ", file->size, " modified ",
-                file->modified_ns, " | layers ", part_.first_layer, "-", part_.last_layer,
-                " | kernels ", ActiveKernels().name, " | grove ", GROVE_VERSION, " | layout ",
-                layout.Hex());
+                file->modified_ns, " changed ", file->changed_ns, " | layers ", part_.first_layer,
+                "-", part_.last_layer, " | kernels ", ActiveKernels().name, " | layout ",
+                kPackedLayoutVersion, " ", layout.Hex(), " | grove ", GROVE_VERSION, " build ",
+                ExecutableBuildId());
 }
 
 bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
@@ -220,8 +211,9 @@ bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> ke
     if (offsets[i] == kNotGrouped) continue;
     const std::optional<WeightView> view = PackedMatrixOf(*matrices[i], kept->data() + offsets[i]);
     if (!view) {
-      Log(LogLevel::kWarn, "ignoring the packed weights '", kept->path(), "' (matrix ", i,
-          " differs from a fresh pack of '", gguf_->name(), "'); they will be packed again");
+      Log(LogLevel::kWarn, "ignoring the packed weights '", kept->path(), "' (tensor '",
+          TensorName(matrices[i]->data), "' differs from a fresh pack of '", gguf_->name(),
+          "'); they will be packed again");
       return false;
     }
     views[i] = *view;

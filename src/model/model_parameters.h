@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/aligned_buffer.h"
@@ -19,6 +18,7 @@ namespace grove {
 
 class GgufFile;
 class KeptPackedWeights;
+class PackedWeightWriter;
 class ThreadPool;
 class Tokenizer;
 
@@ -78,21 +78,20 @@ class ModelParameters {
   // is NaN, and through the next layers so is every logit. Reads 2-4 bytes per block, spread over
   // the pool (about 55 ms per GB on 2 cores: every cache line is touched).
   void CheckScales(const WeightView& w, ThreadPool& pool) const;
+  // The name of the tensor whose bytes hold `data`, for messages ("?" if none does).
+  std::string TensorName(const void* data) const;
   // Checks every held matrix, and the embedding when the first layer is held (CheckScales); with
   // group_weights packs the matrices a group kernel can compute into grouped_, releasing their
-  // file pages, or maps what an earlier run packed of this file (model/packed_weight_cache.h),
-  // checking nothing. Returns the key under which to keep what it packed; "" for nothing to keep.
-  std::string CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
+  // file pages, and keeps them for later runs (keeping_), or maps what an earlier run packed of
+  // this file (model/packed_weight_cache.h), which was checked when it was packed.
+  void CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
   // What a kept file of these packed matrices is keyed by (model/packed_weight_cache.h): the file's
-  // identity, the layers held, the kernels, grove's version and where each matrix goes; "" for a
-  // model read from memory.
+  // identity, the layers held, the kernels, the packed layout with where each matrix goes, and
+  // grove's version and build; "" for a model read from memory.
   std::string PackedWeightsKey(const std::vector<WeightView*>& matrices,
                                const std::vector<std::size_t>& offsets) const;
   // Points the grouped matrices into `kept` when every one of them matches it (PackedMatrixOf);
   // false, with a warning, when one does not, and false for no file.
-  // Writes the packed matrices for later runs on a thread of its own, beside the model's work (a
-  // 45 MB file took 10-25 ms, most of a short run's decoding); the destructor waits for it.
-  void KeepPackedWeights(const std::string& key);
   bool MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
                             const std::vector<WeightView*>& matrices,
                             const std::vector<std::size_t>& offsets);
@@ -108,7 +107,7 @@ class ModelParameters {
   AlignedBuffer<uint8_t> grouped_;
   std::unique_ptr<KeptPackedWeights> kept_packed_;
   uint64_t grouped_bytes_ = 0;
-  std::thread keeping_;  // KeepPackedWeights
+  std::unique_ptr<PackedWeightWriter> keeping_;  // writes grouped_ for later runs
 };
 
 }  // namespace grove

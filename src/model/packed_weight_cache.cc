@@ -1,12 +1,16 @@
 #include "model/packed_weight_cache.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <system_error>
 #include <tuple>
 #include <vector>
 
@@ -19,22 +23,35 @@ namespace grove {
 namespace {
 
 // A kept file: a header of kHeaderBytes (the magic, the format version, the key's length, the
-// packed bytes' count, the key itself, zeros), then the packed bytes, which therefore start on a
-// page boundary of the map.
+// packed bytes' count, the key itself, zeros), then the packed bytes.
 constexpr char kMagic[8] = {'G', 'R', 'O', 'V', 'E', 'P', 'K', 'W'};
 constexpr uint32_t kFormatVersion = 1;
-constexpr std::size_t kHeaderBytes = 4096;
+constexpr std::size_t kHeaderBytes = PackedWeightCache::kHeaderBytes;
 constexpr std::size_t kHeaderFixedBytes = sizeof(kMagic) + 4 + 4 + 8;
+// What a writer takes at a time: at most one chunk is left to an idle thread when Finish comes.
+constexpr std::size_t kWriteChunkBytes = std::size_t{1} << 20;
 
 constexpr const char* kPrefix = "packed-";
 constexpr const char* kSuffix = ".bin";
-constexpr auto kStale = std::chrono::hours(1);
+// A temporary (ReplacingFile's) this old was left by a writer that was killed.
+constexpr auto kPartialAbandonedAfter = std::chrono::hours(1);
 
 template <typename T>
 T ReadField(const uint8_t* p) {
   T value;
   std::memcpy(&value, p, sizeof(T));
   return value;
+}
+
+// What Open reads must be this user's own file, as written by Store: not a link someone planted
+// (in a cache directory shared through GROVE_CACHE_DIR), nor one others may change.
+struct stat CheckOwnFile(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) Fail("cannot stat it: ", std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) Fail("not a regular file");
+  if (st.st_uid != ::geteuid()) Fail("owned by another user");
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) Fail("writable by others");
+  return st;
 }
 
 }  // namespace
@@ -52,9 +69,13 @@ std::unique_ptr<KeptPackedWeights> PackedWeightCache::Open(const std::string& ke
   if (!enabled()) return nullptr;
   const std::string path = PathFor(key);
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return nullptr;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return nullptr;
   try {
+    const struct stat checked = CheckOwnFile(path);
     auto map = std::make_unique<MappedFile>(path);
+    if (map->identity().device != static_cast<uint64_t>(checked.st_dev) ||
+        map->identity().inode != static_cast<uint64_t>(checked.st_ino))
+      Fail("replaced while it was opened");
     const std::span<const uint8_t> file = map->bytes();
     if (file.size() < kHeaderBytes || std::memcmp(file.data(), kMagic, sizeof(kMagic)) != 0)
       Fail("not a packed-weights file");
@@ -65,7 +86,7 @@ std::unique_ptr<KeptPackedWeights> PackedWeightCache::Open(const std::string& ke
     if (key_bytes > kHeaderBytes - kHeaderFixedBytes ||
         std::string_view(reinterpret_cast<const char*>(file.data()) + kHeaderFixedBytes,
                          key_bytes) != key)
-      Fail("it was packed for another file, build or machine");
+      Fail("it was packed under another key");
     if (data_bytes != bytes || file.size() - kHeaderBytes != bytes)
       Fail("it holds ", file.size() - kHeaderBytes, " packed bytes, not ", bytes);
     // Marks it used: the budget removes the least recently used files first.
@@ -78,18 +99,61 @@ std::unique_ptr<KeptPackedWeights> PackedWeightCache::Open(const std::string& ke
   }
 }
 
-void PackedWeightCache::Store(const std::string& key, const uint8_t* data, uint64_t bytes) const {
-  if (!enabled()) return;
-  if (bytes > kMaxFileBytes || bytes > budget_bytes_ ||
+bool PackedWeightCache::Store(const std::string& key, const uint8_t* data, uint64_t bytes) const {
+  return PackedWeightWriter(*this, key, data, bytes, /*background=*/false).Finish();
+}
+
+void PackedWeightCache::Evict(const std::string& keep) const {
+  using Clock = std::filesystem::file_time_type::clock;
+  std::vector<std::tuple<std::filesystem::file_time_type, uint64_t, std::filesystem::path>> kept;
+  uint64_t total = 0;
+  std::error_code walk;  // ends the walk; each entry's own failures only skip the entry
+  for (auto it = std::filesystem::directory_iterator(dir_, walk);
+       !walk && it != std::filesystem::directory_iterator(); it.increment(walk)) {
+    const std::filesystem::directory_entry& entry = *it;
+    const std::string name = entry.path().filename().string();
+    std::error_code ec;
+    if (!name.starts_with(kPrefix) || !entry.is_regular_file(ec)) continue;
+    const uint64_t size = entry.file_size(ec);
+    const std::filesystem::file_time_type used = entry.last_write_time(ec);
+    if (ec) continue;
+    if (name.ends_with(".partial")) {
+      // Another process's write under way counts against the budget; one killed long ago goes.
+      if (used < Clock::now() - kPartialAbandonedAfter) {
+        std::filesystem::remove(entry.path(), ec);
+      } else {
+        total += size;
+      }
+      continue;
+    }
+    if (!name.ends_with(kSuffix)) continue;
+    total += size;
+    if (entry.path() != keep) kept.emplace_back(used, size, entry.path());
+  }
+  std::sort(kept.begin(), kept.end());
+  for (const auto& [when, size, path] : kept) {
+    if (total <= budget_bytes_) break;
+    if (std::error_code ec; std::filesystem::remove(path, ec)) {
+      total -= size;
+      Log(LogLevel::kDebug, "packed weights: removed '", path.string(),
+          "', the least recently used, to stay within ", budget_bytes_, " bytes");
+    }
+  }
+}
+
+PackedWeightWriter::PackedWeightWriter(PackedWeightCache cache, std::string key,
+                                       const uint8_t* data, uint64_t bytes, bool background)
+    : cache_(std::move(cache)), path_(cache_.PathFor(key)), data_(data), bytes_(bytes) {
+  if (!cache_.enabled()) return;
+  if (bytes > PackedWeightCache::kMaxFileBytes || bytes + kHeaderBytes > cache_.budget_bytes() ||
       key.size() > kHeaderBytes - kHeaderFixedBytes) {
     Log(LogLevel::kDebug, "packed weights: not kept (", bytes, " bytes, a key of ", key.size(),
         ")");
     return;
   }
-  const std::string path = PathFor(key);
   try {
     std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+    std::filesystem::create_directories(cache_.directory(), ec);
     std::vector<uint8_t> header(kHeaderBytes, 0);
     const auto key_bytes = static_cast<uint32_t>(key.size());
     std::memcpy(header.data(), kMagic, sizeof(kMagic));
@@ -97,46 +161,50 @@ void PackedWeightCache::Store(const std::string& key, const uint8_t* data, uint6
     std::memcpy(header.data() + 12, &key_bytes, 4);
     std::memcpy(header.data() + 16, &bytes, 8);
     std::memcpy(header.data() + kHeaderFixedBytes, key.data(), key.size());
-    ReplacingFile file(path, "packed weights");
-    file.Write(header.data(), header.size());
-    file.Write(data, bytes);
-    file.Commit();
+    file_.emplace(path_, "packed weights");
+    file_->WriteAt(header.data(), header.size(), 0);
   } catch (const std::exception& e) {
     Log(LogLevel::kDebug, "packed weights: not kept: ", e.what());
+    file_.reset();
     return;
   }
-  Evict(path);
+  if (!background) return;
+  try {
+    thread_ = std::thread([this] {
+      const sched_param idle{};
+      ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
+      WriteChunks();
+    });
+  } catch (const std::system_error& e) {  // no thread to be had: Finish writes it all
+    Log(LogLevel::kDebug, "packed weights: written at the end (", e.what(), ")");
+  }
 }
 
-void PackedWeightCache::Evict(const std::string& keep) const {
-  std::vector<std::tuple<std::filesystem::file_time_type, uint64_t, std::filesystem::path>> kept;
-  uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with(kPrefix) || !entry.is_regular_file(ec)) continue;
-    // What a process killed while writing left (ReplacingFile's temporary), once it is surely
-    // not being written any more.
-    if (name.ends_with(".partial") &&
-        entry.last_write_time(ec) < std::filesystem::file_time_type::clock::now() - kStale) {
-      std::filesystem::remove(entry.path(), ec);
-      continue;
-    }
-    if (!name.ends_with(kSuffix)) continue;
-    const uint64_t size = entry.file_size(ec);
-    if (ec) continue;
-    total += size;
-    if (entry.path() != keep) kept.emplace_back(entry.last_write_time(ec), size, entry.path());
+void PackedWeightWriter::WriteChunks() {
+  for (;;) {
+    const uint64_t at = next_chunk_.fetch_add(kWriteChunkBytes);
+    if (at >= bytes_) return;
+    file_->WriteAt(data_ + at, std::min<uint64_t>(kWriteChunkBytes, bytes_ - at),
+                   kHeaderBytes + at);
   }
-  std::sort(kept.begin(), kept.end());
-  for (const auto& [when, size, path] : kept) {
-    if (total <= budget_bytes_) break;
-    if (std::filesystem::remove(path, ec)) {
-      total -= size;
-      Log(LogLevel::kDebug, "packed weights: removed '", path.string(),
-          "', the least recently used, to stay within ", budget_bytes_, " bytes");
-    }
+}
+
+bool PackedWeightWriter::Finish() {
+  if (finished_) return kept_;
+  finished_ = true;
+  if (!file_) return false;
+  WriteChunks();
+  if (thread_.joinable()) thread_.join();
+  try {
+    file_->Commit();
+    file_.reset();
+    kept_ = true;
+    cache_.Evict(path_);
+  } catch (const std::exception& e) {
+    Log(LogLevel::kDebug, "packed weights: not kept: ", e.what());
+    file_.reset();
   }
+  return kept_;
 }
 
 }  // namespace grove

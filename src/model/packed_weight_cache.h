@@ -1,30 +1,36 @@
 // Packed matrices kept between runs. Packing a model's matrices into row groups (quant/packed.h)
 // reads the whole file, writes as many bytes again into fresh memory that the kernel first zeroes,
-// and checks every block's scale: 15-17 of the 19 ms a run of the bundled 45 MB target spent
-// loading, paid by every `grove run` however few tokens it makes. A kept file is mapped instead:
-// no packing, no zeroing, no check, and processes that run the same model share its pages.
+// and checks every block's scale: 13 of the 17 ms a run of the bundled 45 MB target spent loading,
+// paid by every `grove run` however few tokens it makes. A kept file is mapped instead: no
+// packing, no zeroing, no check, and processes that run the same model share its pages.
 //
-// A kept file belongs to one version of one model file (device, inode, size and modification time:
-// a file rewritten or replaced is packed again), one set of layers, one kernel level and one grove
-// version. The caller also checks the first and last group of every matrix against a fresh pack of
-// the file's rows (PackedMatrixOf), so a layout changed without a version change, or a file
-// changed in place without a new modification time, is caught where it shows. Written whole under
-// a temporary name and renamed (ReplacingFile), so no run maps a half-written file.
+// A kept file belongs to one version of one model file (device, inode, size, modification and
+// status-change times: a file rewritten or replaced is packed again), one set of layers, one
+// kernel level, one packed layout (kPackedLayoutVersion) and one build of grove (its build ID).
+// The caller also checks the first and last group of every matrix against a fresh pack of the
+// file's rows (PackedMatrixOf). Kept files are written whole under a temporary name and renamed
+// (ReplacingFile), so no run maps a half-written file, and only files that are this user's own,
+// not links, and writable by no one else are read.
 //
 // Costs, stated: the disk space of the packed bytes (at most kMaxFileBytes a file, kBudgetBytes
-// together, the least recently used removed first), and pages of 4 KiB where the packed buffer had
-// huge ones (about 3% of a decoding step's time on the bundled target, against 15 ms of load).
+// together, the least recently used removed first); pages of 4 KiB where the packed buffer had
+// huge ones (decoding the bundled target measured no slower); and the first run's write, done
+// beside it where a core is free (PackedWeightWriter).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 
+#include "base/replacing_file.h"
 #include "io/mapped_file.h"
 
 namespace grove {
 
-// A kept file, mapped read-only: `bytes` of packed matrices at data().
+// A kept file, mapped read-only: size() packed bytes at data(), 4096-byte aligned.
 class KeptPackedWeights {
  public:
   explicit KeptPackedWeights(std::unique_ptr<MappedFile> map) : map_(std::move(map)) {}
@@ -39,7 +45,10 @@ class KeptPackedWeights {
 class PackedWeightCache {
  public:
   static constexpr uint64_t kBudgetBytes = uint64_t{4} << 30;
-  static constexpr uint64_t kMaxFileBytes = uint64_t{2} << 30;
+  static constexpr uint64_t kMaxFileBytes = uint64_t{1} << 30;
+  // A kept file's header (magic, version, key) fills its first kHeaderBytes; the packed bytes
+  // follow.
+  static constexpr uint64_t kHeaderBytes = 4096;
 
   // dir "": a cache that keeps nothing (see UserCacheDirectory). budget_bytes: what the kept files
   // may hold together (tests make it small).
@@ -47,22 +56,57 @@ class PackedWeightCache {
       : dir_(std::move(dir)), budget_bytes_(budget_bytes) {}
 
   bool enabled() const { return !dir_.empty(); }
+  const std::string& directory() const { return dir_; }
+  uint64_t budget_bytes() const { return budget_bytes_; }
   std::string PathFor(const std::string& key) const;
 
   // The file kept for key when it holds exactly `bytes` packed bytes for that key; null when there
-  // is none (a damaged or foreign file: one warning, and Store replaces it). Marks the file as
-  // used, for the budget's order.
+  // is none (a damaged, foreign or unsafe file: one warning, and Store replaces it). Marks the
+  // file as used, for the budget's order.
   std::unique_ptr<KeptPackedWeights> Open(const std::string& key, uint64_t bytes) const;
-  // Keeps `bytes` at data for key, then removes the least recently used other files while the
-  // kept files exceed the budget. Never throws: a directory that cannot be made or written, or a
-  // file larger than kMaxFileBytes, is a debug line and nothing kept.
-  void Store(const std::string& key, const uint8_t* data, uint64_t bytes) const;
-
- private:
+  // Keeps `bytes` at data for key (a PackedWeightWriter that writes it all here). Returns whether
+  // the file was kept; never throws: a directory that cannot be made or written, or a file larger
+  // than kMaxFileBytes, is a debug line and nothing kept.
+  bool Store(const std::string& key, const uint8_t* data, uint64_t bytes) const;
+  // Removes the least recently used kept files but `keep` while the kept files, and temporaries
+  // being written, exceed the budget; and temporaries that writers killed long ago left.
   void Evict(const std::string& keep) const;
 
+ private:
   std::string dir_;
   uint64_t budget_bytes_;
+};
+
+// Keeping packed weights beside the model's work: a first run of the bundled target wrote 45 MB,
+// 10-25 ms, most of a short run's decoding. A thread at the lowest CPU priority (SCHED_IDLE: it
+// takes no core a forward wants) writes the file in chunks; Finish writes the chunks it has not
+// taken, at the caller's priority, and waits only for the chunk it is writing (an unprivileged
+// thread cannot raise its priority again, and an idle thread may wait long on a busy machine).
+// Never throws: a failure is a debug line and nothing kept.
+class PackedWeightWriter {
+ public:
+  // data must outlive the writer. background false: nothing is written before Finish.
+  PackedWeightWriter(PackedWeightCache cache, std::string key, const uint8_t* data, uint64_t bytes,
+                     bool background = true);
+  PackedWeightWriter(const PackedWeightWriter&) = delete;
+  PackedWeightWriter& operator=(const PackedWeightWriter&) = delete;
+  ~PackedWeightWriter() { Finish(); }
+
+  // Completes the write; returns whether the file was kept.
+  bool Finish();
+
+ private:
+  void WriteChunks();
+
+  PackedWeightCache cache_;
+  std::string path_;
+  const uint8_t* data_;
+  uint64_t bytes_;
+  std::optional<ReplacingFile> file_;  // empty: nothing to keep
+  std::atomic<uint64_t> next_chunk_{0};
+  std::thread thread_;
+  bool finished_ = false;
+  bool kept_ = false;
 };
 
 }  // namespace grove

@@ -29,6 +29,9 @@
 namespace grove {
 
 inline constexpr int kGroupRows = 16;
+// The layout's version: raise it with any change to what PackRowGroup writes, so that packed
+// weights an earlier grove kept (model/packed_weight_cache.h) are packed again.
+inline constexpr int kPackedLayoutVersion = 1;
 
 // Byte offsets within one Q4_K super-block of a group (2304 bytes): the quants, 16 rows x 128
 // bytes as 32 chunks; then 16 d; 16 dmin; and the 12 scale bytes of each row as 3 chunks.

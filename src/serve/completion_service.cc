@@ -220,11 +220,18 @@ std::string CompletionService::SwapDrafter(const std::string& name) {
                    "invalid_request_error", "draft");
   }
   const std::string swapped = source->traits().name;
-  std::lock_guard lock(draft_mutex_);
-  // Requests resolved against the old drafter's traits and admitted after the swap stay lossless:
-  // the rules the server verifies with (greedy, target-sample) are lossless for any tree.
-  scheduler_->ReplaceDraft(*source);
-  draft_ = std::move(source);
+  // The old drafter is released after the lock (`outgoing`): closing a model may wait for its
+  // packed weights to be written (model/packed_weight_cache.h), and requests look the drafter up
+  // under it.
+  std::optional<DraftSource> outgoing;
+  {
+    std::lock_guard lock(draft_mutex_);
+    // Requests resolved against the old drafter's traits and admitted after the swap stay
+    // lossless: the rules the server verifies with (greedy, target-sample) are lossless for any
+    // tree.
+    scheduler_->ReplaceDraft(*source);
+    outgoing = std::exchange(draft_, std::move(source));
+  }
   metrics_.DrafterSwapped();
   Log(LogLevel::kInfo, "serve: drafter swapped to ", name, " (", swapped,
       "); sequences in flight finish with the old one");
