@@ -1,0 +1,155 @@
+// The arithmetic peak grove's batched forward is measured against (issue 31): how many fp32
+// multiply-adds (the F16 and float kernels' instruction) and int8 dot-product operations (the
+// quantized kernels': VNNI vpdpbusd, or AVX2's vpmaddubsw + vpmaddwd) the cores retire per second,
+// each thread running 12 independent chains of the widest instruction the compiler was allowed
+// (-march=native), nothing read from memory. Built with the benchmarks
+// (build/release/bench/peak_ops) and run by scripts/compare-shapes.sh.
+//
+//   build/release/bench/peak_ops 1 2
+//
+// Prints one line per thread count: "threads N: fp32 G GFLOP/s, int8 G GOP/s" (an FMA counts
+// two operations, an int8 multiply-add two), the median of 3 runs.
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr int kChains = 12;  // independent accumulators: more than latency x throughput
+constexpr long kSteps = 20'000'000;
+
+#if defined(__AVX512F__)
+using FloatVec = __m512;
+constexpr int kFloatLanes = 16;
+FloatVec Fma(FloatVec a, FloatVec x, FloatVec y) { return _mm512_fmadd_ps(a, x, y); }
+FloatVec FloatSplat(float v) { return _mm512_set1_ps(v); }
+float FloatSum(FloatVec v) {
+  alignas(64) float f[16];  // not _mm512_reduce_add_ps: GCC 12 warns inside it
+  _mm512_store_ps(f, v);
+  float s = 0;
+  for (float x : f) s += x;
+  return s;
+}
+#else
+using FloatVec = __m256;
+constexpr int kFloatLanes = 8;
+FloatVec Fma(FloatVec a, FloatVec x, FloatVec y) { return _mm256_fmadd_ps(a, x, y); }
+FloatVec FloatSplat(float v) { return _mm256_set1_ps(v); }
+float FloatSum(FloatVec v) {
+  alignas(32) float f[8];
+  _mm256_store_ps(f, v);
+  float s = 0;
+  for (float x : f) s += x;
+  return s;
+}
+#endif
+
+#if defined(__AVX512VNNI__)
+using IntVec = __m512i;
+constexpr int kInt8PerStep = 64;  // vpdpbusd zmm: 64 u8 x s8 products summed into 16 lanes
+IntVec Dot(IntVec a, IntVec x, IntVec y) { return _mm512_dpbusd_epi32(a, x, y); }
+IntVec IntSplat(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
+int IntSum(IntVec v) {
+  alignas(64) int f[16];
+  _mm512_store_si512(f, v);
+  int s = 0;
+  for (int x : f) s += x;
+  return s;
+}
+#else
+using IntVec = __m256i;
+constexpr int kInt8PerStep = 32;  // vpmaddubsw + vpmaddwd + vpaddd on ymm: 32 products
+IntVec Dot(IntVec a, IntVec x, IntVec y) {
+  const __m256i pairs = _mm256_maddubs_epi16(x, y);
+  return _mm256_add_epi32(a, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+IntVec IntSplat(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
+int IntSum(IntVec v) {
+  alignas(32) int f[8];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(f), v);
+  int s = 0;
+  for (int x : f) s += x;
+  return s;
+}
+#endif
+
+__attribute__((noinline)) float FmaChains(long steps) {
+  FloatVec a[kChains];
+  const FloatVec x = FloatSplat(1.0000001f), y = FloatSplat(1e-7f);
+  for (int i = 0; i < kChains; ++i) a[i] = FloatSplat(static_cast<float>(i));
+  for (long s = 0; s < steps; ++s) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) a[i] = Fma(a[i], x, y);
+  }
+  float sum = 0;
+  for (int i = 0; i < kChains; ++i) sum += FloatSum(a[i]);
+  return sum;
+}
+
+__attribute__((noinline)) int DotChains(long steps) {
+  IntVec a[kChains];
+  const IntVec x = IntSplat(3), y = IntSplat(5);
+  for (int i = 0; i < kChains; ++i) a[i] = IntSplat(i);
+  for (long s = 0; s < steps; ++s) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) a[i] = Dot(a[i], x, y);
+  }
+  int sum = 0;
+  for (int i = 0; i < kChains; ++i) sum += IntSum(a[i]);
+  return sum;
+}
+
+// Seconds for `threads` threads each running f once.
+template <typename F>
+double TimeThreads(int threads, F f) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> running;
+  for (int t = 0; t < threads; ++t) running.emplace_back(f);
+  for (std::thread& t : running) t.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  volatile float float_sink = 0;
+  volatile int int_sink = 0;
+  FmaChains(kSteps / 20);  // clocks up
+  for (int a = 1; a < std::max(argc, 2); ++a) {
+    const int threads = argc > 1 ? std::atoi(argv[a]) : 1;
+    if (threads < 1) {
+      std::fprintf(stderr, "usage: %s THREADS...\n", argv[0]);
+      return 1;
+    }
+    std::vector<double> fma, dot;
+    for (int rep = 0; rep < 3; ++rep) {
+      fma.push_back(TimeThreads(threads, [&] { float_sink = FmaChains(kSteps); }));
+      dot.push_back(TimeThreads(threads, [&] { int_sink = DotChains(kSteps); }));
+    }
+    const double steps = static_cast<double>(kSteps) * kChains * threads;
+    std::printf("threads %d: fp32 %.1f GFLOP/s, int8 %.1f GOP/s\n", threads,
+                steps * kFloatLanes * 2 / Median(fma) / 1e9,
+                steps * kInt8PerStep * 2 / Median(dot) / 1e9);
+  }
+  return 0;
+}
+#else
+#include <cstdio>
+
+// A machine without AVX2 and FMA: grove's scalar kernels, whose peak this does not measure.
+int main() {
+  std::fprintf(stderr, "peak_ops: measures AVX2/AVX-512 machines only\n");
+  return 1;
+}
+#endif
