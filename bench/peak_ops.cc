@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -29,25 +30,13 @@ using FloatVec = __m512;
 constexpr int kFloatLanes = 16;
 FloatVec Fma(FloatVec a, FloatVec x, FloatVec y) { return _mm512_fmadd_ps(a, x, y); }
 FloatVec FloatSplat(float v) { return _mm512_set1_ps(v); }
-float FloatSum(FloatVec v) {
-  alignas(64) float f[16];  // not _mm512_reduce_add_ps: GCC 12 warns inside it
-  _mm512_store_ps(f, v);
-  float s = 0;
-  for (float x : f) s += x;
-  return s;
-}
+
 #else
 using FloatVec = __m256;
 constexpr int kFloatLanes = 8;
 FloatVec Fma(FloatVec a, FloatVec x, FloatVec y) { return _mm256_fmadd_ps(a, x, y); }
 FloatVec FloatSplat(float v) { return _mm256_set1_ps(v); }
-float FloatSum(FloatVec v) {
-  alignas(32) float f[8];
-  _mm256_store_ps(f, v);
-  float s = 0;
-  for (float x : f) s += x;
-  return s;
-}
+
 #endif
 
 #if defined(__AVX512VNNI__)
@@ -55,13 +44,7 @@ using IntVec = __m512i;
 constexpr int kInt8PerStep = 64;  // vpdpbusd zmm: 64 u8 x s8 products summed into 16 lanes
 IntVec Dot(IntVec a, IntVec x, IntVec y) { return _mm512_dpbusd_epi32(a, x, y); }
 IntVec IntSplat(int v) { return _mm512_set1_epi8(static_cast<char>(v)); }
-int IntSum(IntVec v) {
-  alignas(64) int f[16];
-  _mm512_store_si512(f, v);
-  int s = 0;
-  for (int x : f) s += x;
-  return s;
-}
+
 #else
 using IntVec = __m256i;
 constexpr int kInt8PerStep = 32;  // vpmaddubsw + vpmaddwd + vpaddd on ymm: 32 products
@@ -70,39 +53,42 @@ IntVec Dot(IntVec a, IntVec x, IntVec y) {
   return _mm256_add_epi32(a, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 IntVec IntSplat(int v) { return _mm256_set1_epi8(static_cast<char>(v)); }
-int IntSum(IntVec v) {
-  alignas(32) int f[8];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(f), v);
-  int s = 0;
-  for (int x : f) s += x;
-  return s;
-}
+
 #endif
 
-__attribute__((noinline)) float FmaChains(long steps) {
-  FloatVec a[kChains];
-  const FloatVec x = FloatSplat(1.0000001f), y = FloatSplat(1e-7f);
-  for (int i = 0; i < kChains; ++i) a[i] = FloatSplat(static_cast<float>(i));
+// The sum of a register's lanes (not _mm512_reduce_add_ps: GCC 12 warns inside it).
+template <typename T, typename V>
+T SumLanes(V v) {
+  T lanes[sizeof(V) / sizeof(T)];
+  std::memcpy(lanes, &v, sizeof(v));
+  T sum = 0;
+  for (T x : lanes) sum += x;
+  return sum;
+}
+
+// kChains independent chains a = step(a, x, y), `steps` times each; returns the sum of their
+// lanes, so that none is optimised away.
+template <typename T, typename Vec, typename Step>
+T Chains(long steps, Vec x, Vec y, Step step) {
+  Vec a[kChains];
+  for (Vec& chain : a) chain = y;
   for (long s = 0; s < steps; ++s) {
 #pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) a[i] = Fma(a[i], x, y);
+    for (int i = 0; i < kChains; ++i) a[i] = step(a[i], x, y);
   }
-  float sum = 0;
-  for (int i = 0; i < kChains; ++i) sum += FloatSum(a[i]);
+  T sum = 0;
+  for (const Vec& chain : a) sum += SumLanes<T>(chain);
   return sum;
+}
+
+__attribute__((noinline)) float FmaChains(long steps) {
+  return Chains<float>(steps, FloatSplat(1.0000001f), FloatSplat(1e-7f),
+                       [](FloatVec a, FloatVec x, FloatVec y) { return Fma(a, x, y); });
 }
 
 __attribute__((noinline)) int DotChains(long steps) {
-  IntVec a[kChains];
-  const IntVec x = IntSplat(3), y = IntSplat(5);
-  for (int i = 0; i < kChains; ++i) a[i] = IntSplat(i);
-  for (long s = 0; s < steps; ++s) {
-#pragma GCC unroll 12
-    for (int i = 0; i < kChains; ++i) a[i] = Dot(a[i], x, y);
-  }
-  int sum = 0;
-  for (int i = 0; i < kChains; ++i) sum += IntSum(a[i]);
-  return sum;
+  return Chains<int>(steps, IntSplat(3), IntSplat(5),
+                     [](IntVec a, IntVec x, IntVec y) { return Dot(a, x, y); });
 }
 
 // Seconds for `threads` threads each running f once.

@@ -107,6 +107,13 @@ std::vector<float> LogitsWithoutCache(const std::string& path) {
   return PromptLogits(*model);
 }
 
+// Loads path and checks whether it mapped kept packed weights, and that it computes `logits`.
+void ExpectLoad(const std::string& path, bool kept, const std::vector<float>& logits) {
+  auto model = LoadModel(path);
+  EXPECT_EQ(model->parameters()->packed_weights_kept(), kept);
+  EXPECT_EQ(PromptLogits(*model), logits);
+}
+
 // A kernel level without group kernels packs nothing, and then nothing is kept.
 bool Packs(const std::string& path) {
   CacheDirectory none("");
@@ -131,19 +138,16 @@ TEST_P(PackedWeightsKept, ASecondLoadMapsWhatTheFirstPackedAndComputesTheSameBit
 
   const std::string dir = testing::TempPath("cache");
   CacheDirectory cache(dir);
-  {
-    auto first = LoadModel(path);
-    EXPECT_FALSE(first->parameters()->packed_weights_kept());
-    EXPECT_EQ(PromptLogits(*first), expected);
-  }  // its packed weights are written beside it, and kept when it is gone
+  // Its packed weights are written beside it, and kept once it is gone.
+  ExpectLoad(path, /*kept=*/false, expected);
   ASSERT_EQ(KeptFiles(dir).size(), 1u);
-  auto second = LoadModel(path);
-  EXPECT_TRUE(second->parameters()->packed_weights_kept());
-  EXPECT_EQ(PromptLogits(*second), expected);
-  // Another process's map of the same file: two models of one process share nothing else.
-  auto third = LoadModel(path);
-  EXPECT_TRUE(third->parameters()->packed_weights_kept());
-  EXPECT_EQ(PromptLogits(*third), expected);
+  {
+    auto second = LoadModel(path);
+    EXPECT_TRUE(second->parameters()->packed_weights_kept());
+    EXPECT_EQ(PromptLogits(*second), expected);
+    // A second map of the same file while the first is in use (as another process would).
+    ExpectLoad(path, /*kept=*/true, expected);
+  }
   EXPECT_EQ(KeptFiles(dir).size(), 1u);
 }
 
@@ -172,14 +176,8 @@ TEST(PackedWeightCache, AModelFileRewrittenIsPackedAgain) {
   RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0, 2)).WriteFile(path);
   SetModified(path, before.st_mtim.tv_sec);
   const std::vector<float> expected = LogitsWithoutCache(path);
-  {
-    auto rewritten = LoadModel(path);
-    EXPECT_FALSE(rewritten->parameters()->packed_weights_kept());
-    EXPECT_EQ(PromptLogits(*rewritten), expected);
-  }
-  auto again = LoadModel(path);
-  EXPECT_TRUE(again->parameters()->packed_weights_kept());
-  EXPECT_EQ(PromptLogits(*again), expected);
+  ExpectLoad(path, /*kept=*/false, expected);
+  ExpectLoad(path, /*kept=*/true, expected);
 }
 
 // A kept file cut short, or one whose first packed group was changed, is ignored with a one-line
