@@ -70,9 +70,10 @@ void ReplacingFile::WriteAt(const void* data, std::size_t n, uint64_t offset) {
   }
 }
 
-void ReplacingFile::Commit() {
+void ReplacingFile::Commit(bool durable) {
   GROVE_CHECK(file_ != nullptr, "replacing file '", path_, "': committed twice");
   if (error_ == 0 && std::fflush(file_) != 0) error_ = errno;
+  if (error_ == 0 && durable && ::fdatasync(::fileno(file_)) != 0) error_ = errno;
   if (std::fclose(file_) != 0 && error_ == 0) error_ = errno;
   file_ = nullptr;
   if (error_ == 0 && std::rename(tmp_.c_str(), path_.c_str()) != 0) error_ = errno;

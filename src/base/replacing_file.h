@@ -29,9 +29,10 @@ class ReplacingFile {
   // Writes at a byte offset, unbuffered (pwrite): threads may write distinct ranges at once. Not
   // to be mixed with Write. A failure is remembered and reported by Commit().
   void WriteAt(const void* data, std::size_t n, uint64_t offset);
-  // Flushes, closes and renames over path(). Throws grove::Error naming what failed (the
-  // temporary file is then gone).
-  void Commit();
+  // Flushes, closes and renames over path(); with `durable`, first waits until the data is on the
+  // disk (fdatasync), so that a crash cannot leave path() whole-sized with blocks never written.
+  // Throws grove::Error naming what failed (the temporary file is then gone).
+  void Commit(bool durable = false);
 
  private:
   std::string path_;

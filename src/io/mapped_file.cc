@@ -12,10 +12,11 @@
 
 namespace grove {
 
-MappedFile::MappedFile(const std::string& path) : path_(path) {
+MappedFile::MappedFile(const std::string& path, FollowLinks follow) : path_(path) {
   // O_NONBLOCK: a FIFO would otherwise block the open until a writer comes; the check below
   // refuses it.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int no_follow = follow == FollowLinks::kNo ? O_NOFOLLOW : 0;
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | no_follow);
   if (fd < 0) Fail("cannot open '", path, "': ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -32,7 +33,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
                .inode = static_cast<uint64_t>(st.st_ino),
                .size = static_cast<uint64_t>(st.st_size),
                .modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
-               .changed_ns = int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec};
+               .changed_ns = int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec,
+               .owner = static_cast<uint32_t>(st.st_uid),
+               .mode = static_cast<uint32_t>(st.st_mode)};
   if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {

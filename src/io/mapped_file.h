@@ -19,12 +19,19 @@ struct FileIdentity {
   uint64_t size = 0;
   int64_t modified_ns = 0;
   int64_t changed_ns = 0;
+  // Who owns it and its permission bits, for callers that read only their own files.
+  uint32_t owner = 0;
+  uint32_t mode = 0;
 };
+
+// How MappedFile opens a path.
+enum class FollowLinks { kYes, kNo };
 
 class MappedFile {
  public:
-  // Throws grove::Error naming the path on failure (missing, unreadable, a directory, ...).
-  explicit MappedFile(const std::string& path);
+  // Throws grove::Error naming the path on failure (missing, unreadable, a directory, ...; with
+  // FollowLinks::kNo, a symbolic link).
+  explicit MappedFile(const std::string& path, FollowLinks follow = FollowLinks::kYes);
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();

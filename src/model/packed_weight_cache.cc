@@ -44,14 +44,11 @@ T ReadField(const uint8_t* p) {
 }
 
 // What Open reads must be this user's own file, as written by Store: not a link someone planted
-// (in a cache directory shared through GROVE_CACHE_DIR), nor one others may change.
-struct stat CheckOwnFile(const std::string& path) {
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) Fail("cannot stat it: ", std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) Fail("not a regular file");
-  if (st.st_uid != ::geteuid()) Fail("owned by another user");
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) Fail("writable by others");
-  return st;
+// (in a cache directory shared through GROVE_CACHE_DIR: the map refuses to follow one), nor one
+// others may change. Checked on the descriptor mapped, so nothing can be swapped in between.
+void CheckOwnFile(const FileIdentity& file) {
+  if (file.owner != ::geteuid()) Fail("owned by another user");
+  if ((file.mode & (S_IWGRP | S_IWOTH)) != 0) Fail("writable by others");
 }
 
 }  // namespace
@@ -71,11 +68,8 @@ std::unique_ptr<KeptPackedWeights> PackedWeightCache::Open(const std::string& ke
   std::error_code ec;
   if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return nullptr;
   try {
-    const struct stat checked = CheckOwnFile(path);
-    auto map = std::make_unique<MappedFile>(path);
-    if (map->identity().device != static_cast<uint64_t>(checked.st_dev) ||
-        map->identity().inode != static_cast<uint64_t>(checked.st_ino))
-      Fail("replaced while it was opened");
+    auto map = std::make_unique<MappedFile>(path, FollowLinks::kNo);
+    CheckOwnFile(map->identity());
     const std::span<const uint8_t> file = map->bytes();
     if (file.size() < kHeaderBytes || std::memcmp(file.data(), kMagic, sizeof(kMagic)) != 0)
       Fail("not a packed-weights file");
@@ -90,7 +84,7 @@ std::unique_ptr<KeptPackedWeights> PackedWeightCache::Open(const std::string& ke
     if (data_bytes != bytes || file.size() - kHeaderBytes != bytes)
       Fail("it holds ", file.size() - kHeaderBytes, " packed bytes, not ", bytes);
     // Marks it used: the budget removes the least recently used files first.
-    ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);
+    ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
     return std::make_unique<KeptPackedWeights>(std::move(map));
   } catch (const std::exception& e) {
     Log(LogLevel::kWarn, "ignoring the packed weights '", path, "' (", e.what(),
@@ -112,9 +106,13 @@ void PackedWeightCache::Evict(const std::string& keep) const {
        !walk && it != std::filesystem::directory_iterator(); it.increment(walk)) {
     const std::filesystem::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
+    // Kept files and temporaries only: a link (planted, pointing anywhere) counts for nothing.
     std::error_code ec;
-    if (!name.starts_with(kPrefix) || !entry.is_regular_file(ec)) continue;
+    if (!name.starts_with(kPrefix) || !std::filesystem::is_regular_file(entry.symlink_status(ec)) ||
+        ec)
+      continue;
     const uint64_t size = entry.file_size(ec);
+    if (ec) continue;
     const std::filesystem::file_time_type used = entry.last_write_time(ec);
     if (ec) continue;
     if (name.ends_with(".partial")) {
@@ -181,11 +179,29 @@ PackedWeightWriter::PackedWeightWriter(PackedWeightCache cache, std::string key,
 }
 
 void PackedWeightWriter::WriteChunks() {
+  const uint64_t chunks = (bytes_ + kWriteChunkBytes - 1) / kWriteChunkBytes;
   for (;;) {
-    const uint64_t at = next_chunk_.fetch_add(kWriteChunkBytes);
-    if (at >= bytes_) return;
+    const uint64_t chunk = next_chunk_.fetch_add(1);
+    if (chunk >= chunks) return;
+    const uint64_t at = chunk * kWriteChunkBytes;
     file_->WriteAt(data_ + at, std::min<uint64_t>(kWriteChunkBytes, bytes_ - at),
                    kHeaderBytes + at);
+    // Whoever writes the last chunk keeps the file: at once, not when the model is closed (a
+    // server's would otherwise wait until it stops).
+    if (chunks_written_.fetch_add(1) + 1 == chunks) Commit();
+  }
+}
+
+void PackedWeightWriter::Commit() {
+  try {
+    // On the disk before it is renamed into place: a crash must not leave a whole-sized file with
+    // unwritten (zero) blocks, which the checks of a kept file (its size, header, and every
+    // matrix's first and last group) would not all see.
+    file_->Commit(/*durable=*/true);
+    kept_ = true;
+    cache_.Evict(path_);
+  } catch (const std::exception& e) {
+    Log(LogLevel::kDebug, "packed weights: not kept: ", e.what());
   }
 }
 
@@ -195,15 +211,7 @@ bool PackedWeightWriter::Finish() {
   if (!file_) return false;
   WriteChunks();
   if (thread_.joinable()) thread_.join();
-  try {
-    file_->Commit();
-    file_.reset();
-    kept_ = true;
-    cache_.Evict(path_);
-  } catch (const std::exception& e) {
-    Log(LogLevel::kDebug, "packed weights: not kept: ", e.what());
-    file_.reset();
-  }
+  file_.reset();  // a file not committed (a failed write) removes its temporary
   return kept_;
 }
 

@@ -79,10 +79,11 @@ class PackedWeightCache {
 
 // Keeping packed weights beside the model's work: a first run of the bundled target wrote 45 MB,
 // 10-25 ms, most of a short run's decoding. A thread at the lowest CPU priority (SCHED_IDLE: it
-// takes no core a forward wants) writes the file in chunks; Finish writes the chunks it has not
-// taken, at the caller's priority, and waits only for the chunk it is writing (an unprivileged
-// thread cannot raise its priority again, and an idle thread may wait long on a busy machine).
-// Never throws: a failure is a debug line and nothing kept.
+// takes no core a forward wants) writes the file in chunks; whoever writes the last chunk makes it
+// durable and renames it into place. Finish writes the chunks the thread has not taken, at the
+// caller's priority, and waits only for the chunk it is writing (an unprivileged thread cannot
+// raise its priority again, and an idle thread may wait long on a busy machine). Never throws: a
+// failure is a debug line and nothing kept.
 class PackedWeightWriter {
  public:
   // data must outlive the writer. background false: nothing is written before Finish.
@@ -97,16 +98,18 @@ class PackedWeightWriter {
 
  private:
   void WriteChunks();
+  void Commit();  // by the writer of the last chunk
 
   PackedWeightCache cache_;
   std::string path_;
   const uint8_t* data_;
   uint64_t bytes_;
-  std::optional<ReplacingFile> file_;  // empty: nothing to keep
-  std::atomic<uint64_t> next_chunk_{0};
+  std::optional<ReplacingFile> file_;        // empty: nothing to keep
+  std::atomic<uint64_t> next_chunk_{0};      // the next chunk to claim
+  std::atomic<uint64_t> chunks_written_{0};  // chunks on their way to the disk
   std::thread thread_;
   bool finished_ = false;
-  bool kept_ = false;
+  bool kept_ = false;  // set by Commit; read by Finish after the thread has ended
 };
 
 }  // namespace grove
