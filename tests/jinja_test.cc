@@ -46,6 +46,30 @@ TEST(Jinja, PrintsValuesAsPython) {
 // String literals decode as Python's unicode-escape does: one-character escapes, \x, \u and \U
 // code points as UTF-8 (capped at U+10FFFF), a backslash-newline dropped, anything else (an
 // unknown escape, too few hex digits) kept as written.
+// A namespace that contains itself (the only value a sandboxed template can make contain itself)
+// prints as Python's repr does ("<Namespace {...}>"), compares equal to itself, and is refused by
+// tojson; a value nested deeper than the recursive walks allow is refused, not a stack overflow
+// (the fuzzer's input: a namespace set as its own attribute, then printed). Python's output,
+// checked with python3-jinja2's ImmutableSandboxedEnvironment.
+TEST(Jinja, AValueThatContainsItselfPrintsAsPythonAndNeverOverflows) {
+  EXPECT_EQ(Render("{% set ns = namespace(a=1) %}{% set ns.n = ns %}{{ ns }}|"
+                   "{% set m = namespace() %}{% set m.l = [m, 2] %}{{ m }}|{{ [m] == [m] }}"),
+            "<Namespace {'a': 1, 'n': <Namespace {...}>}>|<Namespace {'l': [<Namespace {...}>, "
+            "2]}>|True");
+  EXPECT_NE(ErrorOf("{% set m = namespace() %}{% set m.l = [m] %}{{ m.l | tojson }}"),
+            "(no error)");
+  // Nested 300 deep without a cycle: a limit for every walk, not a crash.
+  const std::string deep =
+      "{% set ns = namespace(v=[]) %}{% for i in range(300) %}{% set ns.v = [ns.v] %}"
+      "{% endfor %}";
+  for (const char* walk :
+       {"{{ ns.v }}", "{{ ns.v | tojson }}", "{{ ns.v == [ns.v] }}", "{{ ns.v < [ns.v] }}"}) {
+    SCOPED_TRACE(walk);
+    EXPECT_NE(ErrorOf(deep + walk).find("nested more than 256 deep"), std::string::npos)
+        << ErrorOf(deep + walk);
+  }
+}
+
 TEST(Jinja, StringLiteralsDecodeTheirEscapes) {
   EXPECT_EQ(Render(R"({{ "a\n\t\r\\\'\"\0b" }})"), std::string("a\n\t\r\\'\"\0b", 9));
   EXPECT_EQ(Render(R"({{ '\x41\u00e9\u20ac\U0001F600' }})"),

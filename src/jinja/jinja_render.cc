@@ -165,7 +165,7 @@ class Renderer {
         Emit(s.text, s.line);
         return Flow::kNormal;
       case Stmt::Kind::kOutput:
-        Emit(ToStr(Eval(*s.exprs[0])), s.line);
+        EmitValue(Eval(*s.exprs[0]), s.line);
         return Flow::kNormal;
       case Stmt::Kind::kIf:
         for (size_t i = 0; i < s.exprs.size(); ++i) {
@@ -194,12 +194,11 @@ class Renderer {
             Value::Func([this, &s](CallArgs&) { return Value::String(Capture(s.bodies[0])); });
         CallArgs args = EvalArgs(call);
         args.keywords.emplace_back("caller", std::move(caller));
-        Emit(ToStr(Guarded(call.line, [&] { return CallValue(Eval(*call.args[0]), args); })),
-             s.line);
+        EmitValue(Guarded(call.line, [&] { return CallValue(Eval(*call.args[0]), args); }), s.line);
         return Flow::kNormal;
       }
       case Stmt::Kind::kFilterBlock:
-        Emit(ToStr(EvalWithBody(*s.exprs[0], Value::String(Capture(s.bodies[0])))), s.line);
+        EmitValue(EvalWithBody(*s.exprs[0], Value::String(Capture(s.bodies[0]))), s.line);
         return Flow::kNormal;
       case Stmt::Kind::kBreak:
         return Flow::kBreak;
@@ -380,6 +379,11 @@ class Renderer {
       if (e.raised) throw TemplateRaised(message);
       throw Error(message);
     }
+  }
+
+  // Prints a value; printing can fail too (a value nested too deep to print).
+  void EmitValue(const Value& v, int line) {
+    Emit(Guarded(line, [&] { return Value::String(ToStr(v)); }).text, line);
   }
 
   CallArgs EvalArgs(const Expr& e, size_t first = 1) {

@@ -1,8 +1,10 @@
 #include "jinja/jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <vector>
 
 #include "base/error.h"
 
@@ -269,8 +271,38 @@ void AppendJsonString(std::string& out, std::string_view s) {
   out += '"';
 }
 
+// Walks of a value into its items (repr, tojson, ==, <) recurse: one nested deeper than
+// kMaxNesting, or one that contains itself (a list appended to itself, a namespace set as its own
+// attribute), fails with a ValueError instead of overflowing the stack. Python raises
+// RecursionError a little beyond its limit of 1000 frames.
+constexpr int kMaxNesting = 256;
+
+class NestingGuard {
+ public:
+  explicit NestingGuard(std::string_view what) {
+    if (depth_ >= kMaxNesting) {
+      ValueFail(what, ": a value nested more than ", kMaxNesting,
+                " deep (or one that contains itself)");
+    }
+    ++depth_;
+  }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+  ~NestingGuard() { --depth_; }
+
+ private:
+  static thread_local int depth_;
+};
+
+thread_local int NestingGuard::depth_ = 0;
+
+// The containers Repr is inside of: met again, one prints as Python's repr does ("[...]", "{...}")
+// rather than recursing.
+thread_local std::vector<const void*> g_repr_open;
+
 void DumpJsonTo(std::string& out, const Value& v, int indent, int level, std::string_view item_sep,
                 std::string_view key_sep) {
+  const NestingGuard nesting("tojson");
   auto newline = [&](int at) {
     if (indent < 0) return;
     out += '\n';
@@ -342,6 +374,23 @@ void DumpJsonTo(std::string& out, const Value& v, int indent, int level, std::st
 }  // namespace
 
 std::string Repr(const Value& v) {
+  const NestingGuard nesting("repr");
+  const void* container = v.kind == Value::Kind::kList   ? static_cast<const void*>(v.list.get())
+                          : v.kind == Value::Kind::kDict ? static_cast<const void*>(v.dict.get())
+                                                         : nullptr;
+  if (container != nullptr) {
+    if (std::find(g_repr_open.begin(), g_repr_open.end(), container) != g_repr_open.end()) {
+      if (v.kind == Value::Kind::kList) return v.tuple ? "(...)" : "[...]";
+      return v.dict->is_namespace ? "<Namespace {...}>" : "{...}";
+    }
+    g_repr_open.push_back(container);
+  }
+  struct Close {
+    const void* container;
+    ~Close() {
+      if (container != nullptr) g_repr_open.pop_back();
+    }
+  } close{container};
   switch (v.kind) {
     case Value::Kind::kString:
       return ReprString(v.text);
@@ -418,6 +467,7 @@ std::string_view TypeName(const Value& v) {
 }
 
 bool Equals(const Value& a, const Value& b) {
+  const NestingGuard nesting("==");
   if (a.is_number() && b.is_number()) {
     if (a.kind == Value::Kind::kFloat || b.kind == Value::Kind::kFloat) {
       return a.AsDouble() == b.AsDouble();
@@ -434,6 +484,7 @@ bool Equals(const Value& a, const Value& b) {
     case Value::Kind::kString:
       return a.text == b.text;
     case Value::Kind::kList:
+      if (a.list == b.list) return true;  // as Python compares an item with itself: by identity
       if (a.list->size() != b.list->size()) return false;
       for (size_t i = 0; i < a.list->size(); ++i) {
         if (!Equals((*a.list)[i], (*b.list)[i])) return false;
@@ -456,6 +507,7 @@ bool Equals(const Value& a, const Value& b) {
 }
 
 int Compare(const Value& a, const Value& b, bool* ok) {
+  const NestingGuard nesting("<");
   if (ok != nullptr) *ok = true;
   if (a.is_number() && b.is_number()) {
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat) {
