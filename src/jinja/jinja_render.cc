@@ -58,6 +58,17 @@ class Renderer {
     chain_.push_back(0);
   }
 
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+  // A namespace can hold itself, directly or through a list (the only cycle a sandboxed template
+  // can make); the values are reference-counted, so each namespace's attributes are dropped at the
+  // end of the render, when no value of it is used any more, or the cycle would never be freed.
+  ~Renderer() {
+    for (const std::weak_ptr<ValueDict>& made : namespaces_) {
+      if (const std::shared_ptr<ValueDict> ns = made.lock()) ns->items.clear();
+    }
+  }
+
   std::string Run(const Body& body) {
     std::string out;
     out_ = &out;
@@ -113,9 +124,10 @@ class Renderer {
       for (uint64_t k = 0; k < count; ++k) items.push_back(Value::Int(RangeItem(start, step, k)));
       return Value::List(std::move(items));
     });
-    root["namespace"] = Value::Func([](CallArgs& a) {
+    root["namespace"] = Value::Func([this](CallArgs& a) {
       Value ns = Value::Dict();
       ns.dict->is_namespace = true;
+      namespaces_.push_back(ns.dict);
       for (const Value& p : a.positional) {
         if (!p.is_dict()) ValueFail("namespace() takes a dict or keyword arguments");
         for (const auto& [k, v] : p.dict->items) ns.dict->Set(k, v);
@@ -681,6 +693,7 @@ class Renderer {
   }
 
   RenderLimits limits_;
+  std::vector<std::weak_ptr<ValueDict>> namespaces_;  // every namespace() made (see ~Renderer)
   std::vector<Frame> frames_;
   std::vector<size_t> chain_;
   std::string* out_ = nullptr;
