@@ -178,7 +178,7 @@ std::string FloatRepr(double f) {
   std::string out = negative ? "-" : "";
   if (exponent < -4 || exponent >= 16) {
     out += digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
+    if (digits.size() > 1) out.append(".").append(digits, 1);
     char exp_buf[16];
     std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
     return out + exp_buf;
@@ -277,32 +277,40 @@ void AppendJsonString(std::string& out, std::string_view s) {
 // RecursionError a little beyond its limit of 1000 frames.
 constexpr int kMaxNesting = 256;
 
-class NestingGuard {
+// One level of such a walk, for as long as it lasts: the values the walks under way on this thread
+// are inside of, innermost last (their list or dict, null for others), so that the depth is the
+// stack's size and Repr can tell a container it is already inside of (Python prints it as "[...]",
+// "{...}").
+class WalkLevel {
  public:
-  explicit NestingGuard(std::string_view what) {
-    if (depth_ >= kMaxNesting) {
+  WalkLevel(std::string_view what, const Value& v) {
+    if (open_.size() >= kMaxNesting) {
       ValueFail(what, ": a value nested more than ", kMaxNesting,
                 " deep (or one that contains itself)");
     }
-    ++depth_;
+    const void* items = v.kind == Value::Kind::kList   ? static_cast<const void*>(v.list.get())
+                        : v.kind == Value::Kind::kDict ? static_cast<const void*>(v.dict.get())
+                                                       : nullptr;
+    reentered_ = items != nullptr && std::find(open_.begin(), open_.end(), items) != open_.end();
+    open_.push_back(items);
   }
-  NestingGuard(const NestingGuard&) = delete;
-  NestingGuard& operator=(const NestingGuard&) = delete;
-  ~NestingGuard() { --depth_; }
+  WalkLevel(const WalkLevel&) = delete;
+  WalkLevel& operator=(const WalkLevel&) = delete;
+  ~WalkLevel() { open_.pop_back(); }
+
+  // The value is a list or dict that an outer level of the walk is inside of already.
+  bool reentered() const { return reentered_; }
 
  private:
-  static thread_local int depth_;
+  static thread_local std::vector<const void*> open_;
+  bool reentered_ = false;
 };
 
-thread_local int NestingGuard::depth_ = 0;
-
-// The containers Repr is inside of: met again, one prints as Python's repr does ("[...]", "{...}")
-// rather than recursing.
-thread_local std::vector<const void*> g_repr_open;
+thread_local std::vector<const void*> WalkLevel::open_;
 
 void DumpJsonTo(std::string& out, const Value& v, int indent, int level, std::string_view item_sep,
                 std::string_view key_sep) {
-  const NestingGuard nesting("tojson");
+  const WalkLevel walk("tojson", v);
   auto newline = [&](int at) {
     if (indent < 0) return;
     out += '\n';
@@ -374,23 +382,11 @@ void DumpJsonTo(std::string& out, const Value& v, int indent, int level, std::st
 }  // namespace
 
 std::string Repr(const Value& v) {
-  const NestingGuard nesting("repr");
-  const void* container = v.kind == Value::Kind::kList   ? static_cast<const void*>(v.list.get())
-                          : v.kind == Value::Kind::kDict ? static_cast<const void*>(v.dict.get())
-                                                         : nullptr;
-  if (container != nullptr) {
-    if (std::find(g_repr_open.begin(), g_repr_open.end(), container) != g_repr_open.end()) {
-      if (v.kind == Value::Kind::kList) return v.tuple ? "(...)" : "[...]";
-      return v.dict->is_namespace ? "<Namespace {...}>" : "{...}";
-    }
-    g_repr_open.push_back(container);
+  const WalkLevel walk("repr", v);
+  if (walk.reentered()) {
+    if (v.kind == Value::Kind::kList) return v.tuple ? "(...)" : "[...]";
+    return v.dict->is_namespace ? "<Namespace {...}>" : "{...}";
   }
-  struct Close {
-    const void* container;
-    ~Close() {
-      if (container != nullptr) g_repr_open.pop_back();
-    }
-  } close{container};
   switch (v.kind) {
     case Value::Kind::kString:
       return ReprString(v.text);
@@ -467,7 +463,7 @@ std::string_view TypeName(const Value& v) {
 }
 
 bool Equals(const Value& a, const Value& b) {
-  const NestingGuard nesting("==");
+  const WalkLevel walk("==", a);
   if (a.is_number() && b.is_number()) {
     if (a.kind == Value::Kind::kFloat || b.kind == Value::Kind::kFloat) {
       return a.AsDouble() == b.AsDouble();
@@ -507,7 +503,7 @@ bool Equals(const Value& a, const Value& b) {
 }
 
 int Compare(const Value& a, const Value& b, bool* ok) {
-  const NestingGuard nesting("<");
+  const WalkLevel walk("<", a);
   if (ok != nullptr) *ok = true;
   if (a.is_number() && b.is_number()) {
     if (a.kind != Value::Kind::kFloat && b.kind != Value::Kind::kFloat) {
