@@ -344,5 +344,32 @@ TEST(PackedWeightCache, AWriterKeepsTheWholeFileWhoeverWritesItsChunks) {
   }
 }
 
+// An abandoned writer keeps nothing and leaves no temporary, and Finish then writes nothing more
+// (what a server does to a drafter it swaps out: closing it must not write the rest on the
+// scheduler's thread). Unless the idle thread had written every chunk: then the file is whole and
+// stays.
+TEST(PackedWeightCache, AnAbandonedWriterKeepsNothingAndWritesNoMore) {
+  const std::string dir = testing::TempPath("abandoned");
+  std::vector<uint8_t> bytes((std::size_t{64} << 20) + 5);  // 64 chunks and a part
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 13 + 1);
+  const PackedWeightCache cache(dir);
+  for (const bool background : {false, true}) {
+    SCOPED_TRACE(background ? "background" : "at Finish");
+    const std::string key = background ? "b" : "f";
+    PackedWeightWriter writer(cache, key, bytes.data(), bytes.size(), background);
+    writer.Abandon();
+    const bool kept = writer.Finish();
+    EXPECT_FALSE(testing::PartialFileLeft(cache.PathFor(key)));
+    auto file = cache.Open(key, bytes.size());
+    EXPECT_EQ(file != nullptr, kept);
+    if (!background) {
+      EXPECT_FALSE(kept);  // nothing was written before Abandon
+    }
+    if (file) {
+      EXPECT_TRUE(std::equal(bytes.begin(), bytes.end(), file->data()));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace grove

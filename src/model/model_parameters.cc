@@ -187,6 +187,9 @@ std::string ModelParameters::PackedWeightsKey(const std::vector<WeightView*>& ma
                                               const std::vector<std::size_t>& offsets) const {
   const FileIdentity* file = gguf_->identity();
   if (file == nullptr) return "";  // bytes in memory (tests): nothing to key them by
+  // The build decides the layout as much as kPackedLayoutVersion does (a rebuilt grove with the
+  // same version may pack differently): an executable linked without a build ID keeps nothing.
+  if (ExecutableBuildId().empty()) return "";
   Fnv1a layout;
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     if (offsets[i] == kNotGrouped) continue;
@@ -198,8 +201,11 @@ std::string ModelParameters::PackedWeightsKey(const std::vector<WeightView*>& ma
   return StrCat("gguf ", file->device, ":", file->inode, " size ", file->size, " modified ",
                 file->modified_ns, " changed ", file->changed_ns, " | layers ", part_.first_layer,
                 "-", part_.last_layer, " | kernels ", ActiveKernels().name, " | layout ",
-                kPackedLayoutVersion, " ", layout.Hex(), " | grove ", GROVE_VERSION, " build ",
-                ExecutableBuildId());
+                kPackedLayoutVersion, " ", layout.Hex(), " | build ", ExecutableBuildId());
+}
+
+void ModelParameters::StopKeepingPackedWeights() const {
+  if (keeping_) keeping_->Abandon();
 }
 
 bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,

@@ -62,6 +62,10 @@ class ModelParameters {
   uint64_t grouped_bytes() const;
   // Whether the grouped matrices are mapped from a file an earlier run kept, not packed here.
   bool packed_weights_kept() const { return kept_packed_ != nullptr; }
+  // Stops keeping the grouped matrices for later runs, if they are still being written
+  // (PackedWeightWriter::Abandon): for a model about to be closed on a thread that must not wait
+  // for the writes left.
+  void StopKeepingPackedWeights() const;
   // What a forward of this model computes, not with which values: the architecture, the attention's
   // shape (heads and window change the work without changing a tensor), every tensor's name, type
   // and shape, and the file's size; 16 hex digits.

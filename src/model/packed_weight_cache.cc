@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <system_error>
 #include <tuple>
 #include <vector>
@@ -203,6 +204,16 @@ void PackedWeightWriter::Commit() {
   } catch (const std::exception& e) {
     Log(LogLevel::kDebug, "packed weights: not kept: ", e.what());
   }
+}
+
+void PackedWeightWriter::Abandon() {
+  if (finished_) return;
+  finished_ = true;
+  if (!file_) return;
+  // Every chunk claimed: the thread returns after the one it is writing.
+  next_chunk_.store(std::numeric_limits<uint64_t>::max() / 2);
+  if (thread_.joinable()) thread_.join();
+  file_.reset();  // not committed: its temporary is removed
 }
 
 bool PackedWeightWriter::Finish() {

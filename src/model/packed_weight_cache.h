@@ -95,6 +95,11 @@ class PackedWeightWriter {
 
   // Completes the write; returns whether the file was kept.
   bool Finish();
+  // Stops writing after the chunk under way and keeps nothing (unless that chunk was the last):
+  // for a model whose owner will not load it again soon, so that closing it does not write what
+  // is left on the closing thread (a server's scheduler, after a drafter swap). Finish then writes
+  // nothing more.
+  void Abandon();
 
  private:
   void WriteChunks();

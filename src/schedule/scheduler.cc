@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "model/model_parameters.h"
 #include "schedule/draft_rounds.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
@@ -128,6 +129,9 @@ void Scheduler::ReplaceDraft(DraftSource draft) {
 void Scheduler::AdoptReplacement() {
   std::lock_guard lock(replacement_mutex_);
   if (!replacement_) return;
+  // The old draft model is closed on this thread once the sequences in flight are done with it: it
+  // must not then write what is left of its packed weights here, delaying every sequence.
+  if (draft_.model()) draft_.model()->StopKeepingPackedWeights();
   draft_ = std::move(*replacement_);
   replacement_.reset();
   ++draft_generation_;
