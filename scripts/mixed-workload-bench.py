@@ -86,7 +86,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--temp", type=float, default=0.0,
                     help="temperature of every request (seed 1: the same text whatever drafts)")
-    ap.add_argument("--classes", default="stories,repeated,near-repeated,arithmetic,mixed")
+    ap.add_argument("--classes", default="stories,repeated,near-repeated,arithmetic,game24,mixed")
     args = ap.parse_args()
     drafters = [("plain", "none"), ("draft model", args.draft), ("suffix", "suffix"),
                 ("mixture", args.draft + "+suffix")]

@@ -5,14 +5,17 @@ the files in the repository are what this script writes.
 
   python3 scripts/mixed-workload.py [--seed 32] [--out bench/workload]
 
-Classes, for the bundled base pair (stories and word problems: its corpus holds both, it follows
-no instructions, so the issue's copy- ("repeat the story with the names changed") and JSON
-classes need a pair that does; Game of 24 thoughts are `grove tot-bench`'s):
+Classes, for the bundled base pair (stories, word problems and Game of 24 thoughts: its corpus
+holds all three; it follows no instructions, so the issue's copy- ("repeat the story with the names
+changed") and JSON classes need a pair that does):
   stories.txt        48 distinct story openings, each asked once
   repeated.txt        6 openings, each asked 4 times (interleaved): a client that resends
   near-repeated.txt   6 openings, each asked 4 times with another name each time
   arithmetic.txt     24 word problems in the corpus's four forms with new numbers, each ending at
                      "Solution:" (the model writes the steps, copying names and numbers)
+  game24.txt         24 "Possible next steps" prompts as a tree-of-thought search sends them (grove
+                     tot's propose format): for each of 4 hands, the hand's, then 5 of the
+                     3-number states its natural steps reach
   mixed.txt          12 of each of the above, shuffled
 """
 import argparse
@@ -76,6 +79,29 @@ def word_problem(rng):
     return f"Problem: {text}\\nSolution:"
 
 
+HANDS = [(4, 9, 10, 13), (1, 4, 8, 8), (2, 3, 5, 12), (3, 3, 8, 8), (1, 5, 5, 5), (2, 7, 7, 10)]
+
+
+def natural_steps(numbers):
+    """The states one natural step (a + b, a * b, b - a > 0, b / a whole) leads to, in the order
+    src/tasks/game24.cc lists the steps, without repeats."""
+    states = []
+    for i in range(len(numbers)):
+        for j in range(i + 1, len(numbers)):
+            a, b = sorted((numbers[i], numbers[j]))
+            results = [a + b, a * b] + ([b - a] if b > a else []) + ([b // a] if b % a == 0 else [])
+            rest = [n for k, n in enumerate(numbers) if k not in (i, j)]
+            for r in results:
+                state = tuple(sorted(rest + [r]))
+                if state not in states:
+                    states.append(state)
+    return states
+
+
+def propose_prompt(numbers):
+    return "Input: " + " ".join(map(str, sorted(numbers))) + "\\nPossible next steps:\\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=32)
@@ -104,11 +130,15 @@ def main():
         p = word_problem(rng)
         if p not in arithmetic:
             arithmetic.append(p)
-    mixed = stories[:12] + repeated[:12] + near[:12] + arithmetic[:12]
+    game24 = []
+    for hand in rng.sample(HANDS, 4):
+        game24.append(propose_prompt(hand))
+        game24 += [propose_prompt(state) for state in rng.sample(natural_steps(list(hand)), 5)]
+    mixed = stories[:12] + repeated[:12] + near[:12] + arithmetic[:12] + game24[:12]
     rng.shuffle(mixed)
     os.makedirs(args.out, exist_ok=True)
     for name, lines in [("stories", stories), ("repeated", repeated), ("near-repeated", near),
-                        ("arithmetic", arithmetic), ("mixed", mixed)]:
+                        ("arithmetic", arithmetic), ("game24", game24), ("mixed", mixed)]:
         with open(os.path.join(args.out, name + ".txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
 
