@@ -151,6 +151,51 @@ TEST(AttentionTest, QueryGroupMatchesEachQueryAloneBitForBit) {
   }
 }
 
+// A sliding window: each query of the group starts at its own prefix slot (some at the same one,
+// inside a key block or at its edge), and still gets AttendHead's bits over just its keys, at
+// every level.
+TEST(AttentionTest, QueryGroupWithAWindowMatchesEachQueryAloneBitForBit) {
+  for (int32_t head_dim : {8, 64, 100}) {
+    const int32_t n_prefix = 90;
+    const Cache c = MakeCache(n_prefix, head_dim, 11);
+    const int32_t n_q = 7;
+    const std::vector<float> q = Random(n_q * head_dim, 12, 2.0f);
+    // Starts shared and not, inside a key block and at its edge.
+    const std::vector<int32_t> begin = {0, 0, 5, 37, 40, 40, 64};
+    const std::vector<int32_t> extra_begin(n_q + 1, 0);  // no extra slots
+    for (const KernelSet* k : AvailableKernelLevels()) {
+      std::vector<float> out(n_q * head_dim);
+      std::vector<float> scores(n_q * (n_prefix + 1));
+      QueryGroup g{q.data(),
+                   head_dim,
+                   n_q,
+                   c.keys.data(),
+                   c.values.data(),
+                   c.stride,
+                   n_prefix,
+                   extra_begin.data(),
+                   nullptr,
+                   head_dim,
+                   1.0f / std::sqrt(static_cast<float>(head_dim)),
+                   out.data(),
+                   head_dim};
+      g.prefix_begin = begin.data();
+      g.extra_first = extra_begin.data();
+      AttendQueriesWithKernels(*k, g, scores.data());
+      for (int32_t i = 0; i < n_q; ++i) {
+        Cache window = c;
+        window.keys.erase(window.keys.begin(), window.keys.begin() + begin[i] * c.stride);
+        window.values.erase(window.values.begin(), window.values.begin() + begin[i] * c.stride);
+        const std::vector<float> qi(q.begin() + i * head_dim, q.begin() + (i + 1) * head_dim);
+        const std::vector<float> alone = Attend(*k, window, qi, n_prefix - begin[i], {});
+        EXPECT_EQ(std::vector<float>(out.begin() + i * head_dim, out.begin() + (i + 1) * head_dim),
+                  alone)
+            << k->name << " head_dim " << head_dim << " query " << i;
+      }
+    }
+  }
+}
+
 // The exponential of the SIMD levels: relative error a few float ulps, exactly 0 far below the
 // maximum, exactly 1 at it, and the returned sum is the sum of what was stored.
 TEST(AttentionTest, SoftmaxExpIsAccurate) {
