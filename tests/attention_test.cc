@@ -45,6 +45,26 @@ std::vector<float> Attend(const KernelSet& k, const Cache& c, const std::vector<
   return out;
 }
 
+// n_q queries, q_stride floats apart in q (their outputs likewise in out), over the cache's first
+// n_prefix slots and each query's extra slots.
+QueryGroup GroupOver(const Cache& c, const std::vector<float>& q, int64_t q_stride, int32_t n_q,
+                     int32_t n_prefix, const int32_t* extra_begin, const int32_t* extra,
+                     float* out) {
+  return {.q = q.data(),
+          .q_stride = q_stride,
+          .n_q = n_q,
+          .keys = c.keys.data(),
+          .values = c.values.data(),
+          .row_stride = c.stride,
+          .n_prefix = n_prefix,
+          .extra_begin = extra_begin,
+          .extra = extra,
+          .head_dim = c.head_dim,
+          .scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+          .out = out,
+          .out_stride = q_stride};
+}
+
 TEST(AttentionTest, EveryLevelMatchesDoubleReference) {
   for (int32_t head_dim : {8, 32, 64, 100, 128, 256}) {
     for (int32_t n : {1, 7, 16, 17, 40, 300}) {
@@ -121,19 +141,8 @@ TEST(AttentionTest, QueryGroupMatchesEachQueryAloneBitForBit) {
       for (const KernelSet* k : AvailableKernelLevels()) {
         std::vector<float> out(n_q * q_stride, -7.0f);
         std::vector<float> scores(n_q * (n_slots + 1));
-        const QueryGroup g{q.data(),
-                           q_stride,
-                           n_q,
-                           c.keys.data(),
-                           c.values.data(),
-                           c.stride,
-                           n_prefix,
-                           extra_begin.data(),
-                           extra.data(),
-                           head_dim,
-                           1.0f / std::sqrt(static_cast<float>(head_dim)),
-                           out.data(),
-                           q_stride};
+        const QueryGroup g =
+            GroupOver(c, q, q_stride, n_q, n_prefix, extra_begin.data(), extra.data(), out.data());
         AttendQueriesWithKernels(*k, g, scores.data());
         for (int32_t i = 0; i < n_q; ++i) {
           const std::vector<float> qi(q.begin() + i * q_stride,
@@ -166,19 +175,8 @@ TEST(AttentionTest, QueryGroupWithAWindowMatchesEachQueryAloneBitForBit) {
     for (const KernelSet* k : AvailableKernelLevels()) {
       std::vector<float> out(n_q * head_dim);
       std::vector<float> scores(n_q * (n_prefix + 1));
-      QueryGroup g{q.data(),
-                   head_dim,
-                   n_q,
-                   c.keys.data(),
-                   c.values.data(),
-                   c.stride,
-                   n_prefix,
-                   extra_begin.data(),
-                   nullptr,
-                   head_dim,
-                   1.0f / std::sqrt(static_cast<float>(head_dim)),
-                   out.data(),
-                   head_dim};
+      QueryGroup g =
+          GroupOver(c, q, head_dim, n_q, n_prefix, extra_begin.data(), nullptr, out.data());
       g.prefix_begin = begin.data();
       g.extra_first = extra_begin.data();
       AttendQueriesWithKernels(*k, g, scores.data());
