@@ -123,37 +123,42 @@ TEST(AttentionTest, PrefixOrExtraSlotsGiveIdenticalBits) {
 
 // A group of queries sharing a prefix (blocked over keys, ops/attention.h) gives every query the
 // bits AttendHead gives it alone, at every level: prefixes shorter and longer than a key block,
-// each query with its own extra slots (none, one, several).
+// each query with its own extra slots (none, one, several), as a prompt chunk's (one run of slots
+// each, read in blocks like the prefix) or as a tree's (scattered: query by query).
 TEST(AttentionTest, QueryGroupMatchesEachQueryAloneBitForBit) {
-  for (int32_t head_dim : {8, 64, 100}) {
-    for (int32_t n_prefix : {1, 5, 32, 33, 130}) {
-      const int32_t n_slots = n_prefix + 6;
-      const Cache c = MakeCache(n_slots, head_dim, static_cast<uint32_t>(n_prefix));
-      const int32_t n_q = 5;
-      const int64_t q_stride = head_dim * 3 + 1;  // other heads' queries lie between
-      const std::vector<float> q = Random(n_q * q_stride, 9, 2.0f);
-      // Query i sees extra slots n_prefix .. n_prefix + i - 1 (a chain in the tree).
-      std::vector<int32_t> extra, extra_begin = {0};
-      for (int32_t i = 0; i < n_q; ++i) {
-        for (int32_t e = 0; e < i; ++e) extra.push_back(n_prefix + e);
-        extra_begin.push_back(static_cast<int32_t>(extra.size()));
-      }
-      for (const KernelSet* k : AvailableKernelLevels()) {
-        std::vector<float> out(n_q * q_stride, -7.0f);
-        std::vector<float> scores(n_q * (n_slots + 1));
-        const QueryGroup g =
-            GroupOver(c, q, q_stride, n_q, n_prefix, extra_begin.data(), extra.data(), out.data());
-        AttendQueriesWithKernels(*k, g, scores.data());
+  for (const bool scattered : {false, true}) {
+    for (int32_t head_dim : {8, 64, 100}) {
+      for (int32_t n_prefix : {1, 5, 32, 33, 130}) {
+        const int32_t n_slots = n_prefix + 2 * 40;
+        const Cache c = MakeCache(n_slots, head_dim, static_cast<uint32_t>(n_prefix));
+        const int32_t n_q = 5;
+        const int64_t q_stride = head_dim * 3 + 1;  // other heads' queries lie between
+        const std::vector<float> q = Random(n_q * q_stride, 9, 2.0f);
+        // Query i sees 8 i extra slots from n_prefix on: all of them (a chunk's earlier tokens,
+        // runs longer than a key block) or, scattered, every other one.
+        std::vector<int32_t> extra, extra_begin = {0};
         for (int32_t i = 0; i < n_q; ++i) {
-          const std::vector<float> qi(q.begin() + i * q_stride,
-                                      q.begin() + i * q_stride + head_dim);
-          const std::vector<float> alone = Attend(
-              *k, c, qi, n_prefix, std::span<const int32_t>(extra.data() + extra_begin[i], i));
-          const std::vector<float> got(out.begin() + i * q_stride,
-                                       out.begin() + i * q_stride + head_dim);
-          EXPECT_EQ(got, alone) << k->name << " head_dim " << head_dim << " prefix " << n_prefix
-                                << " query " << i;
-          EXPECT_EQ(out[i * q_stride + head_dim], -7.0f) << "wrote past its head";
+          for (int32_t e = 0; e < 8 * i; ++e) extra.push_back(n_prefix + (scattered ? 2 * e : e));
+          extra_begin.push_back(static_cast<int32_t>(extra.size()));
+        }
+        for (const KernelSet* k : AvailableKernelLevels()) {
+          std::vector<float> out(n_q * q_stride, -7.0f);
+          std::vector<float> scores(n_q * (n_slots + 1));
+          const QueryGroup g = GroupOver(c, q, q_stride, n_q, n_prefix, extra_begin.data(),
+                                         extra.data(), out.data());
+          AttendQueriesWithKernels(*k, g, scores.data());
+          for (int32_t i = 0; i < n_q; ++i) {
+            const std::vector<float> qi(q.begin() + i * q_stride,
+                                        q.begin() + i * q_stride + head_dim);
+            const std::vector<float> alone =
+                Attend(*k, c, qi, n_prefix,
+                       std::span<const int32_t>(extra.data() + extra_begin[i], 8 * i));
+            const std::vector<float> got(out.begin() + i * q_stride,
+                                         out.begin() + i * q_stride + head_dim);
+            EXPECT_EQ(got, alone) << k->name << " head_dim " << head_dim << " prefix " << n_prefix
+                                  << " query " << i << (scattered ? " scattered" : " runs");
+            EXPECT_EQ(out[i * q_stride + head_dim], -7.0f) << "wrote past its head";
+          }
         }
       }
     }

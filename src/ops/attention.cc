@@ -1,6 +1,7 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "kernels/kernel_set.h"
 
@@ -50,72 +51,106 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
   auto first = [&](int32_t i) { return g.prefix_begin ? g.prefix_begin[i] : 0; };
   auto extra_first = [&](int32_t i) { return g.extra_first ? g.extra_first[i] : g.extra_begin[i]; };
   int32_t max_extra = 0;
-  int32_t lowest = g.n_prefix;
   for (int32_t i = 0; i < g.n_q; ++i) {
     max_extra = std::max(max_extra, g.extra_begin[i + 1] - g.extra_begin[i]);
-    lowest = std::min(lowest, first(i));
   }
   const int64_t row = g.n_prefix + max_extra;
   auto query = [&](int32_t i) { return g.q + i * g.q_stride; };
   auto out = [&](int32_t i) { return g.out + i * g.out_stride; };
   auto slot_row = [&](int32_t slot) { return g.ring > 0 ? slot % g.ring : slot; };
-  // Each block of prefix keys is read by every query that sees part of it, while it is in L1. A
-  // block never wraps around a ring: blocks start at multiples of the ring's rows too.
-  auto for_each_block = [&](auto&& visit) {
-    for (int32_t j0 = lowest; j0 < g.n_prefix;) {
-      int32_t j1 = std::min(j0 + kKeyBlock, g.n_prefix);
+  // Query i's extra slots: extra(i)[0 .. n_extra(i)); its scores row holds them after its
+  // n_prefix(i) prefix keys.
+  auto n_prefix = [&](int32_t i) { return g.n_prefix - first(i); };
+  auto extra = [&](int32_t i) { return g.extra + extra_first(i); };
+  auto n_extra = [&](int32_t i) { return g.extra_begin[i + 1] - extra_first(i); };
+  // Keys (values) read in blocks of kKeyBlock slots, each by every query that sees part of it,
+  // while it is in L1: query i sees slots [begin(i), end(i)); visit(i, b, n) for its part [b, b +
+  // n) of a block, blocks in slot order. A block never wraps around a ring: blocks start at
+  // multiples of the ring's rows too.
+  auto for_each_block = [&](auto&& begin, auto&& end, auto&& visit) {
+    int32_t lo = std::numeric_limits<int32_t>::max(), hi = std::numeric_limits<int32_t>::min();
+    for (int32_t i = 0; i < g.n_q; ++i) {
+      if (begin(i) >= end(i)) continue;
+      lo = std::min(lo, begin(i));
+      hi = std::max(hi, end(i));
+    }
+    for (int32_t j0 = lo; j0 < hi;) {
+      int32_t j1 = std::min(j0 + kKeyBlock, hi);
       if (g.ring > 0) j1 = std::min(j1, j0 + g.ring - j0 % g.ring);
       for (int32_t i = 0; i < g.n_q; ++i) {
-        const int32_t b = std::max(j0, first(i));
-        if (b < j1) visit(i, b, j1 - b);
+        const int32_t b = std::max(j0, begin(i));
+        const int32_t e = std::min(j1, end(i));
+        if (b < e) visit(i, b, e - b);
       }
       j0 = j1;
     }
   };
-  for_each_block([&](int32_t i, int32_t b, int32_t n) {
-    k.attn_scores(query(i), g.keys + slot_row(b) * g.row_stride, g.row_stride, n, g.head_dim,
-                  g.scale, scores + i * row + (b - first(i)));
-  });
-  // Extra slots that follow each other in the cache rows (a prompt chunk's earlier tokens, a
-  // chain's ancestors) are one run for the kernels: visit(e, n) for runs [e, e + n) of
-  // extra[0 .. n_extra). The split does not change a bit (kernel_set.h), and a 512-token prompt
-  // makes 512 calls per query instead of 131072.
-  auto for_each_run = [&](const int32_t* extra, int32_t n_extra, auto&& visit) {
-    for (int32_t e = 0; e < n_extra;) {
+  auto prefix_begin = [&](int32_t i) { return first(i); };
+  auto prefix_end = [&](int32_t) { return g.n_prefix; };
+  // The extra slots of a prompt chunk are one run of slots per query (the chunk's earlier tokens),
+  // overlapping from query to query: they are read in blocks too, as the prefix is (a 512-token
+  // prompt's queries had each streamed their run from L2). A tree's (ancestors, scattered among
+  // siblings) go to the kernels query by query, as runs of consecutive cache rows.
+  bool extra_runs = true;
+  for (int32_t i = 0; i < g.n_q && extra_runs; ++i) {
+    extra_runs = n_extra(i) == 0 || extra(i)[n_extra(i) - 1] - extra(i)[0] == n_extra(i) - 1;
+  }
+  auto run_begin = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] : 0; };
+  auto run_end = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] + n_extra(i) : 0; };
+  // Runs [e, e + n) of extra slots that follow each other in the cache rows: one kernel call
+  // each. The split does not change a bit (kernel_set.h), and a 512-token prompt made 512 calls
+  // per query instead of 131072.
+  auto for_each_run = [&](int32_t i, auto&& visit) {
+    const int32_t* slots = extra(i);
+    for (int32_t e = 0; e < n_extra(i);) {
       int32_t end = e + 1;
-      while (end < n_extra && extra[end] == extra[end - 1] + 1 &&
-             slot_row(extra[end]) == slot_row(extra[end - 1]) + 1) {
+      while (end < n_extra(i) && slots[end] == slots[end - 1] + 1 &&
+             slot_row(slots[end]) == slot_row(slots[end - 1]) + 1) {
         ++end;
       }
       visit(e, end - e);
       e = end;
     }
   };
+  // Each query's keys in order, prefix then extras (the kernels' results do not depend on the
+  // split, so blocks and runs give the bits AttendHead gives).
+  auto for_each_key_range = [&](auto&& prefix_keys, auto&& extra_keys) {
+    for_each_block(prefix_begin, prefix_end, prefix_keys);
+    if (extra_runs) {
+      for_each_block(run_begin, run_end,
+                     [&](int32_t i, int32_t b, int32_t n) { extra_keys(i, b - run_begin(i), n); });
+    } else {
+      for (int32_t i = 0; i < g.n_q; ++i) {
+        for_each_run(i, [&](int32_t e, int32_t n) { extra_keys(i, e, n); });
+      }
+    }
+  };
   for (int32_t i = 0; i < g.n_q; ++i) std::fill(out(i), out(i) + g.head_dim, 0.0f);
+  for_each_key_range(
+      [&](int32_t i, int32_t b, int32_t n) {
+        k.attn_scores(query(i), g.keys + slot_row(b) * g.row_stride, g.row_stride, n, g.head_dim,
+                      g.scale, scores + i * row + (b - first(i)));
+      },
+      [&](int32_t i, int32_t e, int32_t n) {
+        k.attn_scores(query(i), g.keys + slot_row(extra(i)[e]) * g.row_stride, g.row_stride, n,
+                      g.head_dim, g.scale, scores + i * row + n_prefix(i) + e);
+      });
   float* sums = scores + g.n_q * row;  // one more row of scratch holds each query's softmax sum
   for (int32_t i = 0; i < g.n_q; ++i) {
-    const int32_t n_prefix = g.n_prefix - first(i);
-    const int32_t n_extra = g.extra_begin[i + 1] - extra_first(i);
-    const int32_t* extra = g.extra + extra_first(i);
-    for_each_run(extra, n_extra, [&](int32_t e, int32_t n) {
-      k.attn_scores(query(i), g.keys + slot_row(extra[e]) * g.row_stride, g.row_stride, n,
-                    g.head_dim, g.scale, scores + i * row + n_prefix + e);
-    });
-    sums[i] = k.softmax_exp(scores + i * row, n_prefix + n_extra);
+    sums[i] = k.softmax_exp(scores + i * row, n_prefix(i) + n_extra(i));
   }
-  for_each_block([&](int32_t i, int32_t b, int32_t n) {
-    k.attn_weighted_sum(scores + i * row + (b - first(i)), g.values + slot_row(b) * g.row_stride,
-                        g.row_stride, n, g.head_dim, out(i));
-  });
+  for_each_key_range(
+      [&](int32_t i, int32_t b, int32_t n) {
+        k.attn_weighted_sum(scores + i * row + (b - first(i)),
+                            g.values + slot_row(b) * g.row_stride, g.row_stride, n, g.head_dim,
+                            out(i));
+      },
+      [&](int32_t i, int32_t e, int32_t n) {
+        k.attn_weighted_sum(scores + i * row + n_prefix(i) + e,
+                            g.values + slot_row(extra(i)[e]) * g.row_stride, g.row_stride, n,
+                            g.head_dim, out(i));
+      });
   for (int32_t i = 0; i < g.n_q; ++i) {
-    const int32_t n_prefix = g.n_prefix - first(i);
-    const int32_t n_extra = g.extra_begin[i + 1] - extra_first(i);
-    const int32_t* extra = g.extra + extra_first(i);
-    for_each_run(extra, n_extra, [&](int32_t e, int32_t n) {
-      k.attn_weighted_sum(scores + i * row + n_prefix + e,
-                          g.values + slot_row(extra[e]) * g.row_stride, g.row_stride, n, g.head_dim,
-                          out(i));
-    });
     const float inv = 1.0f / sums[i];
     for (int32_t d = 0; d < g.head_dim; ++d) out(i)[d] *= inv;
   }
