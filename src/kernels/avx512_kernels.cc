@@ -1140,10 +1140,8 @@ float SoftmaxExp(float* x, int32_t n) {
 // chains are independent, so one key costs a few cycles of throughput instead of a chain's latency.
 // Each element still adds p[j] v[j] in key order, as one chunk alone would. The chunks are whole
 // unless kTail (the last one then masked). The accumulators are eight named registers, not an
-// array: GCC kept an array's elements in registers but stored every one of them to the stack at
-// each key as well (dead stores, one per chunk and key: a masked load per chunk, its mask from an
-// array, had made this loop 26% of a decoding step at a 400-token context; with the stores it was
-// 15% of a 512-token prompt's processing).
+// array: GCC also stored an array's elements to the stack at every key (dead stores that made this
+// loop 15% of a 512-token prompt's processing).
 template <int C, bool kTail>
 void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0,
                        int32_t head_dim, float* out) {

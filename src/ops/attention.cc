@@ -85,7 +85,6 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
       j0 = j1;
     }
   };
-  auto prefix_begin = [&](int32_t i) { return first(i); };
   auto prefix_end = [&](int32_t) { return g.n_prefix; };
   // The extra slots of a prompt chunk are one run of slots per query (the chunk's earlier tokens),
   // overlapping from query to query: they are read in blocks too, as the prefix is (a 512-token
@@ -97,9 +96,9 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
   }
   auto run_begin = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] : 0; };
   auto run_end = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] + n_extra(i) : 0; };
-  // Runs [e, e + n) of extra slots that follow each other in the cache rows: one kernel call
-  // each. The split does not change a bit (kernel_set.h), and a 512-token prompt made 512 calls
-  // per query instead of 131072.
+  // Runs [e, e + n) of extra slots that follow each other in the cache rows (a tree's chain of
+  // ancestors): one kernel call each, not one per key. The split does not change a bit
+  // (kernel_set.h).
   auto for_each_run = [&](int32_t i, auto&& visit) {
     const int32_t* slots = extra(i);
     for (int32_t e = 0; e < n_extra(i);) {
@@ -115,7 +114,7 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
   // Each query's keys in order, prefix then extras (the kernels' results do not depend on the
   // split, so blocks and runs give the bits AttendHead gives).
   auto for_each_key_range = [&](auto&& prefix_keys, auto&& extra_keys) {
-    for_each_block(prefix_begin, prefix_end, prefix_keys);
+    for_each_block(first, prefix_end, prefix_keys);
     if (extra_runs) {
       for_each_block(run_begin, run_end,
                      [&](int32_t i, int32_t b, int32_t n) { extra_keys(i, b - run_begin(i), n); });
