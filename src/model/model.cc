@@ -184,9 +184,6 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
     r.table.Resize(static_cast<std::size_t>(n_ctx_) * c.n_rot);
     r.batch.Resize(static_cast<std::size_t>(max_batch_) * c.n_rot);
     r.batch.ZeroFirst(kPrefaultedRows * c.n_rot);
-    for (int32_t pos = 0; pos < n_ctx_; ++pos) {
-      RopeAngles(r.params, pos, r.table.data() + static_cast<std::size_t>(pos) * c.n_rot);
-    }
   }
 
   const std::size_t b = max_batch_;
@@ -364,12 +361,24 @@ void Model::PrepareBatch(const Batch& batch) {
     for (int32_t i = 0; i < n; ++i) {
       float* cs = r.batch.data() + i * n_rot;
       if (batch.positions[i] < n_ctx_) {
+        FillRotationTable(r, batch.positions[i] + 1);
         std::memcpy(cs, r.table.data() + batch.positions[i] * n_rot, n_rot * sizeof(float));
       } else {
         RopeAngles(r.params, batch.positions[i], cs);
       }
     }
   }
+}
+
+void Model::FillRotationTable(Rotation& r, int32_t rows) {
+  if (rows <= r.filled) return;
+  constexpr int32_t kRowsPerFill = 64;
+  const int32_t end = std::min(n_ctx_, std::max(rows, r.filled + kRowsPerFill));
+  const auto n_rot = static_cast<std::size_t>(config_.n_rot);
+  for (int32_t pos = r.filled; pos < end; ++pos) {
+    RopeAngles(r.params, pos, r.table.data() + static_cast<std::size_t>(pos) * n_rot);
+  }
+  r.filled = end;
 }
 
 void Model::PrepareWindow(const Batch& batch) {
