@@ -27,11 +27,16 @@ inline void CpuRelax() {
 #endif
 }
 
+// Read once: std::thread::hardware_concurrency reads /sys at every call, and a process start asks
+// for it a dozen times (each command's thread options).
 int HardwareThreads() {
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  static const int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return n;
 }
 
 }  // namespace
+
+int PoolThreadCount(int n_threads) { return n_threads <= 0 ? HardwareThreads() : n_threads; }
 
 int MaxThreads() { return 4 * HardwareThreads(); }
 
@@ -44,7 +49,7 @@ void CheckThreadCount(int n_threads, std::string_view what) {
 
 ThreadPool::ThreadPool(int n_threads) {
   CheckThreadCount(std::max(n_threads, 0), "thread pool: thread count");
-  n_threads_ = n_threads <= 0 ? HardwareThreads() : n_threads;
+  n_threads_ = PoolThreadCount(n_threads);
   workers_.reserve(n_threads_ - 1);
   try {
     for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });

@@ -29,6 +29,9 @@ int MaxThreads();
 // Checks a requested thread count: 0 (all hardware threads) to MaxThreads(); fails naming `what`.
 void CheckThreadCount(int n_threads, std::string_view what);
 
+// The threads a pool asked for n_threads has: n_threads, or the hardware threads for 0 or less.
+int PoolThreadCount(int n_threads);
+
 class ThreadPool {
  public:
   // n_threads <= 0 selects the number of hardware threads; more than MaxThreads() is an error, and

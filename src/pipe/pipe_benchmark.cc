@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "base/timer.h"
 #include "speculate/auto_planner.h"
 
@@ -143,8 +143,7 @@ void MeasureUnits(PipeTransport& t, const std::shared_ptr<const ModelParameters>
   const int32_t r = t.rank();
   // Whether the ranks take turns on the host's cores (more ranks' threads than cores on one host):
   // then the other units' weights pass through the caches between two forwards of a unit.
-  const bool shared_cores = static_cast<unsigned>(t.size() * std::max(1, p.n_threads)) >
-                            std::max(1u, std::thread::hardware_concurrency());
+  const bool shared_cores = t.size() * std::max(1, p.n_threads) > PoolThreadCount(0);
   if (r > 0) t.Receive(r - 1, kPipeToolTag);
   const VerifyCostCurve own = MeasureUnit(target, draft, prompt, r - 1, p.stages, max_tokens,
                                           p.n_threads, report.one_host && shared_cores);
@@ -241,10 +240,7 @@ PipeBenchmarkReport RunPipeBenchmark(PipeTransport& t,
     }
   }
   // The clock, fed what was measured: on one host the ranks share its cores.
-  report.clock_cores =
-      static_cast<int32_t>(report.one_host ? std::max(1u, std::thread::hardware_concurrency()) /
-                                                 static_cast<unsigned>(std::max(1, p.n_threads))
-                                           : 0);
+  report.clock_cores = report.one_host ? PoolThreadCount(0) / std::max(1, p.n_threads) : 0;
   const PipelineCosts costs = MeasuredStageCosts(
       report.stage_curves, report.draft_curve, report.link.latency_seconds,
       report.link.bytes_per_second, 4.0 * target->config().n_embd, report.clock_cores);

@@ -5,9 +5,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "speculate/auto_planner.h"
 #include "speculate/verify_cost_cache.h"
 
@@ -128,7 +128,7 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
                                      : std::string("auto: plain");
   if (max_concurrency >= 1 && choice.size >= 2) {
     // Lanes draft on threads of their own, as many at once as there are cores.
-    const auto cores = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+    const int32_t cores = PoolThreadCount(0);
     frozen.by_concurrency =
         ConcurrencyTrees(*inputs.verify_cost, inputs.acceptance, choice.size, max_concurrency,
                          node_budget, cores, inputs.draft_seconds_per_level);

@@ -8,13 +8,13 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/replacing_file.h"
+#include "base/thread_pool.h"
 #include "bench_bandwidth.h"
 #include "bench_memory.h"
 #include "bench_speculative.h"
@@ -158,11 +158,10 @@ void Validate(BenchOptions& o) {
     if (p < 0) Fail("-p ", p, ": prompt length must be >= 0 (0 skips the test)");
   for (int32_t n : o.n_gen)
     if (n < 0) Fail("-n ", n, ": generation length must be >= 0 (0 skips the test)");
-  if (o.threads.empty())
-    o.threads.push_back(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  if (o.threads.empty()) o.threads.push_back(PoolThreadCount(0));
   for (int& t : o.threads) {
     if (t < 0) Fail("-t ", t, ": thread count must be >= 0 (0: all hardware threads)");
-    if (t == 0) t = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    t = PoolThreadCount(t);
   }
   for (int32_t n : o.curve) {
     if (n < 1 || n > kMaxBatch)

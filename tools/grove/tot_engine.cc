@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
-#include <thread>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
 #include "bundled_models.h"
 #include "draft_option.h"
 #include "option_checks.h"
@@ -93,9 +93,7 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
 }
 
 int TotEngine::TargetThreads(SchedulePolicy policy) const {
-  const int all = options_.threads > 0
-                      ? options_.threads
-                      : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int all = PoolThreadCount(options_.threads);
   if (!DraftsConcurrently(policy)) return all;
   return options_.overlap_threads > 0 ? options_.overlap_threads : std::max(1, all - 1);
 }
