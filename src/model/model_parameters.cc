@@ -208,6 +208,10 @@ void ModelParameters::StopKeepingPackedWeights() const {
   if (keeping_) keeping_->Abandon();
 }
 
+void ModelParameters::FinishKeepingPackedWeights() const {
+  if (keeping_) keeping_->Finish();
+}
+
 bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
                                            const std::vector<WeightView*>& matrices,
                                            const std::vector<std::size_t>& offsets) {

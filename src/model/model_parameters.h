@@ -66,6 +66,9 @@ class ModelParameters {
   // (PackedWeightWriter::Abandon): for a model about to be closed on a thread that must not wait
   // for the writes left.
   void StopKeepingPackedWeights() const;
+  // Writes what is left of the grouped matrices' kept file, if it is still being written, as the
+  // destructor would: for a process that ends without destroying its models.
+  void FinishKeepingPackedWeights() const;
   // What a forward of this model computes, not with which values: the architecture, the attention's
   // shape (heads and window change the work without changing a tensor), every tensor's name, type
   // and shape, and the file's size; 16 hex digits.

@@ -15,6 +15,7 @@
 #include "device_option.h"
 #include "draft_option.h"
 #include "model/model.h"
+#include "one_shot_exit.h"
 #include "option_checks.h"
 #include "sampling_options.h"
 #include "speculate/draft_source.h"
@@ -180,7 +181,7 @@ void RunGenerate(RunOptions o) {
         output.size(), output.size() / std::max(plain_timing.generation_seconds, 1e-9), stop,
         DeviceName(*model), model->pool().size(), model->n_ctx(),
         static_cast<unsigned long long>(o.sampling.seed));
-    return;
+    ExitLeavingModelsToKernel({model.get()});
   }
   const SpeculationStats& s = session->stats();
   const SpeculationPolicy& policy = session->policy();
@@ -239,6 +240,8 @@ void RunGenerate(RunOptions o) {
     }
     std::fprintf(stderr, "\n");
   }
+  session.reset();  // keeps what auto measured of the verify curve
+  ExitLeavingModelsToKernel({model.get(), drafter.model.get()});
 }
 
 }  // namespace
