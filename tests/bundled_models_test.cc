@@ -9,12 +9,15 @@
 #include <set>
 #include <sstream>
 
+#include "base/error.h"
+#include "base/thread_pool.h"
 #include "io/gguf.h"
 #include "model/model.h"
 #include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
 #include "speculate/speculation.h"
+#include "test_support.h"
 #include "tokenize/tokenizer.h"
 #include "train/corpus.h"
 
@@ -43,7 +46,7 @@ const PairSpec kPairs[] = {
 
 std::string ModelPath(const char* file) { return std::string(GROVE_MODELS_DIR) + "/" + file; }
 
-class BundledPair : public testing::TestWithParam<PairSpec> {};
+class BundledPair : public ::testing::TestWithParam<PairSpec> {};
 
 // Lower-case words without punctuation.
 std::vector<std::string> Words(const std::string& text) {
@@ -135,7 +138,7 @@ const DrafterSpec kDrafters[] = {
     {"parallel4", "grove-base-parallel4.gguf", 4, 2.8},
 };
 
-class BundledDrafter : public testing::TestWithParam<DrafterSpec> {};
+class BundledDrafter : public ::testing::TestWithParam<DrafterSpec> {};
 
 TEST_P(BundledDrafter, DraftsLosslesslyAndIsTrained) {
   const DrafterSpec& d = GetParam();
@@ -159,13 +162,34 @@ TEST_P(BundledDrafter, DraftsLosslesslyAndIsTrained) {
   EXPECT_GE(session.stats().tau(), d.min_tau);
 }
 
-INSTANTIATE_TEST_SUITE_P(Drafters, BundledDrafter, testing::ValuesIn(kDrafters),
-                         [](const testing::TestParamInfo<DrafterSpec>& info) {
+// grove run loads the draft's file beside the target's and hands its parameters over: the
+// drafter uses those very parameters, and they are checked against the target as a file opened
+// here would be.
+TEST(BundledModels, ADrafterTakesDraftParametersLoadedBeforehand) {
+  const std::string draft = ModelPath("grove-base-draft.gguf");
+  const std::string name = draft + "+suffix";
+  ASSERT_EQ(DraftSource::ModelPath(name), draft);
+  EXPECT_EQ(DraftSource::ModelPath("ngram+suffix"), "");
+  ThreadPool loader(1);
+  const std::shared_ptr<const ModelParameters> loaded = ModelParameters::Load(draft, true, loader);
+  auto target = Model::Load(ModelPath("grove-base-target.gguf"), {.n_threads = 2});
+  OpenedDrafter opened = OpenDrafter(name, *target, ComputeDevice::kAuto, loaded);
+  ASSERT_NE(opened.model, nullptr);
+  EXPECT_EQ(opened.model->parameters().get(), loaded.get());
+  EXPECT_EQ(opened.drafter->name(), "draft-model+suffix");
+  // Another target's vocabulary: refused, loaded beforehand or not.
+  auto other = testing::MakeRandomModel(testing::TinySpec());
+  EXPECT_THROW(OpenDrafter(name, *other, ComputeDevice::kAuto, loaded), Error);
+  EXPECT_THROW(OpenDrafter(name, *other), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Drafters, BundledDrafter, ::testing::ValuesIn(kDrafters),
+                         [](const ::testing::TestParamInfo<DrafterSpec>& info) {
                            return std::string(info.param.name);
                          });
 
-INSTANTIATE_TEST_SUITE_P(Pairs, BundledPair, testing::ValuesIn(kPairs),
-                         [](const testing::TestParamInfo<PairSpec>& info) {
+INSTANTIATE_TEST_SUITE_P(Pairs, BundledPair, ::testing::ValuesIn(kPairs),
+                         [](const ::testing::TestParamInfo<PairSpec>& info) {
                            return std::string(info.param.name);
                          });
 

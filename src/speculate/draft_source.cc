@@ -37,17 +37,29 @@ DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameter
 }
 
 DraftSource DraftSource::Open(const std::string& name, const ModelParameters& target,
-                              ThreadPool& pool, std::shared_ptr<SuffixStore> store) {
+                              ThreadPool& pool, std::shared_ptr<SuffixStore> store,
+                              std::shared_ptr<const ModelParameters> loaded) {
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
   if (const std::vector<std::string> names = MixtureMembers(name); names.size() > 1) {
     std::vector<DraftSource> members;
     members.reserve(names.size());
-    for (const std::string& member : names) members.push_back(Open(member, target, pool, store));
+    const std::string loaded_path = loaded ? ModelPath(name) : "";
+    for (const std::string& member : names)
+      members.push_back(
+          Open(member, target, pool, store, member == loaded_path ? loaded : nullptr));
     return Mixture(std::move(members));
   }
   if (name == kPromptLookupName) return PromptLookup();
   if (name == kSuffixName) return Suffix(std::move(store));
-  return FromModel(ModelParameters::Load(name, ModelOptions{}.group_weights, pool), target);
+  if (!loaded) loaded = ModelParameters::Load(name, ModelOptions{}.group_weights, pool);
+  return FromModel(std::move(loaded), target);
+}
+
+std::string DraftSource::ModelPath(const std::string& name) {
+  for (const std::string& member : MixtureMembers(name)) {
+    if (member != kPromptLookupName && member != kSuffixName) return member;
+  }
+  return "";
 }
 
 std::vector<std::string> DraftSource::MixtureMembers(const std::string& name) {
@@ -171,8 +183,10 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
   return std::make_unique<NgramDrafter>(target.config().n_vocab, target.n_ctx());
 }
 
-OpenedDrafter OpenDrafter(const std::string& name, Model& target, ComputeDevice device) {
-  const DraftSource source = DraftSource::Open(name, *target.parameters(), *target.shared_pool());
+OpenedDrafter OpenDrafter(const std::string& name, Model& target, ComputeDevice device,
+                          std::shared_ptr<const ModelParameters> loaded) {
+  const DraftSource source = DraftSource::Open(name, *target.parameters(), *target.shared_pool(),
+                                               nullptr, std::move(loaded));
   OpenedDrafter opened;
   opened.suffix_store = source.suffix_store();
   opened.drafter = source.Make(target,

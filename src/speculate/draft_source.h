@@ -24,8 +24,11 @@ class DraftSource {
   // FromModel), or names a drafter without a model. Throws grove::Error naming the problem.
   // store: the outputs a suffix drafter among them starts from (null: a new, empty store), so that
   // a drafter opened anew (a server's swap) keeps what the old one learnt.
+  // loaded: the parameters of the draft model `name` names, if the caller loaded them already
+  // (from the path ModelPath(name) gives): checked and used instead of loading the file again.
   static DraftSource Open(const std::string& name, const ModelParameters& target, ThreadPool& pool,
-                          std::shared_ptr<SuffixStore> store = nullptr);
+                          std::shared_ptr<SuffixStore> store = nullptr,
+                          std::shared_ptr<const ModelParameters> loaded = nullptr);
   // A draft model's parameters, checked as the drafter's constructor checks them (vocabularies;
   // a feature drafter's target, width and tensors).
   static DraftSource FromModel(std::shared_ptr<const ModelParameters> draft,
@@ -40,6 +43,9 @@ class DraftSource {
   // The names a --draft value joins with '+' (one name: not a mixture). A file's name is never
   // split, nor a path holding '+' (~/c++/models/d.gguf+suffix: the file and "suffix").
   static std::vector<std::string> MixtureMembers(const std::string& name);
+  // The path of the draft model file `name` names (itself, or a mixture's member that is neither
+  // 'ngram' nor 'suffix'); empty when it names none.
+  static std::string ModelPath(const std::string& name);
 
   const DrafterTraits& traits() const { return traits_; }
   // The draft model's parameters (a mixture's member's); null for drafters without a model.
@@ -74,8 +80,10 @@ struct OpenedDrafter {
   std::shared_ptr<SuffixStore> suffix_store;  // a suffix drafter's outputs; null without one
 };
 // `device`: where a draft model computes; kAuto: where the target does (DraftSource::Make).
+// loaded: as DraftSource::Open's.
 OpenedDrafter OpenDrafter(const std::string& name, Model& target,
-                          ComputeDevice device = ComputeDevice::kAuto);
+                          ComputeDevice device = ComputeDevice::kAuto,
+                          std::shared_ptr<const ModelParameters> loaded = nullptr);
 
 // The drafter of a draft model's forward context, drafting into its sequence `seq`: a
 // FeatureDrafter when the file is one, else a ModelDrafter. Throws as their constructors do.
