@@ -79,7 +79,10 @@ void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int spin = 0; gen == seen && spin < kSpinIterations + kYieldIterations; ++spin) {
+    // Until its first job a worker waits parked, not spinning: a pool is made while its model
+    // loads, and a spinning worker took a core from whatever loaded beside it (a draft model).
+    const int spins = seen == 0 ? 0 : kSpinIterations + kYieldIterations;
+    for (int spin = 0; gen == seen && spin < spins; ++spin) {
       if (spin < kSpinIterations) {
         CpuRelax();
       } else {
