@@ -1,7 +1,10 @@
 #include "tokenize/pretokenizer.h"
 
 #include <memory>
+#include <mutex>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 
@@ -227,18 +230,20 @@ PreTokenizer::PreTokenizer(PreTokenizer&&) noexcept = default;
 PreTokenizer::~PreTokenizer() = default;
 
 const PreTokenizer& PreTokenizer::ForName(std::string_view name) {
-  // Compiled once, on first use, and shared: a PreTokenizer is immutable.
-  static const std::vector<PreTokenizer> compiled = [] {
-    std::vector<PreTokenizer> all;
-    for (const PreTokenizerSpec& spec : Table()) {
-      all.emplace_back(std::string(spec.names[0]), spec.patterns, spec.ignore_merges,
-                       spec.adds_bos);
-    }
-    return all;
-  }();
+  // Each compiled on its first use, and shared: a PreTokenizer is immutable. Compiling every one
+  // at the first use of any was a tenth of building a tokenizer (issue 30).
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<const PreTokenizer>> compiled(Table().size());
   for (std::size_t i = 0; i < Table().size(); ++i) {
-    for (std::string_view n : Table()[i].names) {
-      if (n == name) return compiled[i];
+    const PreTokenizerSpec& spec = Table()[i];
+    for (std::string_view n : spec.names) {
+      if (n != name) continue;
+      const std::lock_guard<std::mutex> lock(mutex);
+      if (!compiled[i]) {
+        compiled[i] = std::make_unique<const PreTokenizer>(
+            std::string(spec.names[0]), spec.patterns, spec.ignore_merges, spec.adds_bos);
+      }
+      return *compiled[i];
     }
   }
   std::string supported;

@@ -143,14 +143,34 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
 
   ReadTokenTypes(gguf, *vocab);
 
-  // Duplicate texts map to the last id, as in llama.cpp, so both pick the same token for a string.
-  vocab->ids.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) vocab->ids[vocab->texts[i]] = static_cast<int32_t>(i);
+  vocab->ids.Build(vocab->texts);
 
   ReadSpecialTokens(gguf, *vocab);
   ListSpecialTokens(*vocab);
 
   return vocab;
+}
+
+void TokenTextIndex::Build(const std::vector<std::string>& texts) {
+  std::size_t size = 16;
+  while (size < 2 * texts.size()) size *= 2;
+  slots_.assign(size, -1);
+  mask_ = size - 1;
+  for (std::size_t id = 0; id < texts.size(); ++id) {
+    std::size_t i = std::hash<std::string_view>{}(texts[id]) & mask_;
+    while (slots_[i] >= 0 && texts[static_cast<std::size_t>(slots_[i])] != texts[id]) {
+      i = (i + 1) & mask_;
+    }
+    slots_[i] = static_cast<int32_t>(id);  // a repeated text: the later id replaces the earlier
+  }
+}
+
+int32_t TokenTextIndex::Find(std::string_view text, const std::vector<std::string>& texts) const {
+  if (slots_.empty()) return -1;
+  for (std::size_t i = std::hash<std::string_view>{}(text)&mask_;; i = (i + 1) & mask_) {
+    const int32_t id = slots_[i];
+    if (id < 0 || texts[static_cast<std::size_t>(id)] == text) return id;
+  }
 }
 
 }  // namespace grove
