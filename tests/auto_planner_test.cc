@@ -273,16 +273,29 @@ TEST(AutoPlanner, ShortRunsSaveForAMeasurementThatALongerRunMakes) {
   auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-short"));
   MeasuredTarget target;
   TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
-  const double t1 = 1e-4;
+  const double t1 = 1e-3;
   // Runs before measured t(1) only, twice (confirmed: the next size is 8).
   cache->Store(*target.model, {.points = {{1, t1}}, .samples = {{1, {t1, t1}}}});
   // A run of 60 steps alone has not decoded enough for it (5%: a quarter of the measurement).
   EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 60, t1));
-  // Runs of 2 steps save their decoding time, but none of them is long enough to spend it: a
+  // Runs of 25 steps save their decoding time, but none of them is long enough to spend it: a
   // measurement may cost a run at most a quarter of its own decoding (never slower than plain).
-  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 100, 2, t1));
+  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 100, 25, t1));
   // With what they saved, a run of 60 steps measures.
   EXPECT_TRUE(RunsWantMeasurement(target, inputs, 1, 60, t1));
+}
+
+// A run that decoded too little for its saving to pay for rewriting the kept curve keeps nothing:
+// however many such runs came before, a run of 60 steps still has only its own 5% to spend.
+TEST(AutoPlanner, RunsTooShortToPayForTheWriteSaveNothing) {
+  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-shortest"));
+  MeasuredTarget target;
+  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
+  const double t1 = 1e-3;
+  cache->Store(*target.model, {.points = {{1, t1}}, .samples = {{1, {t1, t1}}}});
+  // 200 runs of 2 steps (2 ms each): kept, their 400 t(1) would pay for the measurement.
+  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 200, 2, t1));
+  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 60, t1));
 }
 
 // The sizes a kept curve is extended by, a few per run: coarse to fine, so that a curve of three

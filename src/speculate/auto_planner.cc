@@ -41,6 +41,11 @@ constexpr double kMeasureShare = 0.05;
 // short ones is not the one made slower than plain decoding (a 16-token run after ten 512-token
 // runs measured sizes up to 128 and lost to plain, 0.94x).
 constexpr double kRunMeasureShare = 0.25;
+// A run keeps the decoding time it did not spend (the credit above) only when it decoded at least
+// this long: rewriting the kept curve (JSON, a new file, a rename) costs about 0.5 ms, more than
+// the 5% of a shorter run's decoding it would bank, and a run of 16 tokens that only saved paid it
+// every time (2% of the run at 2 threads, issue 30). Runs shorter than this never measure anyway.
+constexpr double kMinKeptDecodeSeconds = 0.02;
 // The guess for sizes not measured yet: each token beyond the first adds this share of t(1). On
 // memory-bound CPU decoding the measured slopes are 0.1-0.3 (bundled base target, 1 thread, this
 // project's 2-core machine: 0.12 to n = 2, 0.17 to 4, 0.25 to 8, 0.30 to 16; 0.11 to 16 on a
@@ -150,7 +155,7 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
 }
 
 AutoPlanner::~AutoPlanner() {
-  if (cache_ && cache_target_ && !measured_.complete && decode_seconds_ > 0) {
+  if (cache_ && cache_target_ && !measured_.complete && decode_seconds_ >= kMinKeptDecodeSeconds) {
     CachedVerifyCost kept = measured_;
     kept.decode_seconds += decode_seconds_;
     cache_->Store(*cache_target_, kept);
