@@ -25,8 +25,11 @@ namespace {
 // row is computed by the same code either way, so the choice never changes a bit.
 constexpr int64_t kParallelRowsMin = 1 << 15;
 
-// Rows of the forward's scratch faulted in at load (see FromGguf).
-constexpr std::size_t kPrefaultedRows = 32;
+// Rows of the forward's scratch faulted in at load (see the constructor): one token, a draft
+// level, a chain or small tree. 32 rows zeroed a megabyte of logits per model per run (32 KB a row
+// with 8,000 tokens), mostly rows no run of auto's 5-8 token trees reaches: 0.5 ms of a 16-token
+// run with a draft (issue 30). Larger batches fault in their rows when they first come.
+constexpr std::size_t kPrefaultedRows = 8;
 
 // RMSNorm of n rows of d, in parallel only when the batch is large (see kParallelRowsMin).
 void RmsNormRows(const float* x, const float* weight, float* out, int32_t n, std::size_t d,
@@ -212,9 +215,9 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
   window_prefix_begin_.Resize(b);
   window_extra_first_.Resize(b);
   // Fault in now the pages of the forward's state that batches of up to kPrefaultedRows rows use
-  // (decoding, trees, a draft catching up), so that no step pays for them in the middle of
-  // decoding; larger batches (long prompts) fault in their pages when they first come. Zeroing all
-  // of it cost a 16-token run of the bundled target a tenth of its time (issue 30).
+  // (decoding, a draft's levels, small trees), so that most steps never pay for them in the middle
+  // of decoding; larger batches fault in their pages when they first come. Zeroing all of it cost
+  // a 16-token run of the bundled target a tenth of its time (issue 30).
   const std::size_t rows = std::min(b, kPrefaultedRows);
   for (AlignedBuffer<float>* f : {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &logits_})
     f->ZeroFirst(f->size() / b * rows);
