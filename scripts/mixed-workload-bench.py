@@ -39,11 +39,11 @@ def post(port, body):
         return json.load(r)
 
 
-def serve_class(grove, target, draft, prompts, n, threads, temperature):
+def serve_class(grove, target, draft, prompts, n, threads, temperature, policy):
     """Answers `prompts` in order on a fresh server; returns (seconds, tokens, taus, texts)."""
     port = free_port()
     cmd = [grove, "serve", "-m", target, "--draft", draft, "--port", str(port), "-t",
-           str(threads), "--parallel", "1"]
+           str(threads), "--parallel", "1"] + (["--policy", policy] if policy else [])
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(600):
@@ -87,11 +87,14 @@ def main():
     ap.add_argument("--temp", type=float, default=0.0,
                     help="temperature of every request (seed 1: the same text whatever drafts)")
     ap.add_argument("--classes", default="stories,repeated,near-repeated,arithmetic,game24,mixed")
+    ap.add_argument("--policy", default="",
+                    help="grove serve --policy of every server (default: the server's own)")
     args = ap.parse_args()
     drafters = [("plain", "none"), ("draft model", args.draft), ("suffix", "suffix"),
                 ("mixture", args.draft + "+suffix")]
     print(f"grove serve, {args.target}, one client, -n {args.n}, temperature {args.temp}, "
-          f"{args.threads} threads, median of {args.reps} fresh servers\n")
+          f"{args.threads} threads, policy {args.policy or 'the default'}, median of {args.reps} "
+          f"fresh servers\n")
     print("| class | requests | drafter | tokens/s | min-max | vs plain | vs best single | tau |")
     print("|---|---:|---|---:|---:|---:|---:|---:|")
     repeated_taus, splits = {}, {}
@@ -105,7 +108,7 @@ def main():
             for _ in range(args.reps):
                 seconds, tokens, t, texts, split = serve_class(args.grove, args.target, draft,
                                                                prompts, args.n, args.threads,
-                                                               args.temp)
+                                                               args.temp, args.policy)
                 splits.setdefault((cls, label), split)
                 if plain_texts is None:
                     plain_texts = texts

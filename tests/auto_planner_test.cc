@@ -266,36 +266,44 @@ bool RunsWantMeasurement(MeasuredTarget& target, const TreePlanInputs& inputs, i
   return wanted;
 }
 
-TEST(AutoPlanner, ShortRunsSaveForAMeasurementThatALongerRunMakes) {
-  // After t(1) the curve is extended by t(8) (coarse to fine), guessed at 1 + 0.25 x 7 = 2.75 t(1),
-  // timed with t(1) beside it: three forwards of each cost 5% of 225 steps of t(1), a quarter of
-  // 45.
-  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-short"));
+// Runs that find a kept curve of t(1) = 1 ms alone, measured twice (confirmed: the next size is
+// 8). After t(1) the curve is extended by t(8) (coarse to fine), guessed at 1 + 0.25 x 7 = 2.75
+// t(1), timed with t(1) beside it: three forwards of each cost 5% of 225 steps of t(1), a quarter
+// of 45.
+struct RunsAfterAKeptTOne {
+  static constexpr double kT1 = 1e-3;
+  explicit RunsAfterAKeptTOne(const std::string& cache_name)
+      : cache(std::make_shared<const VerifyCostCache>(TempPath(cache_name))),
+        inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache} {
+    cache->Store(*target.model, {.points = {{1, kT1}}, .samples = {{1, {kT1, kT1}}}});
+  }
+  // Whether one of `runs` runs of `steps` steps each comes to want a measurement.
+  bool WantMeasurement(int32_t runs, int32_t steps) {
+    return RunsWantMeasurement(target, inputs, runs, steps, kT1);
+  }
+  std::shared_ptr<const VerifyCostCache> cache;
   MeasuredTarget target;
-  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
-  const double t1 = 1e-3;
-  // Runs before measured t(1) only, twice (confirmed: the next size is 8).
-  cache->Store(*target.model, {.points = {{1, t1}}, .samples = {{1, {t1, t1}}}});
+  TreePlanInputs inputs;
+};
+
+TEST(AutoPlanner, ShortRunsSaveForAMeasurementThatALongerRunMakes) {
+  RunsAfterAKeptTOne runs("verify-cache-short");
   // A run of 60 steps alone has not decoded enough for it (5%: a quarter of the measurement).
-  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 60, t1));
+  EXPECT_FALSE(runs.WantMeasurement(1, 60));
   // Runs of 25 steps save their decoding time, but none of them is long enough to spend it: a
   // measurement may cost a run at most a quarter of its own decoding (never slower than plain).
-  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 100, 25, t1));
+  EXPECT_FALSE(runs.WantMeasurement(100, 25));
   // With what they saved, a run of 60 steps measures.
-  EXPECT_TRUE(RunsWantMeasurement(target, inputs, 1, 60, t1));
+  EXPECT_TRUE(runs.WantMeasurement(1, 60));
 }
 
 // A run that decoded too little for its saving to pay for rewriting the kept curve keeps nothing:
 // however many such runs came before, a run of 60 steps still has only its own 5% to spend.
 TEST(AutoPlanner, RunsTooShortToPayForTheWriteSaveNothing) {
-  auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-shortest"));
-  MeasuredTarget target;
-  TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
-  const double t1 = 1e-3;
-  cache->Store(*target.model, {.points = {{1, t1}}, .samples = {{1, {t1, t1}}}});
+  RunsAfterAKeptTOne runs("verify-cache-shortest");
   // 200 runs of 2 steps (2 ms each): kept, their 400 t(1) would pay for the measurement.
-  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 200, 2, t1));
-  EXPECT_FALSE(RunsWantMeasurement(target, inputs, 1, 60, t1));
+  EXPECT_FALSE(runs.WantMeasurement(200, 2));
+  EXPECT_FALSE(runs.WantMeasurement(1, 60));
 }
 
 // The sizes a kept curve is extended by, a few per run: coarse to fine, so that a curve of three
