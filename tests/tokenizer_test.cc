@@ -435,6 +435,12 @@ TEST(PreTokenizer, NamesAndUnknownName) {
   EXPECT_TRUE(PreTokenizer::ForName("llama-bpe").ignore_merges());
   EXPECT_TRUE(PreTokenizer::ForName("tekken").adds_bos());
   EXPECT_FALSE(PreTokenizer::ForName("qwen2").adds_bos());
+  // Each is compiled when first named: every name of the table compiles, and names one object.
+  for (const std::string& name : PreTokenizer::SupportedNames()) {
+    const PreTokenizer* compiled = nullptr;
+    ASSERT_NO_THROW(compiled = &PreTokenizer::ForName(name)) << name;
+    EXPECT_EQ(&PreTokenizer::ForName(name), compiled) << name;
+  }
   try {
     PreTokenizer::ForName("chameleon");
     FAIL() << "expected an error";
