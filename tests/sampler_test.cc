@@ -75,11 +75,19 @@ std::vector<double> ReferenceDistribution(const std::vector<float>& logits,
 TEST(Sampler, DistributionMatchesTheSortedDefinition) {
   std::mt19937 rng(3);
   for (int32_t n : {5, 64, 3072, 32000}) {
-    for (float spread : {0.5f, 4.0f}) {
-      std::normal_distribution<float> normal(0.0f, spread);
+    for (float spread : {0.5f, 4.0f, -1.0f}) {
+      // A negative spread: logits in steps of 1/4, so top-k's cut falls among ties, and a third
+      // of them -inf (masked tokens), so a small vocabulary has fewer finite logits than k.
+      std::normal_distribution<float> normal(0.0f, std::abs(spread));
       std::vector<float> logits(n);
       for (float& l : logits) l = normal(rng);
       logits[n / 2] = logits[n / 3];  // a tie
+      if (spread < 0) {
+        for (int32_t t = 0; t < n; ++t) {
+          logits[t] = t % 3 == 2 ? -std::numeric_limits<float>::infinity()
+                                 : std::round(4.0f * logits[t]) / 4.0f;
+        }
+      }
       for (const SamplerParams& params :
            {SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},
             SamplerParams{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "base/error.h"
@@ -49,12 +50,22 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
   auto before = [&](int32_t a, int32_t b) {
     return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
   };
-  order_.resize(n);
-  std::iota(order_.begin(), order_.end(), 0);
   int32_t kept = n;
+  bool ordered = false;  // order_ already in the candidate order (top-p need not sort)
   if (params_.top_k > 0 && params_.top_k < n) {
-    kept = params_.top_k;
-    std::nth_element(order_.begin(), order_.begin() + (kept - 1), order_.end(), before);
+    // The k best in order, by TopTokens' SIMD scan: an nth_element over the vocabulary's indices
+    // cost 7 ns a token through its indirect comparisons (1.1 ms a row of a 152k vocabulary).
+    // TopTokens skips tokens at -inf, which would carry no mass here either.
+    TopTokens(logits, params_.top_k, -std::numeric_limits<float>::infinity(), order_);
+    kept = static_cast<int32_t>(order_.size());
+    if (kept == 0) {  // every logit -inf or NaN: nothing has mass; one-hot, as greedy
+      probs[Argmax(logits)] = 1.0f;
+      return;
+    }
+    ordered = true;
+  } else {
+    order_.resize(n);
+    std::iota(order_.begin(), order_.end(), 0);
   }
   // exp((l - max) / T) once per candidate; the top candidate's value is exactly 1, so the min-p
   // test compares values with min_p directly, and top-p reads each candidate's mass as value / sum.
@@ -92,11 +103,13 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
     int32_t sorted = 0, cut = kept;
     while (sorted < kept && cut == kept) {
       const int32_t chunk_end = std::min(kept, std::max(kFirstSortedChunk, 4 * sorted));
-      if (chunk_end < kept) {
-        std::nth_element(pairs_.begin() + sorted, pairs_.begin() + (chunk_end - 1), pairs_.end(),
-                         pair_before);
+      if (!ordered) {
+        if (chunk_end < kept) {
+          std::nth_element(pairs_.begin() + sorted, pairs_.begin() + (chunk_end - 1), pairs_.end(),
+                           pair_before);
+        }
+        std::sort(pairs_.begin() + sorted, pairs_.begin() + chunk_end, pair_before);
       }
-      std::sort(pairs_.begin() + sorted, pairs_.begin() + chunk_end, pair_before);
       for (int32_t i = sorted; i < chunk_end; ++i) {
         mass += pairs_[i].value;
         if (mass >= target) {
