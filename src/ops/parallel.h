@@ -1,10 +1,11 @@
 // When an op splits its work over the thread pool, and when it runs on the calling thread.
 //
 // A dispatch wakes the pool's workers and ends in a barrier; on this 2-core machine that costs
-// 1-3 us with hot workers and much more when a worker was descheduled. Splitting an op pays only
-// when its own time is several times that. The ops estimate their work in multiply-adds (the unit
-// that sets their time for matmuls and attention alike) and call these instead of the pool: a
-// draft model of width 128 then runs every op on one thread, and a 1.1B target splits every matmul.
+// 0.2-0.4 us with hot workers and much more when a worker was descheduled (on this VM, when its two
+// vCPUs are slow to answer each other, which comes and goes). Splitting an op pays
+// only when its own time is several times that. The ops estimate their work in multiply-adds (the
+// unit that sets their time for matmuls and attention alike) and call these instead of the pool: a
+// draft model's narrowest ops then run on one thread, and a 1.1B target splits every matmul.
 // Which thread computes an index never changes its result (contract 2), so the choice is free.
 #pragma once
 
@@ -15,12 +16,16 @@
 
 namespace grove {
 
-// About 4-8 us of one core's group-kernel matmul (65-130 G multiply-adds/s at one row, more at
-// several): enough that the barrier is a small share of the split op. On the bundled pair at 2
-// threads, thresholds from 2^17 to 2^21 and none at all were timed interleaved in one process:
-// 2^19 was among the fastest for both decode and a 3-token verify; 2^18 and below lost 5-15% on
-// the verify (its small matmuls split), none at all lost on decode.
-inline constexpr int64_t kMinParallelMacs = int64_t{1} << 19;
+// About 2-4 us of one core's group-kernel matmul (65-130 G multiply-adds/s at one row), several
+// times a dispatch. Timed at stop 53 on the bundled pair at 2 threads, binaries alternating: the
+// base target's t(1) 0.89-0.96 ms at 2^19 (its 640 x 640 output projection on one thread),
+// 0.84-0.90 at 2^18, 0.79-0.83 at 2^15; plain 128-token runs 5-12% faster at 2^18 and below. At
+// 2^15 the draft's 192-wide ops split as well: its tg128 went 32k -> 40k t/s while the VM's two
+// vCPUs answered each other quickly and fell to 20k, below one thread's, an hour later when they
+// did not, its speculative runs 4% faster, then 5-9% slower. 2^18 keeps what held in both states.
+// In all, not per thread: a dispatch costs about the same whatever the op, so the op's own time
+// decides; a 1.1B model's matmuls (4M and more) split at any thread count either way.
+inline constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
 
 inline bool WorthSplitting(const ThreadPool& pool, int64_t macs) {
   return pool.size() > 1 && macs >= kMinParallelMacs;
