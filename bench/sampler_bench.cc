@@ -33,10 +33,11 @@ std::vector<std::vector<float>> MakeRows(int64_t n_vocab, bool peaked) {
   return rows;
 }
 
-// Args: vocabulary size, peaked (1) or flat (0).
+// Args: vocabulary size, peaked (1) or flat (0), top-k (40 the default; 0 off, as OpenAI-style
+// clients that send only top-p leave it).
 void BM_Distribution(benchmark::State& state) {
   const auto rows = MakeRows(state.range(0), state.range(1) != 0);
-  Sampler sampler(SamplerParams{});
+  Sampler sampler(SamplerParams{.top_k = static_cast<int32_t>(state.range(2))});
   std::vector<float> probs(rows[0].size());
   int r = 0;
   for (auto _ : state) {
@@ -46,7 +47,7 @@ void BM_Distribution(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_Distribution)->ArgsProduct({{3072, 32000, 151936}, {1, 0}});
+BENCHMARK(BM_Distribution)->ArgsProduct({{3072, 32000, 151936}, {1, 0}, {40, 0}});
 
 }  // namespace
 }  // namespace grove

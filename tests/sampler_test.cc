@@ -93,7 +93,9 @@ TEST(Sampler, DistributionMatchesTheSortedDefinition) {
             SamplerParams{.temperature = 0.7f, .top_k = 40, .top_p = 0.95f, .min_p = 0.05f},
             SamplerParams{.temperature = 1.3f, .top_k = 0, .top_p = 0.9f, .min_p = 0.0f},
             SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 0.999f, .min_p = 0.0f},
-            SamplerParams{.temperature = 0.8f, .top_k = 3, .top_p = 1.0f, .min_p = 0.2f}}) {
+            SamplerParams{.temperature = 0.8f, .top_k = 3, .top_p = 1.0f, .min_p = 0.2f},
+            SamplerParams{.temperature = 0.9f, .top_k = 0, .top_p = 0.95f, .min_p = 0.05f},
+            SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.01f}}) {
         Sampler sampler(params);
         std::vector<float> probs(n);
         sampler.Distribution(logits, probs);
