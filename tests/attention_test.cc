@@ -5,12 +5,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "kernels/kernel_set.h"
+#include "quant/half.h"
 #include "test_support.h"
 
 namespace grove {
@@ -220,6 +222,111 @@ TEST(AttentionTest, SoftmaxExpIsAccurate) {
     }
     EXPECT_EQ(e.back(), 1.0f) << k->name;
     EXPECT_NEAR(sum, want_sum, 1e-5 * want_sum) << k->name;
+  }
+}
+
+// An f16 cache's rows: random values rounded to half floats, and the same rows widened back to
+// floats (exactly: every half is a float).
+struct HalfCache {
+  Cache widened;
+  std::vector<uint16_t> keys, values;
+};
+
+HalfCache MakeHalfCache(int32_t n_slots, int32_t head_dim, uint32_t seed) {
+  HalfCache h{MakeCache(n_slots, head_dim, seed), {}, {}};
+  for (auto [floats, halves] :
+       {std::pair{&h.widened.keys, &h.keys}, std::pair{&h.widened.values, &h.values}}) {
+    for (float& x : *floats) {
+      halves->push_back(Fp32ToFp16(x));
+      x = Fp16ToFp32(halves->back());
+    }
+  }
+  return h;
+}
+
+// The f16 kernels widen each key and value and then compute as the float ones: the same bits as
+// the float kernels on the widened rows, at every level, for scores and weighted sums alike, over
+// head sizes with and without a vector tail and key counts around every unrolling.
+TEST(AttentionTest, HalfFloatKernelsGiveTheFloatBitsOfTheWidenedRows) {
+  for (int32_t head_dim : {8, 48, 64, 100, 128, 256}) {
+    for (int32_t n : {1, 3, 4, 7, 8, 9, 33}) {
+      const HalfCache h = MakeHalfCache(n, head_dim, static_cast<uint32_t>(head_dim + 7 * n));
+      const std::vector<float> q = Random(head_dim, 3, 2.0f);
+      const std::vector<float> p = Random(n, 4, 1.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      for (const KernelSet* k : AvailableKernelLevels()) {
+        std::vector<float> want(n), got(n);
+        k->attn_scores(q.data(), h.widened.keys.data(), h.widened.stride, n, head_dim, scale,
+                       want.data());
+        k->attn_scores_f16(q.data(), h.keys.data(), h.widened.stride, n, head_dim, scale,
+                           got.data());
+        EXPECT_EQ(got, want) << k->name << " scores, head_dim " << head_dim << " n " << n;
+        std::vector<float> want_sum = Random(head_dim, 5, 1.0f), got_sum = want_sum;
+        k->attn_weighted_sum(p.data(), h.widened.values.data(), h.widened.stride, n, head_dim,
+                             want_sum.data());
+        k->attn_weighted_sum_f16(p.data(), h.values.data(), h.widened.stride, n, head_dim,
+                                 got_sum.data());
+        EXPECT_EQ(got_sum, want_sum) << k->name << " sums, head_dim " << head_dim << " n " << n;
+      }
+    }
+  }
+}
+
+// A group of queries over an f16 cache (a tree's scattered extra slots) has the bits of the same
+// group over the widened float rows.
+TEST(AttentionTest, QueryGroupOverHalfFloatsMatchesTheWidenedFloats) {
+  for (int32_t head_dim : {8, 64, 100}) {
+    const int32_t n_prefix = 37, n_slots = n_prefix + 20, n_q = 4;
+    const HalfCache h = MakeHalfCache(n_slots, head_dim, 21);
+    const std::vector<float> q = Random(n_q * head_dim, 22, 2.0f);
+    std::vector<int32_t> extra, extra_begin = {0};
+    for (int32_t i = 0; i < n_q; ++i) {
+      for (int32_t e = 0; e < 3 * i; ++e) extra.push_back(n_prefix + 2 * e);
+      extra_begin.push_back(static_cast<int32_t>(extra.size()));
+    }
+    for (const KernelSet* k : AvailableKernelLevels()) {
+      std::vector<float> want(n_q * head_dim), got(n_q * head_dim);
+      std::vector<float> scores(n_q * (n_slots + 1));
+      AttendQueriesWithKernels(*k,
+                               GroupOver(h.widened, q, head_dim, n_q, n_prefix, extra_begin.data(),
+                                         extra.data(), want.data()),
+                               scores.data());
+      QueryGroup g = GroupOver(h.widened, q, head_dim, n_q, n_prefix, extra_begin.data(),
+                               extra.data(), got.data());
+      g.keys = g.values = nullptr;
+      g.keys_f16 = h.keys.data();
+      g.values_f16 = h.values.data();
+      AttendQueriesWithKernels(*k, g, scores.data());
+      EXPECT_EQ(got, want) << k->name << " head_dim " << head_dim;
+    }
+  }
+}
+
+// The conversion an f16 cache writes with: Fp32ToFp16's halves at every level (round to nearest
+// even, ties, subnormal halves, overflow to infinity, signed zeros), for lengths around every
+// vector width.
+TEST(AttentionTest, ToF16RoundsAsFp32ToFp16) {
+  std::vector<float> x = testing::RandomNormal(1000, 31, 3.0f);
+  for (float v : {0.0f, -0.0f, 1.0f, 65504.0f, 65519.0f, 65520.0f, -70000.0f, 1e-5f, -3e-7f,
+                  5.9604645e-8f, 2.9802322e-8f, 2.98023259e-8f, 1.00048828125f, 1.00146484375f,
+                  std::numeric_limits<float>::infinity(), 6.0975552e-5f, 6.1035156e-5f}) {
+    x.push_back(v);
+  }
+  for (float& v : x) {
+    if (&v - x.data() < 300) v *= 1e-4f;  // many subnormal halves
+  }
+  for (const KernelSet* k : AvailableKernelLevels()) {
+    for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{15}, int64_t{16}, int64_t{17},
+                      static_cast<int64_t>(x.size())}) {
+      const int64_t offset = static_cast<int64_t>(x.size()) - n;  // the special values at the end
+      std::vector<uint16_t> got(n + 1, 0xdead);
+      k->to_f16(x.data() + offset, got.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], Fp32ToFp16(x[offset + i]))
+            << k->name << " n " << n << " x " << x[offset + i];
+      }
+      EXPECT_EQ(got[n], 0xdead) << k->name << " wrote past n " << n;
+    }
   }
 }
 

@@ -1056,8 +1056,18 @@ __m256 Hsum8x8(const __m256 (&a)[8]) {
   return _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
-                float scale, float* scores) {
+// Eight elements of a float or half-float (f16 KV cache) row as floats; the f16 kernels widen
+// each key and value and then compute exactly as the float ones (kernel_set.h).
+inline __m256 Load8(const float* x) { return _mm256_loadu_ps(x); }
+inline __m256 Load8(const uint16_t* x) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+}
+inline float Widen(float x) { return x; }
+inline float Widen(uint16_t h) { return _cvtsh_ss(h); }
+
+template <typename T>
+void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
+                  float scale, float* scores) {
   const int32_t whole = head_dim / 8 * 8;
   int32_t j = 0;
   if (whole == head_dim) {
@@ -1070,21 +1080,31 @@ void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, in
       for (int32_t d = 0; d < whole; d += 8) {
         const __m256 qd = _mm256_loadu_ps(q + d);
         for (int r = 0; r < 8; ++r)
-          acc[r] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(keys + (j + r) * stride + d), acc[r]);
+          acc[r] = _mm256_fmadd_ps(qd, Load8(keys + (j + r) * stride + d), acc[r]);
       }
       _mm256_storeu_ps(scores + j, _mm256_mul_ps(Hsum8x8(acc), vscale));
     }
   }
   for (; j < n; ++j) {
-    const float* k = keys + j * stride;
+    const T* k = keys + j * stride;
     __m256 acc = _mm256_setzero_ps();
     for (int32_t d = 0; d < whole; d += 8) {
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), acc);
+      acc = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), Load8(k + d), acc);
     }
     float sum = Hsum(acc);
-    for (int32_t d = whole; d < head_dim; ++d) sum += q[d] * k[d];
+    for (int32_t d = whole; d < head_dim; ++d) sum += q[d] * Widen(k[d]);
     scores[j] = sum * scale;
   }
+}
+
+void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
+  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
+}
+
+void AttnScoresF16(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
+                   int32_t head_dim, float scale, float* scores) {
+  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
 }
 
 // exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
@@ -1138,21 +1158,22 @@ float SoftmaxExp(float* x, int32_t n) {
 
 // Up to 8 chunks of 8 values at once, key after key (independent FMA chains; each element still
 // adds p[j] v[j] in key order, as one chunk alone would).
-template <int C>
-void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0,
+template <int C, typename T>
+void WeightedSumChunks(const float* p, const T* values, int64_t stride, int32_t n, int32_t d0,
                        float* out) {
   __m256 acc[C];
   for (int c = 0; c < C; ++c) acc[c] = _mm256_loadu_ps(out + d0 + 8 * c);
   for (int32_t j = 0; j < n; ++j) {
     const __m256 pj = _mm256_set1_ps(p[j]);
-    const float* v = values + j * stride + d0;
-    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), acc[c]);
+    const T* v = values + j * stride + d0;
+    for (int c = 0; c < C; ++c) acc[c] = _mm256_fmadd_ps(pj, Load8(v + 8 * c), acc[c]);
   }
   for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
 }
 
-void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
-                     int32_t head_dim, float* out) {
+template <typename T>
+void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
+                       float* out) {
   const int32_t whole = head_dim / 8 * 8;
   int32_t d0 = 0;
   for (; d0 + 64 <= whole; d0 += 64) WeightedSumChunks<8>(p, values, stride, n, d0, out);
@@ -1161,8 +1182,35 @@ void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_
   for (; d0 < whole; d0 += 8) WeightedSumChunks<1>(p, values, stride, n, d0, out);
   for (int32_t d = whole; d < head_dim; ++d) {
     float acc = out[d];
-    for (int32_t j = 0; j < n; ++j) acc = std::fma(p[j], values[j * stride + d], acc);
+    for (int32_t j = 0; j < n; ++j) acc = std::fma(p[j], Widen(values[j * stride + d]), acc);
     out[d] = acc;
+  }
+}
+
+void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
+                     int32_t head_dim, float* out) {
+  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
+}
+
+void AttnWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int32_t n,
+                        int32_t head_dim, float* out) {
+  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
+}
+
+// Eight at a time by F16C (round to nearest even, as Fp32ToFp16), the tail through a padded block.
+void ToF16(const float* x, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {};
+    alignas(16) uint16_t halves[8];
+    for (int64_t t = i; t < n; ++t) tail[t - i] = x[t];
+    _mm_store_si128(reinterpret_cast<__m128i*>(halves),
+                    _mm256_cvtps_ph(_mm256_load_ps(tail), _MM_FROUND_TO_NEAREST_INT));
+    for (int64_t t = i; t < n; ++t) out[t] = halves[t - i];
   }
 }
 
@@ -1298,6 +1346,9 @@ extern const KernelSet kAvx2Kernels = {
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
+    .attn_scores_f16 = &AttnScoresF16,
+    .attn_weighted_sum_f16 = &AttnWeightedSumF16,
+    .to_f16 = &ToF16,
     .silu_mul = &SiluMul,
     .gelu_mul = &GeluMul,
     .sum_squares = &SumSquares,

@@ -1033,15 +1033,27 @@ void QuantizeActGrouped(const float* x, int64_t n_in, void* act_row) {
 
 __mmask16 TailMask(int32_t n) { return static_cast<__mmask16>((1u << n) - 1); }
 
+// Sixteen elements of a float or half-float (f16 KV cache) row as floats, whole or masked (lanes
+// off the mask 0 either way); the f16 kernels widen each key and value and then compute exactly as
+// the float ones (kernel_set.h).
+inline __m512 Load16(const float* x) { return _mm512_loadu_ps(x); }
+inline __m512 Load16(const uint16_t* x) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)));
+}
+inline __m512 Load16(__mmask16 mask, const float* x) { return _mm512_maskz_loadu_ps(mask, x); }
+inline __m512 Load16(__mmask16 mask, const uint16_t* x) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, x));
+}
+
 // One key's dot product: one accumulator over the head in order, masked tail last.
-inline __m512 KeyDot(const float* q, const float* k, int32_t whole, __mmask16 tail) {
+template <typename T>
+inline __m512 KeyDot(const float* q, const T* k, int32_t whole, __mmask16 tail) {
   __m512 acc = _mm512_setzero_ps();
   for (int32_t d = 0; d < whole; d += 16) {
-    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), _mm512_loadu_ps(k + d), acc);
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), Load16(k + d), acc);
   }
   if (tail) {
-    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole),
-                          _mm512_maskz_loadu_ps(tail, k + whole), acc);
+    acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(tail, q + whole), Load16(tail, k + whole), acc);
   }
   return acc;
 }
@@ -1064,37 +1076,48 @@ inline __m512 Hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 // serves all four. Every key's sum is computed by the same operations as alone (KeyDot's, in the
 // same order, then Hsum's tree), so a key's score does not depend on its neighbours (contract 2:
 // a tree node's extra slots are scored one at a time).
-void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
-                float scale, float* scores) {
+template <typename T>
+void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
+                  float scale, float* scores) {
   const int32_t whole = head_dim / 16 * 16;
   const __mmask16 tail = TailMask(head_dim - whole);
   const __m512i lanes = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
   int32_t j = 0;
   for (; j + 4 <= n; j += 4) {
-    const float* k = keys + j * stride;
+    const T* k = keys + j * stride;
     __m512 acc0 = _mm512_setzero_ps();
     __m512 acc1 = _mm512_setzero_ps();
     __m512 acc2 = _mm512_setzero_ps();
     __m512 acc3 = _mm512_setzero_ps();
     for (int32_t d = 0; d < whole; d += 16) {
       const __m512 qd = _mm512_loadu_ps(q + d);
-      acc0 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + d), acc0);
-      acc1 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + stride + d), acc1);
-      acc2 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 2 * stride + d), acc2);
-      acc3 = _mm512_fmadd_ps(qd, _mm512_loadu_ps(k + 3 * stride + d), acc3);
+      acc0 = _mm512_fmadd_ps(qd, Load16(k + d), acc0);
+      acc1 = _mm512_fmadd_ps(qd, Load16(k + stride + d), acc1);
+      acc2 = _mm512_fmadd_ps(qd, Load16(k + 2 * stride + d), acc2);
+      acc3 = _mm512_fmadd_ps(qd, Load16(k + 3 * stride + d), acc3);
     }
     if (tail) {
       const __m512 qd = _mm512_maskz_loadu_ps(tail, q + whole);
-      acc0 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(tail, k + whole), acc0);
-      acc1 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(tail, k + stride + whole), acc1);
-      acc2 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(tail, k + 2 * stride + whole), acc2);
-      acc3 = _mm512_fmadd_ps(qd, _mm512_maskz_loadu_ps(tail, k + 3 * stride + whole), acc3);
+      acc0 = _mm512_fmadd_ps(qd, Load16(tail, k + whole), acc0);
+      acc1 = _mm512_fmadd_ps(qd, Load16(tail, k + stride + whole), acc1);
+      acc2 = _mm512_fmadd_ps(qd, Load16(tail, k + 2 * stride + whole), acc2);
+      acc3 = _mm512_fmadd_ps(qd, Load16(tail, k + 3 * stride + whole), acc3);
     }
     const __m512 sums = Hsum4(acc0, acc1, acc2, acc3);
     const __m128 four = _mm512_castps512_ps128(_mm512_permutexvar_ps(lanes, sums));
     _mm_storeu_ps(scores + j, _mm_mul_ps(four, _mm_set1_ps(scale)));
   }
   for (; j < n; ++j) scores[j] = Hsum(KeyDot(q, keys + j * stride, whole, tail)) * scale;
+}
+
+void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
+  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
+}
+
+void AttnScoresF16(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
+                   int32_t head_dim, float scale, float* scores) {
+  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
 }
 
 // exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
@@ -1142,13 +1165,13 @@ float SoftmaxExp(float* x, int32_t n) {
 // unless kTail (the last one then masked). The accumulators are eight named registers, not an
 // array: GCC also stored an array's elements to the stack at every key (dead stores that made this
 // loop 15% of a 512-token prompt's processing).
-template <int C, bool kTail>
-void WeightedSumChunks(const float* p, const float* values, int64_t stride, int32_t n, int32_t d0,
+template <int C, bool kTail, typename T>
+void WeightedSumChunks(const float* p, const T* values, int64_t stride, int32_t n, int32_t d0,
                        int32_t head_dim, float* out) {
   static_assert(C >= 1 && C <= 8);
   const __mmask16 last = kTail ? TailMask(head_dim - (d0 + 16 * (C - 1))) : __mmask16{0xffff};
-  auto load = [last](const float* at, int c) {
-    return c == C - 1 ? _mm512_maskz_loadu_ps(last, at + 16 * c) : _mm512_loadu_ps(at + 16 * c);
+  auto load = [last](const auto* at, int c) {
+    return c == C - 1 ? Load16(last, at + 16 * c) : Load16(at + 16 * c);
   };
   float* o = out + d0;
   __m512 a0 = load(o, 0);
@@ -1161,7 +1184,7 @@ void WeightedSumChunks(const float* p, const float* values, int64_t stride, int3
   __m512 a7 = C > 7 ? load(o, 7) : a0;
   for (int32_t j = 0; j < n; ++j) {
     const __m512 pj = _mm512_set1_ps(p[j]);
-    const float* v = values + j * stride + d0;
+    const T* v = values + j * stride + d0;
     a0 = _mm512_fmadd_ps(pj, load(v, 0), a0);
     if constexpr (C > 1) a1 = _mm512_fmadd_ps(pj, load(v, 1), a1);
     if constexpr (C > 2) a2 = _mm512_fmadd_ps(pj, load(v, 2), a2);
@@ -1176,21 +1199,49 @@ void WeightedSumChunks(const float* p, const float* values, int64_t stride, int3
   _mm512_mask_storeu_ps(o + 16 * (C - 1), last, acc[C - 1]);
 }
 
-void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
-                     int32_t head_dim, float* out) {
-  using ChunksFn = void (*)(const float*, const float*, int64_t, int32_t, int32_t, int32_t, float*);
-  static constexpr ChunksFn kWhole[] = {&WeightedSumChunks<1, false>, &WeightedSumChunks<2, false>,
-                                        &WeightedSumChunks<3, false>, &WeightedSumChunks<4, false>,
-                                        &WeightedSumChunks<5, false>, &WeightedSumChunks<6, false>,
-                                        &WeightedSumChunks<7, false>, &WeightedSumChunks<8, false>};
+template <typename T>
+void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
+                       float* out) {
+  using ChunksFn = void (*)(const float*, const T*, int64_t, int32_t, int32_t, int32_t, float*);
+  static constexpr ChunksFn kWhole[] = {
+      &WeightedSumChunks<1, false, T>, &WeightedSumChunks<2, false, T>,
+      &WeightedSumChunks<3, false, T>, &WeightedSumChunks<4, false, T>,
+      &WeightedSumChunks<5, false, T>, &WeightedSumChunks<6, false, T>,
+      &WeightedSumChunks<7, false, T>, &WeightedSumChunks<8, false, T>};
   static constexpr ChunksFn kWithTail[] = {
-      &WeightedSumChunks<1, true>, &WeightedSumChunks<2, true>, &WeightedSumChunks<3, true>,
-      &WeightedSumChunks<4, true>, &WeightedSumChunks<5, true>, &WeightedSumChunks<6, true>,
-      &WeightedSumChunks<7, true>, &WeightedSumChunks<8, true>};
+      &WeightedSumChunks<1, true, T>, &WeightedSumChunks<2, true, T>,
+      &WeightedSumChunks<3, true, T>, &WeightedSumChunks<4, true, T>,
+      &WeightedSumChunks<5, true, T>, &WeightedSumChunks<6, true, T>,
+      &WeightedSumChunks<7, true, T>, &WeightedSumChunks<8, true, T>};
   for (int32_t d0 = 0; d0 < head_dim; d0 += 128) {
     const int32_t width = head_dim - d0 < 128 ? head_dim - d0 : 128;
     const auto& chunks = width % 16 == 0 ? kWhole : kWithTail;
     chunks[(width + 15) / 16 - 1](p, values, stride, n, d0, head_dim, out);
+  }
+}
+
+void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
+                     int32_t head_dim, float* out) {
+  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
+}
+
+void AttnWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int32_t n,
+                        int32_t head_dim, float* out) {
+  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
+}
+
+// Sixteen at a time by F16C (round to nearest even, as Fp32ToFp16), the tail masked.
+void ToF16(const float* x, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+  if (i < n) {
+    const __mmask16 tail = TailMask(static_cast<int32_t>(n - i));
+    _mm256_mask_storeu_epi16(
+        out + i, tail,
+        _mm512_cvtps_ph(_mm512_maskz_loadu_ps(tail, x + i), _MM_FROUND_TO_NEAREST_INT));
   }
 }
 
@@ -1328,6 +1379,9 @@ extern const KernelSet kAvx512Kernels = {
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
+    .attn_scores_f16 = &AttnScoresF16,
+    .attn_weighted_sum_f16 = &AttnWeightedSumF16,
+    .to_f16 = &ToF16,
     .silu_mul = &SiluMul,
     .gelu_mul = &GeluMul,
     .sum_squares = &SumSquares,

@@ -79,6 +79,11 @@ using GroupKernelFn = void (*)(const void* group, int64_t n_in, const void* x, i
 //   scores[j] = scale * dot(q, keys + j * stride), j in [0, n)
 using AttnScoresFn = void (*)(const float* q, const float* keys, int64_t stride, int32_t n,
                               int32_t head_dim, float scale, float* scores);
+//   the same over keys kept as IEEE half floats (an f16 KV cache, model/kv_cache.h): each key is
+//   widened to float and then scored exactly as attn_scores scores a float key, so the result is
+//   attn_scores' bits on the widened keys
+using AttnScoresF16Fn = void (*)(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
+                                 int32_t head_dim, float scale, float* scores);
 //   x[j] = exp(x[j] - max_j x[j]) for j in [0, n), n >= 1; returns their sum
 using SoftmaxExpFn = float (*)(float* x, int32_t n);
 //   sum of exp(x[j] - max) for j in [0, n), x unchanged (max >= every x[j]: a softmax's
@@ -87,6 +92,12 @@ using SumExpFn = float (*)(const float* x, int32_t n, float max);
 //   out[d] += p[j] * values[j * stride + d], j = 0, 1, ... in order for each d
 using AttnWeightedSumFn = void (*)(const float* p, const float* values, int64_t stride, int32_t n,
                                    int32_t head_dim, float* out);
+//   the same over half-float values, with attn_weighted_sum's bits on the widened values
+using AttnWeightedSumF16Fn = void (*)(const float* p, const uint16_t* values, int64_t stride,
+                                      int32_t n, int32_t head_dim, float* out);
+//   out[i] = x[i] as an IEEE half float, rounded to nearest even (quant/half.h's Fp32ToFp16; NaNs
+//   stay NaNs): the rows an f16 KV cache stores
+using ToF16Fn = void (*)(const float* x, uint16_t* out, int64_t n);
 
 // Element-wise and row-wise ops of the forward pass; like the others, each result depends only on
 // its own inputs and n, never on how a batch is split.
@@ -137,6 +148,9 @@ struct KernelSet {
   AttnScoresFn attn_scores;
   SoftmaxExpFn softmax_exp;
   AttnWeightedSumFn attn_weighted_sum;
+  AttnScoresF16Fn attn_scores_f16;
+  AttnWeightedSumF16Fn attn_weighted_sum_f16;
+  ToF16Fn to_f16;
 
   GatedActFn silu_mul;
   GatedActFn gelu_mul;

@@ -366,14 +366,29 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 
 // ---- Attention: the reference order, one running sum per output.
 
-void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
-                float scale, float* scores) {
+// An element of a float or half-float (f16 KV cache) row, as a float.
+inline float Widen(float x) { return x; }
+inline float Widen(uint16_t h) { return Fp16ToFp32(h); }
+
+template <typename T>
+void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
+                  float scale, float* scores) {
   for (int32_t j = 0; j < n; ++j) {
-    const float* k = keys + j * stride;
+    const T* k = keys + j * stride;
     float sum = 0.0f;
-    for (int32_t d = 0; d < head_dim; ++d) sum += q[d] * k[d];
+    for (int32_t d = 0; d < head_dim; ++d) sum += q[d] * Widen(k[d]);
     scores[j] = sum * scale;
   }
+}
+
+void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
+  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
+}
+
+void AttnScoresF16(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
+                   int32_t head_dim, float scale, float* scores) {
+  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
 }
 
 float SoftmaxExp(float* x, int32_t n) {
@@ -387,12 +402,27 @@ float SoftmaxExp(float* x, int32_t n) {
   return sum;
 }
 
+template <typename T>
+void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
+                       float* out) {
+  for (int32_t j = 0; j < n; ++j) {
+    const T* v = values + j * stride;
+    for (int32_t d = 0; d < head_dim; ++d) out[d] += p[j] * Widen(v[d]);
+  }
+}
+
 void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
                      int32_t head_dim, float* out) {
-  for (int32_t j = 0; j < n; ++j) {
-    const float* v = values + j * stride;
-    for (int32_t d = 0; d < head_dim; ++d) out[d] += p[j] * v[d];
-  }
+  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
+}
+
+void AttnWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int32_t n,
+                        int32_t head_dim, float* out) {
+  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
+}
+
+void ToF16(const float* x, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = Fp32ToFp16(x[i]);
 }
 
 void SiluMul(const float* gate, const float* up, float* out, int64_t n) {
@@ -458,6 +488,9 @@ extern const KernelSet kScalarKernels = {
     .attn_scores = &AttnScores,
     .softmax_exp = &SoftmaxExp,
     .attn_weighted_sum = &AttnWeightedSum,
+    .attn_scores_f16 = &AttnScoresF16,
+    .attn_weighted_sum_f16 = &AttnWeightedSumF16,
+    .to_f16 = &ToF16,
     .silu_mul = &SiluMul,
     .gelu_mul = &GeluMul,
     .sum_squares = &SumSquares,

@@ -124,31 +124,39 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
       }
     }
   };
+  // The kernels over n consecutive rows from `slot`'s, of float or half-float keys and values.
+  auto score_rows = [&](int32_t i, int32_t slot, int32_t n, float* scores_out) {
+    const int64_t at = slot_row(slot) * g.row_stride;
+    if (g.keys_f16) {
+      k.attn_scores_f16(query(i), g.keys_f16 + at, g.row_stride, n, g.head_dim, g.scale,
+                        scores_out);
+    } else {
+      k.attn_scores(query(i), g.keys + at, g.row_stride, n, g.head_dim, g.scale, scores_out);
+    }
+  };
+  auto sum_rows = [&](int32_t i, int32_t slot, int32_t n, const float* p) {
+    const int64_t at = slot_row(slot) * g.row_stride;
+    if (g.values_f16) {
+      k.attn_weighted_sum_f16(p, g.values_f16 + at, g.row_stride, n, g.head_dim, out(i));
+    } else {
+      k.attn_weighted_sum(p, g.values + at, g.row_stride, n, g.head_dim, out(i));
+    }
+  };
   for (int32_t i = 0; i < g.n_q; ++i) std::fill(out(i), out(i) + g.head_dim, 0.0f);
-  for_each_key_range(
-      [&](int32_t i, int32_t b, int32_t n) {
-        k.attn_scores(query(i), g.keys + slot_row(b) * g.row_stride, g.row_stride, n, g.head_dim,
-                      g.scale, scores + i * row + (b - first(i)));
-      },
-      [&](int32_t i, int32_t e, int32_t n) {
-        k.attn_scores(query(i), g.keys + slot_row(extra(i)[e]) * g.row_stride, g.row_stride, n,
-                      g.head_dim, g.scale, scores + i * row + n_prefix(i) + e);
-      });
+  for_each_key_range([&](int32_t i, int32_t b,
+                         int32_t n) { score_rows(i, b, n, scores + i * row + (b - first(i))); },
+                     [&](int32_t i, int32_t e, int32_t n) {
+                       score_rows(i, extra(i)[e], n, scores + i * row + n_prefix(i) + e);
+                     });
   float* sums = scores + g.n_q * row;  // one more row of scratch holds each query's softmax sum
   for (int32_t i = 0; i < g.n_q; ++i) {
     sums[i] = k.softmax_exp(scores + i * row, n_prefix(i) + n_extra(i));
   }
-  for_each_key_range(
-      [&](int32_t i, int32_t b, int32_t n) {
-        k.attn_weighted_sum(scores + i * row + (b - first(i)),
-                            g.values + slot_row(b) * g.row_stride, g.row_stride, n, g.head_dim,
-                            out(i));
-      },
-      [&](int32_t i, int32_t e, int32_t n) {
-        k.attn_weighted_sum(scores + i * row + n_prefix(i) + e,
-                            g.values + slot_row(extra(i)[e]) * g.row_stride, g.row_stride, n,
-                            g.head_dim, out(i));
-      });
+  for_each_key_range([&](int32_t i, int32_t b,
+                         int32_t n) { sum_rows(i, b, n, scores + i * row + (b - first(i))); },
+                     [&](int32_t i, int32_t e, int32_t n) {
+                       sum_rows(i, extra(i)[e], n, scores + i * row + n_prefix(i) + e);
+                     });
   for (int32_t i = 0; i < g.n_q; ++i) {
     const float inv = 1.0f / sums[i];
     for (int32_t d = 0; d < g.head_dim; ++d) out(i)[d] *= inv;

@@ -60,6 +60,11 @@ struct QueryGroup {
   // Keys and values kept in a ring of this many rows (slot s in row s % ring; 0: row s). A run of
   // slots that wraps is read in two parts, in slot order, with the bits of one.
   int32_t ring = 0;
+  // An f16 KV cache (model/kv_cache.h): keys and values as half floats, laid out as `keys` and
+  // `values` would be (those then null). Each query's result is then the float path's bits on the
+  // widened keys and values (kernel_set.h).
+  const uint16_t* keys_f16 = nullptr;
+  const uint16_t* values_f16 = nullptr;
 };
 
 // Most queries one group holds (the scratch AttendQueries needs grows with it).
