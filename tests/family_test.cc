@@ -99,11 +99,12 @@ struct FamilyCase {
   GgmlType type;
   int32_t context;
   int32_t width = 0;  // n_embd and n_ff when the type's blocks need more than the spec's 128
+  KvCacheType kv = KvCacheType::kF32;  // both engines' KV cache type
 };
 
 std::string CaseName(const ::testing::TestParamInfo<FamilyCase>& info) {
   return info.param.arch + "_" + std::string(GgmlTypeName(info.param.type)) + "_ctx" +
-         std::to_string(info.param.context);
+         std::to_string(info.param.context) + (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "");
 }
 
 class FamilyVsLlamaCpp : public ::testing::TestWithParam<FamilyCase> {};
@@ -119,12 +120,17 @@ class FamilyVsLlamaCpp : public ::testing::TestWithParam<FamilyCase> {};
 //   So the bound is measured, not chosen: grove may differ from llama.cpp at most twice as much
 //   as llama.cpp itself differs from its run on the same weights stored dequantized (f32, no
 //   activation quantization). Measured: 0.5 to 0.7 of that noise.
+// - an f16 KV cache (f32 weights): grove rounds keys and values to f16 and computes in f32 from
+//   them; llama.cpp rounds them too, and also the queries and the attention weights it multiplies
+//   them by. So the bound is measured as for quantized weights, against llama.cpp's own f16
+//   cache noise: llama.cpp with an f16 cache against itself with an f32 one.
 // Greedy text: identical for f32. For quantized weights, identical until the first step where
 // llama.cpp's own top-2 margin is within its quantization noise (where either choice is the
 // model's); the test says how many tokens that was.
 // The checks of one file (written by grove or another writer) against llama.cpp.
 void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
-  auto model = Model::Load(path, {.n_threads = 1, .n_ctx = c.context});
+  auto model = Model::Load(path, {.n_threads = 1, .n_ctx = c.context, .cache_type = c.kv});
+  const std::string kv_type = c.kv == KvCacheType::kF16 ? "F16" : "F32";
   struct {
     int32_t n_vocab;
   } spec{model->config().n_vocab};
@@ -139,15 +145,16 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
                                                    .tokens = tokens,
                                                    .context = c.context,
                                                    .greedy_prompt = prompt,
-                                                   .greedy_n = kGreedy});
+                                                   .greedy_n = kGreedy,
+                                                   .kv_type = kv_type});
   ASSERT_EQ(ref.logits.size(), tokens.size());
   ASSERT_EQ(ref.logits[0].size(), static_cast<std::size_t>(spec.n_vocab));
   const RowsDiff diff = Compare(logits, ref.logits);
 
   // f16 weights are computed in f32 by both engines (grove converts rows, llama.cpp its activations
   // to f16 for the dot products: ~1e-3 relative), so they are held to the quantized rule.
-  const bool quantized = c.type != GgmlType::kF32;
-  RowsDiff noise;  // llama.cpp against itself on the dequantized weights
+  const bool quantized = c.type != GgmlType::kF32 || c.kv == KvCacheType::kF16;
+  RowsDiff noise;  // llama.cpp against itself on the dequantized weights and an f32 cache
   if (quantized) {
     const std::string exact = TempPath(c.arch + "-dequantized.gguf");
     testing::WriteDequantizedCopy(path, exact);
@@ -157,8 +164,8 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
   const double bound = quantized ? 2 * noise.prob : c.arch == "gemma3" ? 5e-3 : 1e-4;
   std::printf("%s: max |p - p_llama.cpp| %.3g (logits %.3g) over %zu positions, bound %.3g%s\n",
               CaseName({c, 0}).c_str(), diff.prob, diff.logit, tokens.size(), bound,
-              quantized ? StrCat("; llama.cpp's own quantization noise ", noise.prob, " (logits ",
-                                 noise.logit, ")")
+              quantized ? StrCat("; llama.cpp's own noise (its quantization, its f16 cache) ",
+                                 noise.prob, " (logits ", noise.logit, ")")
                               .c_str()
                         : "");
   EXPECT_LT(diff.prob, bound);
@@ -236,7 +243,12 @@ INSTANTIATE_TEST_SUITE_P(
         FamilyCase{"llama", GgmlType::kF16, 256}, FamilyCase{"llama", GgmlType::kQ4_0, 256},
         FamilyCase{"qwen2", GgmlType::kQ4_1, 256}, FamilyCase{"qwen2", GgmlType::kQ5_1, 256},
         FamilyCase{"llama", GgmlType::kQ4_K, 256, 256},
-        FamilyCase{"llama", GgmlType::kQ6_K, 256, 256}),
+        FamilyCase{"llama", GgmlType::kQ6_K, 256, 256},
+        // An f16 KV cache (--cache-type f16) in both engines: grouped-query attention, a head
+        // size apart from n_embd / n_head, a sliding window's ring.
+        FamilyCase{"llama", GgmlType::kF32, 256, 0, KvCacheType::kF16},
+        FamilyCase{"qwen3", GgmlType::kF32, 256, 0, KvCacheType::kF16},
+        FamilyCase{"gemma3", GgmlType::kF32, 256, 0, KvCacheType::kF16}),
     CaseName);
 
 // The same checks on files of another writer (tests/reference/write_gguf.py: 64-byte alignment,
@@ -264,13 +276,14 @@ struct SpecCase {
   std::string arch;
   std::string plan;
   bool self_draft;
+  KvCacheType kv = KvCacheType::kF32;  // the target's and the draft's
 };
 
 class FamilySpeculation : public ::testing::TestWithParam<SpecCase> {};
 
 TEST_P(FamilySpeculation, GreedyEqualsPlainTokenForToken) {
   const SpecCase& c = GetParam();
-  ModelOptions options{.n_threads = 2, .n_ctx = 256};
+  ModelOptions options{.n_threads = 2, .n_ctx = 256, .cache_type = c.kv};
   auto target = testing::MakeRandomModel(FamilyTestSpec(c.arch, GgmlType::kQ8_0), options);
   options.pool = target->shared_pool();
   auto draft =
@@ -300,13 +313,20 @@ std::vector<SpecCase> SpecCases() {
     }
     cases.push_back({arch, "kconfig:2,2,1", true});
   }
+  // An f16 KV cache: tree slots compacted in half-float rows, and (Gemma 3) a ring of them.
+  for (const char* arch : {"llama", "gemma3"}) {
+    for (const char* plan : {"sequoia:10", "opt:10,0.05"}) {
+      cases.push_back({arch, plan, false, KvCacheType::kF16});
+    }
+  }
   return cases;
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilySpeculation, ::testing::ValuesIn(SpecCases()),
                          [](const auto& info) {
                            std::string name = info.param.arch + "_" + info.param.plan +
-                                              (info.param.self_draft ? "_self" : "");
+                                              (info.param.self_draft ? "_self" : "") +
+                                              (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "");
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

@@ -58,8 +58,11 @@ std::optional<std::string> LlamaCppUnavailable() {
 }
 
 LlamaCppResult RunLlamaCpp(const LlamaCppRequest& r) {
-  nlohmann::json request = {
-      {"model", r.model}, {"tokens", r.tokens}, {"context", r.context}, {"threads", r.threads}};
+  nlohmann::json request = {{"model", r.model},
+                            {"tokens", r.tokens},
+                            {"context", r.context},
+                            {"threads", r.threads},
+                            {"kv_type", r.kv_type}};
   if (r.greedy_n > 0) request["greedy"] = {{"prompt", r.greedy_prompt}, {"n", r.greedy_n}};
   const std::string in = TempPath("llama_cpp_request.json");
   const std::string out = TempPath("llama_cpp_result.json");

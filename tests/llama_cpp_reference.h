@@ -19,6 +19,7 @@ struct LlamaCppRequest {
   int32_t threads = 1;
   std::vector<int32_t> greedy_prompt;  // and greedy_n ids continuing it (when n > 0)
   int32_t greedy_n = 0;
+  std::string kv_type = "F32";  // llama.cpp's KV cache type: F32 or F16 (its own default)
 };
 
 struct LlamaCppResult {

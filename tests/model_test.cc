@@ -355,6 +355,63 @@ TEST(KvCache, CompactThenContinueEqualsRecompute) {
   ExpectEqualToRecomputed(*model, model->Forward(batch), prefix, tree, {0, 2, 8}, next);
 }
 
+// An f16 cache (--cache-type f16) holds half the bytes, and its slots move and fork as a float
+// cache's do: a compacted tree path continues with the bits of recomputing it, and a forked
+// sequence continues as its parent would.
+TEST(KvCache, HalfFloatCacheCompactsAndForksAsItComputes) {
+  const ModelOptions f16{.n_threads = 2, .n_seq = 2, .cache_type = KvCacheType::kF16};
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0), f16);
+  auto floats = MakeRandomModel(TinySpec(GgmlType::kQ8_0), {.n_threads = 2, .n_seq = 2});
+  EXPECT_EQ(model->cache_type(), KvCacheType::kF16);
+  EXPECT_EQ(2 * model->cache(0).bytes(), floats->cache(0).bytes());
+  EXPECT_EQ(2 * model->cache(0).bytes_for(40), floats->cache(0).bytes_for(40));
+  EXPECT_THROW(model->cache(0).key(0, 0), Error);  // rows of another type
+
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> prefix = SomeTokens(7, nv, 1);
+  const Batch tree = RunPrefixForTree(*model, prefix, 13);
+  const int32_t p = model->cache(0).length();
+  model->Forward(tree);
+  model->cache(0).Compact(p, std::vector<int32_t>{p + 0, p + 2, p + 8});
+  Batch batch;
+  batch.Add(99 % nv, p + 3, 0, -1, true);
+  ExpectEqualToRecomputed(*model, model->Forward(batch), prefix, tree, {0, 2, 8}, 99 % nv);
+
+  // The f16 cache rounds keys and values, so its logits differ from the float cache's, but by
+  // less than what 8-bit weights (the same model's, in f32) change in them.
+  const std::vector<int32_t> tokens = SomeTokens(40, nv, 5);
+  auto all_logits = [&](Model& m) {
+    m.cache(0).Clear();
+    Batch chain;
+    chain.AddChain(tokens, 0, 0, /*all_logits=*/true);
+    const std::span<const float> out = m.Forward(chain);
+    return std::vector<float>(out.begin(), out.end());
+  };
+  auto max_diff = [](const std::vector<float>& x, const std::vector<float>& y) {
+    float d = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+    return d;
+  };
+  const std::vector<float> half = all_logits(*model), full = all_logits(*floats);
+  const std::vector<float> unquantized =
+      all_logits(*MakeRandomModel(TinySpec(GgmlType::kF32), {.n_threads = 2}));
+  const float rounding = max_diff(half, full);
+  std::printf("f16 cache against f32: max |logit difference| %g; q8_0 weights against f32: %g\n",
+              rounding, max_diff(full, unquantized));
+  EXPECT_GT(rounding, 0.0f) << "no rounding at all: the cache kept floats";
+  EXPECT_LT(rounding, max_diff(full, unquantized));
+
+  // A fork copies half-float rows.
+  const int32_t parent = model->kv().Acquire();
+  model->ForwardChain(std::span<const int32_t>(tokens).first(30), 0, parent, batch, false);
+  const int32_t child = model->kv().Fork(parent, 30);
+  const std::vector<int32_t> rest(tokens.begin() + 30, tokens.end());
+  const std::span<const float> a = model->ForwardChain(rest, 30, parent, batch, true);
+  const std::vector<float> a_copy(a.begin(), a.end());
+  const std::span<const float> b = model->ForwardChain(rest, 30, child, batch, true);
+  EXPECT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin()));
+}
+
 // A draft model expands a tree one level per forward pass, each level continuing from the cache
 // slots of the previous one: every node's logits must equal those of the whole tree in one batch.
 TEST(KvCache, LevelByLevelTreeEqualsOneBatch) {

@@ -8,12 +8,21 @@
 
 namespace grove {
 
+const char* KvCacheTypeName(KvCacheType type) { return type == KvCacheType::kF16 ? "f16" : "f32"; }
+
+KvCacheType ParseKvCacheType(std::string_view name) {
+  if (name == "f32") return KvCacheType::kF32;
+  if (name == "f16") return KvCacheType::kF16;
+  Fail("cache type '", name, "' is not one of f32, f16");
+}
+
 KvCache::KvCache(int32_t n_layer, int32_t n_ctx, int32_t kv_dim, int32_t first_layer)
     : KvCache(KvCacheShape{
           .n_layer = n_layer, .n_ctx = n_ctx, .kv_dim = kv_dim, .first_layer = first_layer}) {}
 
 KvCache::KvCache(const KvCacheShape& shape)
-    : n_layer_(shape.n_layer),
+    : type_(shape.type),
+      n_layer_(shape.n_layer),
       first_layer_(shape.first_layer),
       n_ctx_(shape.n_ctx),
       kv_dim_(shape.kv_dim),
@@ -36,11 +45,19 @@ KvCache::KvCache(const KvCacheShape& shape)
     layer_offset_[l] = n;
     n += static_cast<std::size_t>(ring_[l] ? ring_rows_ : n_ctx_) * kv_dim_;
   }
+  elements_ = n;
   if (shape.on_device) {
     if (ring_rows_ > 0) Fail("kv cache: sliding-window rings are not on the GPU");
+    if (type_ != KvCacheType::kF32) {
+      Fail("kv cache: the GPU keeps an f32 cache, not ", KvCacheTypeName(type_),
+           " (--cache-type f32)");
+    }
     device_k_ = cuda::DeviceBuffer(n * sizeof(float));
     device_v_ = cuda::DeviceBuffer(n * sizeof(float));
     device_moves_ = cuda::DeviceBuffer(2 * sizeof(int32_t) * static_cast<std::size_t>(n_ctx_));
+  } else if (type_ == KvCacheType::kF16) {
+    k16_.Resize(n);
+    v16_.Resize(n);
   } else {
     k_.Resize(n);
     v_.Resize(n);
@@ -64,7 +81,17 @@ int32_t KvCache::ReusablePrefix(int32_t n) const {
 uint64_t KvCache::bytes_for(int32_t n) const {
   uint64_t rows = 0;
   for (uint8_t ring : ring_) rows += static_cast<uint64_t>(ring ? std::min(n, ring_rows_) : n);
-  return 2ull * sizeof(float) * rows * kv_dim_;
+  return 2ull * element_bytes() * rows * kv_dim_;
+}
+
+const std::byte* KvCache::KeyBytes(int32_t layer, int32_t slot) const {
+  return type_ == KvCacheType::kF16 ? reinterpret_cast<const std::byte*>(key_f16(layer, slot))
+                                    : reinterpret_cast<const std::byte*>(key(layer, slot));
+}
+
+const std::byte* KvCache::ValueBytes(int32_t layer, int32_t slot) const {
+  return type_ == KvCacheType::kF16 ? reinterpret_cast<const std::byte*>(value_f16(layer, slot))
+                                    : reinterpret_cast<const std::byte*>(value(layer, slot));
 }
 
 void KvCache::Truncate(int32_t n) {
@@ -76,7 +103,8 @@ void KvCache::Truncate(int32_t n) {
 
 void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
   if (other.n_layer_ != n_layer_ || other.first_layer_ != first_layer_ || other.n_ctx_ != n_ctx_ ||
-      other.kv_dim_ != kv_dim_ || other.ring_ != ring_ || other.ring_rows_ != ring_rows_) {
+      other.kv_dim_ != kv_dim_ || other.ring_ != ring_ || other.ring_rows_ != ring_rows_ ||
+      other.type_ != type_) {
     Fail("kv cache: cannot copy between caches of different shapes");
   }
   if (n < 0 || n > other.chain_length_) {
@@ -103,9 +131,9 @@ void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
     for (int32_t s = n - rows; s < n;) {
       const int32_t run =
           ring_rows(layer) > 0 ? std::min(n - s, ring_rows_ - s % ring_rows_) : n - s;
-      const std::size_t bytes = sizeof(float) * static_cast<std::size_t>(run) * kv_dim_;
-      std::memcpy(key(layer, s), other.key(layer, s), bytes);
-      std::memcpy(value(layer, s), other.value(layer, s), bytes);
+      const std::size_t bytes = element_bytes() * static_cast<std::size_t>(run) * kv_dim_;
+      std::memcpy(KeyBytes(layer, s), other.KeyBytes(layer, s), bytes);
+      std::memcpy(ValueBytes(layer, s), other.ValueBytes(layer, s), bytes);
       s += run;
     }
   }
@@ -150,10 +178,10 @@ void KvCache::MoveSlot(int32_t src, int32_t dst) {
     positions_[dst] = positions_[src];
     return;
   }
-  const std::size_t row_bytes = sizeof(float) * kv_dim_;
+  const std::size_t row_bytes = element_bytes() * kv_dim_;
   for (int32_t layer = first_layer_; layer < first_layer_ + n_layer_; ++layer) {
-    std::memcpy(key(layer, dst), key(layer, src), row_bytes);
-    std::memcpy(value(layer, dst), value(layer, src), row_bytes);
+    std::memcpy(KeyBytes(layer, dst), KeyBytes(layer, src), row_bytes);
+    std::memcpy(ValueBytes(layer, dst), ValueBytes(layer, src), row_bytes);
   }
   positions_[dst] = positions_[src];
 }

@@ -15,16 +15,31 @@
 // long enough for the window, a batch and the speculative slots of a tree (model.cc checks each
 // batch against it); a cache rewound further back than that (Truncate after a long generation)
 // has lost the window rows it would need, which valid_from() tells (ReusablePrefix).
+//
+// Keys and values are kept as floats or, halving the cache's memory and what attention reads, as
+// IEEE half floats (KvCacheType::kF16, llama.cpp's default cache type): rounded to nearest once
+// when written, widened when read (the attention kernels, kernel_set.h).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "base/error.h"
 #include "cuda/device.h"
 
 namespace grove {
+
+enum class KvCacheType : uint8_t { kF32, kF16 };
+
+// "f32", "f16": the names --cache-type takes.
+const char* KvCacheTypeName(KvCacheType type);
+// Throws grove::Error naming the accepted names.
+KvCacheType ParseKvCacheType(std::string_view name);
 
 struct KvCacheShape {
   int32_t n_layer = 0;  // layers [first_layer, first_layer + n_layer)
@@ -36,8 +51,9 @@ struct KvCacheShape {
   int32_t ring_rows = 0;
   int32_t window = 0;  // the keys a ring layer's query sees (ReusablePrefix)
   // Keys and values on the CUDA device (model/cuda_forward.h): key() and value() are then not
-  // readable on the host, and the slots' moves and copies run on the GPU. No rings.
+  // readable on the host, and the slots' moves and copies run on the GPU. No rings; floats only.
   bool on_device = false;
+  KvCacheType type = KvCacheType::kF32;
 };
 
 class KvCache {
@@ -58,11 +74,19 @@ class KvCache {
   // Slots [0, chain_length()) form a chain (see the file comment).
   int32_t chain_length() const { return chain_length_; }
 
-  // Row of keys / values of one slot in one layer: (kv_dim) floats (host caches only).
-  float* key(int32_t layer, int32_t slot) { return k_.data() + Offset(layer, slot); }
-  float* value(int32_t layer, int32_t slot) { return v_.data() + Offset(layer, slot); }
-  const float* key(int32_t layer, int32_t slot) const { return k_.data() + Offset(layer, slot); }
-  const float* value(int32_t layer, int32_t slot) const { return v_.data() + Offset(layer, slot); }
+  KvCacheType type() const { return type_; }
+  // Bytes of one key or value element: 4 (f32) or 2 (f16).
+  std::size_t element_bytes() const { return type_ == KvCacheType::kF16 ? 2 : 4; }
+  // Row of keys / values of one slot in one layer: (kv_dim) floats of an f32 cache (host only)...
+  float* key(int32_t layer, int32_t slot) { return Row(k_, layer, slot); }
+  float* value(int32_t layer, int32_t slot) { return Row(v_, layer, slot); }
+  const float* key(int32_t layer, int32_t slot) const { return Row(k_, layer, slot); }
+  const float* value(int32_t layer, int32_t slot) const { return Row(v_, layer, slot); }
+  // ... or (kv_dim) half floats of an f16 cache.
+  uint16_t* key_f16(int32_t layer, int32_t slot) { return Row(k16_, layer, slot); }
+  uint16_t* value_f16(int32_t layer, int32_t slot) { return Row(v16_, layer, slot); }
+  const uint16_t* key_f16(int32_t layer, int32_t slot) const { return Row(k16_, layer, slot); }
+  const uint16_t* value_f16(int32_t layer, int32_t slot) const { return Row(v16_, layer, slot); }
   // A cache on the CUDA device: its keys and values, (n_layer, n_ctx, kv_dim) floats each.
   bool on_device() const { return device_k_.data() != nullptr; }
   float* device_keys() const { return device_k_.as<float>(); }
@@ -97,7 +121,7 @@ class KvCache {
   void CopyPrefix(const KvCache& other, int32_t n);
   // Bytes of keys and values held for the whole context.
   uint64_t bytes() const {
-    return on_device() ? 2ull * device_k_.bytes() : 2ull * sizeof(float) * k_.size();
+    return on_device() ? 2ull * device_k_.bytes() : 2ull * element_bytes() * elements_;
   }
   // Bytes of keys and values that a context of n tokens occupies (rings hold at most their rows).
   uint64_t bytes_for(int32_t n) const;
@@ -120,7 +144,28 @@ class KvCache {
     const int32_t row = ring_[l] ? slot % ring_rows_ : slot;
     return layer_offset_[l] + static_cast<std::size_t>(row) * kv_dim_;
   }
+  // A row of k_ / v_ (float) or k16_ / v16_ (half), checked against the cache's type.
+  template <typename T>
+  T* Row(AlignedBuffer<T>& b, int32_t layer, int32_t slot) const {
+    GROVE_CHECK(element_bytes() == sizeof(T), "kv cache: rows read as another type than its own");
+    return b.data() + Offset(layer, slot);
+  }
+  template <typename T>
+  const T* Row(const AlignedBuffer<T>& b, int32_t layer, int32_t slot) const {
+    GROVE_CHECK(element_bytes() == sizeof(T), "kv cache: rows read as another type than its own");
+    return b.data() + Offset(layer, slot);
+  }
+  // A row's bytes, whatever the type (moves and copies).
+  const std::byte* KeyBytes(int32_t layer, int32_t slot) const;
+  const std::byte* ValueBytes(int32_t layer, int32_t slot) const;
+  std::byte* KeyBytes(int32_t layer, int32_t slot) {
+    return const_cast<std::byte*>(std::as_const(*this).KeyBytes(layer, slot));
+  }
+  std::byte* ValueBytes(int32_t layer, int32_t slot) {
+    return const_cast<std::byte*>(std::as_const(*this).ValueBytes(layer, slot));
+  }
 
+  KvCacheType type_;
   int32_t n_layer_;
   int32_t first_layer_;
   int32_t n_ctx_;
@@ -132,11 +177,14 @@ class KvCache {
   int32_t written_end_ = 0;    // one past the highest slot written since the cache was cleared
   std::vector<uint8_t> ring_;  // (n_layer) 1 where the layer is a ring
   std::vector<std::size_t> layer_offset_;  // (n_layer) first float of each layer's rows
+  std::size_t elements_ = 0;               // of keys (and of values) for the whole context
   AlignedBuffer<float> k_;                 // each layer's rows (n_ctx, or ring_rows), kv_dim each
   AlignedBuffer<float> v_;                 // likewise
-  AlignedBuffer<int32_t> positions_;       // (n_ctx)
-  AlignedBuffer<int32_t> parents_;         // (n_ctx)
-  cuda::DeviceBuffer device_k_;            // on_device: every layer's rows, n_ctx each
+  AlignedBuffer<uint16_t> k16_;            // an f16 cache's, laid out as k_ and v_
+  AlignedBuffer<uint16_t> v16_;
+  AlignedBuffer<int32_t> positions_;  // (n_ctx)
+  AlignedBuffer<int32_t> parents_;    // (n_ctx)
+  cuda::DeviceBuffer device_k_;       // on_device: every layer's rows, n_ctx each
   cuda::DeviceBuffer device_v_;
   cuda::DeviceBuffer device_moves_;     // (n_ctx) (src, dst) pairs of FlushMoves
   std::vector<int32_t> pending_moves_;  // (src, dst) pairs queued by MoveSlot

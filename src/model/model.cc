@@ -80,12 +80,13 @@ int32_t CheckedContext(const ModelOptions& options, const ModelConfig& config) {
 // slots again (the draft levels of a tree held in the cache). PrepareBatch checks every batch
 // against it.
 KvCacheShape CacheShape(const ModelConfig& c, const ModelPart& part, int32_t n_ctx,
-                        int32_t max_batch, ComputeDevice device) {
+                        int32_t max_batch, ComputeDevice device, KvCacheType type) {
   KvCacheShape shape{.n_layer = part.last_layer - part.first_layer,
                      .n_ctx = n_ctx,
                      .kv_dim = c.kv_dim(),
                      .first_layer = part.first_layer,
-                     .on_device = device == ComputeDevice::kCuda};
+                     .on_device = device == ComputeDevice::kCuda,
+                     .type = type};
   if (shape.on_device) {
     // Checked before the cache takes GPU memory.
     CudaForward::CheckSupported(c);
@@ -158,8 +159,8 @@ Model::Model(std::shared_ptr<const ModelParameters> parameters, std::shared_ptr<
       n_ctx_(CheckedContext(options, config_)),
       max_batch_(CheckedMaxBatch(options)),
       pool_(std::move(pool)),
-      kv_(CheckedSlots(options),
-          CacheShape(config_, parameters_->part(), n_ctx_, max_batch_, options.device)) {
+      kv_(CheckedSlots(options), CacheShape(config_, parameters_->part(), n_ctx_, max_batch_,
+                                            options.device, options.cache_type)) {
   if (options.n_ctx < 0) Fail("model: context size ", options.n_ctx, " is negative");
   GROVE_CHECK(config_.query_scale > 0.0f, "the config's query scale was not set");
   const ModelConfig& c = config_;
@@ -619,8 +620,15 @@ void Model::RotateAndCacheToken(const Batch& batch, int32_t layer, const Rotatio
   RopeApply(rotation.params, cs, q, c.n_head);
   RopeApply(rotation.params, cs, k, c.n_head_kv);
   KvCache& cache = kv_.cache(batch.seq_ids[i]);
-  std::memcpy(cache.key(layer, slot_[i]), k, sizeof(float) * kv_dim);
-  std::memcpy(cache.value(layer, slot_[i]), v_.data() + i * kv_dim, sizeof(float) * kv_dim);
+  const float* v = v_.data() + i * kv_dim;
+  if (cache.type() == KvCacheType::kF16) {
+    const ToF16Fn to_f16 = ActiveKernels().to_f16;
+    to_f16(k, cache.key_f16(layer, slot_[i]), static_cast<int64_t>(kv_dim));
+    to_f16(v, cache.value_f16(layer, slot_[i]), static_cast<int64_t>(kv_dim));
+  } else {
+    std::memcpy(cache.key(layer, slot_[i]), k, sizeof(float) * kv_dim);
+    std::memcpy(cache.value(layer, slot_[i]), v, sizeof(float) * kv_dim);
+  }
 }
 
 void Model::Attend(const Batch& batch, int32_t layer) {
@@ -664,12 +672,14 @@ void Model::Attend(const Batch& batch, int32_t layer) {
       const int32_t g = h / group;
       const KvCache& cache = kv_.cache(batch.seq_ids[first]);
       const std::size_t head = static_cast<std::size_t>(h) * c.head_dim;
+      const std::size_t group_at = static_cast<std::size_t>(g) * c.head_dim;
+      const bool f16 = cache.type() == KvCacheType::kF16;
       const QueryGroup queries{
           .q = q_.data() + static_cast<std::size_t>(first) * q_dim + head,
           .q_stride = q_dim,
           .n_q = n_q,
-          .keys = cache.key(layer, 0) + static_cast<std::size_t>(g) * c.head_dim,
-          .values = cache.value(layer, 0) + static_cast<std::size_t>(g) * c.head_dim,
+          .keys = f16 ? nullptr : cache.key(layer, 0) + group_at,
+          .values = f16 ? nullptr : cache.value(layer, 0) + group_at,
           .row_stride = kv_dim,
           .n_prefix = prefix_len_[first],
           .extra_begin = visible_begin_.data() + first,
@@ -681,6 +691,8 @@ void Model::Attend(const Batch& batch, int32_t layer) {
           .prefix_begin = local ? window_prefix_begin_.data() + first : nullptr,
           .extra_first = local ? window_extra_first_.data() + first : nullptr,
           .ring = cache.ring_rows(layer),
+          .keys_f16 = f16 ? cache.key_f16(layer, 0) + group_at : nullptr,
+          .values_f16 = f16 ? cache.value_f16(layer, 0) + group_at : nullptr,
       };
       AttendQueries(queries, scores);
     }

@@ -59,6 +59,8 @@ struct ModelOptions {
   // kCuda: weights, KV cache and the whole forward on the GPU; throws grove::Error naming what the
   // GPU path lacks (no device, its memory, a sliding window). kAuto: see ComputeDevice.
   ComputeDevice device = ComputeDevice::kCpu;
+  // Keys and values as floats or half floats (kv_cache.h); the GPU keeps floats.
+  KvCacheType cache_type = KvCacheType::kF32;
 };
 
 class CudaForward;
@@ -93,6 +95,8 @@ class Model {
   const KvCachePool& kv() const { return kv_; }
   KvCache& cache(int32_t seq) { return kv_.cache(seq); }
   const KvCache& cache(int32_t seq) const { return kv_.cache(seq); }
+  // Floats or half floats in every slot's cache (ModelOptions::cache_type).
+  KvCacheType cache_type() const { return kv_.cache(0).type(); }
   // Bytes of this context's own state: activations and scratch (KV slots: kv()).
   uint64_t activation_bytes() const;
 

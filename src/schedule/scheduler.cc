@@ -107,7 +107,8 @@ void Scheduler::MakeDrafter(Lane& lane) {
   ModelOptions draft_options{.n_ctx = target_.n_ctx(),
                              .n_seq = 1,
                              .max_batch = DraftMaxBatch(options_.speculation),
-                             .device = ComputeDevice::kAuto};
+                             .device = ComputeDevice::kAuto,
+                             .cache_type = target_.cache_type()};
   if (DraftsConcurrently(options_.policy)) {
     draft_options.pool = std::make_shared<ThreadPool>(1);
   } else {

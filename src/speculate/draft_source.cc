@@ -175,6 +175,8 @@ std::unique_ptr<Drafter> DraftSource::Make(const Model& target, const ModelOptio
                                  ? ComputeDevice::kAuto
                                  : ComputeDevice::kCpu;
     }
+    // The target's cache type on the CPU; the GPU keeps floats (kv_cache.h).
+    if (draft_options.device != ComputeDevice::kCpu) draft_options.cache_type = KvCacheType::kF32;
     *draft_model = Model::Create(model_, draft_options);
     return MakeModelDrafter(**draft_model, target);
   }
@@ -193,7 +195,8 @@ OpenedDrafter OpenDrafter(const std::string& name, Model& target, ComputeDevice 
                                {.pool = target.shared_pool(),
                                 .n_ctx = target.n_ctx(),
                                 .max_batch = target.max_batch(),
-                                .device = device},
+                                .device = device,
+                                .cache_type = target.cache_type()},
                                &opened.model);
   return opened;
 }

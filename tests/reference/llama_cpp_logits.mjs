@@ -1,12 +1,13 @@
 // Runs llama.cpp (node-llama-cpp's prebuilt CPU binaries) on a GGUF file for grove's tests.
 // Reads a JSON request on stdin:
-//   {"model": PATH, "tokens": [ids], "context": N, "threads": N,
+//   {"model": PATH, "tokens": [ids], "context": N, "threads": N, "kv_type": "F32" | "F16",
 //    "greedy": {"prompt": [ids], "n": N}}            (greedy optional)
 // and writes {"n_vocab": V, "logits": [[V floats] per token of "tokens"], "greedy": [ids],
 // "margins": [top-1 minus top-2 logit of each greedy step]} to stdout: the logits after each
 // token of one causal sequence, and greedy continuation ids chosen from llama.cpp's own logits
 // (argmax, lowest id on a tie). The KV cache is kept in f32, so the reference computes in f32
-// throughout as grove does.
+// throughout as grove does, unless the request says "kv_type": "F16" (llama.cpp's own default,
+// against grove's --cache-type f16).
 import {getLlama} from "node-llama-cpp";
 
 const request = JSON.parse(await new Promise((resolve) => {
@@ -23,8 +24,8 @@ const context = await model.createContext({
   threads: request.threads ?? 1,
   flashAttention: false,
   swaFullCache: true,
-  experimentalKvCacheKeyType: "F32",
-  experimentalKvCacheValueType: "F32",
+  experimentalKvCacheKeyType: request.kv_type ?? "F32",
+  experimentalKvCacheValueType: request.kv_type ?? "F32",
 });
 const sequence = context.getSequence();
 const nVocab = model.tokens.count ?? undefined;
