@@ -453,6 +453,27 @@ TEST_F(CliTest, DeviceChoiceNamesWhatIsThere) {
   EXPECT_EQ(automatic.err.find("warning"), std::string::npos) << automatic.err;
 }
 
+// --cache-type f16: the bundled pair speculates with half-float caches (the target's and its
+// draft's) to plain decoding's text with them, the run says which cache it kept, a bench reports
+// half the float cache's bytes, and a type grove does not keep is refused by name.
+TEST_F(CliTest, HalfFloatCacheRunsAndIsReported) {
+  const CommandResult r =
+      Grove("run -p \"Once upon a time\" -n 48 --temp 0 --compare --cache-type f16");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("kv f16"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("outputs identical"), std::string::npos) << r.err;
+  const std::string bench = " -p 0 -n 8 -r 1 --probe-mib 0 -t 1 -m " + Model("q8_0");
+  const CommandResult half = Grove("bench --cache-type f16" + bench);
+  const CommandResult full = Grove("bench" + bench);
+  ASSERT_EQ(half.exit_code, 0) << half.err;
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_NE(half.out.find("f16 KV cache"), std::string::npos) << half.out;
+  EXPECT_NE(full.out.find("f32 KV cache"), std::string::npos) << full.out;
+  const CommandResult bad = Grove("run -p x -n 1 --cache-type q8_0");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--cache-type"), std::string::npos) << bad.err;
+}
+
 // Issue 30: grove starts without the network commands' libraries (4 ms of every process);
 // serve, serve-bench and pipe run in grove-net beside it, as if grove had run them; a grove
 // copied alone says what it lacks.

@@ -72,7 +72,9 @@ nlohmann::ordered_json SplitJson(const StepTimes& t, int64_t steps) {
 bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int threads,
                   int repetitions, bool json, uint64_t seed,
                   const std::vector<std::string>& prompts, nlohmann::ordered_json& out) {
-  auto target = Model::Load(model_path, ModelOptions{.n_threads = threads, .device = o.device});
+  auto target = Model::Load(
+      model_path,
+      ModelOptions{.n_threads = threads, .device = o.device, .cache_type = o.cache_type});
   if (!target->tokenizer()) Fail("'", model_path, "' has no tokenizer");
   std::vector<OpenedDrafter> drafters;
   for (const std::string& d : o.drafts) drafters.push_back(OpenDrafter(d, *target, o.draft_device));

@@ -26,6 +26,7 @@ struct SpecBenchOptions {
   int32_t n_predict = 128;
   ComputeDevice device = ComputeDevice::kCpu;         // --device
   ComputeDevice draft_device = ComputeDevice::kAuto;  // --draft-device
+  KvCacheType cache_type = KvCacheType::kF32;         // --cache-type
 };
 
 // Returns false if a greedy plan's output differed from plain decoding (a losslessness failure).

@@ -20,6 +20,7 @@
 #include "bench_speculative.h"
 #include "bench_stats.h"
 #include "bench_timing.h"
+#include "cache_type_option.h"
 #include "commands.h"
 #include "cuda/device.h"
 #include "device_option.h"
@@ -57,6 +58,7 @@ struct BenchOptions {
   bool verbose = false;
   std::string device = "auto";
   std::string draft_device = "auto";
+  std::string cache_type = "f32";
   SpecBenchOptions spec;  // --spec given: speculative decoding benchmark instead
 };
 
@@ -72,6 +74,7 @@ struct ModelFacts {
   // KV bytes one more token costs once the sliding-window layers' rings are full (their global
   // layers' share): what a long context costs per token.
   uint64_t kv_bytes_per_token = 0;
+  std::string kv_type;  // the KV cache's element type, f32 or f16
 };
 
 struct TestResult {
@@ -146,8 +149,9 @@ ModelFacts DescribeModel(const Model& model, const std::string& path) {
   f.weight_bytes = model.weight_bytes();
   const ModelConfig& c = model.config();
   f.kv_bytes = model.cache(0).bytes();
+  f.kv_type = KvCacheTypeName(model.cache_type());
   f.kv_bytes_per_token =
-      2ull * sizeof(float) * c.kv_dim() *
+      2ull * model.cache(0).element_bytes() * c.kv_dim() *
       static_cast<uint64_t>(c.n_layer - (model.cache(0).ring_rows() > 0 ? c.n_local_layers() : 0));
   return f;
 }
@@ -268,11 +272,11 @@ void PrintMemory(const BenchRun& r) {
   }
   std::printf(
       "memory: %s, %d threads: resident %s after load, %s after runs, peak %s%s "
-      "(file tensors %s + KV cache %s for %d tokens, %s per token beyond it + scratch)\n",
+      "(file tensors %s + %s KV cache %s for %d tokens, %s per token beyond it + scratch)\n",
       r.model.name.c_str(), r.threads, FormatBytes(r.after_load->rss_bytes).c_str(),
       FormatBytes(r.after_runs->rss_bytes).c_str(), FormatBytes(r.after_runs->peak_bytes).c_str(),
       r.peak_reset ? "" : " (process-wide)", FormatBytes(r.model.size_bytes).c_str(),
-      FormatBytes(r.model.kv_bytes).c_str(), r.n_ctx,
+      r.model.kv_type.c_str(), FormatBytes(r.model.kv_bytes).c_str(), r.n_ctx,
       FormatBytes(r.model.kv_bytes_per_token).c_str());
 }
 
@@ -385,6 +389,7 @@ void RunBench(BenchOptions o) {
     SpecBenchOptions spec = o.spec;
     spec.device = ParseComputeDevice(o.device);
     spec.draft_device = ParseComputeDevice(o.draft_device);
+    spec.cache_type = ParseKvCacheType(o.cache_type);
     const bool identical =
         RunSpecBench(spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
     if (!identical)
@@ -461,6 +466,7 @@ void RunBench(BenchOptions o) {
       mo.n_threads = threads;
       mo.n_ctx = run.n_ctx;
       mo.device = device;
+      mo.cache_type = ParseKvCacheType(o.cache_type);
       auto model = Model::Load(path, mo);
       run.after_load = ReadResidentMemory();
       run.model = DescribeModel(*model, path);
@@ -547,6 +553,7 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   AddDeviceOption(*cmd, o->device);
   AddDraftDeviceOption(*cmd, o->draft_device);
+  AddCacheTypeOption(*cmd, o->cache_type);
   cmd->add_option(
       "--spec", o->spec.specs,
       "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");

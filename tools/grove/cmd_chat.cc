@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "bundled_models.h"
+#include "cache_type_option.h"
 #include "commands.h"
 #include "draft_option.h"
 #include "io/gguf.h"
@@ -49,6 +50,7 @@ struct ChatOptions {
   int64_t seed = -1;
   int threads = 0;
   int32_t n_ctx = 0;
+  std::string cache_type = "f32";
   bool verbose = false;
 };
 
@@ -74,7 +76,9 @@ void RunChat(ChatOptions o) {
   o.sampling.Validate();
   if (o.n_predict <= 0) Fail("-n ", o.n_predict, " must be > 0");
 
-  auto model = Model::Load(o.model, {.n_threads = o.threads, .n_ctx = o.n_ctx});
+  auto model = Model::Load(
+      o.model,
+      {.n_threads = o.threads, .n_ctx = o.n_ctx, .cache_type = ParseKvCacheType(o.cache_type)});
   const Tokenizer* tok = model->tokenizer();
   if (!tok) Fail("'", o.model, "' has no tokenizer; cannot chat");
   const serve::ModelChatFormat format(
@@ -211,6 +215,7 @@ void AddChatCommand(CLI::App& app) {
          "-c,--ctx-size", o->n_ctx,
          StrCat("Context size in tokens (0: the model's, at most ", kDefaultContextCap, ")"))
       ->capture_default_str();
+  AddCacheTypeOption(*cmd, o->cache_type);
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   cmd->callback([o] { RunChat(*o); });
 }

@@ -13,6 +13,7 @@
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "bundled_models.h"
+#include "cache_type_option.h"
 #include "commands.h"
 #include "device_option.h"
 #include "draft_option.h"
@@ -43,6 +44,7 @@ struct RunOptions {
   int threads = 0;
   std::string device = "auto";
   std::string draft_device = "auto";
+  std::string cache_type = "f32";
   int32_t n_ctx = 0;
   bool no_bos = false;
   bool ignore_eos = false;
@@ -92,7 +94,10 @@ void RunGenerate(RunOptions o) {
   if (o.n_predict < 0) Fail("-n ", o.n_predict, " must be >= 0");
   if (o.threads < 0) Fail("-t ", o.threads, " must be >= 0");
 
-  ModelOptions mo{.n_threads = o.threads, .n_ctx = o.n_ctx, .device = ParseComputeDevice(o.device)};
+  ModelOptions mo{.n_threads = o.threads,
+                  .n_ctx = o.n_ctx,
+                  .device = ParseComputeDevice(o.device),
+                  .cache_type = ParseKvCacheType(o.cache_type)};
   Timer target_timer;
   // With two threads or more, a draft model's file loads on a thread of its own while the
   // target's does (the draft's load was 2 ms of a 55 ms run of 128 tokens, issue 30); with one,
@@ -193,11 +198,11 @@ void RunGenerate(RunOptions o) {
         stderr,
         "\n[grove] load %.3f s | prompt %zu tokens, %.1f t/s | generation %zu tokens, %.1f t/s | "
         "stop: %s "
-        "| %s, threads %d, ctx %d, seed %llu\n",
+        "| %s, threads %d, ctx %d, kv %s, seed %llu\n",
         load_s, prompt.size(), prompt.size() / std::max(plain_timing.prefill_seconds, 1e-9),
         output.size(), output.size() / std::max(plain_timing.generation_seconds, 1e-9), stop,
         DeviceName(*model), model->pool().size(), model->n_ctx(),
-        static_cast<unsigned long long>(o.sampling.seed));
+        KvCacheTypeName(model->cache_type()), static_cast<unsigned long long>(o.sampling.seed));
     ExitLeavingModelsToKernel({model.get()});
   }
   const SpeculationStats& s = session->stats();
@@ -208,10 +213,11 @@ void RunGenerate(RunOptions o) {
                   s.measure_seconds);
   std::fprintf(stderr,
                "\n[grove] load %.3f s (target %.3f, draft %.3f) | prompt %zu tokens (prefill %.3f "
-               "s) | decode %.3f s%s | stop: %s | %s, threads %d, ctx %d, seed %llu\n",
+               "s) | decode %.3f s%s | stop: %s | %s, threads %d, ctx %d, kv %s, seed %llu\n",
                load_s, target_load_s, draft_load_s, prompt.size(), s.prefill_seconds,
                s.total_seconds, measuring, stop, DeviceName(*model), model->pool().size(),
-               model->n_ctx(), static_cast<unsigned long long>(o.sampling.seed));
+               model->n_ctx(), KvCacheTypeName(model->cache_type()),
+               static_cast<unsigned long long>(o.sampling.seed));
   std::fprintf(
       stderr,
       "[grove] speculative: %s, %s drafter, verify %s | %lld tokens in %lld steps (%lld plain), "
@@ -281,6 +287,7 @@ void AddRunCommand(CLI::App& app) {
       ->check(ThreadCount());
   AddDeviceOption(*cmd, o->device);
   AddDraftDeviceOption(*cmd, o->draft_device);
+  AddCacheTypeOption(*cmd, o->cache_type);
   cmd->add_option("-c,--ctx-size", o->n_ctx,
                   StrCat("Context size in tokens, at most the model's (0: the model's, at most ",
                          kDefaultContextCap, ")"))

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bundled_models.h"
+#include "cache_type_option.h"
 #include "draft_option.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
@@ -52,6 +53,7 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
   cmd.add_option("-c,--ctx-size", o.n_ctx,
                  StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
       ->capture_default_str();
+  AddCacheTypeOption(cmd, o.cache_type);
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
       ->capture_default_str()
@@ -101,8 +103,10 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   if (!serve::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
     Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
   }
-  target_ =
-      Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx, .n_seq = opt.parallel});
+  target_ = Model::Load(opt.model, {.n_threads = opt.threads,
+                                    .n_ctx = opt.n_ctx,
+                                    .n_seq = opt.parallel,
+                                    .cache_type = ParseKvCacheType(opt.cache_type)});
   service_options_ = serve::ServiceOptions{
       .model_id =
           opt.aliases.empty() ? std::filesystem::path(opt.model).stem().string() : opt.aliases[0],

@@ -31,6 +31,7 @@ struct ServeModelOptions {
   int queue = serve::kDefaultMaxWaiting;
   int threads = 0;
   int n_ctx = 0;
+  std::string cache_type = "f32";
   int node_budget = kDefaultNodeBudget;
   std::string api_key;
   std::string admin_key;  // --admin-key: the /admin/ endpoints' (empty: they are off)
