@@ -1066,8 +1066,8 @@ inline float Widen(float x) { return x; }
 inline float Widen(uint16_t h) { return _cvtsh_ss(h); }
 
 template <typename T>
-void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
-                  float scale, float* scores) {
+void AttnScores(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
   const int32_t whole = head_dim / 8 * 8;
   int32_t j = 0;
   if (whole == head_dim) {
@@ -1095,16 +1095,6 @@ void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int3
     for (int32_t d = whole; d < head_dim; ++d) sum += q[d] * Widen(k[d]);
     scores[j] = sum * scale;
   }
-}
-
-void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
-                float scale, float* scores) {
-  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
-}
-
-void AttnScoresF16(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
-                   int32_t head_dim, float scale, float* scores) {
-  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
 }
 
 // exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
@@ -1172,8 +1162,8 @@ void WeightedSumChunks(const float* p, const T* values, int64_t stride, int32_t 
 }
 
 template <typename T>
-void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
-                       float* out) {
+void AttnWeightedSum(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
+                     float* out) {
   const int32_t whole = head_dim / 8 * 8;
   int32_t d0 = 0;
   for (; d0 + 64 <= whole; d0 += 64) WeightedSumChunks<8>(p, values, stride, n, d0, out);
@@ -1185,16 +1175,6 @@ void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t 
     for (int32_t j = 0; j < n; ++j) acc = std::fma(p[j], Widen(values[j * stride + d]), acc);
     out[d] = acc;
   }
-}
-
-void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
-                     int32_t head_dim, float* out) {
-  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
-}
-
-void AttnWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int32_t n,
-                        int32_t head_dim, float* out) {
-  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
 }
 
 // Eight at a time by F16C (round to nearest even, as Fp32ToFp16), the tail through a padded block.
@@ -1343,11 +1323,11 @@ extern const KernelSet kAvx2Kernels = {
     .group_iq4_nl = &DotGroup<IQ4_NLGroup>,
     .group_q4_k = &DotGroupQ4_K,
     .group_f16 = &DotGroupF16,
-    .attn_scores = &AttnScores,
+    .attn_scores = &AttnScores<float>,
     .softmax_exp = &SoftmaxExp,
-    .attn_weighted_sum = &AttnWeightedSum,
-    .attn_scores_f16 = &AttnScoresF16,
-    .attn_weighted_sum_f16 = &AttnWeightedSumF16,
+    .attn_weighted_sum = &AttnWeightedSum<float>,
+    .attn_scores_f16 = &AttnScores<uint16_t>,
+    .attn_weighted_sum_f16 = &AttnWeightedSum<uint16_t>,
     .to_f16 = &ToF16,
     .silu_mul = &SiluMul,
     .gelu_mul = &GeluMul,

@@ -1077,8 +1077,8 @@ inline __m512 Hsum4(__m512 a, __m512 b, __m512 c, __m512 d) {
 // same order, then Hsum's tree), so a key's score does not depend on its neighbours (contract 2:
 // a tree node's extra slots are scored one at a time).
 template <typename T>
-void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
-                  float scale, float* scores) {
+void AttnScores(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
   const int32_t whole = head_dim / 16 * 16;
   const __mmask16 tail = TailMask(head_dim - whole);
   const __m512i lanes = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0);
@@ -1108,16 +1108,6 @@ void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int3
     _mm_storeu_ps(scores + j, _mm_mul_ps(four, _mm_set1_ps(scale)));
   }
   for (; j < n; ++j) scores[j] = Hsum(KeyDot(q, keys + j * stride, whole, tail)) * scale;
-}
-
-void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
-                float scale, float* scores) {
-  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
-}
-
-void AttnScoresF16(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
-                   int32_t head_dim, float scale, float* scores) {
-  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
 }
 
 // exp(x) for x <= 0: x = n ln2 + r with |r| <= ln2 / 2, a degree-6 polynomial for exp(r) (relative
@@ -1200,8 +1190,8 @@ void WeightedSumChunks(const float* p, const T* values, int64_t stride, int32_t 
 }
 
 template <typename T>
-void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
-                       float* out) {
+void AttnWeightedSum(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
+                     float* out) {
   using ChunksFn = void (*)(const float*, const T*, int64_t, int32_t, int32_t, int32_t, float*);
   static constexpr ChunksFn kWhole[] = {
       &WeightedSumChunks<1, false, T>, &WeightedSumChunks<2, false, T>,
@@ -1218,16 +1208,6 @@ void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t 
     const auto& chunks = width % 16 == 0 ? kWhole : kWithTail;
     chunks[(width + 15) / 16 - 1](p, values, stride, n, d0, head_dim, out);
   }
-}
-
-void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
-                     int32_t head_dim, float* out) {
-  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
-}
-
-void AttnWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int32_t n,
-                        int32_t head_dim, float* out) {
-  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
 }
 
 // Sixteen at a time by F16C (round to nearest even, as Fp32ToFp16), the tail masked.
@@ -1376,11 +1356,11 @@ extern const KernelSet kAvx512Kernels = {
     .group_iq4_nl = &DotGroup<IQ4_NLGroup>,
     .group_q4_k = &DotGroupQ4_K,
     .group_f16 = &DotGroupF16,
-    .attn_scores = &AttnScores,
+    .attn_scores = &AttnScores<float>,
     .softmax_exp = &SoftmaxExp,
-    .attn_weighted_sum = &AttnWeightedSum,
-    .attn_scores_f16 = &AttnScoresF16,
-    .attn_weighted_sum_f16 = &AttnWeightedSumF16,
+    .attn_weighted_sum = &AttnWeightedSum<float>,
+    .attn_scores_f16 = &AttnScores<uint16_t>,
+    .attn_weighted_sum_f16 = &AttnWeightedSum<uint16_t>,
     .to_f16 = &ToF16,
     .silu_mul = &SiluMul,
     .gelu_mul = &GeluMul,

@@ -371,24 +371,14 @@ inline float Widen(float x) { return x; }
 inline float Widen(uint16_t h) { return Fp16ToFp32(h); }
 
 template <typename T>
-void AttnScoresOf(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
-                  float scale, float* scores) {
+void AttnScores(const float* q, const T* keys, int64_t stride, int32_t n, int32_t head_dim,
+                float scale, float* scores) {
   for (int32_t j = 0; j < n; ++j) {
     const T* k = keys + j * stride;
     float sum = 0.0f;
     for (int32_t d = 0; d < head_dim; ++d) sum += q[d] * Widen(k[d]);
     scores[j] = sum * scale;
   }
-}
-
-void AttnScores(const float* q, const float* keys, int64_t stride, int32_t n, int32_t head_dim,
-                float scale, float* scores) {
-  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
-}
-
-void AttnScoresF16(const float* q, const uint16_t* keys, int64_t stride, int32_t n,
-                   int32_t head_dim, float scale, float* scores) {
-  AttnScoresOf(q, keys, stride, n, head_dim, scale, scores);
 }
 
 float SoftmaxExp(float* x, int32_t n) {
@@ -403,22 +393,12 @@ float SoftmaxExp(float* x, int32_t n) {
 }
 
 template <typename T>
-void AttnWeightedSumOf(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
-                       float* out) {
+void AttnWeightedSum(const float* p, const T* values, int64_t stride, int32_t n, int32_t head_dim,
+                     float* out) {
   for (int32_t j = 0; j < n; ++j) {
     const T* v = values + j * stride;
     for (int32_t d = 0; d < head_dim; ++d) out[d] += p[j] * Widen(v[d]);
   }
-}
-
-void AttnWeightedSum(const float* p, const float* values, int64_t stride, int32_t n,
-                     int32_t head_dim, float* out) {
-  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
-}
-
-void AttnWeightedSumF16(const float* p, const uint16_t* values, int64_t stride, int32_t n,
-                        int32_t head_dim, float* out) {
-  AttnWeightedSumOf(p, values, stride, n, head_dim, out);
 }
 
 void ToF16(const float* x, uint16_t* out, int64_t n) {
@@ -485,11 +465,11 @@ extern const KernelSet kScalarKernels = {
     .group_iq4_nl = nullptr,
     .group_q4_k = nullptr,
     .group_f16 = nullptr,
-    .attn_scores = &AttnScores,
+    .attn_scores = &AttnScores<float>,
     .softmax_exp = &SoftmaxExp,
-    .attn_weighted_sum = &AttnWeightedSum,
-    .attn_scores_f16 = &AttnScoresF16,
-    .attn_weighted_sum_f16 = &AttnWeightedSumF16,
+    .attn_weighted_sum = &AttnWeightedSum<float>,
+    .attn_scores_f16 = &AttnScores<uint16_t>,
+    .attn_weighted_sum_f16 = &AttnWeightedSum<uint16_t>,
     .to_f16 = &ToF16,
     .silu_mul = &SiluMul,
     .gelu_mul = &GeluMul,

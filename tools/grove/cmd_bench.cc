@@ -20,7 +20,6 @@
 #include "bench_speculative.h"
 #include "bench_stats.h"
 #include "bench_timing.h"
-#include "cache_type_option.h"
 #include "commands.h"
 #include "cuda/device.h"
 #include "device_option.h"

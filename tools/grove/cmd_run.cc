@@ -13,7 +13,6 @@
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "bundled_models.h"
-#include "cache_type_option.h"
 #include "commands.h"
 #include "device_option.h"
 #include "draft_option.h"

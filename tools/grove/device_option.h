@@ -1,5 +1,5 @@
-// --device, as every command that loads a model for decoding registers it: where the forward runs
-// (model.h, ComputeDevice), said once.
+// --device and --cache-type, as the commands that load a model for decoding register them: where
+// the forward runs (model.h, ComputeDevice) and how its KV cache keeps keys and values, said once.
 #pragma once
 
 #include <string>
@@ -25,6 +25,16 @@ inline void AddDraftDeviceOption(CLI::App& cmd, std::string& device) {
                  "Where a draft model computes: cpu, cuda or auto (where the target does; a draft "
                  "too small to fill a GPU can be faster on the CPU, docs/cuda.md)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}))
+      ->capture_default_str();
+}
+
+// --cache-type: how the KV cache keeps keys and values (model/kv_cache.h).
+inline void AddCacheTypeOption(CLI::App& cmd, std::string& type) {
+  cmd.add_option("--cache-type", type,
+                 "KV cache element type: f32, or f16 (half the memory and what attention reads "
+                 "at long contexts; llama.cpp's default). A draft model's follows the target's; "
+                 "the GPU keeps f32")
+      ->check(CLI::IsMember({"f32", "f16"}))
       ->capture_default_str();
 }
 

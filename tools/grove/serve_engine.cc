@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bundled_models.h"
-#include "cache_type_option.h"
+#include "device_option.h"
 #include "draft_option.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
