@@ -230,6 +230,33 @@ TEST(Sampler, SameCounterSameDraw) {
   EXPECT_EQ(c.Sample(logits, 9, 1000), late);
 }
 
+// Sample draws over the kept candidates only; it must give the token DrawFrom draws from the dense
+// distribution with the same uniform number, for every filter setting, ties and masked tokens.
+TEST(Sampler, SampleDrawsWhatDrawFromDrawsFromTheDistribution) {
+  std::mt19937 rng(5);
+  for (int32_t n : {3, 100, 3072}) {
+    for (const SamplerParams& base :
+         {SamplerParams{.temperature = 0.8f},
+          SamplerParams{.temperature = 1.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f},
+          SamplerParams{.temperature = 1.5f, .top_k = 0, .top_p = 0.9f, .min_p = 0.05f},
+          SamplerParams{.temperature = 0.5f, .top_k = 5, .top_p = 1.0f, .min_p = 0.0f}}) {
+      SamplerParams params = base;
+      params.seed = 11;
+      Sampler sampler(params);
+      const CounterRng counter(params.seed);
+      std::normal_distribution<float> normal(0.0f, 2.0f);
+      std::vector<float> logits(n), probs(n);
+      for (int pos = 0; pos < 200; ++pos) {
+        for (float& l : logits) l = std::round(4.0f * normal(rng)) / 4.0f;  // ties
+        logits[pos % n] = -std::numeric_limits<float>::infinity();
+        sampler.Distribution(logits, probs);
+        const int32_t want = Sampler::DrawFrom(probs, counter.Uniform(2, pos, 1));
+        ASSERT_EQ(sampler.Sample(logits, 2, pos, 1), want) << "n " << n << " position " << pos;
+      }
+    }
+  }
+}
+
 // Pearson chi-square of 20000 draws against a 6-outcome distribution; 0.999 quantile of chi2(5) is
 // 20.5, so a correct sampler fails this with probability 1e-3 (fixed seed: deterministic).
 TEST(Sampler, DrawsFollowTheDistribution) {

@@ -54,6 +54,7 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
   const int32_t n = static_cast<int32_t>(logits.size());
   GROVE_CHECK(probs.size() == logits.size() && n > 0);
   std::fill(probs.begin(), probs.end(), 0.0f);
+  kept_ = 0;
   if (params_.greedy()) {
     probs[Argmax(logits)] = 1.0f;
     return;
@@ -160,6 +161,7 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
   for (int32_t i = 0; i < kept; ++i) total += values_[i];
   const double inv_total = 1.0 / total;
   for (int32_t i = 0; i < kept; ++i) probs[order_[i]] = static_cast<float>(values_[i] * inv_total);
+  kept_ = kept;
 }
 
 int32_t Sampler::DrawFrom(std::span<const float> probs, double u) {
@@ -182,7 +184,25 @@ int32_t Sampler::Sample(std::span<const float> logits, uint64_t sequence, uint64
   if (params_.greedy()) return Argmax(logits);
   probs_.resize(logits.size());
   Distribution(logits, probs_);
-  return DrawFrom(probs_, rng_.Uniform(sequence, position, draw));
+  const double u = rng_.Uniform(sequence, position, draw);
+  if (kept_ == 0) return DrawFrom(probs_, u);
+  // DrawFrom's draw without its two passes over the whole vocabulary (a 152k one spent 0.3 ms a
+  // token there): it sums and scans the masses in id order, and every token outside the kept
+  // candidates has mass 0, which changes no sum. So the kept ones in id order give its token.
+  std::sort(order_.begin(), order_.begin() + kept_);
+  double total = 0.0;
+  for (int32_t i = 0; i < kept_; ++i) total += probs_[order_[i]];
+  const double target = u * total;
+  double acc = 0.0;
+  int32_t last = -1;
+  for (int32_t i = 0; i < kept_; ++i) {
+    const float p = probs_[order_[i]];
+    if (p <= 0.0f) continue;
+    acc += p;
+    last = order_[i];
+    if (target < acc) return last;
+  }
+  return last;
 }
 
 void TopTokens(std::span<const float> scores, int32_t k, float floor,

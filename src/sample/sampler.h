@@ -52,6 +52,7 @@ class Sampler {
     float value;
   };
   std::vector<float> probs_;
+  int32_t kept_ = 0;              // Distribution's kept candidates: order_[0, kept_) (0: one-hot)
   std::vector<int32_t> order_;    // candidate token ids
   std::vector<float> values_;     // exp((logit - max) / T) of each candidate
   std::vector<Candidate> pairs_;  // top-p's partially sorted candidates
