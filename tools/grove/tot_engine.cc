@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "bundled_models.h"
+#include "device_option.h"
 #include "draft_option.h"
 #include "option_checks.h"
 #include "sampling_options.h"
@@ -53,6 +54,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   cmd.add_option("-c,--ctx-size", o.n_ctx,
                  StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
       ->capture_default_str();
+  AddCacheTypeOption(cmd, o.cache_type);
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
       ->capture_default_str();
@@ -68,7 +70,9 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
   opt.sampling.seed = static_cast<uint64_t>(opt.seed);
   opt.sampling.Validate();
   if (opt.verify.empty() && !opt.sampling.greedy()) opt.verify = "target-sample";
-  target_ = Model::Load(opt.model, {.n_threads = opt.threads, .n_ctx = opt.n_ctx});
+  target_ = Model::Load(opt.model, {.n_threads = opt.threads,
+                                    .n_ctx = opt.n_ctx,
+                                    .cache_type = ParseKvCacheType(opt.cache_type)});
   if (!target_->tokenizer()) Fail("'", opt.model, "' has no tokenizer");
   // The draft's parameters, checked against the target; the scheduler's lanes make forward
   // contexts of their own over them.
@@ -107,9 +111,10 @@ Scheduler& TotEngine::SchedulerFor(SchedulePolicy policy) {
   // Every scheduler starts with an empty suffix store, as a fresh process would: one policy's
   // search must not draft from the outputs of the policies (or repetitions) run before it.
   if (draft_ && draft_->suffix_store()) draft_->suffix_store()->Clear();
-  context_ = Model::Create(
-      target_->parameters(),
-      {.n_threads = TargetThreads(policy), .n_ctx = target_->n_ctx(), .n_seq = options_.slots});
+  context_ = Model::Create(target_->parameters(), {.n_threads = TargetThreads(policy),
+                                                   .n_ctx = target_->n_ctx(),
+                                                   .n_seq = options_.slots,
+                                                   .cache_type = target_->cache_type()});
   context_->WarmUp();
   scheduler_ = std::make_unique<Scheduler>(
       *context_, draft_ ? *draft_ : DraftSource::PromptLookup(),
@@ -120,8 +125,10 @@ Scheduler& TotEngine::SchedulerFor(SchedulePolicy policy) {
 
 uint64_t TotEngine::draft_lane_bytes() const {
   if (!draft_ || !draft_->model()) return 0;
-  auto lane =
-      Model::Create(draft_->model(), {.n_threads = 1, .n_ctx = target_->n_ctx(), .max_batch = 128});
+  auto lane = Model::Create(draft_->model(), {.n_threads = 1,
+                                              .n_ctx = target_->n_ctx(),
+                                              .max_batch = 128,
+                                              .cache_type = target_->cache_type()});
   return lane->kv().bytes_per_slot() + lane->activation_bytes();
 }
 

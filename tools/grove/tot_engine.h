@@ -28,10 +28,11 @@ struct TotModelOptions {
   // Temperature 0.7 by default (the Tree of Thoughts paper's); the filters as in every command.
   SamplerParams sampling{.temperature = 0.7f};
   int64_t seed = 1;
-  int threads = 0;          // serial policies' target threads (0: all hardware threads)
-  int overlap_threads = 0;  // seed/batched target threads (0: threads - 1, at least 1)
-  int32_t slots = 16;       // sequences in flight at most (target KV slots)
-  int32_t n_ctx = 0;        // 0: the model's
+  int threads = 0;                 // serial policies' target threads (0: all hardware threads)
+  int overlap_threads = 0;         // seed/batched target threads (0: threads - 1, at least 1)
+  int32_t slots = 16;              // sequences in flight at most (target KV slots)
+  int32_t n_ctx = 0;               // 0: the model's
+  std::string cache_type = "f32";  // --cache-type: every context's and lane's KV cache
   int32_t node_budget = kDefaultNodeBudget;  // batched: tokens per verify forward
   bool verbose = false;
 };
