@@ -87,7 +87,7 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
   if (ordered) {
     for (int32_t i = 0; i < kept; ++i) values_[i] = logits[order_[i]] * inv_t;
   } else {
-    for (int32_t i = 0; i < n; ++i) values_[i] = logits[i] * inv_t;  // order_ is 0, 1, ...
+    for (int32_t i = 0; i < n; ++i) values_[i] = logits[i] * inv_t;  // candidate i is token i
   }
   ExpSubMax(values_.data(), kept);
   // Summed again in double: the kernel's float sum drifts by ~1e-5 over a large vocabulary, which
