@@ -482,6 +482,8 @@ TEST(VerifyCostCache, KeepsACurvePerModelAndMachine) {
   auto a = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
   auto b = MakeRandomModel(TinySpec(GgmlType::kF32, 1), {.n_threads = 1});   // other types
   auto c = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 2});  // other threads
+  auto half = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1),
+                              {.n_threads = 1, .cache_type = KvCacheType::kF16});  // other KV cache
   EXPECT_FALSE(cache.Load(*a).has_value());
   const CachedVerifyCost kept{
       .points = {{1, 1e-3}, {2, 1.2e-3}, {4, 2e-3}}, .complete = true, .decode_seconds = 0.5};
@@ -493,6 +495,7 @@ TEST(VerifyCostCache, KeepsACurvePerModelAndMachine) {
   EXPECT_DOUBLE_EQ(loaded->decode_seconds, 0.5);
   EXPECT_NE(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*b));
   EXPECT_NE(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*c));
+  EXPECT_NE(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*half));
   EXPECT_FALSE(cache.Load(*b).has_value());
   EXPECT_FALSE(cache.Load(*c).has_value());
   // The same shape from another file (other weights) shares the curve: the cost is the shape's.

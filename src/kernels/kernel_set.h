@@ -111,6 +111,12 @@ using SumSquaresFn = double (*)(const float* x, int64_t n);
 //   behind top-k selection over a vocabulary row (sample/sampler.h, TopTokens)
 using IndicesAboveFn = int32_t (*)(const float* x, int32_t n, float threshold, int32_t* indices);
 
+// Raised whenever a change to the kernels moves their speed enough to move a verify curve: the
+// curves `auto` keeps between runs (speculate/verify_cost_cache.h) are keyed by it, so a grove
+// with faster tree kernels measures again instead of planning from the old times for a month.
+// 2: the group kernels fetch weights 16 KB ahead (t(8) 10-20% lower).
+inline constexpr int kKernelsRevision = 2;
+
 struct KernelSet {
   KernelLevel level;
   const char* name;  // "scalar", "avx2", "avx512_vnni"

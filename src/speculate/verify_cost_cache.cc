@@ -97,8 +97,9 @@ std::string VerifyCostCache::DefaultDirectory() { return UserCacheDirectory(); }
 std::string VerifyCostCache::KeyFor(const Model& target) {
   return StrCat("model ", target.config().arch, " ", target.parameters()->ShapeFingerprint(),
                 " | cpu ", CpuModelName(), " (", CpuFeatureString(HostCpuFeatures()),
-                ") | kernels ", ActiveKernels().name, " | threads ", target.shared_pool()->size(),
-                " | batch ", target.max_batch(), " | grove ", GROVE_VERSION);
+                ") | kernels ", ActiveKernels().name, " r", kKernelsRevision, " | threads ",
+                target.shared_pool()->size(), " | batch ", target.max_batch(), " | kv ",
+                KvCacheTypeName(target.cache_type()), " | grove ", GROVE_VERSION);
 }
 
 std::string VerifyCostCache::PathFor(const std::string& key) const {

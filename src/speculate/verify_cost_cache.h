@@ -4,8 +4,9 @@
 //
 // A curve depends on what the target's forward computes and on what computes it, not on the
 // weights' values: the key is the model's shape (architecture, every tensor's name, type and shape,
-// the attention hyperparameters) and file size, the CPU's name and features, the kernels in use,
-// the thread count, the largest batch, and the grove version (kernels change between versions). A
+// the attention hyperparameters) and file size, the CPU's name and features, the kernels in use
+// and their revision (kKernelsRevision: their speed changes between versions), the thread count,
+// the largest batch, the KV cache's element type, and the grove version. A
 // file older than kMaxAgeDays is measured again. A curve may be partial: runs extend it by what
 // their decoding time (summed over runs) allows (see AutoPlanner), until it is complete.
 //
