@@ -68,7 +68,9 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
     name_ += d->name();
     deterministic_ = deterministic_ && d->deterministic();
     Member m;
-    for (int b = 0; b < kShareBuckets; ++b) m.bucket_hit[b] = (b + 0.5) / kShareBuckets;
+    for (int b = 0; b < kShareBuckets; ++b) {
+      m.bucket_hit[b] = m.disputed_hit[b] = (b + 0.5) / kShareBuckets;
+    }
     m.stats.name = std::string(d->name());
     source_names_.push_back(m.stats.name);
     m.drafter = std::move(d);
@@ -246,6 +248,7 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
     // Each candidate's chance that one of the members is right about it (the file comment);
     // ranking is all the builder reads of a deterministic drafter's row.
     float* out = rows_.data() + r * nv;
+    const bool disputed = Disputed(slot);
     for (int32_t t : candidates_) {
       double all_wrong = 1.0;
       uint32_t proposed_by = 0;
@@ -255,8 +258,10 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
         const float logit = member_rows_[i][r * nv + t];
         if (s.first < 0 || logit == kNone) continue;
         proposed_by |= 1u << i;
-        const double right =
-            members_[i].Calibrated(1.0f / s.sum) * std::exp(static_cast<double>(logit - s.max));
+        const float share = 1.0f / s.sum;
+        const double hit =
+            disputed ? members_[i].CalibratedWhenDisputed(share) : members_[i].Calibrated(share);
+        const double right = hit * std::exp(static_cast<double>(logit - s.max));
         all_wrong *= 1.0 - std::clamp(right, 0.0, 1.0 - 1e-6);
       }
       out[t] = static_cast<float>(std::log(1.0 - all_wrong));
@@ -388,6 +393,16 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
   return {rows_.data(), rows_.size()};
 }
 
+bool DrafterMixture::Disputed(std::size_t slot) const {
+  int32_t agreed = -1;
+  for (const Member& m : members_) {
+    if (!m.active || slot >= m.first_choice.size() || m.first_choice[slot] < 0) continue;
+    if (agreed >= 0 && m.first_choice[slot] != agreed) return true;
+    agreed = m.first_choice[slot];
+  }
+  return false;
+}
+
 void DrafterMixture::Learn(const TokenTree& tree, std::span<const int32_t> accepted,
                            int32_t next_token) {
   for (Member& m : members_) {
@@ -407,6 +422,10 @@ void DrafterMixture::Learn(const TokenTree& tree, std::span<const int32_t> accep
       const int band = Bucket(m.first_share[slot]);
       m.bucket_hit[band] += ((right ? 1.0 : 0.0) - m.bucket_hit[band]) /
                             std::min<double>(++m.bucket_seen[band] + 1, kWeightMemory);
+      if (Disputed(slot)) {
+        m.disputed_hit[band] += ((right ? 1.0 : 0.0) - m.disputed_hit[band]) /
+                                std::min<double>(++m.disputed_seen[band] + 1, kWeightMemory);
+      }
       if (node == -1 && m.confident_root) {
         ++m.confident_seen;
         m.confident_hit += ((right ? 1.0 : 0.0) - m.confident_hit) /

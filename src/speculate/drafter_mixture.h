@@ -6,10 +6,11 @@
 // online: w_i(share) is how often the member's first choice was the token the target then accepted
 // (or emitted), over the nodes of accepted paths it expanded, kept apart by the share its row gave
 // that choice (kShareBuckets bands; a suffix match seen once says 1 and is right far less often
-// than a draft model that says 0.9). A candidate t of member i scores w_i(share_i) * p_i(t) /
-// p_i(first_i), and the members' scores combine as the chance that one of them is right,
-// 1 - prod_i (1 - score_i(t)). Running means at first, then moving averages over about
-// kWeightMemory choices. Only each member's kCandidates best tokens of a row are ranked.
+// than a draft model that says 0.9), and learnt again over the rows where the members' first
+// choices differed, which is what ranks a row they dispute. A candidate t of member i scores
+// w_i(share_i) * p_i(t) / p_i(first_i), and the members' scores combine as the chance that one of
+// them is right, 1 - prod_i (1 - score_i(t)). Running means at first, then moving averages over
+// about kWeightMemory choices. Only each member's kCandidates best tokens of a row are ranked.
 //
 // Members differ in cost by orders of magnitude (a draft model's forward against a suffix lookup in
 // microseconds), so each step the controller first asks the cheap members for the root's row and
@@ -129,6 +130,13 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
     std::array<int64_t, kShareBuckets> bucket_seen{};
     // Its chance of being right about its first choice when the row gives it `share`.
     double Calibrated(float share) const { return bucket_hit[Bucket(share)]; }
+    // The same over the rows where the active members' first choices differed, which is what
+    // ranks one member's guess against another's: rows where they agree are the predictable ones
+    // and flatter a member that only repeats the text (a suffix match, sure of a template's words
+    // and of another problem's numbers alike).
+    std::array<double, kShareBuckets> disputed_hit{};
+    std::array<int64_t, kShareBuckets> disputed_seen{};
+    double CalibratedWhenDisputed(float share) const { return disputed_hit[Bucket(share)]; }
     double confident_hit = 0.5;         // the same over confident root rows only
     int64_t confident_seen = 0;         // confident root rows judged
     double seconds_per_call = 0;        // moving average of one Expand call
@@ -180,6 +188,9 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
     std::array<int32_t, kCandidates> best{};
   };
   RowSummary Summarize(std::span<const float> row);
+  // Whether the active members that proposed something for the node at `slot` (its frontier
+  // index + 1) this step proposed different first choices.
+  bool Disputed(std::size_t slot) const;
   // Adds the row's best tokens to candidates_ (once each).
   void AddCandidates(const RowSummary& summary);
 
