@@ -114,7 +114,8 @@ using IndicesAboveFn = int32_t (*)(const float* x, int32_t n, float threshold, i
 // Raised whenever a change to the kernels moves their speed enough to move a verify curve: the
 // curves `auto` keeps between runs (speculate/verify_cost_cache.h) are keyed by it, so a grove
 // with faster tree kernels measures again instead of planning from the old times for a month.
-// 2: the group kernels fetch weights 16 KB ahead (t(8) 10-20% lower).
+// 2: the group kernels fetch weights 16 KB ahead (t(8) 10-20% lower); Q4_K's min term 8 blocks
+// at a time (pp and t(8) 5-8%).
 inline constexpr int kKernelsRevision = 2;
 
 struct KernelSet {
