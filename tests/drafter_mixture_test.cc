@@ -25,9 +25,31 @@ namespace {
 
 constexpr int32_t kVocab = 16;
 
+// A test drafter of kVocab tokens that keeps the text committed to it (the context, then each
+// step's accepted tokens and the target's), which its rows are made from.
+class TextKeepingDrafter : public Drafter {
+ public:
+  int32_t n_vocab() const override { return kVocab; }
+  void Begin(std::span<const int32_t> context) override {
+    text_.assign(context.begin(), context.end());
+  }
+  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
+              int32_t next_token) override {
+    for (int32_t node : accepted) text_.push_back(tree.node(node).token);
+    text_.push_back(next_token);
+  }
+  void Reserve(int32_t, int32_t) override {}
+  bool HasRoomFor(int32_t) const override { return true; }
+  const std::vector<int32_t>& text() const { return text_; }
+
+ protected:
+  std::vector<int32_t> text_;
+  std::vector<float> rows_;
+};
+
 // Proposes (last token + offset) mod kVocab with logit 0 and, unless sure, a second guess one
 // below; optionally slow. Keeps the committed text so the test can check it.
-class CountingDrafter : public Drafter {
+class CountingDrafter : public TextKeepingDrafter {
  public:
   CountingDrafter(std::string name, int32_t offset, bool sure, int sleep_us = 0,
                   bool samples = false)
@@ -37,12 +59,8 @@ class CountingDrafter : public Drafter {
         sleep_us_(sleep_us),
         samples_(samples) {}
   std::string_view name() const override { return name_; }
-  int32_t n_vocab() const override { return kVocab; }
   // samples: stands for a draft model, whose rows are a distribution to sample children from.
   bool deterministic() const override { return !samples_; }
-  void Begin(std::span<const int32_t> context) override {
-    text_.assign(context.begin(), context.end());
-  }
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override {
     ++expand_calls_;
     if (sleep_us_) std::this_thread::sleep_for(std::chrono::microseconds(sleep_us_));
@@ -55,15 +73,6 @@ class CountingDrafter : public Drafter {
     }
     return rows_;
   }
-  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
-              int32_t next_token) override {
-    for (int32_t node : accepted) text_.push_back(tree.node(node).token);
-    text_.push_back(next_token);
-  }
-  void Reserve(int32_t, int32_t) override {}
-  bool HasRoomFor(int32_t) const override { return true; }
-
-  const std::vector<int32_t>& text() const { return text_; }
   int expand_calls() const { return expand_calls_; }
 
  private:
@@ -72,8 +81,6 @@ class CountingDrafter : public Drafter {
   bool sure_;
   int sleep_us_;
   bool samples_;
-  std::vector<int32_t> text_;
-  std::vector<float> rows_;
   int expand_calls_ = 0;
 };
 
@@ -138,18 +145,14 @@ TEST(DrafterMixture, LearnsWhichMemberToBelieve) {
 // 3 times in 4 when sure, more often than the modeller when unsure (3 in 5), so ranking by those
 // rates would put the repeater's number first every time; where the two disagree, the repeater is
 // never right.
-class ScriptedDrafter : public Drafter {
+class ScriptedDrafter : public TextKeepingDrafter {
  public:
   ScriptedDrafter(std::string name, bool modeller) : name_(std::move(name)), modeller_(modeller) {}
   static bool NumberAt(std::size_t pos) { return pos % 4 == 3; }
   static int32_t Truth(std::size_t pos) { return static_cast<int32_t>((pos * 7 + 3) % kVocab); }
   static bool ModellerRightAt(std::size_t pos) { return (pos / 4) % 5 < 3; }
   std::string_view name() const override { return name_; }
-  int32_t n_vocab() const override { return kVocab; }
   bool deterministic() const override { return true; }
-  void Begin(std::span<const int32_t> context) override {
-    text_.assign(context.begin(), context.end());
-  }
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override {
     rows_.assign(frontier.size() * kVocab, -std::numeric_limits<float>::infinity());
     for (std::size_t i = 0; i < frontier.size(); ++i) {
@@ -169,19 +172,10 @@ class ScriptedDrafter : public Drafter {
     }
     return rows_;
   }
-  void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
-              int32_t next_token) override {
-    for (int32_t node : accepted) text_.push_back(tree.node(node).token);
-    text_.push_back(next_token);
-  }
-  void Reserve(int32_t, int32_t) override {}
-  bool HasRoomFor(int32_t) const override { return true; }
 
  private:
   std::string name_;
   bool modeller_;
-  std::vector<int32_t> text_;
-  std::vector<float> rows_;
 };
 
 TEST(DrafterMixture, RanksADisputedRowByWhoIsRightWhenTheMembersDisagree) {
