@@ -641,8 +641,8 @@ void DotQ2_K(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 // (4.5 KB) for Q4_K, 16 KB for the block-of-32 groups and F16, as at the AVX-512 level. At this
 // level 8-row tiles are compute-bound (t(8) about 3 t(1)), so the 16 KB lead gains less than
 // there: t(8) 2-5% lower for Q8_0 and Q4_0, 15% for F16 (GROVE_KERNELS=avx2 on a Zen 5).
-constexpr int64_t kGroupPrefetchBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
-constexpr int64_t kBlockGroupPrefetchBytes = 16 * 1024;
+constexpr int64_t kPrefetchQ4_KBytes = 2 * kGroupRows * static_cast<int64_t>(sizeof(BlockQ4_K));
+constexpr int64_t kPrefetchBytes = 16 * 1024;
 
 // One chunk of a block for every row of a tile: the unsigned weights w of the two halves times the
 // 4 activation bytes at offset in block b, added to each row's int16 sums.
@@ -791,7 +791,7 @@ void GroupTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_stri
   for (int i = 0; i < R; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* quants = group + b * kQuantBytes;
-    PrefetchGroupBytes(quants + kBlockGroupPrefetchBytes, kQuantBytes);
+    PrefetchGroupBytes(quants + kPrefetchBytes, kQuantBytes);
     __m256i sums[R][2];
     G::BlockSums(quants, rows, b, sums);
     for (int h = 0; h < 2; ++h) {
@@ -831,7 +831,7 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
   alignas(32) float min[kSubs][2][8];
   for (int64_t s = 0; s < n_in / kKBlock; ++s) {
     const uint8_t* base = group + s * kSuperBytes;
-    PrefetchGroupBytes(base + kGroupPrefetchBytes, kSuperBytes);
+    PrefetchGroupBytes(base + kPrefetchQ4_KBytes, kSuperBytes);
     // d_x (-sum q_x) of each row's 8 blocks here, 8 at a time, as the AVX-512 level does.
     alignas(32) float x_sums[R][kSubs];
     for (int i = 0; i < R; ++i) {
@@ -920,7 +920,7 @@ void DotGroupQ4_K(const void* group, int64_t n_in, const void* x, int64_t x_stri
 template <int R>
 void GroupF16Tile(const uint16_t* group, int64_t n, const void* x, int64_t x_stride, float* y,
                   int64_t y_stride) {
-  constexpr int64_t kPrefetchElements = kBlockGroupPrefetchBytes / (kGroupRows * 2);  // 16 KB
+  constexpr int64_t kPrefetchElements = kPrefetchBytes / (kGroupRows * 2);  // 16 KB
   const float* xr[R];
   for (int i = 0; i < R; ++i) xr[i] = reinterpret_cast<const float*>(RowPtr(x, x_stride, i));
   __m256 even[R][2], odd[R][2];

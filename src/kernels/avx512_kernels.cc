@@ -923,8 +923,8 @@ void GroupQ4_KTile(const uint8_t* group, int64_t n_in, const void* x, int64_t x_
     // conversion and broadcast took a fifth of an 8-row tile's samples (perf); now the FMA reads
     // it as a broadcast operand. TinyLlama shape: pp512 5-8% faster, t(8) 5-7% lower.
     alignas(32) float x_sums[R][kKBlock / kQBlock];
+    const int64_t b0 = s * (kKBlock / kQBlock);
     for (int i = 0; i < R; ++i) {
-      const int64_t b0 = s * (kKBlock / kQBlock);
       const __m256i neg =
           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows.neg_sums[i] + b0));
       _mm256_store_ps(x_sums[i],

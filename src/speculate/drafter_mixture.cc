@@ -405,31 +405,30 @@ bool DrafterMixture::Disputed(std::size_t slot) const {
 
 void DrafterMixture::Learn(const TokenTree& tree, std::span<const int32_t> accepted,
                            int32_t next_token) {
-  for (Member& m : members_) {
-    if (!m.active) continue;
-    // The path: the root, then each accepted node; the token that followed each.
-    for (std::size_t j = 0; j <= accepted.size(); ++j) {
-      const int32_t node = j == 0 ? -1 : accepted[j - 1];
-      const std::size_t slot = static_cast<std::size_t>(node) + 1;
-      if (slot >= m.first_choice.size() || m.first_choice[slot] < 0) continue;
-      const int32_t followed = j < accepted.size() ? tree.node(accepted[j]).token : next_token;
+  // A running mean over the first `count` outcomes, then a moving average: the first few count
+  // fully.
+  const auto track = [](double& mean, bool right, double count) {
+    mean += ((right ? 1.0 : 0.0) - mean) / std::min(count, kWeightMemory);
+  };
+  // The path: the root, then each accepted node; the token that followed each.
+  for (std::size_t j = 0; j <= accepted.size(); ++j) {
+    const int32_t node = j == 0 ? -1 : accepted[j - 1];
+    const std::size_t slot = static_cast<std::size_t>(node) + 1;
+    const int32_t followed = j < accepted.size() ? tree.node(accepted[j]).token : next_token;
+    const bool disputed = Disputed(slot);
+    for (Member& m : members_) {
+      if (!m.active || slot >= m.first_choice.size() || m.first_choice[slot] < 0) continue;
       const bool right = m.first_choice[slot] == followed;
       ++m.stats.first_choices;
       m.stats.right += right;
-      // A running mean at first, then a moving average: the first few choices count fully.
-      const double rate = 1.0 / std::min<double>(m.stats.first_choices, kWeightMemory);
-      m.weight += rate * ((right ? 1.0 : 0.0) - m.weight);
+      track(m.weight, right, static_cast<double>(m.stats.first_choices));
       const int band = Bucket(m.first_share[slot]);
-      m.bucket_hit[band] += ((right ? 1.0 : 0.0) - m.bucket_hit[band]) /
-                            std::min<double>(++m.bucket_seen[band] + 1, kWeightMemory);
-      if (Disputed(slot)) {
-        m.disputed_hit[band] += ((right ? 1.0 : 0.0) - m.disputed_hit[band]) /
-                                std::min<double>(++m.disputed_seen[band] + 1, kWeightMemory);
+      track(m.bucket_hit[band], right, static_cast<double>(++m.bucket_seen[band] + 1));
+      if (disputed) {
+        track(m.disputed_hit[band], right, static_cast<double>(++m.disputed_seen[band] + 1));
       }
       if (node == -1 && m.confident_root) {
-        ++m.confident_seen;
-        m.confident_hit += ((right ? 1.0 : 0.0) - m.confident_hit) /
-                           std::min<double>(m.confident_seen, kWeightMemory);
+        track(m.confident_hit, right, static_cast<double>(++m.confident_seen));
       }
     }
   }
