@@ -127,8 +127,6 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
       cache_(inputs.verify_cost_cache),
       verify_cost_(inputs.verify_cost),
       prior_(kRanks, 0.0),
-      tried_(kRanks, 0.0),
-      accepted_(kRanks, 0.0),
       acceptance_(kRanks, 0.0) {
   GROVE_CHECK(plan.is_auto(), "auto planner: plan '", plan.text, "' is not auto");
   double weight = kPriorWeight;
@@ -142,10 +140,7 @@ AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
     std::copy(std::begin(kDefaultPrior), std::end(kDefaultPrior), prior_.begin());
   }
   // The prior enters as `weight` pseudo-observations of every rank.
-  for (int32_t k = 0; k < kRanks; ++k) {
-    tried_[k] = weight;
-    accepted_[k] = weight * prior_[k];
-  }
+  observed_.emplace(kRanks, prior_, weight);
   if (inputs.draft_seconds_per_level > 0) {
     draft_seconds_per_level_ = inputs.draft_seconds_per_level;
   }
@@ -269,16 +264,8 @@ bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
 }
 
 void AutoPlanner::Replan() {
-  // The estimate: faded counts with the prior mixed in; positional acceptance events are disjoint,
-  // so a sum above 1 (counting noise) is scaled back.
-  double sum = 0.0;
-  for (int32_t k = 0; k < kRanks; ++k) {
-    acceptance_[k] = tried_[k] > 0 ? std::clamp(accepted_[k] / tried_[k], 0.0, 1.0) : 0.0;
-    sum += acceptance_[k];
-  }
-  if (sum > 1.0) {
-    for (double& p : acceptance_) p /= sum * (1.0 + 1e-9);
-  }
+  // The estimate: faded counts with the prior mixed in.
+  observed_->Estimate(acceptance_);
   ScaleVerifyCost();
   const int32_t max_size = std::min(max_tokens_, scaled_cost_->max_size());
   table_.Compute(acceptance_, max_size, std::min(max_size, kMaxDepth));
@@ -371,24 +358,8 @@ void AutoPlanner::Observe(const Step& step) {
         step.drafter_caught_up ? step.draft_seconds - step.first_draft_seconds : step.draft_seconds;
     draft_seconds_per_level_ += kDraftCostWeight * (seconds / levels - draft_seconds_per_level_);
   }
-  const double fade = std::exp2(-1.0 / kHalfLifeSteps);
-  for (int32_t k = 0; k < kRanks; ++k) {
-    tried_[k] *= fade;
-    accepted_[k] *= fade;
-  }
-  // Every node the walk reached: the root, then each accepted node; the last one's children (if
-  // any) were all rejected.
-  auto observe = [&](int32_t node, int32_t accepted_rank) {
-    const int32_t m = std::min<int32_t>(static_cast<int32_t>(tree.children(node).size()), kRanks);
-    for (int32_t k = 0; k < m; ++k) tried_[k] += 1.0;
-    if (accepted_rank >= 0 && accepted_rank < kRanks) accepted_[accepted_rank] += 1.0;
-  };
-  int32_t node = -1;
-  for (int32_t next : accepted) {
-    observe(node, tree.rank(next));
-    node = next;
-  }
-  observe(node, -1);
+  observed_->Fade(std::exp2(-1.0 / kHalfLifeSteps));
+  observed_->Observe(tree, accepted);
 }
 
 namespace {

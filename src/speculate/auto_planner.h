@@ -29,11 +29,8 @@
 // table, with the draft cost counted per drafted level ((d - 1) forwards for a tree of depth d, the
 // root counted), plain decoding as a candidate. It is redone every kReplanSteps steps.
 //
-// Estimating p_k: a verified node with m children whose rank-r child was accepted is one
-// observation of "rank i accepted" for each i <= m (yes for i = r, no otherwise); with none
-// accepted, a "no" for every i <= m. Under the positional model the rate of yes among nodes with at
-// least i children is p_i. Observations fade with a half-life of kHalfLifeSteps steps, so the
-// estimate follows a text whose predictability changes.
+// Estimating p_k: PositionalAcceptance over every verified tree, its observations fading with a
+// half-life of kHalfLifeSteps steps, so the estimate follows a text whose predictability changes.
 //
 // While plain decoding wins, p_k would never be observed again; so every so many plain steps one
 // step drafts a single token: a probe that keeps p_1 current, so the planner returns when the text
@@ -50,6 +47,7 @@
 #include <vector>
 
 #include "model/model.h"
+#include "speculate/positional_acceptance.h"
 #include "speculate/sequoia.h"
 #include "speculate/token_tree.h"
 #include "speculate/tree_plan.h"
@@ -139,10 +137,9 @@ class AutoPlanner {
   double measure_seconds_ = 0.0;        // what it cost
   double seconds_since_measure_ = 0.0;  // step time observed since
   double draft_seconds_per_level_ = 0.0;
-  std::vector<double> prior_;     // (kRanks) p_k before any observation
-  std::vector<double> tried_;     // (kRanks) faded count of nodes with >= k children verified
-  std::vector<double> accepted_;  // (kRanks) faded count of those that accepted their rank-k child
-  std::vector<double> acceptance_;  // (kRanks) the current estimate
+  std::vector<double> prior_;                     // (kRanks) p_k before any observation
+  std::optional<PositionalAcceptance> observed_;  // (kRanks) the verified trees, prior included
+  std::vector<double> acceptance_;                // (kRanks) the current estimate
   SequoiaTable table_;
   SizeDepthChoice choice_;
   TokenTree shape_;  // the chosen tree (empty: plain)
