@@ -409,8 +409,9 @@ TEST(ConcurrencyTrees, ChargeDraftingToTreesAlone) {
   EXPECT_EQ(trees.costs().draft_seconds_per_level, 0.0);
 }
 
-// The table follows what serving measures: trees whose nodes are never accepted (r = 0) give way
-// to plain steps at every concurrency, and the table is rechosen every kRoundsPerUpdate rounds.
+// The table follows what serving sees: trees whose nodes are never accepted teach an acceptance
+// vector near 0, which gives way to plain steps at every concurrency; the table is rechosen every
+// kRoundsPerUpdate rounds.
 TEST(ConcurrencyTrees, FollowTheAcceptanceServingSees) {
   std::vector<std::pair<int32_t, double>> points;
   for (int32_t n = 1; n <= 128; ++n) points.emplace_back(n, 1e-3 + 1e-5 * n);  // memory-bound
@@ -418,6 +419,7 @@ TEST(ConcurrencyTrees, FollowTheAcceptanceServingSees) {
                          /*drafting_cores=*/2, /*draft_seconds_per_level=*/1e-5);
   for (int32_t k = 1; k <= 4; ++k) EXPECT_FALSE(trees.For(k).empty()) << k;
   EXPECT_EQ(trees.acceptance_ratio(), 1.0);
+  EXPECT_NEAR(trees.acceptance()[0], 0.8, 1e-9) << "the start vector";
   const RoundObservation rejected{.sequences = 4,
                                   .rows = 16,
                                   .forward_seconds = 1.16e-3,
@@ -426,16 +428,46 @@ TEST(ConcurrencyTrees, FollowTheAcceptanceServingSees) {
                                   .draft_levels = 12,
                                   .expected_accepted = 8.0,
                                   .accepted = 0};
-  for (int i = 1; i < ConcurrencyTrees::kRoundsPerUpdate; ++i) {
-    EXPECT_FALSE(trees.Observe(rejected)) << i;
+  // Four updates' worth of the trees served, none of whose nodes is accepted: the start vector,
+  // weighing as kPriorWeight trees, has faded away for every rank they tried.
+  for (int update = 0; update < 4; ++update) {
+    for (int i = 1; i <= ConcurrencyTrees::kRoundsPerUpdate; ++i) {
+      for (int k = 0; k < 4; ++k) trees.ObserveTree(trees.For(4), {});
+      EXPECT_EQ(trees.Observe(rejected), i == ConcurrencyTrees::kRoundsPerUpdate) << i;
+    }
   }
-  EXPECT_TRUE(trees.Observe(rejected));
   EXPECT_EQ(trees.acceptance_ratio(), 0.0);
+  EXPECT_LT(trees.acceptance()[0], 0.01);
   for (int32_t k = 1; k <= 4; ++k) EXPECT_TRUE(trees.For(k).empty()) << k;
-  // Rounds of plain steps leave r where the trees left it.
+  // Rounds of plain steps leave the vector where the trees left it.
   const RoundObservation plain{.sequences = 4, .rows = 4, .forward_seconds = 1.04e-3};
   for (int i = 0; i < ConcurrencyTrees::kRoundsPerUpdate; ++i) trees.Observe(plain);
   EXPECT_EQ(trees.acceptance_ratio(), 0.0);
+  EXPECT_LT(trees.acceptance()[0], 0.01);
+}
+
+// A pair whose first guess is right half as often as the start vector says gets shallower trees:
+// each rank's rate is estimated, so the deep end of a chain is priced at what reaching it now
+// takes (one factor on the expected length kept the start vector's chain of 10; issue 32's Game
+// of 24 prompts).
+TEST(ConcurrencyTrees, AWeakerFirstGuessGetsShallowerTrees) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 64; ++n) points.emplace_back(n, 1e-3 * (1.0 + 0.05 * (n - 1)));
+  ConcurrencyTrees trees(VerifyCostCurve(points), {0.86, 0.04, 0.02}, 12, 1, 128,
+                         /*drafting_cores=*/2, /*draft_seconds_per_level=*/2e-5);
+  const TokenTree start = trees.For(1);
+  ASSERT_GE(start.depth(), 6) << "a long chain for a sure first guess";
+  // Each step accepts the root's first child 4 times in 10 and nothing deeper.
+  const RoundObservation round{.sequences = 1, .rows = start.size() + 1, .forward_seconds = 1e-3};
+  for (int i = 1; i <= ConcurrencyTrees::kRoundsPerUpdate; ++i) {
+    const TokenTree& tree = trees.For(1);
+    const std::vector<int32_t> first = {tree.children(-1)[0]};
+    trees.ObserveTree(tree,
+                      i % 10 < 4 ? std::span<const int32_t>(first) : std::span<const int32_t>());
+    trees.Observe(round);
+  }
+  EXPECT_LT(trees.acceptance()[0], 0.5);
+  EXPECT_LT(trees.For(1).depth(), start.depth() / 2) << trees.Describe();
 }
 
 // FreezeAutoPlan measures the curve once and builds the table from it, within its bounds.

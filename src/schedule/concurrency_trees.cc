@@ -1,6 +1,7 @@
 #include "schedule/concurrency_trees.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/error.h"
 
@@ -19,8 +20,8 @@ ConcurrencyTrees::ConcurrencyTrees(VerifyCostCurve curve, std::vector<double> ac
                                    int32_t max_size, int32_t max_concurrency, int32_t node_budget,
                                    int32_t drafting_cores, double draft_seconds_per_level)
     : curve_(std::move(curve)),
-      table_(SequoiaTable::Build(acceptance, std::max(max_size, 2),
-                                 std::min(std::max(max_size, 2), 16))),
+      observed_(std::in_place, kRanks, acceptance, kPriorWeight),
+      acceptance_(static_cast<std::size_t>(kRanks), 0.0),
       max_size_(max_size),
       node_budget_(std::max(node_budget, 1)),
       drafting_cores_(std::max(drafting_cores, 1)),
@@ -81,10 +82,18 @@ double ConcurrencyTrees::ServedSeconds(int32_t m, double scale) const {
   return curve_->Seconds(m) * scale;
 }
 
+void ConcurrencyTrees::ObserveTree(const TokenTree& tree, std::span<const int32_t> accepted) {
+  if (empty() || tree.empty()) return;
+  observed_->Fade(std::exp2(-1.0 / kHalfLifeTrees));
+  observed_->Observe(tree, accepted);
+}
+
 void ConcurrencyTrees::Update(StepCosts costs) {
   costs_ = {.overhead_seconds = std::max(0.0, costs.overhead_seconds),
             .draft_seconds_per_level = std::max(0.0, costs.draft_seconds_per_level)};
-  const double r = acceptance_ratio();
+  observed_->Estimate(acceptance_);
+  const int32_t size = std::max(max_size_, 2);
+  table_.Compute(acceptance_, size, std::min(size, 16));
   const double scale = ServedScale();
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const auto k = static_cast<int32_t>(i) + 1;
@@ -98,7 +107,7 @@ void ConcurrencyTrees::Update(StepCosts costs) {
     for (int32_t n = 2; n <= largest; ++n) {
       const double share = ServedSeconds(k * n, scale) / k + o;
       for (int32_t d = 2; d <= std::min(n, table_.max_depth()); ++d) {
-        const double tokens = 1.0 + r * (table_.Value(n, d) - 1.0);
+        const double tokens = table_.Value(n, d);
         const double seconds =
             share + (d - 1) * costs_.draft_seconds_per_level / std::min(k, drafting_cores_);
         if (seconds / tokens < best) {
@@ -114,8 +123,9 @@ void ConcurrencyTrees::Update(StepCosts costs) {
 
 std::string ConcurrencyTrees::Describe() const {
   std::string text = StrCat("step overhead ", costs_.overhead_seconds * 1e3, " ms, draft level ",
-                            costs_.draft_seconds_per_level * 1e3, " ms, acceptance ratio ",
-                            acceptance_ratio(), "; trees by concurrency");
+                            costs_.draft_seconds_per_level * 1e3, " ms, p1..3 ", acceptance_[0],
+                            " ", acceptance_[1], " ", acceptance_[2], " (accepted ",
+                            acceptance_ratio(), " x expected); trees by concurrency");
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const TokenTree& tree = trees_[i];
     text += StrCat(" ", i + 1, ":");

@@ -7,16 +7,24 @@
 // its share of the forward, the step's overhead besides forward and drafting (accepting,
 // streaming), and its drafting: c per draft level, the k lanes drafting in parallel on P cores
 // while the round waits for them (scheduler.cc). A plain step (n = 1) pays t(k) / k + o only. It
-// yields 1 + r (G(n, d) - 1) tokens: G from the acceptance vector, r the ratio of the accepted
-// nodes seen to those G expected. The table holds, for k = 1..max sequences, the Sequoia tree of
-// the best tokens per second, or none (plain steps) where no tree beats plain steps, with at most
-// node_budget tokens in a forward and never more nodes than the tree chosen for one sequence alone
-// (whose buffers every session reserved).
+// yields G(n, d) tokens, G from the acceptance vector. The table holds, for k = 1..max sequences,
+// the Sequoia tree of the best tokens per second, or none (plain steps) where no tree beats plain
+// steps, with at most node_budget tokens in a forward and never more nodes than the tree chosen for
+// one sequence alone (whose buffers every session reserved).
 //
 // Everything is measured while serving (Observe): t(m) where forwards of m tokens ran (elsewhere
 // the curve measured at start, scaled by how much slower the observed forwards were than it said:
-// serving's own threads share the cores), o, c and r. The first table uses the start curve, t(1)
-// for o, the draft's cost measured at start for c, and r = 1.
+// serving's own threads share the cores), o, c, and the acceptance vector from the trees verified
+// (ObserveTree: PositionalAcceptance, the start vector as kPriorWeight trees, observations fading
+// with a half-life of kHalfLifeTrees trees), from which the Sequoia table is rebuilt. The first
+// table uses the start curve, t(1) for o, the draft's cost measured at start for c, and the start
+// vector.
+//
+// Why the vector and not one factor on G: with a ratio r of accepted nodes to those expected, G =
+// 1 + r (G_start - 1) kept the start vector's shapes and priced a deep chain's last nodes as if
+// they were reached r times as often as its first: on Game of 24 prompts (the bundled pair's first
+// guess right about half as often as on stories, r 0.4-0.6) every sequence kept a chain of 10
+// nodes, while chains of 4 or Sequoia trees of 6 served 14-15% faster.
 //
 // Why the parts are kept apart: with one overhead for everything (drafting included) charged to
 // plain steps too, plain steps looked dearer than they are; at 16 clients that chose trees that
@@ -28,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "speculate/positional_acceptance.h"
 #include "speculate/sequoia.h"
 #include "speculate/token_tree.h"
 
@@ -54,6 +63,9 @@ struct RoundObservation {
 class ConcurrencyTrees {
  public:
   static constexpr int kRoundsPerUpdate = 64;
+  static constexpr double kPriorWeight = 32.0;
+  static constexpr double kHalfLifeTrees = 128.0;
+  static constexpr int32_t kRanks = 8;
 
   ConcurrencyTrees() = default;
   // curve: t(n) up to at least the largest forward; acceptance: p_k; max_size: tokens (root
@@ -67,12 +79,17 @@ class ConcurrencyTrees {
   // Folds a round into the measurements (running means); every kRoundsPerUpdate rounds, rechooses
   // the trees. True when it did.
   bool Observe(const RoundObservation& round);
+  // One sequence step on one of this table's trees: the tree verified and its accepted nodes.
+  void ObserveTree(const TokenTree& tree, std::span<const int32_t> accepted);
   // Rechooses every tree for these costs (negative ones count as 0) and the measurements so far.
   void Update(StepCosts costs);
   // The tree for each of k sequences (clamped to 1..max_concurrency); empty: plain steps.
   const TokenTree& For(int32_t k) const;
   const StepCosts& costs() const { return costs_; }
-  double acceptance_ratio() const;  // r
+  // Accepted nodes seen over those the table's trees expected (a diagnostic: how well the vector
+  // planned with fits; 1 before enough were expected).
+  double acceptance_ratio() const;
+  std::span<const double> acceptance() const { return acceptance_; }
   // One line for diagnostics: the measurements and each k's tree ("k:nodes/depth", "k:-": plain).
   std::string Describe() const;
 
@@ -84,6 +101,8 @@ class ConcurrencyTrees {
   double ServedSeconds(int32_t m, double scale) const;
 
   std::optional<VerifyCostCurve> curve_;  // t(n), measured at start
+  std::optional<PositionalAcceptance> observed_;
+  std::vector<double> acceptance_;  // p_k the table was built from
   SequoiaTable table_;
   int32_t max_size_ = 1;
   int32_t node_budget_ = 1;
@@ -91,7 +110,7 @@ class ConcurrencyTrees {
   StepCosts costs_;
   std::vector<double> served_;         // [m]: running mean of forwards of m tokens
   std::vector<int32_t> served_count_;  // [m]: forwards of m tokens observed
-  double expected_accepted_ = 0.0;     // decayed sums behind r
+  double expected_accepted_ = 0.0;     // decayed sums behind acceptance_ratio()
   double accepted_ = 0.0;
   int64_t rounds_ = 0;
   std::vector<TokenTree> trees_;  // [k - 1]

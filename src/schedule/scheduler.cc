@@ -659,6 +659,7 @@ void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const
     if (table_tree) {
       round.observed.expected_accepted += lane.expected_accepted;
       round.observed.accepted += static_cast<int64_t>(accepted.size()) - 1;
+      trees_by_concurrency_.ObserveTree(session.tree(), session.accepted_nodes());
     }
     const bool streaming =
         Deliver(source.request(lane.request), session, accepted, source.result(lane.request));
