@@ -121,26 +121,34 @@ constexpr int32_t kMaxProbeInterval = 1024;
 
 std::span<const double> AutoPlanner::DefaultAcceptancePrior() { return kDefaultPrior; }
 
+namespace {
+
+// p_k before any observation: the measured vector when the files gave one (ranks beyond it 0),
+// else the default.
+std::vector<double> StartPrior(std::span<const double> measured) {
+  std::vector<double> prior(AutoPlanner::kRanks, 0.0);
+  if (measured.empty()) {
+    std::copy(kDefaultPrior.begin(), kDefaultPrior.end(), prior.begin());
+  } else {
+    std::copy_n(measured.begin(), std::min<std::size_t>(measured.size(), prior.size()),
+                prior.begin());
+  }
+  return prior;
+}
+
+}  // namespace
+
 AutoPlanner::AutoPlanner(const TreePlan& plan, const TreePlanInputs& inputs)
     : max_tokens_(plan.auto_max_tokens),
       given_curve_(inputs.verify_cost.has_value()),
       cache_(inputs.verify_cost_cache),
       verify_cost_(inputs.verify_cost),
-      prior_(kRanks, 0.0),
-      acceptance_(kRanks, 0.0) {
+      prior_(StartPrior(inputs.acceptance)),
+      // The prior enters as pseudo-observations of every rank.
+      observed_(kRanks, prior_, inputs.acceptance.empty() ? kPriorWeight : kCalibratedWeight),
+      acceptance_(kRanks, 0.0),
+      calibrated_(!inputs.acceptance.empty()) {
   GROVE_CHECK(plan.is_auto(), "auto planner: plan '", plan.text, "' is not auto");
-  double weight = kPriorWeight;
-  calibrated_ = !inputs.acceptance.empty();
-  if (calibrated_) {
-    for (int32_t k = 0; k < kRanks && k < static_cast<int32_t>(inputs.acceptance.size()); ++k) {
-      prior_[k] = inputs.acceptance[k];
-    }
-    weight = kCalibratedWeight;
-  } else {
-    std::copy(std::begin(kDefaultPrior), std::end(kDefaultPrior), prior_.begin());
-  }
-  // The prior enters as `weight` pseudo-observations of every rank.
-  observed_.emplace(kRanks, prior_, weight);
   if (inputs.draft_seconds_per_level > 0) {
     draft_seconds_per_level_ = inputs.draft_seconds_per_level;
   }
@@ -265,7 +273,7 @@ bool AutoPlanner::WantsMeasurement(int32_t root_position) const {
 
 void AutoPlanner::Replan() {
   // The estimate: faded counts with the prior mixed in.
-  observed_->Estimate(acceptance_);
+  observed_.Estimate(acceptance_);
   ScaleVerifyCost();
   const int32_t max_size = std::min(max_tokens_, scaled_cost_->max_size());
   table_.Compute(acceptance_, max_size, std::min(max_size, kMaxDepth));
@@ -358,8 +366,8 @@ void AutoPlanner::Observe(const Step& step) {
         step.drafter_caught_up ? step.draft_seconds - step.first_draft_seconds : step.draft_seconds;
     draft_seconds_per_level_ += kDraftCostWeight * (seconds / levels - draft_seconds_per_level_);
   }
-  observed_->Fade(std::exp2(-1.0 / kHalfLifeSteps));
-  observed_->Observe(tree, accepted);
+  observed_.Fade(std::exp2(-1.0 / kHalfLifeSteps));
+  observed_.Observe(tree, accepted);
 }
 
 namespace {

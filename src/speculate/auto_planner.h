@@ -58,7 +58,7 @@ namespace grove {
 class AutoPlanner {
  public:
   // Ranks of the acceptance vector the planner estimates (children per node at most).
-  static constexpr int32_t kRanks = 8;
+  static constexpr int32_t kRanks = PositionalAcceptance::kPlannedRanks;
   static constexpr int32_t kReplanSteps = 16;
   static constexpr double kHalfLifeSteps = 128.0;
 
@@ -137,9 +137,9 @@ class AutoPlanner {
   double measure_seconds_ = 0.0;        // what it cost
   double seconds_since_measure_ = 0.0;  // step time observed since
   double draft_seconds_per_level_ = 0.0;
-  std::vector<double> prior_;                     // (kRanks) p_k before any observation
-  std::optional<PositionalAcceptance> observed_;  // (kRanks) the verified trees, prior included
-  std::vector<double> acceptance_;                // (kRanks) the current estimate
+  std::vector<double> prior_;       // (kRanks) p_k before any observation
+  PositionalAcceptance observed_;   // (kRanks) the verified trees, prior included
+  std::vector<double> acceptance_;  // (kRanks) the current estimate
   SequoiaTable table_;
   SizeDepthChoice choice_;
   TokenTree shape_;  // the chosen tree (empty: plain)

@@ -18,6 +18,10 @@ namespace grove {
 
 class PositionalAcceptance {
  public:
+  // Ranks both planners estimate: a node's ninth-ranked child is rarely the one accepted, and the
+  // Sequoia table gives trees no wider than this per node.
+  static constexpr int32_t kPlannedRanks = 8;
+
   // `prior` (ranks beyond it count as 0) as `weight` observations of each of `ranks` ranks.
   PositionalAcceptance(int32_t ranks, std::span<const double> prior, double weight);
 
