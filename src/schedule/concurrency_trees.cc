@@ -13,6 +13,7 @@ constexpr double kForwardWeight = 0.1;      // running mean of each t(m)
 constexpr int32_t kTrustedForwards = 8;     // observations before t(m) replaces the start curve
 constexpr double kAcceptanceDecay = 0.995;  // per round with trees: r follows the last few hundred
 constexpr double kMinExpected = 50.0;       // accepted nodes expected before r is used
+constexpr int32_t kTableDepth = 16;  // the deepest tree the table holds (levels, root included)
 
 }  // namespace
 
@@ -21,6 +22,7 @@ ConcurrencyTrees::ConcurrencyTrees(VerifyCostCurve curve, std::vector<double> ac
                                    int32_t drafting_cores, double draft_seconds_per_level)
     : curve_(std::move(curve)),
       observed_(std::in_place, kRanks, acceptance, kPriorWeight),
+      by_depth_(std::in_place, kTableDepth, kDepthPriorTokens, kHalfLifeTrees),
       acceptance_(static_cast<std::size_t>(kRanks), 0.0),
       max_size_(max_size),
       node_budget_(std::max(node_budget, 1)),
@@ -86,14 +88,20 @@ void ConcurrencyTrees::ObserveTree(const TokenTree& tree, std::span<const int32_
   if (empty() || tree.empty()) return;
   observed_->Fade(std::exp2(-1.0 / kHalfLifeTrees));
   observed_->Observe(tree, accepted);
+  by_depth_->Observe(tree, accepted, acceptance_);
+}
+
+double ConcurrencyTrees::ServedTokens(int32_t n, int32_t d) const {
+  return table_.Value(n, d) * by_depth_->Ratio(d);
 }
 
 void ConcurrencyTrees::Update(StepCosts costs) {
+  if (!curve_) return;  // a default-constructed (empty) table has nothing to rechoose
   costs_ = {.overhead_seconds = std::max(0.0, costs.overhead_seconds),
             .draft_seconds_per_level = std::max(0.0, costs.draft_seconds_per_level)};
   observed_->Estimate(acceptance_);
   const int32_t size = std::max(max_size_, 2);
-  table_.Compute(acceptance_, size, std::min(size, 16));
+  table_.Compute(acceptance_, size, std::min(size, kTableDepth));
   const double scale = ServedScale();
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const auto k = static_cast<int32_t>(i) + 1;
@@ -107,7 +115,14 @@ void ConcurrencyTrees::Update(StepCosts costs) {
     for (int32_t n = 2; n <= largest; ++n) {
       const double share = ServedSeconds(k * n, scale) / k + o;
       for (int32_t d = 2; d <= std::min(n, table_.max_depth()); ++d) {
-        const double tokens = table_.Value(n, d);
+        // A size or depth the best tree does not use is the smaller tree's: priced once, by the
+        // size and depth it has.
+        const double value = table_.Value(n, d);
+        constexpr double kSame = 1e-9;
+        if (value <= table_.Value(n - 1, d) + kSame || value <= table_.Value(n, d - 1) + kSame) {
+          continue;
+        }
+        const double tokens = ServedTokens(n, d);
         const double seconds =
             share + (d - 1) * costs_.draft_seconds_per_level / std::min(k, drafting_cores_);
         if (seconds / tokens < best) {

@@ -26,6 +26,12 @@
 // guess right about half as often as on stories, r 0.4-0.6) every sequence kept a chain of 10
 // nodes, while chains of 4 or Sequoia trees of 6 served 14-15% faster.
 //
+// The positional model overrates deep nodes where acceptance falls with depth (on Game of 24
+// prompts with the bundled mixture the table flipped between a chain of 5 and one of 10 at nearly
+// every update, and the chain of 5 served 15% faster there), so each tree is priced at G(n, d)
+// times the ratio of the tokens trees of d levels gave to those the model expected of them
+// (speculate/depth_calibration.h, fed by the same trees; kDepthPriorTokens tokens of ratio 1).
+//
 // Why the parts are kept apart: with one overhead for everything (drafting included) charged to
 // plain steps too, plain steps looked dearer than they are; at 16 clients that chose trees that
 // served 0.94x as fast as plain steps.
@@ -36,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "speculate/depth_calibration.h"
 #include "speculate/positional_acceptance.h"
 #include "speculate/sequoia.h"
 #include "speculate/token_tree.h"
@@ -65,7 +72,8 @@ class ConcurrencyTrees {
   static constexpr int kRoundsPerUpdate = 64;
   static constexpr double kPriorWeight = 32.0;
   static constexpr double kHalfLifeTrees = 128.0;
-  static constexpr int32_t kRanks = 8;
+  static constexpr int32_t kRanks = PositionalAcceptance::kPlannedRanks;
+  static constexpr double kDepthPriorTokens = 32.0;
 
   ConcurrencyTrees() = default;
   // curve: t(n) up to at least the largest forward; acceptance: p_k; max_size: tokens (root
@@ -99,10 +107,13 @@ class ConcurrencyTrees {
   // t(m) as served: observed where forwards of m tokens ran often enough, else the start curve
   // times `scale` (ServedScale, computed once per Update).
   double ServedSeconds(int32_t m, double scale) const;
+  // G(n, d) as served: the table's value times the served ratio of d levels' trees.
+  double ServedTokens(int32_t n, int32_t d) const;
 
   std::optional<VerifyCostCurve> curve_;  // t(n), measured at start
   std::optional<PositionalAcceptance> observed_;
-  std::vector<double> acceptance_;  // p_k the table was built from
+  std::optional<DepthCalibration> by_depth_;  // the same trees, by depth
+  std::vector<double> acceptance_;            // p_k the table was built from
   SequoiaTable table_;
   int32_t max_size_ = 1;
   int32_t node_budget_ = 1;
