@@ -448,15 +448,21 @@ TEST(ConcurrencyTrees, FollowTheAcceptanceServingSees) {
   EXPECT_EQ(trees.acceptance()[0], p1);
 }
 
+// One sequence's table of trees up to 12 tokens over a verify curve where each token adds 5% of
+// t(1) = 1 ms, a draft level costing 20 us.
+ConcurrencyTrees OneSequenceTable(std::vector<double> acceptance) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 64; ++n) points.emplace_back(n, 1e-3 * (1.0 + 0.05 * (n - 1)));
+  return ConcurrencyTrees(VerifyCostCurve(points), std::move(acceptance), 12, 1, 128,
+                          /*drafting_cores=*/2, /*draft_seconds_per_level=*/2e-5);
+}
+
 // A pair whose first guess is right half as often as the start vector says gets shallower trees:
 // each rank's rate is estimated, so the deep end of a chain is priced at what reaching it now
 // takes (one factor on the expected length kept the start vector's chain of 10; issue 32's Game
 // of 24 prompts).
 TEST(ConcurrencyTrees, AWeakerFirstGuessGetsShallowerTrees) {
-  std::vector<std::pair<int32_t, double>> points;
-  for (int32_t n = 1; n <= 64; ++n) points.emplace_back(n, 1e-3 * (1.0 + 0.05 * (n - 1)));
-  ConcurrencyTrees trees(VerifyCostCurve(points), {0.86, 0.04, 0.02}, 12, 1, 128,
-                         /*drafting_cores=*/2, /*draft_seconds_per_level=*/2e-5);
+  ConcurrencyTrees trees = OneSequenceTable({0.86, 0.04, 0.02});
   const TokenTree start = trees.For(1);
   ASSERT_GE(start.depth(), 6) << "a long chain for a sure first guess";
   // Each step accepts the root's first child 4 times in 10 and nothing deeper.
@@ -479,10 +485,7 @@ TEST(ConcurrencyTrees, AWeakerFirstGuessGetsShallowerTrees) {
 // keeps a chain of 5 (it expects 2.8 tokens of it and 2.45 of the chain of 3); priced at what each
 // depth's cut gave, the chain of 2 or 3 is the table's.
 TEST(ConcurrencyTrees, DeepNodesArePricedAtWhatTheyGaveWhenServed) {
-  std::vector<std::pair<int32_t, double>> points;
-  for (int32_t n = 1; n <= 64; ++n) points.emplace_back(n, 1e-3 * (1.0 + 0.05 * (n - 1)));
-  ConcurrencyTrees trees(VerifyCostCurve(points), {0.9, 0.03, 0.01}, 12, 1, 128,
-                         /*drafting_cores=*/2, /*draft_seconds_per_level=*/2e-5);
+  ConcurrencyTrees trees = OneSequenceTable({0.9, 0.03, 0.01});
   const TokenTree start = trees.For(1);
   ASSERT_GE(start.depth(), 6) << "a long chain for a sure first guess";
   constexpr int32_t kAccepted[10] = {0, 2, 2, 3, 2, 0, 2, 2, 3, 2};
