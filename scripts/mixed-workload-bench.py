@@ -9,7 +9,7 @@ of times a request had been served before.
 
   python3 scripts/mixed-workload-bench.py [--reps 3] [-n 96] [--threads 2]
 
-Medians over --reps fresh servers. Nothing here changes outputs: every response's text is
+Medians over --reps fresh servers, the drafters taking turns round by round. Nothing here changes outputs: every response's text is
 checked against plain serving's.
 """
 import argparse
@@ -103,9 +103,10 @@ def main():
             # One prompt per line; "\\n" in a line is a line break (scripts/mixed-workload.py).
             prompts = [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
         rates, taus, plain_texts = {}, {}, None
-        for label, draft in drafters:
-            runs = []
-            for _ in range(args.reps):
+        # Rounds of every drafter in turn: this machine's speed drifts over minutes, and a drift
+        # between one drafter's servers and the next's would land on their ratio.
+        for _ in range(args.reps):
+            for label, draft in drafters:
                 seconds, tokens, t, texts, split = serve_class(args.grove, args.target, draft,
                                                                prompts, args.n, args.threads,
                                                                args.temp, args.policy)
@@ -114,11 +115,10 @@ def main():
                     plain_texts = texts
                 elif texts != plain_texts:
                     sys.exit(f"{cls}, {label}: a response differs from plain serving's")
-                runs.append((tokens / seconds, t))
-            rates[label] = [r for r, _ in runs]
-            taus[label] = runs[0][1]
-            if cls == "repeated":
-                repeated_taus[label] = runs[0][1]
+                rates.setdefault(label, []).append(tokens / seconds)
+                taus.setdefault(label, t)
+                if cls == "repeated":
+                    repeated_taus.setdefault(label, t)
         plain = statistics.median(rates["plain"])
         best = max(statistics.median(rates[l]) for l in ("draft model", "suffix"))
         for label, _ in drafters:
