@@ -8,12 +8,10 @@
 namespace grove {
 namespace {
 
-constexpr double kWeight = 0.05;            // running means of o and c
-constexpr double kForwardWeight = 0.1;      // running mean of each t(m)
-constexpr int32_t kTrustedForwards = 8;     // observations before t(m) replaces the start curve
-constexpr double kAcceptanceDecay = 0.995;  // per round with trees: r follows the last few hundred
-constexpr double kMinExpected = 50.0;       // accepted nodes expected before r is used
-constexpr int32_t kTableDepth = 16;  // the deepest tree the table holds (levels, root included)
+constexpr double kWeight = 0.05;         // running means of o and c
+constexpr double kForwardWeight = 0.1;   // running mean of each t(m)
+constexpr int32_t kTrustedForwards = 8;  // observations before t(m) replaces the start curve
+constexpr int32_t kTableDepth = 16;      // the deepest tree the table holds (levels, root included)
 
 }  // namespace
 
@@ -21,22 +19,22 @@ ConcurrencyTrees::ConcurrencyTrees(VerifyCostCurve curve, std::vector<double> ac
                                    int32_t max_size, int32_t max_concurrency, int32_t node_budget,
                                    int32_t drafting_cores, double draft_seconds_per_level)
     : curve_(std::move(curve)),
-      observed_(std::in_place, kRanks, acceptance, kPriorWeight),
-      by_depth_(std::in_place, kTableDepth, kDepthPriorTokens, kHalfLifeTrees),
+      observed_(kRanks, acceptance, kPriorWeight),
+      by_depth_(kTableDepth, kDepthPriorTokens, kHalfLifeTrees),
       acceptance_(static_cast<std::size_t>(kRanks), 0.0),
       max_size_(max_size),
       node_budget_(std::max(node_budget, 1)),
       drafting_cores_(std::max(drafting_cores, 1)),
-      served_(static_cast<std::size_t>(curve_->max_size()) + 1, 0.0),
+      served_(static_cast<std::size_t>(curve_.max_size()) + 1, 0.0),
       served_count_(served_.size(), 0),
       trees_(static_cast<std::size_t>(max_concurrency)) {
   GROVE_CHECK(max_concurrency >= 1, "concurrency trees: max_concurrency ", max_concurrency);
   Update(
-      {.overhead_seconds = curve_->Seconds(1), .draft_seconds_per_level = draft_seconds_per_level});
+      {.overhead_seconds = curve_.Seconds(1), .draft_seconds_per_level = draft_seconds_per_level});
 }
 
 bool ConcurrencyTrees::Observe(const RoundObservation& round) {
-  if (empty() || round.sequences < 1) return false;
+  if (round.sequences < 1) return false;
   const double k = round.sequences;
   costs_.overhead_seconds +=
       kWeight * (std::max(0.0, round.other_seconds) / k - costs_.overhead_seconds);
@@ -53,18 +51,9 @@ bool ConcurrencyTrees::Observe(const RoundObservation& round) {
                      : served_[m] + kForwardWeight * (round.forward_seconds - served_[m]);
     ++served_count_[m];
   }
-  // Only rounds with trees move r: while plain steps run it keeps what trees last showed.
-  if (round.expected_accepted > 0.0) {
-    expected_accepted_ = expected_accepted_ * kAcceptanceDecay + round.expected_accepted;
-    accepted_ = accepted_ * kAcceptanceDecay + static_cast<double>(round.accepted);
-  }
   if (++rounds_ % kRoundsPerUpdate != 0) return false;
   Update(costs_);
   return true;
-}
-
-double ConcurrencyTrees::acceptance_ratio() const {
-  return expected_accepted_ >= kMinExpected ? accepted_ / expected_accepted_ : 1.0;
 }
 
 double ConcurrencyTrees::ServedScale() const {
@@ -72,7 +61,7 @@ double ConcurrencyTrees::ServedScale() const {
   int32_t points = 0;
   for (std::size_t m = 1; m < served_.size(); ++m) {
     if (served_count_[m] < kTrustedForwards) continue;
-    ratio += served_[m] / curve_->Seconds(static_cast<int32_t>(m));
+    ratio += served_[m] / curve_.Seconds(static_cast<int32_t>(m));
     ++points;
   }
   return points > 0 ? ratio / points : 1.0;
@@ -81,32 +70,31 @@ double ConcurrencyTrees::ServedScale() const {
 double ConcurrencyTrees::ServedSeconds(int32_t m, double scale) const {
   const auto i = static_cast<std::size_t>(m);
   if (i < served_.size() && served_count_[i] >= kTrustedForwards) return served_[i];
-  return curve_->Seconds(m) * scale;
+  return curve_.Seconds(m) * scale;
 }
 
 void ConcurrencyTrees::ObserveTree(const TokenTree& tree, std::span<const int32_t> accepted) {
-  if (empty() || tree.empty()) return;
-  observed_->Fade(std::exp2(-1.0 / kHalfLifeTrees));
-  observed_->Observe(tree, accepted);
-  by_depth_->Observe(tree, accepted, acceptance_);
+  if (tree.empty()) return;
+  observed_.Fade(std::exp2(-1.0 / kHalfLifeTrees));
+  observed_.Observe(tree, accepted);
+  by_depth_.Observe(tree, accepted, acceptance_);
 }
 
 double ConcurrencyTrees::ServedTokens(int32_t n, int32_t d) const {
-  return table_.Value(n, d) * by_depth_->Ratio(d);
+  return table_.Value(n, d) * by_depth_.Ratio(d);
 }
 
 void ConcurrencyTrees::Update(StepCosts costs) {
-  if (!curve_) return;  // a default-constructed (empty) table has nothing to rechoose
   costs_ = {.overhead_seconds = std::max(0.0, costs.overhead_seconds),
             .draft_seconds_per_level = std::max(0.0, costs.draft_seconds_per_level)};
-  observed_->Estimate(acceptance_);
+  observed_.Estimate(acceptance_);
   const int32_t size = std::max(max_size_, 2);
   table_.Compute(acceptance_, size, std::min(size, kTableDepth));
   const double scale = ServedScale();
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const auto k = static_cast<int32_t>(i) + 1;
     const int32_t largest =
-        std::min({max_size_, table_.max_size(), curve_->max_size() / k, node_budget_ / k});
+        std::min({max_size_, table_.max_size(), curve_.max_size() / k, node_budget_ / k});
     // Seconds per token of a plain step, then of each tree (size n root included, depth d levels
     // root included, so d - 1 draft levels); ties keep the smaller tree.
     const double o = costs_.overhead_seconds;
@@ -139,8 +127,13 @@ void ConcurrencyTrees::Update(StepCosts costs) {
 std::string ConcurrencyTrees::Describe() const {
   std::string text = StrCat("step overhead ", costs_.overhead_seconds * 1e3, " ms, draft level ",
                             costs_.draft_seconds_per_level * 1e3, " ms, p1..3 ", acceptance_[0],
-                            " ", acceptance_[1], " ", acceptance_[2], " (accepted ",
-                            acceptance_ratio(), " x expected); trees by concurrency");
+                            " ", acceptance_[1], " ", acceptance_[2], "; given/expected by levels");
+  int32_t deepest = 1;  // levels of the table's deepest tree (root included)
+  for (const TokenTree& tree : trees_) deepest = std::max(deepest, tree.depth() + 1);
+  for (int32_t levels = 2; levels <= std::max(deepest, 2); ++levels) {
+    text += StrCat(" ", levels, ":", by_depth_.Ratio(levels));
+  }
+  text += "; trees by concurrency";
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const TokenTree& tree = trees_[i];
     text += StrCat(" ", i + 1, ":");

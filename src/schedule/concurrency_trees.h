@@ -38,7 +38,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,9 +61,6 @@ struct RoundObservation {
   double draft_wait_seconds = 0.0;  // waiting for the round's drafts
   double other_seconds = 0.0;       // the rest of the round (batch, accepting, streaming)
   int32_t draft_levels = 0;         // the depths of the round's trees, summed
-  // Over the round's steps on this table's trees: accepted nodes expected, and accepted.
-  double expected_accepted = 0.0;
-  int64_t accepted = 0;
 };
 
 class ConcurrencyTrees {
@@ -75,7 +71,6 @@ class ConcurrencyTrees {
   static constexpr int32_t kRanks = PositionalAcceptance::kPlannedRanks;
   static constexpr double kDepthPriorTokens = 32.0;
 
-  ConcurrencyTrees() = default;
   // curve: t(n) up to at least the largest forward; acceptance: p_k; max_size: tokens (root
   // included) of the tree for one sequence; max_concurrency >= 1; drafting_cores: P >= 1;
   // draft_seconds_per_level: c until measured.
@@ -83,7 +78,6 @@ class ConcurrencyTrees {
                    int32_t max_concurrency, int32_t node_budget, int32_t drafting_cores,
                    double draft_seconds_per_level);
 
-  bool empty() const { return trees_.empty(); }
   // Folds a round into the measurements (running means); every kRoundsPerUpdate rounds, rechooses
   // the trees. True when it did.
   bool Observe(const RoundObservation& round);
@@ -94,11 +88,9 @@ class ConcurrencyTrees {
   // The tree for each of k sequences (clamped to 1..max_concurrency); empty: plain steps.
   const TokenTree& For(int32_t k) const;
   const StepCosts& costs() const { return costs_; }
-  // Accepted nodes seen over those the table's trees expected (a diagnostic: how well the vector
-  // planned with fits; 1 before enough were expected).
-  double acceptance_ratio() const;
   std::span<const double> acceptance() const { return acceptance_; }
-  // One line for diagnostics: the measurements and each k's tree ("k:nodes/depth", "k:-": plain).
+  // One line for diagnostics: the measurements, the tokens trees of each depth gave over those the
+  // vector expected, and each k's tree ("k:nodes/depth", "k:-": plain).
   std::string Describe() const;
 
  private:
@@ -110,10 +102,10 @@ class ConcurrencyTrees {
   // G(n, d) as served: the table's value times the served ratio of d levels' trees.
   double ServedTokens(int32_t n, int32_t d) const;
 
-  std::optional<VerifyCostCurve> curve_;  // t(n), measured at start
-  std::optional<PositionalAcceptance> observed_;
-  std::optional<DepthCalibration> by_depth_;  // the same trees, by depth
-  std::vector<double> acceptance_;            // p_k the table was built from
+  VerifyCostCurve curve_;  // t(n), measured at start
+  PositionalAcceptance observed_;
+  DepthCalibration by_depth_;       // the same trees, by depth
+  std::vector<double> acceptance_;  // p_k the table was built from
   SequoiaTable table_;
   int32_t max_size_ = 1;
   int32_t node_budget_ = 1;
@@ -121,8 +113,6 @@ class ConcurrencyTrees {
   StepCosts costs_;
   std::vector<double> served_;         // [m]: running mean of forwards of m tokens
   std::vector<int32_t> served_count_;  // [m]: forwards of m tokens observed
-  double expected_accepted_ = 0.0;     // decayed sums behind acceptance_ratio()
-  double accepted_ = 0.0;
   int64_t rounds_ = 0;
   std::vector<TokenTree> trees_;  // [k - 1]
 };

@@ -27,8 +27,8 @@ struct FrozenAutoPlan {
   // A sequoia plan whose shape may be empty (plain decoding wins); its text says what was chosen.
   TreePlan plan;
   // The tree for each of k sequences whose trees share one forward (the batched policy), from the
-  // same measured curve (concurrency_trees.h); empty without max_concurrency or a tree.
-  ConcurrencyTrees by_concurrency;
+  // same measured curve (concurrency_trees.h); none without max_concurrency or a tree.
+  std::optional<ConcurrencyTrees> by_concurrency;
   // t(n) as measured (or kept) for the choice: what sessions choose a cheap step's chain by
   // (SessionOptions::verify_cost).
   std::optional<VerifyCostCurve> verify_cost;

@@ -77,9 +77,8 @@ struct Scheduler::Lane {
   std::unique_ptr<Drafter> drafter;
   int64_t draft_generation = -1;  // of the source its drafter was made of (Scheduler)
   std::unique_ptr<SpeculativeSession> session;
-  int64_t request = -1;            // -1: free
-  bool scheduler_tree = false;     // its session uses the scheduler's (auto) tree
-  double expected_accepted = 0.0;  // by the acceptance vector, of the scheduler's tree it drafts
+  int64_t request = -1;         // -1: free
+  bool scheduler_tree = false;  // its session uses the scheduler's (auto) tree
   Clock::time_point enqueued;
   std::thread thread;  // seed, batched
 };
@@ -452,10 +451,8 @@ void Scheduler::Finish(Source& source, Lane& lane) {
 }
 
 void Scheduler::ShapeFor(Lane& lane) {
-  if (trees_by_concurrency_.empty() || !lane.scheduler_tree) return;
-  const TokenTree& tree = trees_by_concurrency_.For(in_flight_);
-  lane.session->UseShape(tree);
-  lane.expected_accepted = tree.empty() ? 0.0 : tree.ExpectedLength() - 1.0;
+  if (!trees_by_concurrency_ || !lane.scheduler_tree) return;
+  lane.session->UseShape(trees_by_concurrency_->For(in_flight_));
 }
 
 void Scheduler::RunSerial(Source& source) {
@@ -654,13 +651,10 @@ void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const
     session.RecordVerifyForward(share);
     session.RecordWait(std::max(0.0, SecondsBetween(lane.enqueued, Clock::now()) - share));
     // A cheap step's chain is not the table's tree: its acceptance says nothing of the table's.
-    const bool table_tree = lane.scheduler_tree && !session.tree().empty() && !session.cheap_step();
+    const bool table_tree = trees_by_concurrency_ && lane.scheduler_tree &&
+                            !session.tree().empty() && !session.cheap_step();
     const std::span<const int32_t> accepted = session.Accept(logits);
-    if (table_tree) {
-      round.observed.expected_accepted += lane.expected_accepted;
-      round.observed.accepted += static_cast<int64_t>(accepted.size()) - 1;
-      trees_by_concurrency_.ObserveTree(session.tree(), session.accepted_nodes());
-    }
+    if (table_tree) trees_by_concurrency_->ObserveTree(session.tree(), session.accepted_nodes());
     const bool streaming =
         Deliver(source.request(lane.request), session, accepted, source.result(lane.request));
     if (session.done() || !streaming) {
@@ -673,13 +667,13 @@ void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const
   const double other = SecondsBetween(round.start, Clock::now()) - round.draft_wait - round.forward;
   // batched with an auto plan: what the round did goes to the trees by concurrency, which
   // rechoose themselves from it (concurrency_trees.h).
-  if (options_.policy == SchedulePolicy::kBatched && !trees_by_concurrency_.empty()) {
+  if (options_.policy == SchedulePolicy::kBatched && trees_by_concurrency_) {
     round.observed.rows = static_cast<int32_t>(round.batch.size());
     round.observed.forward_seconds = round.forward;
     round.observed.draft_wait_seconds = round.draft_wait;
     round.observed.other_seconds = other;
-    if (trees_by_concurrency_.Observe(round.observed)) {
-      Log(LogLevel::kDebug, "batched: ", trees_by_concurrency_.Describe());
+    if (trees_by_concurrency_->Observe(round.observed)) {
+      Log(LogLevel::kDebug, "batched: ", trees_by_concurrency_->Describe());
     }
   }
   stats_.rounds += RoundTimes{

@@ -180,9 +180,11 @@ class Scheduler {
   // on_done, or after Serve returned).
   const ScheduleStats& stats() const { return stats_; }
   const SchedulerOptions& options() const { return options_; }
-  // Batched with an auto plan: the tree for each number of sequences in flight (empty before the
+  // Batched with an auto plan: the tree for each number of sequences in flight (none before the
   // plan is chosen, and for other policies and plans). Read it on the scheduler's thread.
-  const ConcurrencyTrees& trees_by_concurrency() const { return trees_by_concurrency_; }
+  const std::optional<ConcurrencyTrees>& trees_by_concurrency() const {
+    return trees_by_concurrency_;
+  }
 
  private:
   struct Lane;
@@ -243,7 +245,7 @@ class Scheduler {
   std::unordered_map<int64_t, int32_t> pending_shares_;   // later requests that fork each one
   std::vector<int64_t> retained_;  // finished requests whose slot a sibling may fork
   // batched with an auto plan: the tree when k sequences are in flight (concurrency_trees.h).
-  ConcurrencyTrees trees_by_concurrency_;
+  std::optional<ConcurrencyTrees> trees_by_concurrency_;
   // An auto plan's t(n), for the sessions on its tree to choose cheap steps' chains by.
   std::optional<VerifyCostCurve> auto_verify_cost_;
   int32_t in_flight_ = 0;

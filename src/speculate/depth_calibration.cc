@@ -25,20 +25,18 @@ void DepthCalibration::Observe(const TokenTree& tree, std::span<const int32_t> a
                                std::span<const double> acceptance) {
   if (tree.empty()) return;
   ++trees_;
-  // Level order: a node's parent comes before it, and its rank is the number of its parent's
-  // children before it.
-  const auto n = static_cast<std::size_t>(tree.size());
-  path_prob_.resize(n);
-  children_.assign(n + 1, 0);
+  // Level order: a node's parent comes before it.
+  path_prob_.resize(static_cast<std::size_t>(tree.size()));
   std::fill(at_depth_.begin(), at_depth_.end(), 0.0);
   const auto max_depth = static_cast<int32_t>(records_.size()) - 2;  // node depth of the deepest
-  for (std::size_t v = 0; v < n; ++v) {
-    const TreeNode& node = tree.node(static_cast<int32_t>(v));
-    const std::size_t parent = static_cast<std::size_t>(node.parent) + 1;  // 0: the root
-    const auto rank = static_cast<std::size_t>(children_[parent]++);
+  for (int32_t v = 0; v < tree.size(); ++v) {
+    const TreeNode& node = tree.node(v);
+    const auto rank = static_cast<std::size_t>(tree.rank(v));
     const double p = rank < acceptance.size() ? acceptance[rank] : 0.0;
-    path_prob_[v] = p * (parent == 0 ? 1.0 : path_prob_[parent - 1]);
-    if (node.depth <= max_depth) at_depth_[static_cast<std::size_t>(node.depth)] += path_prob_[v];
+    const double path =
+        p * (node.parent < 0 ? 1.0 : path_prob_[static_cast<std::size_t>(node.parent)]);
+    path_prob_[static_cast<std::size_t>(v)] = path;
+    if (node.depth <= max_depth) at_depth_[static_cast<std::size_t>(node.depth)] += path;
   }
   const int32_t deepest = std::min(tree.depth(), max_depth);
   const auto reached = static_cast<int32_t>(accepted.size());

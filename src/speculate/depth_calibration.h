@@ -45,7 +45,6 @@ class DepthCalibration {
   double half_life_trees_;
   int64_t trees_ = 0;
   std::vector<double> path_prob_;  // Observe's scratch: by node
-  std::vector<int32_t> children_;  // ... children seen so far, by node + 1 (0: the root)
   std::vector<double> at_depth_;   // ... path probabilities summed by depth
 };
 
