@@ -195,6 +195,34 @@ TEST_F(SchedulerTest, BatchedVerifiesSeveralSequencesPerForward) {
   EXPECT_LT(batched.stats().target_forwards, seed.stats().target_forwards);
 }
 
+// A target of one slot has one lane, whose draft never overlaps the target's forward: the lane
+// drafts on the target's pool (all its cores) instead of a pool of one of its own. Same requests,
+// same fixed tree: one slot's run dispatches the draft's widest ops on the target's pool, two
+// slots' do not, and the tokens are the same.
+TEST_F(SchedulerTest, OneSlotBatchedDraftsOnTheTargetsPool) {
+  const SpeculationPolicy speculation = PolicyFor("chain:4", {.temperature = 0.0f});
+  const std::vector<SequenceRequest> one = {
+      {.prompt = requests_[2].prompt, .sequence = 1, .n_predict = 24}};
+  std::vector<uint64_t> dispatches;
+  std::vector<std::vector<int32_t>> tokens;
+  for (int32_t slots : {1, 2}) {
+    auto target =
+        Model::Create(target_->parameters(), {.n_threads = 2, .n_ctx = 96, .n_seq = slots});
+    Scheduler scheduler(
+        *target, Source(),
+        {.policy = SchedulePolicy::kBatched, .speculation = speculation, .stop_at_eog = false});
+    const uint64_t before = target->pool().dispatch_count();
+    const std::vector<SequenceResult> results = scheduler.Run(one);
+    dispatches.push_back(target->pool().dispatch_count() - before);
+    tokens.push_back(results.at(0).tokens);
+    EXPECT_EQ(scheduler.stats().rounds.rounds, results[0].steps) << slots;  // batched rounds
+  }
+  EXPECT_EQ(tokens[0], tokens[1]);
+  EXPECT_EQ(tokens[0].size(), 24u);
+  // The same target forwards dispatch the same loops; one slot's also dispatch the draft's.
+  EXPECT_GT(dispatches[0], dispatches[1]) << dispatches[0] << " vs " << dispatches[1];
+}
+
 TEST_F(SchedulerTest, NgramLanesNeedNoDraftModel) {
   const SamplerParams greedy{.temperature = 0.0f};
   const auto alone = Alone(greedy);
