@@ -107,7 +107,7 @@ void Scheduler::MakeDrafter(Lane& lane) {
   // the draft; a request is admitted only while the lane is free). On its own pool that lane's
   // draft split none of its ops and the target's workers idled through it; on the target's, the
   // draft's widest ops (the output projection) split, and serving one client with the bundled pair
-  // on 2 cores took 4-10% less time a step (stop 57, binaries alternating).
+  // on 2 cores took 1-14% less time a step (design.md, "The scheduler").
   ModelOptions draft_options{.n_ctx = target_.n_ctx(),
                              .n_seq = 1,
                              .max_batch = DraftMaxBatch(options_.speculation),
