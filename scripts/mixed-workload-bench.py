@@ -3,7 +3,8 @@
 bench/workload/ (scripts/mixed-workload.py) and every drafter, a fresh `grove serve` answers the
 class's requests one after another (one client, temperature 0 unless --temp); the table gives tokens/s over the
 whole class (wall clock, from the first request sent to the last answer), its ratio to plain
-serving and to the best single drafter, and tau from the responses' timings; then where the
+serving and to the best single drafter (of the medians, and paired: the median of the rounds'
+ratios), and tau from the responses' timings; then where the
 server's verifying thread spent its time (/metrics), and tau of the repeated class by the number
 of times a request had been served before.
 
@@ -95,8 +96,9 @@ def main():
     print(f"grove serve, {args.target}, one client, -n {args.n}, temperature {args.temp}, "
           f"{args.threads} threads, policy {args.policy or 'the default'}, median of {args.reps} "
           f"fresh servers\n")
-    print("| class | requests | drafter | tokens/s | min-max | vs plain | vs best single | tau |")
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    print("| class | requests | drafter | tokens/s | min-max | vs plain | vs best single | paired "
+          "| tau |")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|")
     repeated_taus, splits = {}, {}
     for cls in args.classes.split(","):
         with open(os.path.join(ROOT, "bench/workload", cls + ".txt")) as f:
@@ -120,13 +122,18 @@ def main():
                 if cls == "repeated":
                     repeated_taus.setdefault(label, t)
         plain = statistics.median(rates["plain"])
-        best = max(statistics.median(rates[l]) for l in ("draft model", "suffix"))
+        best_label = max(("draft model", "suffix"), key=lambda l: statistics.median(rates[l]))
+        best = statistics.median(rates[best_label])
         for label, _ in drafters:
             med = statistics.median(rates[label])
             tau = statistics.mean(taus[label])
+            # paired: the median over rounds of the ratio to the best single drafter's rate in the
+            # same round, which a drift of the machine's speed between rounds does not move.
+            paired = statistics.median(a / b for a, b in zip(rates[label], rates[best_label]))
             print(f"| {cls} | {len(prompts)} | {label} | {med:.0f} | {min(rates[label]):.0f}-"
                   f"{max(rates[label]):.0f} | {med / plain:.2f}x | "
-                  f"{'' if label == 'plain' else f'{med / best:.2f}x'} | {tau:.2f} |")
+                  f"{'' if label == 'plain' else f'{med / best:.2f}x'} | "
+                  f"{'' if label == 'plain' else f'{paired:.2f}x'} | {tau:.2f} |")
     print("\nwhere the server's verifying thread spent each class (the first of the reps; the "
           "drafts of the\nbatched policy's lane run on its own thread, so draft time shows as "
           "waiting only where it was not overlapped)")
