@@ -196,10 +196,11 @@ TEST_F(SchedulerTest, BatchedVerifiesSeveralSequencesPerForward) {
 }
 
 // A target of one slot has one lane, whose draft never overlaps the target's forward: the lane
-// drafts on the target's pool (all its cores) instead of a pool of one of its own. Same requests,
-// same fixed tree: one slot's run dispatches the draft's widest ops on the target's pool, two
-// slots' do not, and the tokens are the same.
-TEST_F(SchedulerTest, OneSlotBatchedDraftsOnTheTargetsPool) {
+// drafts on the target's pool (all its cores) instead of a pool of one of its own; with more
+// slots a lane borrows that pool while its sequence is the one in flight. Same request, same
+// fixed tree at one and two slots: the draft's ops dispatched on the target's pool in both, and
+// the same tokens.
+TEST_F(SchedulerTest, ALaneAloneInFlightDraftsOnTheTargetsPool) {
   const SpeculationPolicy speculation = PolicyFor("chain:4", {.temperature = 0.0f});
   const std::vector<SequenceRequest> one = {
       {.prompt = requests_[2].prompt, .sequence = 1, .n_predict = 24}};
@@ -220,7 +221,10 @@ TEST_F(SchedulerTest, OneSlotBatchedDraftsOnTheTargetsPool) {
   EXPECT_EQ(tokens[0], tokens[1]);
   EXPECT_EQ(tokens[0].size(), 24u);
   // The same target forwards dispatch the same loops; one slot's also dispatch the draft's.
-  EXPECT_GT(dispatches[0], dispatches[1]) << dispatches[0] << " vs " << dispatches[1];
+  // Two slots: the lane borrows the target's pool while its sequence is the one in flight; only
+  // the draft's prefill at admission, before the lane may borrow, runs on its own thread (3
+  // dispatches here; every draft op, 27, without borrowing).
+  EXPECT_LE(dispatches[0] - dispatches[1], 5u) << dispatches[0] << " vs " << dispatches[1];
 }
 
 TEST_F(SchedulerTest, NgramLanesNeedNoDraftModel) {

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -44,6 +47,57 @@ TEST(ThreadPool, WakesParkedWorkers) {
     pool.Run([&](int, int) { total++; });
   }
   EXPECT_EQ(total.load(), 6);
+}
+
+// A borrowing pool computes on its lender's workers while borrowing is on and the lender is free,
+// on the calling thread alone otherwise; the lender's own caller waits out a borrowed job.
+TEST(ThreadPool, ABorrowerComputesOnTheLendersWorkersWhenItIsFree) {
+  auto lender = std::make_shared<ThreadPool>(3);
+  ThreadPool borrower(lender);
+  EXPECT_EQ(borrower.size(), 3);
+  auto threads_of = [&] {
+    std::atomic<int> calls{0}, widest{0};
+    borrower.Run([&](int, int n) {
+      calls++;
+      widest = n;
+    });
+    return std::pair(calls.load(), widest.load());
+  };
+  EXPECT_EQ(threads_of(), std::pair(1, 1));  // off at first: fn(0, 1) here
+  borrower.set_borrowing(true);
+  EXPECT_EQ(threads_of(), std::pair(3, 3));
+  EXPECT_EQ(lender->dispatch_count(), 1u);
+  EXPECT_EQ(borrower.dispatch_count(), 2u);
+  // While the lender runs a job of its own, a borrowed one runs on the borrower's thread alone.
+  std::atomic<bool> in_job{false}, release{false};
+  std::thread owner([&] {
+    lender->Run([&](int thread, int) {
+      if (thread != 0) return;
+      in_job = true;
+      while (!release) std::this_thread::yield();
+    });
+  });
+  while (!in_job) std::this_thread::yield();
+  EXPECT_EQ(threads_of(), std::pair(1, 1));
+  release = true;
+  owner.join();
+  // A lender's caller that finds a borrowed job under way waits for it instead of failing.
+  std::atomic<bool> borrowed{false}, done{false};
+  std::thread guest([&] {
+    borrower.Run([&](int thread, int) {
+      if (thread != 0) return;
+      borrowed = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      done = true;
+    });
+  });
+  while (!borrowed) std::this_thread::yield();
+  bool saw_done = false;
+  lender->Run([&](int thread, int) {
+    if (thread == 0) saw_done = done.load();
+  });
+  guest.join();
+  EXPECT_TRUE(saw_done);
 }
 
 }  // namespace

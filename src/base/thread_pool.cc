@@ -73,6 +73,9 @@ void ThreadPool::StopWorkers() {
   workers_.clear();
 }
 
+ThreadPool::ThreadPool(std::shared_ptr<ThreadPool> lender)
+    : n_threads_(lender->size()), lender_(std::move(lender)) {}
+
 ThreadPool::~ThreadPool() { StopWorkers(); }
 
 void ThreadPool::WorkerLoop(int index) {
@@ -105,16 +108,41 @@ void ThreadPool::WorkerLoop(int index) {
 }
 
 void ThreadPool::Run(FunctionRef<void(int, int)> fn) {
+  if (lender_) {
+    ++dispatch_count_;
+    if (!borrowing_.load(std::memory_order_relaxed) || !lender_->RunLent(fn)) fn(0, 1);
+    return;
+  }
   // A second caller (another thread, or a job that dispatches from inside itself) would overwrite
-  // the job under way; fail loudly instead.
-  const bool was_running = running_.exchange(true, std::memory_order_acquire);
-  GROVE_CHECK(!was_running,
-              "thread pool: Run while another job is under way (one caller at a time)");
-  struct Done {
-    std::atomic<bool>& running;
-    ~Done() { running.store(false, std::memory_order_release); }
-  } done{running_};
+  // the job under way; fail loudly instead. A borrower's job is waited out.
+  for (int spin = 0;; ++spin) {
+    int state = kFree;
+    if (state_.compare_exchange_weak(state, kOwned, std::memory_order_acquire)) break;
+    GROVE_CHECK(state != kOwned,
+                "thread pool: Run while another job is under way (one caller at a time)");
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   ++dispatch_count_;
+  Dispatch(fn);
+}
+
+bool ThreadPool::RunLent(FunctionRef<void(int, int)> fn) {
+  int state = kFree;
+  if (!state_.compare_exchange_strong(state, kLent, std::memory_order_acquire)) return false;
+  ++dispatch_count_;
+  Dispatch(fn);
+  return true;
+}
+
+void ThreadPool::Dispatch(FunctionRef<void(int, int)> fn) {
+  struct Done {
+    std::atomic<int>& state;
+    ~Done() { state.store(kFree, std::memory_order_release); }
+  } done{state_};
   if (n_threads_ == 1) {
     fn(0, 1);
     return;

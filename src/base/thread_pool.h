@@ -1,7 +1,8 @@
 // One persistent pool of worker threads, shared by the models of a process (a target and its
 // draft) or owned by one model; no thread is created in the token loop. One caller at a time: a
 // pool runs one job, and Run checks that no other is under way (two threads forwarding two models
-// that share a pool at once would be a bug; give them a pool each).
+// that share a pool at once would be a bug; give them a pool each). The exception is a borrowing
+// pool (a draft lane's), which runs a job on a lender's workers only when the lender is free.
 //
 // A forward pass dispatches a few parallel loops per layer; with thousands of dispatches per token
 // a futex wake-up (~5-50 us) would dominate, so idle workers spin on an atomic generation counter
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string_view>
 #include <thread>
@@ -38,11 +40,19 @@ class ThreadPool {
   // so is a thread the system refuses to create (grove::Error, with the threads started so far
   // joined).
   explicit ThreadPool(int n_threads);
+  // A pool without workers of its own that computes on `lender`'s while borrowing is on and the
+  // lender is free between its own jobs, and otherwise on the calling thread alone (fn(0, 1)):
+  // for a draft lane beside its target, whose cores sit idle while it waits for the draft. Its
+  // size() is the lender's, so ops split as they would there. The lender's caller waits out a
+  // borrowed job (one op of a draft forward: microseconds) instead of failing.
+  explicit ThreadPool(std::shared_ptr<ThreadPool> lender);
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   ~ThreadPool();
 
   int size() const { return n_threads_; }
+  // For a borrowing pool: whether its jobs may go to the lender (off at first).
+  void set_borrowing(bool on) { borrowing_.store(on, std::memory_order_relaxed); }
 
   // Calls fn(thread_index, n_threads) once on every thread and returns when all have finished.
   void Run(FunctionRef<void(int, int)> fn);
@@ -56,8 +66,13 @@ class ThreadPool {
   uint64_t dispatch_count() const { return dispatch_count_; }
 
  private:
+  enum State : int { kFree = 0, kOwned = 1, kLent = 2 };
   void WorkerLoop(int index);
   void StopWorkers();  // wakes, stops and joins every worker
+  // Runs fn on every thread; the caller holds state_.
+  void Dispatch(FunctionRef<void(int, int)> fn);
+  // A borrower's job, if the pool is free: true when it ran.
+  bool RunLent(FunctionRef<void(int, int)> fn);
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -68,7 +83,9 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::atomic<int> parked_{0};
-  std::atomic<bool> running_{false};  // a job is under way (one caller at a time)
+  std::atomic<int> state_{kFree};       // a job is under way (one caller at a time): State
+  std::shared_ptr<ThreadPool> lender_;  // a borrowing pool's
+  std::atomic<bool> borrowing_{false};
   uint64_t dispatch_count_ = 0;
 };
 

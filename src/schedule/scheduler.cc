@@ -107,14 +107,16 @@ void Scheduler::MakeDrafter(Lane& lane) {
   // the draft; a request is admitted only while the lane is free). On its own pool that lane's
   // draft split none of its ops and the target's workers idled through it; on the target's, the
   // draft's widest ops (the output projection) split, and serving one client with the bundled pair
-  // on 2 cores took 1-14% less time a step (design.md, "The scheduler").
+  // on 2 cores took 1-14% less time a step (design.md, "The scheduler"). The lanes of a target of
+  // more slots borrow its pool while theirs is the one sequence in flight (LetDraft), and otherwise
+  // compute on their own thread.
   ModelOptions draft_options{.n_ctx = target_.n_ctx(),
                              .n_seq = 1,
                              .max_batch = DraftMaxBatch(options_.speculation),
                              .device = ComputeDevice::kAuto,
                              .cache_type = target_.cache_type()};
   if (DraftsConcurrently(options_.policy) && target_.n_seq() > 1) {
-    draft_options.pool = std::make_shared<ThreadPool>(1);
+    draft_options.pool = std::make_shared<ThreadPool>(target_.shared_pool());
   } else {
     draft_options.pool = target_.shared_pool();
   }
@@ -460,6 +462,14 @@ void Scheduler::ShapeFor(Lane& lane) {
   lane.session->UseShape(trees_by_concurrency_->For(in_flight_));
 }
 
+void Scheduler::LetDraft(DraftRounds& rounds, std::size_t l) {
+  // Alone in flight, the lane's draft meets the target's pool only in an admission's prefill,
+  // which waits out each of its ops (base/thread_pool.h).
+  Lane& lane = *lanes_[l];
+  if (lane.draft) lane.draft->pool().set_borrowing(in_flight_ == 1);
+  rounds.AllowDraft(l);
+}
+
 void Scheduler::RunSerial(Source& source) {
   if (options_.policy == SchedulePolicy::kSerialAr) {
     for (int64_t r; (r = source.Next(/*wait=*/true)) != Source::kClosed;) {
@@ -606,7 +616,7 @@ void Scheduler::AdmitWhileLanesAreFree(Source& source, DraftRounds& rounds, std:
         Finish(source, lane);
       } else {
         ShapeFor(lane);
-        rounds.AllowDraft(l);
+        LetDraft(rounds, l);
       }
     }
   }
@@ -666,7 +676,7 @@ void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const
       Finish(source, lane);
     } else {
       ShapeFor(lane);
-      rounds.AllowDraft(l);
+      LetDraft(rounds, l);
     }
   }
   const double other = SecondsBetween(round.start, Clock::now()) - round.draft_wait - round.forward;

@@ -213,6 +213,8 @@ class Scheduler {
   void Finish(Source& source, Lane& lane);
   // Before a lane drafts: its tree for the sequences now in flight (batched, auto plan).
   void ShapeFor(Lane& lane);
+  // Lets lane l draft its next tree, on the target's pool if it is the one sequence in flight.
+  void LetDraft(DraftRounds& rounds, std::size_t l);
   void RunSerial(Source& source);
   // seed and batched: rounds of gathering finished drafts, packing them into one batch, the
   // target's forward, and settling each sequence's step.
