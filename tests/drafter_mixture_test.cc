@@ -5,6 +5,7 @@
 // members it cannot mix.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -91,6 +92,12 @@ int32_t Top(std::span<const float> row) {
     if (row[t] > row[best]) best = t;
   }
   return best;
+}
+
+// Whether a row proposes any token.
+bool Proposes(std::span<const float> row) {
+  return std::any_of(row.begin(), row.end(),
+                     [](float x) { return x != -std::numeric_limits<float>::infinity(); });
 }
 
 // Runs `steps` steps of a counting text (each token the last + 1): a one-node tree with the
@@ -439,6 +446,98 @@ TEST(DraftOutlook, ChoosesTheChainWorthMostOrAPlainStep) {
   const std::vector<double> sure = {0.99};
   EXPECT_EQ(ChooseCheapChainDepth({.cheap = true, .continue_rates = sure}, short_curve, 1.0, 24),
             4);
+}
+
+// The tail with the largest net gain, sum_{k<=T} Q_k - R (t(D + 1 + T) - t(D + 1) + T c), against
+// a search over every T; none where the session's rate makes a row dearer than any tail node.
+TEST(DraftOutlook, ChoosesTheTailWorthMostOrNone) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 33; ++n) points.push_back({n, 1.0 + 0.1 * (n - 1) + 0.01 * n * n});
+  const VerifyCostCurve curve(points);
+  auto best = [&](const std::vector<double>& q, double c, int32_t planned, double rate) {
+    int32_t t_best = 0;
+    double gain_best = 0.0, gained = 0.0;
+    for (int32_t t = 1; planned + t <= kMaxCheapChainDepth && planned + t + 1 <= curve.max_size();
+         ++t) {
+      gained += q[std::min<std::size_t>(t - 1, q.size() - 1)];
+      const double gain =
+          gained - rate * (curve.Seconds(planned + 1 + t) - curve.Seconds(planned + 1) + t * c);
+      if (gain > gain_best + 1e-9) {
+        t_best = t;
+        gain_best = gain;
+      }
+    }
+    return t_best;
+  };
+  for (const std::vector<double>& q :
+       {std::vector<double>{0.9}, {0.5}, {0.2}, {0.9, 0.8, 0.1}, {0.6, 0.6, 0.6, 0.3}}) {
+    for (double rate : {0.5, 1.0, 3.0}) {
+      for (int32_t planned : {1, 5, 12}) {
+        const int32_t t = ChooseTailLength({.tail_level_seconds = 0.01, .tail_rates = q}, curve,
+                                           1.0, planned, rate, kMaxCheapChainDepth);
+        EXPECT_EQ(t, best(q, 0.01, planned, rate)) << q[0] << " rate " << rate << " D " << planned;
+        EXPECT_LE(planned + t, kMaxCheapChainDepth);
+      }
+    }
+  }
+  const std::vector<double> sure = {0.95};
+  EXPECT_GT(ChooseTailLength({.tail_rates = sure}, curve, 1.0, 5, 1.0, 24), 0);
+  EXPECT_EQ(ChooseTailLength({.tail_rates = sure}, curve, 1.0, 5, 20.0, 24), 0)
+      << "a row costs more than a sure node gives";
+  EXPECT_EQ(ChooseTailLength({}, curve, 1.0, 5, 1.0, 24), 0) << "no cheap member";
+  EXPECT_EQ(ChooseTailLength({.tail_rates = sure}, curve, 1.0, 24, 1.0, 24), 0) << "no room";
+}
+
+// Asked for a tail, the mixture drafts the planned levels with every member and the levels past
+// them with the cheap member alone, and only where that member's first choices were the path's
+// tokens all along; it learns what tail nodes are worth.
+TEST(DrafterMixture, DraftsATailWithTheCheapMemberWhereItFollowsThePath) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+  const CountingDrafter* dear_view = dear.get();
+  members.push_back(std::move(dear));
+  members.push_back(std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true));
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(1, 8);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  RunCountingText(mixture, 12, text);  // both timed
+  const DraftOutlook before = mixture.Prepare();
+  ASSERT_EQ(before.tail_rates.size(), std::size_t{DrafterMixture::kChainDepths});
+  EXPECT_DOUBLE_EQ(before.tail_rates[0], DrafterMixture::kTailPrior) << "no tail yet";
+  EXPECT_GT(before.tail_level_seconds, 0.0);
+  EXPECT_LT(before.tail_level_seconds, 1e-3) << "the cheap member's level";
+  if (before.cheap) mixture.Decline();
+  mixture.DraftTail(2);
+  const int calls = dear_view->expand_calls();
+  TokenTree tree;
+  const int32_t root[] = {-1};
+  int32_t parent = -1;
+  for (int32_t depth = 1; depth <= 4; ++depth) {
+    const int32_t frontier[] = {parent};
+    const std::span<const float> row = mixture.Expand(tree, depth == 1 ? root : frontier);
+    ASSERT_TRUE(Proposes(row)) << "depth " << depth;
+    parent = tree.AddChild(parent, Top(row), 1.0f);
+  }
+  EXPECT_EQ(dear_view->expand_calls(), calls + 2) << "the two planned levels only";
+  std::vector<int32_t> accepted = {0, 1, 2, 3};
+  for (int32_t v : accepted) text.push_back(tree.node(v).token);
+  text.push_back((text.back() + 1) % kVocab);
+  mixture.Commit(tree, accepted, text.back());
+  const DraftOutlook after = mixture.Prepare();
+  EXPECT_GT(after.tail_rates[0], DrafterMixture::kTailPrior) << "both tail nodes were accepted";
+  EXPECT_GT(after.tail_rates[1], DrafterMixture::kTailPrior);
+  EXPECT_DOUBLE_EQ(after.tail_rates[2], before.tail_rates[2]) << "none was deeper";
+  // A planned path the cheap member did not propose: no tail.
+  if (after.cheap) mixture.Decline();
+  mixture.DraftTail(2);
+  TokenTree other;
+  const int32_t guess = Top(mixture.Expand(other, root));
+  other.AddChild(-1, (guess + 3) % kVocab, 1.0f);
+  const int32_t first[] = {0};
+  other.AddChild(0, Top(mixture.Expand(other, first)), 1.0f);
+  const int32_t second[] = {1};
+  EXPECT_FALSE(Proposes(mixture.Expand(other, second))) << "an empty row ends the chain";
 }
 
 TEST(DrafterMixture, RefusesWhatItCannotMix) {

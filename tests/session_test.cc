@@ -203,6 +203,45 @@ TEST(CheapSteps, AMixtureDraftsThemAsChainsAndStaysLossless) {
   }
 }
 
+// A planned chain (static, with a verify curve under which a row costs next to nothing) goes on
+// with the suffix member's guesses past its depth where that member has been copying the path
+// (speculate/draft_outlook.h); the tokens stay plain decoding's.
+TEST(Tails, APlannedChainGoesOnWithTheCheapMembersGuessesAndStaysLossless) {
+  ModelOptions mo{.n_threads = 2};
+  RandomModelSpec target_spec = TinySpec(GgmlType::kQ8_0, 7);
+  target_spec.n_embd = 256;  // a draft forward costs many suffix lookups (CheapSteps above)
+  target_spec.n_ff = 640;
+  target_spec.n_layer = 4;
+  auto target = MakeRandomModel(target_spec, mo);
+  mo.pool = target->shared_pool();
+  RandomModelSpec weak_spec = target_spec;
+  weak_spec.seed = 99;
+  weak_spec.n_layer = 8;
+  auto weak = MakeRandomModel(weak_spec, mo);
+  const int32_t nv = target->config().n_vocab;
+  const SamplerParams greedy{.temperature = 0.0f};
+  const VerifyCostCurve curve({{1, 1e-3}, {32, 1.001e-3}});
+  const SessionOptions options{.n_predict = 64, .stop_at_eog = false, .verify_cost = &curve};
+  const std::vector<int32_t> prompt = Prompt(12, nv);
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
+  auto store = std::make_shared<SuffixStore>();
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<ModelDrafter>(*weak, *target));
+  members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
+  DrafterMixture mixture(std::move(members));
+  const SpeculationPolicy policy = Policy("chain:3", mixture, greedy);
+  SpeculationStats later;
+  for (int run = 0; run < 3; ++run) {
+    SpeculativeSession session(*target, mixture, policy, options);
+    session.UseShape(policy.plan.shape);  // as a scheduler gives it: a shape, outlooks apply
+    EXPECT_EQ(session.Generate(prompt, {}), plain) << "run " << run;
+    if (run > 0) later += session.stats();
+  }
+  EXPECT_GT(later.tail_steps, 0);
+  EXPECT_GT(later.tail_accepted, 0) << "the suffix store holds this very text";
+  EXPECT_LE(later.tail_accepted, later.tail_nodes);
+}
+
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const char* spec : {"chain:4", "kconfig:2,2,1", "sequoia:10", "sequoia:12,4", "opt:10,0.05",

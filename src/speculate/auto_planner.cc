@@ -338,7 +338,7 @@ void AutoPlanner::Observe(const Step& step) {
   if (!verify_cost_) {
     // The first step, without a curve: its verify forward anchors the guess (and, without one from
     // the acceptance file, its drafting the draft cost).
-    const int32_t n = tree.size() + 1;
+    const int32_t n = (step.verified_nodes < 0 ? tree.size() : step.verified_nodes) + 1;
     guess_t1_ = std::max(step.verify_seconds, 1e-9) / (1.0 + kGuessSlope * (n - 1));
     if (!(draft_seconds_per_level_ > 0) && step.draft_calls > 0)
       draft_seconds_per_level_ = step.draft_seconds / step.draft_calls;
@@ -351,7 +351,7 @@ void AutoPlanner::Observe(const Step& step) {
         std::max(0.0, step.draft_seconds + step.verify_seconds - scaled_cost_->Seconds(1));
     probe_cost_ += kDraftCostWeight * (extra - probe_cost_);
   }
-  const int32_t n = tree.size() + 1;
+  const int32_t n = (step.verified_nodes < 0 ? tree.size() : step.verified_nodes) + 1;
   if (step.verify_seconds > 0 && n <= verify_cost_->max_size()) {
     const double ratio = step.verify_seconds / verify_cost_->Seconds(n);
     verify_scale_ += kVerifyScaleWeight * (ratio - verify_scale_);

@@ -96,6 +96,9 @@ class AutoPlanner {
     double first_draft_seconds;
     int32_t draft_calls;
     double verify_seconds;
+    // Nodes the verify forward held: the tree's, and a tail's past it when there was one (the
+    // tree is then the planned part, which is all the plan learns from); -1: the tree's.
+    int32_t verified_nodes = -1;
     bool drafter_caught_up;
     // A cheap step's chain (speculate/draft_outlook.h), not the planned tree: its verify forward
     // is timed, but its acceptance and drafting are another drafter's and teach the plan nothing.

@@ -25,4 +25,27 @@ int32_t ChooseCheapChainDepth(const DraftOutlook& outlook, const VerifyCostCurve
   return best;
 }
 
+int32_t ChooseTailLength(const DraftOutlook& outlook, const VerifyCostCurve& verify_cost,
+                         double verify_scale, int32_t planned_nodes, double tokens_per_second,
+                         int32_t max_nodes) {
+  const std::span<const double> q = outlook.tail_rates;
+  const int32_t max_tail = std::min(max_nodes, verify_cost.max_size() - 1) - planned_nodes;
+  if (q.empty() || max_tail < 1 || !(tokens_per_second > 0)) return 0;
+  const double planned_seconds = verify_scale * verify_cost.Seconds(planned_nodes + 1);
+  int32_t best = 0;
+  double best_gain = 0.0, gained = 0.0;
+  for (int32_t k = 1; k <= max_tail; ++k) {
+    gained += q[std::min<std::size_t>(static_cast<std::size_t>(k - 1), q.size() - 1)];
+    const double seconds = verify_scale * verify_cost.Seconds(planned_nodes + 1 + k) -
+                           planned_seconds + k * outlook.tail_level_seconds;
+    const double gain = gained - tokens_per_second * seconds;
+    // Strictly better only: ties keep the shorter tail.
+    if (gain > best_gain + 1e-9) {
+      best = k;
+      best_gain = gain;
+    }
+  }
+  return best;
+}
+
 }  // namespace grove

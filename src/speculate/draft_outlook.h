@@ -13,6 +13,23 @@
 // chance that the depth-k node of such a chain is accepted when its parent was (learnt by the
 // drafter over such steps). Depth 0 is a plain step: a chain predicted to lose against it is
 // declined, and the step drafts with every member the tree that was planned.
+//
+// On the other steps, when the planned tree is a chain (the draft model's, with the cheap
+// members' guesses merged in), the chain may go on past its planned depth with a tail: nodes the
+// cheap members alone propose, each only where one of them is confident at its parent (its first
+// choice takes at least half of its row) and its first choices were the chain's tokens from the
+// root on (it is copying this very text), so a tail ends where the text stops repeating. A tail
+// node costs the cheap members' microseconds and one more verified row, which on a CPU is far from
+// free (a row of the base target is about 6% of a plain step). The session lets the tail grow to
+// the length T that maximises the tokens it adds less those the time it takes would have given,
+//
+//   sum_{k=1..T} Q_k  -  R (t(D + 1 + T) - t(D + 1) + T c),
+//
+// D the planned chain's depth, Q_k the chance that the k-th tail node, when proposed, is accepted
+// (learnt by the drafter over such steps: it includes the chance that the whole planned chain was
+// accepted), R the tokens per second the session's recent steps gave. Where copying pays (a
+// repeated or edited text) Q_k stays high and the tail long; where the cheap members are confident
+// and wrong (another problem's numbers) it falls, and the tail goes.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +47,10 @@ struct DraftOutlook {
   double level_seconds = 0.0;  // their cost of one level
   // q_k for k = 1.. (the last one stands for every deeper k).
   std::span<const double> continue_rates;
+  // For a tail (any step): the cheap members' cost of one level and Q_k for k = 1.. (the last one
+  // stands for every later k); empty when no member is cheap.
+  double tail_level_seconds = 0.0;
+  std::span<const double> tail_rates;
 };
 
 class StepOutlook {
@@ -39,11 +60,22 @@ class StepOutlook {
   virtual DraftOutlook Prepare() = 0;
   // The cheap step Prepare announced is not taken: every member drafts this step.
   virtual void Decline() = 0;
+  // This step's tree is a chain of the planned depth `planned_nodes` and a tail: the drafter's
+  // rows below that depth propose only the cheap members' confident guesses (an empty row ends
+  // the chain).
+  virtual void DraftTail(int32_t planned_nodes) = 0;
 };
 
 // The chain depth in [0, max_depth] with the most expected tokens per second (0: a plain step),
 // t(n) = verify_scale * verify_cost.Seconds(n); max_depth is cut to the curve's sizes.
 int32_t ChooseCheapChainDepth(const DraftOutlook& outlook, const VerifyCostCurve& verify_cost,
                               double verify_scale, int32_t max_depth);
+
+// The tail length in [0, max_nodes - planned_nodes] with the largest net gain (the file comment)
+// for a planned chain of `planned_nodes`, given the session's recent `tokens_per_second`; 0 for
+// no tail. Cut to the curve's sizes.
+int32_t ChooseTailLength(const DraftOutlook& outlook, const VerifyCostCurve& verify_cost,
+                         double verify_scale, int32_t planned_nodes, double tokens_per_second,
+                         int32_t max_nodes);
 
 }  // namespace grove

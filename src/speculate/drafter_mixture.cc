@@ -50,7 +50,36 @@ void DrafterMixture::AddCandidates(const RowSummary& summary) {
   }
 }
 
-DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
+DrafterMixture::FadedRates::FadedRates(int32_t depths, double prior, double prior_weight,
+                                       double half_life)
+    : prior_(prior),
+      prior_weight_(prior_weight),
+      fade_(std::exp2(-1.0 / half_life)),
+      tried_(static_cast<std::size_t>(depths), prior_weight),
+      accepted_(tried_.size(), prior_weight * prior),
+      rates_(tried_.size(), prior) {}
+
+void DrafterMixture::FadedRates::Fade() {
+  for (std::size_t k = 0; k < tried_.size(); ++k) {
+    tried_[k] = prior_weight_ + fade_ * (tried_[k] - prior_weight_);
+    accepted_[k] = prior_weight_ * prior_ + fade_ * (accepted_[k] - prior_weight_ * prior_);
+  }
+}
+
+void DrafterMixture::FadedRates::Add(int32_t k, bool accepted) {
+  if (k < 0 || static_cast<std::size_t>(k) >= tried_.size()) return;
+  tried_[static_cast<std::size_t>(k)] += 1.0;
+  accepted_[static_cast<std::size_t>(k)] += accepted ? 1.0 : 0.0;
+}
+
+std::span<const double> DrafterMixture::FadedRates::rates() {
+  for (std::size_t k = 0; k < tried_.size(); ++k) rates_[k] = accepted_[k] / tried_[k];
+  return rates_;
+}
+
+DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members)
+    : chain_rates_(kChainDepths, kChainPrior, kChainPriorWeight, kChainHalfLifeSteps),
+      tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
   if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
   n_vocab_ = members[0]->n_vocab();
@@ -78,9 +107,6 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
   }
   member_rows_.resize(members_.size());
   summaries_.resize(members_.size());
-  chain_tried_.assign(kChainDepths, kChainPriorWeight);
-  chain_accepted_.assign(kChainDepths, kChainPriorWeight * kChainPrior);
-  continue_rates_.assign(kChainDepths, kChainPrior);
 }
 
 void DrafterMixture::SampleChildren(bool sampled) {
@@ -124,6 +150,7 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
                            : m.seconds_per_call + 0.1 * (seconds - m.seconds_per_call);
   const std::size_t i = static_cast<std::size_t>(&m - members_.data());
   member_rows_[i] = rows;
+  expanded_ |= 1u << i;
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);
   summaries_[i].resize(frontier.size());
   for (std::size_t r = 0; r < frontier.size(); ++r) {
@@ -160,6 +187,7 @@ void DrafterMixture::DecideMembers() {
   // from ever being found cheap while plain steps draft nothing).
   const int32_t root[] = {-1};
   for (Member& m : members_) {
+    m.cheap = cheap(m);
     if (m.seconds_per_call < dearest) ExpandMember(m, root_only_, root);
   }
   reason_ = {.kind = all_timed ? StepReason::Kind::kNoneConfident : StepReason::Kind::kUntimed};
@@ -192,17 +220,19 @@ DraftOutlook DrafterMixture::Prepare() {
   proposals_.clear();
   DecideMembers();
   DraftOutlook outlook;
+  bool any_cheap = false;
   for (const Member& m : members_) {
     if (m.active) {
       outlook.level_seconds += m.seconds_per_call;
     } else {
       outlook.cheap = true;
     }
+    if (m.cheap) outlook.tail_level_seconds += m.seconds_per_call;
+    any_cheap = any_cheap || m.cheap;
   }
-  for (int32_t k = 0; k < kChainDepths; ++k) {
-    continue_rates_[k] = chain_accepted_[k] / chain_tried_[k];
-  }
-  outlook.continue_rates = continue_rates_;
+  outlook.continue_rates = chain_rates_.rates();
+  // Sampled children are drawn from one member's rows, and a tail's would be another's.
+  if (any_cheap && !sampled_) outlook.tail_rates = tail_rates_.rates();
   return outlook;
 }
 
@@ -235,14 +265,20 @@ void DrafterMixture::TracePaths(const TokenTree& tree, std::span<const int32_t> 
   }
 }
 
-void DrafterMixture::Merge(std::span<const int32_t> frontier) {
+void DrafterMixture::Merge(std::span<const int32_t> frontier, bool confident_only) {
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);
   rows_.assign(frontier.size() * nv, kNone);
+  const auto merged = [&](std::size_t i) { return members_[i].active && (expanded_ >> i & 1u); };
   for (std::size_t r = 0; r < frontier.size(); ++r) {
     candidates_.clear();
+    bool confident = !confident_only;
     for (std::size_t i = 0; i < members_.size(); ++i) {
-      if (members_[i].active) AddCandidates(summaries_[i][r]);
+      if (!merged(i)) continue;
+      const RowSummary& s = summaries_[i][r];
+      AddCandidates(s);
+      confident = confident || (s.first >= 0 && 1.0f / s.sum >= kConfidentShare);
     }
+    if (!confident) candidates_.clear();
     const std::size_t slot = static_cast<std::size_t>(frontier[r]) + 1;
     row_of_[slot].first = static_cast<int32_t>(proposals_.size());
     // Each candidate's chance that one of the members is right about it (the file comment);
@@ -253,7 +289,7 @@ void DrafterMixture::Merge(std::span<const int32_t> frontier) {
       double all_wrong = 1.0;
       uint32_t proposed_by = 0;
       for (std::size_t i = 0; i < members_.size(); ++i) {
-        if (!members_[i].active) continue;
+        if (!merged(i)) continue;
         const RowSummary& s = summaries_[i][r];
         const float logit = member_rows_[i][r * nv + t];
         if (s.first < 0 || logit == kNone) continue;
@@ -320,6 +356,15 @@ void DrafterMixture::NodeSources(const TokenTree& tree, std::vector<uint32_t>& m
 }
 
 std::string DrafterMixture::Why() const {
+  std::string why = StepWhy();
+  if (tail_from_ > 0) {
+    why += "; past depth " + std::to_string(tail_from_) +
+           " a tail of the cheap drafters' guesses, where they copy the path";
+  }
+  return why;
+}
+
+std::string DrafterMixture::StepWhy() const {
   const StepReason& r = reason_;
   const auto name = [&](int i) { return source_names_[static_cast<std::size_t>(i)].c_str(); };
   char text[256];
@@ -364,9 +409,37 @@ std::string DrafterMixture::Why() const {
   return "";
 }
 
+bool DrafterMixture::FollowedPath(const Member& m, const TokenTree& tree, int32_t node) const {
+  for (int32_t v = node; v >= 0; v = tree.node(v).parent) {
+    const int32_t parent = tree.node(v).parent;
+    const auto slot = static_cast<std::size_t>(parent) + 1;  // parent -1 (the root): slot 0
+    if (slot >= m.first_choice.size() || m.first_choice[slot] != tree.node(v).token) return false;
+  }
+  return true;
+}
+
+std::span<const float> DrafterMixture::ExpandTail(const TokenTree& tree,
+                                                  std::span<const int32_t> frontier) {
+  for (Member& m : members_) {
+    // A tail goes on with the members whose first choices were the path's tokens all along: the
+    // text is one they are copying.
+    if (m.active && m.cheap && FollowedPath(m, tree, frontier[0])) ExpandMember(m, tree, frontier);
+  }
+  TracePaths(tree, frontier);
+  Merge(frontier, /*confident_only=*/true);
+  return {rows_.data(), rows_.size()};
+}
+
 std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
                                               std::span<const int32_t> frontier) {
-  if (frontier.size() == 1 && frontier[0] == -1) {
+  const bool root = frontier.size() == 1 && frontier[0] == -1;
+  // The root's rows include those DecideMembers expanded.
+  if (!root) expanded_ = 0;
+  // A level is expanded at once (the builder's frontier is one depth).
+  if (!root && tail_from_ > 0 && tree.node(frontier[0]).depth >= tail_from_) {
+    return ExpandTail(tree, frontier);
+  }
+  if (root) {
     if (!decided_) {  // no Prepare this step
       proposals_.clear();
       DecideMembers();
@@ -389,7 +462,7 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
     RecordRowMember(frontier, member);
     return member_rows_[member];
   }
-  Merge(frontier);
+  Merge(frontier, /*confident_only=*/false);
   return {rows_.data(), rows_.size()};
 }
 
@@ -448,21 +521,23 @@ void DrafterMixture::CountNodes(const TokenTree& tree, std::span<const int32_t> 
 }
 
 void DrafterMixture::LearnChain(const TokenTree& tree, std::span<const int32_t> accepted) {
-  const double fade = std::exp2(-1.0 / kChainHalfLifeSteps);
-  for (int32_t k = 0; k < kChainDepths; ++k) {
-    chain_tried_[k] = kChainPriorWeight + fade * (chain_tried_[k] - kChainPriorWeight);
-    chain_accepted_[k] = kChainPriorWeight * kChainPrior +
-                         fade * (chain_accepted_[k] - kChainPriorWeight * kChainPrior);
-  }
+  chain_rates_.Fade();
   // Each accepted depth was tried and accepted; the depth below the path, if the tree went on
   // there, was tried and rejected.
   const auto depths = static_cast<int32_t>(accepted.size());
-  for (int32_t k = 0; k < std::min(depths, kChainDepths); ++k) {
-    chain_tried_[k] += 1.0;
-    chain_accepted_[k] += 1.0;
-  }
+  for (int32_t k = 0; k < depths; ++k) chain_rates_.Add(k, true);
   const int32_t last = accepted.empty() ? -1 : accepted.back();
-  if (depths < kChainDepths && !tree.children(last).empty()) chain_tried_[depths] += 1.0;
+  if (!tree.children(last).empty()) chain_rates_.Add(depths, false);
+}
+
+void DrafterMixture::LearnTail(const TokenTree& tree, std::span<const int32_t> accepted) {
+  // Every node below the planned depth was proposed (the tail ends where nobody is confident);
+  // it was accepted when the path reached its depth.
+  const auto reached = static_cast<int32_t>(accepted.size());
+  for (const TreeNode& node : tree.nodes()) {
+    if (node.depth > tail_from_)
+      tail_rates_.Add(node.depth - tail_from_ - 1, node.depth <= reached);
+  }
 }
 
 void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> accepted,
@@ -472,6 +547,8 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
   const bool cheap_step =
       std::any_of(members_.begin(), members_.end(), [](const Member& m) { return !m.active; });
   if (decided_ && cheap_step && !tree.empty()) LearnChain(tree, accepted);
+  if (decided_) tail_rates_.Fade();
+  if (tail_from_ > 0) LearnTail(tree, accepted);
   for (Member& m : members_) {
     if (decided_) {
       m.stats.steps += m.active;
@@ -484,6 +561,8 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
     std::fill(m.first_choice.begin(), m.first_choice.end(), -1);
   }
   decided_ = false;
+  expanded_ = 0;
+  tail_from_ = 0;
 }
 
 void DrafterMixture::End() {

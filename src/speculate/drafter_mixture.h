@@ -22,7 +22,11 @@
 //
 // Before a step's tree is chosen it says whether the step will be a cheap one (StepOutlook): the
 // session may then draft a chain of the depth the cheap members' record on such steps is worth
-// (speculate/draft_outlook.h), or decline, and every member drafts the planned tree.
+// (speculate/draft_outlook.h), or decline, and every member drafts the planned tree. On the other
+// steps it says what a tail past a planned chain has been worth, and drafts one when asked: below
+// the planned depth only the cheap members whose first choices were the path's tokens from the
+// root on expand, and a row proposes their guesses only where one of them is confident (an empty
+// row ends the chain).
 //
 // It tells which members proposed each node of a step's tree and why the step's members took part
 // (NodeAttribution), and counts per member the nodes it proposed and those the target accepted.
@@ -91,6 +95,12 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   static constexpr double kChainPrior = 0.8;
   static constexpr double kChainPriorWeight = 2.0;
   static constexpr double kChainHalfLifeSteps = 64.0;
+  // Tails: the chance a tail node is accepted assumed before any evidence (as kTailPriorWeight
+  // nodes), and the memory in steps. Every step fades the evidence, tail or not, so a tail that
+  // stopped paying is tried again after some hundred steps: the text may repeat by then.
+  static constexpr double kTailPrior = 0.5;
+  static constexpr double kTailPriorWeight = 2.0;
+  static constexpr double kTailHalfLifeSteps = 128.0;
 
   // Throws grove::Error on fewer than two members, members of different vocabularies, or one that
   // reads the target's features.
@@ -113,6 +123,7 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
 
   DraftOutlook Prepare() override;
   void Decline() override;
+  void DraftTail(int32_t planned_nodes) override { tail_from_ = planned_nodes; }
 
   std::span<const std::string> sources() const override { return source_names_; }
   void NodeSources(const TokenTree& tree, std::vector<uint32_t>& masks) const override;
@@ -141,6 +152,7 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
     int64_t confident_seen = 0;         // confident root rows judged
     double seconds_per_call = 0;        // moving average of one Expand call
     bool active = false;                // takes part in this step
+    bool cheap = false;                 // costs little next to the dearest (this step's view)
     bool root_done = false;             // expanded the root this step
     bool confident_root = false;        // its root row this step was confident
     std::vector<int32_t> first_choice;  // by frontier node this step (node + 1; 0: the root)
@@ -193,19 +205,40 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   bool Disputed(std::size_t slot) const;
   // Adds the row's best tokens to candidates_ (once each).
   void AddCandidates(const RowSummary& summary);
+  // Acceptance by depth, learnt from counts that fade toward a prior: rates()[k] is the chance the
+  // (k + 1)-th node is accepted (for chains: when its parent was).
+  class FadedRates {
+   public:
+    FadedRates(int32_t depths, double prior, double prior_weight, double half_life);
+    void Fade();  // one step of the half-life
+    void Add(int32_t k, bool accepted);
+    std::span<const double> rates();
+
+   private:
+    double prior_, prior_weight_, fade_;
+    std::vector<double> tried_, accepted_, rates_;
+  };
 
   // Expands every active member's rows for `frontier`, timing each.
   void ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier);
+  // Whether m's first choice at every node of the path from the root to `node` (its last) was
+  // that node's token.
+  bool FollowedPath(const Member& m, const TokenTree& tree, int32_t node) const;
+  // The rows below a tail's planned depth: the cheap members' confident guesses.
+  std::span<const float> ExpandTail(const TokenTree& tree, std::span<const int32_t> frontier);
   // At a step's start: the cheap members expand the root, and which members take part is decided
   // (see the file comment); the others expand it at the root's Expand.
   void DecideMembers();
   // Every member takes part this step after all (a declined chain; or sampled children on a
   // planned tree, where no cheap member stands in); a skip's reason becomes `instead_of_skipping`.
   void TakeEveryMember(StepReason::Kind instead_of_skipping);
-  // Learns the continue rates of a cheap step's tree.
+  // Learns the continue rates of a cheap step's tree, and a tail's acceptance.
   void LearnChain(const TokenTree& tree, std::span<const int32_t> accepted);
+  void LearnTail(const TokenTree& tree, std::span<const int32_t> accepted);
   void ExpandMember(Member& m, const TokenTree& tree, std::span<const int32_t> frontier);
-  void Merge(std::span<const int32_t> frontier);
+  // The merged rows of the members that expanded `frontier` in this call; with `confident_only`
+  // a row where none of them is confident proposes nothing.
+  void Merge(std::span<const int32_t> frontier, bool confident_only);
   // With sampled children: the member whose rows this step's children are drawn from (the
   // sampling member when it takes part, else the cheap member standing in for it), its rows
   // recorded as the proposals.
@@ -217,6 +250,8 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   uint32_t ProposedBy(const TokenTree& tree, int32_t node) const;
   // Counts the nodes each member proposed, and those of them the target accepted.
   void CountNodes(const TokenTree& tree, std::span<const int32_t> accepted);
+  // Why() without the tail.
+  std::string StepWhy() const;
   // Updates the weights from this step's accepted path.
   void Learn(const TokenTree& tree, std::span<const int32_t> accepted, int32_t next_token);
 
@@ -237,10 +272,13 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   std::vector<uint64_t> path_of_;
   std::vector<std::pair<int32_t, int32_t>> row_of_;
   StepReason reason_;
-  bool decided_ = false;  // this step's members are decided (Prepare, or the root's Expand)
-  TokenTree root_only_;   // the tree of a step's first Expand
-  // Cheap steps' chains: faded counts, by depth, of nodes tried and accepted, and the rates.
-  std::vector<double> chain_tried_, chain_accepted_, continue_rates_;
+  bool decided_ = false;   // this step's members are decided (Prepare, or the root's Expand)
+  uint32_t expanded_ = 0;  // the members that expanded the rows of this Expand call
+  int32_t tail_from_ = 0;  // this step's planned chain's depth when a tail follows it (DraftTail)
+  TokenTree root_only_;    // the tree of a step's first Expand
+  // Cheap steps' chains: by depth, the chance a node is accepted when its parent was; tails: by
+  // place in the tail, the chance a node is accepted.
+  FadedRates chain_rates_, tail_rates_;
 };
 
 }  // namespace grove

@@ -62,6 +62,9 @@ SpeculationStats& SpeculationStats::operator+=(const SpeculationStats& s) {
   tree_nodes += s.tree_nodes;
   cheap_steps += s.cheap_steps;
   cheap_nodes += s.cheap_nodes;
+  tail_steps += s.tail_steps;
+  tail_nodes += s.tail_nodes;
+  tail_accepted += s.tail_accepted;
   prefill_seconds += s.prefill_seconds;
   measure_seconds += s.measure_seconds;
   total_seconds += s.total_seconds;
@@ -151,6 +154,7 @@ int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
 void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   const int32_t cached = KeepCachedPrompt(target_, options_, prompt);
   stats_ = SpeculationStats{};
+  rate_tokens_ = rate_seconds_ = 0.0;
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
   for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) {
     v->reserve(static_cast<std::size_t>(
@@ -207,7 +211,8 @@ void SpeculativeSession::Draft() {
                            : use_override_ ? &shape_override_
                                            : nullptr;
   cheap_step_ = false;
-  if (outlook_ && shape && !last_token) shape = CheapChainFor(shape);
+  tail_from_ = 0;
+  if (outlook_ && shape && !last_token) shape = OutlookShape(shape);
   const TreePlan& plan = policy_.plan;
   const int32_t max_nodes = shape ? shape->size() : plan.max_nodes();
 
@@ -223,11 +228,12 @@ void SpeculativeSession::Draft() {
   } else {
     builder_.Build(plan, drafter_, rng_, options_.sequence, root_position_, draft_);
   }
+  PlanPart(draft_.tree());
   step_.draft_forward = draft_.expand_seconds();
   step_.tree_building = timer.Seconds() - draft_.expand_seconds();
 }
 
-const TokenTree* SpeculativeSession::CheapChainFor(const TokenTree* shape) {
+const TokenTree* SpeculativeSession::OutlookShape(const TokenTree* shape) {
   const VerifyCostCurve* curve = options_.verify_cost;
   double scale = 1.0;
   if (planner_) {
@@ -236,7 +242,7 @@ const TokenTree* SpeculativeSession::CheapChainFor(const TokenTree* shape) {
   }
   if (!curve) return shape;
   const DraftOutlook outlook = outlook_->Prepare();
-  if (!outlook.cheap) return shape;
+  if (!outlook.cheap) return WithTail(shape, outlook, *curve, scale);
   const int32_t depth = ChooseCheapChainDepth(outlook, *curve, scale, kMaxCheapChainDepth);
   if (LogEnabled(LogLevel::kDebug)) {
     Log(LogLevel::kDebug, "cheap step: q1..3 ", outlook.continue_rates[0], " ",
@@ -246,10 +252,26 @@ const TokenTree* SpeculativeSession::CheapChainFor(const TokenTree* shape) {
   }
   if (depth == 0) {
     outlook_->Decline();
-    return shape;
+    return WithTail(shape, outlook, *curve, scale);
   }
   cheap_step_ = true;
   return &CheapChain(depth);
+}
+
+const TokenTree* SpeculativeSession::WithTail(const TokenTree* shape, const DraftOutlook& outlook,
+                                              const VerifyCostCurve& curve, double scale) {
+  // Only a chain has one leaf to go on from; sampled children would mix two members' rows.
+  const int32_t planned = shape->size();
+  if (planned == 0 || shape->depth() != planned || rate_seconds_ <= 0.0 ||
+      policy_.draw != ChildDraw::kDeterministic) {
+    return shape;
+  }
+  const int32_t tail = ChooseTailLength(outlook, curve, scale, planned,
+                                        rate_tokens_ / rate_seconds_, kMaxCheapChainDepth);
+  if (tail == 0) return shape;
+  outlook_->DraftTail(planned);
+  tail_from_ = planned;
+  return &CheapChain(planned + tail);
 }
 
 void SpeculativeSession::UseShape(const TokenTree& shape) {
@@ -286,6 +308,12 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   step_.other = std::max(0.0, step_timer_.Seconds() - step_wait_ - step_.total());
   step_wait_ = 0.0;
   stats_.times += step_;
+  // The rate a tail's time is weighed against (draft_outlook.h): the generation's, but for its
+  // first step, whose drafting catches up on the prompt.
+  if (stats_.steps > 1) {
+    rate_tokens_ += static_cast<double>(result_.accepted.size()) + 1.0;
+    rate_seconds_ += step_.total();
+  }
   return emitted_;
 }
 
@@ -346,13 +374,18 @@ void SpeculativeSession::ObserveStep(const TokenTree& tree) {
   ++stats_.steps;
   if (tree.empty()) ++stats_.plain_steps;
   RecordTreeStats(tree);
+  if (tailed_) {
+    const auto n = std::min(static_cast<std::size_t>(tail_from_), result_.accepted.size());
+    planned_accepted_.assign(result_.accepted.begin(), result_.accepted.begin() + n);
+  }
   if (planner_) {
-    planner_->Observe({.tree = tree,
-                       .accepted = result_.accepted,
+    planner_->Observe({.tree = planned_tree(),
+                       .accepted = planned_accepted(),
                        .draft_seconds = step_.draft_forward,
                        .first_draft_seconds = draft_.first_expand_seconds(),
-                       .draft_calls = draft_.expand_calls(),
+                       .draft_calls = tailed_ ? tail_from_ : draft_.expand_calls(),
                        .verify_seconds = step_.verify_forward,
+                       .verified_nodes = tree.size(),
                        .drafter_caught_up = previous_step_plain_,
                        .cheap_chain = cheap_step_});
   }
@@ -360,7 +393,24 @@ void SpeculativeSession::ObserveStep(const TokenTree& tree) {
     ++stats_.cheap_steps;
     stats_.cheap_nodes += tree.size();
   }
+  if (tailed_) {
+    ++stats_.tail_steps;
+    stats_.tail_nodes += tree.size() - tail_from_;
+    stats_.tail_accepted +=
+        std::max<int64_t>(0, static_cast<int64_t>(result_.accepted.size()) - tail_from_);
+  }
   previous_step_plain_ = tree.empty();
+}
+
+void SpeculativeSession::PlanPart(const TokenTree& tree) {
+  // A tail follows a chain: the planned part is its first tail_from_ nodes.
+  tailed_ = tail_from_ > 0 && tree.size() > tail_from_;
+  if (!tailed_) return;
+  planned_.Clear();
+  for (int32_t v = 0; v < tail_from_; ++v) {
+    const TreeNode& node = tree.node(v);
+    planned_.AddChild(node.parent, node.token, node.prob);
+  }
 }
 
 void SpeculativeSession::EmitAccepted(const TokenTree& tree) {

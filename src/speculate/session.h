@@ -70,6 +70,11 @@ struct SpeculationStats {
   // (speculate/draft_outlook.h), and those chains' nodes.
   int64_t cheap_steps = 0;
   int64_t cheap_nodes = 0;
+  // Steps whose planned chain went on with a tail (draft_outlook.h), its nodes, and those of them
+  // the target accepted.
+  int64_t tail_steps = 0;
+  int64_t tail_nodes = 0;
+  int64_t tail_accepted = 0;
   double prefill_seconds = 0.0;  // target prompt + drafter Begin
   double measure_seconds = 0.0;  // the auto planner measuring the verify cost (within the steps)
   double total_seconds = 0.0;    // generation only (prefill excluded), wall clock to the end
@@ -168,6 +173,13 @@ class SpeculativeSession {
   const Drafter& drafter() const { return drafter_; }
   // This step (after Draft) is a cheap one, drafted as a chain of its own depth.
   bool cheap_step() const { return cheap_step_; }
+  // The part of this step's tree (after Draft) that was planned, without a tail past it, and the
+  // nodes of it that the last Accept accepted (the tree and accepted_nodes() when there was no
+  // tail); valid until the next Draft. What the planners learn from.
+  const TokenTree& planned_tree() const { return tailed_ ? planned_ : tree(); }
+  std::span<const int32_t> planned_accepted() const {
+    return tailed_ ? std::span<const int32_t>(planned_accepted_) : accepted_nodes();
+  }
   // The nodes of tree() the last Accept accepted, root to leaf (valid until the next Draft).
   std::span<const int32_t> accepted_nodes() const { return result_.accepted; }
   const SpeculationPolicy& policy() const { return policy_; }
@@ -187,9 +199,14 @@ class SpeculativeSession {
   void CommitAccepted();
   void HandOverFeatures();  // to a drafter that reads the target's features
   void ObserveStep(const TokenTree& tree);
-  // A cheap step's chain in place of `shape`, when the drafter announces one and a chain is
-  // predicted faster than a plain step (else the drafter is told it was declined).
-  const TokenTree* CheapChainFor(const TokenTree* shape);
+  // The shape the drafter's outlook makes of `shape`: a cheap step's chain, when the drafter
+  // announces one and a chain is predicted faster than a plain step (else the drafter is told it
+  // was declined); or a planned chain with a tail, when one is predicted to gain; or `shape`.
+  const TokenTree* OutlookShape(const TokenTree* shape);
+  const TokenTree* WithTail(const TokenTree* shape, const DraftOutlook& outlook,
+                            const VerifyCostCurve& curve, double scale);
+  // After Draft: whether the tree has a tail (tailed_), and its planned part (planned_).
+  void PlanPart(const TokenTree& tree);
   void EmitAccepted(const TokenTree& tree);
 
   Model& target_;
@@ -225,6 +242,13 @@ class SpeculativeSession {
   bool use_override_ = false;
   StepOutlook* outlook_ = nullptr;  // the drafter's, when its cheap steps may get chains
   bool cheap_step_ = false;
+  int32_t tail_from_ = 0;  // this step's planned chain's depth when a tail may follow it
+  bool tailed_ = false;    // this step's tree has a tail
+  TokenTree planned_;      // its planned part
+  std::vector<int32_t> planned_accepted_;
+  // The tokens and seconds of the generation's steps but its first (its rate).
+  double rate_tokens_ = 0.0;
+  double rate_seconds_ = 0.0;
   SpeculationStats stats_;
 };
 

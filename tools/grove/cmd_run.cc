@@ -241,6 +241,14 @@ void RunGenerate(RunOptions o) {
                  static_cast<long long>(s.cheap_steps),
                  static_cast<double>(s.cheap_nodes) / s.cheap_steps);
   }
+  if (s.tail_steps > 0) {
+    std::fprintf(stderr,
+                 "[grove] controller: %lld planned chains went on with the cheap drafters' "
+                 "guesses, %.1f nodes on average, %.0f%% of them accepted\n",
+                 static_cast<long long>(s.tail_steps),
+                 static_cast<double>(s.tail_nodes) / s.tail_steps,
+                 100.0 * static_cast<double>(s.tail_accepted) / std::max<int64_t>(s.tail_nodes, 1));
+  }
   if (o.compare && !g_interrupted) {
     const std::vector<int32_t> plain =
         GeneratePlain(*model, prompt, o.sampling, so, {}, &plain_timing);
