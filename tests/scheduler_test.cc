@@ -421,6 +421,26 @@ TEST(ConcurrencyTrees, FollowTheCurveAndTheStepCost) {
   EXPECT_DOUBLE_EQ(trees.costs().overhead_seconds, 1.0);
 }
 
+// The curve a session prices its own rows at: forwards observed where they ran often enough,
+// the start curve scaled by how much slower they ran elsewhere.
+TEST(ConcurrencyTrees, ServeTheirCurveAsObserved) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n : {1, 2, 4, 8, 16, 32}) points.emplace_back(n, 1e-3 * (1.0 + 0.05 * (n - 1)));
+  const VerifyCostCurve start(points);
+  ConcurrencyTrees trees(start, {0.8, 0.1, 0.05}, 8, 1, 128, /*drafting_cores=*/2,
+                         /*draft_seconds_per_level=*/0.0);
+  EXPECT_DOUBLE_EQ(trees.ServedCurve().Seconds(12), start.Seconds(12)) << "nothing served yet";
+  const double twelve = 2.0 * start.Seconds(12);
+  for (int i = 0; i < 16; ++i) {
+    trees.Observe({.sequences = 1, .rows = 12, .forward_seconds = twelve});
+  }
+  const VerifyCostCurve served = trees.ServedCurve();
+  EXPECT_EQ(served.max_size(), start.max_size());
+  EXPECT_NEAR(served.Seconds(12), twelve, 1e-12);
+  EXPECT_NEAR(served.Seconds(32), 2.0 * start.Seconds(32), 1e-12) << "scaled as 12 ran";
+  EXPECT_NEAR(served.Seconds(1), 2.0 * start.Seconds(1), 1e-12);
+}
+
 // Drafting is charged to trees only, per draft level, shared among the cores the lanes draft on:
 // where it costs more than the tokens a tree wins, plain steps are chosen. At 16 sequences with a
 // step overhead of 0.1 ms a plain step costs 0.156 ms a token and a one-node tree 0.115 ms a

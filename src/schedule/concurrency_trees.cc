@@ -67,6 +67,21 @@ double ConcurrencyTrees::ServedScale() const {
   return points > 0 ? ratio / points : 1.0;
 }
 
+VerifyCostCurve ConcurrencyTrees::ServedCurve() const {
+  const double scale = ServedScale();
+  std::vector<std::pair<int32_t, double>> points;
+  std::size_t next = 0;  // the next start-curve point
+  const std::span<const std::pair<int32_t, double>> start = curve_.points();
+  for (int32_t m = 1; m <= curve_.max_size(); ++m) {
+    const auto i = static_cast<std::size_t>(m);
+    const bool sampled = next < start.size() && start[next].first == m;
+    if (sampled) ++next;
+    const bool served = i < served_.size() && served_count_[i] >= kTrustedForwards;
+    if (sampled || served) points.emplace_back(m, ServedSeconds(m, scale));
+  }
+  return VerifyCostCurve(std::move(points));
+}
+
 double ConcurrencyTrees::ServedSeconds(int32_t m, double scale) const {
   const auto i = static_cast<std::size_t>(m);
   if (i < served_.size() && served_count_[i] >= kTrustedForwards) return served_[i];

@@ -92,6 +92,10 @@ class ConcurrencyTrees {
   // One line for diagnostics: the measurements, the tokens trees of each depth gave over those the
   // vector expected, and each k's tree ("k:nodes/depth", "k:-": plain).
   std::string Describe() const;
+  // t(n) as served (ServedSeconds) at the start curve's sizes and wherever forwards were observed
+  // often enough: what a session's own choices (a cheap step's chain, a tail) should price rows
+  // at. A copy: it allocates.
+  VerifyCostCurve ServedCurve() const;
 
  private:
   // The observed forwards' mean ratio to the start curve (1 before any).

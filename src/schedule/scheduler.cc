@@ -79,6 +79,8 @@ struct Scheduler::Lane {
   std::unique_ptr<SpeculativeSession> session;
   int64_t request = -1;         // -1: free
   bool scheduler_tree = false;  // its session uses the scheduler's (auto) tree
+  // Its session's verify curve: the forwards served until it was admitted (ServedCurve).
+  std::optional<VerifyCostCurve> verify_cost;
   Clock::time_point enqueued;
   std::thread thread;  // seed, batched
 };
@@ -101,15 +103,15 @@ Scheduler::Lane& Scheduler::LaneAt(std::size_t i) {
 }
 
 void Scheduler::MakeDrafter(Lane& lane) {
-  // Concurrent lanes compute on their own thread: a pool of one has no workers to contend with
-  // the target's. Serial lanes take turns with the target on its pool, and so does the one lane of
-  // a target with one slot: its draft and the target's forward never overlap (a round waits for
-  // the draft; a request is admitted only while the lane is free). On its own pool that lane's
-  // draft split none of its ops and the target's workers idled through it; on the target's, the
-  // draft's widest ops (the output projection) split, and serving one client with the bundled pair
-  // on 2 cores took 1-14% less time a step (design.md, "The scheduler"). The lanes of a target of
-  // more slots borrow its pool while theirs is the one sequence in flight (LetDraft), and otherwise
-  // compute on their own thread.
+  // Serial lanes take turns with the target on its pool, and so does the one lane of a target
+  // with one slot: its draft and the target's forward never overlap (a round waits for the draft;
+  // a request is admitted only while the lane is free). On a pool of its own that lane's draft
+  // split none of its ops and the target's workers idled through it; on the target's, the draft's
+  // widest ops (the output projection) split, and serving one client with the bundled pair on 2
+  // cores took 1-14% less time a step (design.md, "The scheduler"). The concurrent lanes of a
+  // target of more slots get a borrowing pool: the target's workers while theirs is the one
+  // sequence in flight (LetDraft), their own thread otherwise, with no workers to contend with the
+  // target's.
   ModelOptions draft_options{.n_ctx = target_.n_ctx(),
                              .n_seq = 1,
                              .max_batch = DraftMaxBatch(options_.speculation),
@@ -431,8 +433,14 @@ bool Scheduler::Admit(Source& source, int64_t r, Lane& lane) {
     if (lane.draft_generation != draft_generation_) MakeDrafter(lane);
     const SpeculationPolicy policy = PolicyFor(request);
     if (policy.plan.max_drafted_nodes() > 0) source.result(r).drafter = lane.drafter->name();
-    lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, policy,
-                                                        SessionOptionsFor(request, slot, cached));
+    SessionOptions options = SessionOptionsFor(request, slot, cached);
+    if (options.verify_cost && trees_by_concurrency_) {
+      // Priced at what this server's forwards took, not at the curve measured at start: on the
+      // base pair a 24-row forward served at 1.7 times a 12-row one where the curve said 1.5.
+      lane.verify_cost = trees_by_concurrency_->ServedCurve();
+      options.verify_cost = &*lane.verify_cost;
+    }
+    lane.session = std::make_unique<SpeculativeSession>(target_, *lane.drafter, policy, options);
     lane.scheduler_tree = !request.speculation || request.speculation->plan.is_auto();
     Timer busy;
     lane.session->Start(request.prompt);
@@ -650,7 +658,8 @@ void Scheduler::PackRound(Source& source, DraftRounds& rounds, Round& round) {
     source.result(lane.request).queue_wait_seconds += wait;
     stats_.queue_wait_seconds += wait;
     ++stats_.queued_drafts;
-    round.observed.draft_levels += lane.session->tree().depth();
+    round.observed.draft_levels +=
+        lane.session->planned_tree().depth();  // a tail costs microseconds
     lane.session->AppendVerify(round.batch);
   }
 }
@@ -669,7 +678,9 @@ void Scheduler::SettleRound(Source& source, DraftRounds& rounds, std::span<const
     const bool table_tree = trees_by_concurrency_ && lane.scheduler_tree &&
                             !session.tree().empty() && !session.cheap_step();
     const std::span<const int32_t> accepted = session.Accept(logits);
-    if (table_tree) trees_by_concurrency_->ObserveTree(session.tree(), session.accepted_nodes());
+    if (table_tree) {
+      trees_by_concurrency_->ObserveTree(session.planned_tree(), session.planned_accepted());
+    }
     const bool streaming =
         Deliver(source.request(lane.request), session, accepted, source.result(lane.request));
     if (session.done() || !streaming) {
