@@ -366,16 +366,24 @@ TEST(DrafterMixture, NamesTheMembersThatProposedEachNode) {
   EXPECT_EQ(stats[1].accepted_nodes, 2);
 }
 
+// A slow member that is not sure of its guesses and a fast one that is, both counting on by one
+// (the test text's rule); dear_view: the slow one.
+std::unique_ptr<DrafterMixture> DearAndCheap(const CountingDrafter*& dear_view) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+  dear_view = dear.get();
+  members.push_back(std::move(dear));
+  members.push_back(std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true));
+  return std::make_unique<DrafterMixture>(std::move(members));
+}
+
 // Before a step's tree is chosen the mixture says whether the step is a cheap one, what a level
 // then costs and how deep its chains have been accepted; a declined cheap step is drafted by every
 // member.
 TEST(DrafterMixture, AnnouncesCheapStepsAndTakesThemBackWhenDeclined) {
-  std::vector<std::unique_ptr<Drafter>> members;
-  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
-  const CountingDrafter* dear_view = dear.get();
-  members.push_back(std::move(dear));
-  members.push_back(std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true));
-  DrafterMixture mixture(std::move(members));
+  const CountingDrafter* dear_view = nullptr;
+  const std::unique_ptr<DrafterMixture> dear_and_cheap = DearAndCheap(dear_view);
+  DrafterMixture& mixture = *dear_and_cheap;
   mixture.Reserve(1, 4);
   std::vector<int32_t> text = {5};
   mixture.Begin(text);
@@ -492,12 +500,9 @@ TEST(DraftOutlook, ChoosesTheTailWorthMostOrNone) {
 // them with the cheap member alone, and only where that member's first choices were the path's
 // tokens all along; it learns what tail nodes are worth.
 TEST(DrafterMixture, DraftsATailWithTheCheapMemberWhereItFollowsThePath) {
-  std::vector<std::unique_ptr<Drafter>> members;
-  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
-  const CountingDrafter* dear_view = dear.get();
-  members.push_back(std::move(dear));
-  members.push_back(std::make_unique<CountingDrafter>("cheap", 1, /*sure=*/true));
-  DrafterMixture mixture(std::move(members));
+  const CountingDrafter* dear_view = nullptr;
+  const std::unique_ptr<DrafterMixture> dear_and_cheap = DearAndCheap(dear_view);
+  DrafterMixture& mixture = *dear_and_cheap;
   mixture.Reserve(1, 8);
   std::vector<int32_t> text = {5};
   mixture.Begin(text);

@@ -162,39 +162,57 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   if (!slice_path.empty()) std::remove(slice_path.c_str());
 }
 
-// A mixture whose suffix member is confident and proven right more often than its draft model
-// (a weak one that costs a suffix lookup many times over) drafts steps alone, as chains of the
-// depth the controller chooses from the verify curve (speculate/draft_outlook.h), once the store
-// holds an earlier output of the same prompt; the tokens stay plain decoding's. A target wide
-// enough that a verify forward costs far more than a suffix lookup, as real targets do.
-TEST(CheapSteps, AMixtureDraftsThemAsChainsAndStaysLossless) {
+// A target wide enough that a verify forward costs far more than a suffix lookup, as real targets
+// do, and a weak draft model of its vocabulary whose forward costs many suffix lookups.
+struct WidePair {
+  std::unique_ptr<Model> target;
+  std::unique_ptr<Model> weak;
+};
+WidePair MakeWidePair() {
   ModelOptions mo{.n_threads = 2};
   RandomModelSpec target_spec = TinySpec(GgmlType::kQ8_0, 7);
   target_spec.n_embd = 256;
   target_spec.n_ff = 640;
   target_spec.n_layer = 4;
-  auto target = MakeRandomModel(target_spec, mo);
-  mo.pool = target->shared_pool();
+  WidePair pair;
+  pair.target = MakeRandomModel(target_spec, mo);
+  mo.pool = pair.target->shared_pool();
   RandomModelSpec weak_spec = target_spec;
   weak_spec.seed = 99;
   weak_spec.n_layer = 8;
-  auto weak = MakeRandomModel(weak_spec, mo);
-  const int32_t nv = target->config().n_vocab;
+  pair.weak = MakeRandomModel(weak_spec, mo);
+  return pair;
+}
+
+// The draft model `weak` and a suffix drafter over an empty store, mixed.
+std::unique_ptr<DrafterMixture> ModelAndSuffix(Model& weak, Model& target) {
+  const int32_t nv = target.config().n_vocab;
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<ModelDrafter>(weak, target));
+  members.push_back(
+      std::make_unique<SuffixDrafter>(nv, target.n_ctx(), std::make_shared<SuffixStore>()));
+  return std::make_unique<DrafterMixture>(std::move(members));
+}
+
+// A mixture whose suffix member is confident and proven right more often than its draft model
+// (a weak one that costs a suffix lookup many times over) drafts steps alone, as chains of the
+// depth the controller chooses from the verify curve (speculate/draft_outlook.h), once the store
+// holds an earlier output of the same prompt; the tokens stay plain decoding's (MakeWidePair).
+TEST(CheapSteps, AMixtureDraftsThemAsChainsAndStaysLossless) {
+  const WidePair pair = MakeWidePair();
+  Model& target = *pair.target;
   const SamplerParams greedy{.temperature = 0.0f};
   const SessionOptions options{.n_predict = 64, .stop_at_eog = false};
-  const std::vector<int32_t> prompt = Prompt(12, nv);
-  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
-  auto store = std::make_shared<SuffixStore>();
-  std::vector<std::unique_ptr<Drafter>> members;
-  members.push_back(std::make_unique<ModelDrafter>(*weak, *target));
-  members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
-  DrafterMixture mixture(std::move(members));
+  const std::vector<int32_t> prompt = Prompt(12, target.config().n_vocab);
+  const std::vector<int32_t> plain = GeneratePlain(target, prompt, greedy, options, {});
+  const std::unique_ptr<DrafterMixture> model_and_suffix = ModelAndSuffix(*pair.weak, target);
+  DrafterMixture& mixture = *model_and_suffix;
   for (const char* spec : {"auto", "auto:8"}) {
     SCOPED_TRACE(spec);
     const SpeculationPolicy policy = Policy(spec, mixture, greedy);
     SpeculationStats later;
     for (int run = 0; run < 3; ++run) {
-      SpeculativeSession session(*target, mixture, policy, options);
+      SpeculativeSession session(target, mixture, policy, options);
       EXPECT_EQ(session.Generate(prompt, {}), plain) << "run " << run;
       if (run > 0) later += session.stats();
     }
@@ -207,32 +225,18 @@ TEST(CheapSteps, AMixtureDraftsThemAsChainsAndStaysLossless) {
 // with the suffix member's guesses past its depth where that member has been copying the path
 // (speculate/draft_outlook.h); the tokens stay plain decoding's.
 TEST(Tails, APlannedChainGoesOnWithTheCheapMembersGuessesAndStaysLossless) {
-  ModelOptions mo{.n_threads = 2};
-  RandomModelSpec target_spec = TinySpec(GgmlType::kQ8_0, 7);
-  target_spec.n_embd = 256;  // a draft forward costs many suffix lookups (CheapSteps above)
-  target_spec.n_ff = 640;
-  target_spec.n_layer = 4;
-  auto target = MakeRandomModel(target_spec, mo);
-  mo.pool = target->shared_pool();
-  RandomModelSpec weak_spec = target_spec;
-  weak_spec.seed = 99;
-  weak_spec.n_layer = 8;
-  auto weak = MakeRandomModel(weak_spec, mo);
-  const int32_t nv = target->config().n_vocab;
+  const WidePair pair = MakeWidePair();
+  Model& target = *pair.target;
   const SamplerParams greedy{.temperature = 0.0f};
   const VerifyCostCurve curve({{1, 1e-3}, {32, 1.001e-3}});
   const SessionOptions options{.n_predict = 64, .stop_at_eog = false, .verify_cost = &curve};
-  const std::vector<int32_t> prompt = Prompt(12, nv);
-  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, options, {});
-  auto store = std::make_shared<SuffixStore>();
-  std::vector<std::unique_ptr<Drafter>> members;
-  members.push_back(std::make_unique<ModelDrafter>(*weak, *target));
-  members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
-  DrafterMixture mixture(std::move(members));
-  const SpeculationPolicy policy = Policy("chain:3", mixture, greedy);
+  const std::vector<int32_t> prompt = Prompt(12, target.config().n_vocab);
+  const std::vector<int32_t> plain = GeneratePlain(target, prompt, greedy, options, {});
+  const std::unique_ptr<DrafterMixture> mixture = ModelAndSuffix(*pair.weak, target);
+  const SpeculationPolicy policy = Policy("chain:3", *mixture, greedy);
   SpeculationStats later;
   for (int run = 0; run < 3; ++run) {
-    SpeculativeSession session(*target, mixture, policy, options);
+    SpeculativeSession session(target, *mixture, policy, options);
     session.UseShape(policy.plan.shape);  // as a scheduler gives it: a shape, outlooks apply
     EXPECT_EQ(session.Generate(prompt, {}), plain) << "run " << run;
     if (run > 0) later += session.stats();
