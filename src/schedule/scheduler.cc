@@ -658,8 +658,8 @@ void Scheduler::PackRound(Source& source, DraftRounds& rounds, Round& round) {
     source.result(lane.request).queue_wait_seconds += wait;
     stats_.queue_wait_seconds += wait;
     ++stats_.queued_drafts;
-    round.observed.draft_levels +=
-        lane.session->planned_tree().depth();  // a tail costs microseconds
+    // A tail's levels cost microseconds: the draft's levels are the planned tree's.
+    round.observed.draft_levels += lane.session->planned_tree().depth();
     lane.session->AppendVerify(round.batch);
   }
 }

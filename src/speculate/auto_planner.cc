@@ -333,12 +333,13 @@ void AutoPlanner::ScaleVerifyCost() {
 void AutoPlanner::Observe(const Step& step) {
   const TokenTree& tree = step.tree;
   const std::span<const int32_t> accepted = step.accepted;
+  // The verify forward's tokens, root included (a tail's too).
+  const int32_t n = (step.verified_nodes < 0 ? tree.size() : step.verified_nodes) + 1;
   seconds_since_measure_ += step.draft_seconds + step.verify_seconds;
   decode_seconds_ += step.draft_seconds + step.verify_seconds;
   if (!verify_cost_) {
     // The first step, without a curve: its verify forward anchors the guess (and, without one from
     // the acceptance file, its drafting the draft cost).
-    const int32_t n = (step.verified_nodes < 0 ? tree.size() : step.verified_nodes) + 1;
     guess_t1_ = std::max(step.verify_seconds, 1e-9) / (1.0 + kGuessSlope * (n - 1));
     if (!(draft_seconds_per_level_ > 0) && step.draft_calls > 0)
       draft_seconds_per_level_ = step.draft_seconds / step.draft_calls;
@@ -351,7 +352,6 @@ void AutoPlanner::Observe(const Step& step) {
         std::max(0.0, step.draft_seconds + step.verify_seconds - scaled_cost_->Seconds(1));
     probe_cost_ += kDraftCostWeight * (extra - probe_cost_);
   }
-  const int32_t n = (step.verified_nodes < 0 ? tree.size() : step.verified_nodes) + 1;
   if (step.verify_seconds > 0 && n <= verify_cost_->max_size()) {
     const double ratio = step.verify_seconds / verify_cost_->Seconds(n);
     verify_scale_ += kVerifyScaleWeight * (ratio - verify_scale_);

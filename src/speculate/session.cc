@@ -113,6 +113,7 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
   if (outlook_) {
     draft_.Reserve(ParseTreePlan(StrCat("chain:", kMaxCheapChainDepth), {}), policy.draw);
     drafter_.Reserve(kMaxCheapChainDepth, kMaxCheapChainDepth);
+    planned_.Reserve(kMaxCheapChainDepth, 1);  // a tail's planned part is a chain
   }
   batch_.tokens.reserve(target.max_batch());
   kept_slots_.reserve(static_cast<std::size_t>(max_rows));
@@ -374,10 +375,6 @@ void SpeculativeSession::ObserveStep(const TokenTree& tree) {
   ++stats_.steps;
   if (tree.empty()) ++stats_.plain_steps;
   RecordTreeStats(tree);
-  if (tailed_) {
-    const auto n = std::min(static_cast<std::size_t>(tail_from_), result_.accepted.size());
-    planned_accepted_.assign(result_.accepted.begin(), result_.accepted.begin() + n);
-  }
   if (planner_) {
     planner_->Observe({.tree = planned_tree(),
                        .accepted = planned_accepted(),

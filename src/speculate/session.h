@@ -17,6 +17,7 @@
 // batch, nor on timing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -178,7 +179,11 @@ class SpeculativeSession {
   // tail); valid until the next Draft. What the planners learn from.
   const TokenTree& planned_tree() const { return tailed_ ? planned_ : tree(); }
   std::span<const int32_t> planned_accepted() const {
-    return tailed_ ? std::span<const int32_t>(planned_accepted_) : accepted_nodes();
+    // A tail follows a chain, whose planned nodes are its first tail_from_: the accepted path's
+    // first ones among them.
+    const std::span<const int32_t> accepted = accepted_nodes();
+    return tailed_ ? accepted.first(std::min(accepted.size(), static_cast<std::size_t>(tail_from_)))
+                   : accepted;
   }
   // The nodes of tree() the last Accept accepted, root to leaf (valid until the next Draft).
   std::span<const int32_t> accepted_nodes() const { return result_.accepted; }
@@ -245,7 +250,6 @@ class SpeculativeSession {
   int32_t tail_from_ = 0;  // this step's planned chain's depth when a tail may follow it
   bool tailed_ = false;    // this step's tree has a tail
   TokenTree planned_;      // its planned part
-  std::vector<int32_t> planned_accepted_;
   // The tokens and seconds of the generation's steps but its first (its rate).
   double rate_tokens_ = 0.0;
   double rate_seconds_ = 0.0;
