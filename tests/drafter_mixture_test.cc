@@ -1,8 +1,9 @@
 // The drafter mixture's controller: it learns how often each member's first choice is right and
 // ranks merged rows by that (a member that is always right outranks one that is always wrong, even
 // when the wrong one is surer of itself); it skips a dear member for steps where a cheap member is
-// confident and has proven right, while still committing every step's tokens to it; it refuses
-// members it cannot mix.
+// confident and has proven right, while still committing every step's tokens to it, and, once the
+// dear member's steps are on record, offers such steps for the session to price against them; it
+// refuses members it cannot mix.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -413,6 +414,96 @@ TEST(DrafterMixture, AnnouncesCheapStepsAndTakesThemBackWhenDeclined) {
   EXPECT_EQ(dear_view->expand_calls(), calls + 1);
 }
 
+// Proposes (last + 1) mod kVocab, and the two tokens after it a little below: right, but unsure of
+// its first choice (about a third of its row).
+class UnsureDrafter : public TextKeepingDrafter {
+ public:
+  std::string_view name() const override { return "unsure"; }
+  bool deterministic() const override { return true; }
+  std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override {
+    rows_.assign(frontier.size() * kVocab, -std::numeric_limits<float>::infinity());
+    for (std::size_t i = 0; i < frontier.size(); ++i) {
+      const int32_t last = frontier[i] < 0 ? text_.back() : tree.node(frontier[i]).token;
+      for (int32_t k = 1; k <= 3; ++k) rows_[i * kVocab + (last + k) % kVocab] = k == 1 ? 0 : -0.1f;
+    }
+    return rows_;
+  }
+};
+
+// A confident cheap member right less often than the dear one does not stand in by the hit rates;
+// once the dear member's steps there are on record, the step is offered as a cheap one with the
+// record beside it, for the session to price (Expand without Prepare has no session pricing, and
+// keeps the hit rates' rule).
+TEST(DrafterMixture, PricesACheapStepAgainstTheDearStepsOnRecord) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+  const CountingDrafter* dear_view = dear.get();
+  members.push_back(std::move(dear));
+  members.push_back(std::make_unique<CountingDrafter>("cheap", 2, /*sure=*/true));  // wrong
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  // Its confident rows judged from the first step on, the cheap member is proven after
+  // kMinEvidence steps; then as many dear steps are recorded, each one node verified and accepted
+  // (the dear member's guess, ranked first).
+  RunCountingText(mixture, 2 * DrafterMixture::kMinEvidence - 1, text);
+  EXPECT_FALSE(mixture.Prepare().cheap) << "one recorded step short";
+  mixture.Decline();
+  RunCountingText(mixture, 1, text);
+  EXPECT_EQ(mixture.Why().find("every drafter: cheap is confident at the root (1.00) but right 0%"),
+            0u)
+      << "without Prepare, the hit rates decide: " << mixture.Why();
+  const int calls = dear_view->expand_calls();
+  const DraftOutlook outlook = mixture.Prepare();
+  EXPECT_TRUE(outlook.cheap);
+  EXPECT_DOUBLE_EQ(outlook.dear_tokens, 2.0);
+  EXPECT_DOUBLE_EQ(outlook.dear_nodes, 1.0);
+  EXPECT_GE(outlook.dear_draft_seconds, 2e-3) << "the dear member's sleep";
+  EXPECT_EQ(mixture.Why().find("dear skipped: cheap is confident at the root (1.00), and a chain "
+                               "of it is predicted faster than dear's steps where it was (2.0 "
+                               "tokens from 1 nodes and "),
+            0u)
+      << mixture.Why();
+  mixture.Decline();
+  EXPECT_NE(mixture.Why().find("predicted no faster than dear's steps where it was"),
+            std::string::npos)
+      << mixture.Why();
+  EXPECT_NE(mixture.Why().find("or a plain step"), std::string::npos);
+  RunCountingText(mixture, 1, text);
+  EXPECT_EQ(dear_view->expand_calls(), calls + 1) << "declined: the dear member drafts";
+}
+
+// A cheap member unsure at the root never stands in by the hit rates; once the dear steps where it
+// was unsure are on record, such a step is offered for the session to price.
+TEST(DrafterMixture, OffersAnUnsureCheapMembersChainOnlyAgainstARecord) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+  const CountingDrafter* dear_view = dear.get();
+  members.push_back(std::move(dear));
+  members.push_back(std::make_unique<UnsureDrafter>());
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  // Recorded from the second step on (the first times the members).
+  RunCountingText(mixture, 1 + DrafterMixture::kMinEvidence - 1, text);
+  EXPECT_FALSE(mixture.Prepare().cheap);
+  EXPECT_EQ(mixture.Why(), "every drafter: no cheap one is confident at the root");
+  mixture.Decline();
+  RunCountingText(mixture, 1, text);
+  const DraftOutlook outlook = mixture.Prepare();
+  EXPECT_TRUE(outlook.cheap);
+  EXPECT_DOUBLE_EQ(outlook.dear_tokens, 2.0);
+  EXPECT_EQ(mixture.Why().find("dear skipped: unsure is unsure at the root (0.36), and a chain of "
+                               "it is predicted faster"),
+            0u)
+      << mixture.Why();
+  const int calls = dear_view->expand_calls();
+  RunCountingText(mixture, 1, text);  // taken
+  EXPECT_EQ(dear_view->expand_calls(), calls);
+}
+
 // The chain depth with the most expected tokens per second, E(d) / (t(d + 1) + d c), against a
 // plain step's 1 / t(1); within the curve's sizes.
 TEST(DraftOutlook, ChoosesTheChainWorthMostOrAPlainStep) {
@@ -454,6 +545,32 @@ TEST(DraftOutlook, ChoosesTheChainWorthMostOrAPlainStep) {
   const std::vector<double> sure = {0.99};
   EXPECT_EQ(ChooseCheapChainDepth({.cheap = true, .continue_rates = sure}, short_curve, 1.0, 24),
             4);
+}
+
+// With a record of the dear members' steps, a chain must be faster than T / (t(n + 1) + s) too,
+// t read between the curve's sizes around n + 1.
+TEST(DraftOutlook, DeclinesAChainNoFasterThanTheDearStepsOnRecord) {
+  std::vector<std::pair<int32_t, double>> points;
+  for (int32_t n = 1; n <= 33; ++n) points.push_back({n, 1.0 + 0.1 * (n - 1)});
+  const VerifyCostCurve curve(points);
+  const std::vector<double> q = {0.9};
+  const DraftOutlook alone{.cheap = true, .continue_rates = q};
+  const int32_t d = ChooseCheapChainDepth(alone, curve, 1.0, kMaxCheapChainDepth);
+  ASSERT_GT(d, 0);
+  double e = 1.0, reach = 1.0;
+  for (int32_t k = 1; k <= d; ++k) e += reach *= 0.9;
+  const double chain_rate = e / curve.Seconds(d + 1);
+  // Dear steps of 4.5 nodes: t(5.5) = 1.45 between t(5) 1.4 and t(6) 1.5; 0.05 s drafting.
+  const auto with_record = [&](double rate) {
+    DraftOutlook o = alone;
+    o.dear_nodes = 4.5;
+    o.dear_draft_seconds = 0.05;
+    o.dear_tokens = rate * (1.45 + 0.05);
+    return ChooseCheapChainDepth(o, curve, 1.0, kMaxCheapChainDepth);
+  };
+  EXPECT_EQ(with_record(0.99 * chain_rate), d) << "slower dear steps change nothing";
+  EXPECT_EQ(with_record(1.01 * chain_rate), 0) << "faster ones decline the chain";
+  EXPECT_EQ(with_record(0.2), d) << "and under a plain step's rate count for nothing";
 }
 
 // The tail with the largest net gain, sum_{k<=T} Q_k - R (t(D + 1 + T) - t(D + 1) + T c), against

@@ -12,7 +12,10 @@
 // t the target's verify cost (the planner's curve), c the cheap members' cost of a level, q_k the
 // chance that the depth-k node of such a chain is accepted when its parent was (learnt by the
 // drafter over such steps). Depth 0 is a plain step: a chain predicted to lose against it is
-// declined, and the step drafts with every member the tree that was planned.
+// declined, and the step drafts with every member the tree that was planned. So is a chain
+// predicted to lose against the steps the drafter's dear members drafted where the cheap ones were
+// as confident (when it has a record of them: T tokens from n verified nodes and s seconds of
+// drafting on average, a rate of T / (t(n + 1) + s)).
 //
 // On the other steps, when the planned tree is a chain (the draft model's, with the cheap
 // members' guesses merged in), the chain may go on past its planned depth with a tail: nodes the
@@ -47,6 +50,11 @@ struct DraftOutlook {
   double level_seconds = 0.0;  // their cost of one level
   // q_k for k = 1.. (the last one stands for every deeper k).
   std::span<const double> continue_rates;
+  // For a cheap step: what the dear members' steps gave where the cheap ones were as confident,
+  // on average (tokens: accepted nodes + 1; nodes: verified); dear_tokens 0: no record.
+  double dear_tokens = 0.0;
+  double dear_nodes = 0.0;
+  double dear_draft_seconds = 0.0;
   // For a tail (any step): the cheap members' cost of one level and Q_k for k = 1.. (the last one
   // stands for every later k); empty when no member is cheap.
   double tail_level_seconds = 0.0;
@@ -66,7 +74,8 @@ class StepOutlook {
   virtual void DraftTail(int32_t planned_nodes) = 0;
 };
 
-// The chain depth in [0, max_depth] with the most expected tokens per second (0: a plain step),
+// The chain depth in [0, max_depth] with the most expected tokens per second, 0 where none is
+// faster than a plain step or the dear steps' record (the file comment),
 // t(n) = verify_scale * verify_cost.Seconds(n); max_depth is cut to the curve's sizes.
 int32_t ChooseCheapChainDepth(const DraftOutlook& outlook, const VerifyCostCurve& verify_cost,
                               double verify_scale, int32_t max_depth);

@@ -78,7 +78,10 @@ std::span<const double> DrafterMixture::FadedRates::rates() {
 }
 
 DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members)
-    : chain_rates_(kChainDepths, kChainPrior, kChainPriorWeight, kChainHalfLifeSteps),
+    : by_root_{RootClass{.chain_rates = FadedRates(kChainDepths, kChainPrior, kChainPriorWeight,
+                                                   kChainHalfLifeSteps)},
+               RootClass{.chain_rates = FadedRates(kChainDepths, kChainPrior, kChainPriorWeight,
+                                                   kChainHalfLifeSteps)}},
       tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
   if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
@@ -148,6 +151,7 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
   m.seconds_per_call = m.seconds_per_call == 0.0
                            ? seconds
                            : m.seconds_per_call + 0.1 * (seconds - m.seconds_per_call);
+  step_draft_seconds_ += seconds;
   const std::size_t i = static_cast<std::size_t>(&m - members_.data());
   member_rows_[i] = rows;
   expanded_ |= 1u << i;
@@ -170,7 +174,7 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
   }
 }
 
-void DrafterMixture::DecideMembers() {
+void DrafterMixture::DecideMembers(bool priceable) {
   double dearest = 0.0;
   bool all_timed = true;
   // first_choice, confident_root and root_done were cleared by the last Commit (or never set).
@@ -191,34 +195,67 @@ void DrafterMixture::DecideMembers() {
     if (m.seconds_per_call < dearest) ExpandMember(m, root_only_, root);
   }
   reason_ = {.kind = all_timed ? StepReason::Kind::kNoneConfident : StepReason::Kind::kUntimed};
+  // The cheap member that would stand in: the confident one right most often when confident, or,
+  // none being confident, the one surest of its first choice.
+  const Member* stand_in = nullptr;
+  for (const Member& c : members_) {
+    if (!cheap(c) || !c.confident_root) continue;
+    if (!stand_in || c.confident_hit > stand_in->confident_hit) stand_in = &c;
+  }
+  const bool confident = stand_in != nullptr;
+  for (const Member& c : members_) {
+    if (confident || !cheap(c) || c.first_choice.empty() || c.first_choice[0] < 0) continue;
+    if (!stand_in || c.first_share[0] > stand_in->first_share[0]) stand_in = &c;
+  }
+  root_class_ = !stand_in                                  ? -1
+                : !confident                               ? kUnsureRoot
+                : stand_in->confident_seen >= kMinEvidence ? kConfidentRoot
+                                                           : -1;
+  // With a record of the dear members' steps the session prices the cheap step against it;
+  // without (or with no session to price it), a proven confident member stands in when it is
+  // right as often as the dear one.
+  const bool priced =
+      priceable && root_class_ >= 0 && by_root_[root_class_].dear.seen >= kMinEvidence;
   for (Member& m : members_) {
     if (cheap(m)) continue;
-    const Member* stand_in = nullptr;
-    for (const Member& c : members_) {
-      if (!cheap(c) || !c.confident_root) continue;
-      if (!stand_in || c.confident_hit > stand_in->confident_hit) stand_in = &c;
-    }
     const bool covered =
-        stand_in && stand_in->confident_seen >= kMinEvidence && stand_in->confident_hit >= m.weight;
-    if (stand_in && reason_.kind != StepReason::Kind::kSkipped) {
-      reason_ = {.kind = covered                                   ? StepReason::Kind::kSkipped
-                         : stand_in->confident_seen < kMinEvidence ? StepReason::Kind::kUnproven
-                                                                   : StepReason::Kind::kOutweighed,
+        priced || (root_class_ == kConfidentRoot && stand_in->confident_hit >= m.weight);
+    if (stand_in && reason_.kind != StepReason::Kind::kSkipped &&
+        reason_.kind != StepReason::Kind::kPriced) {
+      reason_ = {.kind = priced            ? StepReason::Kind::kPriced
+                         : covered         ? StepReason::Kind::kSkipped
+                         : !confident      ? StepReason::Kind::kNoneConfident
+                         : root_class_ < 0 ? StepReason::Kind::kUnproven
+                                           : StepReason::Kind::kOutweighed,
                  .cheap = static_cast<int>(stand_in - members_.data()),
                  .dear = static_cast<int>(&m - members_.data()),
                  .share = stand_in->first_share[0],
                  .hit = stand_in->confident_hit,
                  .dear_weight = m.weight,
                  .seen = stand_in->confident_seen};
+      if (priced) {
+        const DearRecord& record = by_root_[root_class_].dear;
+        reason_.dear_tokens = record.tokens;
+        reason_.dear_nodes = record.nodes;
+        reason_.dear_seconds = record.draft_seconds;
+      }
     }
     m.active = !covered;
   }
   decided_ = true;
 }
 
+void DrafterMixture::DearRecord::Add(double step_tokens, double step_nodes,
+                                     double step_draft_seconds) {
+  const double n = std::min(static_cast<double>(++seen), kWeightMemory);
+  tokens += (step_tokens - tokens) / n;
+  nodes += (step_nodes - nodes) / n;
+  draft_seconds += (step_draft_seconds - draft_seconds) / n;
+}
+
 DraftOutlook DrafterMixture::Prepare() {
   proposals_.clear();
-  DecideMembers();
+  DecideMembers(/*priceable=*/true);
   DraftOutlook outlook;
   bool any_cheap = false;
   for (const Member& m : members_) {
@@ -230,7 +267,12 @@ DraftOutlook DrafterMixture::Prepare() {
     if (m.cheap) outlook.tail_level_seconds += m.seconds_per_call;
     any_cheap = any_cheap || m.cheap;
   }
-  outlook.continue_rates = chain_rates_.rates();
+  if (root_class_ >= 0) outlook.continue_rates = by_root_[root_class_].chain_rates.rates();
+  if (reason_.kind == StepReason::Kind::kPriced) {
+    outlook.dear_tokens = reason_.dear_tokens;
+    outlook.dear_nodes = reason_.dear_nodes;
+    outlook.dear_draft_seconds = reason_.dear_seconds;
+  }
   // Sampled children are drawn from one member's rows, and a tail's would be another's.
   if (any_cheap && !sampled_) outlook.tail_rates = tail_rates_.rates();
   return outlook;
@@ -241,6 +283,11 @@ void DrafterMixture::Decline() { TakeEveryMember(StepReason::Kind::kDeclined); }
 void DrafterMixture::TakeEveryMember(StepReason::Kind instead_of_skipping) {
   for (Member& m : members_) m.active = true;
   if (reason_.kind == StepReason::Kind::kSkipped) reason_.kind = instead_of_skipping;
+  if (reason_.kind == StepReason::Kind::kPriced) {
+    reason_.kind = instead_of_skipping == StepReason::Kind::kDeclined
+                       ? StepReason::Kind::kPricedDeclined
+                       : instead_of_skipping;
+  }
 }
 
 void DrafterMixture::ExpandMembers(const TokenTree& tree, std::span<const int32_t> frontier) {
@@ -312,8 +359,10 @@ std::size_t DrafterMixture::RowMember() const {
     if (members_[i].active && !members_[i].drafter->deterministic()) return i;
   }
   // A cheap step: the member that stood in for the sampling one (only a stand-in deactivates it).
-  GROVE_CHECK(reason_.kind == StepReason::Kind::kSkipped && reason_.cheap >= 0,
-              "drafter mixture: the sampling member sits out a step nobody stands in for");
+  GROVE_CHECK(
+      (reason_.kind == StepReason::Kind::kSkipped || reason_.kind == StepReason::Kind::kPriced) &&
+          reason_.cheap >= 0,
+      "drafter mixture: the sampling member sits out a step nobody stands in for");
   return static_cast<std::size_t>(reason_.cheap);
 }
 
@@ -398,6 +447,19 @@ std::string DrafterMixture::StepWhy() const {
                     "of it is predicted faster than a plain step",
                     name(r.cheap), r.share);
       return text;
+    case StepReason::Kind::kPriced:
+    case StepReason::Kind::kPricedDeclined: {
+      const bool taken = r.kind == StepReason::Kind::kPriced;
+      std::snprintf(text, sizeof(text),
+                    "%s%s: %s is %s at the root (%.2f), and a chain of it is predicted %s than "
+                    "%s's steps where it was (%.1f tokens from %.0f nodes and %.2f ms of "
+                    "drafting)%s",
+                    taken ? name(r.dear) : "every drafter", taken ? " skipped" : "", name(r.cheap),
+                    r.share >= kConfidentShare ? "confident" : "unsure", r.share,
+                    taken ? "faster" : "no faster", name(r.dear), r.dear_tokens, r.dear_nodes,
+                    1e3 * r.dear_seconds, taken ? "" : " or a plain step");
+      return text;
+    }
     case StepReason::Kind::kSkipped:
       std::snprintf(text, sizeof(text),
                     "%s skipped: %s is confident at the root (%.2f) and right %.0f%% of such "
@@ -442,7 +504,7 @@ std::span<const float> DrafterMixture::Expand(const TokenTree& tree,
   if (root) {
     if (!decided_) {  // no Prepare this step
       proposals_.clear();
-      DecideMembers();
+      DecideMembers(/*priceable=*/false);
       // Without Prepare the tree is the plan's, not a chain (a static plan without a verify
       // curve): its children sampled from a cheap member's few tokens would exhaust them and then
       // be drawn at random (Sequoia's uniform fallback), so the sampling member takes part.
@@ -521,13 +583,14 @@ void DrafterMixture::CountNodes(const TokenTree& tree, std::span<const int32_t> 
 }
 
 void DrafterMixture::LearnChain(const TokenTree& tree, std::span<const int32_t> accepted) {
-  chain_rates_.Fade();
+  FadedRates& chain_rates = by_root_[std::max(root_class_, 0)].chain_rates;
+  chain_rates.Fade();
   // Each accepted depth was tried and accepted; the depth below the path, if the tree went on
   // there, was tried and rejected.
   const auto depths = static_cast<int32_t>(accepted.size());
-  for (int32_t k = 0; k < depths; ++k) chain_rates_.Add(k, true);
+  for (int32_t k = 0; k < depths; ++k) chain_rates.Add(k, true);
   const int32_t last = accepted.empty() ? -1 : accepted.back();
-  if (!tree.children(last).empty()) chain_rates_.Add(depths, false);
+  if (!tree.children(last).empty()) chain_rates.Add(depths, false);
 }
 
 void DrafterMixture::LearnTail(const TokenTree& tree, std::span<const int32_t> accepted) {
@@ -547,6 +610,10 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
   const bool cheap_step =
       std::any_of(members_.begin(), members_.end(), [](const Member& m) { return !m.active; });
   if (decided_ && cheap_step && !tree.empty()) LearnChain(tree, accepted);
+  if (decided_ && root_class_ >= 0 && !cheap_step && !tree.empty()) {
+    by_root_[root_class_].dear.Add(static_cast<double>(accepted.size()) + 1.0, tree.size(),
+                                   step_draft_seconds_);
+  }
   if (decided_) tail_rates_.Fade();
   if (tail_from_ > 0) LearnTail(tree, accepted);
   for (Member& m : members_) {
@@ -561,6 +628,8 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
     std::fill(m.first_choice.begin(), m.first_choice.end(), -1);
   }
   decided_ = false;
+  root_class_ = -1;
+  step_draft_seconds_ = 0.0;
   expanded_ = 0;
   tail_from_ = 0;
 }

@@ -6,6 +6,7 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "speculate/auto_planner.h"
+#include "speculate/node_attribution.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/target_feature_reader.h"
 #include "tokenize/tokenizer.h"
@@ -307,8 +308,9 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   EmitAccepted(tree);
   // "other": whatever the step's span (Draft to here) spent outside the measured parts.
   step_.other = std::max(0.0, step_timer_.Seconds() - step_wait_ - step_.total());
-  step_wait_ = 0.0;
   stats_.times += step_;
+  if (LogEnabled(LogLevel::kDebug)) LogStep(tree);
+  step_wait_ = 0.0;
   // The rate a tail's time is weighed against (draft_outlook.h): the generation's, but for its
   // first step, whose drafting catches up on the prompt.
   if (stats_.steps > 1) {
@@ -316,6 +318,18 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
     rate_seconds_ += step_.total();
   }
   return emitted_;
+}
+
+void SpeculativeSession::LogStep(const TokenTree& tree) const {
+  const NodeAttribution* attribution = drafter_.attribution();
+  Log(LogLevel::kDebug, "step: ",
+      cheap_step_ ? "cheap"
+      : tailed_   ? "tail"
+                  : "planned",
+      " ", tree.size(), " nodes (", tailed_ ? tail_from_ : tree.size(), " planned), ",
+      result_.accepted.size(), " accepted; draft ", 1e3 * step_.draft_forward, " ms, verify ",
+      1e3 * step_.verify_forward, " ms, wait ", 1e3 * step_wait_, " ms, step ", 1e3 * step_.total(),
+      " ms", attribution ? "; " + attribution->Why() : std::string());
 }
 
 void SpeculativeSession::VerifyRows(std::span<const float> logits) {

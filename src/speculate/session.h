@@ -197,6 +197,8 @@ class SpeculativeSession {
   // features when it reads them.
   void Prefill(std::span<const int32_t> prompt, int32_t cached);
   void RecordTreeStats(const TokenTree& tree);
+  // One debug line of the step just verified: its kind, size, acceptance, times and the why.
+  void LogStep(const TokenTree& tree) const;
   // Accept's phases: the verification rule over this session's rows of the logits (result_);
   // the accepted nodes kept in the target's cache and the drafter's; the step counted and shown
   // to the planner; the accepted tokens emitted and the root moved past them.
