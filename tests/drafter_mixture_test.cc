@@ -629,6 +629,8 @@ TEST(DrafterMixture, DraftsATailWithTheCheapMemberWhereItFollowsThePath) {
   EXPECT_DOUBLE_EQ(before.tail_rates[0], DrafterMixture::kTailPrior) << "no tail yet";
   EXPECT_GT(before.tail_level_seconds, 0.0);
   EXPECT_LT(before.tail_level_seconds, 1e-3) << "the cheap member's level";
+  // The outlook's rates are the drafter's until its next Prepare.
+  const std::vector<double> reach_before(before.tail_rates.begin(), before.tail_rates.end());
   if (before.cheap) mixture.Decline();
   mixture.DraftTail(2);
   const int calls = dear_view->expand_calls();
@@ -647,9 +649,14 @@ TEST(DrafterMixture, DraftsATailWithTheCheapMemberWhereItFollowsThePath) {
   text.push_back((text.back() + 1) % kVocab);
   mixture.Commit(tree, accepted, text.back());
   const DraftOutlook after = mixture.Prepare();
-  EXPECT_GT(after.tail_rates[0], DrafterMixture::kTailPrior) << "both tail nodes were accepted";
-  EXPECT_GT(after.tail_rates[1], DrafterMixture::kTailPrior);
-  EXPECT_DOUBLE_EQ(after.tail_rates[2], before.tail_rates[2]) << "none was deeper";
+  EXPECT_GT(after.tail_rates[0], reach_before[0]) << "both tail nodes were accepted";
+  EXPECT_GT(after.tail_rates[1] / after.tail_rates[0], DrafterMixture::kTailPrior);
+  EXPECT_DOUBLE_EQ(after.tail_rates[2] / after.tail_rates[1], DrafterMixture::kTailPrior)
+      << "none was deeper";
+  for (std::size_t k = 1; k < after.tail_rates.size(); ++k) {
+    EXPECT_LE(after.tail_rates[k], after.tail_rates[k - 1])
+        << "a node is accepted after its parent";
+  }
   // A planned path the cheap member did not propose: no tail.
   if (after.cheap) mixture.Decline();
   mixture.DraftTail(2);

@@ -234,16 +234,19 @@ TEST(Tails, APlannedChainGoesOnWithTheCheapMembersGuessesAndStaysLossless) {
   const std::vector<int32_t> plain = GeneratePlain(target, prompt, greedy, options, {});
   const std::unique_ptr<DrafterMixture> mixture = ModelAndSuffix(*pair.weak, target);
   const SpeculationPolicy policy = Policy("chain:3", *mixture, greedy);
-  SpeculationStats later;
+  SpeculationStats runs;
   for (int run = 0; run < 3; ++run) {
     SpeculativeSession session(target, *mixture, policy, options);
     session.UseShape(policy.plan.shape);  // as a scheduler gives it: a shape, outlooks apply
     EXPECT_EQ(session.Generate(prompt, {}), plain) << "run " << run;
-    if (run > 0) later += session.stats();
+    runs += session.stats();
   }
-  EXPECT_GT(later.tail_steps, 0);
-  EXPECT_GT(later.tail_accepted, 0) << "the suffix store holds this very text";
-  EXPECT_LE(later.tail_accepted, later.tail_nodes);
+  // The first run's tails copy the text its own steps wrote (the random target's greedy text
+  // repeats itself); on the later ones, where the suffix store holds this very text, the suffix
+  // member's chains may stand in for the draft model's whole steps instead.
+  EXPECT_GT(runs.tail_steps, 0);
+  EXPECT_GT(runs.tail_accepted, 0);
+  EXPECT_LE(runs.tail_accepted, runs.tail_nodes);
 }
 
 std::vector<Case> AllCases() {

@@ -29,7 +29,8 @@
 //   sum_{k=1..T} Q_k  -  R (t(D + 1 + T) - t(D + 1) + T c),
 //
 // D the planned chain's depth, Q_k the chance that the k-th tail node, when proposed, is accepted
-// (learnt by the drafter over such steps: it includes the chance that the whole planned chain was
+// (learnt by the drafter over such steps, as the chance a tail node is accepted when its parent
+// was: Q_k is the product of the first k; Q_1 includes the chance that the whole planned chain was
 // accepted), R the tokens per second the session's recent steps gave. Where copying pays (a
 // repeated or edited text) Q_k stays high and the tail long; where the cheap members are confident
 // and wrong (another problem's numbers) it falls, and the tail goes.
@@ -56,7 +57,8 @@ struct DraftOutlook {
   double dear_nodes = 0.0;
   double dear_draft_seconds = 0.0;
   // For a tail (any step): the cheap members' cost of one level and Q_k for k = 1.. (the last one
-  // stands for every later k); empty when no member is cheap.
+  // stands for every later k); empty when no member is cheap. The rates are the drafter's buffers,
+  // valid until its next Prepare.
   double tail_level_seconds = 0.0;
   std::span<const double> tail_rates;
 };

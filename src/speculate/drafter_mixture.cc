@@ -82,7 +82,8 @@ DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members)
                                                    kChainHalfLifeSteps)},
                RootClass{.chain_rates = FadedRates(kChainDepths, kChainPrior, kChainPriorWeight,
                                                    kChainHalfLifeSteps)}},
-      tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps) {
+      tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps),
+      tail_reach_(kChainDepths) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
   if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
   n_vocab_ = members[0]->n_vocab();
@@ -274,7 +275,12 @@ DraftOutlook DrafterMixture::Prepare() {
     outlook.dear_draft_seconds = reason_.dear_seconds;
   }
   // Sampled children are drawn from one member's rows, and a tail's would be another's.
-  if (any_cheap && !sampled_) outlook.tail_rates = tail_rates_.rates();
+  if (any_cheap && !sampled_) {
+    const std::span<const double> continued = tail_rates_.rates();
+    double reach = 1.0;
+    for (std::size_t k = 0; k < continued.size(); ++k) tail_reach_[k] = reach *= continued[k];
+    outlook.tail_rates = tail_reach_;
+  }
   return outlook;
 }
 
@@ -595,11 +601,14 @@ void DrafterMixture::LearnChain(const TokenTree& tree, std::span<const int32_t> 
 
 void DrafterMixture::LearnTail(const TokenTree& tree, std::span<const int32_t> accepted) {
   // Every node below the planned depth was proposed (the tail ends where nobody is confident);
-  // it was accepted when the path reached its depth.
+  // it was accepted when the path reached its depth. A node past the first counts where its
+  // parent was accepted.
   const auto reached = static_cast<int32_t>(accepted.size());
   for (const TreeNode& node : tree.nodes()) {
-    if (node.depth > tail_from_)
-      tail_rates_.Add(node.depth - tail_from_ - 1, node.depth <= reached);
+    const int32_t place = node.depth - tail_from_ - 1;
+    if (place == 0 || (place > 0 && node.depth - 1 <= reached)) {
+      tail_rates_.Add(place, node.depth <= reached);
+    }
   }
 }
 
