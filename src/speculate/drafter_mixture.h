@@ -14,21 +14,23 @@
 //
 // Members differ in cost by orders of magnitude (a draft model's forward against a suffix lookup in
 // microseconds), so each step the controller first asks the cheap members for the root's row and
-// may skip the expensive ones for the whole step when a cheap member is confident there (its first
-// choice takes at least kConfidentShare of its row) and proven (judged on kMinEvidence such rows).
+// may skip the expensive ones for the whole step when a cheap member could stand in there: one
+// confident (its first choice takes at least kConfidentShare of its row) and proven (judged on
+// kMinEvidence such rows), or, none being confident, one unsure of the first choice it proposes.
 // Which way is faster is priced, not guessed from hit rates alone: the steps the dear members
-// drafted where a proven cheap member was confident at the root are recorded (the tokens they
-// gave, the nodes verified, the seconds drafting), and once kMinEvidence of them are, the step is
-// offered as a cheap one with that record beside it, and the session drafts the cheap members'
-// chain only where it is predicted faster than both a plain step and the record
-// (speculate/draft_outlook.h). On Game of 24 prompts the suffix drafter, confident at the root and
-// right there 63-70% of the time against the draft model's 72-74%, lost every such step to it by
-// the hit rates alone, where its chains of 5 gave 3.3 tokens a step in 2.5-2.9 ms and the draft
-// model's steps 2.9 tokens in 2.8-3.1 ms. Before the record holds kMinEvidence steps, the old rule
-// decides:
-// skip when the cheap member has been right at least as often when confident as the expensive
-// member has been right at all. A skipped member expands nothing this step and catches up on the
-// accepted tokens at Commit (Drafter's contract allows a step whose tree it did not expand).
+// drafted where a cheap member could have stood in are recorded, apart for a confident and an
+// unsure root (the tokens they gave, the nodes verified, the seconds drafting), and once
+// kMinEvidence of a class are, its steps are offered as cheap ones with that record beside them,
+// and the session drafts the cheap members' chain only where it is predicted faster than both a
+// plain step and the record (speculate/draft_outlook.h). On Game of 24 prompts the suffix drafter,
+// confident at the root and right there 63-70% of the time against the draft model's 72-74%, lost
+// every such step to it by the hit rates alone, where its chains of 5 gave 3.3 tokens a step in
+// 2.5-2.9 ms and the draft model's steps 2.9 tokens in 2.8-3.1 ms. Before the record of confident
+// roots holds kMinEvidence steps (and wherever no session prices the offer), the hit rates decide:
+// a confident, proven cheap member stands in when it has been right at least as often when
+// confident as the expensive member has been right at all; an unsure one never does. A skipped
+// member expands nothing this step and catches up on the accepted tokens at Commit (Drafter's
+// contract allows a step whose tree it did not expand).
 //
 // Before a step's tree is chosen it says whether the step will be a cheap one (StepOutlook): the
 // session may then draft a chain of the depth the cheap members' record on such steps is worth
@@ -205,8 +207,9 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
     int64_t seen = 0;
     double dear_tokens = 0.0, dear_nodes = 0.0, dear_seconds = 0.0;  // kPriced: the record
   };
-  // Moving averages of what the dear members' steps gave where a proven cheap member was
-  // confident at the root (the class comment): running means over the first kWeightMemory steps.
+  // Moving averages of what the dear members' steps gave where a cheap member could have stood in
+  // (one record per RootClass; the class comment): running means over the first kWeightMemory
+  // steps.
   struct DearRecord {
     double tokens = 0.0;  // accepted nodes + 1
     double nodes = 0.0;   // verified (the planned tree and any tail)
