@@ -78,11 +78,7 @@ std::span<const double> DrafterMixture::FadedRates::rates() {
 }
 
 DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members)
-    : by_root_{RootClass{.chain_rates = FadedRates(kChainDepths, kChainPrior, kChainPriorWeight,
-                                                   kChainHalfLifeSteps)},
-               RootClass{.chain_rates = FadedRates(kChainDepths, kChainPrior, kChainPriorWeight,
-                                                   kChainHalfLifeSteps)}},
-      tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps),
+    : tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps),
       tail_reach_(kChainDepths) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
   if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
@@ -589,7 +585,9 @@ void DrafterMixture::CountNodes(const TokenTree& tree, std::span<const int32_t> 
 }
 
 void DrafterMixture::LearnChain(const TokenTree& tree, std::span<const int32_t> accepted) {
-  FadedRates& chain_rates = by_root_[std::max(root_class_, 0)].chain_rates;
+  // A cheap step is one a stand-in was found for (DecideMembers).
+  GROVE_CHECK(root_class_ >= 0, "drafter mixture: a cheap step without a root class");
+  FadedRates& chain_rates = by_root_[root_class_].chain_rates;
   chain_rates.Fade();
   // Each accepted depth was tried and accepted; the depth below the path, if the tree went on
   // there, was tried and rejected.

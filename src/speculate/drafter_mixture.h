@@ -315,7 +315,8 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   static constexpr int kConfidentRoot = 0;
   static constexpr int kUnsureRoot = 1;
   struct RootClass {
-    FadedRates chain_rates;  // by depth, the chance a chain's node is accepted when its parent was
+    // By depth, the chance a chain's node is accepted when its parent was.
+    FadedRates chain_rates{kChainDepths, kChainPrior, kChainPriorWeight, kChainHalfLifeSteps};
     DearRecord dear;
   };
   std::array<RootClass, 2> by_root_;
