@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -474,18 +475,32 @@ TEST(DrafterMixture, PricesACheapStepAgainstTheDearStepsOnRecord) {
   EXPECT_EQ(dear_view->expand_calls(), calls + 1) << "declined: the dear member drafts";
 }
 
+// A dear member (right, 2 ms a call) and a cheap one always unsure at the root, begun on a
+// counting text.
+struct DearAndUnsure {
+  DearAndUnsure() {
+    std::vector<std::unique_ptr<Drafter>> members;
+    auto dear_member =
+        std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+    dear = dear_member.get();
+    members.push_back(std::move(dear_member));
+    members.push_back(std::make_unique<UnsureDrafter>());
+    mixture.emplace(std::move(members));
+    mixture->Reserve(1, 4);
+    mixture->Begin(text);
+  }
+  std::optional<DrafterMixture> mixture;
+  const CountingDrafter* dear = nullptr;
+  std::vector<int32_t> text = {5};
+};
+
 // A cheap member unsure at the root never stands in by the hit rates; once the dear steps where it
 // was unsure are on record, such a step is offered for the session to price.
 TEST(DrafterMixture, OffersAnUnsureCheapMembersChainOnlyAgainstARecord) {
-  std::vector<std::unique_ptr<Drafter>> members;
-  auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
-  const CountingDrafter* dear_view = dear.get();
-  members.push_back(std::move(dear));
-  members.push_back(std::make_unique<UnsureDrafter>());
-  DrafterMixture mixture(std::move(members));
-  mixture.Reserve(1, 4);
-  std::vector<int32_t> text = {5};
-  mixture.Begin(text);
+  DearAndUnsure pair;
+  DrafterMixture& mixture = *pair.mixture;
+  const CountingDrafter* dear_view = pair.dear;
+  std::vector<int32_t>& text = pair.text;
   // Recorded from the second step on (the first times the members).
   RunCountingText(mixture, 1 + DrafterMixture::kMinEvidence - 1, text);
   EXPECT_FALSE(mixture.Prepare().cheap);
@@ -502,6 +517,30 @@ TEST(DrafterMixture, OffersAnUnsureCheapMembersChainOnlyAgainstARecord) {
   const int calls = dear_view->expand_calls();
   RunCountingText(mixture, 1, text);  // taken
   EXPECT_EQ(dear_view->expand_calls(), calls);
+}
+
+// While the cheap way wins, nothing updates the dear steps' record, and what they give changes
+// with the planned tree and the text: after kRecordSteps cheap steps in a row of a class, its
+// record is started over, and its steps are the dear members' until it holds kMinEvidence again.
+TEST(DrafterMixture, StartsADearRecordOverAfterALongRunOfCheapSteps) {
+  DearAndUnsure pair;
+  DrafterMixture& mixture = *pair.mixture;
+  // The first step times the members; the next kMinEvidence are on record.
+  RunCountingText(mixture, 1 + DrafterMixture::kMinEvidence, pair.text);
+  for (int64_t step = 0; step < DrafterMixture::kRecordSteps; ++step) {
+    ASSERT_TRUE(mixture.Prepare().cheap) << step;
+    RunCountingText(mixture, 1, pair.text);
+  }
+  EXPECT_FALSE(mixture.Prepare().cheap);
+  EXPECT_EQ(mixture.Why(), "every drafter: no cheap one is confident at the root");
+  mixture.Decline();
+  const int calls = pair.dear->expand_calls();
+  RunCountingText(mixture, DrafterMixture::kMinEvidence - 1, pair.text);
+  EXPECT_EQ(pair.dear->expand_calls(), calls + DrafterMixture::kMinEvidence - 1);
+  EXPECT_FALSE(mixture.Prepare().cheap) << "one recorded step short";
+  mixture.Decline();
+  RunCountingText(mixture, 1, pair.text);
+  EXPECT_TRUE(mixture.Prepare().cheap) << mixture.Why();
 }
 
 // The chain depth with the most expected tokens per second, E(d) / (t(d + 1) + d c), against a

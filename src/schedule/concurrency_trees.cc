@@ -148,6 +148,11 @@ std::string ConcurrencyTrees::Describe() const {
   for (int32_t levels = 2; levels <= std::max(deepest, 2); ++levels) {
     text += StrCat(" ", levels, ":", by_depth_.Ratio(levels));
   }
+  text += "; t(m) ms as served (forwards)";
+  for (std::size_t m = 1; m < served_.size(); ++m) {
+    if (served_count_[m] > 0)
+      text += StrCat(" ", m, ":", served_[m] * 1e3, "(", served_count_[m], ")");
+  }
   text += "; trees by concurrency";
   for (std::size_t i = 0; i < trees_.size(); ++i) {
     const TokenTree& tree = trees_[i];

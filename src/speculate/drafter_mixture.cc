@@ -617,9 +617,16 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
   const bool cheap_step =
       std::any_of(members_.begin(), members_.end(), [](const Member& m) { return !m.active; });
   if (decided_ && cheap_step && !tree.empty()) LearnChain(tree, accepted);
-  if (decided_ && root_class_ >= 0 && !cheap_step && !tree.empty()) {
-    by_root_[root_class_].dear.Add(static_cast<double>(accepted.size()) + 1.0, tree.size(),
-                                   step_draft_seconds_);
+  if (decided_ && root_class_ >= 0 && !tree.empty()) {
+    RootClass& root_class = by_root_[root_class_];
+    if (!cheap_step) {
+      root_class.dear.Add(static_cast<double>(accepted.size()) + 1.0, tree.size(),
+                          step_draft_seconds_);
+      root_class.cheap_in_a_row = 0;
+    } else if (++root_class.cheap_in_a_row >= kRecordSteps) {
+      root_class.dear = DearRecord{};
+      root_class.cheap_in_a_row = 0;
+    }
   }
   if (decided_) tail_rates_.Fade();
   if (tail_from_ > 0) LearnTail(tree, accepted);
