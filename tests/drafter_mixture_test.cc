@@ -460,6 +460,9 @@ TEST(DrafterMixture, PricesACheapStepAgainstTheDearStepsOnRecord) {
   EXPECT_TRUE(outlook.cheap);
   EXPECT_DOUBLE_EQ(outlook.dear_tokens, 2.0);
   EXPECT_DOUBLE_EQ(outlook.dear_nodes, 1.0);
+  // Learnt on the dear steps, where the cheap member's first choice was never the target's token.
+  ASSERT_FALSE(outlook.continue_rates.empty());
+  EXPECT_LT(outlook.continue_rates[0], 0.2);
   EXPECT_GE(outlook.dear_draft_seconds, 2e-3) << "the dear member's sleep";
   EXPECT_EQ(mixture.Why().find("dear skipped: cheap is confident at the root (1.00), and a chain "
                                "of it is predicted faster than dear's steps where it was (2.0 "
@@ -510,6 +513,11 @@ TEST(DrafterMixture, OffersAnUnsureCheapMembersChainOnlyAgainstARecord) {
   const DraftOutlook outlook = mixture.Prepare();
   EXPECT_TRUE(outlook.cheap);
   EXPECT_DOUBLE_EQ(outlook.dear_tokens, 2.0);
+  // Its chain's first node was learnt on the dear steps, where its first choice was always the
+  // target's token; the second, below the one-node trees, never was.
+  ASSERT_GE(outlook.continue_rates.size(), 2u);
+  EXPECT_GT(outlook.continue_rates[0], 0.9);
+  EXPECT_DOUBLE_EQ(outlook.continue_rates[1], DrafterMixture::kChainPrior);
   EXPECT_EQ(mixture.Why().find("dear skipped: unsure is unsure at the root (0.36), and a chain of "
                                "it is predicted faster"),
             0u)

@@ -121,7 +121,8 @@ void DrafterMixture::Begin(std::span<const int32_t> context) {
 void DrafterMixture::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
   for (Member& m : members_) {
     m.drafter->Reserve(max_frontier, max_tree_nodes);
-    m.first_choice.resize(std::max<std::size_t>(m.first_choice.size(), max_tree_nodes + 1), -1);
+    m.first_choice.resize(std::max<std::size_t>(m.first_choice.size(), max_tree_nodes + 1),
+                          kNotExpanded);
     m.first_share.resize(m.first_choice.size(), 0.0f);
   }
   rows_.reserve(static_cast<std::size_t>(max_frontier) * n_vocab_);
@@ -159,7 +160,7 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
     summaries_[i][r] = summary;
     const std::size_t slot = static_cast<std::size_t>(frontier[r]) + 1;
     if (m.first_choice.size() <= slot) {
-      m.first_choice.resize(slot + 1, -1);
+      m.first_choice.resize(slot + 1, kNotExpanded);
       m.first_share.resize(slot + 1, 0.0f);
     }
     m.first_choice[slot] = summary.first;
@@ -204,6 +205,7 @@ void DrafterMixture::DecideMembers(bool priceable) {
     if (confident || !cheap(c) || c.first_choice.empty() || c.first_choice[0] < 0) continue;
     if (!stand_in || c.first_share[0] > stand_in->first_share[0]) stand_in = &c;
   }
+  stand_in_ = stand_in ? static_cast<int>(stand_in - members_.data()) : -1;
   root_class_ = !stand_in                                  ? -1
                 : !confident                               ? kUnsureRoot
                 : stand_in->confident_seen >= kMinEvidence ? kConfidentRoot
@@ -597,6 +599,26 @@ void DrafterMixture::LearnChain(const TokenTree& tree, std::span<const int32_t> 
   if (!tree.children(last).empty()) chain_rates.Add(depths, false);
 }
 
+void DrafterMixture::LearnStandInChain(const TokenTree& tree, std::span<const int32_t> accepted,
+                                       int32_t next_token) {
+  // What the stand-in's chain (its first choices) would have given on this step: the target's
+  // tokens are the path's whatever was drafted, so its chain's node at depth j + 1 is accepted
+  // when its first choices at the path's nodes up to depth j were the tokens that followed them.
+  // As far as the stand-in expanded the path (the planned tree's inner nodes, a tail's); deeper,
+  // nothing is known.
+  const Member& m = members_[static_cast<std::size_t>(stand_in_)];
+  FadedRates& chain_rates = by_root_[root_class_].chain_rates;
+  chain_rates.Fade();
+  for (std::size_t j = 0; j <= accepted.size(); ++j) {
+    const std::size_t slot = j == 0 ? 0 : static_cast<std::size_t>(accepted[j - 1]) + 1;
+    if (slot >= m.first_choice.size() || m.first_choice[slot] == kNotExpanded) return;
+    const int32_t followed = j < accepted.size() ? tree.node(accepted[j]).token : next_token;
+    const bool right = m.first_choice[slot] == followed;
+    chain_rates.Add(static_cast<int32_t>(j), right);
+    if (!right) return;
+  }
+}
+
 void DrafterMixture::LearnTail(const TokenTree& tree, std::span<const int32_t> accepted) {
   // Every node below the planned depth was proposed (the tail ends where nobody is confident);
   // it was accepted when the path reached its depth. A node past the first counts where its
@@ -620,6 +642,7 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
   if (decided_ && root_class_ >= 0 && !tree.empty()) {
     RootClass& root_class = by_root_[root_class_];
     if (!cheap_step) {
+      LearnStandInChain(tree, accepted, next_token);
       root_class.dear.Add(static_cast<double>(accepted.size()) + 1.0, tree.size(),
                           step_draft_seconds_);
       root_class.cheap_in_a_row = 0;
@@ -639,10 +662,11 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
     m.active = false;
     m.root_done = false;
     m.confident_root = false;
-    std::fill(m.first_choice.begin(), m.first_choice.end(), -1);
+    std::fill(m.first_choice.begin(), m.first_choice.end(), kNotExpanded);
   }
   decided_ = false;
   root_class_ = -1;
+  stand_in_ = -1;
   step_draft_seconds_ = 0.0;
   expanded_ = 0;
   tail_from_ = 0;
