@@ -90,7 +90,8 @@ class ConcurrencyTrees {
   const StepCosts& costs() const { return costs_; }
   std::span<const double> acceptance() const { return acceptance_; }
   // One line for diagnostics: the measurements, the tokens trees of each depth gave over those the
-  // vector expected, and each k's tree ("k:nodes/depth", "k:-": plain).
+  // vector expected, t(m) as served where forwards of m tokens ran ("m:ms(forwards)"), and each
+  // k's tree ("k:nodes/depth", "k:-": plain).
   std::string Describe() const;
   // t(n) as served (ServedSeconds) at the start curve's sizes and wherever forwards were observed
   // often enough: what a session's own choices (a cheap step's chain, a tail) should price rows

@@ -104,8 +104,8 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   // with the planned tree (the server's table rechooses it as it learns) and with the text. On Game
   // of 24 prompts a record taken on the server's start trees of 11 nodes (2.9 tokens a step, 0.63
   // tokens a millisecond) kept the suffix member's chains (1.1 a millisecond) for the whole class,
-  // where the draft model's chains of 5 and their tails, the table's after its first update, gave
-  // 1.45-1.6.
+  // where the draft model's chains of 4-5 and their tails, the table's after its first update,
+  // gave 1.26 in one run and 1.6 in another.
   static constexpr int64_t kRecordSteps = 128;
   static constexpr int kShareBuckets = 5;
   static int Bucket(float share) {
@@ -282,6 +282,7 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   void TakeEveryMember(StepReason::Kind instead_of_skipping);
   // Learns the continue rates of a cheap step's tree, and a tail's acceptance.
   void LearnChain(const TokenTree& tree, std::span<const int32_t> accepted);
+  // ... and, on a dear step, those of the chain the stand-in would have drafted.
   void LearnStandInChain(const TokenTree& tree, std::span<const int32_t> accepted,
                          int32_t next_token);
   void LearnTail(const TokenTree& tree, std::span<const int32_t> accepted);
