@@ -25,6 +25,51 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
+// A thread held up inside its first range (descheduled, in life) leaves the rest of the loop to
+// the others: with one range per thread, the caller would wait for the held-up thread's half.
+TEST(ThreadPool, AHeldUpThreadLeavesTheRestOfTheLoopToTheOthers) {
+  ThreadPool pool(2);
+  constexpr int64_t kN = 1000;
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int64_t> by_caller{0};
+  std::atomic<bool> held{false};
+  pool.ParallelFor(kN, [&](int64_t begin, int64_t end) {
+    if (std::this_thread::get_id() == caller) {
+      by_caller += end - begin;
+    } else if (!held.exchange(true)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  EXPECT_GE(by_caller.load(), kN * 3 / 4);
+}
+
+// Loops that end when their pieces are done, whoever did them, run back to back with jobs every
+// thread takes part in: no index is computed twice or missed, and no late worker computes a piece
+// of a loop that has ended (each loop's counts are checked after it returns and again at the end).
+TEST(ThreadPool, LoopsAndJobsBackToBackCoverEveryIndexOnce) {
+  for (int threads : {2, 3, 4}) {
+    ThreadPool pool(threads);
+    constexpr int kLoops = 2000;
+    std::vector<std::vector<std::atomic<int>>> hits(kLoops);
+    for (int loop = 0; loop < kLoops; ++loop) {
+      const int64_t n = 1 + loop % 37;
+      hits[loop] = std::vector<std::atomic<int>>(n);
+      pool.ParallelFor(n, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) hits[loop][i]++;
+      });
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[loop][i].load(), 1) << loop << " " << i;
+      if (loop % 7 == 0) {
+        std::atomic<int> ran{0};
+        pool.Run([&](int, int) { ++ran; });
+        ASSERT_EQ(ran.load(), threads);
+      }
+    }
+    for (int loop = 0; loop < kLoops; ++loop) {
+      for (const std::atomic<int>& h : hits[loop]) ASSERT_EQ(h.load(), 1) << "threads " << threads;
+    }
+  }
+}
+
 TEST(ThreadPool, RunGivesEachThreadItsIndex) {
   ThreadPool pool(3);
   EXPECT_EQ(pool.size(), 3);

@@ -19,6 +19,9 @@ namespace {
 // ~1 ms of yielding a worker parks on the condition variable, so an idle model costs no CPU between
 // requests.
 constexpr int kSpinIterations = 100;
+// ParallelFor's pieces per thread: enough that the others can take over a descheduled thread's
+// share, few enough that claiming them (one atomic exchange each) stays negligible.
+constexpr int kPiecesPerThread = 4;
 constexpr int kYieldIterations = 2000;
 
 inline void CpuRelax() {
@@ -102,6 +105,10 @@ void ThreadPool::WorkerLoop(int index) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
+    if (gen & 1) {
+      ClaimPieces(static_cast<uint32_t>(gen >> 1));
+      continue;
+    }
     (*job_)(index, n_threads_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
@@ -149,13 +156,7 @@ void ThreadPool::Dispatch(FunctionRef<void(int, int)> fn) {
   }
   job_ = &fn;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  {
-    // Publishing under the mutex pairs with the parked workers' predicate check, so none misses a
-    // wake-up; spinning workers see the new generation without it.
-    std::lock_guard<std::mutex> lock(mutex_);
-    generation_.fetch_add(1, std::memory_order_release);
-  }
-  if (parked_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
+  Publish(/*pieces=*/false);
   fn(0, n_threads_);
   for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
     if (spin < kSpinIterations) {
@@ -167,14 +168,85 @@ void ThreadPool::Dispatch(FunctionRef<void(int, int)> fn) {
   job_ = nullptr;
 }
 
+uint32_t ThreadPool::Publish(bool pieces) {
+  uint64_t next = 0;
+  {
+    // Publishing under the mutex pairs with the parked workers' predicate check, so none misses a
+    // wake-up; spinning workers see the new generation without it.
+    std::lock_guard<std::mutex> lock(mutex_);
+    next = ((generation_.load(std::memory_order_relaxed) >> 1) + 1) << 1 | (pieces ? 1 : 0);
+    if (pieces) {
+      finished_.store(0, std::memory_order_relaxed);
+      claim_.store((next >> 1) << 32 | static_cast<uint64_t>(range_pieces_),
+                   std::memory_order_release);
+    }
+    generation_.store(next, std::memory_order_release);
+  }
+  if (parked_.load(std::memory_order_relaxed) > 0) wake_.notify_all();
+  return static_cast<uint32_t>(next >> 1);
+}
+
+void ThreadPool::ClaimPieces(uint32_t seq) {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t left = word & 0xffffffffu;
+    if (static_cast<uint32_t>(word >> 32) != seq || left == 0) return;
+    if (!claim_.compare_exchange_weak(word, word - 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      continue;
+    }
+    // The piece is ours, so its job waits for it: its function and bounds are still there.
+    const int64_t piece = range_pieces_ - static_cast<int64_t>(left);
+    (*range_fn_)(range_n_ * piece / range_pieces_, range_n_ * (piece + 1) / range_pieces_);
+    finished_.fetch_add(1, std::memory_order_acq_rel);
+    word = claim_.load(std::memory_order_acquire);
+  }
+}
+
 void ThreadPool::ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn) {
   if (n <= 0) return;
-  auto body = [&](int thread, int n_threads) {
-    int64_t begin = n * thread / n_threads;
-    int64_t end = n * (thread + 1) / n_threads;
-    if (begin < end) fn(begin, end);
-  };
-  Run(body);
+  if (lender_ || n_threads_ == 1) {
+    // A borrower's jobs go through Run (they may run on the lender's workers or here alone).
+    auto body = [&](int thread, int n_threads) {
+      int64_t begin = n * thread / n_threads;
+      int64_t end = n * (thread + 1) / n_threads;
+      if (begin < end) fn(begin, end);
+    };
+    Run(body);
+    return;
+  }
+  // Pieces claimed by whichever thread is free, and a job that ends when its pieces are done, not
+  // when every worker has been through it: with a barrier on every worker, a worker the system
+  // had descheduled (more runnable threads than cores) held up every op until it ran again; two
+  // threads on two cores beside one busy process ran 4x slower than one thread.
+  for (int spin = 0;; ++spin) {
+    int state = kFree;
+    if (state_.compare_exchange_weak(state, kOwned, std::memory_order_acquire)) break;
+    GROVE_CHECK(state != kOwned,
+                "thread pool: Run while another job is under way (one caller at a time)");
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  struct Done {
+    std::atomic<int>& state;
+    ~Done() { state.store(kFree, std::memory_order_release); }
+  } done{state_};
+  ++dispatch_count_;
+  range_fn_ = &fn;
+  range_n_ = n;
+  range_pieces_ = std::min<int64_t>(n, int64_t{kPiecesPerThread} * n_threads_);
+  const uint32_t seq = Publish(/*pieces=*/true);
+  ClaimPieces(seq);
+  for (int spin = 0; finished_.load(std::memory_order_acquire) != range_pieces_; ++spin) {
+    if (spin < kSpinIterations) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 }  // namespace grove

@@ -57,9 +57,10 @@ class ThreadPool {
   // Calls fn(thread_index, n_threads) once on every thread and returns when all have finished.
   void Run(FunctionRef<void(int, int)> fn);
 
-  // Splits [0, n) into size() contiguous ranges, one per thread: fn(begin, end). Which thread
-  // computes which index never changes the result, since each index is computed by exactly one
-  // call.
+  // Calls fn(begin, end) on contiguous ranges that cover [0, n) once: a few per thread, each
+  // computed by whichever thread claims it first, and returns when all are done (a worker that was
+  // descheduled meanwhile is not waited for; thread_pool.cc). Which thread computes which index
+  // never changes the result, since each index is computed by exactly one call.
   void ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn);
 
   // Number of Run/ParallelFor dispatches since construction (each one ends in a barrier).
@@ -71,13 +72,27 @@ class ThreadPool {
   void StopWorkers();  // wakes, stops and joins every worker
   // Runs fn on every thread; the caller holds state_.
   void Dispatch(FunctionRef<void(int, int)> fn);
+  // Publishes the next job: `pieces` > 0 for a ParallelFor job, 0 for a Run job; returns its
+  // sequence number. The caller holds state_.
+  uint32_t Publish(bool pieces);
+  // Claims and computes the current ParallelFor job's pieces while job `seq` has any left.
+  void ClaimPieces(uint32_t seq);
   // A borrower's job, if the pool is free: true when it ran.
   bool RunLent(FunctionRef<void(int, int)> fn);
 
   int n_threads_;
   std::vector<std::thread> workers_;
   FunctionRef<void(int, int)>* job_ = nullptr;
+  // (jobs published << 1) | 1 for a ParallelFor job: what a worker woken for it should do.
   std::atomic<uint64_t> generation_{0};
+  // The current ParallelFor job: (its sequence << 32) | pieces not yet claimed. A worker claims a
+  // piece by decrementing it while the sequence is the one it woke for, and only then reads
+  // range_fn_ / range_n_ / range_pieces_: a worker late for a finished job claims nothing.
+  std::atomic<uint64_t> claim_{0};
+  std::atomic<int64_t> finished_{0};  // its pieces computed
+  FunctionRef<void(int64_t, int64_t)>* range_fn_ = nullptr;
+  int64_t range_n_ = 0;
+  int64_t range_pieces_ = 0;
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
