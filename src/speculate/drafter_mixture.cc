@@ -146,9 +146,7 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
   const std::span<const float> rows = m.drafter->Expand(tree, frontier);
   const double seconds = timer.Seconds();
   m.stats.expand_seconds += seconds;
-  m.seconds_per_call = m.seconds_per_call == 0.0
-                           ? seconds
-                           : m.seconds_per_call + 0.1 * (seconds - m.seconds_per_call);
+  m.call_cost.Add(seconds);
   step_draft_seconds_ += seconds;
   const std::size_t i = static_cast<std::size_t>(&m - members_.data());
   member_rows_[i] = rows;
@@ -178,11 +176,11 @@ void DrafterMixture::DecideMembers(bool priceable) {
   // first_choice, confident_root and root_done were cleared by the last Commit (or never set).
   for (Member& m : members_) {
     m.active = true;
-    dearest = std::max(dearest, m.seconds_per_call);
-    all_timed = all_timed && m.seconds_per_call > 0.0;
+    dearest = std::max(dearest, m.call_cost.seconds());
+    all_timed = all_timed && m.call_cost.seconds() > 0.0;
   }
   const auto cheap = [&](const Member& m) {
-    return all_timed && m.seconds_per_call < kCheapShare * dearest;
+    return all_timed && m.call_cost.seconds() < kCheapShare * dearest;
   };
   // Every member but the dearest expands the root now: the cheap ones to decide on, and the
   // others so that their cost is measured again (one slow first call must not keep a cheap member
@@ -190,7 +188,7 @@ void DrafterMixture::DecideMembers(bool priceable) {
   const int32_t root[] = {-1};
   for (Member& m : members_) {
     m.cheap = cheap(m);
-    if (m.seconds_per_call < dearest) ExpandMember(m, root_only_, root);
+    if (m.call_cost.seconds() < dearest) ExpandMember(m, root_only_, root);
   }
   reason_ = {.kind = all_timed ? StepReason::Kind::kNoneConfident : StepReason::Kind::kUntimed};
   // The cheap member that would stand in: the confident one right most often when confident, or,
@@ -259,11 +257,11 @@ DraftOutlook DrafterMixture::Prepare() {
   bool any_cheap = false;
   for (const Member& m : members_) {
     if (m.active) {
-      outlook.level_seconds += m.seconds_per_call;
+      outlook.level_seconds += m.call_cost.seconds();
     } else {
       outlook.cheap = true;
     }
-    if (m.cheap) outlook.tail_level_seconds += m.seconds_per_call;
+    if (m.cheap) outlook.tail_level_seconds += m.call_cost.seconds();
     any_cheap = any_cheap || m.cheap;
   }
   if (root_class_ >= 0) outlook.continue_rates = by_root_[root_class_].chain_rates.rates();

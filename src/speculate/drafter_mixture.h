@@ -73,6 +73,7 @@
 #include <utility>
 #include <vector>
 
+#include "speculate/call_cost.h"
 #include "speculate/draft_outlook.h"
 #include "speculate/drafter.h"
 #include "speculate/node_attribution.h"
@@ -182,7 +183,7 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
     double CalibratedWhenDisputed(float share) const { return disputed_hit[Bucket(share)]; }
     double confident_hit = 0.5;   // the same over confident root rows only
     int64_t confident_seen = 0;   // confident root rows judged
-    double seconds_per_call = 0;  // moving average of one Expand call
+    CallCost call_cost;           // of one Expand call
     bool active = false;          // takes part in this step
     bool cheap = false;           // costs little next to the dearest (this step's view)
     bool root_done = false;       // expanded the root this step
