@@ -19,10 +19,16 @@ namespace {
 // ~1 ms of yielding a worker parks on the condition variable, so an idle model costs no CPU between
 // requests.
 constexpr int kSpinIterations = 100;
+constexpr int kYieldIterations = 2000;
 // ParallelFor's pieces per thread: enough that the others can take over a descheduled thread's
 // share, few enough that claiming them (one atomic exchange each) stays negligible.
 constexpr int kPiecesPerThread = 4;
-constexpr int kYieldIterations = 2000;
+
+// Frees a pool's state when the job that took it ends, by return or by exception.
+struct FreeOnExit {
+  std::atomic<int>& state;
+  ~FreeOnExit() { state.store(0 /* ThreadPool::kFree */, std::memory_order_release); }
+};
 
 inline void CpuRelax() {
 #if defined(__x86_64__)
@@ -120,6 +126,12 @@ void ThreadPool::Run(FunctionRef<void(int, int)> fn) {
     if (!borrowing_.load(std::memory_order_relaxed) || !lender_->RunLent(fn)) fn(0, 1);
     return;
   }
+  Acquire();
+  ++dispatch_count_;
+  Dispatch(fn);
+}
+
+void ThreadPool::Acquire() {
   // A second caller (another thread, or a job that dispatches from inside itself) would overwrite
   // the job under way; fail loudly instead. A borrower's job is waited out.
   for (int spin = 0;; ++spin) {
@@ -133,8 +145,6 @@ void ThreadPool::Run(FunctionRef<void(int, int)> fn) {
       std::this_thread::yield();
     }
   }
-  ++dispatch_count_;
-  Dispatch(fn);
 }
 
 bool ThreadPool::RunLent(FunctionRef<void(int, int)> fn) {
@@ -146,10 +156,7 @@ bool ThreadPool::RunLent(FunctionRef<void(int, int)> fn) {
 }
 
 void ThreadPool::Dispatch(FunctionRef<void(int, int)> fn) {
-  struct Done {
-    std::atomic<int>& state;
-    ~Done() { state.store(kFree, std::memory_order_release); }
-  } done{state_};
+  const FreeOnExit done{state_};
   if (n_threads_ == 1) {
     fn(0, 1);
     return;
@@ -219,21 +226,8 @@ void ThreadPool::ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn) 
   // when every worker has been through it: with a barrier on every worker, a worker the system
   // had descheduled (more runnable threads than cores) held up every op until it ran again; two
   // threads on two cores beside one busy process ran 4x slower than one thread.
-  for (int spin = 0;; ++spin) {
-    int state = kFree;
-    if (state_.compare_exchange_weak(state, kOwned, std::memory_order_acquire)) break;
-    GROVE_CHECK(state != kOwned,
-                "thread pool: Run while another job is under way (one caller at a time)");
-    if (spin < kSpinIterations) {
-      CpuRelax();
-    } else {
-      std::this_thread::yield();
-    }
-  }
-  struct Done {
-    std::atomic<int>& state;
-    ~Done() { state.store(kFree, std::memory_order_release); }
-  } done{state_};
+  Acquire();
+  const FreeOnExit done{state_};
   ++dispatch_count_;
   range_fn_ = &fn;
   range_n_ = n;

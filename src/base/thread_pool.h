@@ -63,7 +63,7 @@ class ThreadPool {
   // never changes the result, since each index is computed by exactly one call.
   void ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn);
 
-  // Number of Run/ParallelFor dispatches since construction (each one ends in a barrier).
+  // Number of Run/ParallelFor dispatches since construction.
   uint64_t dispatch_count() const { return dispatch_count_; }
 
  private:
@@ -72,7 +72,10 @@ class ThreadPool {
   void StopWorkers();  // wakes, stops and joins every worker
   // Runs fn on every thread; the caller holds state_.
   void Dispatch(FunctionRef<void(int, int)> fn);
-  // Publishes the next job: `pieces` > 0 for a ParallelFor job, 0 for a Run job; returns its
+  // Takes the pool for one job (state_ kFree to kOwned), waiting out a borrower's; fails on a
+  // second caller.
+  void Acquire();
+  // Publishes the next job: a ParallelFor job's pieces (`pieces`) or a Run job; returns its
   // sequence number. The caller holds state_.
   uint32_t Publish(bool pieces);
   // Claims and computes the current ParallelFor job's pieces while job `seq` has any left.
