@@ -25,6 +25,35 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
   }
 }
 
+// Every range is computed by a thread that says which it is, one range at a time: what a range's
+// scratch memory of that thread's own relies on. Borrowers and one-thread pools included.
+TEST(ThreadPool, ParallelForWithThreadNamesAThreadBusyWithNothingElse) {
+  auto lender = std::make_shared<ThreadPool>(3);
+  ThreadPool borrower(lender);
+  borrower.set_borrowing(true);
+  ThreadPool one(1);
+  for (ThreadPool* pool : {lender.get(), &borrower, &one}) {
+    std::vector<std::atomic<bool>> busy(static_cast<std::size_t>(pool->size()));
+    std::vector<std::atomic<int>> hits(5000);
+    std::atomic<int> overlaps{0}, out_of_range{0};
+    for (int rep = 0; rep < 20; ++rep) {
+      pool->ParallelForWithThread(static_cast<int64_t>(hits.size()),
+                                  [&](int64_t begin, int64_t end, int thread) {
+                                    if (thread < 0 || thread >= pool->size()) {
+                                      ++out_of_range;
+                                      return;
+                                    }
+                                    if (busy[thread].exchange(true)) ++overlaps;
+                                    for (int64_t i = begin; i < end; ++i) hits[i]++;
+                                    busy[thread].store(false);
+                                  });
+    }
+    EXPECT_EQ(out_of_range.load(), 0) << pool->size();
+    EXPECT_EQ(overlaps.load(), 0) << pool->size();
+    for (const std::atomic<int>& h : hits) ASSERT_EQ(h.load(), 20) << pool->size();
+  }
+}
+
 // A thread held up inside its first range (descheduled, in life) leaves the rest of the loop to
 // the others: with one range per thread, the caller would wait for the held-up thread's half.
 TEST(ThreadPool, AHeldUpThreadLeavesTheRestOfTheLoopToTheOthers) {

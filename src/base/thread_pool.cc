@@ -112,7 +112,7 @@ void ThreadPool::WorkerLoop(int index) {
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
     if (gen & 1) {
-      ClaimPieces(static_cast<uint32_t>(gen >> 1));
+      ClaimPieces(static_cast<uint32_t>(gen >> 1), index);
       continue;
     }
     (*job_)(index, n_threads_);
@@ -193,7 +193,7 @@ uint32_t ThreadPool::Publish(bool pieces) {
   return static_cast<uint32_t>(next >> 1);
 }
 
-void ThreadPool::ClaimPieces(uint32_t seq) {
+void ThreadPool::ClaimPieces(uint32_t seq, int thread) {
   uint64_t word = claim_.load(std::memory_order_acquire);
   for (;;) {
     const uint64_t left = word & 0xffffffffu;
@@ -204,20 +204,24 @@ void ThreadPool::ClaimPieces(uint32_t seq) {
     }
     // The piece is ours, so its job waits for it: its function and bounds are still there.
     const int64_t piece = range_pieces_ - static_cast<int64_t>(left);
-    (*range_fn_)(range_n_ * piece / range_pieces_, range_n_ * (piece + 1) / range_pieces_);
+    (*range_fn_)(range_n_ * piece / range_pieces_, range_n_ * (piece + 1) / range_pieces_, thread);
     finished_.fetch_add(1, std::memory_order_acq_rel);
     word = claim_.load(std::memory_order_acquire);
   }
 }
 
 void ThreadPool::ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn) {
+  ParallelForWithThread(n, [&](int64_t begin, int64_t end, int) { fn(begin, end); });
+}
+
+void ThreadPool::ParallelForWithThread(int64_t n, FunctionRef<void(int64_t, int64_t, int)> fn) {
   if (n <= 0) return;
   if (lender_ || n_threads_ == 1) {
     // A borrower's jobs go through Run (they may run on the lender's workers or here alone).
     auto body = [&](int thread, int n_threads) {
       int64_t begin = n * thread / n_threads;
       int64_t end = n * (thread + 1) / n_threads;
-      if (begin < end) fn(begin, end);
+      if (begin < end) fn(begin, end, thread);
     };
     Run(body);
     return;
@@ -233,7 +237,7 @@ void ThreadPool::ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn) 
   range_n_ = n;
   range_pieces_ = std::min<int64_t>(n, int64_t{kPiecesPerThread} * n_threads_);
   const uint32_t seq = Publish(/*pieces=*/true);
-  ClaimPieces(seq);
+  ClaimPieces(seq, 0);
   for (int spin = 0; finished_.load(std::memory_order_acquire) != range_pieces_; ++spin) {
     if (spin < kSpinIterations) {
       CpuRelax();

@@ -62,6 +62,9 @@ class ThreadPool {
   // descheduled meanwhile is not waited for; thread_pool.cc). Which thread computes which index
   // never changes the result, since each index is computed by exactly one call.
   void ParallelFor(int64_t n, FunctionRef<void(int64_t, int64_t)> fn);
+  // The same, and fn(begin, end, thread) is told which thread (0 .. size() - 1) computes the
+  // range, for scratch memory of that thread's own: a thread computes its ranges one at a time.
+  void ParallelForWithThread(int64_t n, FunctionRef<void(int64_t, int64_t, int)> fn);
 
   // Number of Run/ParallelFor dispatches since construction.
   uint64_t dispatch_count() const { return dispatch_count_; }
@@ -78,8 +81,9 @@ class ThreadPool {
   // Publishes the next job: a ParallelFor job's pieces (`pieces`) or a Run job; returns its
   // sequence number. The caller holds state_.
   uint32_t Publish(bool pieces);
-  // Claims and computes the current ParallelFor job's pieces while job `seq` has any left.
-  void ClaimPieces(uint32_t seq);
+  // Claims and computes, as `thread`, the current ParallelFor job's pieces while job `seq` has
+  // any left.
+  void ClaimPieces(uint32_t seq, int thread);
   // A borrower's job, if the pool is free: true when it ran.
   bool RunLent(FunctionRef<void(int, int)> fn);
 
@@ -93,7 +97,7 @@ class ThreadPool {
   // range_fn_ / range_n_ / range_pieces_: a worker late for a finished job claims nothing.
   std::atomic<uint64_t> claim_{0};
   std::atomic<int64_t> finished_{0};  // its pieces computed
-  FunctionRef<void(int64_t, int64_t)>* range_fn_ = nullptr;
+  FunctionRef<void(int64_t, int64_t, int)>* range_fn_ = nullptr;
   int64_t range_n_ = 0;
   int64_t range_pieces_ = 0;
   std::atomic<int> pending_{0};

@@ -31,6 +31,11 @@ constexpr int64_t kParallelRowsMin = 1 << 15;
 // run with a draft (issue 30). Larger batches fault in their rows when they first come.
 constexpr std::size_t kPrefaultedRows = 8;
 
+// Attention's tasks are cut into this many shares of equal work (Model::Attend), which the pool's
+// threads claim a few at a time: enough for 16 threads to balance, and each share's bookkeeping (a
+// pass over the tasks' key counts) is nothing beside its products.
+constexpr int64_t kAttentionShares = 64;
+
 // RMSNorm of n rows of d, in parallel only when the batch is large (see kParallelRowsMin).
 void RmsNormRows(const float* x, const float* weight, float* out, int32_t n, std::size_t d,
                  float eps, ThreadPool& pool) {
@@ -643,12 +648,13 @@ void Model::Attend(const Batch& batch, int32_t layer) {
   // Scores and weighted sum: two multiply-adds per visible key and head element (an upper bound on
   // a local layer).
   const int64_t attention_macs = 2 * attention_keys_ * c.n_head * c.head_dim;
-  // Tasks go to threads by the keys they read, not by their count: a prompt's later query groups
-  // see more of it (causal), so equal counts gave the last thread about three quarters of a
-  // 512-token prompt's attention at 2 threads. A task's cost is its group's visible keys; it runs
-  // on the thread whose share holds the middle of its span. Which thread runs a task changes no
-  // bit.
-  // attention_keys_ (PrepareBatch) is the sum of every group's keys.
+  // The tasks are cut into kAttentionShares shares of equal keys, not of equal counts: a prompt's
+  // later query groups see more of it (causal), so equal counts gave the last thread about three
+  // quarters of a 512-token prompt's attention at 2 threads. A task's cost is its group's visible
+  // keys; it belongs to the share that holds the middle of its span. The pool's threads claim the
+  // shares as they are free (base/thread_pool.h), so a thread the system descheduled holds up no
+  // layer: with the tasks split by thread, one barrier a layer waited for it. Which thread runs a
+  // task changes no bit. attention_keys_ (PrepareBatch) is the sum of every group's keys.
   auto group_keys = [&](int32_t group) {
     int64_t keys = 0;
     for (int32_t i = query_group_begin_[group]; i < query_group_begin_[group + 1]; ++i) {
@@ -656,7 +662,7 @@ void Model::Attend(const Batch& batch, int32_t layer) {
     }
     return keys;
   };
-  RunWork(*pool_, attention_macs, [&](int thread, int n_threads) {
+  const auto shares = [&](int64_t share_begin, int64_t share_end, int thread) {
     float* scores = scores_.data() + static_cast<std::size_t>(thread) * AttentionScratchPerThread();
     int64_t before = 0;  // keys of the tasks before this one
     int64_t keys = 0;    // of the current group (each of its tasks, one per head, reads them)
@@ -664,8 +670,8 @@ void Model::Attend(const Batch& batch, int32_t layer) {
       if (task % c.n_head == 0) keys = group_keys(static_cast<int32_t>(task / c.n_head));
       const int64_t middle = 2 * before + keys;  // twice the middle of the task's span
       before += keys;
-      const int64_t owner = middle * n_threads / (2 * attention_keys_ * c.n_head + 1);
-      if (owner != thread) continue;
+      const int64_t share = middle * kAttentionShares / (2 * attention_keys_ * c.n_head + 1);
+      if (share < share_begin || share >= share_end) continue;
       const int32_t first = query_group_begin_[task / c.n_head];
       const int32_t n_q = query_group_begin_[task / c.n_head + 1] - first;
       const int32_t h = static_cast<int32_t>(task % c.n_head);
@@ -696,7 +702,8 @@ void Model::Attend(const Batch& batch, int32_t layer) {
       };
       AttendQueries(queries, scores);
     }
-  });
+  };
+  ParallelForWorkWithThread(*pool_, kAttentionShares, attention_macs, shares);
 }
 
 void Model::FeedForward(const LayerWeights& w, int32_t n) {

@@ -1,7 +1,7 @@
 // When an op splits its work over the thread pool, and when it runs on the calling thread.
 //
-// A dispatch wakes the pool's workers and ends in a barrier; on this 2-core machine that costs
-// 0.2-0.4 us with hot workers and much more when a worker was descheduled (on this VM, when its two
+// A dispatch wakes the pool's workers and waits until its pieces are done; on this 2-core machine
+// that costs 0.2-0.4 us with hot workers and more when they must be woken (on this VM, when its two
 // vCPUs are slow to answer each other, which comes and goes). Splitting an op pays
 // only when its own time is several times that. The ops estimate their work in multiply-adds (the
 // unit that sets their time for matmuls and attention alike) and call these instead of the pool: a
@@ -42,12 +42,14 @@ inline void ParallelForWork(ThreadPool& pool, int64_t n, int64_t macs,
   }
 }
 
-// pool.Run(fn) when the work is worth splitting, else fn(0, 1) here.
-inline void RunWork(ThreadPool& pool, int64_t macs, FunctionRef<void(int, int)> fn) {
+// pool.ParallelForWithThread(n, fn) when the work is worth splitting, else fn(0, n, 0) here.
+inline void ParallelForWorkWithThread(ThreadPool& pool, int64_t n, int64_t macs,
+                                      FunctionRef<void(int64_t, int64_t, int)> fn) {
+  if (n <= 0) return;
   if (WorthSplitting(pool, macs)) {
-    pool.Run(fn);
+    pool.ParallelForWithThread(n, fn);
   } else {
-    fn(0, 1);
+    fn(0, n, 0);
   }
 }
 
