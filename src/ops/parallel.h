@@ -31,17 +31,6 @@ inline bool WorthSplitting(const ThreadPool& pool, int64_t macs) {
   return pool.size() > 1 && macs >= kMinParallelMacs;
 }
 
-// pool.ParallelFor(n, fn) when the work is worth splitting, else fn(0, n) here.
-inline void ParallelForWork(ThreadPool& pool, int64_t n, int64_t macs,
-                            FunctionRef<void(int64_t, int64_t)> fn) {
-  if (n <= 0) return;
-  if (WorthSplitting(pool, macs)) {
-    pool.ParallelFor(n, fn);
-  } else {
-    fn(0, n);
-  }
-}
-
 // pool.ParallelForWithThread(n, fn) when the work is worth splitting, else fn(0, n, 0) here.
 inline void ParallelForWorkWithThread(ThreadPool& pool, int64_t n, int64_t macs,
                                       FunctionRef<void(int64_t, int64_t, int)> fn) {
@@ -51,6 +40,13 @@ inline void ParallelForWorkWithThread(ThreadPool& pool, int64_t n, int64_t macs,
   } else {
     fn(0, n, 0);
   }
+}
+
+// The same for work that needs no scratch of its thread's own: fn(begin, end).
+inline void ParallelForWork(ThreadPool& pool, int64_t n, int64_t macs,
+                            FunctionRef<void(int64_t, int64_t)> fn) {
+  ParallelForWorkWithThread(pool, n, macs,
+                            [&](int64_t begin, int64_t end, int) { fn(begin, end); });
 }
 
 }  // namespace grove
