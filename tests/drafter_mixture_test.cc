@@ -527,6 +527,65 @@ TEST(DrafterMixture, OffersAnUnsureCheapMembersChainOnlyAgainstARecord) {
   EXPECT_EQ(dear_view->expand_calls(), calls);
 }
 
+// A cheap member that looks its rows up in text (as the suffix drafter does) and says how long
+// each row's match was: after a long match it is right (counts on by one), after a short one it
+// is as sure and wrong (counts on by two).
+class LookupDrafter : public TextKeepingDrafter {
+ public:
+  std::string_view name() const override { return "lookup"; }
+  bool deterministic() const override { return true; }
+  std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override {
+    rows_.assign(frontier.size() * kVocab, -std::numeric_limits<float>::infinity());
+    matched_.assign(frontier.size(), long_match ? DrafterMixture::kLongMatch : 1);
+    for (std::size_t i = 0; i < frontier.size(); ++i) {
+      const int32_t last = frontier[i] < 0 ? text_.back() : tree.node(frontier[i]).token;
+      rows_[i * kVocab + (last + (long_match ? 1 : 2)) % kVocab] = 0.0f;
+    }
+    return rows_;
+  }
+  std::span<const int32_t> matched_lengths() const override { return matched_; }
+  bool long_match = true;
+
+ private:
+  std::vector<int32_t> matched_;
+};
+
+// The chance that a chain of the cheap member that would stand in goes on past its first node,
+// as Prepare announces it (whether or not the step is a cheap one); -1 for none.
+double FirstContinueRate(DrafterMixture& mixture, std::vector<int32_t>& text) {
+  const DraftOutlook outlook = mixture.Prepare();
+  const double rate = outlook.continue_rates.empty() ? -1.0 : outlook.continue_rates[0];
+  RunCountingText(mixture, 1, text);  // the step Prepare began
+  return rate;
+}
+
+// Cheap steps after a long match (copying a passage) and after a short one (a phrase that may go
+// on otherwise) keep their chains' record apart: the short matches' failures do not price the
+// long ones' chains, nor the long ones' successes the short ones'.
+TEST(DrafterMixture, KeepsChainsAfterALongMatchApartFromThoseAfterAShortOne) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(
+      std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000));
+  auto lookup = std::make_unique<LookupDrafter>();
+  LookupDrafter& lookup_view = *lookup;
+  members.push_back(std::move(lookup));
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {5};
+  mixture.Begin(text);
+  // Proven on kMinEvidence confident rows, then right on the cheap steps it stands in for.
+  RunCountingText(mixture, 24, text);
+  const double long_rate = FirstContinueRate(mixture, text);
+  EXPECT_GT(long_rate, DrafterMixture::kChainPrior) << "every chain after a long match went on";
+  lookup_view.long_match = false;
+  EXPECT_EQ(FirstContinueRate(mixture, text), DrafterMixture::kChainPrior)
+      << "no chain after a short match yet: the prior, not the long matches' record";
+  RunCountingText(mixture, 8, text);
+  EXPECT_LT(FirstContinueRate(mixture, text), 0.5) << "the chains after short matches stopped";
+  lookup_view.long_match = true;
+  EXPECT_GE(FirstContinueRate(mixture, text), long_rate) << "the long matches' record is intact";
+}
+
 // While the cheap way wins, nothing updates the dear steps' record, and what they give changes
 // with the planned tree and the text: after kRecordSteps cheap steps in a row of a class, its
 // record is started over, and its steps are the dear members' until it holds kMinEvidence again.

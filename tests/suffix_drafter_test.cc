@@ -251,6 +251,28 @@ TEST(SuffixDrafter, RanksNextTokensByHowOftenTheyFollowed) {
   EXPECT_EQ(row, (std::map<int32_t, float>{{1, 0.0f}}));
 }
 
+// Each row says how many tokens of the text before its node the lookup matched.
+TEST(SuffixDrafter, SaysHowLongEachRowsMatchWas) {
+  SuffixDrafter d(kVocab, 64, nullptr);
+  d.Reserve(4, 16);
+  EXPECT_TRUE(d.matched_lengths().empty()) << "before any Expand";
+  d.Begin(Text{1, 2, 3, 4, 5, 9, 1, 2, 3, 4, 5});
+  TokenTree tree;
+  const int32_t root[] = {-1};
+  d.Expand(tree, root);
+  // "1 2 3 4 5" was followed by 9 before.
+  EXPECT_EQ(std::vector<int32_t>(d.matched_lengths().begin(), d.matched_lengths().end()),
+            std::vector<int32_t>{5});
+  // Below the root, a level of two: "1 2 3 4 5 9" was followed by 1; "5 7" never occurred, nor
+  // did 7.
+  tree.AddChild(-1, 9, 1.0f);
+  tree.AddChild(-1, 7, 0.5f);
+  const int32_t level[] = {0, 1};
+  d.Expand(tree, level);
+  EXPECT_EQ(std::vector<int32_t>(d.matched_lengths().begin(), d.matched_lengths().end()),
+            (std::vector<int32_t>{6, 0}));
+}
+
 TEST(SuffixDrafter, DraftsFromTheOutputsOfEarlierSequences) {
   auto store = std::make_shared<SuffixStore>();
   const Text prompt = {9, 8, 7};

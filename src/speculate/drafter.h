@@ -85,6 +85,12 @@ class Drafter {
   virtual TargetFeatureReader* feature_reader() { return nullptr; }
   virtual const NodeAttribution* attribution() const { return nullptr; }
   virtual StepOutlook* outlook() { return nullptr; }
+
+  // For a drafter that looks its rows up in text (speculate/suffix_drafter.h): for each row of the
+  // last Expand, how many tokens of the text before the node its lookup matched (0: none). Empty
+  // for the others. A continuation found after a long match copies a passage; after a short one,
+  // a phrase that may go on differently (a mixture prices the two apart).
+  virtual std::span<const int32_t> matched_lengths() const { return {}; }
 };
 
 }  // namespace grove

@@ -165,6 +165,8 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
     if (summary.first >= 0) m.first_share[slot] = 1.0f / summary.sum;
     if (frontier[r] < 0) {
       m.confident_root = summary.first >= 0 && 1.0f / summary.sum >= kConfidentShare;
+      const std::span<const int32_t> matched = m.drafter->matched_lengths();
+      m.long_match_root = r < matched.size() && matched[r] >= kLongMatch;
       m.root_done = true;
     }
   }
@@ -204,10 +206,11 @@ void DrafterMixture::DecideMembers(bool priceable) {
     if (!stand_in || c.first_share[0] > stand_in->first_share[0]) stand_in = &c;
   }
   stand_in_ = stand_in ? static_cast<int>(stand_in - members_.data()) : -1;
-  root_class_ = !stand_in                                  ? -1
-                : !confident                               ? kUnsureRoot
-                : stand_in->confident_seen >= kMinEvidence ? kConfidentRoot
-                                                           : -1;
+  root_class_ = !stand_in                                 ? -1
+                : !confident                              ? kUnsureRoot
+                : stand_in->confident_seen < kMinEvidence ? -1
+                : stand_in->long_match_root               ? kLongMatchRoot
+                                                          : kConfidentRoot;
   // With a record of the dear members' steps the session prices the cheap step against it;
   // without (or with no session to price it), a proven confident member stands in when it is
   // right as often as the dear one.
@@ -215,8 +218,8 @@ void DrafterMixture::DecideMembers(bool priceable) {
       priceable && root_class_ >= 0 && by_root_[root_class_].dear.seen >= kMinEvidence;
   for (Member& m : members_) {
     if (cheap(m)) continue;
-    const bool covered =
-        priced || (root_class_ == kConfidentRoot && stand_in->confident_hit >= m.weight);
+    const bool covered = priced || (root_class_ != kUnsureRoot && root_class_ >= 0 &&
+                                    stand_in->confident_hit >= m.weight);
     if (stand_in && reason_.kind != StepReason::Kind::kSkipped &&
         reason_.kind != StepReason::Kind::kPriced) {
       reason_ = {.kind = priced            ? StepReason::Kind::kPriced
@@ -660,6 +663,7 @@ void DrafterMixture::Commit(const TokenTree& tree, std::span<const int32_t> acce
     m.active = false;
     m.root_done = false;
     m.confident_root = false;
+    m.long_match_root = false;
     std::fill(m.first_choice.begin(), m.first_choice.end(), kNotExpanded);
   }
   decided_ = false;

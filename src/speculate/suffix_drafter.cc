@@ -39,6 +39,7 @@ void SuffixDrafter::Reserve(int32_t max_frontier, int32_t max_tree_nodes) {
   rows_.reserve(static_cast<std::size_t>(max_frontier) * static_cast<std::size_t>(n_vocab_));
   text_.reserve(static_cast<std::size_t>(depth_) + static_cast<std::size_t>(max_tree_nodes));
   touched_.reserve(static_cast<std::size_t>(n_vocab_));
+  matched_.reserve(static_cast<std::size_t>(max_frontier));
 }
 
 std::span<const int32_t> SuffixDrafter::TextBefore(const TokenTree& tree, int32_t node) {
@@ -66,6 +67,7 @@ std::span<const float> SuffixDrafter::Expand(const TokenTree& tree,
   const std::size_t nv = static_cast<std::size_t>(n_vocab_);
   rows_.resize(std::max(rows_.size(), frontier.size() * nv));
   std::fill(rows_.begin(), rows_.begin() + frontier.size() * nv, kNone);
+  matched_.resize(frontier.size());
   // served: the store's index (null without a store), read under its lock.
   auto read = [&](const SuffixIndex* served_index) {
     for (std::size_t i = 0; i < frontier.size(); ++i) {
@@ -74,6 +76,7 @@ std::span<const float> SuffixDrafter::Expand(const TokenTree& tree,
       const SuffixIndex::Match served =
           served_index ? served_index->LongestMatch(text) : SuffixIndex::Match{};
       float* row = rows_.data() + i * nv;
+      matched_[i] = std::max(own.length, served.length);
       touched_.clear();
       if (own.length >= served.length && own.node >= 0)
         own_.ForEachNext(own.node, [&](int32_t t, int32_t c) { Count(row, t, c); });

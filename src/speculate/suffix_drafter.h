@@ -44,6 +44,7 @@ class SuffixDrafter : public Drafter {
   void End() override;
   bool HasRoomFor(int32_t) const override { return true; }
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
+  std::span<const int32_t> matched_lengths() const override { return matched_; }
 
  private:
   void Push(int32_t token);
@@ -62,6 +63,7 @@ class SuffixDrafter : public Drafter {
   std::size_t prompt_length_ = 0;
   std::vector<int32_t> text_;     // TextBefore's result
   std::vector<float> rows_;       // (frontier, n_vocab) logits of the last Expand
+  std::vector<int32_t> matched_;  // per row of the last Expand: the longer match's length
   std::vector<int32_t> touched_;  // row entries Count wrote
 };
 
