@@ -232,7 +232,8 @@ void DrafterMixture::DecideMembers(bool priceable) {
                  .share = stand_in->first_share[0],
                  .hit = stand_in->confident_hit,
                  .dear_weight = m.weight,
-                 .seen = stand_in->confident_seen};
+                 .seen = stand_in->confident_seen,
+                 .long_match = root_class_ == kLongMatchRoot};
       if (priced) {
         const DearRecord& record = by_root_[root_class_].dear;
         reason_.dear_tokens = record.tokens;
@@ -421,7 +422,7 @@ std::string DrafterMixture::Why() const {
 std::string DrafterMixture::StepWhy() const {
   const StepReason& r = reason_;
   const auto name = [&](int i) { return source_names_[static_cast<std::size_t>(i)].c_str(); };
-  char text[256];
+  char text[512];  // the longest reason, numbers and names in, is over 200 characters
   switch (r.kind) {
     case StepReason::Kind::kUntimed:
       return "every drafter: their costs are not measured yet";
@@ -456,13 +457,14 @@ std::string DrafterMixture::StepWhy() const {
     case StepReason::Kind::kPricedDeclined: {
       const bool taken = r.kind == StepReason::Kind::kPriced;
       std::snprintf(text, sizeof(text),
-                    "%s%s: %s is %s at the root (%.2f), and a chain of it is predicted %s than "
-                    "%s's steps where it was (%.1f tokens from %.0f nodes and %.2f ms of "
+                    "%s%s: %s is %s at the root (%.2f%s), and a chain of it is predicted %s "
+                    "than %s's steps where it was (%.1f tokens from %.0f nodes and %.2f ms of "
                     "drafting)%s",
                     taken ? name(r.dear) : "every drafter", taken ? " skipped" : "", name(r.cheap),
                     r.share >= kConfidentShare ? "confident" : "unsure", r.share,
-                    taken ? "faster" : "no faster", name(r.dear), r.dear_tokens, r.dear_nodes,
-                    1e3 * r.dear_seconds, taken ? "" : " or a plain step");
+                    r.long_match ? ", after a long match" : "", taken ? "faster" : "no faster",
+                    name(r.dear), r.dear_tokens, r.dear_nodes, 1e3 * r.dear_seconds,
+                    taken ? "" : " or a plain step");
       return text;
     }
     case StepReason::Kind::kSkipped:

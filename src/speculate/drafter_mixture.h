@@ -18,8 +18,9 @@
 // confident (its first choice takes at least kConfidentShare of its row) and proven (judged on
 // kMinEvidence such rows), or, none being confident, one unsure of the first choice it proposes.
 // Which way is faster is priced, not guessed from hit rates alone: the steps the dear members
-// drafted where a cheap member could have stood in are recorded, apart for a confident and an
-// unsure root (the tokens they gave, the nodes verified, the seconds drafting), and once
+// drafted where a cheap member could have stood in are recorded, apart for an unsure root, a
+// confident one and a confident one that followed a long match, i.e. copying a passage (the
+// tokens they gave, the nodes verified, the seconds drafting), and once
 // kMinEvidence of a class are, its steps are offered as cheap ones with that record beside them,
 // and the session drafts the cheap members' chain only where it is predicted faster than both a
 // plain step and the record (speculate/draft_outlook.h). On Game of 24 prompts the suffix drafter,
@@ -231,6 +232,7 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
     double dear_weight = 0.0;
     int64_t seen = 0;
     double dear_tokens = 0.0, dear_nodes = 0.0, dear_seconds = 0.0;  // kPriced: the record
+    bool long_match = false;  // the cheap member's root row followed a long match
   };
   // Moving averages of what the dear members' steps gave where a cheap member could have stood in
   // (one record per RootClass; the class comment): running means over the first kWeightMemory
