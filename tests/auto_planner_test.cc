@@ -348,12 +348,14 @@ TEST(AutoPlanner, ASizeSlowedByOtherWorkIsMeasuredAgainAndOutvoted) {
   auto cache = std::make_shared<const VerifyCostCache>(TempPath("verify-cache-slowed"));
   MeasuredTarget target;
   TreePlanInputs inputs{.acceptance = {0.9, 0.05}, .max_tokens = 64, .verify_cost_cache = cache};
-  // What a run left: t(1) confirmed, t(8) once, at 4 times what it costs.
+  // What a run left: t(1) confirmed, t(8) once, at 8 times what it costs. The factor is wide on
+  // purpose: the times measured again here are real, and CI runs other tests beside this one; a
+  // new sample has to be slowed as much as the kept one for the test to fail without a defect.
   const VerifyCostCurve real = MeasureVerifyCost(*target.model, 0, 3, target.position, 8, 0.02);
   const double t1 = real.Seconds(1);
-  const double ratio = real.Seconds(8) / t1;
-  cache->Store(*target.model, {.points = {{1, t1}, {8, 4 * ratio * t1}},
-                               .samples = {{1, {t1, t1}}, {8, {4 * ratio}}}});
+  const double slowed = 8 * real.Seconds(8) / t1;
+  cache->Store(*target.model,
+               {.points = {{1, t1}, {8, slowed * t1}}, .samples = {{1, {t1, t1}}, {8, {slowed}}}});
   const auto samples_of_8 = [](const CachedVerifyCost& curve) {
     const auto at8 = std::find_if(curve.samples.begin(), curve.samples.end(),
                                   [](const auto& size) { return size.first == 8; });
@@ -379,7 +381,10 @@ TEST(AutoPlanner, ASizeSlowedByOtherWorkIsMeasuredAgainAndOutvoted) {
   const auto at8 = std::find_if(kept->points.begin(), kept->points.end(),
                                 [](const auto& point) { return point.first == 8; });
   ASSERT_NE(at8, kept->points.end());
-  EXPECT_LT(at8->second, 2 * ratio * kept->points.front().second) << "the slowed time outvoted";
+  // Outvoted: what counts is a time measured here (the median of three, or the lower of two that
+  // agree), not the slowed one. (It asserted "under twice the reference" until CI failed it once
+  // at stop 62: the reference is itself one short measurement, taken beside other tests.)
+  EXPECT_LT(at8->second, slowed * kept->points.front().second) << "the slowed time outvoted";
 }
 
 // A kept curve is planned with as it is only when every size up to the budget is confirmed, up to
