@@ -218,8 +218,8 @@ void DrafterMixture::DecideMembers(bool priceable) {
       priceable && root_class_ >= 0 && by_root_[root_class_].dear.seen >= kMinEvidence;
   for (Member& m : members_) {
     if (cheap(m)) continue;
-    const bool covered = priced || (root_class_ != kUnsureRoot && root_class_ >= 0 &&
-                                    stand_in->confident_hit >= m.weight);
+    const bool covered =
+        priced || (ConfidentClass(root_class_) && stand_in->confident_hit >= m.weight);
     if (stand_in && reason_.kind != StepReason::Kind::kSkipped &&
         reason_.kind != StepReason::Kind::kPriced) {
       reason_ = {.kind = priced            ? StepReason::Kind::kPriced

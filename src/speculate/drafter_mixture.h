@@ -352,6 +352,10 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   static constexpr int kConfidentRoot = 0;
   static constexpr int kUnsureRoot = 1;
   static constexpr int kLongMatchRoot = 2;
+  // Either class a proven confident member stands in from (not kUnsureRoot, not -1).
+  static bool ConfidentClass(int root_class) {
+    return root_class == kConfidentRoot || root_class == kLongMatchRoot;
+  }
   struct RootClass {
     // By depth, the chance a chain's node is accepted when its parent was.
     FadedRates chain_rates{kChainDepths, kChainPrior, kChainPriorWeight, kChainHalfLifeSteps};
