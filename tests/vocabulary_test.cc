@@ -262,6 +262,22 @@ TEST(ConvertHfTokenizer, RefusesWhatItCannotConvertNamingIt) {
   expect_error("{not json", "not valid JSON");
   expect_error(R"({"model": {"type": "Unigram", "vocab": []}})", "'Unigram'");
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})", "byte_fallback");
+  // Damaged files (what fuzz/hf_tokenizer_fuzz.cc found): values of the wrong type are refused
+  // naming the field, not with a JSON library's exception; an id too large for an integer is not
+  // converted (undefined behaviour); a stray large id does not make millions of padding tokens.
+  expect_error(R"({"model": {"type": 5, "vocab": {"a": 0}}})", "model.type is not a string");
+  expect_error(R"({"model": {"type": "BPE", "byte_fallback": "yes", "vocab": {"a": 0}}})",
+               "model.byte_fallback is not true or false");
+  expect_error(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0}},
+                  "added_tokens": [{"id": 1e300, "content": "x"}]})",
+               "added_tokens[].id is not a token id");
+  expect_error(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0.5}}})",
+               "model.vocab['a'] is not a token id");
+  expect_error(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0, "b": 9000}}})",
+               "most ids would be unused");
+  expect_error(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0},
+                  "merges": {"a": "b"}}})",
+               "model.merges is not a list");
   // A byte-level vocab whose split pattern the table does not know: name it with --pre.
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
                   "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "x+"}},

@@ -28,6 +28,38 @@ Json ParseJson(std::string_view text, std::string_view what) {
   }
 }
 
+// obj[key] when it is a string or a boolean; `fallback` when obj is not an object or lacks the key
+// (or holds null); anything else is refused, naming the field (nlohmann's value() would throw its
+// own type_error, which names neither the file nor the key).
+std::string StringField(const Json& obj, const char* key, std::string fallback,
+                        std::string_view where) {
+  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
+  if (!obj[key].is_string()) Fail("convert-tokenizer: ", where, ".", key, " is not a string");
+  return obj[key].get<std::string>();
+}
+bool BoolField(const Json& obj, const char* key, bool fallback, std::string_view where) {
+  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
+  if (!obj[key].is_boolean()) Fail("convert-tokenizer: ", where, ".", key, " is not true or false");
+  return obj[key].get<bool>();
+}
+
+// The largest token id accepted: the largest vocabularies grove runs have 262144 tokens (Gemma 3).
+// Far larger ids are a damaged file; they would make the converter allocate a token per id.
+constexpr int64_t kMaxTokenId = (int64_t{1} << 24) - 1;
+
+// A token id: an integer in [0, kMaxTokenId] (a float, a string or a number out of range is
+// refused naming `where`; converting an out-of-range float to an integer is undefined).
+int64_t TokenId(const Json& v, std::string_view where) {
+  const bool in_range = (v.is_number_unsigned() && v.get<uint64_t>() <= kMaxTokenId) ||
+                        (v.is_number_integer() && !v.is_number_unsigned() &&
+                         v.get<int64_t>() >= 0 && v.get<int64_t>() <= kMaxTokenId);
+  if (!in_range) {
+    Fail("convert-tokenizer: ", where, " is not a token id (an integer from 0 to ", kMaxTokenId,
+         "): ", v.dump().substr(0, 40));
+  }
+  return v.get<int64_t>();
+}
+
 // Hugging Face's split patterns (tokenizer.json) by the llama.cpp pre-tokenizer that implements
 // them. Facts about the published files; llama.cpp itself recognises a vocabulary by hashing the
 // tokens of a test text, which needs the Python tokenizer, so grove matches the pattern instead.
@@ -62,19 +94,24 @@ const std::vector<KnownSplit>& KnownSplits() {
 // ByteLevel without its regex only maps bytes, so it adds nothing.
 void AddSignature(const Json& pre, std::vector<std::string>* parts) {
   if (!pre.is_object()) return;
-  const std::string type = pre.value("type", "");
+  constexpr std::string_view kWhere = "tokenizer.json pre_tokenizer";
+  const std::string type = StringField(pre, "type", "", kWhere);
   if (type == "Sequence") {
-    for (const Json& p : pre.value("pretokenizers", Json::array())) AddSignature(p, parts);
+    if (pre.contains("pretokenizers") && pre["pretokenizers"].is_array()) {
+      for (const Json& p : pre["pretokenizers"]) AddSignature(p, parts);
+    }
   } else if (type == "Split") {
-    const Json& pattern = pre.value("pattern", Json::object());
-    if (pattern.contains("Regex")) parts->push_back("split:" + pattern["Regex"].get<std::string>());
-    if (pattern.contains("String")) {
-      parts->push_back("split-string:" + pattern["String"].get<std::string>());
+    const Json pattern = pre.contains("pattern") ? pre["pattern"] : Json::object();
+    if (pattern.is_object() && pattern.contains("Regex")) {
+      parts->push_back("split:" + StringField(pattern, "Regex", "", kWhere));
+    }
+    if (pattern.is_object() && pattern.contains("String")) {
+      parts->push_back("split-string:" + StringField(pattern, "String", "", kWhere));
     }
   } else if (type == "Digits") {
-    parts->push_back(pre.value("individual_digits", false) ? "digits" : "digits-runs");
+    parts->push_back(BoolField(pre, "individual_digits", false, kWhere) ? "digits" : "digits-runs");
   } else if (type == "ByteLevel") {
-    if (pre.value("use_regex", true)) parts->push_back("bytelevel-regex");
+    if (BoolField(pre, "use_regex", true, kWhere)) parts->push_back("bytelevel-regex");
   } else {
     parts->push_back("other:" + type);
   }
@@ -91,7 +128,7 @@ std::string PreTokenizerNameFor(const Json& pre) {
 
 bool MentionsByteLevel(const Json& j) {
   if (j.is_object()) {
-    if (j.value("type", "") == "ByteLevel") return true;
+    if (j.contains("type") && j["type"] == "ByteLevel") return true;
     for (const auto& [key, value] : j.items()) {
       if (MentionsByteLevel(value)) return true;
     }
@@ -139,10 +176,8 @@ std::string MergeText(const Json& merge, std::size_t rank) {
        "] is neither \"left right\" nor [left, right]");
 }
 
-}  // namespace
-
-HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::string_view config_json,
-                                      const HfTokenizerOptions& options, GgufWriter* writer) {
+HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view config_json,
+                           const HfTokenizerOptions& options, GgufWriter* writer) {
   const Json tok = ParseJson(tokenizer_json, "tokenizer.json");
   const Json config =
       config_json.empty() ? Json::object() : ParseJson(config_json, "tokenizer_config.json");
@@ -150,7 +185,7 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
     Fail("convert-tokenizer: tokenizer.json has no 'model' object");
   }
   const Json& model = tok["model"];
-  const std::string type = model.value("type", "BPE");
+  const std::string type = StringField(model, "type", "BPE", "tokenizer.json model");
   if (type != "BPE") {
     Fail("convert-tokenizer: tokenizer.json model.type = '", type,
          "' is not supported (grove converts BPE tokenizers: byte-level, and SentencePiece-style "
@@ -161,9 +196,10 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
   }
 
   HfTokenizerSummary summary;
-  const bool byte_level = MentionsByteLevel(tok.value("pre_tokenizer", Json())) ||
-                          MentionsByteLevel(tok.value("decoder", Json()));
-  const bool byte_fallback = model.value("byte_fallback", false);
+  const Json pre_tokenizer = tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : Json();
+  const bool byte_level = MentionsByteLevel(pre_tokenizer) ||
+                          MentionsByteLevel(tok.contains("decoder") ? tok["decoder"] : Json());
+  const bool byte_fallback = BoolField(model, "byte_fallback", false, "tokenizer.json model");
   if (!byte_level && !byte_fallback) {
     Fail(
         "convert-tokenizer: tokenizer.json is BPE but neither byte-level (no ByteLevel "
@@ -174,24 +210,28 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
   // Tokens by id: the model's vocab, then the added tokens (which may reuse or extend the ids).
   std::map<int64_t, std::string> by_id;
   for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0) {
-      Fail("convert-tokenizer: model.vocab['", text, "'] is not a non-negative integer id");
-    }
-    by_id[id.get<int64_t>()] = text;
+    by_id[TokenId(id, "tokenizer.json model.vocab['" + text + "']")] = text;
   }
   std::unordered_map<int64_t, bool> added_special;  // id -> special
-  for (const Json& added : tok.value("added_tokens", Json::array())) {
-    const int64_t id = added.value("id", int64_t{-1});
-    if (id < 0 || !added.contains("content")) {
+  const Json added_tokens = tok.contains("added_tokens") ? tok["added_tokens"] : Json::array();
+  if (!added_tokens.is_array())
+    Fail("convert-tokenizer: tokenizer.json added_tokens is not a list");
+  for (const Json& added : added_tokens) {
+    if (!added.is_object() || !added.contains("id") || !added.contains("content") ||
+        !added["content"].is_string()) {
       Fail("convert-tokenizer: an added_tokens entry without an id or content");
     }
+    const int64_t id = TokenId(added["id"], "tokenizer.json added_tokens[].id");
     by_id[id] = added["content"].get<std::string>();
-    added_special[id] = added.value("special", false);
+    added_special[id] = BoolField(added, "special", false, "tokenizer.json added_tokens[]");
   }
   if (by_id.empty()) Fail("convert-tokenizer: tokenizer.json has no tokens");
   const int64_t n_tokens = by_id.rbegin()->first + 1;
-  if (n_tokens > std::numeric_limits<int32_t>::max() / 2) {
-    Fail("convert-tokenizer: token id ", n_tokens - 1, " is out of range");
+  // Ids no token uses become padding; a few are normal (vocabularies rounded up), a majority is
+  // a damaged file, which would otherwise make millions of padding tokens.
+  if (n_tokens > 2 * static_cast<int64_t>(by_id.size()) + 1024) {
+    Fail("convert-tokenizer: token ids reach ", n_tokens - 1, " but tokenizer.json has ",
+         by_id.size(), " tokens: most ids would be unused");
   }
   summary.n_tokens = static_cast<int32_t>(n_tokens);
   summary.n_added = static_cast<int32_t>(added_special.size());
@@ -199,9 +239,7 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
   std::vector<std::string> tokens(n_tokens);
   std::vector<int32_t> types(n_tokens, static_cast<int32_t>(TokenType::kNormal));
   const std::optional<std::string> unk = TokenField(config, "unk_token");
-  const std::string model_unk = model.value("unk_token", Json()).is_string()
-                                    ? model["unk_token"].get<std::string>()
-                                    : std::string();
+  const std::string model_unk = StringField(model, "unk_token", "", "tokenizer.json model");
   std::unordered_map<std::string, int32_t> ids;
   for (int64_t id = 0; id < n_tokens; ++id) {
     auto it = by_id.find(id);
@@ -232,7 +270,8 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
     types[id] = static_cast<int32_t>(t);
   }
 
-  const Json merges = model.value("merges", Json::array());
+  const Json merges = model.contains("merges") ? model["merges"] : Json::array();
+  if (!merges.is_array()) Fail("convert-tokenizer: tokenizer.json model.merges is not a list");
   summary.n_merges = static_cast<int32_t>(merges.size());
   writer->SetString("general.architecture", "llama");
   if (!options.name.empty()) writer->SetString("general.name", options.name);
@@ -246,11 +285,10 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
 
   writer->SetString("tokenizer.ggml.model", summary.model);
   if (byte_level) {
-    summary.pre =
-        options.pre.empty() ? PreTokenizerNameFor(tok.value("pre_tokenizer", Json())) : options.pre;
+    summary.pre = options.pre.empty() ? PreTokenizerNameFor(pre_tokenizer) : options.pre;
     if (summary.pre.empty()) {
       Fail("convert-tokenizer: the pre_tokenizer of tokenizer.json is not one grove knows (",
-           tok.value("pre_tokenizer", Json()).dump().substr(0, 200),
+           pre_tokenizer.dump().substr(0, 200),
            "...); name the llama.cpp pre-tokenizer it implements with --pre");
     }
     PreTokenizer::ForName(summary.pre);  // throws, listing the names, when unknown
@@ -279,8 +317,8 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
     }
     writer->SetFloat32Array("tokenizer.ggml.scores", scores);
     // A normalizer or pre-tokenizer that prepends U+2581 is sentencepiece's space prefix.
-    const std::string normalizer = tok.value("normalizer", Json()).dump();
-    const std::string pre = tok.value("pre_tokenizer", Json()).dump();
+    const std::string normalizer = (tok.contains("normalizer") ? tok["normalizer"] : Json()).dump();
+    const std::string pre = pre_tokenizer.dump();
     const bool prefix = normalizer.find("Prepend") != std::string::npos ||
                         pre.find("\"prepend_scheme\":\"always\"") != std::string::npos ||
                         pre.find("\"prepend_scheme\":\"first\"") != std::string::npos ||
@@ -291,9 +329,8 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
   writer->SetInt32Array("tokenizer.ggml.token_type", types);
 
   const std::string normalizer_type =
-      tok.value("normalizer", Json::object()).is_object()
-          ? tok.value("normalizer", Json::object()).value("type", "")
-          : "";
+      StringField(tok.contains("normalizer") ? tok["normalizer"] : Json(), "type", "",
+                  "tokenizer.json normalizer");
   if (normalizer_type == "NFC" || normalizer_type == "NFKC") {
     summary.notes.push_back(
         "the " + normalizer_type +
@@ -328,7 +365,10 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
       text = t.get<std::string>();
     } else if (t.is_array()) {
       for (const Json& named : t) {
-        if (named.value("name", "") == "default") text = named.value("template", "");
+        constexpr std::string_view kWhere = "tokenizer_config.json chat_template[]";
+        if (StringField(named, "name", "", kWhere) == "default") {
+          text = StringField(named, "template", "", kWhere);
+        }
       }
     }
     if (!text.empty()) {
@@ -337,6 +377,21 @@ HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::stri
     }
   }
   return summary;
+}
+
+}  // namespace
+
+HfTokenizerSummary ConvertHfTokenizer(std::string_view tokenizer_json, std::string_view config_json,
+                                      const HfTokenizerOptions& options, GgufWriter* writer) {
+  try {
+    return Convert(tokenizer_json, config_json, options, writer);
+  } catch (const Json::exception& e) {
+    // A field of a type the checks above did not expect: still a refusal, never a crash.
+    Fail(
+        "convert-tokenizer: tokenizer.json or tokenizer_config.json holds a value of an unexpected "
+        "type (",
+        e.what(), ")");
+  }
 }
 
 }  // namespace grove
