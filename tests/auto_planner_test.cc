@@ -522,7 +522,13 @@ TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
         head + R"("x","complete":true,"decode_seconds":0,"curve":[{"n":1,"seconds_median":1e-3}]})",
         // a curve that does not start at n = 1
         head + "\"" + key +
-            R"(","complete":false,"decode_seconds":0,"curve":[{"n":2,"seconds_median":1e-3}]})"}) {
+            R"(","complete":false,"decode_seconds":0,"curve":[{"n":2,"seconds_median":1e-3}]})",
+        // a token count no integer holds (converting it would be undefined), a float time
+        head + "\"" + key +
+            R"(","complete":false,"decode_seconds":0,"curve":[{"n":1e300,"seconds_median":1e-3}]})",
+        head + "\"" + key +
+            R"(","complete":false,"decode_seconds":0,"curve":[{"n":1,"seconds_median":1e-3}],)"
+            R"("measured_at":1e300})"}) {
     std::ofstream(path) << text;
     EXPECT_FALSE(cache.Load(*model).has_value()) << text;
     cache.Store(*model, {.points = {{1, 1e-3}}});

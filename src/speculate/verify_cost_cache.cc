@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -123,6 +124,10 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
     CachedVerifyCost cached{.complete = version >= 2 && j.at("complete").get<bool>(),
                             .decode_seconds = j.at("decode_seconds").get<double>()};
     for (const auto& point : j.at("curve")) {
+      // A float converted to an integer out of range is undefined; a damaged file is refused.
+      if (!point.at("n").is_number_integer() || point.at("n").get<int64_t>() < 1 ||
+          point.at("n").get<int64_t>() > std::numeric_limits<int32_t>::max())
+        Fail("a curve point's n is not a token count");
       cached.points.emplace_back(point.at("n").get<int32_t>(),
                                  point.at("seconds_median").get<double>());
       if (version < 2) continue;
@@ -148,6 +153,7 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
       Fail("decode_seconds ", cached.decode_seconds, " is not a time");
     if (!cached.points.empty()) VerifyCostCurve check(cached.points);  // throws if unusable
     if (cached.complete && cached.points.empty()) Fail("a complete curve without points");
+    if (!j.at("measured_at").is_number_integer()) Fail("measured_at is not a time in seconds");
     cached.measured_at = j.at("measured_at").get<int64_t>();
     if (NowSeconds() - cached.measured_at > int64_t{kMaxAgeDays} * 24 * 3600) {
       Log(LogLevel::kDebug, "verify cost cache: '", path, "' was measured more than ", kMaxAgeDays,
