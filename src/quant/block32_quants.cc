@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "quant/half.h"
 #include "quant/iq4_levels.h"
@@ -12,6 +13,18 @@ namespace grove {
 namespace {
 
 constexpr int kHalf = kQBlock / 2;
+
+// (int8_t)v and (uint8_t)v as ggml's C code writes them and x86 computes them (a truncating
+// conversion to int32, whose low byte is kept): the same bits for every v, but defined. Converting
+// a float outside the target's range (inf or NaN from a block of infinities, a scale of 0 for a
+// block of huge values) is undefined behaviour in C and C++; x86 gives 0x80000000 for anything
+// outside int32, whose low byte is 0.
+int32_t TruncateLikeX86(float v) {
+  if (!(v > -2147483648.0f && v < 2147483648.0f)) return std::numeric_limits<int32_t>::min();
+  return static_cast<int32_t>(v);
+}
+int8_t Int8Of(float v) { return static_cast<int8_t>(TruncateLikeX86(v)); }
+uint8_t Uint8Of(float v) { return static_cast<uint8_t>(TruncateLikeX86(v)); }
 
 // The 5-bit quants of a Q5_0/Q5_1 block: element j < 16 takes the low nibble of qs[j] and bit j of
 // qh, element j + 16 the high nibble and bit j + 16.
@@ -70,7 +83,7 @@ void QuantizeRowQ8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     dst[b].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQBlock; ++j) dst[b].qs[j] = static_cast<int8_t>(std::round(x[j] * id));
+    for (int j = 0; j < kQBlock; ++j) dst[b].qs[j] = Int8Of(std::round(x[j] * id));
   }
 }
 
@@ -89,8 +102,8 @@ void QuantizeRowQ4_0(const float* src, BlockQ4_0* dst, int64_t n_blocks) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     dst[b].d = Fp32ToFp16(d);
     for (int j = 0; j < kHalf; ++j) {
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
-      const int hi = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + kHalf] * id + 8.5f)));
+      const int lo = std::min(15, static_cast<int>(Int8Of(x[j] * id + 8.5f)));
+      const int hi = std::min(15, static_cast<int>(Int8Of(x[j + kHalf] * id + 8.5f)));
       dst[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
   }
@@ -117,9 +130,8 @@ void QuantizeRowQ4_1(const float* src, BlockQ4_1* dst, int64_t n_blocks) {
     dst[b].d = Fp32ToFp16(d);
     dst[b].m = Fp32ToFp16(min);
     for (int j = 0; j < kHalf; ++j) {
-      const int lo = std::min(15, static_cast<int>(static_cast<int8_t>((x[j] - min) * id + 0.5f)));
-      const int hi =
-          std::min(15, static_cast<int>(static_cast<int8_t>((x[j + kHalf] - min) * id + 0.5f)));
+      const int lo = std::min(15, static_cast<int>(Int8Of((x[j] - min) * id + 0.5f)));
+      const int hi = std::min(15, static_cast<int>(Int8Of((x[j + kHalf] - min) * id + 0.5f)));
       dst[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
     }
   }
@@ -146,7 +158,7 @@ void QuantizeRowQ5_0(const float* src, BlockQ5_0* dst, int64_t n_blocks) {
     dst[b].d = Fp32ToFp16(d);
     int q[kQBlock];
     for (int j = 0; j < kQBlock; ++j) {
-      q[j] = std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f)));
+      q[j] = std::min(31, static_cast<int>(Int8Of(x[j] * id + 16.5f)));
     }
     Pack5Bit(q, dst[b].qh, dst[b].qs);
   }
@@ -172,7 +184,7 @@ void QuantizeRowQ5_1(const float* src, BlockQ5_1* dst, int64_t n_blocks) {
     dst[b].m = Fp32ToFp16(min);
     int q[kQBlock];
     // No clamp to 31 here, as in ggml: (max - min) * id rounds to at most 31.5.
-    for (int j = 0; j < kQBlock; ++j) q[j] = static_cast<uint8_t>((x[j] - min) * id + 0.5f);
+    for (int j = 0; j < kQBlock; ++j) q[j] = Uint8Of((x[j] - min) * id + 0.5f);
     Pack5Bit(q, dst[b].qh, dst[b].qs);
   }
 }
