@@ -125,11 +125,11 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
                             .decode_seconds = j.at("decode_seconds").get<double>()};
     for (const auto& point : j.at("curve")) {
       // A float converted to an integer out of range is undefined; a damaged file is refused.
-      if (!point.at("n").is_number_integer() || point.at("n").get<int64_t>() < 1 ||
-          point.at("n").get<int64_t>() > std::numeric_limits<int32_t>::max())
+      const nlohmann::json& n = point.at("n");
+      if (!n.is_number_integer() || n.get<int64_t>() < 1 ||
+          n.get<int64_t>() > std::numeric_limits<int32_t>::max())
         Fail("a curve point's n is not a token count");
-      cached.points.emplace_back(point.at("n").get<int32_t>(),
-                                 point.at("seconds_median").get<double>());
+      cached.points.emplace_back(n.get<int32_t>(), point.at("seconds_median").get<double>());
       if (version < 2) continue;
       std::vector<double> measured = point.at("samples").get<std::vector<double>>();
       if (measured.empty() || measured.size() > CachedVerifyCost::kMaxSamples)

@@ -28,19 +28,30 @@ Json ParseJson(std::string_view text, std::string_view what) {
   }
 }
 
-// obj[key] when it is a string or a boolean; `fallback` when obj is not an object or lacks the key
-// (or holds null); anything else is refused, naming the field (nlohmann's value() would throw its
-// own type_error, which names neither the file nor the key).
+// obj[key], or null when obj is not an object or has no such key: a reference, so that large
+// members (a vocabulary's merges) are not copied.
+const Json& Member(const Json& obj, const char* key) {
+  static const Json kNull;
+  if (!obj.is_object()) return kNull;
+  const auto it = obj.find(key);
+  return it == obj.end() ? kNull : *it;
+}
+
+// A string (or boolean) member; `fallback` when it is absent or null; any other type is refused,
+// naming the field (nlohmann's value() would throw its own type_error, which names neither the
+// file nor the key).
 std::string StringField(const Json& obj, const char* key, std::string fallback,
                         std::string_view where) {
-  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
-  if (!obj[key].is_string()) Fail("convert-tokenizer: ", where, ".", key, " is not a string");
-  return obj[key].get<std::string>();
+  const Json& v = Member(obj, key);
+  if (v.is_null()) return fallback;
+  if (!v.is_string()) Fail("convert-tokenizer: ", where, ".", key, " is not a string");
+  return v.get<std::string>();
 }
 bool BoolField(const Json& obj, const char* key, bool fallback, std::string_view where) {
-  if (!obj.is_object() || !obj.contains(key) || obj[key].is_null()) return fallback;
-  if (!obj[key].is_boolean()) Fail("convert-tokenizer: ", where, ".", key, " is not true or false");
-  return obj[key].get<bool>();
+  const Json& v = Member(obj, key);
+  if (v.is_null()) return fallback;
+  if (!v.is_boolean()) Fail("convert-tokenizer: ", where, ".", key, " is not true or false");
+  return v.get<bool>();
 }
 
 // The largest token id accepted: the largest vocabularies grove runs have 262144 tokens (Gemma 3).
@@ -97,15 +108,16 @@ void AddSignature(const Json& pre, std::vector<std::string>* parts) {
   constexpr std::string_view kWhere = "tokenizer.json pre_tokenizer";
   const std::string type = StringField(pre, "type", "", kWhere);
   if (type == "Sequence") {
-    if (pre.contains("pretokenizers") && pre["pretokenizers"].is_array()) {
-      for (const Json& p : pre["pretokenizers"]) AddSignature(p, parts);
+    const Json& list = Member(pre, "pretokenizers");
+    if (list.is_array()) {
+      for (const Json& p : list) AddSignature(p, parts);
     }
   } else if (type == "Split") {
-    const Json pattern = pre.contains("pattern") ? pre["pattern"] : Json::object();
-    if (pattern.is_object() && pattern.contains("Regex")) {
+    const Json& pattern = Member(pre, "pattern");
+    if (!Member(pattern, "Regex").is_null()) {
       parts->push_back("split:" + StringField(pattern, "Regex", "", kWhere));
     }
-    if (pattern.is_object() && pattern.contains("String")) {
+    if (!Member(pattern, "String").is_null()) {
       parts->push_back("split-string:" + StringField(pattern, "String", "", kWhere));
     }
   } else if (type == "Digits") {
@@ -128,7 +140,7 @@ std::string PreTokenizerNameFor(const Json& pre) {
 
 bool MentionsByteLevel(const Json& j) {
   if (j.is_object()) {
-    if (j.contains("type") && j["type"] == "ByteLevel") return true;
+    if (Member(j, "type") == "ByteLevel") return true;
     for (const auto& [key, value] : j.items()) {
       if (MentionsByteLevel(value)) return true;
     }
@@ -196,9 +208,9 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
   }
 
   HfTokenizerSummary summary;
-  const Json pre_tokenizer = tok.contains("pre_tokenizer") ? tok["pre_tokenizer"] : Json();
-  const bool byte_level = MentionsByteLevel(pre_tokenizer) ||
-                          MentionsByteLevel(tok.contains("decoder") ? tok["decoder"] : Json());
+  const Json& pre_tokenizer = Member(tok, "pre_tokenizer");
+  const bool byte_level =
+      MentionsByteLevel(pre_tokenizer) || MentionsByteLevel(Member(tok, "decoder"));
   const bool byte_fallback = BoolField(model, "byte_fallback", false, "tokenizer.json model");
   if (!byte_level && !byte_fallback) {
     Fail(
@@ -213,8 +225,8 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
     by_id[TokenId(id, "tokenizer.json model.vocab['" + text + "']")] = text;
   }
   std::unordered_map<int64_t, bool> added_special;  // id -> special
-  const Json added_tokens = tok.contains("added_tokens") ? tok["added_tokens"] : Json::array();
-  if (!added_tokens.is_array())
+  const Json& added_tokens = Member(tok, "added_tokens");
+  if (!added_tokens.is_null() && !added_tokens.is_array())
     Fail("convert-tokenizer: tokenizer.json added_tokens is not a list");
   for (const Json& added : added_tokens) {
     if (!added.is_object() || !added.contains("id") || !added.contains("content") ||
@@ -270,8 +282,9 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
     types[id] = static_cast<int32_t>(t);
   }
 
-  const Json merges = model.contains("merges") ? model["merges"] : Json::array();
-  if (!merges.is_array()) Fail("convert-tokenizer: tokenizer.json model.merges is not a list");
+  const Json& merges = Member(model, "merges");  // null (absent) has size 0
+  if (!merges.is_null() && !merges.is_array())
+    Fail("convert-tokenizer: tokenizer.json model.merges is not a list");
   summary.n_merges = static_cast<int32_t>(merges.size());
   writer->SetString("general.architecture", "llama");
   if (!options.name.empty()) writer->SetString("general.name", options.name);
@@ -317,7 +330,7 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
     }
     writer->SetFloat32Array("tokenizer.ggml.scores", scores);
     // A normalizer or pre-tokenizer that prepends U+2581 is sentencepiece's space prefix.
-    const std::string normalizer = (tok.contains("normalizer") ? tok["normalizer"] : Json()).dump();
+    const std::string normalizer = Member(tok, "normalizer").dump();
     const std::string pre = pre_tokenizer.dump();
     const bool prefix = normalizer.find("Prepend") != std::string::npos ||
                         pre.find("\"prepend_scheme\":\"always\"") != std::string::npos ||
@@ -329,8 +342,7 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
   writer->SetInt32Array("tokenizer.ggml.token_type", types);
 
   const std::string normalizer_type =
-      StringField(tok.contains("normalizer") ? tok["normalizer"] : Json(), "type", "",
-                  "tokenizer.json normalizer");
+      StringField(Member(tok, "normalizer"), "type", "", "tokenizer.json normalizer");
   if (normalizer_type == "NFC" || normalizer_type == "NFKC") {
     summary.notes.push_back(
         "the " + normalizer_type +
