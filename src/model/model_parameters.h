@@ -97,11 +97,11 @@ class ModelParameters {
   // grove's version and build; "" for a model read from memory.
   std::string PackedWeightsKey(const std::vector<WeightView*>& matrices,
                                const std::vector<std::size_t>& offsets) const;
-  // Points the grouped matrices into `kept` when every one of them matches it (PackedMatrixOf);
-  // false, with a warning, when one does not, and false for no file.
+  // Points the grouped matrices into `kept` when every one of them matches it (PackedMatrixOf) and
+  // its checksum its bytes; false, with a warning, when one does not, and false for no file.
   bool MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
                             const std::vector<WeightView*>& matrices,
-                            const std::vector<std::size_t>& offsets);
+                            const std::vector<std::size_t>& offsets, ThreadPool& pool);
 
   std::unique_ptr<GgufFile> gguf_;
   ModelConfig config_;
