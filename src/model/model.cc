@@ -69,7 +69,7 @@ KvCacheShape CacheShape(const ModelConfig& c, const ModelPart& part, int32_t n_c
 }  // namespace
 
 std::unique_ptr<Model> Model::Load(const std::string& path, const ModelOptions& options) {
-  return FromGguf(GgufFile::Open(path), options);
+  return FromGguf(GgufFile::Open(path, options.file_backing), options);
 }
 
 std::unique_ptr<Model> Model::FromGguf(std::unique_ptr<GgufFile> gguf,

@@ -55,6 +55,9 @@ struct ModelOptions {
   ComputeDevice device = ComputeDevice::kCpu;
   // Keys and values as floats or half floats (kv_cache.h); the GPU keeps floats.
   KvCacheType cache_type = KvCacheType::kF32;
+  // The file's pages, or a copy read at load for a file that may be rewritten while it is in use
+  // (io/mapped_file.h). Read by Load only.
+  FileBacking file_backing = FileBacking::kMapped;
 };
 
 class Model {

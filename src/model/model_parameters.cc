@@ -33,8 +33,8 @@ std::size_t RoundUpToCacheLine(std::size_t n) {
 
 std::shared_ptr<const ModelParameters> ModelParameters::Load(const std::string& path,
                                                              bool group_weights, ThreadPool& pool,
-                                                             ModelPart part) {
-  return FromGguf(GgufFile::Open(path), group_weights, pool, part);
+                                                             ModelPart part, FileBacking backing) {
+  return FromGguf(GgufFile::Open(path, backing), group_weights, pool, part);
 }
 
 std::shared_ptr<const ModelParameters> ModelParameters::FromGguf(std::unique_ptr<GgufFile> gguf,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "io/mapped_file.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -38,7 +39,8 @@ class ModelParameters {
   // Opens, validates and binds a GGUF model; `pool` computes the regrouping (group_weights). Throws
   // grove::Error naming the problem.
   static std::shared_ptr<const ModelParameters> Load(const std::string& path, bool group_weights,
-                                                     ThreadPool& pool, ModelPart part = {});
+                                                     ThreadPool& pool, ModelPart part = {},
+                                                     FileBacking backing = FileBacking::kMapped);
   static std::shared_ptr<const ModelParameters> FromGguf(std::unique_ptr<GgufFile> gguf,
                                                          bool group_weights, ThreadPool& pool,
                                                          ModelPart part = {});
