@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <initializer_list>
 #include <span>
 #include <vector>
@@ -674,6 +675,28 @@ void ExpectModelError(const std::function<void(GgufWriter&)>& edit, const Random
     EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
   }
   std::remove(path.c_str());
+}
+
+// A file read into memory at load (FileBacking::kCopied, what a server does with the drafters it
+// swaps) is not read again: rewritten in place while the model runs, cut short even, it changes
+// nothing the model computes (mapped, the next forward would die of SIGBUS).
+TEST(Model, AFileCopiedAtLoadSurvivesItsFileRewrittenInPlace) {
+  const std::string path = testing::TempPath("copied.gguf");
+  RandomModelWriter(testing::TinySpec(GgmlType::kQ8_0)).WriteFile(path);
+  auto model = Model::Load(
+      path,
+      {.n_threads = 2, .n_ctx = 64, .group_weights = false, .file_backing = FileBacking::kCopied});
+  Batch batch;
+  batch.AddChain(std::vector<int32_t>{1, 5, 9, 2}, 0, 0, /*all_logits=*/true);
+  const std::span<const float> first = model->Forward(batch);
+  const std::vector<float> before(first.begin(), first.end());
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);  // the same inode, cut to nothing
+    out << "a draft being trained into this very file";
+  }
+  model->cache(0).Clear();
+  const std::span<const float> again = model->Forward(batch);
+  EXPECT_EQ(std::vector<float>(again.begin(), again.end()), before);
 }
 
 TEST(ModelMalformed, UnknownArchitecture) {

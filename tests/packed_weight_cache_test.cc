@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_pool.h"
 #include "model/model.h"
 #include "model/model_parameters.h"
 #include "model/random_model.h"
@@ -225,6 +226,21 @@ TEST(PackedWeightCache, ADamagedKeptFileIsIgnoredWithAWarningAndRewritten) {
          std::fclose(f);
        },
        "differs from a fresh pack"},
+      {"a packed byte in the middle changed",
+       [&] {
+         // Between the groups the load compares with a fresh pack (or in one: either way the
+         // kept file is refused, never computed with).
+         std::FILE* f = std::fopen(kept.c_str(), "r+b");
+         ASSERT_NE(f, nullptr);
+         const auto at = static_cast<long>(PackedWeightCache::kHeaderBytes +
+                                           (size - PackedWeightCache::kHeaderBytes) / 2);
+         std::fseek(f, at, SEEK_SET);
+         const int c = std::fgetc(f);
+         std::fseek(f, at, SEEK_SET);
+         std::fputc(c ^ 0x01, f);
+         std::fclose(f);
+       },
+       "they will be packed again"},
       {"not a kept file", [&] { WriteBytes(kept.string(), std::string("hello")); },
        "not a packed-weights file"},
   };
@@ -299,6 +315,41 @@ TEST(PackedWeightCache, RemovesTheLeastRecentlyUsedBeyondItsBudget) {
   const std::vector<uint8_t> large(4 * file_bytes, 1);
   cache.Store("f", large.data(), large.size());
   EXPECT_FALSE(fs::exists(cache.PathFor("f")));
+}
+
+// The header's checksum covers every packed byte: a bit flipped anywhere, or two chunks swapped,
+// and the kept file no longer matches; put back, it does again.
+TEST(PackedWeightCache, TheChecksumSeesABitFlippedAnywhereAndChunksSwapped) {
+  const std::string dir = testing::TempPath("checksum");
+  std::vector<uint8_t> bytes((std::size_t{3} << 20) + 77);  // three chunks and a part
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 29 + i / 997);
+  const PackedWeightCache cache(dir);
+  ASSERT_TRUE(cache.Store("k", bytes.data(), bytes.size()));
+  ThreadPool pool(2);
+  const std::string path = cache.PathFor("k");
+  auto flip = [&](uint64_t at, uint8_t mask) {
+    std::FILE* f = std::fopen(path.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, static_cast<long>(PackedWeightCache::kHeaderBytes + at), SEEK_SET);
+    const int c = std::fgetc(f);
+    std::fseek(f, static_cast<long>(PackedWeightCache::kHeaderBytes + at), SEEK_SET);
+    std::fputc(c ^ mask, f);
+    std::fclose(f);
+  };
+  ASSERT_TRUE(cache.Open("k", bytes.size())->ChecksumMatches(pool));
+  for (const uint64_t at : {uint64_t{0}, uint64_t{1} << 20, bytes.size() / 2, bytes.size() - 1}) {
+    SCOPED_TRACE(at);
+    flip(at, 0x10);
+    EXPECT_FALSE(cache.Open("k", bytes.size())->ChecksumMatches(pool));
+    flip(at, 0x10);
+    EXPECT_TRUE(cache.Open("k", bytes.size())->ChecksumMatches(pool));
+  }
+  std::vector<uint8_t> swapped = bytes;
+  std::swap_ranges(swapped.begin(), swapped.begin() + (1 << 20), swapped.begin() + (1 << 20));
+  EXPECT_NE(PackedBytesChecksum(swapped.data(), swapped.size()),
+            PackedBytesChecksum(bytes.data(), bytes.size()));
+  EXPECT_EQ(PackedBytesChecksum(bytes.data(), bytes.size(), &pool),
+            PackedBytesChecksum(bytes.data(), bytes.size()));
 }
 
 // Only the user's own kept files are read: a link planted in their place, or a file others may

@@ -267,10 +267,10 @@ std::string GgufTensor::shape_string() const {
   return s;
 }
 
-std::unique_ptr<GgufFile> GgufFile::Open(const std::string& path) {
+std::unique_ptr<GgufFile> GgufFile::Open(const std::string& path, FileBacking backing) {
   std::unique_ptr<GgufFile> file(new GgufFile());
   file->name_ = path;
-  file->map_ = std::make_unique<MappedFile>(path);
+  file->map_ = std::make_unique<MappedFile>(path, FollowLinks::kYes, backing);
   file->bytes_ = file->map_->bytes();
   file->Parse();
   return file;

@@ -71,8 +71,10 @@ struct GgufTensor {
 
 class GgufFile {
  public:
-  // Maps and parses a file. Throws grove::Error ("gguf: '<path>': ...") on any malformation.
-  static std::unique_ptr<GgufFile> Open(const std::string& path);
+  // Maps (or, kCopied, reads: mapped_file.h) and parses a file. Throws grove::Error ("gguf:
+  // '<path>': ...") on any malformation.
+  static std::unique_ptr<GgufFile> Open(const std::string& path,
+                                        FileBacking backing = FileBacking::kMapped);
   // Parses bytes that the caller keeps alive for the lifetime of the result (tests, fuzzing).
   static std::unique_ptr<GgufFile> FromBytes(std::span<const uint8_t> bytes,
                                              std::string name = "<memory>");

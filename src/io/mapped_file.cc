@@ -12,7 +12,31 @@
 
 namespace grove {
 
-MappedFile::MappedFile(const std::string& path, FollowLinks follow) : path_(path) {
+namespace {
+
+// Reads the whole file at fd into fresh anonymous memory of `size` bytes.
+void* ReadIntoMemory(int fd, std::size_t size, const std::string& path) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    Fail("cannot allocate ", size, " bytes for '", path, "': ", std::strerror(errno));
+  auto* bytes = static_cast<uint8_t*>(p);
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = ::pread(fd, bytes + done, size - done, static_cast<off_t>(done));
+    if (n <= 0) {
+      const int err = n < 0 ? errno : 0;
+      ::munmap(p, size);
+      Fail("cannot read '", path, "': ", err ? std::strerror(err) : "the file was cut short");
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  ::mprotect(p, size, PROT_READ);
+  return p;
+}
+
+}  // namespace
+
+MappedFile::MappedFile(const std::string& path, FollowLinks follow, FileBacking backing)
+    : path_(path) {
   // O_NONBLOCK: a FIFO would otherwise block the open until a writer comes; the check below
   // refuses it.
   const int no_follow = follow == FollowLinks::kNo ? O_NOFOLLOW : 0;
@@ -36,7 +60,14 @@ MappedFile::MappedFile(const std::string& path, FollowLinks follow) : path_(path
                .changed_ns = int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec,
                .owner = static_cast<uint32_t>(st.st_uid),
                .mode = static_cast<uint32_t>(st.st_mode)};
-  if (size_ > 0) {
+  if (size_ > 0 && backing == FileBacking::kCopied) {
+    try {
+      data_ = static_cast<const uint8_t*>(ReadIntoMemory(fd, size_, path));
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+  } else if (size_ > 0) {
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) {
       int err = errno;

@@ -27,11 +27,19 @@ struct FileIdentity {
 // How MappedFile opens a path.
 enum class FollowLinks { kYes, kNo };
 
+// What backs the bytes: the file's pages (shared with the page cache and every process that maps
+// it), or a copy read into this process's own memory at open, for a file that may be rewritten in
+// place while it is in use (a served drafter, replaced by a training run): a mapped file cut short
+// under a reader kills it (SIGBUS) and one rewritten changes what it reads; a copy keeps the bytes
+// it was opened with.
+enum class FileBacking { kMapped, kCopied };
+
 class MappedFile {
  public:
   // Throws grove::Error naming the path on failure (missing, unreadable, a directory, ...; with
   // FollowLinks::kNo, a symbolic link).
-  explicit MappedFile(const std::string& path, FollowLinks follow = FollowLinks::kYes);
+  explicit MappedFile(const std::string& path, FollowLinks follow = FollowLinks::kYes,
+                      FileBacking backing = FileBacking::kMapped);
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
@@ -40,7 +48,8 @@ class MappedFile {
 
   // Drops this process's mappings of the whole pages inside [p, p + n) (madvise MADV_DONTNEED), for
   // data that was copied out and will not be read again: resident memory falls, the page cache
-  // keeps the file, and a later read would simply fault the pages back in. p must lie in the map.
+  // keeps the file, and a later read would simply fault the pages back in (of a kCopied file: read
+  // zeros). p must lie in the map.
   void ReleasePages(const void* p, std::size_t n) const;
   const std::string& path() const { return path_; }
   // The file as it was when opened (fstat of the descriptor mapped).

@@ -233,6 +233,8 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   ReadShape(keys, c);
   ReadRope(keys, c);
   ReadWindow(keys, c);
+  // Every layer of the families grove runs is attention and a gated feed-forward.
+  c.layer_kinds.assign(static_cast<std::size_t>(c.n_layer), LayerKind{});
   // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) = 1/sqrt(168), not by its key length
   // (128), as Google's reference does; llama.cpp recognises it by its 62 layers, and so does grove.
   const bool gemma3_27b = c.arch == "gemma3" && c.n_layer == 62;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/family.h"
+#include "model/layer_kind.h"
 
 namespace grove {
 
@@ -43,11 +44,12 @@ struct ModelConfig {
   // Sliding-window attention: a token at position p sees keys at positions > p - sliding_window
   // on the layers marked local (0: no window anywhere).
   int32_t sliding_window = 0;
-  std::vector<uint8_t> local_layers;  // (n_layer) 1 where the window applies
-  float query_scale = 0.0f;           // attention logits = query_scale * q.k
-  float embedding_scale = 1.0f;       // token embeddings are multiplied by it
-  float logit_softcap = 0.0f;         // logits = c * tanh(logits / c) when > 0
-  bool tied_output = false;           // no output.weight: logits reuse token_embd
+  std::vector<uint8_t> local_layers;   // (n_layer) 1 where the window applies
+  std::vector<LayerKind> layer_kinds;  // (n_layer) what each layer computes (layer_kind.h)
+  float query_scale = 0.0f;            // attention logits = query_scale * q.k
+  float embedding_scale = 1.0f;        // token embeddings are multiplied by it
+  float logit_softcap = 0.0f;          // logits = c * tanh(logits / c) when > 0
+  bool tied_output = false;            // no output.weight: logits reuse token_embd
   // What the file holds that grove reads and does not apply (unknown keys, a window the family
   // does not use): the loader passes them to the log once (ModelParameters).
   std::vector<std::string> notes;

@@ -7,8 +7,10 @@
 
 #include "base/error.h"
 #include "cuda/kernels.h"
+#include "model/batch_layout.h"
 #include "model/kv_cache_pool.h"
 #include "model/model_parameters.h"
+#include "model/rotary_tables.h"
 
 namespace grove {
 namespace {
@@ -24,6 +26,17 @@ std::size_t Floats(int64_t n) { return static_cast<std::size_t>(n) * sizeof(floa
 void CudaForward::CheckSupported(const ModelConfig& c) {
   if (cuda::DeviceCount() == 0) Fail("cuda: ", cuda::NoDeviceReason());
   const std::string what = StrCat(c.arch, " model");
+  // One case per kind: a kind added to layer_kind.h is refused here by name until it has its op.
+  for (const LayerKind& kind : c.layer_kinds) {
+    switch (kind.mixer) {
+      case MixerKind::kAttention:
+        break;
+    }
+    switch (kind.feed_forward) {
+      case FeedForwardKind::kGated:
+        break;
+    }
+  }
   if (c.sliding_window > 0 || c.local_rope) {
     Fail("cuda: sliding-window attention (", c.arch,
          ") is not on the GPU yet; run it on the CPU (--device cpu)");
@@ -54,15 +67,15 @@ CudaForward::CudaForward(const ModelParameters& parameters, KvCachePool& kv, int
   proj_ = cuda::DeviceBuffer(Floats(b * c.n_embd));
   logits_ = cuda::DeviceBuffer(Floats(b * c.n_vocab));
   const auto ub = static_cast<std::size_t>(b);
-  layout_.seq = 0;
-  layout_.slot = ub;
-  layout_.prefix_len = 2 * ub;
-  layout_.extra_begin = 3 * ub;
-  layout_.out_rows = 4 * ub + 1;
-  layout_.extra = 5 * ub + 1;
-  layout_.ints = layout_.extra + static_cast<std::size_t>(extra_capacity);
-  ints_ = cuda::DeviceBuffer(sizeof(int32_t) * layout_.ints);
-  ints_host_ = cuda::HostBuffer(sizeof(int32_t) * layout_.ints);
+  staged_.seq = 0;
+  staged_.slot = ub;
+  staged_.prefix_len = 2 * ub;
+  staged_.extra_begin = 3 * ub;
+  staged_.out_rows = 4 * ub + 1;
+  staged_.extra = 5 * ub + 1;
+  staged_.ints = staged_.extra + static_cast<std::size_t>(extra_capacity);
+  ints_ = cuda::DeviceBuffer(sizeof(int32_t) * staged_.ints);
+  ints_host_ = cuda::HostBuffer(sizeof(int32_t) * staged_.ints);
   cos_sin_ = cuda::DeviceBuffer(Floats(b * std::max(c.n_rot, 2)));
   cos_sin_host_ = cuda::HostBuffer(cos_sin_.bytes());
   x_host_ = cuda::HostBuffer(x_.bytes());
@@ -113,37 +126,52 @@ void CudaForward::ReserveLogits(int32_t n_out) {
   host_logits_rows_ = rows;
 }
 
-std::span<const float> CudaForward::Run(const CudaBatch& batch) {
-  const ModelConfig& c = config_;
-  const int32_t n = batch.n;
-  GROVE_CHECK(n >= 1 && n <= max_batch_ && batch.extra_begin[n] <= extra_capacity_);
-  ReserveLogits(std::max(batch.n_out, 1));
+uint64_t CudaForward::activation_bytes() const {
+  uint64_t n = act16_.bytes() + ints_.bytes() + cos_sin_.bytes() + ints_host_.bytes() +
+               cos_sin_host_.bytes() + x_host_.bytes() + host_logits_.bytes();
+  for (const cuda::DeviceBuffer* b :
+       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &logits_})
+    n += b->bytes();
+  return n;
+}
+
+void CudaForward::Upload(const ForwardInput& input) {
+  const BatchLayout& layout = input.layout;
+  const int32_t n = layout.size();
   // The previous forward ended with a Sync, so the staging buffers are free.
   auto* ints = ints_host_.as<int32_t>();
   const auto un = static_cast<std::size_t>(n);
-  const auto n_extra = static_cast<std::size_t>(batch.extra_begin[n]);
-  std::memcpy(ints + layout_.seq, batch.seq, sizeof(int32_t) * un);
-  std::memcpy(ints + layout_.slot, batch.slot, sizeof(int32_t) * un);
-  std::memcpy(ints + layout_.prefix_len, batch.prefix_len, sizeof(int32_t) * un);
-  std::memcpy(ints + layout_.extra_begin, batch.extra_begin, sizeof(int32_t) * (un + 1));
-  std::memcpy(ints + layout_.out_rows, batch.out_rows,
-              sizeof(int32_t) * static_cast<std::size_t>(batch.n_out));
-  std::memcpy(ints + layout_.extra, batch.extra, sizeof(int32_t) * n_extra);
-  cuda::CopyToDevice(ints_.data(), ints, sizeof(int32_t) * (layout_.extra + n_extra));
-  const std::size_t rot_bytes = Floats(int64_t{n} * c.n_rot);
-  std::memcpy(cos_sin_host_.as<float>(), batch.cos_sin, rot_bytes);
+  const auto n_extra = static_cast<std::size_t>(layout.extra_begin()[n]);
+  std::memcpy(ints + staged_.seq, input.batch.seq_ids.data(), sizeof(int32_t) * un);
+  std::memcpy(ints + staged_.slot, layout.slot(), sizeof(int32_t) * un);
+  std::memcpy(ints + staged_.prefix_len, layout.prefix_len(), sizeof(int32_t) * un);
+  std::memcpy(ints + staged_.extra_begin, layout.extra_begin(), sizeof(int32_t) * (un + 1));
+  std::memcpy(ints + staged_.out_rows, layout.out_rows(),
+              sizeof(int32_t) * static_cast<std::size_t>(layout.n_out()));
+  std::memcpy(ints + staged_.extra, layout.extra(), sizeof(int32_t) * n_extra);
+  cuda::CopyToDevice(ints_.data(), ints, sizeof(int32_t) * (staged_.extra + n_extra));
+  const std::size_t rot_bytes = Floats(int64_t{n} * config_.n_rot);
+  std::memcpy(cos_sin_host_.as<float>(), input.rotary.batch_rows(0), rot_bytes);
   cuda::CopyToDevice(cos_sin_.data(), cos_sin_host_.as<float>(), rot_bytes);
-  const std::size_t x_bytes = Floats(int64_t{n} * c.n_embd);
-  std::memcpy(x_host_.as<float>(), batch.embeddings, x_bytes);
-  cuda::CopyToDevice(x_.data(), x_host_.as<float>(), x_bytes);
-  const std::pair<int32_t, int32_t> shape{n, batch.n_out};
+  cuda::CopyToDevice(x_.data(), x_host_.as<float>(), Floats(int64_t{n} * config_.n_embd));
+}
+
+std::span<const float> CudaForward::Run(const ForwardInput& input, int32_t first_layer,
+                                        int32_t last_layer) {
+  const int32_t n = input.layout.size();
+  const int32_t n_out = input.layout.n_out();
+  GROVE_CHECK(first_layer == 0 && last_layer == config_.n_layer);
+  GROVE_CHECK(n >= 1 && n <= max_batch_ && input.layout.extra_begin()[n] <= extra_capacity_);
+  ReserveLogits(std::max(n_out, 1));
+  Upload(input);
+  const std::pair<int32_t, int32_t> shape{n, n_out};
   auto found = graphs_.find(shape);
   if (found != graphs_.end()) {
     cuda::Launch(found->second);
   } else if (graphs_enabled_ && graphs_.size() < kMaxGraphs) {
     cuda::BeginCapture();
     try {
-      Enqueue(n, batch.n_out);
+      Enqueue(n, n_out);
     } catch (...) {
       cuda::EndCapture();
       throw;
@@ -152,13 +180,13 @@ std::span<const float> CudaForward::Run(const CudaBatch& batch) {
     graphs_[shape] = graph;
     cuda::Launch(graph);
   } else {
-    Enqueue(n, batch.n_out);
+    Enqueue(n, n_out);
   }
   cuda::Sync();
-  return {host_logits_.as<float>(), static_cast<std::size_t>(batch.n_out) * c.n_vocab};
+  return {host_logits_.as<float>(), static_cast<std::size_t>(n_out) * config_.n_vocab};
 }
 
-std::span<const float> CudaForward::Hidden(int32_t n) const {
+std::span<const float> CudaForward::hidden_states(int32_t n) const {
   hidden_.resize(static_cast<std::size_t>(n) * config_.n_embd);
   cuda::CopyToHost(hidden_.data(), x_.data(), Floats(int64_t{n} * config_.n_embd));
   cuda::Sync();
@@ -167,70 +195,93 @@ std::span<const float> CudaForward::Hidden(int32_t n) const {
 
 void CudaForward::Enqueue(int32_t n, int32_t n_out) {
   const ModelConfig& c = config_;
-  const float eps = c.rms_eps;
-  float* x = x_.as<float>();
+  for (int32_t layer = 0; layer < c.n_layer; ++layer) {
+    const CudaLayerWeights& w = weights_->layers[static_cast<std::size_t>(layer)];
+    const LayerKind& kind = c.layer_kinds[static_cast<std::size_t>(layer)];
+    cuda::RmsNorm(x_.as<float>(), nullptr, w.attn_norm, xb_.as<float>(), n, c.n_embd, c.rms_eps);
+    switch (kind.mixer) {
+      case MixerKind::kAttention:
+        EnqueueAttention(w, layer, n);
+        break;
+    }
+    cuda::AddResidual(x_.as<float>(), proj_.as<float>(), w.attn_post_norm, n, c.n_embd, c.rms_eps);
+    cuda::RmsNorm(x_.as<float>(), nullptr, w.ffn_norm, xb_.as<float>(), n, c.n_embd, c.rms_eps);
+    switch (kind.feed_forward) {
+      case FeedForwardKind::kGated:
+        EnqueueGatedFeedForward(w, n);
+        break;
+    }
+    cuda::AddResidual(x_.as<float>(), proj_.as<float>(), w.ffn_post_norm, n, c.n_embd, c.rms_eps);
+  }
+  if (n_out > 0) EnqueueLogits(n_out);
+}
+
+void CudaForward::EnqueueAttention(const CudaLayerWeights& w, int32_t layer, int32_t n) {
+  const ModelConfig& c = config_;
   float* xb = xb_.as<float>();
   float* q = q_.as<float>();
   float* k = k_.as<float>();
   float* v = v_.as<float>();
-  float* att = att_.as<float>();
+  void* scratch = act16_.data();
+  cuda::MatMul(w.wq, xb, n, c.n_embd, q, c.q_dim(), scratch);
+  cuda::MatMul(w.wk, xb, n, c.n_embd, k, c.kv_dim(), scratch);
+  cuda::MatMul(w.wv, xb, n, c.n_embd, v, c.kv_dim(), scratch);
+  if (w.bq) cuda::AddBias(q, w.bq, n, c.q_dim());
+  if (w.bk) cuda::AddBias(k, w.bk, n, c.kv_dim());
+  if (w.bv) cuda::AddBias(v, w.bv, n, c.kv_dim());
+  cuda::RotateAndStore({.q = q,
+                        .k = k,
+                        .v = v,
+                        .q_norm = w.q_norm,
+                        .k_norm = w.k_norm,
+                        .cos_sin = cos_sin_.as<float>(),
+                        .seq = DeviceInts(staged_.seq),
+                        .slot = DeviceInts(staged_.slot),
+                        .n = n,
+                        .n_head = c.n_head,
+                        .n_head_kv = c.n_head_kv,
+                        .head_dim = c.head_dim,
+                        .n_rot = c.n_rot,
+                        .adjacent = c.family->rope == RopePairing::kAdjacent,
+                        .eps = c.rms_eps,
+                        .layer = layer,
+                        .kv = kv_table_});
+  cuda::Attention({.q = q,
+                   .out = att_.as<float>(),
+                   .seq = DeviceInts(staged_.seq),
+                   .prefix_len = DeviceInts(staged_.prefix_len),
+                   .extra_begin = DeviceInts(staged_.extra_begin),
+                   .extra = DeviceInts(staged_.extra),
+                   .n = n,
+                   .n_head = c.n_head,
+                   .n_head_kv = c.n_head_kv,
+                   .head_dim = c.head_dim,
+                   .scale = c.query_scale,
+                   .layer = layer,
+                   .kv = kv_table_});
+  cuda::MatMul(w.wo, att_.as<float>(), n, c.q_dim(), proj_.as<float>(), c.n_embd, scratch);
+}
+
+void CudaForward::EnqueueGatedFeedForward(const CudaLayerWeights& w, int32_t n) {
+  const ModelConfig& c = config_;
+  float* xb = xb_.as<float>();
   float* gate = gate_.as<float>();
   float* up = up_.as<float>();
-  float* proj = proj_.as<float>();
   void* scratch = act16_.data();
-  for (int32_t layer = 0; layer < c.n_layer; ++layer) {
-    const CudaLayerWeights& w = weights_->layers[static_cast<std::size_t>(layer)];
-    cuda::RmsNorm(x, nullptr, w.attn_norm, xb, n, c.n_embd, eps);
-    cuda::MatMul(w.wq, xb, n, c.n_embd, q, c.q_dim(), scratch);
-    cuda::MatMul(w.wk, xb, n, c.n_embd, k, c.kv_dim(), scratch);
-    cuda::MatMul(w.wv, xb, n, c.n_embd, v, c.kv_dim(), scratch);
-    if (w.bq) cuda::AddBias(q, w.bq, n, c.q_dim());
-    if (w.bk) cuda::AddBias(k, w.bk, n, c.kv_dim());
-    if (w.bv) cuda::AddBias(v, w.bv, n, c.kv_dim());
-    cuda::RotateAndStore({.q = q,
-                          .k = k,
-                          .v = v,
-                          .q_norm = w.q_norm,
-                          .k_norm = w.k_norm,
-                          .cos_sin = cos_sin_.as<float>(),
-                          .seq = DeviceInts(layout_.seq),
-                          .slot = DeviceInts(layout_.slot),
-                          .n = n,
-                          .n_head = c.n_head,
-                          .n_head_kv = c.n_head_kv,
-                          .head_dim = c.head_dim,
-                          .n_rot = c.n_rot,
-                          .adjacent = c.family->rope == RopePairing::kAdjacent,
-                          .eps = eps,
-                          .layer = layer,
-                          .kv = kv_table_});
-    cuda::Attention({.q = q,
-                     .out = att,
-                     .seq = DeviceInts(layout_.seq),
-                     .prefix_len = DeviceInts(layout_.prefix_len),
-                     .extra_begin = DeviceInts(layout_.extra_begin),
-                     .extra = DeviceInts(layout_.extra),
-                     .n = n,
-                     .n_head = c.n_head,
-                     .n_head_kv = c.n_head_kv,
-                     .head_dim = c.head_dim,
-                     .scale = c.query_scale,
-                     .layer = layer,
-                     .kv = kv_table_});
-    cuda::MatMul(w.wo, att, n, c.q_dim(), proj, c.n_embd, scratch);
-    cuda::AddResidual(x, proj, w.attn_post_norm, n, c.n_embd, eps);
-    cuda::RmsNorm(x, nullptr, w.ffn_norm, xb, n, c.n_embd, eps);
-    cuda::MatMul(w.w_gate, xb, n, c.n_embd, gate, c.n_ff, scratch);
-    cuda::MatMul(w.w_up, xb, n, c.n_embd, up, c.n_ff, scratch);
-    cuda::GatedActivation(c.family->activation == GateActivation::kSilu ? 0 : 1, gate, up,
-                          int64_t{n} * c.n_ff);
-    cuda::MatMul(w.w_down, gate, n, c.n_ff, proj, c.n_embd, scratch);
-    cuda::AddResidual(x, proj, w.ffn_post_norm, n, c.n_embd, eps);
-  }
-  if (n_out == 0) return;
+  cuda::MatMul(w.w_gate, xb, n, c.n_embd, gate, c.n_ff, scratch);
+  cuda::MatMul(w.w_up, xb, n, c.n_embd, up, c.n_ff, scratch);
+  cuda::GatedActivation(c.family->activation == GateActivation::kSilu ? 0 : 1, gate, up,
+                        int64_t{n} * c.n_ff);
+  cuda::MatMul(w.w_down, gate, n, c.n_ff, proj_.as<float>(), c.n_embd, scratch);
+}
+
+void CudaForward::EnqueueLogits(int32_t n_out) {
+  const ModelConfig& c = config_;
   float* logits = logits_.as<float>();
-  cuda::RmsNorm(x, DeviceInts(layout_.out_rows), weights_->output_norm, xb, n_out, c.n_embd, eps);
-  cuda::MatMul(weights_->output, xb, n_out, c.n_embd, logits, c.n_vocab, scratch);
+  cuda::RmsNorm(x_.as<float>(), DeviceInts(staged_.out_rows), weights_->output_norm,
+                xb_.as<float>(), n_out, c.n_embd, c.rms_eps);
+  cuda::MatMul(weights_->output, xb_.as<float>(), n_out, c.n_embd, logits, c.n_vocab,
+               act16_.data());
   if (c.logit_softcap > 0.0f) cuda::SoftCap(logits, int64_t{n_out} * c.n_vocab, c.logit_softcap);
   cuda::CopyToHost(host_logits_.as<float>(), logits, Floats(int64_t{n_out} * c.n_vocab));
 }

@@ -1,8 +1,9 @@
-// The forward pass of one context on a CUDA GPU (ModelOptions::device = kCuda): Model prepares
-// the batch on the host as it does for the CPU (visibility, cache slots, rotations, embeddings)
-// and this runs every layer on the GPU over the weights (cuda_weights.h) and the KV slots of the
-// context's pool (kv_cache.h, held on the device). One CUDA graph per batch shape (tokens, logits
-// rows) is captured at its first use and replayed after, so a decode step is one launch.
+// The forward pass of one context on a CUDA GPU (forward_backend.h, ModelOptions::device = kCuda):
+// Model lays out the batch on the host as for the CPU (visibility, cache slots, rotations,
+// embeddings) and this runs every layer on the GPU over the weights (cuda_weights.h) and the KV
+// slots of the context's pool (kv_cache.h, held on the device). One CUDA graph per batch shape
+// (tokens, logits rows) is captured at its first use and replayed after, so a decode step is one
+// launch.
 #pragma once
 
 #include <cstdint>
@@ -15,49 +16,49 @@
 #include "cuda/device.h"
 #include "model/config.h"
 #include "model/cuda_weights.h"
+#include "model/forward_backend.h"
 
 namespace grove {
 
 class KvCachePool;
 class ModelParameters;
 
-// What Model prepared for one batch of n tokens (host arrays; model.h names each).
-struct CudaBatch {
-  int32_t n = 0;
-  const float* embeddings = nullptr;     // (n, n_embd)
-  const float* cos_sin = nullptr;        // (n, n_rot)
-  const int32_t* seq = nullptr;          // (n)
-  const int32_t* slot = nullptr;         // (n)
-  const int32_t* prefix_len = nullptr;   // (n)
-  const int32_t* extra_begin = nullptr;  // (n + 1)
-  const int32_t* extra = nullptr;        // (extra_begin[n])
-  const int32_t* out_rows = nullptr;     // (n_out)
-  int32_t n_out = 0;
-};
-
-class CudaForward {
+class CudaForward final : public ForwardBackend {
  public:
   // Throws grove::Error naming what the GPU path does not run (sliding-window attention, a head
-  // size) or the memory it lacks. `extra_capacity`: most entries of CudaBatch::extra.
+  // size) or the memory it lacks. `extra_capacity`: most entries of BatchLayout::extra.
   CudaForward(const ModelParameters& parameters, KvCachePool& kv, int32_t max_batch,
               int64_t extra_capacity);
-  ~CudaForward();
+  ~CudaForward() override;
   CudaForward(const CudaForward&) = delete;
   CudaForward& operator=(const CudaForward&) = delete;
 
   // Throws grove::Error naming why this model cannot run on the GPU: no device, or the first thing
-  // of it the GPU path does not run.
+  // of it the GPU path does not run (a layer kind, a sliding window, a width).
   static void CheckSupported(const ModelConfig& config);
 
-  // Runs the batch; returns its logits rows, (n_out, n_vocab), valid until the next call.
-  std::span<const float> Run(const CudaBatch& batch);
-  // The residual stream of the last batch's first n rows, copied from the GPU: (n, n_embd)
-  // floats, valid until the next call.
-  std::span<const float> Hidden(int32_t n) const;
+  ComputeDevice device() const override { return ComputeDevice::kCuda; }
+  // Every layer from the token embeddings only.
+  bool runs_partial_forwards() const override { return false; }
+  // Page-locked: the rows go to the GPU from here.
+  float* input_rows() override { return x_host_.as<float>(); }
+  // Runs every layer of the batch; returns its logits rows, (n_out, n_vocab), valid until the next
+  // call.
+  std::span<const float> Run(const ForwardInput& input, int32_t first_layer,
+                             int32_t last_layer) override;
+  // Copied from the GPU.
+  std::span<const float> hidden_states(int32_t n) const override;
+  uint64_t activation_bytes() const override;
 
  private:
-  // Queues the layers and the logits of a batch of this shape on the stream.
+  // Copies the layout's arrays, the rotations and the input rows to the GPU.
+  void Upload(const ForwardInput& input);
+  // Queues the layers and the logits of a batch of this shape on the stream: each layer's kinds
+  // (layer_kind.h), one op each.
   void Enqueue(int32_t n, int32_t n_out);
+  void EnqueueAttention(const CudaLayerWeights& w, int32_t layer, int32_t n);
+  void EnqueueGatedFeedForward(const CudaLayerWeights& w, int32_t n);
+  void EnqueueLogits(int32_t n_out);
   void ReserveLogits(int32_t n_out);
   void DropGraphs();
 
@@ -69,10 +70,10 @@ class CudaForward {
   // A batch's arrays, staged in page-locked memory and copied in three transfers: the integers
   // (seq, slot, prefix_len, extra_begin, out_rows at fixed offsets, then extra), the rotations,
   // the embeddings (into x_). Device addresses stay fixed, as the graphs need.
-  struct BatchLayout {
+  struct StagedInts {
     std::size_t seq, slot, prefix_len, extra_begin, out_rows, extra, ints;  // in int32s
   };
-  BatchLayout layout_{};
+  StagedInts staged_{};
   cuda::DeviceBuffer ints_, cos_sin_;
   cuda::HostBuffer ints_host_, cos_sin_host_, x_host_;
   int32_t* DeviceInts(std::size_t offset) const { return ints_.as<int32_t>() + offset; }
@@ -81,7 +82,7 @@ class CudaForward {
   cuda::KvTable kv_table_;
   cuda::HostBuffer host_logits_;  // page-locked: the graphs copy into it
   int32_t host_logits_rows_ = 0;
-  mutable std::vector<float> hidden_;  // Hidden()'s copy
+  mutable std::vector<float> hidden_;  // hidden_states()' copy
   bool graphs_enabled_ = true;
   std::map<std::pair<int32_t, int32_t>, void*> graphs_;  // (n, n_out) -> instantiated graph
 };

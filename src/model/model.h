@@ -1,6 +1,8 @@
 // A forward context of a model of any family grove runs (family.h): the shared, immutable
 // parameters (model_parameters.h: file, config, tokenizer, weights), a pool of KV-cache slots
-// (kv_cache_pool.h), the preallocated state of the forward pass, and the thread pool it borrows.
+// (kv_cache_pool.h), the bookkeeping that lays out each batch (batch_layout.h, rotary_tables.h),
+// the backend that runs its layers on the CPU or a GPU (forward_backend.h) with the preallocated
+// state of the forward pass, and the thread pool it borrows.
 // Model::Load makes the parameters and one context; Model::Create adds another context over the
 // same parameters (a scheduler's concurrent drafters each forward in their own), so weights are
 // held once per process.
@@ -13,17 +15,16 @@
 #include <string_view>
 #include <vector>
 
-#include "base/aligned_buffer.h"
 #include "base/thread_pool.h"
 #include "model/batch.h"
+#include "model/batch_layout.h"
 #include "model/config.h"
+#include "model/forward_backend.h"
 #include "model/kv_cache.h"
 #include "model/kv_cache_pool.h"
 #include "model/model_parameters.h"
+#include "model/rotary_tables.h"
 #include "model/weights.h"
-#include "ops/attention.h"
-#include "ops/matmul.h"
-#include "ops/rope.h"
 
 namespace grove {
 
@@ -35,13 +36,6 @@ class GgufFile;
 class Tokenizer;
 
 inline constexpr int32_t kDefaultMaxBatch = 512;
-
-// Where a forward context computes: the CPU kernels, or a CUDA GPU (cuda_forward.h). kAuto: the
-// GPU when one is present and runs the model, else the CPU (with one warning through the log when
-// a GPU is there but cannot take the model: its memory, a sliding window).
-enum class ComputeDevice : uint8_t { kCpu, kCuda, kAuto };
-// "cpu", "cuda", "auto"; throws grove::Error on another name.
-ComputeDevice ParseComputeDevice(std::string_view name);
 
 struct ModelOptions {
   int n_threads = 0;  // 0: all hardware threads (ignored when `pool` is given)
@@ -61,9 +55,10 @@ struct ModelOptions {
   ComputeDevice device = ComputeDevice::kCpu;
   // Keys and values as floats or half floats (kv_cache.h); the GPU keeps floats.
   KvCacheType cache_type = KvCacheType::kF32;
+  // The file's pages, or a copy read at load for a file that may be rewritten while it is in use
+  // (io/mapped_file.h). Read by Load only.
+  FileBacking file_backing = FileBacking::kMapped;
 };
-
-class CudaForward;
 
 class Model {
  public:
@@ -85,7 +80,7 @@ class Model {
   int32_t n_ctx() const { return n_ctx_; }
   int32_t n_seq() const { return kv_.size(); }
   int32_t max_batch() const { return max_batch_; }
-  ComputeDevice device() const { return cuda_ ? ComputeDevice::kCuda : ComputeDevice::kCpu; }
+  ComputeDevice device() const { return backend_->device(); }
   ThreadPool& pool() { return *pool_; }
   const std::shared_ptr<ThreadPool>& shared_pool() const { return pool_; }
 
@@ -145,26 +140,9 @@ class Model {
   // Resolves kAuto: a context on the GPU, or on the CPU when the GPU cannot take it.
   static std::unique_ptr<Model> Make(std::shared_ptr<const ModelParameters> parameters,
                                      std::shared_ptr<ThreadPool> pool, ModelOptions options);
-  // Checks the batch and counts its tokens per sequence into seq_count_.
-  void Validate(const Batch& batch);
-  void PrepareBatch(const Batch& batch);
-  // For the sliding window: the first prefix slot and extra slot each token sees on local layers;
-  // throws, changing nothing, if the window layers' rings cannot hold them (kv_cache.h).
-  void PrepareWindow(const Batch& batch);
-
-  // One transformer block (model.cc): the steps below, in the order of the equations.
-  void Layer(const Batch& batch, int32_t layer);
-  // q_, k_, v_ = xb_ W (+ b).
-  void ProjectQkv(const LayerWeights& w, int32_t n);
-  // Per-head norms of q_ and k_ (Qwen3, Gemma 3), rotation, then k_ and v_ into the caches.
-  void RotateAndCache(const Batch& batch, int32_t layer);
-  // att_ = softmax(scale q k^T + mask) v over each token's visible keys (its window on local
-  // layers).
-  void Attend(const Batch& batch, int32_t layer);
-  // proj_ = w_down (act(xb_ w_gate) * (xb_ w_up)).
-  void FeedForward(const LayerWeights& w, int32_t n);
-  // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).
-  void AddResidual(const std::vector<float>& post_norm, int32_t n);
+  // Writes the batch's input rows into the backend's: the token embeddings (scaled where the
+  // family scales them), or `hidden_in`.
+  void WriteInputRows(const Batch& batch, std::span<const float> hidden_in);
 
   std::shared_ptr<const ModelParameters> parameters_;
   const ModelConfig& config_;    // parameters_->config()
@@ -173,64 +151,10 @@ class Model {
   int32_t max_batch_;
   std::shared_ptr<ThreadPool> pool_;
   KvCachePool kv_;
-
-  // One rotation per kind of layer (Gemma 3's local layers rotate with a base of their own): its
-  // parameters, and the cos/sin pairs of the positions the context holds (each computed once: sin
-  // and cos in double were 2% of a draft model's forward) and of the batch's tokens. The table
-  // fills as positions are first reached, not at load: the whole table of a 512-token context
-  // was 0.5 ms of the target's 4 ms load and 0.4 ms of the draft's (issue 30).
-  struct Rotation {
-    RopeParams params;
-    AlignedBuffer<float> table;  // (n_ctx, n_rot), rows [0, filled) computed
-    int32_t filled = 0;
-    AlignedBuffer<float> batch;  // (max_batch, n_rot)
-  };
-  // Computes the table's rows up to `rows` (and a few beyond, so that decoding fills it in steps).
-  void FillRotationTable(Rotation& r, int32_t rows);
-  std::vector<Rotation> rotations_;  // [0]: global layers; [1]: local ones, when they differ
-  const Rotation& RotationOf(int32_t layer) const {
-    return rotations_[config_.local_rope && config_.is_local(layer) ? 1 : 0];
-  }
-  // RotateAndCache's work for batch token i.
-  void RotateAndCacheToken(const Batch& batch, int32_t layer, const Rotation& rotation, int64_t i);
-  // Batches of at least this many tokens rotate on every thread.
-  static constexpr int32_t kParallelRotateMin = 16;
-
-  // Forward state, sized at load (the token loop never allocates). n = tokens in the batch.
-  MatMulScratch matmul_scratch_;
-  AlignedBuffer<float> x_;     // (max_batch, n_embd) residual stream
-  AlignedBuffer<float> xb_;    // (max_batch, n_embd) normalised input of a sub-layer
-  AlignedBuffer<float> q_;     // (max_batch, q_dim)
-  AlignedBuffer<float> k_;     // (max_batch, kv_dim)
-  AlignedBuffer<float> v_;     // (max_batch, kv_dim)
-  AlignedBuffer<float> att_;   // (max_batch, q_dim) attention output
-  AlignedBuffer<float> gate_;  // (max_batch, n_ff)
-  AlignedBuffer<float> up_;    // (max_batch, n_ff)
-  AlignedBuffer<float> proj_;  // (max_batch, n_embd) output of wo / w_down
-  // Attention scores of one query group (ops/attention.h): its queries' rows of visible keys (at
-  // most n_ctx each), and their softmax sums.
-  std::size_t AttentionScratchPerThread() const {
-    return static_cast<std::size_t>(kMaxQueryGroup) * (static_cast<std::size_t>(n_ctx_) + 1);
-  }
-  AlignedBuffer<float> scores_;        // (n_threads, AttentionScratchPerThread()) attention scratch
-  AlignedBuffer<float> logits_;        // (max_batch, n_vocab)
-  AlignedBuffer<int32_t> slot_;        // (max_batch) cache slot of each token
-  AlignedBuffer<int32_t> prefix_len_;  // (max_batch) cache slots [0, prefix) each token sees
-  AlignedBuffer<int32_t> visible_cache_parent_;  // (max_batch) parent slot recorded for each token
-  AlignedBuffer<int32_t> visible_begin_;         // (max_batch + 1) offsets into visible_
-  AlignedBuffer<int32_t> visible_;           // slots of ancestors then self, per token, increasing
-  AlignedBuffer<int32_t> visible_position_;  // the position of each slot of visible_
-  AlignedBuffer<int32_t> out_rows_;          // (max_batch) batch index of each logits row
-  AlignedBuffer<int32_t> seq_count_;         // (n_seq) tokens of each sequence in this batch
-  int64_t attention_keys_ = 0;  // keys visible to the batch's tokens, summed (one head)
-  // On local layers, token i sees cache slots [window_prefix_begin_[i], prefix_len_[i]) and
-  // visible_[window_extra_first_[i]] onwards of its extra slots.
-  AlignedBuffer<int32_t> window_prefix_begin_;  // (max_batch)
-  AlignedBuffer<int32_t> window_extra_first_;   // (max_batch)
-  AlignedBuffer<int32_t> query_group_begin_;    // (max_batch + 1) first token of each query group
-  int32_t n_query_groups_ = 0;
-  int32_t last_batch_size_ = 0;        // rows of the last forward (hidden_states)
-  std::unique_ptr<CudaForward> cuda_;  // set on the GPU: the layers run there
+  BatchLayout layout_;
+  RotaryTables rotary_;
+  std::unique_ptr<ForwardBackend> backend_;
+  int32_t last_batch_size_ = 0;  // rows of the last forward (hidden_states)
 };
 
 }  // namespace grove

@@ -33,8 +33,8 @@ std::size_t RoundUpToCacheLine(std::size_t n) {
 
 std::shared_ptr<const ModelParameters> ModelParameters::Load(const std::string& path,
                                                              bool group_weights, ThreadPool& pool,
-                                                             ModelPart part) {
-  return FromGguf(GgufFile::Open(path), group_weights, pool, part);
+                                                             ModelPart part, FileBacking backing) {
+  return FromGguf(GgufFile::Open(path, backing), group_weights, pool, part);
 }
 
 std::shared_ptr<const ModelParameters> ModelParameters::FromGguf(std::unique_ptr<GgufFile> gguf,
@@ -160,7 +160,8 @@ void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool)
   const std::string key = total > 0 ? PackedWeightsKey(matrices, offsets) : "";
   const PackedWeightCache cache(key.empty() ? "" : UserCacheDirectory());
   // A kept file was checked (every scale) when it was packed from this very file.
-  if (cache.enabled() && MapKeptPackedWeights(cache.Open(key, total), matrices, offsets)) return;
+  if (cache.enabled() && MapKeptPackedWeights(cache.Open(key, total), matrices, offsets, pool))
+    return;
   // One buffer for every packed matrix, not one each: a matrix of a small model is under a
   // megabyte, too small for a huge page, and a 45 MB model's 57 buffers were 11,000 page faults
   // (a third of its load time, zeroing included) and TLB misses on every pass over the weights.
@@ -214,7 +215,8 @@ void ModelParameters::FinishKeepingPackedWeights() const {
 
 bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
                                            const std::vector<WeightView*>& matrices,
-                                           const std::vector<std::size_t>& offsets) {
+                                           const std::vector<std::size_t>& offsets,
+                                           ThreadPool& pool) {
   if (!kept) return false;
   std::vector<WeightView> views(matrices.size());
   for (std::size_t i = 0; i < matrices.size(); ++i) {
@@ -227,6 +229,13 @@ bool ModelParameters::MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> ke
       return false;
     }
     views[i] = *view;
+  }
+  // Damage between the groups checked above (a flipped bit, a zeroed block): every later run would
+  // compute with it, so the whole file is read once per load.
+  if (!kept->ChecksumMatches(pool)) {
+    Log(LogLevel::kWarn, "ignoring the packed weights '", kept->path(),
+        "' (their checksum does not match: the file is damaged); they will be packed again");
+    return false;
   }
   for (std::size_t i = 0; i < matrices.size(); ++i) {
     if (offsets[i] != kNotGrouped) *matrices[i] = views[i];

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/aligned_buffer.h"
+#include "io/mapped_file.h"
 #include "model/config.h"
 #include "model/weights.h"
 
@@ -38,7 +39,8 @@ class ModelParameters {
   // Opens, validates and binds a GGUF model; `pool` computes the regrouping (group_weights). Throws
   // grove::Error naming the problem.
   static std::shared_ptr<const ModelParameters> Load(const std::string& path, bool group_weights,
-                                                     ThreadPool& pool, ModelPart part = {});
+                                                     ThreadPool& pool, ModelPart part = {},
+                                                     FileBacking backing = FileBacking::kMapped);
   static std::shared_ptr<const ModelParameters> FromGguf(std::unique_ptr<GgufFile> gguf,
                                                          bool group_weights, ThreadPool& pool,
                                                          ModelPart part = {});
@@ -97,11 +99,11 @@ class ModelParameters {
   // grove's version and build; "" for a model read from memory.
   std::string PackedWeightsKey(const std::vector<WeightView*>& matrices,
                                const std::vector<std::size_t>& offsets) const;
-  // Points the grouped matrices into `kept` when every one of them matches it (PackedMatrixOf);
-  // false, with a warning, when one does not, and false for no file.
+  // Points the grouped matrices into `kept` when every one of them matches it (PackedMatrixOf) and
+  // its checksum its bytes; false, with a warning, when one does not, and false for no file.
   bool MapKeptPackedWeights(std::unique_ptr<KeptPackedWeights> kept,
                             const std::vector<WeightView*>& matrices,
-                            const std::vector<std::size_t>& offsets);
+                            const std::vector<std::size_t>& offsets, ThreadPool& pool);
 
   std::unique_ptr<GgufFile> gguf_;
   ModelConfig config_;

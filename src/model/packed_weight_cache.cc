@@ -15,20 +15,24 @@
 #include <tuple>
 #include <vector>
 
+#include "base/checksum.h"
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "base/log.h"
 #include "base/replacing_file.h"
+#include "base/thread_pool.h"
 
 namespace grove {
 namespace {
 
 // A kept file: a header of kHeaderBytes (the magic, the format version, the key's length, the
-// packed bytes' count, the key itself, zeros), then the packed bytes.
+// packed bytes' count, their checksum, the key itself, zeros), then the packed bytes. Version 2
+// added the checksum; a version 1 file is packed again.
 constexpr char kMagic[8] = {'G', 'R', 'O', 'V', 'E', 'P', 'K', 'W'};
-constexpr uint32_t kFormatVersion = 1;
+constexpr uint32_t kFormatVersion = 2;
 constexpr std::size_t kHeaderBytes = PackedWeightCache::kHeaderBytes;
-constexpr std::size_t kHeaderFixedBytes = sizeof(kMagic) + 4 + 4 + 8;
+constexpr std::size_t kChecksumAt = sizeof(kMagic) + 4 + 4 + 8;
+constexpr std::size_t kHeaderFixedBytes = kChecksumAt + 8;
 // What a writer takes at a time: at most one chunk is left to an idle thread when Finish comes.
 constexpr std::size_t kWriteChunkBytes = std::size_t{1} << 20;
 
@@ -52,11 +56,39 @@ void CheckOwnFile(const FileIdentity& file) {
   if ((file.mode & (S_IWGRP | S_IWOTH)) != 0) Fail("writable by others");
 }
 
+uint64_t ChunkCount(uint64_t bytes) { return (bytes + kWriteChunkBytes - 1) / kWriteChunkBytes; }
+
+uint64_t ChunkChecksum(const uint8_t* data, uint64_t bytes, uint64_t chunk) {
+  const uint64_t at = chunk * kWriteChunkBytes;
+  return Checksum64(data + at, std::min<uint64_t>(kWriteChunkBytes, bytes - at), chunk);
+}
+
 }  // namespace
+
+uint64_t PackedBytesChecksum(const uint8_t* data, uint64_t bytes, ThreadPool* pool) {
+  std::vector<uint64_t> sums(ChunkCount(bytes));
+  auto chunks = [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      sums[c] = ChunkChecksum(data, bytes, static_cast<uint64_t>(c));
+    }
+  };
+  if (pool) {
+    pool->ParallelFor(static_cast<int64_t>(sums.size()), chunks);
+  } else {
+    chunks(0, static_cast<int64_t>(sums.size()));
+  }
+  uint64_t sum = 0;
+  for (uint64_t s : sums) sum += s;
+  return sum;
+}
 
 const uint8_t* KeptPackedWeights::data() const { return map_->bytes().data() + kHeaderBytes; }
 
 uint64_t KeptPackedWeights::size() const { return map_->bytes().size() - kHeaderBytes; }
+
+bool KeptPackedWeights::ChecksumMatches(ThreadPool& pool) const {
+  return PackedBytesChecksum(data(), size(), &pool) == checksum_;
+}
 
 std::string PackedWeightCache::PathFor(const std::string& key) const {
   return dir_ + "/" + kPrefix + Fnv1a().Mix(key).Hex() + kSuffix;
@@ -86,7 +118,8 @@ std::unique_ptr<KeptPackedWeights> PackedWeightCache::Open(const std::string& ke
       Fail("it holds ", file.size() - kHeaderBytes, " packed bytes, not ", bytes);
     // Marks it used: the budget removes the least recently used files first.
     ::utimensat(AT_FDCWD, path.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
-    return std::make_unique<KeptPackedWeights>(std::move(map));
+    return std::make_unique<KeptPackedWeights>(std::move(map),
+                                               ReadField<uint64_t>(file.data() + kChecksumAt));
   } catch (const std::exception& e) {
     Log(LogLevel::kWarn, "ignoring the packed weights '", path, "' (", e.what(),
         "); they will be packed again");
@@ -180,21 +213,25 @@ PackedWeightWriter::PackedWeightWriter(PackedWeightCache cache, std::string key,
 }
 
 void PackedWeightWriter::WriteChunks() {
-  const uint64_t chunks = (bytes_ + kWriteChunkBytes - 1) / kWriteChunkBytes;
+  const uint64_t chunks = ChunkCount(bytes_);
   for (;;) {
     const uint64_t chunk = next_chunk_.fetch_add(1);
     if (chunk >= chunks) return;
     const uint64_t at = chunk * kWriteChunkBytes;
     file_->WriteAt(data_ + at, std::min<uint64_t>(kWriteChunkBytes, bytes_ - at),
                    kHeaderBytes + at);
+    checksum_.fetch_add(ChunkChecksum(data_, bytes_, chunk));
     // Whoever writes the last chunk keeps the file: at once, not when the model is closed (a
-    // server's would otherwise wait until it stops).
+    // server's would otherwise wait until it stops). Every chunk's checksum was added before its
+    // count (fetch_add orders them), so the sum is whole here.
     if (chunks_written_.fetch_add(1) + 1 == chunks) Commit();
   }
 }
 
 void PackedWeightWriter::Commit() {
   try {
+    const uint64_t checksum = checksum_.load();
+    file_->WriteAt(&checksum, sizeof(checksum), kChecksumAt);
     // On the disk before it is renamed into place: a crash must not leave a whole-sized file with
     // unwritten (zero) blocks, which the checks of a kept file (its size, header, and every
     // matrix's first and last group) would not all see.

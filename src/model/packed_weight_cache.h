@@ -30,17 +30,31 @@
 
 namespace grove {
 
+class ThreadPool;
+
 // A kept file, mapped read-only: size() packed bytes at data(), 4096-byte aligned.
 class KeptPackedWeights {
  public:
-  explicit KeptPackedWeights(std::unique_ptr<MappedFile> map) : map_(std::move(map)) {}
+  KeptPackedWeights(std::unique_ptr<MappedFile> map, uint64_t checksum)
+      : map_(std::move(map)), checksum_(checksum) {}
   const uint8_t* data() const;
   uint64_t size() const;
   const std::string& path() const { return map_->path(); }
+  // Whether the packed bytes are those the writer checksummed (PackedBytesChecksum): a bit
+  // flipped or a block zeroed anywhere in the file, which the checks of its header and of every
+  // matrix's first and last group do not see, changes it. Reads every byte, split over the pool
+  // (about 13 GB/s a core here: 3.5 ms for the bundled 45 MB target on one).
+  bool ChecksumMatches(ThreadPool& pool) const;
 
  private:
   std::unique_ptr<MappedFile> map_;
+  uint64_t checksum_;
 };
+
+// The checksum a kept file's header carries for `bytes` packed bytes: the sum of each 1 MiB chunk's
+// Checksum64 seeded with the chunk's index, so that chunks written in any order, by any thread,
+// add up to it, and chunks swapped do not.
+uint64_t PackedBytesChecksum(const uint8_t* data, uint64_t bytes, ThreadPool* pool = nullptr);
 
 class PackedWeightCache {
  public:
@@ -112,6 +126,7 @@ class PackedWeightWriter {
   std::optional<ReplacingFile> file_;        // empty: nothing to keep
   std::atomic<uint64_t> next_chunk_{0};      // the next chunk to claim
   std::atomic<uint64_t> chunks_written_{0};  // chunks on their way to the disk
+  std::atomic<uint64_t> checksum_{0};        // of the chunks written (PackedBytesChecksum)
   std::thread thread_;
   bool finished_ = false;
   bool kept_ = false;  // set by Commit; read by Finish after the thread has ended

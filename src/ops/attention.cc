@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/kernel_set.h"
+#include "ops/parallel.h"
 
 namespace grove {
 
@@ -41,65 +42,97 @@ constexpr int32_t kKeyBlock = 32;
 
 }  // namespace
 
-void AttendQueries(const QueryGroup& group, float* scores) {
-  AttendQueriesWithKernels(ActiveKernels(), group, scores);
-}
+namespace {
 
-void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* scores) {
-  // Query i's keys: prefix slots [first(i), n_prefix), then extra slots from extra_first(i) on.
-  // Its scores row holds them in that order from its start (as AttendHead lays them out).
-  auto first = [&](int32_t i) { return g.prefix_begin ? g.prefix_begin[i] : 0; };
-  auto extra_first = [&](int32_t i) { return g.extra_first ? g.extra_first[i] : g.extra_begin[i]; };
-  int32_t max_extra = 0;
-  for (int32_t i = 0; i < g.n_q; ++i) {
-    max_extra = std::max(max_extra, g.extra_begin[i + 1] - g.extra_begin[i]);
+// One query group's attention (AttendQueries): query i's keys are prefix slots [first(i),
+// n_prefix), then extra slots from extra_first(i) on; its scores row holds them in that order from
+// its start (as AttendHead lays them out). The keys (and values) are visited twice, for scores and
+// for the weighted sum, in the same blocks and runs.
+class GroupAttention {
+ public:
+  GroupAttention(const KernelSet& kernels, const QueryGroup& group)
+      : k_(kernels), g_(group), extra_runs_(ExtraSlotsAreRuns()) {
+    int32_t max_extra = 0;
+    for (int32_t i = 0; i < g_.n_q; ++i) {
+      max_extra = std::max(max_extra, g_.extra_begin[i + 1] - g_.extra_begin[i]);
+    }
+    row_ = g_.n_prefix + max_extra;
   }
-  const int64_t row = g.n_prefix + max_extra;
-  auto query = [&](int32_t i) { return g.q + i * g.q_stride; };
-  auto out = [&](int32_t i) { return g.out + i * g.out_stride; };
-  auto slot_row = [&](int32_t slot) { return g.ring > 0 ? slot % g.ring : slot; };
-  // Query i's extra slots: extra(i)[0 .. n_extra(i)); its scores row holds them after its
-  // n_prefix(i) prefix keys.
-  auto n_prefix = [&](int32_t i) { return g.n_prefix - first(i); };
-  auto extra = [&](int32_t i) { return g.extra + extra_first(i); };
-  auto n_extra = [&](int32_t i) { return g.extra_begin[i + 1] - extra_first(i); };
+
+  void Run(float* scores) const {
+    for (int32_t i = 0; i < g_.n_q; ++i) std::fill(out(i), out(i) + g_.head_dim, 0.0f);
+    ForEachKeyRange([&](int32_t i, int32_t b,
+                        int32_t n) { ScoreRows(i, b, n, scores + i * row_ + (b - first(i))); },
+                    [&](int32_t i, int32_t e, int32_t n) {
+                      ScoreRows(i, extra(i)[e], n, scores + i * row_ + n_prefix(i) + e);
+                    });
+    float* sums = scores + g_.n_q * row_;  // one more row of scratch holds each query's softmax sum
+    for (int32_t i = 0; i < g_.n_q; ++i) {
+      sums[i] = k_.softmax_exp(scores + i * row_, n_prefix(i) + n_extra(i));
+    }
+    ForEachKeyRange([&](int32_t i, int32_t b,
+                        int32_t n) { SumRows(i, b, n, scores + i * row_ + (b - first(i))); },
+                    [&](int32_t i, int32_t e, int32_t n) {
+                      SumRows(i, extra(i)[e], n, scores + i * row_ + n_prefix(i) + e);
+                    });
+    for (int32_t i = 0; i < g_.n_q; ++i) {
+      const float inv = 1.0f / sums[i];
+      for (int32_t d = 0; d < g_.head_dim; ++d) out(i)[d] *= inv;
+    }
+  }
+
+ private:
+  int32_t first(int32_t i) const { return g_.prefix_begin ? g_.prefix_begin[i] : 0; }
+  int32_t extra_first(int32_t i) const {
+    return g_.extra_first ? g_.extra_first[i] : g_.extra_begin[i];
+  }
+  const float* query(int32_t i) const { return g_.q + i * g_.q_stride; }
+  float* out(int32_t i) const { return g_.out + i * g_.out_stride; }
+  int32_t slot_row(int32_t slot) const { return g_.ring > 0 ? slot % g_.ring : slot; }
+  // Query i's prefix keys, and its extra slots extra(i)[0 .. n_extra(i)), which its scores row
+  // holds after them.
+  int32_t n_prefix(int32_t i) const { return g_.n_prefix - first(i); }
+  const int32_t* extra(int32_t i) const { return g_.extra + extra_first(i); }
+  int32_t n_extra(int32_t i) const { return g_.extra_begin[i + 1] - extra_first(i); }
+
+  // The extra slots of a prompt chunk are one run of slots per query (the chunk's earlier
+  // tokens), overlapping from query to query: they are read in blocks too, as the prefix is (a
+  // 512-token prompt's queries had each streamed their run from L2). A tree's (ancestors,
+  // scattered among siblings) go to the kernels query by query, as runs of consecutive cache rows.
+  bool ExtraSlotsAreRuns() const {
+    for (int32_t i = 0; i < g_.n_q; ++i) {
+      if (n_extra(i) != 0 && extra(i)[n_extra(i) - 1] - extra(i)[0] != n_extra(i) - 1) return false;
+    }
+    return true;
+  }
+
   // Keys (values) read in blocks of kKeyBlock slots, each by every query that sees part of it,
   // while it is in L1: query i sees slots [begin(i), end(i)); visit(i, b, n) for its part [b, b +
   // n) of a block, blocks in slot order. A block never wraps around a ring: blocks start at
   // multiples of the ring's rows too.
-  auto for_each_block = [&](auto&& begin, auto&& end, auto&& visit) {
+  void ForEachBlock(auto&& begin, auto&& end, auto&& visit) const {
     int32_t lo = std::numeric_limits<int32_t>::max(), hi = std::numeric_limits<int32_t>::min();
-    for (int32_t i = 0; i < g.n_q; ++i) {
+    for (int32_t i = 0; i < g_.n_q; ++i) {
       if (begin(i) >= end(i)) continue;
       lo = std::min(lo, begin(i));
       hi = std::max(hi, end(i));
     }
     for (int32_t j0 = lo; j0 < hi;) {
       int32_t j1 = std::min(j0 + kKeyBlock, hi);
-      if (g.ring > 0) j1 = std::min(j1, j0 + g.ring - j0 % g.ring);
-      for (int32_t i = 0; i < g.n_q; ++i) {
+      if (g_.ring > 0) j1 = std::min(j1, j0 + g_.ring - j0 % g_.ring);
+      for (int32_t i = 0; i < g_.n_q; ++i) {
         const int32_t b = std::max(j0, begin(i));
         const int32_t e = std::min(j1, end(i));
         if (b < e) visit(i, b, e - b);
       }
       j0 = j1;
     }
-  };
-  auto prefix_end = [&](int32_t) { return g.n_prefix; };
-  // The extra slots of a prompt chunk are one run of slots per query (the chunk's earlier tokens),
-  // overlapping from query to query: they are read in blocks too, as the prefix is (a 512-token
-  // prompt's queries had each streamed their run from L2). A tree's (ancestors, scattered among
-  // siblings) go to the kernels query by query, as runs of consecutive cache rows.
-  bool extra_runs = true;
-  for (int32_t i = 0; i < g.n_q && extra_runs; ++i) {
-    extra_runs = n_extra(i) == 0 || extra(i)[n_extra(i) - 1] - extra(i)[0] == n_extra(i) - 1;
   }
-  auto run_begin = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] : 0; };
-  auto run_end = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] + n_extra(i) : 0; };
-  // Runs [e, e + n) of extra slots that follow each other in the cache rows (a tree's chain of
-  // ancestors): one kernel call each, not one per key. The split does not change a bit
+
+  // Runs [e, e + n) of query i's extra slots that follow each other in the cache rows (a tree's
+  // chain of ancestors): one kernel call each, not one per key. The split does not change a bit
   // (kernel_set.h).
-  auto for_each_run = [&](int32_t i, auto&& visit) {
+  void ForEachRun(int32_t i, auto&& visit) const {
     const int32_t* slots = extra(i);
     for (int32_t e = 0; e < n_extra(i);) {
       int32_t end = e + 1;
@@ -110,57 +143,92 @@ void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* sc
       visit(e, end - e);
       e = end;
     }
-  };
+  }
+
   // Each query's keys in order, prefix then extras (the kernels' results do not depend on the
   // split, so blocks and runs give the bits AttendHead gives).
-  auto for_each_key_range = [&](auto&& prefix_keys, auto&& extra_keys) {
-    for_each_block(first, prefix_end, prefix_keys);
-    if (extra_runs) {
-      for_each_block(run_begin, run_end,
-                     [&](int32_t i, int32_t b, int32_t n) { extra_keys(i, b - run_begin(i), n); });
+  void ForEachKeyRange(auto&& prefix_keys, auto&& extra_keys) const {
+    ForEachBlock([&](int32_t i) { return first(i); }, [&](int32_t) { return g_.n_prefix; },
+                 prefix_keys);
+    if (extra_runs_) {
+      auto run_begin = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] : 0; };
+      auto run_end = [&](int32_t i) { return n_extra(i) > 0 ? extra(i)[0] + n_extra(i) : 0; };
+      ForEachBlock(run_begin, run_end,
+                   [&](int32_t i, int32_t b, int32_t n) { extra_keys(i, b - run_begin(i), n); });
     } else {
-      for (int32_t i = 0; i < g.n_q; ++i) {
-        for_each_run(i, [&](int32_t e, int32_t n) { extra_keys(i, e, n); });
+      for (int32_t i = 0; i < g_.n_q; ++i) {
+        ForEachRun(i, [&](int32_t e, int32_t n) { extra_keys(i, e, n); });
       }
     }
-  };
+  }
+
   // The kernels over n consecutive rows from `slot`'s, of float or half-float keys and values.
-  auto score_rows = [&](int32_t i, int32_t slot, int32_t n, float* scores_out) {
-    const int64_t at = slot_row(slot) * g.row_stride;
-    if (g.keys_f16) {
-      k.attn_scores_f16(query(i), g.keys_f16 + at, g.row_stride, n, g.head_dim, g.scale,
-                        scores_out);
+  void ScoreRows(int32_t i, int32_t slot, int32_t n, float* scores_out) const {
+    const int64_t at = slot_row(slot) * g_.row_stride;
+    if (g_.keys_f16) {
+      k_.attn_scores_f16(query(i), g_.keys_f16 + at, g_.row_stride, n, g_.head_dim, g_.scale,
+                         scores_out);
     } else {
-      k.attn_scores(query(i), g.keys + at, g.row_stride, n, g.head_dim, g.scale, scores_out);
+      k_.attn_scores(query(i), g_.keys + at, g_.row_stride, n, g_.head_dim, g_.scale, scores_out);
     }
-  };
-  auto sum_rows = [&](int32_t i, int32_t slot, int32_t n, const float* p) {
-    const int64_t at = slot_row(slot) * g.row_stride;
-    if (g.values_f16) {
-      k.attn_weighted_sum_f16(p, g.values_f16 + at, g.row_stride, n, g.head_dim, out(i));
+  }
+  void SumRows(int32_t i, int32_t slot, int32_t n, const float* p) const {
+    const int64_t at = slot_row(slot) * g_.row_stride;
+    if (g_.values_f16) {
+      k_.attn_weighted_sum_f16(p, g_.values_f16 + at, g_.row_stride, n, g_.head_dim, out(i));
     } else {
-      k.attn_weighted_sum(p, g.values + at, g.row_stride, n, g.head_dim, out(i));
+      k_.attn_weighted_sum(p, g_.values + at, g_.row_stride, n, g_.head_dim, out(i));
     }
-  };
-  for (int32_t i = 0; i < g.n_q; ++i) std::fill(out(i), out(i) + g.head_dim, 0.0f);
-  for_each_key_range([&](int32_t i, int32_t b,
-                         int32_t n) { score_rows(i, b, n, scores + i * row + (b - first(i))); },
-                     [&](int32_t i, int32_t e, int32_t n) {
-                       score_rows(i, extra(i)[e], n, scores + i * row + n_prefix(i) + e);
-                     });
-  float* sums = scores + g.n_q * row;  // one more row of scratch holds each query's softmax sum
-  for (int32_t i = 0; i < g.n_q; ++i) {
-    sums[i] = k.softmax_exp(scores + i * row, n_prefix(i) + n_extra(i));
   }
-  for_each_key_range([&](int32_t i, int32_t b,
-                         int32_t n) { sum_rows(i, b, n, scores + i * row + (b - first(i))); },
-                     [&](int32_t i, int32_t e, int32_t n) {
-                       sum_rows(i, extra(i)[e], n, scores + i * row + n_prefix(i) + e);
-                     });
-  for (int32_t i = 0; i < g.n_q; ++i) {
-    const float inv = 1.0f / sums[i];
-    for (int32_t d = 0; d < g.head_dim; ++d) out(i)[d] *= inv;
-  }
+
+  const KernelSet& k_;
+  const QueryGroup& g_;
+  bool extra_runs_;
+  int64_t row_ = 0;  // floats of each query's scores row
+};
+
+}  // namespace
+
+void AttendQueries(const QueryGroup& group, float* scores) {
+  AttendQueriesWithKernels(ActiveKernels(), group, scores);
+}
+
+void AttendQueriesWithKernels(const KernelSet& k, const QueryGroup& g, float* scores) {
+  GroupAttention(k, g).Run(scores);
+}
+
+namespace {
+
+// Shares the tasks of a batch's attention are cut into, which the pool's threads claim a few at a
+// time: enough for 16 threads to balance, and each share's bookkeeping (a pass over the tasks' key
+// counts) is nothing beside its products.
+constexpr int64_t kAttentionShares = 64;
+
+}  // namespace
+
+void AttendInParallel(ThreadPool& pool, std::span<const int64_t> group_keys, int32_t n_head,
+                      int32_t head_dim, float* scratch, std::size_t scratch_floats,
+                      FunctionRef<void(int32_t group, int32_t head, float* scores)> attend) {
+  int64_t total_keys = 0;
+  for (int64_t keys : group_keys) total_keys += keys;
+  const int64_t n_tasks = static_cast<int64_t>(group_keys.size()) * n_head;
+  // Scores and weighted sum: two multiply-adds per visible key and head element.
+  const int64_t macs = 2 * total_keys * n_head * head_dim;
+  // A task's cost is its group's keys; it belongs to the share that holds the middle of its span
+  // (at twice the scale, so that the middle is an integer).
+  const int64_t span = 2 * total_keys * n_head + 1;
+  ParallelForWorkWithThread(
+      pool, kAttentionShares, macs, [&](int64_t share_begin, int64_t share_end, int thread) {
+        float* scores = scratch + static_cast<std::size_t>(thread) * scratch_floats;
+        int64_t before = 0;  // keys of the tasks before this one
+        for (int64_t task = 0; task < n_tasks; ++task) {
+          const int64_t keys = group_keys[task / n_head];
+          const int64_t share = (2 * before + keys) * kAttentionShares / span;
+          before += keys;
+          if (share < share_begin || share >= share_end) continue;
+          attend(static_cast<int32_t>(task / n_head), static_cast<int32_t>(task % n_head), scores);
+        }
+      });
 }
 
 }  // namespace grove

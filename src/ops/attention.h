@@ -5,10 +5,15 @@
 // linear in the number of visible keys: nothing is recomputed per token.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "base/function_ref.h"
+
 namespace grove {
+
+class ThreadPool;
 
 struct AttentionInput {
   const float* q;                        // (head_dim) query of one head, already rotated
@@ -73,5 +78,16 @@ inline constexpr int32_t kMaxQueryGroup = 16;
 // scores: scratch of n_q * (n_prefix + the most extra slots of a query + 1) floats.
 void AttendQueries(const QueryGroup& group, float* scores);
 void AttendQueriesWithKernels(const KernelSet& kernels, const QueryGroup& group, float* scores);
+
+// The attention of a whole batch, spread over the pool: attend(group, head, scores) for every
+// query group of the batch (group_keys[g]: the keys its queries see, summed) and every one of
+// n_head heads, `scores` being the calling thread's scratch of scratch_floats floats from `scratch`
+// (one region per pool thread). The (group, head) tasks are cut into shares of equal keys, not of
+// equal counts, because a prompt's later groups see more of it; the threads claim shares as they
+// are free, so a thread the system descheduled holds up no layer. Runs on the calling thread when
+// the work is not worth a dispatch (ops/parallel.h). Which thread runs a task changes no bit.
+void AttendInParallel(ThreadPool& pool, std::span<const int64_t> group_keys, int32_t n_head,
+                      int32_t head_dim, float* scratch, std::size_t scratch_floats,
+                      FunctionRef<void(int32_t group, int32_t head, float* scores)> attend);
 
 }  // namespace grove

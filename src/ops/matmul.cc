@@ -32,9 +32,6 @@ constexpr int kRowBlock = 64;
 // The tile size never changes a result (see kernel_set.h).
 constexpr int64_t kTileActBytes = 24 * 1024;
 
-// Quantizing fewer activation elements than this on one thread beats a pool dispatch (~2 us).
-constexpr int64_t kParallelQuantizeMin = 1 << 15;
-
 bool IsBlockQuantized(GgmlType type) {
   switch (type) {
     case GgmlType::kQ8_0:
@@ -181,12 +178,30 @@ Activations PrepareActivations(const KernelSet& kernels, ActFormat format, int64
       quantize_act(x + r * n_in, n_in, scratch.bytes() + r * act.stride);
     }
   };
-  if (n_rows * n_in >= kParallelQuantizeMin && pool.size() > 1) {
-    pool.ParallelFor(n_rows, quantize);
-  } else {
-    quantize(0, n_rows);
-  }
+  ParallelForWork(pool, n_rows, ElementwiseMacs(n_rows * n_in), quantize);
   return act;
+}
+
+// ComputeRange for one row (decode, a draft level): no rows to alias, so the kernels write y
+// directly; only a group cut short by n_out goes through a buffer. The copies were 5% of a draft
+// forward.
+void ComputeRangeOfOneRow(RowKernelFn kernel, GroupKernelFn group_kernel, const WeightView& w,
+                          const Activations& act, int64_t o_begin, int64_t o_end, float* y) {
+  const auto* w_bytes = static_cast<const uint8_t*>(w.data);
+  alignas(64) float chunk_out[kOutChunk];
+  for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {
+    const int64_t o_chunk_end = std::min(o_end, o_chunk + kOutChunk);
+    if (group_kernel) {
+      const bool whole = o_chunk_end - o_chunk == kOutChunk;
+      group_kernel(w_bytes + o_chunk * w.row_bytes, w.n_in, act.data, act.stride, 1,
+                   whole ? y + o_chunk : chunk_out, kOutChunk);
+      if (!whole) std::memcpy(y + o_chunk, chunk_out, (o_chunk_end - o_chunk) * sizeof(float));
+    } else {
+      for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
+        kernel(w_bytes + o * w.row_bytes, w.n_in, act.data, act.stride, 1, y + o, kOutChunk);
+      }
+    }
+  }
 }
 
 // Outputs [o_begin, o_end) of w for all n_rows rows, on the calling thread; o_begin is a multiple
@@ -197,6 +212,10 @@ void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activatio
                   int64_t o_begin, int64_t o_end, float* y) {
   const RowKernelFn kernel = KernelFor(kernels, w.type);
   const GroupKernelFn group_kernel = w.grouped ? GroupKernelFor(kernels, w.type) : nullptr;
+  if (n_rows == 1) {
+    ComputeRangeOfOneRow(kernel, group_kernel, w, act, o_begin, o_end, y);
+    return;
+  }
   const auto* w_bytes = static_cast<const uint8_t*>(w.data);
   const int64_t n_in = w.n_in;
   const int64_t n_out = w.n_out;
@@ -211,24 +230,6 @@ void ComputeRange(const KernelSet& kernels, const WeightView& w, const Activatio
   // apart, a power of two in every model (8 KiB for n_out = 2048), which alias in L1 and made
   // 8-row tiles 2.2x slower.
   alignas(64) float chunk_out[kRowBlock][kOutChunk];
-  if (n_rows == 1) {
-    // One row (decode, a draft level): no rows to alias, so the kernels write y directly; only a
-    // group cut short by n_out goes through the buffer. The copies were 5% of a draft forward.
-    for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {
-      const int64_t o_chunk_end = std::min(o_end, o_chunk + kOutChunk);
-      if (group_kernel) {
-        const bool whole = o_chunk_end - o_chunk == kOutChunk;
-        group_kernel(w_bytes + o_chunk * w.row_bytes, n_in, act.data, act.stride, 1,
-                     whole ? y + o_chunk : chunk_out[0], kOutChunk);
-        if (!whole) std::memcpy(y + o_chunk, chunk_out[0], (o_chunk_end - o_chunk) * sizeof(float));
-      } else {
-        for (int64_t o = o_chunk; o < o_chunk_end; ++o) {
-          kernel(w_bytes + o * w.row_bytes, n_in, act.data, act.stride, 1, y + o, kOutChunk);
-        }
-      }
-    }
-    return;
-  }
   for (int r_block = 0; r_block < n_rows; r_block += kRowBlock) {
     const int r_block_end = std::min(n_rows, r_block + kRowBlock);
     for (int64_t o_chunk = o_begin; o_chunk < o_end; o_chunk += kOutChunk) {

@@ -27,6 +27,16 @@ namespace grove {
 // decides; a 1.1B model's matmuls (4M and more) split at any thread count either way.
 inline constexpr int64_t kMinParallelMacs = int64_t{1} << 18;
 
+// Ops that pass over rows element by element (norms, rotations, activations, quantizing a
+// matmul's activations) state their work as this many multiply-adds per element, so that one
+// threshold decides for every op: such a pass streams each element through a few vector
+// instructions and a load and a store, where the group kernel spends one fused instruction on
+// several multiply-adds. At 8, an elementwise op splits from 2^15 elements, which is where norms
+// and activation quantizing split when each had a threshold of its own.
+inline constexpr int64_t kMacsPerElement = 8;
+
+inline constexpr int64_t ElementwiseMacs(int64_t elements) { return elements * kMacsPerElement; }
+
 inline bool WorthSplitting(const ThreadPool& pool, int64_t macs) {
   return pool.size() > 1 && macs >= kMinParallelMacs;
 }

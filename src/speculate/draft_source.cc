@@ -38,7 +38,7 @@ DrafterTraits CheckDraftModel(const ModelParameters& draft, const ModelParameter
 
 DraftSource DraftSource::Open(const std::string& name, const ModelParameters& target,
                               ThreadPool& pool, std::shared_ptr<SuffixStore> store,
-                              std::shared_ptr<const ModelParameters> loaded) {
+                              std::shared_ptr<const ModelParameters> loaded, FileBacking backing) {
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
   if (const std::vector<std::string> names = MixtureMembers(name); names.size() > 1) {
     std::vector<DraftSource> members;
@@ -46,12 +46,13 @@ DraftSource DraftSource::Open(const std::string& name, const ModelParameters& ta
     const std::string loaded_path = loaded ? ModelPath(name) : "";
     for (const std::string& member : names)
       members.push_back(
-          Open(member, target, pool, store, member == loaded_path ? loaded : nullptr));
+          Open(member, target, pool, store, member == loaded_path ? loaded : nullptr, backing));
     return Mixture(std::move(members));
   }
   if (name == kPromptLookupName) return PromptLookup();
   if (name == kSuffixName) return Suffix(std::move(store));
-  if (!loaded) loaded = ModelParameters::Load(name, ModelOptions{}.group_weights, pool);
+  if (!loaded)
+    loaded = ModelParameters::Load(name, ModelOptions{}.group_weights, pool, {}, backing);
   return FromModel(std::move(loaded), target);
 }
 

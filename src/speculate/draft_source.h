@@ -26,9 +26,12 @@ class DraftSource {
   // a drafter opened anew (a server's swap) keeps what the old one learnt.
   // loaded: the parameters of the draft model `name` names, if the caller loaded them already
   // (from the path ModelPath(name) gives): checked and used instead of loading the file again.
+  // backing: how a draft model's file is held (io/mapped_file.h); a server that swaps drafters
+  // copies it, so that a file rewritten in place under it changes nothing it serves.
   static DraftSource Open(const std::string& name, const ModelParameters& target, ThreadPool& pool,
                           std::shared_ptr<SuffixStore> store = nullptr,
-                          std::shared_ptr<const ModelParameters> loaded = nullptr);
+                          std::shared_ptr<const ModelParameters> loaded = nullptr,
+                          FileBacking backing = FileBacking::kMapped);
   // A draft model's parameters, checked as the drafter's constructor checks them (vocabularies;
   // a feature drafter's target, width and tensors).
   static DraftSource FromModel(std::shared_ptr<const ModelParameters> draft,

@@ -1,0 +1,80 @@
+// The forward pass on the CPU (forward_backend.h): every layer of every family grove runs, as one
+// short layer function over the ops of this machine's kernels (ops/, kernels/), the output head,
+// and the activations and scratch they need, sized at load so that the token loop never
+// allocates. Threading is decided in the ops (ops/parallel.h), never here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/aligned_buffer.h"
+#include "model/forward_backend.h"
+#include "ops/matmul.h"
+
+namespace grove {
+
+struct LayerWeights;
+struct ModelWeights;
+
+class CpuForward final : public ForwardBackend {
+ public:
+  CpuForward(const ModelParameters& parameters, KvCachePool& kv, ThreadPool& pool,
+             int32_t max_batch, int32_t n_ctx);
+
+  // Throws grove::Error naming the first layer whose kind this backend has no op for.
+  static void CheckSupported(const ModelConfig& config);
+
+  ComputeDevice device() const override { return ComputeDevice::kCpu; }
+  bool runs_partial_forwards() const override { return true; }
+  float* input_rows() override { return x_.data(); }
+  std::span<const float> Run(const ForwardInput& input, int32_t first_layer,
+                             int32_t last_layer) override;
+  std::span<const float> hidden_states(int32_t n) const override;
+  uint64_t activation_bytes() const override;
+
+ private:
+  // One block of every family, as the equations read (cpu_forward.cc).
+  void Layer(const ForwardInput& input, int32_t layer);
+  // The layer kinds (layer_kind.h), each from xb_ (the normalised input) into proj_.
+  void Attention(const ForwardInput& input, int32_t layer);  // cpu_attention.cc
+  void GatedFeedForward(const LayerWeights& w, int32_t n);
+  // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).
+  void AddResidual(const std::vector<float>& post_norm, int32_t n);
+  // The final norm and the output head over the rows that want logits.
+  std::span<const float> Logits(const ForwardInput& input);
+
+  // Attention's steps (cpu_attention.cc).
+  // q_, k_, v_ = xb_ W (+ b).
+  void ProjectQkv(const LayerWeights& w, int32_t n);
+  // Per-head norms of q_ and k_ (Qwen3, Gemma 3), rotation, then k_ and v_ into the caches.
+  void RotateAndCache(const ForwardInput& input, int32_t layer);
+  void RotateAndCacheToken(const ForwardInput& input, int32_t layer, int64_t i);
+  // att_ = softmax(scale q k^T + mask) v over each token's visible keys (its window on local
+  // layers).
+  void Attend(const ForwardInput& input, int32_t layer);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  KvCachePool& kv_;
+  ThreadPool& pool_;
+
+  // Forward state, sized at load. n = tokens in the batch.
+  MatMulScratch matmul_scratch_;
+  AlignedBuffer<float> x_;       // (max_batch, n_embd) residual stream
+  AlignedBuffer<float> xb_;      // (max_batch, n_embd) normalised input of a sub-layer
+  AlignedBuffer<float> q_;       // (max_batch, q_dim)
+  AlignedBuffer<float> k_;       // (max_batch, kv_dim)
+  AlignedBuffer<float> v_;       // (max_batch, kv_dim)
+  AlignedBuffer<float> att_;     // (max_batch, q_dim) attention output
+  AlignedBuffer<float> gate_;    // (max_batch, n_ff)
+  AlignedBuffer<float> up_;      // (max_batch, n_ff)
+  AlignedBuffer<float> proj_;    // (max_batch, n_embd) output of wo / w_down
+  AlignedBuffer<float> logits_;  // (max_batch, n_vocab)
+  // Attention scores of one query group (ops/attention.h) per pool thread: its queries' rows of
+  // visible keys (at most n_ctx each), and their softmax sums.
+  std::size_t scores_per_thread_;
+  AlignedBuffer<float> scores_;  // (pool threads, scores_per_thread_)
+};
+
+}  // namespace grove
