@@ -194,42 +194,6 @@ void SequoiaTable::Rebuild(int32_t size, int32_t slot, TokenTree& tree) const {
   }
 }
 
-VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
-    : points_(std::move(points)) {
-  if (points_.empty() || points_.front().first != 1) {
-    Fail("verify cost: the curve must start at n = 1 (the plain decoding step it is compared to)");
-  }
-  for (size_t i = 0; i < points_.size(); ++i) {
-    if (!(points_[i].second > 0.0) || !std::isfinite(points_[i].second)) {
-      Fail("verify cost: time ", points_[i].second, " s at n = ", points_[i].first,
-           " must be positive");
-    }
-    if (i > 0 && points_[i].first <= points_[i - 1].first) {
-      Fail("verify cost: sizes must increase strictly, got n = ", points_[i].first, " after ",
-           points_[i - 1].first);
-    }
-  }
-}
-
-void VerifyCostCurve::ScaleFrom(const VerifyCostCurve& other, double factor) {
-  if (!(factor > 0.0) || !std::isfinite(factor))
-    Fail("verify cost: scale ", factor, " must be positive");
-  points_.assign(other.points_.begin(), other.points_.end());
-  for (auto& point : points_) point.second *= factor;
-}
-
-double VerifyCostCurve::Seconds(int32_t n) const {
-  if (n < 1 || n > max_size()) {
-    Fail("verify cost: n = ", n, " is outside the measured [1, ", max_size(), "]");
-  }
-  auto hi = std::lower_bound(points_.begin(), points_.end(), n,
-                             [](const auto& point, int32_t x) { return point.first < x; });
-  if (hi->first == n) return hi->second;
-  auto lo = hi - 1;
-  const double w = static_cast<double>(n - lo->first) / (hi->first - lo->first);
-  return lo->second + w * (hi->second - lo->second);
-}
-
 SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,
                                    double draft_seconds_per_level) {
   return ChooseSizeAndDepth(table, verify_cost,
