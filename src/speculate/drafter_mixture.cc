@@ -9,6 +9,7 @@
 #include "base/timer.h"
 #include "ops/activation.h"
 #include "sample/sampler.h"
+#include "speculate/lookup_matches.h"
 
 namespace grove {
 
@@ -80,6 +81,7 @@ std::span<const double> DrafterMixture::FadedRates::rates() {
 DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members)
     : tail_rates_(kChainDepths, kTailPrior, kTailPriorWeight, kTailHalfLifeSteps),
       tail_reach_(kChainDepths) {
+  Offer({.attribution = this, .outlook = this});
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
   if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
   n_vocab_ = members[0]->n_vocab();
@@ -165,7 +167,9 @@ void DrafterMixture::ExpandMember(Member& m, const TokenTree& tree,
     if (summary.first >= 0) m.first_share[slot] = 1.0f / summary.sum;
     if (frontier[r] < 0) {
       m.confident_root = summary.first >= 0 && 1.0f / summary.sum >= kConfidentShare;
-      const std::span<const int32_t> matched = m.drafter->matched_lengths();
+      const LookupMatches* lookup = m.drafter->lookup_matches();
+      const std::span<const int32_t> matched =
+          lookup ? lookup->matched_lengths() : std::span<const int32_t>();
       m.long_match_root = r < matched.size() && matched[r] >= kLongMatch;
       m.root_done = true;
     }

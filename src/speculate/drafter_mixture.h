@@ -155,8 +155,6 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   void End() override;
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
-  const NodeAttribution* attribution() const override { return this; }
-  StepOutlook* outlook() override { return this; }
 
   DraftOutlook Prepare() override;
   void Decline() override;
