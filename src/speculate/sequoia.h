@@ -65,6 +65,10 @@ class SequoiaTable {
   void TreeInto(int32_t size, int32_t depth, TokenTree& tree) const;
 
  private:
+  // Compute's steps: the table's shape and storage, then T[n][slot][*] and G[n][slot] of one
+  // size from the smaller ones.
+  void Reset(std::span<const double> acceptance, int32_t max_size, int32_t max_depth);
+  void FillSize(int32_t n, int32_t slot);
   int32_t Slot(int32_t depth) const;  // table slot of a depth budget
   int32_t ChildSlot(int32_t slot) const { return max_depth_ == 0 ? 0 : slot - 1; }
   size_t At(int32_t n, int32_t slot, int32_t b) const {
