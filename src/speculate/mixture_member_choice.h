@@ -15,7 +15,7 @@
 // the root and right there 63-70% of the time against the draft model's 72-74%, lost every such
 // step to it by the hit rates alone, where its chains of 5 gave 3.3 tokens a step in 2.5-2.9 ms and
 // the draft model's steps 2.9 tokens in 2.8-3.1 ms. Before the record of confident roots holds
-// kMinEvidence steps (and wherever no session prices the offer), the hit rates decide: a
+// kMinEvidence steps (and wherever no step planner prices the offer), the hit rates decide: a
 // confident, proven cheap member stands in when it has been right at least as often when confident
 // as the expensive member has been right at all; an unsure one never does. A skipped member
 // expands nothing this step and catches up on the accepted tokens at Commit (Drafter's contract
