@@ -130,8 +130,8 @@ class SpeculativeSession {
   // One debug line of the step just verified: its kind, size, acceptance, times and the why.
   void LogStep(const TokenTree& tree) const;
   // Accept's phases: the verification rule over this session's rows of the logits (result_);
-  // the accepted nodes kept in the target's cache and the drafter's; the step counted and shown
-  // to the planner; the accepted tokens emitted and the root moved past them.
+  // the accepted nodes kept in the target's cache and the drafter's; the step counted; the
+  // accepted tokens emitted and the root moved past them. Then the planner is shown the step.
   void VerifyRows(std::span<const float> logits);
   void CommitAccepted();
   void HandOverFeatures();  // to a drafter that reads the target's features
