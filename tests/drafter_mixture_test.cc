@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "speculate/draft_source.h"
 #include "speculate/drafter_mixture.h"
+#include "speculate/lookup_matches.h"
 #include "speculate/token_tree.h"
 #include "test_support.h"
 
@@ -530,8 +531,9 @@ TEST(DrafterMixture, OffersAnUnsureCheapMembersChainOnlyAgainstARecord) {
 // A cheap member that looks its rows up in text (as the suffix drafter does) and says how long
 // each row's match was: after a long match it is right (counts on by one), after a short one it
 // is as sure and wrong (counts on by two).
-class LookupDrafter : public TextKeepingDrafter {
+class LookupDrafter : public TextKeepingDrafter, public LookupMatches {
  public:
+  LookupDrafter() { Offer({.lookup_matches = this}); }
   std::string_view name() const override { return "lookup"; }
   bool deterministic() const override { return true; }
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override {

@@ -61,6 +61,43 @@ bool RememberMeasuredHere(const std::string& key, const VerifyCostCurve& curve) 
   return first;
 }
 
+// The target's t(n) up to `measured` tokens: a curve a run before kept for this model and machine,
+// if it reaches far enough and its times are confirmed, spares the measurement; one measured here
+// (on `context`) adds its times to the kept one, as a sample each. Runs grow kept curves coarse to
+// fine (AutoPlanner), so one reaching 8 or 16 may lack sizes below, which it interpolates, as
+// `run`'s planner does; from 24 up the order has measured every smaller size first. (A kept t(6)
+// of 3.9 t(1), measured once while other work ran, made every server choose trees of 4 tokens:
+// tau 3.9 on repeated requests, not 7.6.)
+VerifyCostCurve TargetCurve(Model& target, std::span<const int32_t> context, int32_t measured,
+                            const VerifyCostCache* cache) {
+  std::optional<CachedVerifyCost> kept = cache ? cache->Load(target) : std::nullopt;
+  // Per file where there is a cache (tests give each their own directory), else per model shape.
+  const std::string key = cache && cache->enabled()
+                              ? cache->PathFor(VerifyCostCache::KeyFor(target))
+                              : VerifyCostCache::KeyFor(target);
+  if (kept && KeptCurveIsSettled(*kept, measured)) return VerifyCostCurve(kept->points);
+  if (std::optional<VerifyCostCurve> here = MeasuredHere(key, measured)) return std::move(*here);
+  const int32_t slot = target.kv().Acquire();
+  std::vector<std::pair<int32_t, double>> medians;
+  try {
+    medians = MediansOn(target, slot, context, measured, kTargetBudgetSeconds);
+  } catch (...) {
+    target.kv().Release(slot);
+    throw;
+  }
+  target.kv().Release(slot);
+  VerifyCostCurve curve = RaisedCurve(medians);
+  if (RememberMeasuredHere(key, curve) && cache) {
+    CachedVerifyCost merged = kept.value_or(CachedVerifyCost{});
+    for (const auto& [n, seconds] : medians)
+      merged.AddSample(n, n == 1 ? seconds : seconds / medians.front().second);
+    merged.complete = KeptCurveIsComplete(merged, target.max_batch());
+    merged.measured_at = 0;  // now
+    cache->Store(target, merged);
+  }
+  return curve;
+}
+
 }  // namespace
 
 FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32_t> context,
@@ -79,42 +116,7 @@ FrozenAutoPlan FreezeAutoPlan(Model& target, Model* draft, std::span<const int32
   // is measured on its first part.
   const auto room = std::max(1, target.n_ctx() - measured);
   if (static_cast<int64_t>(context.size()) > room) context = context.first(room);
-  // A curve a run before kept for this model and machine, if it reaches far enough and its times
-  // are confirmed, spares the measurement; one measured here adds its times to the kept one, as a
-  // sample each. Runs grow kept curves coarse to fine (AutoPlanner), so one reaching 8 or 16 may
-  // lack sizes below, which it interpolates, as `run`'s planner does; from 24 up the order has
-  // measured every smaller size first. (A kept t(6) of 3.9 t(1), measured once while other work
-  // ran, made every server choose trees of 4 tokens: tau 3.9 on repeated requests, not 7.6.)
-  const VerifyCostCache* cache = inputs.verify_cost_cache.get();
-  std::optional<CachedVerifyCost> kept = cache ? cache->Load(target) : std::nullopt;
-  // Per file where there is a cache (tests give each their own directory), else per model shape.
-  const std::string key = cache && cache->enabled()
-                              ? cache->PathFor(VerifyCostCache::KeyFor(target))
-                              : VerifyCostCache::KeyFor(target);
-  if (kept && KeptCurveIsSettled(*kept, measured)) {
-    inputs.verify_cost = VerifyCostCurve(kept->points);
-  } else if (std::optional<VerifyCostCurve> here = MeasuredHere(key, measured)) {
-    inputs.verify_cost = std::move(here);
-  } else {
-    const int32_t slot = target.kv().Acquire();
-    std::vector<std::pair<int32_t, double>> medians;
-    try {
-      medians = MediansOn(target, slot, context, measured, kTargetBudgetSeconds);
-    } catch (...) {
-      target.kv().Release(slot);
-      throw;
-    }
-    target.kv().Release(slot);
-    inputs.verify_cost = RaisedCurve(medians);
-    if (RememberMeasuredHere(key, *inputs.verify_cost) && cache) {
-      CachedVerifyCost merged = kept.value_or(CachedVerifyCost{});
-      for (const auto& [n, seconds] : medians)
-        merged.AddSample(n, n == 1 ? seconds : seconds / medians.front().second);
-      merged.complete = KeptCurveIsComplete(merged, target.max_batch());
-      merged.measured_at = 0;  // now
-      cache->Store(target, merged);
-    }
-  }
+  inputs.verify_cost = TargetCurve(target, context, measured, inputs.verify_cost_cache.get());
   if (draft != nullptr) {
     inputs.draft_seconds_per_level =
         MediansOn(*draft, 0, context, 1, kDraftBudgetSeconds)[0].second;

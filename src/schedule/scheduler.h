@@ -215,9 +215,12 @@ class Scheduler {
   void ShapeFor(Lane& lane);
   // Lets lane l draft its next tree, on the target's pool if it is the one sequence in flight.
   void LetDraft(DraftRounds& rounds, std::size_t l);
+  // serial-ar and serial-sd (scheduler_serial.cc): one sequence at a time; RunPlain decodes
+  // request r plainly.
   void RunSerial(Source& source);
-  // seed and batched: rounds of gathering finished drafts, packing them into one batch, the
-  // target's forward, and settling each sequence's step.
+  void RunPlain(Source& source, int64_t r);
+  // seed and batched (scheduler_rounds.cc): rounds of gathering finished drafts, packing them
+  // into one batch, the target's forward, and settling each sequence's step.
   struct Round;
   void RunRounds(Source& source);
   // Fills free lanes from the source and lets them draft; *closed once the source is.

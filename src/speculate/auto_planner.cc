@@ -46,70 +46,6 @@ constexpr double kRunMeasureShare = 0.25;
 // the 5% of a shorter run's decoding it would bank, and a run of 16 tokens that only saved paid it
 // every time (2% of the run at 2 threads, issue 30). Runs shorter than this never measure anyway.
 constexpr double kMinKeptDecodeSeconds = 0.02;
-// The guess for sizes not measured yet: each token beyond the first adds this share of t(1). On
-// memory-bound CPU decoding the measured slopes are 0.1-0.3 (bundled base target, 1 thread, this
-// project's 2-core machine: 0.12 to n = 2, 0.17 to 4, 0.25 to 8, 0.30 to 16; 0.11 to 16 on a
-// 16-core Xeon; 2026-11-27 at 2 threads: 0.03 to 2, 0.14 to 8); a steeper guess errs towards
-// smaller trees. 0.35 erred too far: a first run on a machine, which knows t(1) alone, drafted
-// trees of 4 tokens where the measured curve chooses 6-8 (128 tokens at 2 threads: 1.48x plain as a
-// whole process; 1.66x with 0.25).
-constexpr double kGuessSlope = 0.25;
-// Deepest tree considered, root level included (grove's trees are rarely deeper than 10 accepted).
-constexpr int32_t kMaxDepth = 16;
-// Sizes the verify cost is measured at: every size small trees use, then sparser (the search
-// interpolates between them).
-constexpr int32_t kMeasuredSizes[] = {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64, 96, 128};
-// The order a kept curve is extended in, a size per extension while the decoding time allows:
-// coarse to fine, so that a curve of a few sizes already spans the trees auto uses and is
-// interpolated between them, where a curve measured in increasing order was continued by the
-// guess beyond its last size (after the runs of a day's first minutes, {1, 2}: trees of 4 tokens
-// where the whole curve chooses 6-8, 128 tokens 1.7x plain instead of 2.0x). t(1) comes first:
-// the guess and every ratio are anchored on it.
-constexpr int32_t kMeasureOrder[] = {1, 8, 4, 16, 2, 6, 12, 3, 5, 10, 24, 20, 32, 48, 64, 96, 128};
-static_assert(std::size(kMeasureOrder) == std::size(kMeasuredSizes));
-
-// The size a kept curve is measured at next: the first of kMeasureOrder not measured yet or not
-// confirmed (CachedVerifyCost) and not in `sampled` (sizes this run measured already: a second
-// sample taken beside the first would share what slowed it), at most `limit` (the plan's
-// budget), nor larger than the target's batch, nor than a confirmed size that costs more than
-// worth_ratio x t(1) (no larger tree can repay it; an unconfirmed time may be a slowed one). None
-// left: 0. In kMeasureOrder's order a size is confirmed soon after it is first measured, coarse
-// sizes first: a slowed time near the trees auto chooses is not kept for long.
-int32_t NextMeasuredSize(const CachedVerifyCost& curve, int32_t limit, int32_t max_batch,
-                         double worth_ratio, std::span<const int32_t> sampled = {}) {
-  int32_t too_dear = std::numeric_limits<int32_t>::max();
-  for (const auto& [n, t] : curve.points) {
-    if (t > worth_ratio * curve.points.front().second && curve.Confirmed(n))
-      too_dear = std::min(too_dear, n);
-  }
-  for (int32_t n : kMeasureOrder) {
-    if (n > limit || n > max_batch || n > too_dear) continue;
-    if (!curve.Measured(n)) return n;
-    if (!curve.Confirmed(n) && std::find(sampled.begin(), sampled.end(), n) == sampled.end())
-      return n;
-  }
-  return 0;
-}
-
-// What measuring t(n) is expected to cost, from the curve's points (n increasing, from 1):
-// interpolated between two of them, beyond the last continued with kGuessSlope; unless n's time
-// is confirmed, never more than the guess from t(1) alone, since a time to be confirmed may be
-// one that other work slowed (a kept t(8) of 3.9 t(1) priced its own second measurement beyond
-// what any 128-token run may spend, and was never measured again).
-double MeasurementSeconds(std::span<const std::pair<int32_t, double>> points, int32_t n,
-                          bool confirmed) {
-  const double t1 = points.front().second;
-  const double cap =
-      confirmed ? std::numeric_limits<double>::infinity() : t1 * (1.0 + kGuessSlope * (n - 1));
-  for (std::size_t i = 1; i < points.size(); ++i) {
-    const auto [hi_n, hi_t] = points[i];
-    if (n > hi_n) continue;
-    const auto [lo_n, lo_t] = points[i - 1];
-    return std::min(cap, lo_t + (hi_t - lo_t) * (n - lo_n) / (hi_n - lo_n));
-  }
-  return std::min(cap, points.back().second + kGuessSlope * t1 * (n - points.back().first));
-}
-
 // While plain decoding wins, a probe every so many plain steps: as many as keep the probes' extra
 // cost (their drafting, the drafter catching up, the wider verify) under kProbeShare of the plain
 // steps' time, between kMinProbeInterval and kMaxProbeInterval.
@@ -185,7 +121,7 @@ double AutoPlanner::Measure(Model& target, int32_t seq, int32_t root, int32_t ro
     const double budget =
         std::max(std::min(kMeasureShare * credit, kRunMeasureShare * decode_seconds_),
                  NextMeasurementSeconds());
-    if (ExtendVerifyCost(target, seq, root, root_position, max_tokens_, budget, kMaxDepth,
+    if (ExtendVerifyCost(target, seq, root, root_position, max_tokens_, budget, kMaxPlannedDepth,
                          measured_, sampled_)) {
       measured_.decode_seconds = 0.0;
       measured_.measured_at = 0;  // now
@@ -223,7 +159,7 @@ void AutoPlanner::BuildVerifyCost() {
     if (points.empty()) points.emplace_back(1, t1);
     for (int32_t size : kMeasuredSizes) {
       if (size <= n || size > max_tokens_) continue;
-      t += kGuessSlope * t1 * (size - n);
+      t += kVerifyGuessSlope * t1 * (size - n);
       n = size;
       points.emplace_back(n, t);
     }
@@ -235,8 +171,9 @@ double AutoPlanner::NextMeasurementSeconds() const {
   if (!verify_cost_) return std::numeric_limits<double>::infinity();
   if (measured_.complete) return measure_seconds_;
   // Sizes of this plan only: a kept curve may hold larger ones, measured under a larger budget.
-  const int32_t next = NextMeasuredSize(measured_, std::min(max_tokens_, verify_cost_->max_size()),
-                                        std::numeric_limits<int32_t>::max(), kMaxDepth, sampled_);
+  const int32_t next =
+      NextMeasuredSize(measured_, std::min(max_tokens_, verify_cost_->max_size()),
+                       std::numeric_limits<int32_t>::max(), kMaxPlannedDepth, sampled_);
   if (next == 0) return std::numeric_limits<double>::infinity();
   // A size beyond 1 is timed with t(1) beside it (ExtendVerifyCost).
   const double reference = next > 1 ? verify_cost_->Seconds(1) : 0.0;
@@ -276,7 +213,7 @@ void AutoPlanner::Replan() {
   observed_.Estimate(acceptance_);
   ScaleVerifyCost();
   const int32_t max_size = std::min(max_tokens_, scaled_cost_->max_size());
-  table_.Compute(acceptance_, max_size, std::min(max_size, kMaxDepth));
+  table_.Compute(acceptance_, max_size, std::min(max_size, kMaxPlannedDepth));
   const SizeDepthSearch search{.draft_seconds_per_level = draft_seconds_per_level_,
                                .root_level_drafted = false};
   choice_ = ChooseSizeAndDepth(table_, *scaled_cost_, search);
@@ -340,7 +277,7 @@ void AutoPlanner::Observe(const Step& step) {
   if (!verify_cost_) {
     // The first step, without a curve: its verify forward anchors the guess (and, without one from
     // the acceptance file, its drafting the draft cost).
-    guess_t1_ = std::max(step.verify_seconds, 1e-9) / (1.0 + kGuessSlope * (n - 1));
+    guess_t1_ = std::max(step.verify_seconds, 1e-9) / (1.0 + kVerifyGuessSlope * (n - 1));
     if (!(draft_seconds_per_level_ > 0) && step.draft_calls > 0)
       draft_seconds_per_level_ = step.draft_seconds / step.draft_calls;
     BuildVerifyCost();
@@ -368,182 +305,6 @@ void AutoPlanner::Observe(const Step& step) {
   }
   observed_.Fade(std::exp2(-1.0 / kHalfLifeSteps));
   observed_.Observe(tree, accepted);
-}
-
-namespace {
-
-// Times forwards of a chain of n copies of one token continuing sequence `seq` at `position`,
-// and truncates the cache back after each.
-class VerifyTimer {
- public:
-  VerifyTimer(Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
-              int32_t first_layer, int32_t last_layer, bool cold_caches = false)
-      : target_(target),
-        cache_(target.cache(seq)),
-        seq_(seq),
-        token_(token),
-        position_(position),
-        first_layer_(first_layer),
-        last_layer_(last_layer < 0 ? target.config().n_layer : last_layer) {
-    GROVE_CHECK(cache_.length() == position, "verify cost: the cache holds ", cache_.length(),
-                " slots, not ", position);
-    limit_ = std::min({max_tokens, target.max_batch(), target.n_ctx() - position});
-    if (limit_ < 1) Fail("verify cost: no room in the context to measure at position ", position);
-    if (first_layer_ > 0)
-      hidden_.assign(static_cast<std::size_t>(limit_) * target.config().n_embd, 0.0f);
-    if (cold_caches) flush_.assign(kFlushBytes, 0);
-  }
-
-  int32_t limit() const { return limit_; }
-
-  double Time(int32_t n) {
-    batch_.Clear();
-    for (int32_t i = 0; i < n; ++i) batch_.Add(token_, position_ + i, seq_, i - 1, true);
-    const std::span<const float> in =
-        hidden_.empty() ? std::span<const float>()
-                        : std::span<const float>(hidden_).first(static_cast<std::size_t>(n) *
-                                                                target_.config().n_embd);
-    for (std::size_t i = 0; i < flush_.size(); i += 64) flush_[i] += 1;  // a write per line
-    Timer timer;
-    target_.ForwardLayers(batch_, first_layer_, last_layer_, in);
-    const double seconds = timer.Seconds();
-    cache_.Truncate(position_);
-    return seconds;
-  }
-
-  // One untimed forward (decoding repeats one shape: the caches should hold what it uses), then
-  // the median of `reps` timed ones ...
-  double Median(int32_t n, int32_t reps) {
-    Time(n);
-    std::vector<double> s;
-    s.reserve(static_cast<std::size_t>(reps));
-    for (int32_t r = 0; r < reps; ++r) s.push_back(Time(n));
-    std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
-    return s[s.size() / 2];
-  }
-  // ... or the fastest.
-  double Fastest(int32_t n, int32_t reps) {
-    Time(n);
-    double best = std::numeric_limits<double>::infinity();
-    for (int32_t r = 0; r < reps; ++r) best = std::min(best, Time(n));
-    return best;
-  }
-
- private:
-  Model& target_;
-  KvCache& cache_;
-  int32_t seq_, token_, position_, first_layer_, last_layer_;
-  int32_t limit_ = 0;
-  Batch batch_;
-  std::vector<float> hidden_;
-  // Written through before each timed forward when the caches are to be cold: larger than any
-  // last-level cache of the machines grove measures on.
-  static constexpr std::size_t kFlushBytes = std::size_t{64} << 20;
-  std::vector<uint8_t> flush_;
-};
-
-}  // namespace
-
-VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
-                                  int32_t max_tokens, double budget_seconds, int32_t first_layer,
-                                  int32_t last_layer, bool cold_caches) {
-  return RaisedCurve(MeasureVerifyMedians(target, seq, token, position, max_tokens, budget_seconds,
-                                          first_layer, last_layer, cold_caches));
-}
-
-VerifyCostCurve RaisedCurve(std::vector<std::pair<int32_t, double>> medians) {
-  for (std::size_t i = 1; i < medians.size(); ++i)
-    medians[i].second = std::max(medians[i].second, medians[i - 1].second);
-  return VerifyCostCurve(std::move(medians));
-}
-
-std::vector<std::pair<int32_t, double>> MeasureVerifyMedians(
-    Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
-    double budget_seconds, int32_t first_layer, int32_t last_layer, bool cold_caches) {
-  VerifyTimer timer(target, seq, token, position, max_tokens, first_layer, last_layer, cold_caches);
-  std::vector<int32_t> sizes;
-  for (int32_t n : kMeasuredSizes) {
-    if (n <= timer.limit()) sizes.push_back(n);
-  }
-  // Each size is timed in a run of its own, as decoding repeats one shape: interleaving sizes
-  // would charge the small ones for the caches the large ones evicted. A first pass says what the
-  // whole costs; a large model keeps powers of two only.
-  auto one_pass = [&] {
-    double total = 0.0;
-    for (int32_t n : sizes) total += timer.Time(n);
-    return total;
-  };
-  double pass = one_pass();
-  if (pass > budget_seconds / 4) {
-    std::erase_if(sizes, [](int32_t n) { return (n & (n - 1)) != 0; });
-    pass = one_pass();
-  }
-  const int32_t reps =
-      std::clamp(static_cast<int32_t>(budget_seconds / std::max(pass, 1e-9)) - 1, 1, 9);
-  std::vector<std::pair<int32_t, double>> medians;
-  medians.reserve(sizes.size());
-  for (int32_t n : sizes) medians.emplace_back(n, timer.Median(n, reps));
-  return medians;
-}
-
-bool KeptCurveIsSettled(const CachedVerifyCost& curve, int32_t max_tokens) {
-  if (curve.points.empty() || curve.points.back().first < max_tokens) return false;
-  const double t1 = curve.points.front().second;
-  for (const auto& [n, t] : curve.points) {
-    if (n > max_tokens) break;
-    if (!curve.Confirmed(n)) return false;
-    if (t > kMaxDepth * t1) break;  // confirmed: no tree repays this size or a larger one
-  }
-  return true;
-}
-
-bool KeptCurveIsComplete(const CachedVerifyCost& curve, int32_t max_batch) {
-  return NextMeasuredSize(curve, std::numeric_limits<int32_t>::max(), max_batch, kMaxDepth) == 0;
-}
-
-bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
-                      int32_t max_tokens, double budget_seconds, double worth_ratio,
-                      CachedVerifyCost& curve, std::vector<int32_t>& sampled) {
-  VerifyTimer timer(target, seq, token, position, max_tokens, 0, -1);
-  Timer spent;
-  const bool was_complete = curve.complete;
-  bool extended = false;
-  double t1_now = 0.0;  // t(1) at this context, timed once the call measures a larger size
-  while (!curve.complete) {
-    // Sizes beyond the batch, or beyond a size no tree repays, are never measured: the curve is
-    // complete when no other is left. Sizes beyond this plan's budget or the context's room wait
-    // for a run that has them.
-    if (NextMeasuredSize(curve, std::numeric_limits<int32_t>::max(), target.max_batch(),
-                         worth_ratio) == 0) {
-      curve.complete = true;
-      break;
-    }
-    const int32_t n =
-        NextMeasuredSize(curve, timer.limit(), target.max_batch(), worth_ratio, sampled);
-    if (n == 0) break;
-    // What measuring n costs, guessed from the sizes measured; the first size of a call is
-    // measured whatever the guess (the caller judged it affordable).
-    if (extended && spent.Seconds() + kVerifyMeasureForwards *
-                                          MeasurementSeconds(curve.points, n, curve.Confirmed(n)) >
-                        budget_seconds) {
-      break;
-    }
-    double t = timer.Fastest(n, kVerifyMeasureForwards - 1);
-    if (n == 1) {
-      t1_now = t;
-    } else {
-      // Runs measure at whatever context they have reached, and attention grows with it: a size
-      // is kept as its ratio to t(1) timed beside it, so that the curve's sizes agree with each
-      // other (measured at contexts of 10 and of 400 tokens, a kept curve had a cliff between 4
-      // and 5 tokens that the real one lacks, and auto chose 4).
-      if (!(t1_now > 0)) t1_now = timer.Fastest(1, kVerifyMeasureForwards - 1);
-      t /= t1_now;
-    }
-    curve.AddSample(n, t);
-    sampled.push_back(n);
-    extended = true;
-  }
-  return extended || curve.complete != was_complete;
 }
 
 }  // namespace grove

@@ -51,6 +51,7 @@
 #include "speculate/sequoia.h"
 #include "speculate/token_tree.h"
 #include "speculate/tree_plan.h"
+#include "speculate/verify_cost.h"
 #include "speculate/verify_cost_cache.h"
 
 namespace grove {
@@ -156,52 +157,5 @@ class AutoPlanner {
   bool probing_ = false;     // the shape last handed out is a probe while plain wins
   double probe_cost_ = 0.0;  // running mean of a probe's cost beyond a plain step
 };
-
-// t(n) of `target` for a verify batch of n tokens continuing sequence `seq` (whose cache holds
-// `position` slots) at the sizes grove's planners use up to max_tokens, within about
-// budget_seconds: the median of repeated forwards of a chain of `token`. The cache is left as
-// found. Layers [first_layer, last_layer) only, when given (last_layer -1: to the last, the
-// output head included when last_layer is the model's last): a pipeline stage's cost, zero hidden
-// rows coming in when first_layer > 0. cold_caches: the CPU caches flushed before each timed
-// forward, as when units take turns on one host's cores and the others' weights pass through the
-// caches between two forwards of this one (decoding alone keeps its weights warm).
-VerifyCostCurve MeasureVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
-                                  int32_t max_tokens, double budget_seconds,
-                                  int32_t first_layer = 0, int32_t last_layer = -1,
-                                  bool cold_caches = false);
-// The curve of measured medians (n increasing from 1), each raised to the largest time of a
-// smaller size: more tokens never cost less (a dip is noise, and would lure the search to a larger
-// tree). MeasureVerifyCost's result.
-VerifyCostCurve RaisedCurve(std::vector<std::pair<int32_t, double>> medians);
-// The medians MeasureVerifyCost measures, each size's own: not raised to a smaller size's time
-// (what a kept curve adds as samples, CachedVerifyCost).
-std::vector<std::pair<int32_t, double>> MeasureVerifyMedians(
-    Model& target, int32_t seq, int32_t token, int32_t position, int32_t max_tokens,
-    double budget_seconds, int32_t first_layer = 0, int32_t last_layer = -1,
-    bool cold_caches = false);
-
-// Whether a kept curve can be planned with as it is, up to `max_tokens`: it reaches that far, and
-// every size up to it has confirmed times (see CachedVerifyCost: a time measured once may be one
-// other work slowed), up to the first confirmed size that costs more than kMaxDepth x t(1) (no
-// tree of depth kMaxDepth repays it or a larger one).
-bool KeptCurveIsSettled(const CachedVerifyCost& curve, int32_t max_tokens);
-// Whether nothing is left to measure or confirm in a kept curve (its `complete`) for a target
-// whose largest batch is max_batch.
-bool KeptCurveIsComplete(const CachedVerifyCost& curve, int32_t max_batch);
-
-// Forwards per size that ExtendVerifyCost spends: one untimed, then the fastest of the rest
-// (interference only ever adds time).
-inline constexpr int32_t kVerifyMeasureForwards = 3;
-
-// Measures sizes `curve` lacks or has not confirmed (n = 1 first), coarse to fine (see
-// AutoPlanner), none of `sampled` (this run's, to which it adds), the first always and each next
-// one while its guessed cost fits what is left of budget_seconds, up to max_tokens and the
-// context's room; a size beyond the target's batch, or beyond one that costs more than
-// worth_ratio x t(1) (no larger tree can pay for itself), is never measured, and the curve is
-// complete when every other size is measured and confirmed. Returns whether the curve changed.
-// The cache is left as found.
-bool ExtendVerifyCost(Model& target, int32_t seq, int32_t token, int32_t position,
-                      int32_t max_tokens, double budget_seconds, double worth_ratio,
-                      CachedVerifyCost& curve, std::vector<int32_t>& sampled);
 
 }  // namespace grove

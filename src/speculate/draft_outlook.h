@@ -5,7 +5,8 @@
 // lookup) is confident and stands in for the draft model, a level costs microseconds instead of a
 // draft forward and the guesses follow a text seen before, so the tree that tree planning chose
 // for the draft model (from its acceptance and its cost per level) is the wrong one. For such a
-// step the session drafts a chain of the depth that maximises expected tokens per second,
+// step the step planner (speculate/step_planner.h) drafts a chain of the depth that maximises
+// expected tokens per second,
 //
 //   E(d) / (t(d + 1) + d c),   E(d) = 1 + sum_{k=1..d} q_1 q_2 ... q_k,
 //
@@ -23,8 +24,8 @@
 // choice takes at least half of its row) and its first choices were the chain's tokens from the
 // root on (it is copying this very text), so a tail ends where the text stops repeating. A tail
 // node costs the cheap members' microseconds and one more verified row, which on a CPU is far from
-// free (a row of the base target is about 6% of a plain step). The session lets the tail grow to
-// the length T that maximises the tokens it adds less those the time it takes would have given,
+// free (a row of the base target is about 6% of a plain step). The step planner lets the tail grow
+// to the length T that maximises the tokens it adds less those the time it takes would have given,
 //
 //   sum_{k=1..T} Q_k  -  R (t(D + 1 + T) - t(D + 1) + T c),
 //

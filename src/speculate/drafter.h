@@ -15,6 +15,7 @@
 
 namespace grove {
 
+class LookupMatches;
 class NodeAttribution;
 class StepOutlook;
 class TargetFeatureReader;
@@ -26,8 +27,28 @@ struct DrafterTraits {
   bool deterministic = false;  // Drafter::deterministic
 };
 
+// Optional capabilities, each an interface of its own that a drafter may implement, null where it
+// does not: a drafter that reads the target's hidden states is handed them
+// (speculate/target_feature_reader.h); a drafter made of several says which of them proposed each
+// node (speculate/node_attribution.h), and what a step's drafting will cost and be worth before its
+// tree is chosen (speculate/draft_outlook.h); a drafter that looks its rows up in text says how
+// long each row's match was (speculate/lookup_matches.h). A new capability is a field here, not a
+// virtual of every drafter.
+struct DrafterCapabilities {
+  TargetFeatureReader* feature_reader = nullptr;
+  const NodeAttribution* attribution = nullptr;
+  StepOutlook* outlook = nullptr;
+  const LookupMatches* lookup_matches = nullptr;
+};
+
+// Three actions (Begin, Expand, Commit) on the sequence a drafter serves, what a session must know
+// of it (name, vocabulary, whether its rows are guesses, room, reservations), and its capabilities.
 class Drafter {
  public:
+  Drafter() = default;
+  // Capabilities point into the drafter itself: a copy would point into the original.
+  Drafter(const Drafter&) = delete;
+  Drafter& operator=(const Drafter&) = delete;
   virtual ~Drafter() = default;
 
   virtual std::string_view name() const = 0;
@@ -78,19 +99,18 @@ class Drafter {
   // The session speculates only while it does, and decodes plainly after that.
   virtual bool HasRoomFor(int32_t fed_nodes) const = 0;
 
-  // Optional capabilities, null where the drafter lacks them: a drafter that reads the target's
-  // hidden states is handed them (speculate/target_feature_reader.h); a drafter made of several
-  // says which of them proposed each node (speculate/node_attribution.h), and what a step's
-  // drafting will cost and be worth before its tree is chosen (speculate/draft_outlook.h).
-  virtual TargetFeatureReader* feature_reader() { return nullptr; }
-  virtual const NodeAttribution* attribution() const { return nullptr; }
-  virtual StepOutlook* outlook() { return nullptr; }
+  // The optional capabilities (DrafterCapabilities), null where the drafter lacks them.
+  TargetFeatureReader* feature_reader() { return capabilities_.feature_reader; }
+  const NodeAttribution* attribution() const { return capabilities_.attribution; }
+  StepOutlook* outlook() { return capabilities_.outlook; }
+  const LookupMatches* lookup_matches() const { return capabilities_.lookup_matches; }
 
-  // For a drafter that looks its rows up in text (speculate/suffix_drafter.h): for each row of the
-  // last Expand, how many tokens of the text before the node its lookup matched (0: none). Empty
-  // for the others. A continuation found after a long match copies a passage; after a short one,
-  // a phrase that may go on differently (a mixture prices the two apart).
-  virtual std::span<const int32_t> matched_lengths() const { return {}; }
+ protected:
+  // A drafter with capabilities offers them once, from its constructor.
+  void Offer(const DrafterCapabilities& capabilities) { capabilities_ = capabilities; }
+
+ private:
+  DrafterCapabilities capabilities_;
 };
 
 }  // namespace grove

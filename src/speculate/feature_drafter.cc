@@ -13,6 +13,7 @@ namespace grove {
 
 FeatureDrafter::FeatureDrafter(Model& layer, const Model& target, int32_t seq)
     : model_(layer), seq_(seq), n_embd_(layer.config().n_embd) {
+  Offer({.feature_reader = this});
   const FeatureDrafterTensors own = ReadFeatureDrafterTensors(layer.gguf(), target.gguf());
   CheckSameVocabulary(*layer.parameters(), *target.parameters());
   if (layer.n_ctx() < target.n_ctx()) {

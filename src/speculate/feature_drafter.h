@@ -49,7 +49,6 @@ class FeatureDrafter : public Drafter, public TargetFeatureReader {
               int32_t next_token) override;
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
-  TargetFeatureReader* feature_reader() override { return this; }
   void ObserveTarget(int32_t first_position, std::span<const float> rows) override;
   // The target's feature held for `position` (handed by ObserveTarget), or empty where none was
   // (the drafter reads zero there).

@@ -19,6 +19,12 @@ void CheckTokens(const ModelParameters& draft, const ModelParameters& target, in
 
 }  // namespace
 
+void CheckSameVocabularySize(const ModelConfig& draft, const ModelConfig& target) {
+  if (draft.n_vocab != target.n_vocab) {
+    Fail("the draft has ", draft.n_vocab, " tokens but the target has ", target.n_vocab);
+  }
+}
+
 void CheckSameVocabulary(const ModelParameters& draft, const ModelParameters& target) {
   const int32_t nd = draft.config().n_vocab, nt = target.config().n_vocab;
   if (nd != nt) {

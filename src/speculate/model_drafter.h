@@ -49,8 +49,11 @@ class ModelDrafter : public Drafter {
   std::vector<int32_t> kept_slots_;
 };
 
-// Throws grove::Error naming the first difference if two models cannot share token ids: vocabulary
-// size, and (when both files carry one) the token texts.
+// Throws grove::Error unless the draft's vocabulary has as many tokens as the target's: where token
+// ids pass between the two unmapped (the pipeline's draft and stages), no padding is allowed.
+void CheckSameVocabularySize(const ModelConfig& draft, const ModelConfig& target);
+// The same, and (when both files carry them) the same token texts: two models that share token
+// ids. Names the first difference.
 void CheckSameVocabulary(const ModelParameters& draft, const ModelParameters& target);
 
 // Most tokens by which a draft's vocabulary may differ from its target's (llama.cpp's limit too):

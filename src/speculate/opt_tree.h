@@ -70,6 +70,15 @@ class OptTreeWorkspace {
 
  private:
   friend void BuildOptTree(const OptTreeParams&, DraftExpandRef, OptTreeWorkspace&, OptTreeResult&);
+  // BuildOptTree's steps: the root as the frontier; the candidates of the frontier's children
+  // (each node's in rank order, checked); the n best of them as the next layer; E_sub; the tree.
+  void Start();
+  void DraftLayer(DraftExpandRef expand, int32_t n);
+  void RankChildren(int32_t node, int32_t n, std::vector<DraftCandidate>& cands);
+  void AddBestOfLayer(int32_t n);
+  double TopSum(int32_t n);
+  void Select(int32_t n, OptTreeResult& result);
+
   struct Candidate {
     double path_prob;  // p̂ = p̂(parent) * prob
     int32_t order;     // generation order: frontier position, then draft rank (the tie-break)

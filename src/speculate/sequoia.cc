@@ -55,73 +55,77 @@ void SequoiaTable::Compute(std::span<const double> acceptance, int32_t max_size,
   ValidateAcceptanceVector(acceptance);
   if (max_size < 1) Fail("sequoia: tree size ", max_size, " must be >= 1 (the root)");
   if (max_depth < 0) Fail("sequoia: depth bound ", max_depth, " must be >= 1, or 0 for none");
-  SequoiaTable& t = *this;
-  t.acceptance_.assign(acceptance.begin(), acceptance.end());
-  t.max_size_ = max_size;
-  t.max_depth_ = max_depth;
-  t.max_branch_ = std::min<int32_t>(static_cast<int32_t>(acceptance.size()), max_size - 1);
-  t.n_slots_ = max_depth == 0 ? 1 : max_depth + 1;
-  const int32_t n_b = t.max_branch_ + 1;
-  t.value_.assign(static_cast<size_t>(max_size + 1) * t.n_slots_ * n_b, kMinusInf);
-  t.split_.assign(t.value_.size(), 0);
-  t.best_.assign(static_cast<size_t>(max_size + 1) * t.n_slots_, kMinusInf);
-  t.best_b_.assign(t.best_.size(), 0);
-  t.best_size_.assign(t.best_.size(), 0);
-  t.queue_.reserve(static_cast<size_t>(max_size));
-  t.child_sizes_.reserve(static_cast<size_t>(t.max_branch_));
-
+  Reset(acceptance, max_size, max_depth);
   // Slots that exist: 0 when unbounded; depth budgets 1..D when bounded (slot 0 stays -inf).
   const int32_t first_slot = max_depth == 0 ? 0 : 1;
-  for (int32_t s = first_slot; s < t.n_slots_; ++s) {
-    t.value_[t.At(1, s, 0)] = 1.0;  // the root alone emits one token
-    t.best_[t.AtBest(1, s)] = 1.0;
-    t.best_size_[t.AtBest(1, s)] = 1;
+  for (int32_t s = first_slot; s < n_slots_; ++s) {
+    value_[At(1, s, 0)] = 1.0;  // the root alone emits one token
+    best_[AtBest(1, s)] = 1.0;
+    best_size_[AtBest(1, s)] = 1;
   }
+  for (int32_t n = 2; n <= max_size; ++n) {
+    for (int32_t s = first_slot; s < n_slots_; ++s) FillSize(n, s);
+  }
+}
+
+void SequoiaTable::Reset(std::span<const double> acceptance, int32_t max_size, int32_t max_depth) {
+  acceptance_.assign(acceptance.begin(), acceptance.end());
+  max_size_ = max_size;
+  max_depth_ = max_depth;
+  max_branch_ = std::min<int32_t>(static_cast<int32_t>(acceptance.size()), max_size - 1);
+  n_slots_ = max_depth == 0 ? 1 : max_depth + 1;
+  const int32_t n_b = max_branch_ + 1;
+  value_.assign(static_cast<size_t>(max_size + 1) * n_slots_ * n_b, kMinusInf);
+  split_.assign(value_.size(), 0);
+  best_.assign(static_cast<size_t>(max_size + 1) * n_slots_, kMinusInf);
+  best_b_.assign(best_.size(), 0);
+  best_size_.assign(best_.size(), 0);
+  queue_.reserve(static_cast<size_t>(max_size));
+  child_sizes_.reserve(static_cast<size_t>(max_branch_));
+}
+
+void SequoiaTable::FillSize(int32_t n, int32_t s) {
   // T[n][s][b] = max_m T[n-m][s][b-1] + p_b * G[m][child slot] (Eq. 3 / Eq. 4): the root with its
   // first b-1 subtrees (size n-m), plus the b-th child's subtree of size m, reached with prob. p_b.
-  for (int32_t n = 2; n <= max_size; ++n) {
-    for (int32_t s = first_slot; s < t.n_slots_; ++s) {
-      const int32_t cs = t.ChildSlot(s);
-      // Depth budget 1 holds the root alone: no b >= 1 term, only the carried-over G[n-1] below.
-      const int32_t max_b = max_depth != 0 && s == 1 ? 0 : t.max_branch_;
-      double best = kMinusInf;
-      int32_t best_b = 0;
-      for (int32_t b = 1; b <= max_b; ++b) {
-        const double p_b = t.acceptance_[static_cast<size_t>(b - 1)];
-        double value = kMinusInf;
-        int32_t split = 0;
-        for (int32_t m = 1; m <= n - 1; ++m) {
-          const double rest = t.value_[t.At(n - m, s, b - 1)];
-          const double sub = t.best_[t.AtBest(m, cs)];
-          if (rest == kMinusInf || sub == kMinusInf) continue;
-          const double v = rest + p_b * sub;
-          if (v > value) {
-            value = v;
-            split = m;
-          }
-        }
-        t.value_[t.At(n, s, b)] = value;
-        t.split_[t.At(n, s, b)] = split;
-        if (value > best) {
-          best = value;
-          best_b = b;
-        }
-      }
-      t.best_b_[t.AtBest(n, s)] = best_b;
-      // G[n] is the best over trees of AT MOST n nodes. With B = |p| some (n, d) admit no tree of
-      // exactly n nodes (|p| = 1 and d < n: only chains), and a tree of fewer nodes is what the
-      // paper's DP with B = N - 1 would pad with never-accepted children of rank > |p|. Keeping the
-      // smaller tree gives the same value without verifying tokens that cannot be accepted; ties
-      // prefer it for the same reason.
-      const size_t prev = t.AtBest(n - 1, s);
-      if (t.best_[prev] >= best) {
-        t.best_[t.AtBest(n, s)] = t.best_[prev];
-        t.best_size_[t.AtBest(n, s)] = t.best_size_[prev];
-      } else {
-        t.best_[t.AtBest(n, s)] = best;
-        t.best_size_[t.AtBest(n, s)] = n;
+  const int32_t cs = ChildSlot(s);
+  // Depth budget 1 holds the root alone: no b >= 1 term, only the carried-over G[n-1] below.
+  const int32_t max_b = max_depth_ != 0 && s == 1 ? 0 : max_branch_;
+  double best = kMinusInf;
+  int32_t best_b = 0;
+  for (int32_t b = 1; b <= max_b; ++b) {
+    const double p_b = acceptance_[static_cast<size_t>(b - 1)];
+    double value = kMinusInf;
+    int32_t split = 0;
+    for (int32_t m = 1; m <= n - 1; ++m) {
+      const double rest = value_[At(n - m, s, b - 1)];
+      const double sub = best_[AtBest(m, cs)];
+      if (rest == kMinusInf || sub == kMinusInf) continue;
+      const double v = rest + p_b * sub;
+      if (v > value) {
+        value = v;
+        split = m;
       }
     }
+    value_[At(n, s, b)] = value;
+    split_[At(n, s, b)] = split;
+    if (value > best) {
+      best = value;
+      best_b = b;
+    }
+  }
+  best_b_[AtBest(n, s)] = best_b;
+  // G[n] is the best over trees of AT MOST n nodes. With B = |p| some (n, d) admit no tree of
+  // exactly n nodes (|p| = 1 and d < n: only chains), and a tree of fewer nodes is what the
+  // paper's DP with B = N - 1 would pad with never-accepted children of rank > |p|. Keeping the
+  // smaller tree gives the same value without verifying tokens that cannot be accepted; ties
+  // prefer it for the same reason.
+  const size_t prev = AtBest(n - 1, s);
+  if (best_[prev] >= best) {
+    best_[AtBest(n, s)] = best_[prev];
+    best_size_[AtBest(n, s)] = best_size_[prev];
+  } else {
+    best_[AtBest(n, s)] = best;
+    best_size_[AtBest(n, s)] = n;
   }
 }
 
@@ -192,42 +196,6 @@ void SequoiaTable::Rebuild(int32_t size, int32_t slot, TokenTree& tree) const {
       queue_.push_back({child, child_sizes_[static_cast<size_t>(b - 1)], ChildSlot(p.slot)});
     }
   }
-}
-
-VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
-    : points_(std::move(points)) {
-  if (points_.empty() || points_.front().first != 1) {
-    Fail("verify cost: the curve must start at n = 1 (the plain decoding step it is compared to)");
-  }
-  for (size_t i = 0; i < points_.size(); ++i) {
-    if (!(points_[i].second > 0.0) || !std::isfinite(points_[i].second)) {
-      Fail("verify cost: time ", points_[i].second, " s at n = ", points_[i].first,
-           " must be positive");
-    }
-    if (i > 0 && points_[i].first <= points_[i - 1].first) {
-      Fail("verify cost: sizes must increase strictly, got n = ", points_[i].first, " after ",
-           points_[i - 1].first);
-    }
-  }
-}
-
-void VerifyCostCurve::ScaleFrom(const VerifyCostCurve& other, double factor) {
-  if (!(factor > 0.0) || !std::isfinite(factor))
-    Fail("verify cost: scale ", factor, " must be positive");
-  points_.assign(other.points_.begin(), other.points_.end());
-  for (auto& point : points_) point.second *= factor;
-}
-
-double VerifyCostCurve::Seconds(int32_t n) const {
-  if (n < 1 || n > max_size()) {
-    Fail("verify cost: n = ", n, " is outside the measured [1, ", max_size(), "]");
-  }
-  auto hi = std::lower_bound(points_.begin(), points_.end(), n,
-                             [](const auto& point, int32_t x) { return point.first < x; });
-  if (hi->first == n) return hi->second;
-  auto lo = hi - 1;
-  const double w = static_cast<double>(n - lo->first) / (hi->first - lo->first);
-  return lo->second + w * (hi->second - lo->second);
 }
 
 SizeDepthChoice ChooseSizeAndDepth(const SequoiaTable& table, const VerifyCostCurve& verify_cost,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "speculate/token_tree.h"
+#include "speculate/verify_cost.h"
 
 namespace grove {
 
@@ -64,6 +65,10 @@ class SequoiaTable {
   void TreeInto(int32_t size, int32_t depth, TokenTree& tree) const;
 
  private:
+  // Compute's steps: the table's shape and storage, then T[n][slot][*] and G[n][slot] of one
+  // size from the smaller ones.
+  void Reset(std::span<const double> acceptance, int32_t max_size, int32_t max_depth);
+  void FillSize(int32_t n, int32_t slot);
   int32_t Slot(int32_t depth) const;  // table slot of a depth budget
   int32_t ChildSlot(int32_t slot) const { return max_depth_ == 0 ? 0 : slot - 1; }
   size_t At(int32_t n, int32_t slot, int32_t b) const {
@@ -97,23 +102,7 @@ class SequoiaTable {
 // c = tau_d / tau_v(1). Multiplying by tau_v(1) gives the form implemented here, in seconds:
 //   tokens_per_second(n, d) = G(n, d) / (tau_v(n) + d * tau_d),
 // which has the same argmax; speedup = tokens_per_second * tau_v(1) (plain decoding emits one token
-// per tau_v(1)). tau_v comes from measured (n, seconds) points and is linearly interpolated between
-// them; sizes outside the measured range are not considered (no extrapolation).
-class VerifyCostCurve {
- public:
-  // Points sorted by strictly increasing n, the first at n = 1, times positive. Throws
-  // grove::Error.
-  explicit VerifyCostCurve(std::vector<std::pair<int32_t, double>> points);
-  int32_t max_size() const { return points_.back().first; }
-  double Seconds(int32_t n) const;  // n in [1, max_size()]
-  std::span<const std::pair<int32_t, double>> points() const { return points_; }
-  // This curve becomes `other` with every time multiplied by factor > 0; no allocation when both
-  // have as many points.
-  void ScaleFrom(const VerifyCostCurve& other, double factor);
-
- private:
-  std::vector<std::pair<int32_t, double>> points_;
-};
+// per tau_v(1)). tau_v is a measured curve (speculate/verify_cost.h).
 
 struct SizeDepthChoice {
   int32_t size = 1;              // n, root included; 1 is plain decoding (no tree)

@@ -5,76 +5,12 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
-#include "speculate/auto_planner.h"
 #include "speculate/node_attribution.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/target_feature_reader.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove {
-
-std::vector<double> SpeculationStats::acceptance_by_depth() const {
-  std::vector<double> out;
-  for (std::size_t d = 0; d < reached_depth.size() && reached_depth[d] > 0; ++d) {
-    const int64_t accepted = d < accepted_at_depth.size() ? accepted_at_depth[d] : 0;
-    out.push_back(static_cast<double>(accepted) / static_cast<double>(reached_depth[d]));
-  }
-  return out;
-}
-
-void SpeculationStats::CountDepths(std::size_t depth, std::size_t accepted) {
-  if (reached_depth.size() < depth) {
-    reached_depth.resize(depth, 0);
-    accepted_at_depth.resize(depth, 0);
-  }
-  for (std::size_t d = 0; d < depth; ++d) ++reached_depth[d];
-  for (std::size_t d = 0; d < accepted && d < depth; ++d) ++accepted_at_depth[d];
-}
-
-namespace {
-
-// The chain of `depth` nodes (1..kMaxCheapChainDepth) a cheap step drafts: made once, shared by
-// every session.
-const TokenTree& CheapChain(int32_t depth) {
-  static const std::vector<TokenTree> chains = [] {
-    std::vector<TokenTree> out(kMaxCheapChainDepth);
-    for (int32_t d = 1; d <= kMaxCheapChainDepth; ++d) {
-      for (int32_t node = -1; node < d - 1; ++node) {
-        out[static_cast<std::size_t>(d - 1)].AddChild(node, kNoToken, 1.0f);
-      }
-    }
-    return out;
-  }();
-  return chains[static_cast<std::size_t>(depth - 1)];
-}
-
-void AddCounts(std::vector<int64_t>& into, const std::vector<int64_t>& from) {
-  if (into.size() < from.size()) into.resize(from.size(), 0);
-  for (std::size_t i = 0; i < from.size(); ++i) into[i] += from[i];
-}
-
-}  // namespace
-
-SpeculationStats& SpeculationStats::operator+=(const SpeculationStats& s) {
-  steps += s.steps;
-  plain_steps += s.plain_steps;
-  prompt_tokens += s.prompt_tokens;
-  generated += s.generated;
-  tree_nodes += s.tree_nodes;
-  cheap_steps += s.cheap_steps;
-  cheap_nodes += s.cheap_nodes;
-  tail_steps += s.tail_steps;
-  tail_nodes += s.tail_nodes;
-  tail_accepted += s.tail_accepted;
-  prefill_seconds += s.prefill_seconds;
-  measure_seconds += s.measure_seconds;
-  total_seconds += s.total_seconds;
-  times += s.times;
-  AddCounts(accepted_at_depth, s.accepted_at_depth);
-  AddCounts(reached_depth, s.reached_depth);
-  AddCounts(first_rank, s.first_rank);
-  return *this;
-}
 
 SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SpeculationPolicy& policy,
@@ -84,6 +20,7 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
       feature_reader_(drafter.feature_reader()),
       policy_(policy),
       options_(options),
+      planner_(policy_, options.verify_cost, drafter, target.max_batch()),
       builder_(policy.draw, policy.sampling),
       draft_(builder_.NewState(target.config().n_vocab)),
       target_sampler_(policy.sampling),
@@ -97,24 +34,17 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
     Fail("session: target sequence ", options.target_seq, " outside 0..", target.n_seq() - 1);
   }
   if (options.n_predict < 0) Fail("session: n_predict ", options.n_predict, " is negative");
-  // Cheap steps get chains under auto plans (the planner's or the scheduler's) whose trees are
-  // shapes, when the target's batch holds the deepest.
-  const bool shapes = policy.plan.is_auto() || (policy.plan.is_static() && options.verify_cost);
-  if (shapes && kMaxCheapChainDepth + 1 <= target.max_batch()) outlook_ = drafter.outlook();
-  const int32_t max_nodes = std::max(policy.plan.max_nodes(), outlook_ ? kMaxCheapChainDepth : 0);
-  const int32_t max_rows = max_nodes + 1;
+  const int32_t max_rows = planner_.max_nodes() + 1;
   if (max_rows > target.max_batch()) {
     Fail("tree spec '", policy.plan.text, "' verifies up to ", max_rows,
          " tokens, more than the target's batch of ", target.max_batch());
   }
-  if (policy.plan.is_auto()) planner_ = std::make_unique<AutoPlanner>(policy.plan, policy.inputs);
   drafter_.SampleChildren(policy.draw != ChildDraw::kDeterministic);
   draft_.Reserve(policy.plan, policy.draw);
   drafter_.Reserve(policy.plan.max_nodes(), policy.plan.max_drafted_nodes());
-  if (outlook_) {
+  if (planner_.drafts_chains()) {
     draft_.Reserve(ParseTreePlan(StrCat("chain:", kMaxCheapChainDepth), {}), policy.draw);
     drafter_.Reserve(kMaxCheapChainDepth, kMaxCheapChainDepth);
-    planned_.Reserve(kMaxCheapChainDepth, 1);  // a tail's planned part is a chain
   }
   batch_.tokens.reserve(target.max_batch());
   kept_slots_.reserve(static_cast<std::size_t>(max_rows));
@@ -156,20 +86,16 @@ int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
 void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   const int32_t cached = KeepCachedPrompt(target_, options_, prompt);
   stats_ = SpeculationStats{};
-  rate_tokens_ = rate_seconds_ = 0.0;
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
   for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) {
-    v->reserve(static_cast<std::size_t>(
-                   std::max(policy_.plan.max_nodes(), outlook_ ? kMaxCheapChainDepth : 0)) +
-               1);  // depths and ranks
+    v->reserve(static_cast<std::size_t>(planner_.max_nodes()) + 1);  // depths and ranks
   }
   Timer prefill;
   drafter_.Begin(prompt);
   Prefill(prompt, cached);
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;
-  previous_step_plain_ = false;  // Begin fed the prompt: the drafter has nothing to catch up
-  if (planner_) planner_->Begin(target_, root_position_);
+  planner_.Begin(target_, root_position_);
   stats_.prefill_seconds = prefill.Seconds();
   done_ = options_.n_predict == 0;
   generation_timer_.Reset();
@@ -203,18 +129,10 @@ void SpeculativeSession::Draft() {
   step_ = StepTimes{};
   Timer timer;
   // The planner measures the target when it can afford to (counted as tree building, and apart).
-  if (planner_ && planner_->WantsMeasurement(root_position_)) {
-    stats_.measure_seconds +=
-        planner_->Measure(target_, options_.target_seq, root_, root_position_);
-  }
-  // With one token left to generate, no tree can give more than a plain step: auto plans none.
+  stats_.measure_seconds +=
+      planner_.MeasureIfDue(target_, options_.target_seq, root_, root_position_);
   const bool last_token = options_.n_predict - stats_.generated <= 1;
-  const TokenTree* shape = planner_        ? (last_token ? &no_tree_ : &planner_->NextShape())
-                           : use_override_ ? &shape_override_
-                                           : nullptr;
-  cheap_step_ = false;
-  tail_from_ = 0;
-  if (outlook_ && shape && !last_token) shape = OutlookShape(shape);
+  const TokenTree* shape = planner_.ChooseShape(last_token);
   const TreePlan& plan = policy_.plan;
   const int32_t max_nodes = shape ? shape->size() : plan.max_nodes();
 
@@ -230,61 +148,9 @@ void SpeculativeSession::Draft() {
   } else {
     builder_.Build(plan, drafter_, rng_, options_.sequence, root_position_, draft_);
   }
-  PlanPart(draft_.tree());
+  planner_.Drafted(draft_.tree());
   step_.draft_forward = draft_.expand_seconds();
   step_.tree_building = timer.Seconds() - draft_.expand_seconds();
-}
-
-const TokenTree* SpeculativeSession::OutlookShape(const TokenTree* shape) {
-  const VerifyCostCurve* curve = options_.verify_cost;
-  double scale = 1.0;
-  if (planner_) {
-    curve = planner_->verify_cost() ? &*planner_->verify_cost() : nullptr;
-    scale = planner_->verify_cost_scale();
-  }
-  if (!curve) return shape;
-  const DraftOutlook outlook = outlook_->Prepare();
-  if (!outlook.cheap) return WithTail(shape, outlook, *curve, scale);
-  const int32_t depth = ChooseCheapChainDepth(outlook, *curve, scale, kMaxCheapChainDepth);
-  if (LogEnabled(LogLevel::kDebug)) {
-    Log(LogLevel::kDebug, "cheap step: q1..3 ", outlook.continue_rates[0], " ",
-        outlook.continue_rates[1], " ", outlook.continue_rates[2], ", level ",
-        1e6 * outlook.level_seconds, " us, t(1) ", 1e3 * scale * curve->Seconds(1), " ms, t(9) ",
-        1e3 * scale * curve->Seconds(std::min(9, curve->max_size())), " ms -> chain of ", depth);
-  }
-  if (depth == 0) {
-    outlook_->Decline();
-    return WithTail(shape, outlook, *curve, scale);
-  }
-  cheap_step_ = true;
-  return &CheapChain(depth);
-}
-
-const TokenTree* SpeculativeSession::WithTail(const TokenTree* shape, const DraftOutlook& outlook,
-                                              const VerifyCostCurve& curve, double scale) {
-  // Only a chain has one leaf to go on from; sampled children would mix two members' rows.
-  const int32_t planned = shape->size();
-  if (planned == 0 || shape->depth() != planned || rate_seconds_ <= 0.0 ||
-      policy_.draw != ChildDraw::kDeterministic) {
-    return shape;
-  }
-  const int32_t tail = ChooseTailLength(outlook, curve, scale, planned,
-                                        rate_tokens_ / rate_seconds_, kMaxCheapChainDepth);
-  if (tail == 0) return shape;
-  outlook_->DraftTail(planned);
-  tail_from_ = planned;
-  return &CheapChain(planned + tail);
-}
-
-void SpeculativeSession::UseShape(const TokenTree& shape) {
-  if (!policy_.plan.is_static() || policy_.plan.is_auto()) {
-    Fail("session: only a static plan's tree can be replaced, not '", policy_.plan.text, "'");
-  }
-  if (shape.size() > policy_.plan.max_nodes()) {
-    Fail("session: a tree of ", shape.size(), " nodes replaces one of ", policy_.plan.max_nodes());
-  }
-  shape_override_ = shape;
-  use_override_ = true;
 }
 
 void SpeculativeSession::AppendVerify(Batch& batch) {
@@ -304,29 +170,30 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   timer.Reset();
   CommitAccepted();
   step_.cache = timer.Seconds();
-  ObserveStep(tree);
+  CountStep(tree);
   EmitAccepted(tree);
   // "other": whatever the step's span (Draft to here) spent outside the measured parts.
   step_.other = std::max(0.0, step_timer_.Seconds() - step_wait_ - step_.total());
   stats_.times += step_;
   if (LogEnabled(LogLevel::kDebug)) LogStep(tree);
   step_wait_ = 0.0;
-  // The rate a tail's time is weighed against (draft_outlook.h): the generation's, but for its
-  // first step, whose drafting catches up on the prompt.
-  if (stats_.steps > 1) {
-    rate_tokens_ += static_cast<double>(result_.accepted.size()) + 1.0;
-    rate_seconds_ += step_.total();
-  }
+  planner_.Observe({.tree = tree,
+                    .accepted = result_.accepted,
+                    .draft_seconds = step_.draft_forward,
+                    .first_draft_seconds = draft_.first_expand_seconds(),
+                    .draft_calls = draft_.expand_calls(),
+                    .verify_seconds = step_.verify_forward,
+                    .step_seconds = step_.total()});
   return emitted_;
 }
 
 void SpeculativeSession::LogStep(const TokenTree& tree) const {
   const NodeAttribution* attribution = drafter_.attribution();
   Log(LogLevel::kDebug, "step: ",
-      cheap_step_ ? "cheap"
-      : tailed_   ? "tail"
-                  : "planned",
-      " ", tree.size(), " nodes (", tailed_ ? tail_from_ : tree.size(), " planned), ",
+      planner_.cheap_step() ? "cheap"
+      : planner_.tailed()   ? "tail"
+                            : "planned",
+      " ", tree.size(), " nodes (", planner_.planned_tree(tree).size(), " planned), ",
       result_.accepted.size(), " accepted; draft ", 1e3 * step_.draft_forward, " ms, verify ",
       1e3 * step_.verify_forward, " ms, wait ", 1e3 * step_wait_, " ms, step ", 1e3 * step_.total(),
       " ms", attribution ? "; " + attribution->Why() : std::string());
@@ -385,43 +252,11 @@ void SpeculativeSession::HandOverFeatures() {
   feature_reader_->ObserveTarget(root_position_, features_);
 }
 
-void SpeculativeSession::ObserveStep(const TokenTree& tree) {
+void SpeculativeSession::CountStep(const TokenTree& tree) {
   ++stats_.steps;
   if (tree.empty()) ++stats_.plain_steps;
   RecordTreeStats(tree);
-  if (planner_) {
-    planner_->Observe({.tree = planned_tree(),
-                       .accepted = planned_accepted(),
-                       .draft_seconds = step_.draft_forward,
-                       .first_draft_seconds = draft_.first_expand_seconds(),
-                       .draft_calls = tailed_ ? tail_from_ : draft_.expand_calls(),
-                       .verify_seconds = step_.verify_forward,
-                       .verified_nodes = tree.size(),
-                       .drafter_caught_up = previous_step_plain_,
-                       .cheap_chain = cheap_step_});
-  }
-  if (cheap_step_) {
-    ++stats_.cheap_steps;
-    stats_.cheap_nodes += tree.size();
-  }
-  if (tailed_) {
-    ++stats_.tail_steps;
-    stats_.tail_nodes += tree.size() - tail_from_;
-    stats_.tail_accepted +=
-        std::max<int64_t>(0, static_cast<int64_t>(result_.accepted.size()) - tail_from_);
-  }
-  previous_step_plain_ = tree.empty();
-}
-
-void SpeculativeSession::PlanPart(const TokenTree& tree) {
-  // A tail follows a chain: the planned part is its first tail_from_ nodes.
-  tailed_ = tail_from_ > 0 && tree.size() > tail_from_;
-  if (!tailed_) return;
-  planned_.Clear();
-  for (int32_t v = 0; v < tail_from_; ++v) {
-    const TreeNode& node = tree.node(v);
-    planned_.AddChild(node.parent, node.token, node.prob);
-  }
+  planner_.CountStep(tree, result_.accepted.size(), stats_);
 }
 
 void SpeculativeSession::EmitAccepted(const TokenTree& tree) {

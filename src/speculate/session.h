@@ -27,82 +27,14 @@
 #include "base/timer.h"
 #include "model/model.h"
 #include "sample/sampler.h"
-#include "speculate/draft_outlook.h"
 #include "speculate/drafter.h"
 #include "speculate/speculation.h"
+#include "speculate/speculation_stats.h"
+#include "speculate/step_planner.h"
 #include "speculate/tree_builder.h"
 #include "speculate/verify.h"
 
 namespace grove {
-
-class AutoPlanner;
-
-// Where a step's time goes, in seconds summed over steps. Every speculative figure grove prints
-// carries this split.
-struct StepTimes {
-  double draft_forward = 0.0;   // Drafter::Expand: draft model forwards (or n-gram lookups)
-  double tree_building = 0.0;   // the rest of Draft(): draft distributions, children, planning
-  double verify_forward = 0.0;  // the target forward over the root and the tree
-  double verification = 0.0;    // target distributions of the rows the rule reads, and the rule
-  double cache = 0.0;           // compaction of the target and draft KV caches
-  double other = 0.0;           // the rest of the step: batch building, statistics, the driver
-
-  double total() const {
-    return draft_forward + tree_building + verify_forward + verification + cache + other;
-  }
-  StepTimes& operator+=(const StepTimes& t) {
-    draft_forward += t.draft_forward;
-    tree_building += t.tree_building;
-    verify_forward += t.verify_forward;
-    verification += t.verification;
-    cache += t.cache;
-    other += t.other;
-    return *this;
-  }
-};
-
-struct SpeculationStats {
-  int64_t steps = 0;
-  int64_t plain_steps = 0;  // steps without a tree (the plan chose plain decoding, or no room)
-  int64_t prompt_tokens = 0;
-  int64_t generated = 0;   // tokens emitted (accepted + next), the stop token included
-  int64_t tree_nodes = 0;  // draft nodes verified, summed over steps
-  // Steps the drafter announced as cheap and drafted as a chain of their own depth
-  // (speculate/draft_outlook.h), and those chains' nodes.
-  int64_t cheap_steps = 0;
-  int64_t cheap_nodes = 0;
-  // Steps whose planned chain went on with a tail (draft_outlook.h), its nodes, and those of them
-  // the target accepted.
-  int64_t tail_steps = 0;
-  int64_t tail_nodes = 0;
-  int64_t tail_accepted = 0;
-  double prefill_seconds = 0.0;  // target prompt + drafter Begin
-  double measure_seconds = 0.0;  // the auto planner measuring the verify cost (within the steps)
-  double total_seconds = 0.0;    // generation only (prefill excluded), wall clock to the end
-  StepTimes times;
-  // accepted_at_depth[d - 1]: steps that accepted a node at depth d; reached_depth[d - 1]: steps
-  // whose tree had a node at depth d (acceptance by depth = accepted / reached).
-  std::vector<int64_t> accepted_at_depth;
-  std::vector<int64_t> reached_depth;
-  // first_rank[0]: steps with a tree that accepted no node; first_rank[k]: steps whose accepted
-  // depth-1 node was the root's k-th child. With a star tree this is Sequoia's on-policy acceptance
-  // estimate (E1).
-  std::vector<int64_t> first_rank;
-
-  // Draft tokens accepted: every emitted token but the one each step's target forward adds.
-  int64_t accepted() const { return generated - steps; }
-  // Mean tokens per step: accepted + 1 (τ).
-  double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
-  double tokens_per_second() const { return total_seconds > 0 ? generated / total_seconds : 0.0; }
-  // accepted_at_depth / reached_depth for each depth some tree reached (for a chain: the share of
-  // steps that accepted at least d tokens).
-  std::vector<double> acceptance_by_depth() const;
-  // One verified tree of `depth` levels whose first `accepted` levels were accepted: counts
-  // reached_depth and accepted_at_depth (they grow to the deepest tree seen).
-  void CountDepths(std::size_t depth, std::size_t accepted);
-  // Sums every count, time and per-depth count (sessions of a benchmark, choices of a request).
-  SpeculationStats& operator+=(const SpeculationStats& s);
-};
 
 struct SessionOptions {
   int32_t n_predict = 128;
@@ -115,7 +47,7 @@ struct SessionOptions {
   int32_t cached_prompt = 0;
   // t(n) of the target for a plan chosen elsewhere (the scheduler's auto tree): with it, and under
   // an auto plan with the planner's, a step the drafter announces as cheap is drafted as the chain
-  // that curve makes best (speculate/draft_outlook.h). Must outlive the session.
+  // that curve makes best (speculate/step_planner.h). Must outlive the session.
   const VerifyCostCurve* verify_cost = nullptr;
 };
 
@@ -165,31 +97,29 @@ class SpeculativeSession {
   // sequences share its forwards): a shape of at most the plan's nodes, copied (its storage is
   // reused: no allocation once it held a tree as large). Static plans only; throws grove::Error
   // otherwise. UsePlanShape returns to the plan's.
-  void UseShape(const TokenTree& shape);
-  void UsePlanShape() { use_override_ = false; }
+  void UseShape(const TokenTree& shape) { planner_.UseShape(shape); }
+  void UsePlanShape() { planner_.UsePlanShape(); }
 
   const SpeculationStats& stats() const { return stats_; }
   // This step's tree (after Draft), e.g. for a live view.
   const TokenTree& tree() const { return draft_.tree(); }
   const Drafter& drafter() const { return drafter_; }
   // This step (after Draft) is a cheap one, drafted as a chain of its own depth.
-  bool cheap_step() const { return cheap_step_; }
+  bool cheap_step() const { return planner_.cheap_step(); }
   // The part of this step's tree (after Draft) that was planned, without a tail past it, and the
   // nodes of it that the last Accept accepted (the tree and accepted_nodes() when there was no
   // tail); valid until the next Draft. What the planners learn from.
-  const TokenTree& planned_tree() const { return tailed_ ? planned_ : tree(); }
+  const TokenTree& planned_tree() const { return planner_.planned_tree(tree()); }
   std::span<const int32_t> planned_accepted() const {
-    // A tail follows a chain, whose planned nodes are its first tail_from_: the accepted path's
-    // first ones among them.
-    const std::span<const int32_t> accepted = accepted_nodes();
-    return tailed_ ? accepted.first(std::min(accepted.size(), static_cast<std::size_t>(tail_from_)))
-                   : accepted;
+    return planner_.planned_accepted(accepted_nodes());
   }
   // The nodes of tree() the last Accept accepted, root to leaf (valid until the next Draft).
   std::span<const int32_t> accepted_nodes() const { return result_.accepted; }
   const SpeculationPolicy& policy() const { return policy_; }
-  // The planner's current choice, for `auto` plans (null otherwise).
-  const AutoPlanner* planner() const { return planner_.get(); }
+  // The auto planner's current choice, for `auto` plans (null otherwise).
+  const AutoPlanner* planner() const { return planner_.auto_planner(); }
+  // What chooses this session's trees.
+  const StepPlanner& step_planner() const { return planner_; }
 
  private:
   bool IsStop(int32_t token) const;
@@ -200,20 +130,12 @@ class SpeculativeSession {
   // One debug line of the step just verified: its kind, size, acceptance, times and the why.
   void LogStep(const TokenTree& tree) const;
   // Accept's phases: the verification rule over this session's rows of the logits (result_);
-  // the accepted nodes kept in the target's cache and the drafter's; the step counted and shown
-  // to the planner; the accepted tokens emitted and the root moved past them.
+  // the accepted nodes kept in the target's cache and the drafter's; the step counted; the
+  // accepted tokens emitted and the root moved past them. Then the planner is shown the step.
   void VerifyRows(std::span<const float> logits);
   void CommitAccepted();
   void HandOverFeatures();  // to a drafter that reads the target's features
-  void ObserveStep(const TokenTree& tree);
-  // The shape the drafter's outlook makes of `shape`: a cheap step's chain, when the drafter
-  // announces one and a chain is predicted faster than a plain step (else the drafter is told it
-  // was declined); or a planned chain with a tail, when one is predicted to gain; or `shape`.
-  const TokenTree* OutlookShape(const TokenTree* shape);
-  const TokenTree* WithTail(const TokenTree* shape, const DraftOutlook& outlook,
-                            const VerifyCostCurve& curve, double scale);
-  // After Draft: whether the tree has a tail (tailed_), and its planned part (planned_).
-  void PlanPart(const TokenTree& tree);
+  void CountStep(const TokenTree& tree);
   void EmitAccepted(const TokenTree& tree);
 
   Model& target_;
@@ -221,9 +143,9 @@ class SpeculativeSession {
   TargetFeatureReader* feature_reader_;  // the drafter's, when it reads the target's features
   SpeculationPolicy policy_;
   SessionOptions options_;
+  StepPlanner planner_;  // reads policy_
   TreeBuilder builder_;
   DraftState draft_;
-  std::unique_ptr<AutoPlanner> planner_;
   Sampler target_sampler_;
   Verifier verifier_;
   CounterRng rng_;
@@ -243,18 +165,6 @@ class SpeculativeSession {
   StepTimes step_;                // this step's parts
   double step_wait_ = 0.0;        // RecordWait, this step
   bool done_ = true;
-  bool previous_step_plain_ = false;
-  TokenTree shape_override_;  // UseShape
-  TokenTree no_tree_;         // a plain step of the auto plan
-  bool use_override_ = false;
-  StepOutlook* outlook_ = nullptr;  // the drafter's, when its cheap steps may get chains
-  bool cheap_step_ = false;
-  int32_t tail_from_ = 0;  // this step's planned chain's depth when a tail may follow it
-  bool tailed_ = false;    // this step's tree has a tail
-  TokenTree planned_;      // its planned part
-  // The tokens and seconds of the generation's steps but its first (its rate).
-  double rate_tokens_ = 0.0;
-  double rate_seconds_ = 0.0;
   SpeculationStats stats_;
 };
 

@@ -17,6 +17,7 @@ SuffixDrafter::SuffixDrafter(int32_t n_vocab, int32_t max_context,
       store_(std::move(store)),
       depth_(store_ ? store_->max_depth() : SuffixStoreOptions{}.max_depth),
       own_(depth_) {
+  Offer({.lookup_matches = this});
   // Each token adds at most depth_ nodes (the substrings it ends).
   own_.Reserve(static_cast<std::size_t>(max_context_) * static_cast<std::size_t>(depth_) + 1);
   history_.reserve(static_cast<std::size_t>(max_context_));

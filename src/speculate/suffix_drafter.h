@@ -19,12 +19,13 @@
 #include <vector>
 
 #include "speculate/drafter.h"
+#include "speculate/lookup_matches.h"
 #include "speculate/suffix_index.h"
 #include "speculate/suffix_store.h"
 
 namespace grove {
 
-class SuffixDrafter : public Drafter {
+class SuffixDrafter : public Drafter, public LookupMatches {
  public:
   // store: the outputs shared with other sequences (null: this sequence's text alone); the
   // drafter's own index counts substrings of the same depth as the store's. max_context: the most

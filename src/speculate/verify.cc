@@ -27,6 +27,14 @@ constexpr std::array<std::pair<ChildDraw, std::string_view>, 3> kDrawNames = {{
 }};
 
 template <typename Enum, size_t N>
+std::string_view NameOf(const std::array<std::pair<Enum, std::string_view>, N>& names, Enum value) {
+  for (const auto& [v, text] : names) {
+    if (v == value) return text;
+  }
+  return "?";
+}
+
+template <typename Enum, size_t N>
 Enum ParseName(const std::array<std::pair<Enum, std::string_view>, N>& names, std::string_view name,
                std::string_view what) {
   for (const auto& [value, text] : names) {
@@ -61,25 +69,46 @@ int32_t ChildWithToken(const TokenTree& tree, int32_t node, int32_t token) {
   return -1;
 }
 
+// Throws grove::Error unless the rule can verify `tree`: tokens in the vocabulary, the draft rows a
+// rejection rule reads, and a chain for the chain rule.
+void CheckVerifyInputs(VerifyRule rule, const TokenTree& tree, int32_t n_vocab,
+                       const ProbRows& draft) {
+  const std::string_view rule_name = VerifyRuleName(rule);
+  if (n_vocab <= 0) Fail("verify: rule '", rule_name, "': no target rows");
+  const bool uses_draft = IsRejectionRule(rule);
+  int32_t last_parent = -1;  // the draft rows needed: up to the last node with children
+  for (int32_t v = 0; v < tree.size(); ++v) {
+    const int32_t token = tree.node(v).token;
+    if (token < 0 || token >= n_vocab) {
+      Fail("verify: rule '", rule_name, "': node ", v, " has token ", token,
+           ", outside the vocabulary of ", n_vocab);
+    }
+    if (!tree.children(v).empty()) last_parent = v;
+  }
+  if (uses_draft && !tree.empty()) {
+    if (draft.data == nullptr || draft.n_vocab != n_vocab || draft.n_rows < last_parent + 2) {
+      Fail("verify: rule '", rule_name, "': draft rows (", draft.n_rows, " x ", draft.n_vocab,
+           ") do not cover the tree: need ", last_parent + 2, " rows of the target's ", n_vocab,
+           " tokens");
+    }
+  }
+  if (rule == VerifyRule::kChain) {
+    if (const int32_t v = FirstBranchingNode(tree); v != -2) {
+      Fail("verify: rule 'chain': ", NodeName(v), " has ", tree.children(v).size(),
+           " children (a chain has one)");
+    }
+  }
+}
+
 }  // namespace
 
-std::string_view VerifyRuleName(VerifyRule rule) {
-  for (const auto& [value, text] : kRuleNames) {
-    if (value == rule) return text;
-  }
-  return "?";
-}
+std::string_view VerifyRuleName(VerifyRule rule) { return NameOf(kRuleNames, rule); }
 
 VerifyRule ParseVerifyRule(std::string_view name) {
   return ParseName(kRuleNames, name, "verify rule");
 }
 
-std::string_view ChildDrawName(ChildDraw draw) {
-  for (const auto& [value, text] : kDrawNames) {
-    if (value == draw) return text;
-  }
-  return "?";
-}
+std::string_view ChildDrawName(ChildDraw draw) { return NameOf(kDrawNames, draw); }
 
 ChildDraw ParseChildDraw(std::string_view name) {
   return ParseName(kDrawNames, name, "child draw mode");
@@ -176,32 +205,7 @@ void Verifier::Verify(VerifyRule rule, const TokenTree& tree, const ProbRows& ta
 void Verifier::Verify(VerifyRule rule, const TokenTree& tree, TargetRowFn target_row,
                       int32_t n_vocab, const ProbRows& draft, const CounterRng& rng,
                       uint64_t sequence, int64_t root_position, VerifyResult& result) {
-  const std::string_view rule_name = VerifyRuleName(rule);
-  if (n_vocab <= 0) Fail("verify: rule '", rule_name, "': no target rows");
-  const bool uses_draft = IsRejectionRule(rule);
-  int32_t last_parent = -1;  // the draft rows needed: up to the last node with children
-  for (int32_t v = 0; v < tree.size(); ++v) {
-    const int32_t token = tree.node(v).token;
-    if (token < 0 || token >= n_vocab) {
-      Fail("verify: rule '", rule_name, "': node ", v, " has token ", token,
-           ", outside the vocabulary of ", n_vocab);
-    }
-    if (!tree.children(v).empty()) last_parent = v;
-  }
-  if (uses_draft && !tree.empty()) {
-    if (draft.data == nullptr || draft.n_vocab != n_vocab || draft.n_rows < last_parent + 2) {
-      Fail("verify: rule '", rule_name, "': draft rows (", draft.n_rows, " x ", draft.n_vocab,
-           ") do not cover the tree: need ", last_parent + 2, " rows of the target's ", n_vocab,
-           " tokens");
-    }
-  }
-  if (rule == VerifyRule::kChain) {
-    if (const int32_t v = FirstBranchingNode(tree); v != -2) {
-      Fail("verify: rule 'chain': ", NodeName(v), " has ", tree.children(v).size(),
-           " children (a chain has one)");
-    }
-  }
-
+  CheckVerifyInputs(rule, tree, n_vocab, draft);
   result.accepted.clear();
   int32_t node = -1;
   int64_t position = root_position + 1;  // position of the token decided at `node`

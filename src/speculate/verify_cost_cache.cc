@@ -16,7 +16,7 @@
 #include "base/user_cache_directory.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
-#include "speculate/sequoia.h"
+#include "speculate/verify_cost.h"
 
 #ifndef GROVE_VERSION
 #define GROVE_VERSION "unknown"
@@ -107,6 +107,58 @@ std::string VerifyCostCache::PathFor(const std::string& key) const {
   return dir_ + "/verify-" + Fnv1a().Mix(key).Hex() + ".json";
 }
 
+namespace {
+
+// One point of a file's curve into `cached`: its n and median and, from version 2 on, its samples.
+void ReadPoint(const nlohmann::json& point, int version, CachedVerifyCost& cached) {
+  // A float converted to an integer out of range is undefined; a damaged file is refused.
+  const nlohmann::json& n = point.at("n");
+  if (!n.is_number_integer() || n.get<int64_t>() < 1 ||
+      n.get<int64_t>() > std::numeric_limits<int32_t>::max())
+    Fail("a curve point's n is not a token count");
+  cached.points.emplace_back(n.get<int32_t>(), point.at("seconds_median").get<double>());
+  if (version < 2) return;
+  std::vector<double> measured = point.at("samples").get<std::vector<double>>();
+  if (measured.empty() || measured.size() > CachedVerifyCost::kMaxSamples)
+    Fail("size ", cached.points.back().first, " has ", measured.size(), " samples");
+  for (double x : measured) {
+    if (!(x > 0) || !std::isfinite(x)) Fail("a sample of ", x, " is not a time or ratio");
+  }
+  cached.samples.emplace_back(cached.points.back().first, std::move(measured));
+}
+
+// The curve a file `j` keeps for `key`; throws grove::Error naming what is wrong with it.
+CachedVerifyCost ParseCurve(const nlohmann::json& j, const std::string& key) {
+  const int version = j.is_object() ? j.value("version", 0) : 0;
+  if (!j.is_object() || j.value("format", "") != kFormat || version < 1 ||
+      version > kFormatVersion) {
+    Fail("not a ", kFormat, " file of version 1 to ", kFormatVersion);
+  }
+  if (j.value("key", "") != key) Fail("it was measured for another model or machine");
+  CachedVerifyCost cached{.complete = version >= 2 && j.at("complete").get<bool>(),
+                          .decode_seconds = j.at("decode_seconds").get<double>()};
+  for (const auto& point : j.at("curve")) ReadPoint(point, version, cached);
+  if (version >= 2) {
+    // The points are written for readers; what counts is the samples, and both must agree.
+    const std::vector<std::pair<int32_t, double>> written = cached.points;
+    cached.DerivePoints();
+    for (std::size_t i = 0; i < written.size(); ++i) {
+      if (i >= cached.points.size() ||
+          std::abs(written[i].second - cached.points[i].second) > 1e-6 * written[i].second)
+        Fail("size ", written[i].first, "'s time disagrees with its samples");
+    }
+  }
+  if (!(cached.decode_seconds >= 0) || !std::isfinite(cached.decode_seconds))
+    Fail("decode_seconds ", cached.decode_seconds, " is not a time");
+  if (!cached.points.empty()) VerifyCostCurve check(cached.points);  // throws if unusable
+  if (cached.complete && cached.points.empty()) Fail("a complete curve without points");
+  if (!j.at("measured_at").is_number_integer()) Fail("measured_at is not a time in seconds");
+  cached.measured_at = j.at("measured_at").get<int64_t>();
+  return cached;
+}
+
+}  // namespace
+
 std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const {
   if (!enabled()) return std::nullopt;
   const std::string key = KeyFor(target);
@@ -114,47 +166,8 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
-    const nlohmann::json j = nlohmann::json::parse(ReadTextFile(path, "verify cost cache"));
-    const int version = j.is_object() ? j.value("version", 0) : 0;
-    if (!j.is_object() || j.value("format", "") != kFormat || version < 1 ||
-        version > kFormatVersion) {
-      Fail("not a ", kFormat, " file of version 1 to ", kFormatVersion);
-    }
-    if (j.value("key", "") != key) Fail("it was measured for another model or machine");
-    CachedVerifyCost cached{.complete = version >= 2 && j.at("complete").get<bool>(),
-                            .decode_seconds = j.at("decode_seconds").get<double>()};
-    for (const auto& point : j.at("curve")) {
-      // A float converted to an integer out of range is undefined; a damaged file is refused.
-      const nlohmann::json& n = point.at("n");
-      if (!n.is_number_integer() || n.get<int64_t>() < 1 ||
-          n.get<int64_t>() > std::numeric_limits<int32_t>::max())
-        Fail("a curve point's n is not a token count");
-      cached.points.emplace_back(n.get<int32_t>(), point.at("seconds_median").get<double>());
-      if (version < 2) continue;
-      std::vector<double> measured = point.at("samples").get<std::vector<double>>();
-      if (measured.empty() || measured.size() > CachedVerifyCost::kMaxSamples)
-        Fail("size ", cached.points.back().first, " has ", measured.size(), " samples");
-      for (double x : measured) {
-        if (!(x > 0) || !std::isfinite(x)) Fail("a sample of ", x, " is not a time or ratio");
-      }
-      cached.samples.emplace_back(cached.points.back().first, std::move(measured));
-    }
-    if (version >= 2) {
-      // The points are written for readers; what counts is the samples, and both must agree.
-      const std::vector<std::pair<int32_t, double>> written = cached.points;
-      cached.DerivePoints();
-      for (std::size_t i = 0; i < written.size(); ++i) {
-        if (i >= cached.points.size() ||
-            std::abs(written[i].second - cached.points[i].second) > 1e-6 * written[i].second)
-          Fail("size ", written[i].first, "'s time disagrees with its samples");
-      }
-    }
-    if (!(cached.decode_seconds >= 0) || !std::isfinite(cached.decode_seconds))
-      Fail("decode_seconds ", cached.decode_seconds, " is not a time");
-    if (!cached.points.empty()) VerifyCostCurve check(cached.points);  // throws if unusable
-    if (cached.complete && cached.points.empty()) Fail("a complete curve without points");
-    if (!j.at("measured_at").is_number_integer()) Fail("measured_at is not a time in seconds");
-    cached.measured_at = j.at("measured_at").get<int64_t>();
+    CachedVerifyCost cached =
+        ParseCurve(nlohmann::json::parse(ReadTextFile(path, "verify cost cache")), key);
     if (NowSeconds() - cached.measured_at > int64_t{kMaxAgeDays} * 24 * 3600) {
       Log(LogLevel::kDebug, "verify cost cache: '", path, "' was measured more than ", kMaxAgeDays,
           " days ago: measuring again");
