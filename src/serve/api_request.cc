@@ -125,12 +125,12 @@ std::string ReadContent(const json& message, const std::string& param, const std
   return text;
 }
 
-std::vector<ChatMessage> ReadMessages(const json& body) {
+std::vector<chat::ChatMessage> ReadMessages(const json& body) {
   const json* messages = Field(body, "messages");
   if (messages == nullptr) Refuse("messages", "is required");
   if (!messages->is_array()) RefuseValue("messages", "a non-empty array", *messages);
   if (messages->empty()) Refuse("messages", "must be a non-empty array, got []");
-  std::vector<ChatMessage> out;
+  std::vector<chat::ChatMessage> out;
   out.reserve(messages->size());
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& message = (*messages)[i];
@@ -266,8 +266,9 @@ CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
   }
   if (chat) {
     if (const json* v = Field(body, "reasoning_format")) {
-      ReasoningFormat format;
-      if (!v->is_string() || !ParseReasoningFormat(v->get_ref<const std::string&>(), &format)) {
+      chat::ReasoningFormat format;
+      if (!v->is_string() ||
+          !chat::ParseReasoningFormat(v->get_ref<const std::string&>(), &format)) {
         RefuseValue("reasoning_format", "\"none\", \"deepseek\" or \"auto\"", *v);
       }
       request.reasoning_format = format;

@@ -146,8 +146,8 @@ CompletionService::CompletionService(Model& target, std::optional<DraftSource> d
                                      const ServiceOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options), feed_(options.max_waiting) {
   if (!target_.tokenizer()) Fail("the served model has no tokenizer");
-  chat_format_ =
-      std::make_unique<const ModelChatFormat>(options_.chat_template_source, *target_.tokenizer());
+  chat_format_ = std::make_unique<const chat::ModelChatFormat>(options_.chat_template_source,
+                                                               *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
   if (!options_.record_dir.empty()) record_ = std::make_unique<TrafficRecord>(options_.record_dir);
@@ -274,7 +274,7 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
   if (request.chat_messages.is_array()) {
     input.messages = request.chat_messages;
   } else {
-    for (const ChatMessage& m : request.messages) {
+    for (const chat::ChatMessage& m : request.messages) {
       input.messages.push_back({{"role", m.role}, {"content", m.content}});
     }
   }
@@ -282,6 +282,8 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
   input.extra = request.chat_template_kwargs;
   try {
     return chat_format_->Render(std::move(input));
+  } catch (const chat::ChatMessagesError& e) {
+    throw ApiError(400, e.what(), "invalid_request_error", e.param());
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");
   }
@@ -293,7 +295,7 @@ std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& reques
   *thinking_open = false;
   if (!request.chat) return tok.Encode(request.prompt, tok.add_bos_by_default());
   const std::string text = RenderChatPrompt(request);
-  *thinking_open = PromptOpensThinking(text);
+  *thinking_open = chat::PromptOpensThinking(text);
   return chat_format_->Encode(text);
 }
 
@@ -355,8 +357,8 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
     for (std::string& s : chat_format_->StopStrings()) stops.push_back(std::move(s));
   }
   const bool split_reasoning =
-      request.chat &&
-      request.reasoning_format.value_or(options_.reasoning_format) == ReasoningFormat::kDeepSeek;
+      request.chat && request.reasoning_format.value_or(options_.reasoning_format) ==
+                          chat::ReasoningFormat::kDeepSeek;
   const Tokenizer& tok = *target_.tokenizer();
   // With --record, what each finished choice adds to the record: the prompt's text and its own.
   std::shared_ptr<const std::string> prompt_text;

@@ -1,5 +1,5 @@
 // grove chat -m MODEL [--draft DRAFT] [--system TEXT]: a conversation in the terminal, each turn
-// rendered with the model's own chat template (serve/model_chat_format.h) and answered
+// rendered with the model's own chat template (chat/model_chat_format.h) and answered
 // speculatively, with one line per answer: τ, tokens per second and the speedup over plain
 // decoding, paired: plain decoding is timed on the same turn's prompt (kPlainProbeTokens tokens
 // after it, prefill excluded on both sides), so both run at the same context length. /clear forgets
@@ -18,6 +18,8 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "bundled_models.h"
+#include "chat/model_chat_format.h"
+#include "chat/stop_matcher.h"
 #include "commands.h"
 #include "device_option.h"
 #include "draft_option.h"
@@ -26,8 +28,6 @@
 #include "model/model_parameters.h"
 #include "option_checks.h"
 #include "sampling_options.h"
-#include "serve/model_chat_format.h"
-#include "serve/stop_matcher.h"
 #include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
@@ -81,7 +81,7 @@ void RunChat(ChatOptions o) {
       {.n_threads = o.threads, .n_ctx = o.n_ctx, .cache_type = ParseKvCacheType(o.cache_type)});
   const Tokenizer* tok = model->tokenizer();
   if (!tok) Fail("'", o.model, "' has no tokenizer; cannot chat");
-  const serve::ModelChatFormat format(
+  const chat::ModelChatFormat format(
       model->parameters()->gguf().GetString("tokenizer.chat_template", ""), *tok);
   if (!format.template_error().empty()) {
     std::fprintf(stderr, "[grove] the model's chat template cannot run (%s); using %s\n",
@@ -147,7 +147,7 @@ void RunChat(ChatOptions o) {
     }
 
     TokenStreamDecoder decoder(*tok);
-    serve::StopMatcher stops(format.StopStrings());
+    chat::StopMatcher stops(format.StopStrings());
     std::string answer;
     auto emit = [&](int32_t token) {
       if (!tok->IsEndOfGeneration(token)) {

@@ -26,10 +26,10 @@
 #include "base/error.h"
 #include "bench_stats.h"
 #include "commands.h"
+#include "event_stream_client.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "prompt_file.h"
-#include "serve/event_stream_client.h"
 #include "serve_engine.h"
 
 namespace grove::cli {
@@ -81,7 +81,7 @@ struct LevelRun {
   std::vector<double> ttft, itl;  // seconds
 };
 
-std::string DescribeFailure(const serve::EventStreamResult& result) {
+std::string DescribeFailure(const EventStreamResult& result) {
   if (!result.error.empty()) return result.error;
   return StrCat("HTTP status ", result.status, result.body.empty() ? "" : ": ",
                 result.body.substr(0, 200));
@@ -115,7 +115,7 @@ LevelRun RunLevel(const Target& target, const std::string& mode, int clients, in
         bool first = true;
         int64_t tokens = 0, chunks = 0;
         std::vector<double> ttft, itl;
-        const serve::EventStreamResult result = serve::PostEventStream(
+        const EventStreamResult result = PostEventStream(
             target.host, target.port, "/v1/completions", body.dump(),
             [&](std::string_view data) {
               if (data == "[DONE]") return true;
@@ -182,8 +182,7 @@ struct RoundCounters {
 };
 
 RoundCounters ReadRoundCounters(const Target& target) {
-  const serve::EventStreamResult metrics =
-      serve::Get(target.host, target.port, "/metrics", target.api_key);
+  const EventStreamResult metrics = Get(target.host, target.port, "/metrics", target.api_key);
   RoundCounters c;
   if (metrics.status != 200) return c;
   const std::string& body = metrics.body;

@@ -99,8 +99,8 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       CheckOutputFile((std::filesystem::path(opt.record) / part).string(), "--record");
   }
   if (!opt.suffix_store.empty()) CheckOutputFile(opt.suffix_store, "--suffix-store");
-  serve::ReasoningFormat reasoning_format;
-  if (!serve::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
+  chat::ReasoningFormat reasoning_format;
+  if (!chat::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
     Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
   }
   target_ = Model::Load(opt.model, {.n_threads = opt.threads,
