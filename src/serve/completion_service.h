@@ -182,6 +182,14 @@ class CompletionService {
   std::vector<int32_t> PromptOf(const CompletionRequest& request, bool* thinking_open) const;
   // The request's sampling over the server's defaults; ApiError 400 when invalid.
   SamplerParams SamplingFor(const CompletionRequest& request) const;
+  // The live view of the completion that starts now; the next one's is made ready.
+  std::shared_ptr<StepChannel> TakeNextChannel();
+  // What each choice's text is cut at: the request's stop strings and, in a chat, the turn's end.
+  std::vector<std::string> StopsFor(const CompletionRequest& request) const;
+  // --record: a finished choice's text (its end-of-generation token left out) after its prompt's.
+  void RecordChoice(const std::string& prompt_text, const SequenceResult& result);
+  // A completion's last choice is done: its live view closes, it is no longer running.
+  void Retire(const std::string& id, StepChannel& channel);
   // Queues a completion's sequences; ApiError 503 (and its live view closed) when the queue is
   // full or the server stops.
   void Submit(std::vector<SequenceRequest> sequences, std::vector<RequestFeed::DoneFn> done,

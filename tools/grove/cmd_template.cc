@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "chat/model_chat_format.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
 #include "tokenize/tokenizer.h"
@@ -97,7 +98,7 @@ void AddTemplateCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "template", "Print the prompt text a conversation becomes under the model's chat template");
   auto o = std::make_shared<TemplateOptions>();
-  cmd->add_option("-m,--model", o->model, "GGUF model or vocabulary file")->required();
+  AddModelOption(*cmd, o->model, ModelRole::kVocabulary);
   cmd->add_option("--messages", o->messages,
                   "JSON file: a list of messages, or {\"messages\": [...], \"tools\": [...], ...}")
       ->required();
