@@ -568,8 +568,7 @@ void AddBenchCommand(CLI::App& app) {
       "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
   AddDraftsOption(*cmd, o->spec.drafts);
   cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
-  cmd->add_option("--accept", o->spec.accept,
-                  "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
+  AddAcceptOption(*cmd, o->spec.accept);
   cmd->add_option("--profile", o->spec.profile,
                   "With --spec: verify profile JSON for sequoia:auto");
   AddSamplingOptions(*cmd, o->spec.sampling);  // with --spec

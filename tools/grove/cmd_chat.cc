@@ -237,10 +237,7 @@ void AddChatCommand(CLI::App& app) {
   AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random)")->capture_default_str();
   AddThreadsOption(*cmd, o->threads);
-  cmd->add_option(
-         "-c,--ctx-size", o->n_ctx,
-         StrCat("Context size in tokens (0: the model's, at most ", kDefaultContextCap, ")"))
-      ->capture_default_str();
+  AddContextOption(*cmd, o->n_ctx);
   AddCacheTypeOption(*cmd, o->cache_type);
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   cmd->callback([o] { RunChat(*o); });

@@ -344,10 +344,7 @@ void AddRunCommand(CLI::App& app) {
   AddDeviceOption(*cmd, o->device);
   AddDraftDeviceOption(*cmd, o->draft_device);
   AddCacheTypeOption(*cmd, o->cache_type);
-  cmd->add_option("-c,--ctx-size", o->n_ctx,
-                  StrCat("Context size in tokens, at most the model's (0: the model's, at most ",
-                         kDefaultContextCap, ")"))
-      ->capture_default_str();
+  AddContextOption(*cmd, o->n_ctx);
   cmd->add_flag("--no-bos", o->no_bos, "Do not prepend the BOS token");
   cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating past end-of-text tokens");
   cmd->add_flag("--no-display-prompt", o->no_display_prompt, "Print only the generated text");
@@ -366,9 +363,7 @@ void AddRunCommand(CLI::App& app) {
                   "How children are drawn: deterministic, with-replacement, without-replacement "
                   "(default: what the "
                   "rule needs)");
-  cmd->add_option(
-      "--accept", o->accept_file,
-      "Acceptance vector JSON from `grove calibrate` (for sequoia specs; auto's prior)");
+  AddAcceptOption(*cmd, o->accept_file);
   cmd->add_option("--profile", o->profile_file,
                   "Verify-cost profile JSON from `grove bench --verify-curve --profile-out` (for "
                   "sequoia:auto; auto measures its own when absent)");

@@ -92,6 +92,19 @@ void AddThreadCountsOption(CLI::App& cmd, std::vector<int>& threads) {
       ->check(ThreadCount());
 }
 
+void AddContextOption(CLI::App& cmd, int32_t& n_ctx) {
+  cmd.add_option("-c,--ctx-size", n_ctx,
+                 StrCat("Context size in tokens, at most the model's (0: the model's, at most ",
+                        kDefaultContextCap, ")"))
+      ->capture_default_str();
+}
+
+void AddAcceptOption(CLI::App& cmd, std::string& accept_file) {
+  cmd.add_option("--accept", accept_file,
+                 "Acceptance vector JSON from `grove calibrate`, for sequoia trees and auto's "
+                 "first plans (default: the bundled pair's, with its models)");
+}
+
 void AddDeviceOption(CLI::App& cmd, std::string& device) {
   AddComputeDeviceOption(cmd, "--device", device,
                          "Where the models compute: cpu, cuda (an NVIDIA GPU: weights, KV cache "

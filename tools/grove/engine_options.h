@@ -5,6 +5,7 @@
 // same in every command's --help.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,11 @@ void AddThreadsOption(CLI::App& cmd, int& threads, const std::string& whose = ""
 void AddPositiveThreadsOption(CLI::App& cmd, int& threads, const std::string& whose = "");
 // -t as a comma-separated list of thread counts, each measured (grove bench).
 void AddThreadCountsOption(CLI::App& cmd, std::vector<int>& threads);
+
+// -c: the context the KV cache holds, in tokens.
+void AddContextOption(CLI::App& cmd, int32_t& n_ctx);
+// --accept: an acceptance vector (grove calibrate) for sequoia trees and auto's first plans.
+void AddAcceptOption(CLI::App& cmd, std::string& accept_file);
 
 // --device and --draft-device: where the forward runs (model.h, ComputeDevice).
 void AddDeviceOption(CLI::App& cmd, std::string& device);

@@ -27,8 +27,7 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
                  "Tree of requests that name none: auto (one Sequoia tree measured at the first "
                  "request), off, chain:K, kconfig:..., sequoia:N[,D], opt:N,DELTA")
       ->capture_default_str();
-  cmd.add_option("--accept", o.accept_file,
-                 "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
+  AddAcceptOption(cmd, o.accept_file);
   cmd.add_option("--policy", o.policy,
                  "Scheduling of the clients' sequences: batched (their trees verified in shared "
                  "forwards), seed, serial-sd, serial-ar")
@@ -44,9 +43,7 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
   AddThreadsOption(cmd, o.threads, "of the target");
-  cmd.add_option("-c,--ctx-size", o.n_ctx,
-                 StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
-      ->capture_default_str();
+  AddContextOption(cmd, o.n_ctx);
   AddCacheTypeOption(cmd, o.cache_type);
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")

@@ -30,8 +30,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   cmd.add_option("--verify", o.verify,
                  "Verification rule (default: greedy at temperature 0, else target-sample, whose "
                  "draws are plain sampling's, so every policy gives the same text)");
-  cmd.add_option("--accept", o.accept_file,
-                 "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
+  AddAcceptOption(cmd, o.accept_file);
   // ToT samples its thoughts: --temp defaults to 0.7 (tot_engine.h).
   AddSamplingOptions(cmd, o.sampling);
   cmd.add_option("-s,--seed", o.seed, "Seed of sampling and of the search's sequence keys")
@@ -44,9 +43,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
       ->check(ThreadCount());
   cmd.add_option("--slots", o.slots, "Most sequences in flight (target KV slots)")
       ->capture_default_str();
-  cmd.add_option("-c,--ctx-size", o.n_ctx,
-                 StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
-      ->capture_default_str();
+  AddContextOption(cmd, o.n_ctx);
   AddCacheTypeOption(cmd, o.cache_type);
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
