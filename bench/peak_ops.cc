@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/median.h"
+
 namespace {
 
 constexpr int kChains = 12;  // independent accumulators: more than latency x throughput
@@ -101,11 +103,6 @@ double TimeThreads(int threads, F f) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,8 +122,8 @@ int main(int argc, char** argv) {
     }
     const double steps = static_cast<double>(kSteps) * kChains * threads;
     std::printf("threads %d: fp32 %.1f GFLOP/s, int8 %.1f GOP/s\n", threads,
-                steps * kFloatLanes * 2 / Median(fma) / 1e9,
-                steps * kInt8PerStep * 2 / Median(dot) / 1e9);
+                steps * kFloatLanes * 2 / grove::Median(fma) / 1e9,
+                steps * kInt8PerStep * 2 / grove::Median(dot) / 1e9);
   }
   return 0;
 }

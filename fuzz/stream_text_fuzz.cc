@@ -17,8 +17,8 @@
 #include <string_view>
 #include <vector>
 
-#include "serve/reasoning_splitter.h"
-#include "serve/stop_matcher.h"
+#include "chat/reasoning_splitter.h"
+#include "chat/stop_matcher.h"
 
 namespace {
 
@@ -44,7 +44,7 @@ std::vector<std::string_view> Pieces(std::string_view text, uint32_t seed) {
 
 void CheckStops(const std::vector<std::string>& stops, std::string_view text,
                 const std::vector<std::string_view>& pieces) {
-  grove::serve::StopMatcher matcher(stops);
+  grove::chat::StopMatcher matcher(stops);
   std::string out;
   for (std::string_view piece : pieces) out += matcher.Push(piece);
   out += matcher.Flush();
@@ -67,21 +67,21 @@ void CheckStops(const std::vector<std::string>& stops, std::string_view text,
 
 void CheckReasoning(bool thinking_open, std::string_view text,
                     const std::vector<std::string_view>& pieces) {
-  grove::serve::ReasoningSplitter whole(thinking_open);
-  grove::serve::ReasoningSplitter::Parts want = whole.Push(text);
-  const grove::serve::ReasoningSplitter::Parts rest = whole.Flush();
+  grove::chat::ReasoningSplitter whole(thinking_open);
+  grove::chat::ReasoningSplitter::Parts want = whole.Push(text);
+  const grove::chat::ReasoningSplitter::Parts rest = whole.Flush();
   want.reasoning += rest.reasoning;
   want.content += rest.content;
 
-  grove::serve::ReasoningSplitter split(thinking_open);
+  grove::chat::ReasoningSplitter split(thinking_open);
   std::string reasoning;
   std::string content;
   for (std::string_view piece : pieces) {
-    const grove::serve::ReasoningSplitter::Parts got = split.Push(piece);
+    const grove::chat::ReasoningSplitter::Parts got = split.Push(piece);
     reasoning += got.reasoning;
     content += got.content;
   }
-  const grove::serve::ReasoningSplitter::Parts last = split.Flush();
+  const grove::chat::ReasoningSplitter::Parts last = split.Flush();
   reasoning += last.reasoning;
   content += last.content;
   if (reasoning != want.reasoning) Violation("reasoning differs when split", text.size());

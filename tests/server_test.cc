@@ -24,10 +24,10 @@
 #include <thread>
 #include <vector>
 
+#include "event_stream_client.h"
 #include "model/model.h"
 #include "serve/api_error.h"
 #include "serve/completion_service.h"
-#include "serve/event_stream_client.h"
 #include "serve/http_server.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/plan_files.h"
@@ -44,6 +44,9 @@ const std::string kDraft = std::string(GROVE_MODELS_DIR) + "/grove-draft.gguf";
 const std::string kAccept = std::string(GROVE_MODELS_DIR) + "/grove-pair.sampled.accept.json";
 
 using nlohmann::json;
+// grove serve-bench's client (tools/grove/event_stream_client.h).
+using cli::EventStreamResult;
+using cli::PostEventStream;
 
 // How a test's server is set up.
 struct ServerSetup {
@@ -955,6 +958,23 @@ TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
 
 namespace grove::serve {
 namespace {
+
+// A message the family renderer cannot write (a tool's, for the bundled model's plain format) is
+// the client's error, 400, naming the message's role (chat/chat_template.h refuses it).
+TEST(ApplyTemplate, ChatWithARoleTheFamilyDoesNotKnowIs400) {
+  Server server({.parallel = 1, .max_waiting = 4});
+  httplib::Client client = server.Client();
+  auto res = client.Post(
+      "/apply-template",
+      R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "tool", "content": "4"}]})",
+      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  const json body = json::parse(res->body);
+  EXPECT_EQ(body.at("error").at("param"), "messages[1].role") << res->body;
+  EXPECT_NE(body.at("error").at("message").get<std::string>().find("\"tool\""), std::string::npos)
+      << res->body;
+}
 
 // POST /apply-template answers llama-server's {"prompt": ...}: the hand-written plain format for
 // the bundled model (no template), the model's own Jinja template when it has one, with tools and

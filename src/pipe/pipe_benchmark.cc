@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "base/error.h"
+#include "base/median.h"
+#include "base/resident_memory.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
 #include "speculate/auto_planner.h"
@@ -20,15 +22,6 @@ std::string HostName() {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
   return name;
-}
-
-double ResidentMiB() {
-  long pages = 0, resident = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
-    std::fclose(f);
-  }
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1048576.0;
 }
 
 PipeMessage CurveMessage(const VerifyCostCurve& curve) {
@@ -98,9 +91,7 @@ LinkProbe ProbeLink(PipeTransport& t, std::size_t big_floats) {
         t.Send(0, kPipeToolTag, in);
       }
     }
-    if (trips.empty()) return 0.0;
-    std::nth_element(trips.begin(), trips.begin() + n / 2, trips.end());
-    return std::max(0.0, trips[static_cast<std::size_t>(n / 2)]);
+    return std::max(0.0, Median(trips));
   };
   LinkProbe probe;
   if (r > 1) return probe;

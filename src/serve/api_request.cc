@@ -125,12 +125,12 @@ std::string ReadContent(const json& message, const std::string& param, const std
   return text;
 }
 
-std::vector<ChatMessage> ReadMessages(const json& body) {
+std::vector<chat::ChatMessage> ReadMessages(const json& body) {
   const json* messages = Field(body, "messages");
   if (messages == nullptr) Refuse("messages", "is required");
   if (!messages->is_array()) RefuseValue("messages", "a non-empty array", *messages);
   if (messages->empty()) Refuse("messages", "must be a non-empty array, got []");
-  std::vector<ChatMessage> out;
+  std::vector<chat::ChatMessage> out;
   out.reserve(messages->size());
   for (size_t i = 0; i < messages->size(); ++i) {
     const json& message = (*messages)[i];
@@ -219,21 +219,10 @@ void RefuseUnimplemented(const json& body, bool chat) {
 
 }  // namespace
 
-CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
-                                         const ApiLimits& limits) {
-  if (!body.is_object()) {
-    throw ApiError(400, StrCat("the request body must be a JSON object, got ", body.type_name()));
-  }
-  RefuseUnimplemented(body, chat);
-  CompletionRequest request;
-  request.chat = chat;
-  if (const json* v = Field(body, "model")) request.model = ReadString(*v, "model");
-  if (chat) {
-    request.messages = ReadMessages(body);
-  } else {
-    request.prompt = ReadPrompt(body);
-  }
-  request.max_tokens = ReadMaxTokens(body, chat, limits);
+namespace {
+
+// temperature, top_p, top_k, min_p and seed, each with the command line's range.
+void ReadSampling(const json& body, CompletionRequest& request) {
   if (const json* v = Field(body, "temperature")) {
     request.temperature = ReadNumber(*v, "temperature", 0, 2, /*lo_open=*/false);
   }
@@ -253,10 +242,9 @@ CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
     }
     request.seed = v->get<uint64_t>();
   }
-  if (const json* v = Field(body, "stop")) request.stop = ReadStop(*v, limits.max_stops);
-  if (const json* v = Field(body, "n")) {
-    request.n = static_cast<int32_t>(ReadInt(*v, "n", 1, limits.max_n));
-  }
+}
+
+void ReadStreaming(const json& body, CompletionRequest& request) {
   if (const json* v = Field(body, "stream")) request.stream = ReadBool(*v, "stream");
   if (const json* v = Field(body, "stream_options")) {
     if (!v->is_object()) RefuseValue("stream_options", "an object", *v);
@@ -264,28 +252,61 @@ CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
       request.include_usage = ReadBool(*usage, "stream_options.include_usage");
     }
   }
+}
+
+// A chat's reasoning_format and chat_template_kwargs (read into the template by SetChatJson).
+void ReadChatOptions(const json& body, CompletionRequest& request) {
+  if (const json* v = Field(body, "reasoning_format")) {
+    chat::ReasoningFormat format;
+    if (!v->is_string() || !chat::ParseReasoningFormat(v->get_ref<const std::string&>(), &format)) {
+      RefuseValue("reasoning_format", "\"none\", \"deepseek\" or \"auto\"", *v);
+    }
+    request.reasoning_format = format;
+  }
+  if (const json* v = Field(body, "chat_template_kwargs")) {
+    if (!v->is_object()) RefuseValue("chat_template_kwargs", "an object", *v);
+  }
+}
+
+// grove's own fields: {"grove": {"speculation": "off" | "auto" | a tree spec}}.
+void ReadGroveOptions(const json& body, CompletionRequest& request) {
+  const json* v = Field(body, "grove");
+  if (v == nullptr) return;
+  if (!v->is_object()) RefuseValue("grove", "an object", *v);
+  if (const json* spec = Field(*v, "speculation")) {
+    if (!spec->is_string() || spec->get_ref<const std::string&>().empty()) {
+      RefuseValue("grove.speculation", "\"off\", \"auto\" or a tree spec such as \"sequoia:8\"",
+                  *spec);
+    }
+    request.speculation = spec->get<std::string>();
+  }
+}
+
+}  // namespace
+
+CompletionRequest ParseCompletionRequest(const nlohmann::json& body, bool chat,
+                                         const ApiLimits& limits) {
+  if (!body.is_object()) {
+    throw ApiError(400, StrCat("the request body must be a JSON object, got ", body.type_name()));
+  }
+  RefuseUnimplemented(body, chat);
+  CompletionRequest request;
+  request.chat = chat;
+  if (const json* v = Field(body, "model")) request.model = ReadString(*v, "model");
   if (chat) {
-    if (const json* v = Field(body, "reasoning_format")) {
-      ReasoningFormat format;
-      if (!v->is_string() || !ParseReasoningFormat(v->get_ref<const std::string&>(), &format)) {
-        RefuseValue("reasoning_format", "\"none\", \"deepseek\" or \"auto\"", *v);
-      }
-      request.reasoning_format = format;
-    }
-    if (const json* v = Field(body, "chat_template_kwargs")) {
-      if (!v->is_object()) RefuseValue("chat_template_kwargs", "an object", *v);
-    }
+    request.messages = ReadMessages(body);
+  } else {
+    request.prompt = ReadPrompt(body);
   }
-  if (const json* v = Field(body, "grove")) {
-    if (!v->is_object()) RefuseValue("grove", "an object", *v);
-    if (const json* spec = Field(*v, "speculation")) {
-      if (!spec->is_string() || spec->get_ref<const std::string&>().empty()) {
-        RefuseValue("grove.speculation", "\"off\", \"auto\" or a tree spec such as \"sequoia:8\"",
-                    *spec);
-      }
-      request.speculation = spec->get<std::string>();
-    }
+  request.max_tokens = ReadMaxTokens(body, chat, limits);
+  ReadSampling(body, request);
+  if (const json* v = Field(body, "stop")) request.stop = ReadStop(*v, limits.max_stops);
+  if (const json* v = Field(body, "n")) {
+    request.n = static_cast<int32_t>(ReadInt(*v, "n", 1, limits.max_n));
   }
+  ReadStreaming(body, request);
+  if (chat) ReadChatOptions(body, request);
+  ReadGroveOptions(body, request);
   return request;
 }
 

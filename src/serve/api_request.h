@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "serve/chat_template.h"
-#include "serve/reasoning_splitter.h"
+#include "chat/chat_template.h"
+#include "chat/reasoning_splitter.h"
 
 namespace grove::serve {
 
@@ -27,9 +27,9 @@ struct ApiLimits {
 
 struct CompletionRequest {
   bool chat = false;
-  std::string model;                  // as sent; empty when absent
-  std::string prompt;                 // /v1/completions: the prompt text
-  std::vector<ChatMessage> messages;  // /v1/chat/completions
+  std::string model;                        // as sent; empty when absent
+  std::string prompt;                       // /v1/completions: the prompt text
+  std::vector<chat::ChatMessage> messages;  // /v1/chat/completions
   // The messages and tools as sent, keys in the client's order, for the model's own Jinja template
   // (tool calls, tool results and reasoning fields included); set by the HTTP handler.
   nlohmann::ordered_json chat_messages;
@@ -38,7 +38,7 @@ struct CompletionRequest {
   // them, e.g. {"enable_thinking": false} for Qwen3), keys in the client's order.
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   // Chat: `reasoning_format` ("none", "deepseek" or "auto"); absent: the server's choice.
-  std::optional<ReasoningFormat> reasoning_format;
+  std::optional<chat::ReasoningFormat> reasoning_format;
   int32_t max_tokens = 256;  // default when absent (`max_completion_tokens` too, for chat)
   // Sampling; absent: the server's defaults (ServiceOptions::sampling, from `grove serve --temp
   // --top-k --top-p --min-p`, as llama-server does). temperature in [0, 2], top_p in (0, 1], and

@@ -41,9 +41,9 @@ void ChoiceStream::Emit(Completion& completion, std::string text, bool end) {
     if (!text.empty()) completion.Push({.choice = choice_, .text = std::move(text)});
     return;
   }
-  ReasoningSplitter::Parts parts = reasoning_->Push(text);
+  chat::ReasoningSplitter::Parts parts = reasoning_->Push(text);
   if (end) {
-    ReasoningSplitter::Parts rest = reasoning_->Flush();
+    chat::ReasoningSplitter::Parts rest = reasoning_->Flush();
     parts.reasoning += rest.reasoning;
     parts.content += rest.content;
   }

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "chat/reasoning_splitter.h"
+#include "chat/stop_matcher.h"
 #include "schedule/scheduler.h"
-#include "serve/reasoning_splitter.h"
-#include "serve/stop_matcher.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove::serve {
@@ -39,8 +39,8 @@ class ChoiceStream {
   const Tokenizer& tok_;
   const int32_t choice_;
   TokenStreamDecoder decoder_;
-  StopMatcher stop_;
-  std::optional<ReasoningSplitter> reasoning_;
+  chat::StopMatcher stop_;
+  std::optional<chat::ReasoningSplitter> reasoning_;
   bool stopped_ = false;
   bool end_of_generation_ = false;
 };

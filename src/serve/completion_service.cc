@@ -146,8 +146,8 @@ CompletionService::CompletionService(Model& target, std::optional<DraftSource> d
                                      const ServiceOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options), feed_(options.max_waiting) {
   if (!target_.tokenizer()) Fail("the served model has no tokenizer");
-  chat_format_ =
-      std::make_unique<const ModelChatFormat>(options_.chat_template_source, *target_.tokenizer());
+  chat_format_ = std::make_unique<const chat::ModelChatFormat>(options_.chat_template_source,
+                                                               *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
   if (!options_.record_dir.empty()) record_ = std::make_unique<TrafficRecord>(options_.record_dir);
@@ -274,7 +274,7 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
   if (request.chat_messages.is_array()) {
     input.messages = request.chat_messages;
   } else {
-    for (const ChatMessage& m : request.messages) {
+    for (const chat::ChatMessage& m : request.messages) {
       input.messages.push_back({{"role", m.role}, {"content", m.content}});
     }
   }
@@ -282,6 +282,8 @@ std::string CompletionService::RenderChatPrompt(const CompletionRequest& request
   input.extra = request.chat_template_kwargs;
   try {
     return chat_format_->Render(std::move(input));
+  } catch (const chat::ChatMessagesError& e) {
+    throw ApiError(400, e.what(), "invalid_request_error", e.param());
   } catch (const Error& e) {
     throw ApiError(400, e.what(), "invalid_request_error", "messages");
   }
@@ -293,7 +295,7 @@ std::vector<int32_t> CompletionService::Tokenize(const CompletionRequest& reques
   *thinking_open = false;
   if (!request.chat) return tok.Encode(request.prompt, tok.add_bos_by_default());
   const std::string text = RenderChatPrompt(request);
-  *thinking_open = PromptOpensThinking(text);
+  *thinking_open = chat::PromptOpensThinking(text);
   return chat_format_->Encode(text);
 }
 
@@ -333,6 +335,34 @@ SamplerParams CompletionService::SamplingFor(const CompletionRequest& request) c
   return sampling;
 }
 
+std::shared_ptr<StepChannel> CompletionService::TakeNextChannel() {
+  std::lock_guard lock(running_mutex_);
+  return std::exchange(next_channel_, std::make_shared<StepChannel>());
+}
+
+std::vector<std::string> CompletionService::StopsFor(const CompletionRequest& request) const {
+  std::vector<std::string> stops = request.stop;
+  if (request.chat) {
+    for (std::string& s : chat_format_->StopStrings()) stops.push_back(std::move(s));
+  }
+  return stops;
+}
+
+void CompletionService::RecordChoice(const std::string& prompt_text, const SequenceResult& result) {
+  if (result.cancelled || !result.error.empty()) return;
+  const Tokenizer& tok = *target_.tokenizer();
+  std::span<const int32_t> output(result.tokens);
+  if (!output.empty() && tok.IsEndOfGeneration(output.back()))
+    output = output.first(output.size() - 1);
+  record_->Add(prompt_text, tok.Decode(output));
+}
+
+void CompletionService::Retire(const std::string& id, StepChannel& channel) {
+  channel.Close();
+  std::lock_guard lock(running_mutex_);
+  running_.erase(id);
+}
+
 std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& request) {
   bool thinking_open = false;
   const std::vector<int32_t> prompt = PromptOf(request, &thinking_open);
@@ -343,20 +373,12 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
       (request.chat ? "chatcmpl-" : "cmpl-") + std::to_string(next_id_.fetch_add(1));
   auto completion =
       std::make_shared<Completion>(id, request.n, static_cast<int64_t>(prompt.size()), tree);
-  std::shared_ptr<StepChannel> channel;
-  {
-    std::lock_guard lock(running_mutex_);
-    channel = std::exchange(next_channel_, std::make_shared<StepChannel>());
-  }
+  const std::shared_ptr<StepChannel> channel = TakeNextChannel();
   auto choices_left = std::make_shared<int32_t>(request.n);  // touched on the scheduler's thread
-
-  std::vector<std::string> stops = request.stop;
-  if (request.chat) {
-    for (std::string& s : chat_format_->StopStrings()) stops.push_back(std::move(s));
-  }
+  const std::vector<std::string> stops = StopsFor(request);
   const bool split_reasoning =
-      request.chat &&
-      request.reasoning_format.value_or(options_.reasoning_format) == ReasoningFormat::kDeepSeek;
+      request.chat && request.reasoning_format.value_or(options_.reasoning_format) ==
+                          chat::ReasoningFormat::kDeepSeek;
   const Tokenizer& tok = *target_.tokenizer();
   // With --record, what each finished choice adds to the record: the prompt's text and its own.
   std::shared_ptr<const std::string> prompt_text;
@@ -376,19 +398,10 @@ std::shared_ptr<Completion> CompletionService::Start(const CompletionRequest& re
     q.on_tokens = [completion, stream](std::span<const int32_t> tokens) {
       return stream->Push(*completion, tokens);
     };
-    done.push_back([this, completion, stream, policy, channel, choices_left, i, prompt_text,
-                    &tok](SequenceResult&& result) {
-      if (record_ && !result.cancelled && result.error.empty()) {
-        std::span<const int32_t> output(result.tokens);
-        if (!output.empty() && tok.IsEndOfGeneration(output.back()))
-          output = output.first(output.size() - 1);
-        record_->Add(*prompt_text, tok.Decode(output));
-      }
-      if (--*choices_left == 0) {
-        channel->Close();
-        std::lock_guard lock(running_mutex_);
-        running_.erase(completion->id());
-      }
+    done.push_back([this, completion, stream, policy, channel, choices_left, i,
+                    prompt_text](SequenceResult&& result) {
+      if (record_) RecordChoice(*prompt_text, result);
+      if (--*choices_left == 0) Retire(completion->id(), *channel);
       const char* reason = stream->Finish(*completion, result);
       metrics_.SequenceFinished(static_cast<int64_t>(result.tokens.size()), result.speculation);
       metrics_.SchedulerProgress(scheduler_->stats());

@@ -23,14 +23,14 @@
 #include <thread>
 #include <vector>
 
+#include "chat/chat_template.h"
+#include "chat/model_chat_format.h"
+#include "chat/reasoning_splitter.h"
 #include "model/model.h"
 #include "sample/sampler.h"
 #include "schedule/request_feed.h"
 #include "schedule/scheduler.h"
 #include "serve/api_request.h"
-#include "serve/chat_template.h"
-#include "serve/model_chat_format.h"
-#include "serve/reasoning_splitter.h"
 #include "serve/service_metrics.h"
 #include "serve/step_channel.h"
 #include "serve/traffic_record.h"
@@ -56,7 +56,7 @@ struct ServiceOptions {
   std::string chat_template_source;
   // Chat completions of requests that do not choose (`reasoning_format`): kDeepSeek returns a
   // thinking model's "<think>" part as reasoning_content (reasoning_splitter.h).
-  ReasoningFormat reasoning_format = ReasoningFormat::kNone;
+  chat::ReasoningFormat reasoning_format = chat::ReasoningFormat::kNone;
   // The sampling of a request that leaves a field out: OpenAI's temperature 1, and the filters of
   // every grove command (top-k 40, top-p 0.95, min-p 0.05), as llama-server applies its own.
   SamplerParams sampling{.temperature = 1.0f};
@@ -156,7 +156,7 @@ class CompletionService {
   // invalid UTF-8.
   std::string RenderChatPrompt(const CompletionRequest& request) const;
   // How chat prompts are rendered: the model's own template, or why not.
-  const ModelChatFormat& chat_format() const { return *chat_format_; }
+  const chat::ModelChatFormat& chat_format() const { return *chat_format_; }
   const Model& target() const { return target_; }
   bool healthy() const { return !failed_; }
   ServiceMetrics& metrics() { return metrics_; }
@@ -182,6 +182,14 @@ class CompletionService {
   std::vector<int32_t> PromptOf(const CompletionRequest& request, bool* thinking_open) const;
   // The request's sampling over the server's defaults; ApiError 400 when invalid.
   SamplerParams SamplingFor(const CompletionRequest& request) const;
+  // The live view of the completion that starts now; the next one's is made ready.
+  std::shared_ptr<StepChannel> TakeNextChannel();
+  // What each choice's text is cut at: the request's stop strings and, in a chat, the turn's end.
+  std::vector<std::string> StopsFor(const CompletionRequest& request) const;
+  // --record: a finished choice's text (its end-of-generation token left out) after its prompt's.
+  void RecordChoice(const std::string& prompt_text, const SequenceResult& result);
+  // A completion's last choice is done: its live view closes, it is no longer running.
+  void Retire(const std::string& id, StepChannel& channel);
   // Queues a completion's sequences; ApiError 503 (and its live view closed) when the queue is
   // full or the server stops.
   void Submit(std::vector<SequenceRequest> sequences, std::vector<RequestFeed::DoneFn> done,
@@ -192,7 +200,7 @@ class CompletionService {
   std::optional<DraftSource> draft_;
   std::unique_ptr<TrafficRecord> record_;  // --record
   ServiceOptions options_;
-  std::unique_ptr<const ModelChatFormat> chat_format_;
+  std::unique_ptr<const chat::ModelChatFormat> chat_format_;
   std::unique_ptr<Scheduler> scheduler_;
   RequestFeed feed_;
   ServiceMetrics metrics_;

@@ -80,11 +80,7 @@ double ServiceMetrics::RecentTokensPerSecond(Clock::time_point now) const {
   return window > 0 ? tokens / window : 0.0;
 }
 
-std::string ServiceMetrics::Text(int32_t queue_length) const {
-  std::lock_guard lock(mutex_);
-  const Clock::time_point now = Clock::now();
-  const double uptime = std::chrono::duration<double>(now - start_).count();
-  std::string out;
+void ServiceMetrics::AppendRequests(std::string& out, Clock::time_point now) const {
   Line(out, "grove_requests_total", "counter", "Completion requests accepted.", requests_);
   Line(out, "grove_requests_refused_total", "counter",
        "Requests answered 503 because the queue was full.", refused_);
@@ -98,6 +94,9 @@ std::string ServiceMetrics::Text(int32_t queue_length) const {
   Line(out, "grove_tokens_per_second", "gauge",
        "Tokens generated per second over the last ten seconds (by finished sequences).",
        RecentTokensPerSecond(now));
+}
+
+void ServiceMetrics::AppendSpeculation(std::string& out) const {
   Line(out, "grove_tau", "gauge",
        "Mean tokens per target step of finished speculative sequences (accepted + 1).",
        steps_ ? static_cast<double>(speculative_tokens_) / steps_ : 0.0);
@@ -111,6 +110,9 @@ std::string ServiceMetrics::Text(int32_t queue_length) const {
                   static_cast<double>(accepted_at_depth_[d]) / reached_depth_[d]);
     out += text;
   }
+}
+
+void ServiceMetrics::AppendScheduler(std::string& out, int32_t queue_length, double uptime) const {
   Line(out, "grove_queue_length", "gauge", "Sequences waiting for a KV slot.", queue_length);
   Line(out, "grove_sequences_in_flight", "gauge", "Sequences admitted and not finished.",
        static_cast<double>(sequences_started_ - sequences_finished_ - queue_length));
@@ -138,6 +140,16 @@ std::string ServiceMetrics::Text(int32_t queue_length) const {
   }
   Line(out, "grove_rounds_total", "counter", "Rounds of verification.",
        static_cast<double>(rounds.rounds));
+}
+
+std::string ServiceMetrics::Text(int32_t queue_length) const {
+  std::lock_guard lock(mutex_);
+  const Clock::time_point now = Clock::now();
+  const double uptime = std::chrono::duration<double>(now - start_).count();
+  std::string out;
+  AppendRequests(out, now);
+  AppendSpeculation(out);
+  AppendScheduler(out, queue_length, uptime);
   Line(out, "grove_uptime_seconds", "counter", "Seconds since the server started.", uptime);
   return out;
 }

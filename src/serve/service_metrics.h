@@ -39,6 +39,10 @@ class ServiceMetrics {
  private:
   using Clock = std::chrono::steady_clock;
   double RecentTokensPerSecond(Clock::time_point now) const;
+  // The parts of Text, under mutex_: requests and tokens, speculation, the scheduler's rounds.
+  void AppendRequests(std::string& out, Clock::time_point now) const;
+  void AppendSpeculation(std::string& out) const;
+  void AppendScheduler(std::string& out, int32_t queue_length, double uptime) const;
 
   mutable std::mutex mutex_;
   Clock::time_point start_;

@@ -14,10 +14,11 @@
 #include "prompt_file.h"
 #include "sampling_options.h"
 #include "speculate/auto_planner.h"
+#include "speculate/command_speculation.h"
 #include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
-#include "speculate/plan_files.h"
 #include "speculate/session.h"
+#include "speculate/step_cost.h"
 #include "speculation_report.h"
 #include "tokenize/tokenizer.h"
 
@@ -41,13 +42,13 @@ struct PlanRow {
   bool identical = true;
 
   void Add(const SpeculationStats& s) { totals += s; }
-  // τ / (draft forward time per step + t(mean verified tokens)): what the step would reach if it
-  // cost nothing beyond its two forwards.
+  // The step cost model's speed (step_cost.h) for τ, the draft forward time per step and the mean
+  // verified tokens: what the step would reach if it cost nothing beyond its two forwards.
   double Predicted(const VerifyCostCurve& curve) const {
     if (totals.steps == 0) return 0;
     const double mean_rows = 1.0 + static_cast<double>(totals.tree_nodes) / totals.steps;
-    const int32_t n = std::min(curve.max_size(), static_cast<int32_t>(mean_rows + 0.5));
-    return totals.tau() / (totals.times.draft_forward / totals.steps + curve.Seconds(n));
+    return StepTokensPerSecond(totals.tau(), totals.times.draft_forward / totals.steps, curve,
+                               static_cast<int32_t>(mean_rows + 0.5));
   }
 };
 
@@ -68,6 +69,145 @@ nlohmann::ordered_json SplitJson(const StepTimes& t, int64_t steps) {
           {"other_ms", t.other * per}};
 }
 
+// A row for every drafter and spec, resolved as one command's speculation.
+std::vector<PlanRow> PlanRows(const SpecBenchOptions& o, const std::string& model_path,
+                              const Model& target, const std::vector<OpenedDrafter>& drafters,
+                              const SamplerParams& sampling) {
+  std::vector<PlanRow> rows;
+  for (std::size_t d = 0; d < drafters.size(); ++d) {
+    // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`;
+    // one set of inputs for every spec of the drafter.
+    const TreePlanInputs inputs = CommandPlanInputs(
+        {.accept_file = o.accept,
+         .default_accept_file = BundledAcceptanceFor(model_path, o.drafts[d], sampling.greedy()),
+         .profile_file = o.profile},
+        target.max_batch());
+    for (const std::string& spec : o.specs) {
+      rows.push_back(
+          {.drafter = d,
+           .policy = ResolveSpeculation({.plan = spec}, inputs, *drafters[d].drafter, sampling)});
+    }
+  }
+  return rows;
+}
+
+// The target's verify curve in this run, for the predicted column: measured after the first
+// prompt and half the generation (the mean context of a generation), as decoding sees it.
+VerifyCostCurve CurveAtMeanContext(Model& target, const std::vector<int32_t>& prompt,
+                                   int32_t n_predict) {
+  std::vector<int32_t> context = prompt;
+  context.resize(context.size() + n_predict / 2, context.back());
+  Batch batch;
+  target.cache(0).Clear();
+  target.ForwardChain(std::span<const int32_t>(context).first(context.size() - 1), 0, 0, batch,
+                      false);
+  return MeasureVerifyCost(target, 0, context.back(), static_cast<int32_t>(context.size()) - 1, 64,
+                           0.3);
+}
+
+// One repetition of plain decoding over the prompts: its outputs, and its speeds in `rep`.
+struct PlainRepetition {
+  std::vector<std::vector<int32_t>> outputs;
+  double seconds = 0;       // generation only
+  double call_seconds = 0;  // prefill and generation
+  int64_t tokens = 0;
+};
+
+PlainRepetition RunPlainRepetition(Model& target, const std::vector<std::vector<int32_t>>& encoded,
+                                   const SamplerParams& sampling, SessionOptions so) {
+  PlainRepetition rep;
+  for (std::size_t p = 0; p < encoded.size(); ++p) {
+    so.sequence = p;
+    PlainTiming timing;
+    rep.outputs.push_back(GeneratePlain(target, encoded[p], sampling, so, {}, &timing));
+    rep.seconds += timing.generation_seconds;
+    rep.call_seconds += timing.prefill_seconds + timing.generation_seconds;
+    rep.tokens += static_cast<int64_t>(rep.outputs.back().size());
+  }
+  return rep;
+}
+
+// One repetition of a row over the prompts, compared with plain decoding's repetition.
+void RunRowRepetition(Model& target, const std::vector<OpenedDrafter>& drafters,
+                      const std::vector<std::vector<int32_t>>& encoded, SessionOptions so,
+                      bool greedy, const PlainRepetition& plain, PlanRow& row) {
+  double spec_seconds = 0;
+  double spec_call_seconds = 0;
+  int64_t spec_tokens = 0;
+  // Every row of every repetition starts with what a fresh server has: a suffix drafter's
+  // store holds the outputs of this row's prompts, not of the rows and repetitions before.
+  if (const auto& store = drafters[row.drafter].suffix_store) store->Clear();
+  for (std::size_t p = 0; p < encoded.size(); ++p) {
+    so.sequence = p;
+    SpeculativeSession session(target, *drafters[row.drafter].drafter, row.policy, so);
+    const std::vector<int32_t> generated = session.Generate(encoded[p], {});
+    spec_seconds += session.stats().total_seconds;
+    spec_call_seconds += session.stats().prefill_seconds + session.stats().total_seconds;
+    spec_tokens += static_cast<int64_t>(generated.size());
+    row.Add(session.stats());
+    if (greedy && generated != plain.outputs[p]) row.identical = false;
+  }
+  row.tps.push_back(spec_tokens / spec_seconds);
+  row.speedup.push_back(row.tps.back() / (plain.tokens / plain.seconds));
+  row.call_speedup.push_back(plain.call_seconds / spec_call_seconds);
+}
+
+void PrintPlainHeader(Model& target, const SampleStats& plain, const VerifyCostCurve& curve) {
+  std::printf("\n%d threads | plain %.1f ± %.1f t/s | verify t(1) %.3f ms", target.pool().size(),
+              plain.median, plain.sd, 1e3 * curve.Seconds(1));
+  for (int32_t n : {2, 5, 8, 16}) {
+    if (n <= curve.max_size())
+      std::printf(", t(%d)/t(1) %.2f", n, curve.Seconds(n) / curve.Seconds(1));
+  }
+  std::printf(
+      "\n(speedup: of decoding; per call: of prefill and decoding, every measurement included)"
+      "\n\n| draft | spec | verify | τ | t/s | speedup | per call | predicted t/s | step ms | "
+      "draft fwd | tree | verify fwd | verification | cache | other | greedy output |\n"
+      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+  std::printf("| - | plain | - | 1.00 | %.1f ± %.1f | 1.00 | 1.00 | - | %.3f | | | | | | | - |\n",
+              plain.median, plain.sd, 1e3 / plain.median);
+}
+
+nlohmann::ordered_json RowJson(const SpecBenchOptions& o,
+                               const std::vector<OpenedDrafter>& drafters, const PlanRow& row,
+                               double predicted, bool greedy) {
+  const SpeculationStats& t = row.totals;
+  return {{"draft", o.drafts[row.drafter]},
+          {"drafter", drafters[row.drafter].drafter->name()},
+          {"spec", row.policy.plan.text},
+          {"verify", std::string(VerifyRuleName(row.policy.rule))},
+          {"tau", t.tau()},
+          {"acceptance_by_depth", t.acceptance_by_depth()},
+          {"plain_steps", t.plain_steps},
+          {"tps_median", Summarize(row.tps).median},
+          {"tps_sd", Summarize(row.tps).sd},
+          {"tps_samples", row.tps},
+          {"speedup_median", Summarize(row.speedup).median},
+          {"speedup_samples", row.speedup},
+          {"call_speedup_median", Summarize(row.call_speedup).median},
+          {"call_speedup_samples", row.call_speedup},
+          {"predicted_tps", predicted},
+          {"split", SplitJson(t.times, t.steps)},
+          {"greedy_identical", greedy ? nlohmann::ordered_json(row.identical) : nullptr}};
+}
+
+void PrintRow(const SpecBenchOptions& o, const PlanRow& row, double predicted, bool greedy) {
+  const SampleStats s = Summarize(row.tps);
+  const SpeculationStats& t = row.totals;
+  const StepTimes& x = t.times;
+  const double total = std::max(x.total(), 1e-12);
+  auto pct = [&](double part) { return 100.0 * part / total; };
+  std::printf(
+      "| %s | %s | %s | %.2f | %.1f ± %.1f | %.2f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | "
+      "%.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
+      std::filesystem::path(o.drafts[row.drafter]).filename().string().c_str(),
+      row.policy.plan.text.c_str(), std::string(VerifyRuleName(row.policy.rule)).c_str(), t.tau(),
+      s.median, s.sd, Summarize(row.speedup).median, Summarize(row.call_speedup).median, predicted,
+      t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward), pct(x.tree_building),
+      pct(x.verify_forward), pct(x.verification), pct(x.cache), pct(x.other),
+      greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
+}
+
 // One thread count: returns false if a greedy output differed.
 bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int threads,
                   int repetitions, bool json, uint64_t seed,
@@ -81,76 +221,21 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
   SamplerParams sampling = o.sampling;
   sampling.seed = seed;
   sampling.Validate();
-  std::vector<PlanRow> rows;
-  for (std::size_t d = 0; d < drafters.size(); ++d) {
-    // The bundled pair comes with its measured acceptance (auto's starting point), as for `run`.
-    const std::string accept =
-        o.accept.empty() ? BundledAcceptanceFor(model_path, o.drafts[d], sampling.greedy())
-                         : o.accept;
-    const TreePlanInputs inputs = ReadPlanInputs(accept, o.profile, target->max_batch());
-    for (const std::string& spec : o.specs) {
-      rows.push_back(
-          {.drafter = d,
-           .policy = ResolveSpeculation({.plan = spec}, inputs, *drafters[d].drafter, sampling)});
-    }
-  }
+  std::vector<PlanRow> rows = PlanRows(o, model_path, *target, drafters, sampling);
   std::vector<std::vector<int32_t>> encoded;
   encoded.reserve(prompts.size());
   for (const std::string& p : prompts) encoded.push_back(target->tokenizer()->Encode(p, true));
   const bool greedy = sampling.greedy();
-
-  // The target's verify curve in this run, for the predicted column: measured after the first
-  // prompt and half the generation (the mean context of a generation), as decoding sees it.
-  const VerifyCostCurve curve = [&] {
-    std::vector<int32_t> context = encoded[0];
-    context.resize(context.size() + o.n_predict / 2, context.back());
-    Batch batch;
-    target->cache(0).Clear();
-    target->ForwardChain(std::span<const int32_t>(context).first(context.size() - 1), 0, 0, batch,
-                         false);
-    return MeasureVerifyCost(*target, 0, context.back(), static_cast<int32_t>(context.size()) - 1,
-                             64, 0.3);
-  }();
+  const VerifyCostCurve curve = CurveAtMeanContext(*target, encoded[0], o.n_predict);
 
   std::vector<double> plain_tps;
-  SessionOptions so{.n_predict = o.n_predict, .stop_at_eog = false};
+  const SessionOptions so{.n_predict = o.n_predict, .stop_at_eog = false};
   GeneratePlain(*target, encoded[0], sampling, so, {});  // warm-up: page in, settle the pool
   ProgressLine progress;
   for (int r = 0; r < repetitions; ++r) {
-    std::vector<std::vector<int32_t>> plain_out;
-    double seconds = 0;
-    double call_seconds = 0;
-    int64_t tokens = 0;
-    for (std::size_t p = 0; p < encoded.size(); ++p) {
-      so.sequence = p;
-      PlainTiming timing;
-      plain_out.push_back(GeneratePlain(*target, encoded[p], sampling, so, {}, &timing));
-      seconds += timing.generation_seconds;
-      call_seconds += timing.prefill_seconds + timing.generation_seconds;
-      tokens += static_cast<int64_t>(plain_out.back().size());
-    }
-    plain_tps.push_back(tokens / seconds);
-    for (PlanRow& row : rows) {
-      double spec_seconds = 0;
-      double spec_call_seconds = 0;
-      int64_t spec_tokens = 0;
-      // Every row of every repetition starts with what a fresh server has: a suffix drafter's
-      // store holds the outputs of this row's prompts, not of the rows and repetitions before.
-      if (const auto& store = drafters[row.drafter].suffix_store) store->Clear();
-      for (std::size_t p = 0; p < encoded.size(); ++p) {
-        so.sequence = p;
-        SpeculativeSession session(*target, *drafters[row.drafter].drafter, row.policy, so);
-        const std::vector<int32_t> generated = session.Generate(encoded[p], {});
-        spec_seconds += session.stats().total_seconds;
-        spec_call_seconds += session.stats().prefill_seconds + session.stats().total_seconds;
-        spec_tokens += static_cast<int64_t>(generated.size());
-        row.Add(session.stats());
-        if (greedy && generated != plain_out[p]) row.identical = false;
-      }
-      row.tps.push_back(spec_tokens / spec_seconds);
-      row.speedup.push_back(row.tps.back() / plain_tps.back());
-      row.call_speedup.push_back(call_seconds / spec_call_seconds);
-    }
+    const PlainRepetition plain = RunPlainRepetition(*target, encoded, sampling, so);
+    plain_tps.push_back(plain.tokens / plain.seconds);
+    for (PlanRow& row : rows) RunRowRepetition(*target, drafters, encoded, so, greedy, plain, row);
     if (!json) {
       progress.Update(r + 1, repetitions,
                       StrCat("bench --spec: ", target->pool().size(), " threads, repetition ",
@@ -158,9 +243,6 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
     }
   }
   const SampleStats plain = Summarize(plain_tps);
-  bool all_identical = true;
-  for (const PlanRow& row : rows) all_identical = all_identical && row.identical;
-
   nlohmann::ordered_json j = {
       {"threads", target->pool().size()},
       {"plain", {{"tps_median", plain.median}, {"tps_sd", plain.sd}, {"tps_samples", plain_tps}}},
@@ -168,60 +250,15 @@ bool BenchThreads(const SpecBenchOptions& o, const std::string& model_path, int 
   for (int32_t n : {1, 2, 4, 8, 16}) {
     if (n <= curve.max_size()) j["verify_curve_ms"][std::to_string(n)] = 1e3 * curve.Seconds(n);
   }
-  if (!json) {
-    std::printf("\n%d threads | plain %.1f ± %.1f t/s | verify t(1) %.3f ms", target->pool().size(),
-                plain.median, plain.sd, 1e3 * curve.Seconds(1));
-    for (int32_t n : {2, 5, 8, 16}) {
-      if (n <= curve.max_size())
-        std::printf(", t(%d)/t(1) %.2f", n, curve.Seconds(n) / curve.Seconds(1));
-    }
-    std::printf(
-        "\n(speedup: of decoding; per call: of prefill and decoding, every measurement included)"
-        "\n\n| draft | spec | verify | τ | t/s | speedup | per call | predicted t/s | step ms | "
-        "draft fwd | tree | verify fwd | verification | cache | other | greedy output |\n"
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    std::printf("| - | plain | - | 1.00 | %.1f ± %.1f | 1.00 | 1.00 | - | %.3f | | | | | | | - |\n",
-                plain.median, plain.sd, 1e3 / plain.median);
-  }
+  if (!json) PrintPlainHeader(*target, plain, curve);
+  bool all_identical = true;
   for (const PlanRow& row : rows) {
-    const SampleStats s = Summarize(row.tps);
-    const SampleStats up = Summarize(row.speedup);
-    const SampleStats call_up = Summarize(row.call_speedup);
-    const SpeculationStats& t = row.totals;
-    const double predicted = row.Predicted(curve);
-    const std::string verify(VerifyRuleName(row.policy.rule));
+    all_identical = all_identical && row.identical;
     if (json) {
-      j["plans"].push_back(
-          {{"draft", o.drafts[row.drafter]},
-           {"drafter", drafters[row.drafter].drafter->name()},
-           {"spec", row.policy.plan.text},
-           {"verify", verify},
-           {"tau", t.tau()},
-           {"acceptance_by_depth", t.acceptance_by_depth()},
-           {"plain_steps", t.plain_steps},
-           {"tps_median", s.median},
-           {"tps_sd", s.sd},
-           {"tps_samples", row.tps},
-           {"speedup_median", up.median},
-           {"speedup_samples", row.speedup},
-           {"call_speedup_median", call_up.median},
-           {"call_speedup_samples", row.call_speedup},
-           {"predicted_tps", predicted},
-           {"split", SplitJson(t.times, t.steps)},
-           {"greedy_identical", greedy ? nlohmann::ordered_json(row.identical) : nullptr}});
-      continue;
+      j["plans"].push_back(RowJson(o, drafters, row, row.Predicted(curve), greedy));
+    } else {
+      PrintRow(o, row, row.Predicted(curve), greedy);
     }
-    const StepTimes& x = t.times;
-    const double total = std::max(x.total(), 1e-12);
-    auto pct = [&](double part) { return 100.0 * part / total; };
-    std::printf(
-        "| %s | %s | %s | %.2f | %.1f ± %.1f | %.2f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | "
-        "%.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
-        std::filesystem::path(o.drafts[row.drafter]).filename().string().c_str(),
-        row.policy.plan.text.c_str(), verify.c_str(), t.tau(), s.median, s.sd, up.median,
-        call_up.median, predicted, t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward),
-        pct(x.tree_building), pct(x.verify_forward), pct(x.verification), pct(x.cache),
-        pct(x.other), greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
   }
   out.push_back(j);
   return all_identical;

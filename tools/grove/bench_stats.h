@@ -9,6 +9,8 @@
 #include <numeric>
 #include <vector>
 
+#include "base/median.h"
+
 namespace grove::cli {
 
 struct SampleStats {
@@ -27,11 +29,10 @@ inline SampleStats Summarize(std::vector<double> samples) {
   double sq = 0;
   for (double x : samples) sq += (x - s.mean) * (x - s.mean);
   s.sd = samples.size() > 1 ? std::sqrt(sq / (n - 1)) : 0.0;
-  std::sort(samples.begin(), samples.end());
-  const std::size_t mid = samples.size() / 2;
-  s.median = samples.size() % 2 ? samples[mid] : 0.5 * (samples[mid - 1] + samples[mid]);
-  s.min = samples.front();
-  s.max = samples.back();
+  const auto [min, max] = std::minmax_element(samples.begin(), samples.end());
+  s.min = *min;
+  s.max = *max;
+  s.median = Median(samples);
   return s;
 }
 

@@ -14,16 +14,15 @@
 
 #include "base/error.h"
 #include "base/replacing_file.h"
+#include "base/resident_memory.h"
 #include "base/thread_pool.h"
 #include "bench_bandwidth.h"
-#include "bench_memory.h"
 #include "bench_speculative.h"
 #include "bench_stats.h"
 #include "bench_timing.h"
 #include "commands.h"
 #include "cuda/device.h"
-#include "device_option.h"
-#include "draft_option.h"
+#include "engine_options.h"
 #include "io/gguf.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
@@ -379,34 +378,28 @@ void WriteProfile(const std::string& path, const BenchRun& r, const BenchOptions
 // ---- the command
 // ----------------------------------------------------------------------------------
 
-void RunBench(BenchOptions o) {
-  InstallStderrLog(o.verbose);
-  if (!o.spec.specs.empty()) {
-    if (o.models.size() != 1) Fail("bench --spec takes one target model (-m)");
-    if (o.repetitions < 1) Fail("-r ", o.repetitions, " must be >= 1");
-    if (o.output != "md" && o.output != "json") Fail("-o ", o.output, ": expected md or json");
-    SpecBenchOptions spec = o.spec;
-    spec.device = ParseComputeDevice(o.device);
-    spec.draft_device = ParseComputeDevice(o.draft_device);
-    spec.cache_type = ParseKvCacheType(o.cache_type);
-    const bool identical =
-        RunSpecBench(spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
-    if (!identical)
-      Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
-    return;
-  }
-  Validate(o);
-  const bool markdown = o.output == "md";
-  const std::string kernels = ActiveKernels().name;
-  const std::string cpu = CpuFeatureString(HostCpuFeatures());
+// bench --spec: speculative decoding of one target against its plain decoding.
+void RunSpecBenchCommand(const BenchOptions& o) {
+  if (o.models.size() != 1) Fail("bench --spec takes one target model (-m)");
+  if (o.repetitions < 1) Fail("-r ", o.repetitions, " must be >= 1");
+  if (o.output != "md" && o.output != "json") Fail("-o ", o.output, ": expected md or json");
+  SpecBenchOptions spec = o.spec;
+  spec.device = ParseComputeDevice(o.device);
+  spec.draft_device = ParseComputeDevice(o.draft_device);
+  spec.cache_type = ParseKvCacheType(o.cache_type);
+  const bool identical =
+      RunSpecBench(spec, o.models[0], o.threads, o.repetitions, o.output == "json", o.seed);
+  if (!identical)
+    Fail("a speculative greedy output differed from plain decoding: this is a bug in grove");
+}
 
-  // Probe first, before any model is resident: its buffer must come from DRAM, and it is freed
-  // before the peak-memory figures of the models start. On the GPU: its device-to-device copy.
-  const ComputeDevice device = ParseComputeDevice(o.device);
-  const bool on_gpu =
-      device == ComputeDevice::kCuda || (device == ComputeDevice::kAuto && cuda::DeviceCount() > 0);
+// The read bandwidth of each thread count, first, before any model is resident: its buffer must
+// come from DRAM, and it is freed before the peak-memory figures of the models start. On the GPU:
+// its device-to-device copy.
+std::map<int, BandwidthProbe> ProbeBandwidth(const BenchOptions& o, bool on_gpu) {
   std::map<int, BandwidthProbe> probes;
-  if (o.probe_mib > 0 && on_gpu) {
+  if (o.probe_mib <= 0) return probes;
+  if (on_gpu) {
     constexpr int kCopies = 20;
     const uint64_t bytes = static_cast<uint64_t>(o.probe_mib) << 20;
     const double gbps = cuda::MeasureCopyBandwidth(bytes, kCopies) / 1e9;
@@ -417,75 +410,95 @@ void RunBench(BenchOptions o) {
                                  .gbps_median = gbps,
                                  .gbps_max = gbps};
     }
-  } else if (o.probe_mib > 0) {
-    for (int t : o.threads) {
-      if (probes.count(t)) continue;
-      ThreadPool pool(t);
-      probes[t] =
-          MeasureReadBandwidth(pool, static_cast<uint64_t>(o.probe_mib) << 20, kProbePasses);
+    return probes;
+  }
+  for (int t : o.threads) {
+    if (probes.count(t)) continue;
+    ThreadPool pool(t);
+    probes[t] = MeasureReadBandwidth(pool, static_cast<uint64_t>(o.probe_mib) << 20, kProbePasses);
+  }
+  return probes;
+}
+
+void PrintMachine(const std::string& kernels, const std::string& cpu, bool on_gpu,
+                  const std::map<int, BandwidthProbe>& probes) {
+  std::printf("grove %s | kernels: %s | cpu: %s\n", GROVE_VERSION, kernels.c_str(), cpu.c_str());
+  if (on_gpu) {
+    const cuda::DeviceInfo gpu = cuda::Info();
+    std::printf("gpu: %s (sm_%d%d, %d SMs, %.1f GiB)", gpu.name.c_str(), gpu.major, gpu.minor,
+                gpu.multiprocessors, static_cast<double>(gpu.total_bytes) / (1 << 30));
+    if (!probes.empty()) {
+      std::printf(" | copy bandwidth, bytes read + written: %.1f GB/s over %s",
+                  probes.begin()->second.gbps_median,
+                  FormatBytes(probes.begin()->second.buffer_bytes).c_str());
+    }
+    std::printf("\n");
+  } else {
+    for (const auto& [t, p] : probes) {
+      std::printf(
+          "read bandwidth probe, %d thread%s: %.1f GB/s (median of %d passes over %s, sd %.1f, "
+          "max %.1f)\n",
+          t, t == 1 ? "" : "s", p.gbps_median, p.passes, FormatBytes(p.buffer_bytes).c_str(),
+          p.gbps_sd, p.gbps_max);
     }
   }
+  std::printf("\n%s", kTableHeader);
+  std::fflush(stdout);
+}
+
+// One model at one thread count: its prompt and generation tests, its verify curve, and what it
+// held in memory. `probe`: the bandwidth its rows are compared with (null: none).
+BenchRun BenchModel(const BenchOptions& o, const std::string& path, int threads,
+                    ComputeDevice device, bool markdown, const BandwidthProbe* probe) {
+  BenchRun run;
+  run.threads = threads;
+  run.n_ctx = ContextNeeded(o);
+  run.peak_reset = ResetPeakResident();
+  ModelOptions mo;
+  mo.n_threads = threads;
+  mo.n_ctx = run.n_ctx;
+  mo.device = device;
+  mo.cache_type = ParseKvCacheType(o.cache_type);
+  auto model = Model::Load(path, mo);
+  run.after_load = ReadResidentMemory();
+  run.model = DescribeModel(*model, path);
+  BenchTimer timer(*model, o.seed);
+  for (int32_t p : o.n_prompt) {
+    if (p <= 0) continue;
+    run.tests.push_back(TimeTest(timer, run.model, p, 0, o.repetitions));
+    if (markdown) PrintRow(run, run.tests.back(), probe);
+  }
+  for (int32_t n : o.n_gen) {
+    if (n <= 0) continue;
+    run.tests.push_back(TimeTest(timer, run.model, 0, n, o.repetitions));
+    if (markdown) PrintRow(run, run.tests.back(), probe);
+  }
+  if (!o.curve.empty()) run.curve = TimeCurve(timer, o);
+  run.after_runs = ReadResidentMemory();
+  return run;
+}
+
+void RunBench(BenchOptions o) {
+  InstallStderrLog(o.verbose);
+  if (!o.spec.specs.empty()) return RunSpecBenchCommand(o);
+  Validate(o);
+  const bool markdown = o.output == "md";
+  const std::string kernels = ActiveKernels().name;
+  const std::string cpu = CpuFeatureString(HostCpuFeatures());
+  const ComputeDevice device = ParseComputeDevice(o.device);
+  const bool on_gpu =
+      device == ComputeDevice::kCuda || (device == ComputeDevice::kAuto && cuda::DeviceCount() > 0);
+  const std::map<int, BandwidthProbe> probes = ProbeBandwidth(o, on_gpu);
   auto probe_for = [&](int t) -> const BandwidthProbe* {
     auto it = probes.find(t);
     return it == probes.end() ? nullptr : &it->second;
   };
-  if (markdown) {
-    std::printf("grove %s | kernels: %s | cpu: %s\n", GROVE_VERSION, kernels.c_str(), cpu.c_str());
-    if (on_gpu) {
-      const cuda::DeviceInfo gpu = cuda::Info();
-      std::printf("gpu: %s (sm_%d%d, %d SMs, %.1f GiB)", gpu.name.c_str(), gpu.major, gpu.minor,
-                  gpu.multiprocessors, static_cast<double>(gpu.total_bytes) / (1 << 30));
-      if (!probes.empty()) {
-        std::printf(" | copy bandwidth, bytes read + written: %.1f GB/s over %s",
-                    probes.begin()->second.gbps_median,
-                    FormatBytes(probes.begin()->second.buffer_bytes).c_str());
-      }
-      std::printf("\n");
-    } else {
-      for (const auto& [t, p] : probes) {
-        std::printf(
-            "read bandwidth probe, %d thread%s: %.1f GB/s (median of %d passes over %s, sd %.1f, "
-            "max %.1f)\n",
-            t, t == 1 ? "" : "s", p.gbps_median, p.passes, FormatBytes(p.buffer_bytes).c_str(),
-            p.gbps_sd, p.gbps_max);
-      }
-    }
-    std::printf("\n%s", kTableHeader);
-    std::fflush(stdout);
-  }
-
+  if (markdown) PrintMachine(kernels, cpu, on_gpu, probes);
   std::vector<BenchRun> runs;
   for (const std::string& path : o.models) {
-    for (int threads : o.threads) {
-      BenchRun run;
-      run.threads = threads;
-      run.n_ctx = ContextNeeded(o);
-      run.peak_reset = ResetPeakResident();
-      ModelOptions mo;
-      mo.n_threads = threads;
-      mo.n_ctx = run.n_ctx;
-      mo.device = device;
-      mo.cache_type = ParseKvCacheType(o.cache_type);
-      auto model = Model::Load(path, mo);
-      run.after_load = ReadResidentMemory();
-      run.model = DescribeModel(*model, path);
-      BenchTimer timer(*model, o.seed);
-      for (int32_t p : o.n_prompt) {
-        if (p <= 0) continue;
-        run.tests.push_back(TimeTest(timer, run.model, p, 0, o.repetitions));
-        if (markdown) PrintRow(run, run.tests.back(), probe_for(threads));
-      }
-      for (int32_t n : o.n_gen) {
-        if (n <= 0) continue;
-        run.tests.push_back(TimeTest(timer, run.model, 0, n, o.repetitions));
-        if (markdown) PrintRow(run, run.tests.back(), probe_for(threads));
-      }
-      if (!o.curve.empty()) run.curve = TimeCurve(timer, o);
-      run.after_runs = ReadResidentMemory();
-      runs.push_back(std::move(run));
-    }
+    for (int threads : o.threads)
+      runs.push_back(BenchModel(o, path, threads, device, markdown, probe_for(threads)));
   }
-
   if (!o.profile_out.empty())
     WriteProfile(o.profile_out, runs.front(), o, probe_for(runs.front().threads));
   if (markdown) {
@@ -516,7 +529,7 @@ void AddBenchCommand(CLI::App& app) {
       "against the "
       "machine's measured read bandwidth, resident memory, and the verification cost curve t(n)");
   auto o = std::make_shared<BenchOptions>();
-  cmd->add_option("-m,--model", o->models, "GGUF model file (repeat for several)")->required();
+  AddModelsOption(*cmd, o->models);
   cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt lengths to time, comma-separated (0 skips)")
       ->delimiter(',')
       ->capture_default_str();
@@ -526,10 +539,7 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->repetitions,
                   "Timed repetitions of each test (after one warm-up)")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads,
-                  "Thread counts, comma-separated (default: all hardware threads)")
-      ->delimiter(',')
-      ->check(ThreadCount());
+  AddThreadCountsOption(*cmd, o->threads);
   cmd->add_option("-o,--output", o->output, "Output format: md (tables) or json")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
@@ -556,11 +566,9 @@ void AddBenchCommand(CLI::App& app) {
   cmd->add_option(
       "--spec", o->spec.specs,
       "Benchmark speculative decoding with this tree spec (repeatable) against plain decoding");
-  cmd->add_option("--draft", o->spec.drafts,
-                  "With --spec: " + kDraftNames + "; repeat to compare drafters in one run");
+  AddDraftsOption(*cmd, o->spec.drafts);
   cmd->add_option("--prompts", o->spec.prompts, "With --spec: prompt file (blank-line separated)");
-  cmd->add_option("--accept", o->spec.accept,
-                  "With --spec: acceptance vector JSON for sequoia specs (auto's prior)");
+  AddAcceptOption(*cmd, o->spec.accept);
   cmd->add_option("--profile", o->spec.profile,
                   "With --spec: verify profile JSON for sequoia:auto");
   AddSamplingOptions(*cmd, o->spec.sampling);  // with --spec

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "model/model.h"
 #include "option_checks.h"
 #include "output_path.h"
@@ -97,8 +98,8 @@ void AddCalibrateCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "calibrate", "Measure the acceptance vector of a target/draft pair (for sequoia trees)");
   auto o = std::make_shared<CalibrateOptions>();
-  cmd->add_option("-m,--model", o->model, "Target GGUF")->required();
-  cmd->add_option("--draft", o->draft, "Draft GGUF (same vocabulary)")->required();
+  AddModelOption(*cmd, o->model, ModelRole::kRequiredTarget);
+  AddDraftOption(*cmd, o->draft, DraftRole::kModel)->required();
   cmd->add_option("--prompts", o->prompts, "Text file of prompts separated by blank lines")
       ->required();
   cmd->add_option("-o,--out", o->out, "Output JSON")->required();
@@ -113,9 +114,7 @@ void AddCalibrateCommand(CLI::App& app) {
       ->check(CLI::Range(1, 1'000'000));
   AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("-s,--seed", o->seed, "Seed")->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads (0: all)")
-      ->capture_default_str()
-      ->check(ThreadCount());
+  AddThreadsOption(*cmd, o->threads);
   cmd->callback([o] { RunCalibrate(*o); });
 }
 

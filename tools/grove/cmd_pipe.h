@@ -42,8 +42,6 @@ struct PipeOptions {
 // A comma-separated list of counts >= 1, or of numbers >= 0; grove::Error naming `option`.
 std::vector<int> IntList(const std::string& text, const char* option);
 std::vector<double> NumberList(const std::string& text, const char* option);
-// Groups of group_size stages over n_stages (the last holding the rest); empty for groups of 1.
-std::vector<int32_t> UniformGroups(int32_t n_stages, int32_t group_size);
 
 // The options with the bundled pair filled in when no model is given; grove::Error without a
 // draft or with -n < 2.

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "model/model.h"
 #include "option_checks.h"
 #include "output_path.h"
@@ -138,9 +139,7 @@ void AddSelfDistillCommand(CLI::App& app) {
   AddSamplingOptions(*cmd, o->distill.sampling);
   cmd->add_option("--seed", o->distill.sampling.seed, "Seed of sampling at --temp > 0")
       ->capture_default_str();
-  cmd->add_option("-t,--threads", o->threads, "Threads")
-      ->capture_default_str()
-      ->check(PositiveThreadCount());
+  AddPositiveThreadsOption(*cmd, o->threads);
   cmd->callback([o] { RunSelfDistill(*o); });
 }
 

@@ -16,7 +16,6 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,12 +23,14 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/median.h"
+#include "base/text_list.h"
 #include "bench_stats.h"
 #include "commands.h"
+#include "event_stream_client.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "prompt_file.h"
-#include "serve/event_stream_client.h"
 #include "serve_engine.h"
 
 namespace grove::cli {
@@ -50,21 +51,15 @@ struct ServeBenchOptions {
   std::string json_out;
 };
 
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
+// The p-quantile by nearest rank (0.95: p95).
 double Percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());
   const auto i = static_cast<std::size_t>(q * (v.size() - 1) + 0.5);
   return v[std::min(i, v.size() - 1)];
 }
+
+double MedianOf(std::vector<double> v) { return Median(v); }
 
 int TotalClients(const std::vector<int>& levels) {
   int total = 0;
@@ -81,7 +76,7 @@ struct LevelRun {
   std::vector<double> ttft, itl;  // seconds
 };
 
-std::string DescribeFailure(const serve::EventStreamResult& result) {
+std::string DescribeFailure(const EventStreamResult& result) {
   if (!result.error.empty()) return result.error;
   return StrCat("HTTP status ", result.status, result.body.empty() ? "" : ": ",
                 result.body.substr(0, 200));
@@ -93,6 +88,74 @@ struct Target {
   std::string api_key;
 };
 
+// One streamed request's figures.
+struct RequestRun {
+  EventStreamResult result;
+  int64_t tokens = 0;        // completion tokens (usage), else one per chunk with text
+  std::vector<double> ttft;  // seconds to the first text, when some came
+  Clock::time_point sent, first_text, last;
+};
+
+RequestRun RunRequest(const Target& target, const nlohmann::json& body) {
+  RequestRun r;
+  r.sent = Clock::now();
+  r.last = r.first_text = r.sent;
+  bool first = true;
+  int64_t chunks = 0;
+  r.result = PostEventStream(
+      target.host, target.port, "/v1/completions", body.dump(),
+      [&](std::string_view data) {
+        if (data == "[DONE]") return true;
+        const auto chunk = nlohmann::json::parse(data, nullptr, false);
+        if (chunk.is_discarded()) return true;
+        if (chunk.contains("usage") && chunk["usage"].is_object()) {
+          r.tokens = chunk["usage"].value("completion_tokens", int64_t{0});
+        }
+        const auto& choices = chunk.value("choices", nlohmann::json::array());
+        if (choices.empty() || choices[0].value("text", std::string()).empty()) return true;
+        const Clock::time_point now = Clock::now();
+        if (first) {
+          r.ttft.push_back(std::chrono::duration<double>(now - r.sent).count());
+          r.first_text = now;
+        }
+        first = false;
+        r.last = now;
+        ++chunks;
+        return true;
+      },
+      target.api_key);
+  if (r.tokens == 0) r.tokens = chunks;  // a server without usage: one token a chunk
+  return r;
+}
+
+nlohmann::json RequestBody(const ServeBenchOptions& o, const std::string& mode,
+                           const std::string& prompt, int seed) {
+  nlohmann::json body{{"prompt", prompt},
+                      {"max_tokens", o.max_tokens},
+                      {"temperature", o.temperature},
+                      {"seed", seed},
+                      {"stream", true},
+                      {"stream_options", {{"include_usage", true}}}};
+  if (mode != "default") body["grove"] = {{"speculation", mode == "spec" ? "auto" : mode}};
+  return body;
+}
+
+// Adds a request's figures to the level's (a failure is counted, its figures dropped).
+void AddRequest(const RequestRun& r, LevelRun& run) {
+  if (!r.result.error.empty() || r.result.status != 200) {
+    if (run.failed++ == 0) run.first_failure = DescribeFailure(r.result);
+    return;
+  }
+  run.tokens += r.tokens;
+  run.ttft.insert(run.ttft.end(), r.ttft.begin(), r.ttft.end());
+  // Inter-token latency per request (vLLM's time per output token): speculation emits
+  // several tokens per step at once, so gaps between chunks would say little.
+  if (r.tokens > 1) {
+    run.itl.push_back(std::chrono::duration<double>(r.last - r.first_text).count() /
+                      (r.tokens - 1));
+  }
+}
+
 LevelRun RunLevel(const Target& target, const std::string& mode, int clients, int requests,
                   const ServeBenchOptions& o, const std::vector<std::string>& prompts) {
   LevelRun run;
@@ -103,54 +166,11 @@ LevelRun RunLevel(const Target& target, const std::string& mode, int clients, in
   for (int c = 0; c < clients; ++c) {
     threads.emplace_back([&, c] {
       for (int r = 0; r < requests; ++r) {
-        nlohmann::json body{{"prompt", prompts[(c * requests + r) % prompts.size()]},
-                            {"max_tokens", o.max_tokens},
-                            {"temperature", o.temperature},
-                            {"seed", c * 1000 + r},
-                            {"stream", true},
-                            {"stream_options", {{"include_usage", true}}}};
-        if (mode != "default") body["grove"] = {{"speculation", mode == "spec" ? "auto" : mode}};
-        const Clock::time_point sent = Clock::now();
-        Clock::time_point last = sent, first_text = sent;
-        bool first = true;
-        int64_t tokens = 0, chunks = 0;
-        std::vector<double> ttft, itl;
-        const serve::EventStreamResult result = serve::PostEventStream(
-            target.host, target.port, "/v1/completions", body.dump(),
-            [&](std::string_view data) {
-              if (data == "[DONE]") return true;
-              const auto chunk = nlohmann::json::parse(data, nullptr, false);
-              if (chunk.is_discarded()) return true;
-              if (chunk.contains("usage") && chunk["usage"].is_object()) {
-                tokens = chunk["usage"].value("completion_tokens", int64_t{0});
-              }
-              const auto& choices = chunk.value("choices", nlohmann::json::array());
-              if (choices.empty() || choices[0].value("text", std::string()).empty()) return true;
-              const Clock::time_point now = Clock::now();
-              if (first) {
-                ttft.push_back(std::chrono::duration<double>(now - sent).count());
-                first_text = now;
-              }
-              first = false;
-              last = now;
-              ++chunks;
-              return true;
-            },
-            target.api_key);
+        const RequestRun request = RunRequest(
+            target,
+            RequestBody(o, mode, prompts[(c * requests + r) % prompts.size()], c * 1000 + r));
         std::lock_guard lock(mutex);
-        if (!result.error.empty() || result.status != 200) {
-          if (run.failed++ == 0) run.first_failure = DescribeFailure(result);
-          continue;
-        }
-        if (tokens == 0) tokens = chunks;  // a server without usage: one token a chunk
-        run.tokens += tokens;
-        // Inter-token latency per request (vLLM's time per output token): speculation emits
-        // several tokens per step at once, so gaps between chunks would say little.
-        if (tokens > 1) {
-          itl.push_back(std::chrono::duration<double>(last - first_text).count() / (tokens - 1));
-        }
-        run.ttft.insert(run.ttft.end(), ttft.begin(), ttft.end());
-        run.itl.insert(run.itl.end(), itl.begin(), itl.end());
+        AddRequest(request, run);
       }
     });
   }
@@ -182,8 +202,7 @@ struct RoundCounters {
 };
 
 RoundCounters ReadRoundCounters(const Target& target) {
-  const serve::EventStreamResult metrics =
-      serve::Get(target.host, target.port, "/metrics", target.api_key);
+  const EventStreamResult metrics = Get(target.host, target.port, "/metrics", target.api_key);
   RoundCounters c;
   if (metrics.status != 200) return c;
   const std::string& body = metrics.body;
@@ -205,68 +224,80 @@ RoundCounters ReadRoundCounters(const Target& target) {
   return c;
 }
 
-int RunServeBench(const ServeBenchOptions& o) {
-  InstallStderrLog(o.server.verbose);
+// One level and mode over every repetition.
+struct Cell {
+  std::vector<double> tokens_per_second;
+  std::vector<double> ttft, itl;
+  int failed = 0;
+  RoundCounters rounds;
+};
+
+struct BenchPlan {
+  std::vector<int> levels;  // clients
+  std::vector<std::string> modes;
+  std::vector<std::string> prompts;
+};
+
+BenchPlan ReadBenchPlan(const ServeBenchOptions& o) {
   if (o.requests < 1 || o.reps < 1 || o.max_tokens < 1) {
     Fail("--requests, --reps and --max-tokens must be >= 1");
   }
-  std::vector<int> levels;
-  for (const std::string& c : SplitList(o.clients)) {
-    const int k = std::atoi(c.c_str());
+  BenchPlan plan;
+  for (const std::string_view c : SplitList(o.clients)) {
+    if (c.empty()) continue;
+    const int k = std::atoi(std::string(c).c_str());
     if (k < 1 || k > 1024) Fail("--clients: '", c, "' is not a count from 1 to 1024");
-    levels.push_back(k);
+    plan.levels.push_back(k);
   }
-  const std::vector<std::string> modes = SplitList(o.modes);
-  if (levels.empty() || modes.empty()) Fail("--clients and --modes must name at least one");
+  for (const std::string_view m : SplitList(o.modes)) {
+    if (!m.empty()) plan.modes.emplace_back(m);
+  }
+  if (plan.levels.empty() || plan.modes.empty())
+    Fail("--clients and --modes must name at least one");
   if (!o.json_out.empty()) CheckOutputFile(o.json_out, "--json");
-  std::vector<std::string> prompts = {"Once upon a time", "Tom has 5 apples. He", "The little bird",
-                                      "One day, a girl named Lily"};
-  if (!o.prompts_file.empty()) prompts = ReadPromptFile(o.prompts_file);
+  plan.prompts = {"Once upon a time", "Tom has 5 apples. He", "The little bird",
+                  "One day, a girl named Lily"};
+  if (!o.prompts_file.empty()) plan.prompts = ReadPromptFile(o.prompts_file);
+  return plan;
+}
 
+// The server to load: --url, or grove serve started here with a slot for every client.
+Target StartTarget(const ServeBenchOptions& o, const BenchPlan& plan,
+                   std::unique_ptr<ServeEngine>& engine, std::string& described) {
   Target target{.host = "127.0.0.1", .api_key = o.server.api_key};
-  std::unique_ptr<ServeEngine> engine;
-  std::string described = o.url;
+  described = o.url;
   if (o.url.empty()) {
     ServeModelOptions server = o.server;
     server.port = 0;
-    server.parallel = std::max(server.parallel, *std::max_element(levels.begin(), levels.end()));
+    server.parallel =
+        std::max(server.parallel, *std::max_element(plan.levels.begin(), plan.levels.end()));
     engine = std::make_unique<ServeEngine>(server);
     engine->Start();
     target.port = engine->port();
     described = engine->Describe();
-  } else {
-    const std::string rest =
-        o.url.substr(o.url.find("://") == std::string::npos ? 0 : o.url.find("://") + 3);
-    const auto colon = rest.find(':');
-    target.host = rest.substr(0, colon);
-    target.port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
+    return target;
   }
-  // Warm-up: the first request makes an auto tree choose itself, and shows that the server
-  // answers before anything is announced.
-  const LevelRun warm_up = RunLevel(target, modes.front(), 1, 1, o, prompts);
-  if (warm_up.failed > 0)
-    Fail("serve-bench: ", described, " did not answer: ", warm_up.first_failure);
-  std::fprintf(stderr,
-               "[grove] load on %s: clients %s, %d requests each, %d tokens, temperature "
-               "%.2f, modes %s, %d reps\n",
-               described.c_str(), o.clients.c_str(), o.requests, o.max_tokens, o.temperature,
-               o.modes.c_str(), o.reps);
+  const std::string rest =
+      o.url.substr(o.url.find("://") == std::string::npos ? 0 : o.url.find("://") + 3);
+  const auto colon = rest.find(':');
+  target.host = rest.substr(0, colon);
+  target.port = colon == std::string::npos ? 80 : std::atoi(rest.substr(colon + 1).c_str());
+  return target;
+}
 
-  struct Cell {
-    std::vector<double> tokens_per_second;
-    std::vector<double> ttft, itl;
-    int failed = 0;
-    RoundCounters rounds;
-  };
-  int failed = 0;
-  std::string first_failure;
-  std::vector<std::vector<Cell>> cells(levels.size(), std::vector<Cell>(modes.size()));
+// Every level and mode, o.reps times, the modes rotated so that drift favours none.
+std::vector<std::vector<Cell>> RunCells(const ServeBenchOptions& o, const BenchPlan& plan,
+                                        const Target& target, int& failed,
+                                        std::string& first_failure) {
+  const std::vector<std::string>& modes = plan.modes;
+  std::vector<std::vector<Cell>> cells(plan.levels.size(), std::vector<Cell>(modes.size()));
   for (int rep = 0; rep < o.reps; ++rep) {
-    for (std::size_t l = 0; l < levels.size(); ++l) {
+    for (std::size_t l = 0; l < plan.levels.size(); ++l) {
       for (std::size_t k = 0; k < modes.size(); ++k) {
-        const std::size_t m = (k + rep) % modes.size();  // rotate, so drift favours no mode
+        const std::size_t m = (k + rep) % modes.size();
         const RoundCounters before = ReadRoundCounters(target);
-        const LevelRun run = RunLevel(target, modes[m], levels[l], o.requests, o, prompts);
+        const LevelRun run =
+            RunLevel(target, modes[m], plan.levels[l], o.requests, o, plan.prompts);
         Cell& cell = cells[l][m];
         cell.rounds += ReadRoundCounters(target) - before;
         cell.tokens_per_second.push_back(run.wall > 0 ? run.tokens / run.wall : 0.0);
@@ -275,71 +306,105 @@ int RunServeBench(const ServeBenchOptions& o) {
         cell.failed += run.failed;
         if (failed == 0 && run.failed > 0) first_failure = run.first_failure;
         failed += run.failed;
-        std::fprintf(stderr, "[grove] rep %d, %d clients, %s: %.1f tokens/s\n", rep + 1, levels[l],
-                     modes[m].c_str(), cell.tokens_per_second.back());
+        std::fprintf(stderr, "[grove] rep %d, %d clients, %s: %.1f tokens/s\n", rep + 1,
+                     plan.levels[l], modes[m].c_str(), cell.tokens_per_second.back());
       }
     }
   }
-  std::printf("serving %s\n", described.c_str());
+  return cells;
+}
+
+// The table of every cell, each against the last mode's speed at its level; and their JSON.
+void PrintCells(const BenchPlan& plan, const std::vector<std::vector<Cell>>& cells,
+                nlohmann::json& json) {
   std::printf(
       "| clients | mode | tokens/s (median) | min-max | vs %s | TTFT ms median | p95 | ITL ms "
       "per token, median | p95 | failed |\n|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-      modes.back().c_str());
+      plan.modes.back().c_str());
+  for (std::size_t l = 0; l < plan.levels.size(); ++l) {
+    const double base = Summarize(cells[l].back().tokens_per_second).median;
+    for (std::size_t m = 0; m < plan.modes.size(); ++m) {
+      const Cell& cell = cells[l][m];
+      const SampleStats s = Summarize(cell.tokens_per_second);
+      const double ttft = MedianOf(cell.ttft), itl = MedianOf(cell.itl);
+      std::printf("| %d | %s | %.1f | %.1f-%.1f | %.2fx | %.1f | %.1f | %.2f | %.2f | %d |\n",
+                  plan.levels[l], plan.modes[m].c_str(), s.median, s.min, s.max,
+                  base > 0 ? s.median / base : 0.0, 1e3 * ttft, 1e3 * Percentile(cell.ttft, 0.95),
+                  1e3 * itl, 1e3 * Percentile(cell.itl, 0.95), cell.failed);
+      json["levels"].push_back({{"clients", plan.levels[l]},
+                                {"mode", plan.modes[m]},
+                                {"tokens_per_second", cell.tokens_per_second},
+                                {"median", s.median},
+                                {"ttft_median", ttft},
+                                {"ttft_p95", Percentile(cell.ttft, 0.95)},
+                                {"itl_median", itl},
+                                {"itl_p95", Percentile(cell.itl, 0.95)},
+                                {"failed", cell.failed}});
+    }
+  }
+}
+
+// Where a grove server's verifying thread spent each cell (from /metrics); nothing for others.
+void PrintRounds(const BenchPlan& plan, const std::vector<std::vector<Cell>>& cells,
+                 nlohmann::json& json) {
+  if (!cells.front().front().rounds.present) return;
+  std::printf(
+      "\nwhere the server's verifying thread spent each level (summed over repetitions)\n"
+      "| clients | mode | sequences per forward | round ms | waiting for drafts | forward | "
+      "rest (accept, stream) |\n|---:|---|---:|---:|---:|---:|---:|\n");
+  for (std::size_t l = 0; l < plan.levels.size(); ++l) {
+    for (std::size_t m = 0; m < plan.modes.size(); ++m) {
+      const RoundCounters& c = cells[l][m].rounds;
+      const double total = c.draft_wait + c.forward + c.other;
+      if (!c.present || c.forwards <= 0 || total <= 0) continue;
+      std::printf("| %d | %s | %.2f | %.3f | %.1f%% | %.1f%% | %.1f%% |\n", plan.levels[l],
+                  plan.modes[m].c_str(), c.steps / c.forwards, 1e3 * total / c.forwards,
+                  100 * c.draft_wait / total, 100 * c.forward / total, 100 * c.other / total);
+      json["levels"][l * plan.modes.size() + m]["rounds"] = {{"forwards", c.forwards},
+                                                             {"steps", c.steps},
+                                                             {"draft_wait_seconds", c.draft_wait},
+                                                             {"forward_seconds", c.forward},
+                                                             {"other_seconds", c.other}};
+    }
+  }
+}
+
+int RunServeBench(const ServeBenchOptions& o) {
+  InstallStderrLog(o.server.verbose);
+  const BenchPlan plan = ReadBenchPlan(o);
+  std::unique_ptr<ServeEngine> engine;
+  std::string described;
+  const Target target = StartTarget(o, plan, engine, described);
+  // Warm-up: the first request makes an auto tree choose itself, and shows that the server
+  // answers before anything is announced.
+  const LevelRun warm_up = RunLevel(target, plan.modes.front(), 1, 1, o, plan.prompts);
+  if (warm_up.failed > 0)
+    Fail("serve-bench: ", described, " did not answer: ", warm_up.first_failure);
+  std::fprintf(stderr,
+               "[grove] load on %s: clients %s, %d requests each, %d tokens, temperature "
+               "%.2f, modes %s, %d reps\n",
+               described.c_str(), o.clients.c_str(), o.requests, o.max_tokens, o.temperature,
+               o.modes.c_str(), o.reps);
+  int failed = 0;
+  std::string first_failure;
+  const std::vector<std::vector<Cell>> cells = RunCells(o, plan, target, failed, first_failure);
+  std::printf("serving %s\n", described.c_str());
   nlohmann::json json{{"server", described},
                       {"max_tokens", o.max_tokens},
                       {"temperature", o.temperature},
                       {"requests_per_client", o.requests},
                       {"reps", o.reps},
                       {"levels", nlohmann::json::array()}};
-  for (std::size_t l = 0; l < levels.size(); ++l) {
-    const double base = Summarize(cells[l].back().tokens_per_second).median;
-    for (std::size_t m = 0; m < modes.size(); ++m) {
-      const Cell& cell = cells[l][m];
-      const SampleStats s = Summarize(cell.tokens_per_second);
-      std::printf("| %d | %s | %.1f | %.1f-%.1f | %.2fx | %.1f | %.1f | %.2f | %.2f | %d |\n",
-                  levels[l], modes[m].c_str(), s.median, s.min, s.max,
-                  base > 0 ? s.median / base : 0.0, 1e3 * Percentile(cell.ttft, 0.5),
-                  1e3 * Percentile(cell.ttft, 0.95), 1e3 * Percentile(cell.itl, 0.5),
-                  1e3 * Percentile(cell.itl, 0.95), cell.failed);
-      json["levels"].push_back({{"clients", levels[l]},
-                                {"mode", modes[m]},
-                                {"tokens_per_second", cell.tokens_per_second},
-                                {"median", s.median},
-                                {"ttft_median", Percentile(cell.ttft, 0.5)},
-                                {"ttft_p95", Percentile(cell.ttft, 0.95)},
-                                {"itl_median", Percentile(cell.itl, 0.5)},
-                                {"itl_p95", Percentile(cell.itl, 0.95)},
-                                {"failed", cell.failed}});
-    }
-  }
-  if (cells.front().front().rounds.present) {
-    std::printf(
-        "\nwhere the server's verifying thread spent each level (summed over repetitions)\n"
-        "| clients | mode | sequences per forward | round ms | waiting for drafts | forward | "
-        "rest (accept, stream) |\n|---:|---|---:|---:|---:|---:|---:|\n");
-    for (std::size_t l = 0; l < levels.size(); ++l) {
-      for (std::size_t m = 0; m < modes.size(); ++m) {
-        const RoundCounters& c = cells[l][m].rounds;
-        const double total = c.draft_wait + c.forward + c.other;
-        if (!c.present || c.forwards <= 0 || total <= 0) continue;
-        std::printf("| %d | %s | %.2f | %.3f | %.1f%% | %.1f%% | %.1f%% |\n", levels[l],
-                    modes[m].c_str(), c.steps / c.forwards, 1e3 * total / c.forwards,
-                    100 * c.draft_wait / total, 100 * c.forward / total, 100 * c.other / total);
-        json["levels"][l * modes.size() + m]["rounds"] = {{"forwards", c.forwards},
-                                                          {"steps", c.steps},
-                                                          {"draft_wait_seconds", c.draft_wait},
-                                                          {"forward_seconds", c.forward},
-                                                          {"other_seconds", c.other}};
-      }
-    }
-  }
+  PrintCells(plan, cells, json);
+  PrintRounds(plan, cells, json);
   if (!o.json_out.empty()) {
     std::ofstream out(o.json_out);
     if (!out || !(out << json.dump(2) << "\n")) Fail("cannot write '", o.json_out, "'");
   }
   // The table is printed either way (it says where); a run with failed requests is not a result.
   if (failed > 0) {
-    Fail("serve-bench: ", failed, " of ", o.reps * o.requests * TotalClients(levels) * modes.size(),
+    Fail("serve-bench: ", failed, " of ",
+         o.reps * o.requests * TotalClients(plan.levels) * plan.modes.size(),
          " requests failed (the first: ", first_failure, ")");
   }
   return 0;

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "io/gguf.h"
 #include "model/layer_slice.h"
 #include "output_path.h"
@@ -18,7 +19,7 @@ void AddSliceCommand(CLI::App& app) {
     bool force = false;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("-m,--model", o->model, "Source GGUF model")->required();
+  AddModelOption(*cmd, o->model, ModelRole::kModel);
   cmd->add_option("--layers", o->layers, "Blocks to keep")->required();
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
   cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");

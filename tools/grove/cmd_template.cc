@@ -1,7 +1,7 @@
 // grove template -m FILE.gguf --messages CONV.json: the exact prompt text the model sees for a
 // conversation, rendered with the file's own chat template (`tokenizer.chat_template`) the way
 // Hugging Face's apply_chat_template does; files without one fall back to grove's hand-written
-// renderers (serve/chat_template.h), which stderr says.
+// renderers (chat/chat_template.h), which stderr says.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -10,10 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "chat/model_chat_format.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "io/gguf.h"
 #include "jinja/chat_template.h"
-#include "serve/model_chat_format.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove::cli {
@@ -77,14 +78,14 @@ void RunTemplate(const TemplateOptions& o) {
          "eos_token are its tokens' texts");
   }
   const auto tok = Tokenizer::FromGguf(*gguf);
-  const serve::ModelChatFormat format(gguf->GetString("tokenizer.chat_template", ""), *tok);
+  const chat::ModelChatFormat format(gguf->GetString("tokenizer.chat_template", ""), *tok);
   // This command shows the model's own rendering: a template grove cannot run is an error here
   // (the server and grove chat fall back to the family renderer instead).
   if (!format.template_error().empty()) Fail(format.template_error());
   if (!format.uses_model_template()) {
     std::fprintf(stderr,
                  "grove template: '%s' has no tokenizer.chat_template; using grove's %s format "
-                 "(serve/chat_template.h)\n",
+                 "(chat/chat_template.h)\n",
                  o.model.c_str(), format.Describe().c_str());
   }
   const std::string prompt = format.Render(std::move(input));
@@ -97,7 +98,7 @@ void AddTemplateCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "template", "Print the prompt text a conversation becomes under the model's chat template");
   auto o = std::make_shared<TemplateOptions>();
-  cmd->add_option("-m,--model", o->model, "GGUF model or vocabulary file")->required();
+  AddModelOption(*cmd, o->model, ModelRole::kVocabulary);
   cmd->add_option("--messages", o->messages,
                   "JSON file: a list of messages, or {\"messages\": [...], \"tools\": [...], ...}")
       ->required();

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "io/gguf.h"
 #include "tokenize/tokenizer.h"
 
@@ -40,7 +41,7 @@ void RunTokenize(const TokenizeOptions& o) {
 void AddTokenizeCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("tokenize", "Split text into the model's tokens");
   auto o = std::make_shared<TokenizeOptions>();
-  cmd->add_option("-m,--model", o->model, "GGUF model or vocabulary file")->required();
+  AddModelOption(*cmd, o->model, ModelRole::kVocabulary);
   cmd->add_option("-p,--prompt", o->prompt, "Text to tokenize")->required();
   cmd->add_flag("--ids", o->ids_only, "Print only the list of token ids");
   cmd->add_flag("--no-bos", o->no_bos, "Do not prepend the BOS token");

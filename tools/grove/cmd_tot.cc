@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/text_list.h"
 #include "base/timer.h"
 #include "commands.h"
 #include "output_path.h"
@@ -54,9 +55,8 @@ Game24Arithmetic ParseArithmetic(const std::string& name) {
 // "3x5,1x1" -> (thoughts, breadth) pairs.
 std::vector<std::pair<int, int>> ParseSettings(const std::string& text) {
   std::vector<std::pair<int, int>> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  for (const std::string_view view : SplitList(text)) {
+    const std::string item(view);
     int n = 0, b = 0;
     char x = 0, extra = 0;
     if (std::sscanf(item.c_str(), " %d %c %d %c", &n, &x, &b, &extra) != 3 || x != 'x') {
@@ -153,6 +153,32 @@ void SolveOne(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
   }
 }
 
+// One puzzle answered directly and searched with each setting: its JSON row; the solved counts
+// (direct first, then one per setting) grow by what it solved.
+nlohmann::json EvaluatePuzzle(const TotOptions& o, const Game24Puzzle& puzzle, std::size_t p,
+                              const std::vector<std::pair<int, int>>& settings_list,
+                              ScheduledGenerator& generator, std::vector<int>& solved) {
+  nlohmann::json row{{"puzzle", puzzle}};
+  const std::string direct =
+      DirectAnswer(generator, puzzle, static_cast<uint64_t>(o.model.seed) * 7919 + p,
+                   ParseArithmetic(o.arithmetic));
+  const bool direct_ok = Game24CheckAnswer(puzzle, direct);
+  solved[0] += direct_ok;
+  row["direct"] = {{"answer", direct}, {"correct", direct_ok}};
+  for (std::size_t k = 0; k < settings_list.size(); ++k) {
+    ThoughtSearchSettings s = SearchSettings(o, settings_list[k].first, settings_list[k].second);
+    s.seed = static_cast<uint64_t>(o.model.seed) * 1000003 + p;
+    const ThoughtSearchResult r = SolveGame24WithThoughts(puzzle, s, generator.AsFunction());
+    solved[k + 1] += r.correct;
+    row["bfs"].push_back({{"thoughts", s.thoughts},
+                          {"breadth", s.breadth},
+                          {"answer", r.answer},
+                          {"correct", r.correct},
+                          {"seconds", r.seconds}});
+  }
+  return row;
+}
+
 void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
   if (o.eval_seed < 0) Fail("--eval-seed must be >= 0");
   const std::vector<Game24Puzzle> puzzles =
@@ -161,31 +187,11 @@ void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
   for (const auto& [n, b] : settings_list) SearchSettings(o, n, b);  // validate all first
   Scheduler& scheduler = engine.SchedulerFor(policy);
   ScheduledGenerator generator(scheduler, engine.tokenizer());
-  std::vector<int> solved(settings_list.size(), 0);
-  int direct_solved = 0;
+  std::vector<int> solved(settings_list.size() + 1, 0);  // direct, then each setting
   nlohmann::json per_puzzle = nlohmann::json::array();
   Timer timer;
   for (std::size_t p = 0; p < puzzles.size(); ++p) {
-    const Game24Puzzle& puzzle = puzzles[p];
-    nlohmann::json row{{"puzzle", puzzle}};
-    const std::string direct =
-        DirectAnswer(generator, puzzle, static_cast<uint64_t>(o.model.seed) * 7919 + p,
-                     ParseArithmetic(o.arithmetic));
-    const bool direct_ok = Game24CheckAnswer(puzzle, direct);
-    direct_solved += direct_ok;
-    row["direct"] = {{"answer", direct}, {"correct", direct_ok}};
-    for (std::size_t k = 0; k < settings_list.size(); ++k) {
-      ThoughtSearchSettings s = SearchSettings(o, settings_list[k].first, settings_list[k].second);
-      s.seed = static_cast<uint64_t>(o.model.seed) * 1000003 + p;
-      const ThoughtSearchResult r = SolveGame24WithThoughts(puzzle, s, generator.AsFunction());
-      solved[k] += r.correct;
-      row["bfs"].push_back({{"thoughts", s.thoughts},
-                            {"breadth", s.breadth},
-                            {"answer", r.answer},
-                            {"correct", r.correct},
-                            {"seconds", r.seconds}});
-    }
-    per_puzzle.push_back(row);
+    per_puzzle.push_back(EvaluatePuzzle(o, puzzles[p], p, settings_list, generator, solved));
     std::fprintf(stderr, "\r[grove] %zu/%zu puzzles, %.0f s", p + 1, puzzles.size(),
                  timer.Seconds());
   }
@@ -196,19 +202,18 @@ void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
               engine.options().sampling.temperature,
               std::string(SchedulePolicyName(policy)).c_str());
   std::printf("| method | thoughts | breadth | solved | success |\n|---|---:|---:|---:|---:|\n");
-  std::printf("| direct answer | - | - | %d | %.1f%% |\n", direct_solved,
-              100.0 * direct_solved / n);
+  std::printf("| direct answer | - | - | %d | %.1f%% |\n", solved[0], 100.0 * solved[0] / n);
   nlohmann::json summary{{"puzzles", puzzles.size()},
                          {"arithmetic", o.arithmetic},
                          {"seed", o.eval_seed},
                          {"temperature", engine.options().sampling.temperature},
-                         {"direct", {{"solved", direct_solved}}}};
+                         {"direct", {{"solved", solved[0]}}}};
   for (std::size_t k = 0; k < settings_list.size(); ++k) {
     std::printf("| BFS | %d | %d | %d | %.1f%% |\n", settings_list[k].first,
-                settings_list[k].second, solved[k], 100.0 * solved[k] / n);
+                settings_list[k].second, solved[k + 1], 100.0 * solved[k + 1] / n);
     summary["bfs"].push_back({{"thoughts", settings_list[k].first},
                               {"breadth", settings_list[k].second},
-                              {"solved", solved[k]}});
+                              {"solved", solved[k + 1]}});
   }
   PrintScheduleSummary(scheduler, generator.totals());
   if (!o.json_out.empty()) {

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "commands.h"
+#include "engine_options.h"
 #include "io/ggml_type.h"
 #include "io/gguf.h"
 #include "model/drafter_file.h"
@@ -27,16 +28,10 @@
 #include "train/model_file.h"
 #include "train/trainer.h"
 #include "training_options.h"
+#include "training_run.h"
 
 namespace grove::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void OnInterrupt(int) {
-  g_stop = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
 
 GgmlType ExportType(const std::string& name) {
   const auto type = ParseGgmlType(name);
@@ -82,6 +77,56 @@ struct TrainCliOptions {
   bool untied = false;
 };
 
+// The run's log.tsv, opened at the first step: Train() checks the corpus and the tokenizer, and
+// creates the run directory, before it; a refused run leaves nothing behind.
+class TrainLog {
+ public:
+  explicit TrainLog(const std::string& out_dir)
+      : path_((std::filesystem::path(out_dir) / "log.tsv").string()) {}
+  bool is_open() const { return log_.is_open(); }
+  void Open() {
+    const bool new_log = !std::filesystem::exists(path_);
+    log_.open(path_, std::ios::app);
+    if (!log_) Fail("train: cannot write '", path_, "'");
+    if (new_log) log_ << "step\tloss\tvalid_loss\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
+  }
+  void Write(const TrainProgress& p) {
+    log_ << p.step << '\t' << p.loss << '\t'
+         << (std::isnan(p.valid_loss) ? std::string("") : std::to_string(p.valid_loss)) << '\t'
+         << p.lr << '\t' << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
+  }
+  void Flush() { log_.flush(); }
+
+ private:
+  std::string path_;
+  std::ofstream log_;
+};
+
+void AnnounceTraining(const TrainOptions& o) {
+  std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %d threads, %s%s%s\n",
+               DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
+               static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str(),
+               o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
+  if (!o.init_path.empty())
+    std::fprintf(stderr, "train: fine-tuning from %s\n", o.init_path.c_str());
+}
+
+// A step's progress line: rewritten in place on a terminal, every --log-every steps (and at each
+// validation and the last step) in a log.
+void PrintTrainProgress(const TrainProgress& p, int64_t log_every, bool tty) {
+  char valid[32] = "";
+  if (!std::isnan(p.valid_loss)) std::snprintf(valid, sizeof(valid), " valid %.4f", p.valid_loss);
+  const bool line = p.step % log_every == 0 || !std::isnan(p.valid_loss) || p.step == p.steps;
+  if (!tty && !line) return;
+  std::fprintf(
+      stderr,
+      "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tok/s  elapsed %s  ETA %s%s%s",
+      tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
+      p.loss, valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.elapsed_s).c_str(),
+      FormatDuration(p.eta_s).c_str(), p.checkpointed ? "  [saved]" : "", tty && !line ? "" : "\n");
+  std::fflush(stderr);
+}
+
 void RunTrain(TrainCliOptions& c) {
   TrainOptions& o = c.train;
   o.shape.tied_output = !c.untied;
@@ -89,77 +134,32 @@ void RunTrain(TrainCliOptions& c) {
   // directory or its log exist.
   ValidateTrainOptions(o);
   CheckOutputDirectory(o.out_dir, "-o");
-  // --export may go into a directory that does not exist yet (the run directory, typically):
-  // then that directory must be creatable, and is created when the export is written.
-  const std::filesystem::path export_dir = std::filesystem::path(c.export_path).parent_path();
-  if (!c.export_path.empty()) {
-    ExportType(c.export_type);
-    if (!export_dir.empty() && !std::filesystem::exists(export_dir)) {
-      CheckOutputDirectory(export_dir.string(), "--export");
-    } else {
-      CheckOutputFile(
-          c.export_path, "--export",
-          {.inputs = {o.tokenizer_path, o.teacher_path, o.init_path, CheckpointPath(o.out_dir)}});
-    }
-  }
-  const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
-  // Opened at the first step: Train() checks the corpus and the tokenizer, and creates the run
-  // directory, before it; a refused run leaves nothing behind.
-  std::ofstream log;
-  auto open_log = [&] {
-    const bool new_log = !std::filesystem::exists(log_path);
-    log.open(log_path, std::ios::app);
-    if (!log) Fail("train: cannot write '", log_path, "'");
-    if (new_log) log << "step\tloss\tvalid_loss\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
-  };
+  if (!c.export_path.empty()) ExportType(c.export_type);
+  const std::filesystem::path export_dir = CheckExportPath(
+      c.export_path,
+      {.inputs = {o.tokenizer_path, o.teacher_path, o.init_path, CheckpointPath(o.out_dir)}});
+  TrainLog log(o.out_dir);
   const bool tty = isatty(fileno(stderr));
   o.shape.n_vocab = TokenizerVocabSize(TokenizerKeys(*GgufFile::Open(o.tokenizer_path)));
   // The shape to print: the --init model's (Train reads its weights and checks it).
   if (!o.init_path.empty()) o.shape = TrainShapeOf(ConfigFromGguf(*GgufFile::Open(o.init_path)));
-
-  g_stop = false;
-  std::signal(SIGINT, OnInterrupt);
   bool announced_stop = false;
   auto progress = [&](const TrainProgress& p) {
     if (!log.is_open()) {  // the first step: Train() accepted the corpus and the tokenizer
-      std::fprintf(stderr, "train: %s, batch %d x %d tokens, %lld steps, %d threads, %s%s%s\n",
-                   DescribeTrainShape(o.shape).c_str(), o.batch, o.seq_len,
-                   static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str(),
-                   o.teacher_path.empty() ? "" : ", distilling from ", o.teacher_path.c_str());
-      if (!o.init_path.empty())
-        std::fprintf(stderr, "train: fine-tuning from %s\n", o.init_path.c_str());
-      open_log();
+      AnnounceTraining(o);
+      log.Open();
     }
-    char valid[32] = "";
-    if (!std::isnan(p.valid_loss)) std::snprintf(valid, sizeof(valid), " valid %.4f", p.valid_loss);
-    log << p.step << '\t' << p.loss << '\t'
-        << (std::isnan(p.valid_loss) ? std::string("") : std::to_string(p.valid_loss)) << '\t'
-        << p.lr << '\t' << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
-    if (g_stop && !announced_stop) {
+    log.Write(p);
+    if (StopRequested() && !announced_stop) {
       std::fprintf(stderr, "%sinterrupted: saving the checkpoint after step %lld\n",
                    tty ? "\n" : "", static_cast<long long>(p.step));
       announced_stop = true;
     }
-    const bool line = p.step % c.log_every == 0 || !std::isnan(p.valid_loss) || p.step == p.steps;
-    if (!tty && !line) return;
-    std::fprintf(
-        stderr,
-        "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tok/s  elapsed %s  ETA %s%s%s",
-        tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
-        p.loss, valid, p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.elapsed_s).c_str(),
-        FormatDuration(p.eta_s).c_str(), p.checkpointed ? "  [saved]" : "",
-        tty && !line ? "" : "\n");
-    std::fflush(stderr);
+    PrintTrainProgress(p, c.log_every, tty);
   };
-  TrainResult r;
-  try {
-    r = Train(o, progress, &g_stop);
-  } catch (...) {
-    std::signal(SIGINT, SIG_DFL);
-    throw;
-  }
-  std::signal(SIGINT, SIG_DFL);
-  log.flush();
+  const TrainResult r =
+      RunStoppable([&](const std::atomic<bool>* stop) { return Train(o, progress, stop); });
+  log.Flush();
   std::fprintf(
       stderr,
       "%s at step %lld of %lld (%s%.2f M parameters, %lld training tokens); checkpoint %s\n",
@@ -167,14 +167,71 @@ void RunTrain(TrainCliOptions& c) {
       static_cast<long long>(o.optimizer.steps), r.resumed ? "resumed, " : "",
       static_cast<double>(r.n_params) / 1e6, static_cast<long long>(r.train_tokens),
       r.checkpoint.c_str());
-  if (r.interrupted) {
-    std::fprintf(stderr, "run the same command again to resume\n");
-    throw Error("train: interrupted");
-  }
+  FailIfInterrupted(r, "train");
   if (!c.export_path.empty()) {
-    if (!export_dir.empty()) std::filesystem::create_directories(export_dir);
+    CreateExportDirectory(export_dir);
     ExportCheckpoint(r.checkpoint, c.export_path, c.export_type, o.name, false);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// The model's shape; --init takes the shape of its model instead.
+void AddShapeOptions(CLI::App* cmd, TrainCliOptions& c, CLI::Option* init) {
+  TrainOptions& o = c.train;
+  auto* shape = "Model shape";
+  cmd->add_option("--dim", o.shape.n_embd, "Model width")->capture_default_str()->group(shape);
+  cmd->add_option("--layers", o.shape.n_layer, "Transformer blocks")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--heads", o.shape.n_head, "Attention heads")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--ffn", o.shape.n_ff, "SwiGLU hidden width")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--ctx", o.shape.n_ctx, "Context length written to the model")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_option("--rope-base", o.shape.rope_freq_base, "RoPE frequency base")
+      ->capture_default_str()
+      ->group(shape);
+  cmd->add_flag("--untied", c.untied,
+                "Separate output matrix instead of reusing the token embedding")
+      ->group(shape);
+  for (const char* name :
+       {"--dim", "--layers", "--heads", "--ffn", "--ctx", "--rope-base", "--untied"}) {
+    init->excludes(cmd->get_option(name));
+  }
+}
+
+void AddOptimisationOptions(CLI::App* cmd, TrainOptions& o) {
+  auto* opt = "Optimisation";
+  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str()->group(opt);
+  cmd->add_option("--min-lr-ratio", o.optimizer.min_lr_ratio, "Final learning rate / peak")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay (matrices)")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--beta1", o.optimizer.beta1, "AdamW beta1")->capture_default_str()->group(opt);
+  cmd->add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str()->group(opt);
+  cmd->add_option("--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)")
+      ->capture_default_str()
+      ->group(opt);
+  cmd->add_option("--batch", o.batch, "Sequences per step")->capture_default_str()->group(opt);
+  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->capture_default_str()->group(opt);
+  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
+      ->capture_default_str()
+      ->group(opt);
 }
 
 }  // namespace
@@ -200,54 +257,8 @@ void AddTrainCommand(CLI::App& app) {
                                "vocabulary, e.g. a draft, on a corpus `grove serve --record` "
                                "kept); its shape replaces the shape options");
   cmd->add_option("--name", o.name, "general.name of the model files")->capture_default_str();
-  auto* shape = "Model shape";
-  cmd->add_option("--dim", o.shape.n_embd, "Model width")->capture_default_str()->group(shape);
-  cmd->add_option("--layers", o.shape.n_layer, "Transformer blocks")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--heads", o.shape.n_head, "Attention heads")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--ffn", o.shape.n_ff, "SwiGLU hidden width")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--ctx", o.shape.n_ctx, "Context length written to the model")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--rope-base", o.shape.rope_freq_base, "RoPE frequency base")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_flag("--untied", c->untied,
-                "Separate output matrix instead of reusing the token embedding")
-      ->group(shape);
-  for (const char* name :
-       {"--dim", "--layers", "--heads", "--ffn", "--ctx", "--rope-base", "--untied"}) {
-    init->excludes(cmd->get_option(name));
-  }
-  auto* opt = "Optimisation";
-  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str()->group(opt);
-  cmd->add_option("--min-lr-ratio", o.optimizer.min_lr_ratio, "Final learning rate / peak")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay (matrices)")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--beta1", o.optimizer.beta1, "AdamW beta1")->capture_default_str()->group(opt);
-  cmd->add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str()->group(opt);
-  cmd->add_option("--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--batch", o.batch, "Sequences per step")->capture_default_str()->group(opt);
-  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->capture_default_str()->group(opt);
-  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
-      ->capture_default_str()
-      ->group(opt);
+  AddShapeOptions(cmd, *c, init);
+  AddOptimisationOptions(cmd, o);
   AddTrainingRunOptions(cmd, *c, "model");
   cmd->callback([c] { RunTrain(*c); });
 }
@@ -274,15 +285,16 @@ void AddExportCommand(CLI::App& app) {
 
 void AddEvalCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "eval", "Loss of a model on a corpus part, and a draft's greedy agreement with it");
+      "eval",
+      "Loss of a model (f32, f16, bf16 or q8_0 weights) on a corpus part, and a draft's greedy "
+      "agreement with it");
   struct Options {
     std::string model, draft, corpus, part = "valid";
     int32_t windows = 64, seq_len = 256;
   };
   auto o = std::make_shared<Options>();
-  cmd->add_option("-m,--model", o->model, "Model GGUF (f32, f16, bf16 or q8_0 weights)")
-      ->required();
-  cmd->add_option("--draft", o->draft, "Draft GGUF with the same vocabulary");
+  AddModelOption(*cmd, o->model, ModelRole::kModel);
+  AddDraftOption(*cmd, o->draft, DraftRole::kModel);
   cmd->add_option("--corpus", o->corpus, "Corpus directory")->required();
   cmd->add_option("--part", o->part, "train or valid")
       ->capture_default_str()

@@ -22,16 +22,10 @@
 #include "train/gemm.h"
 #include "train/model_file.h"
 #include "training_options.h"
+#include "training_run.h"
 
 namespace grove::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-
-extern "C" void OnDrafterInterrupt(int) {
-  g_stop = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process at once
-}
 
 struct TrainDrafterOptions {
   FeatureTrainOptions train;
@@ -42,7 +36,8 @@ struct TrainDrafterOptions {
   int64_t log_every = 10;
 };
 
-void RunTrainDrafter(TrainDrafterOptions& c) {
+// --drafter, --masks and --mask-visibility, checked together; the visibility set in o.
+void CheckDrafterKind(TrainDrafterOptions& c) {
   FeatureTrainOptions& o = c.train;
   if (c.kind != "feature" && c.kind != "parallel")
     Fail("train-drafter: --drafter ", c.kind, " is not one of feature, parallel");
@@ -54,80 +49,76 @@ void RunTrainDrafter(TrainDrafterOptions& c) {
     Fail("train-drafter: --mask-visibility ", c.visibility, " is not group-wise or across-groups");
   o.visibility =
       c.visibility == "group-wise" ? MaskVisibility::kGroupWise : MaskVisibility::kAcrossGroups;
+}
+
+// The run's log.tsv, opened (with the run's announcement) at the first step, as train's.
+void OpenDrafterLog(const TrainDrafterOptions& c, const std::string& log_path, std::ofstream& log) {
+  const FeatureTrainOptions& o = c.train;
+  std::fprintf(stderr,
+               "train-drafter: %s drafter (%d masks) for %s, batch %d x %d tokens, %lld steps, "
+               "%d threads, %s\n",
+               c.kind.c_str(), o.masks, o.target_path.c_str(), o.batch, o.seq_len,
+               static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str());
+  const bool new_log = !std::filesystem::exists(log_path);
+  log.open(log_path, std::ios::app);
+  if (!log) Fail("train-drafter: cannot write '", log_path, "'");
+  if (new_log)
+    log << "step\tloss\tvalid_loss\tvalid_agreement\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
+}
+
+void PrintDrafterProgress(const TrainProgress& p, int64_t log_every, bool tty) {
+  const bool evaluated = !std::isnan(p.valid_loss);
+  const bool line = p.step % log_every == 0 || evaluated || p.step == p.steps;
+  if (!tty && !line) return;
+  std::string valid;
+  if (evaluated) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "  valid %.4f agree", p.valid_loss);
+    valid = buf;
+    for (double a : p.valid_agreement_by_depth) {
+      std::snprintf(buf, sizeof(buf), " %.3f", a);
+      valid += buf;
+    }
+  }
+  std::fprintf(
+      stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tokens/s  ETA %s%s%s",
+      tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
+      p.loss, valid.c_str(), p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.eta_s).c_str(),
+      p.checkpointed ? "  [saved]" : "", tty && !line ? "" : "\n");
+  std::fflush(stderr);
+}
+
+void RunTrainDrafter(TrainDrafterOptions& c) {
+  FeatureTrainOptions& o = c.train;
+  CheckDrafterKind(c);
   ValidateFeatureTrainOptions(o);
   CheckOutputDirectory(o.out_dir, "-o");
   const auto type = ParseGgmlType(c.export_type);
   if (!type || !IsTrainerExportType(*type))
     Fail("train-drafter: --export-type '", c.export_type, "' is not one of f32, f16, bf16, q8_0");
-  const std::filesystem::path export_dir = std::filesystem::path(c.export_path).parent_path();
-  if (!c.export_path.empty()) {
-    if (!export_dir.empty() && !std::filesystem::exists(export_dir)) {
-      CheckOutputDirectory(export_dir.string(), "--export");
-    } else {
-      CheckOutputFile(c.export_path, "--export",
-                      {.inputs = {o.target_path, CheckpointPath(o.out_dir)}});
-    }
-  }
+  const std::filesystem::path export_dir =
+      CheckExportPath(c.export_path, {.inputs = {o.target_path, CheckpointPath(o.out_dir)}});
   const std::string log_path = (std::filesystem::path(o.out_dir) / "log.tsv").string();
   std::ofstream log;
   const bool tty = isatty(fileno(stderr));
-  g_stop = false;
-  std::signal(SIGINT, OnDrafterInterrupt);
   auto progress = [&](const TrainProgress& p) {
-    if (!log.is_open()) {
-      std::fprintf(stderr,
-                   "train-drafter: %s drafter (%d masks) for %s, batch %d x %d tokens, %lld steps, "
-                   "%d threads, %s\n",
-                   c.kind.c_str(), o.masks, o.target_path.c_str(), o.batch, o.seq_len,
-                   static_cast<long long>(o.optimizer.steps), o.threads, GemmBackendName().c_str());
-      const bool new_log = !std::filesystem::exists(log_path);
-      log.open(log_path, std::ios::app);
-      if (!log) Fail("train-drafter: cannot write '", log_path, "'");
-      if (new_log)
-        log << "step\tloss\tvalid_loss\tvalid_agreement\tlr\tgrad_norm\ttokens_per_s\telapsed_s\n";
-    }
+    if (!log.is_open()) OpenDrafterLog(c, log_path, log);
     const bool evaluated = !std::isnan(p.valid_loss);
     log << p.step << '\t' << p.loss << '\t' << (evaluated ? std::to_string(p.valid_loss) : "")
         << '\t' << (evaluated ? std::to_string(p.valid_agreement) : "") << '\t' << p.lr << '\t'
         << p.grad_norm << '\t' << p.tokens_per_s << '\t' << p.elapsed_s << '\n';
-    const bool line = p.step % c.log_every == 0 || evaluated || p.step == p.steps;
-    if (!tty && !line) return;
-    std::string valid;
-    if (evaluated) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "  valid %.4f agree", p.valid_loss);
-      valid = buf;
-      for (double a : p.valid_agreement_by_depth) {
-        std::snprintf(buf, sizeof(buf), " %.3f", a);
-        valid += buf;
-      }
-    }
-    std::fprintf(
-        stderr, "%sstep %lld/%lld  loss %.4f%s  lr %.2e  |g| %.2f  %.0f tokens/s  ETA %s%s%s",
-        tty ? "\r\033[K" : "", static_cast<long long>(p.step), static_cast<long long>(p.steps),
-        p.loss, valid.c_str(), p.lr, p.grad_norm, p.tokens_per_s, FormatDuration(p.eta_s).c_str(),
-        p.checkpointed ? "  [saved]" : "", tty && !line ? "" : "\n");
-    std::fflush(stderr);
+    PrintDrafterProgress(p, c.log_every, tty);
   };
-  TrainResult r;
-  try {
-    r = TrainFeatureDrafter(o, progress, &g_stop);
-  } catch (...) {
-    std::signal(SIGINT, SIG_DFL);
-    throw;
-  }
-  std::signal(SIGINT, SIG_DFL);
+  const TrainResult r = RunStoppable(
+      [&](const std::atomic<bool>* stop) { return TrainFeatureDrafter(o, progress, stop); });
   log.flush();
   std::fprintf(stderr, "%s at step %lld of %lld (%s%.2f M trained parameters); checkpoint %s\n",
                r.interrupted ? "stopped" : "done", static_cast<long long>(r.step),
                static_cast<long long>(o.optimizer.steps), r.resumed ? "resumed, " : "",
                static_cast<double>(r.n_params) / 1e6, r.checkpoint.c_str());
-  if (r.interrupted) {
-    std::fprintf(stderr, "run the same command again to resume\n");
-    throw Error("train-drafter: interrupted");
-  }
+  FailIfInterrupted(r, "train-drafter");
   if (!c.export_path.empty()) {
-    if (!export_dir.empty()) std::filesystem::create_directories(export_dir);
+    CreateExportDirectory(export_dir);
     ExportFeatureDrafter(r.checkpoint, c.export_path, *type);
     std::fprintf(stderr, "wrote %s (%.2f MB)\n", c.export_path.c_str(),
                  static_cast<double>(std::filesystem::file_size(c.export_path)) / 1e6);

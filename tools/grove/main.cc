@@ -1,4 +1,4 @@
-// grove and grove-net: lossless speculative decoding for Llama-family models. This file only
+// grove and grove-net: lossless speculative decoding of GGUF language models. This file only
 // dispatches; each sub-command lives in its own cmd_*.cc. Built twice (tools/grove/CMakeLists.txt):
 // grove-net runs every command; grove runs all but serve, serve-bench and pipe, for which it
 // executes grove-net, so that its own start loads no HTTP, TLS or MPI library.
@@ -88,44 +88,95 @@ std::optional<int> RunNetCommandInGroveNet(int argc, char** argv) {
 
 }  // namespace grove::cli
 
+namespace grove::cli {
+namespace {
+
+void AddCommands(CLI::App& app) {
+  AddRunCommand(app);
+  AddInfoCommand(app);
+  AddTokenizeCommand(app);
+  AddConvertTokenizerCommand(app);
+  AddChatCommand(app);
+  AddSynthCommand(app);
+  AddBenchCommand(app);
+  AddQuantizeCommand(app);
+  AddSliceCommand(app);
+  AddCalibrateCommand(app);
+  AddTreeCommand(app);
+  AddCorpusCommand(app);
+  AddTokenizerTrainCommand(app);
+  AddTrainCommand(app);
+  AddTrainDrafterCommand(app);
+  AddSelfDistillCommand(app);
+  AddExportCommand(app);
+  AddEvalCommand(app);
+  AddTotCommand(app);
+  AddTotBenchCommand(app);
+#ifdef GROVE_NET_COMMANDS
+  AddServeCommand(app);
+  AddServeBenchCommand(app);
+  AddPipeCommand(app);
+#else
+  AddNetCommandEntries(app);
+#endif
+  AddTemplateCommand(app);
+}
+
+// grove --version: the version, the kernels chosen for this CPU and the GPU, if any.
+void PrintVersion() {
+  std::printf("grove %s\nkernels: %s (cpu: %s)\n", GROVE_VERSION, ActiveKernels().name,
+              CpuFeatureString(HostCpuFeatures()).c_str());
+  if (cuda::DeviceCount() > 0) {
+    const cuda::DeviceInfo gpu = cuda::Info();
+    std::printf("cuda: %s (sm_%d%d, %.1f GiB)\n", gpu.name.c_str(), gpu.major, gpu.minor,
+                static_cast<double>(gpu.total_bytes) / (1 << 30));
+  } else {
+    std::printf("cuda: %s\n", cuda::NoDeviceReason().c_str());
+  }
+}
+
+// Parses the command line and runs the command it names. Every failure ends here as one `error:`
+// line and a non-zero exit: 2 for a command line CLI11 rejects, 1 for anything thrown while
+// running, whatever its type (a filesystem, stream or thread error from the standard library
+// included), so that no input aborts the process.
+int ParseAndRun(CLI::App& app, const bool& version, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+    if (version) {
+      PrintVersion();
+      return 0;
+    }
+    if (app.get_subcommands().empty()) std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  } catch (const std::bad_alloc&) {
+    PrintError("out of memory");
+  } catch (const std::exception& e) {
+    PrintError(e.what());
+  } catch (...) {
+    PrintError("unexpected exception");
+  }
+  return 1;
+}
+
+}  // namespace
+}  // namespace grove::cli
+
 int main(int argc, char** argv) {
 #ifndef GROVE_NET_COMMANDS
   // Before anything else: grove-net starts as if it had been run.
   if (const std::optional<int> failed = grove::cli::RunNetCommandInGroveNet(argc, argv))
     return *failed;
 #endif
-  CLI::App app{"grove: lossless speculative decoding of Llama-family models on the CPU"};
+  CLI::App app{
+      "grove: lossless speculative decoding of Llama, Qwen, Gemma, Phi and Mistral GGUF models on "
+      "the CPU or an NVIDIA GPU: run, chat, bench, an OpenAI-compatible server, pipelines across "
+      "hosts"};
   app.require_subcommand(0, 1);
   bool version = false;
   app.add_flag("--version", version, "Print the version and the kernels selected for this CPU");
-  grove::cli::AddRunCommand(app);
-  grove::cli::AddInfoCommand(app);
-  grove::cli::AddTokenizeCommand(app);
-  grove::cli::AddConvertTokenizerCommand(app);
-  grove::cli::AddChatCommand(app);
-  grove::cli::AddSynthCommand(app);
-  grove::cli::AddBenchCommand(app);
-  grove::cli::AddQuantizeCommand(app);
-  grove::cli::AddSliceCommand(app);
-  grove::cli::AddCalibrateCommand(app);
-  grove::cli::AddTreeCommand(app);
-  grove::cli::AddCorpusCommand(app);
-  grove::cli::AddTokenizerTrainCommand(app);
-  grove::cli::AddTrainCommand(app);
-  grove::cli::AddTrainDrafterCommand(app);
-  grove::cli::AddSelfDistillCommand(app);
-  grove::cli::AddExportCommand(app);
-  grove::cli::AddEvalCommand(app);
-  grove::cli::AddTotCommand(app);
-  grove::cli::AddTotBenchCommand(app);
-#ifdef GROVE_NET_COMMANDS
-  grove::cli::AddServeCommand(app);
-  grove::cli::AddServeBenchCommand(app);
-  grove::cli::AddPipeCommand(app);
-#else
-  grove::cli::AddNetCommandEntries(app);
-#endif
-  grove::cli::AddTemplateCommand(app);
+  grove::cli::AddCommands(app);
   grove::cli::RefuseEmptyValues(app);
   grove::cli::InstallStderrLog(false);
   // Usage errors are one line, like every other error; --help shows the usage.
@@ -136,38 +187,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: unknown command '%s' (grove --help lists the commands)\n", name);
     return 2;
   }
-  // Every failure ends here as one `error:` line and a non-zero exit: 2 for a command line CLI11
-  // rejects, 1 for anything thrown while running, whatever its type (a filesystem, stream or
-  // thread error from the standard library included), so that no input aborts the process.
-  try {
-    app.parse(argc, argv);
-    if (version) {
-      std::printf("grove %s\nkernels: %s (cpu: %s)\n", GROVE_VERSION, grove::ActiveKernels().name,
-                  grove::CpuFeatureString(grove::HostCpuFeatures()).c_str());
-      if (grove::cuda::DeviceCount() > 0) {
-        const grove::cuda::DeviceInfo gpu = grove::cuda::Info();
-        std::printf("cuda: %s (sm_%d%d, %.1f GiB)\n", gpu.name.c_str(), gpu.major, gpu.minor,
-                    static_cast<double>(gpu.total_bytes) / (1 << 30));
-      } else {
-        std::printf("cuda: %s\n", grove::cuda::NoDeviceReason().c_str());
-      }
-      return 0;
-    }
-    if (app.get_subcommands().empty()) {
-      std::cout << app.help();
-      return 0;
-    }
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  } catch (const std::bad_alloc&) {
-    grove::cli::PrintError("out of memory");
-    return 1;
-  } catch (const std::exception& e) {
-    grove::cli::PrintError(e.what());
-    return 1;
-  } catch (...) {
-    grove::cli::PrintError("unexpected exception");
-    return 1;
-  }
-  return 0;
+  return grove::cli::ParseAndRun(app, version, argc, argv);
 }

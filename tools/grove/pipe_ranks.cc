@@ -11,19 +11,22 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/error.h"
 #include "base/fnv1a.h"
+#include "base/median.h"
+#include "base/text_list.h"
 #include "base/thread_pool.h"
 #include "bundled_models.h"
 #include "cmd_pipe.h"
 #include "io/gguf.h"
 #include "model/model.h"
+#include "pipe/fault_transport.h"
 #include "pipe/in_process_transport.h"
 #include "pipe/pipe_benchmark.h"
+#include "pipe/pipe_simulation.h"
 #include "pipe/pipedec.h"
 #include "sampling_options.h"
 #include "speculate/plain_decoding.h"
@@ -76,8 +79,7 @@ Loaded LoadRankPart(const PipeOptions& o, int32_t rank, int32_t ranks) {
 
 std::vector<PipelineRunKind> RunKinds(const std::string& text) {
   std::vector<PipelineRunKind> kinds;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
+  for (const std::string_view item : SplitList(text)) {
     if (item == "pp") {
       kinds.push_back(PipelineRunKind::kPlain);
     } else if (item == "stpp") {
@@ -94,44 +96,12 @@ std::vector<PipelineRunKind> RunKinds(const std::string& text) {
 
 // GROVE_PIPE_FAULT=kill:RANK:SENDS or stop:RANK:SENDS: rank RANK sends SENDS messages, then
 // kills itself (SIGKILL) or stops (SIGSTOP), as a host that dies or hangs would: what the tests of
-// the failure path (tests/pipe_mpi_test.sh) run. Read by the tool only; no other effect.
-class FaultTransport : public ForwardingTransport {
- public:
-  FaultTransport(PipeTransport& inner, int signal, int64_t sends)
-      : ForwardingTransport(inner), signal_(signal), sends_left_(sends) {}
-  void Send(int32_t to, int32_t tag, const PipeMessage& message) override {
-    if (signal_ != 0 && sends_left_-- == 0) {
-      std::fprintf(stderr, "grove pipe: rank %d: GROVE_PIPE_FAULT: %s now\n", rank(),
-                   signal_ == SIGKILL ? "dying" : "stopping");
-      std::fflush(stderr);
-      raise(signal_);
-    }
-    ForwardingTransport::Send(to, tag, message);
-  }
-
- private:
-  int signal_;
-  int64_t sends_left_;
-};
-
-// The fault GROVE_PIPE_FAULT asks of `rank`: a signal and a count of sends (signal 0: none).
-std::pair<int, int64_t> FaultFor(int32_t rank) {
-  const char* spec = std::getenv("GROVE_PIPE_FAULT");
-  if (spec == nullptr || *spec == '\0') return {0, 0};
-  char kind[8] = {};
-  int target = -1;
-  long long sends = 0;
-  if (std::sscanf(spec, "%7[a-z]:%d:%lld", kind, &target, &sends) != 3 || sends < 0 ||
-      (std::string(kind) != "kill" && std::string(kind) != "stop")) {
-    Fail("GROVE_PIPE_FAULT: '", spec, "' is not kill:RANK:SENDS or stop:RANK:SENDS");
-  }
-  if (target != rank) return {0, 0};
-  return {std::string(kind) == "kill" ? SIGKILL : SIGSTOP, sends};
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
+// the failure path (tests/pipe_mpi_test.cc) run. Read by the tool only; no other effect.
+void StrikeThisProcess(int32_t rank, PipeFaultKind kind) {
+  std::fprintf(stderr, "grove pipe: rank %d: GROVE_PIPE_FAULT: %s now\n", rank,
+               kind == PipeFaultKind::kKill ? "dying" : "stopping");
+  std::fflush(stderr);
+  raise(kind == PipeFaultKind::kKill ? SIGKILL : SIGSTOP);
 }
 
 // What this rank was given, for CheckRanksAgree: under mpirun every rank parses its own command
@@ -162,13 +132,11 @@ std::vector<RankInput> RankInputs(const PipeOptions& o, const Loaded& pair,
            options.value()}};
 }
 
-// Rank 0's report, printed: the set-up, a table of the runs (real against the clock) and where
-// each rank's time went.
-void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
-                 std::span<const int32_t> prompt) {
+// The set-up: ranks and hosts, the split, what each unit measured, each rank's resident memory.
+void PrintSetup(const PipeOptions& o, const PipeBenchmarkReport& report,
+                std::span<const int32_t> prompt) {
   const PipelineOptions& p = report.pipeline;
   const std::vector<VerifyCostCurve>& curves = report.stage_curves;
-  const PipelineResult& reference = report.runs[0].result;
   std::string layers, units;
   for (std::size_t k = 0; k < p.stages.size(); ++k) {
     layers += (k ? "," : "") + std::to_string(p.stages[k].size());
@@ -187,8 +155,8 @@ void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
       o.transport.c_str(), report.hosts.size(), report.hosts[0].c_str(),
       report.one_host ? "" : " and others", p.stages.size(), layers.c_str(),
       p.groups.empty() ? "" : (", groups of " + std::to_string(o.group_size)).c_str(),
-      prompt.size(), reference.tokens.size(), DescribeSampling(p.sampling).c_str(), p.width,
-      p.children, p.static_tree.c_str(), o.reps, curves.empty() ? 1 : curves[0].max_size(),
+      prompt.size(), report.runs[0].result.tokens.size(), DescribeSampling(p.sampling).c_str(),
+      p.width, p.children, p.static_tree.c_str(), o.reps, curves.empty() ? 1 : curves[0].max_size(),
       units.c_str(), 1e3 * report.draft_curve.Seconds(1), 1e6 * link.latency_seconds,
       link.bytes_per_second / 1e9,
       report.clock_cores ? std::to_string(report.clock_cores).c_str() : "one per unit");
@@ -198,13 +166,18 @@ void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
                 report.resident_mib[q]);
   }
   std::printf("%s\n\n", o.transport == "threads" ? " (one process: the same figure)" : "");
+}
+
+// Each run's real milliseconds per token against the clock's, and PipeDec's speedups.
+void PrintRuns(const PipeBenchmarkReport& report) {
   std::printf(
       "| run | ms/token (median) | min - max | clock's ms/token | clock / real | hit rate | "
       "timesteps/token |\n|---|---:|---|---:|---:|---:|---:|\n");
   std::vector<double> real;
   for (const PipeBenchmarkRun& run : report.runs) {
     const double n = static_cast<double>(run.result.tokens.size()) - 1;
-    real.push_back(1e3 * Median(run.seconds_per_token));
+    std::vector<double> seconds = run.seconds_per_token;
+    real.push_back(1e3 * Median(seconds));
     const auto [lo, hi] =
         std::minmax_element(run.seconds_per_token.begin(), run.seconds_per_token.end());
     const double clocked = 1e3 * run.clocked_seconds_per_token;
@@ -221,6 +194,9 @@ void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
       }
     }
   }
+}
+
+void PrintRankTimes(const PipeBenchmarkReport& report) {
   std::printf(
       "\nwhere each rank's time went, ms per token (last repetition): its unit's forwards / "
       "waiting for messages / the rest\n| run |");
@@ -239,10 +215,19 @@ void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
     }
     std::printf("\n");
   }
+}
+
+// Rank 0's report, printed: the set-up, a table of the runs (real against the clock) and where
+// each rank's time went.
+void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
+                 std::span<const int32_t> prompt) {
+  PrintSetup(o, report, prompt);
+  PrintRuns(report);
+  PrintRankTimes(report);
   std::printf("outputs: identical across the runs and repetitions\n");
   if (o.print_tokens) {
     std::printf("tokens:");
-    for (int32_t token : reference.tokens) std::printf(" %d", token);
+    for (int32_t token : report.runs[0].result.tokens) std::printf(" %d", token);
     std::printf("\n");
   }
   std::fflush(stdout);
@@ -250,8 +235,10 @@ void PrintReport(const PipeOptions& o, const PipeBenchmarkReport& report,
 
 // One rank's whole part. Returns rank 0's tokens (of the first run), nothing on the others.
 std::vector<int32_t> RunRank(const PipeOptions& o, const Loaded& pair, PipeTransport& transport) {
-  const auto [fault_signal, fault_sends] = FaultFor(transport.rank());
-  FaultTransport t(transport, fault_signal, fault_sends);
+  const char* fault = std::getenv("GROVE_PIPE_FAULT");
+  FaultTransport t(
+      transport, ParsePipeFault(fault ? fault : ""),
+      [rank = transport.rank()](PipeFaultKind kind) { StrikeThisProcess(rank, kind); });
   const std::vector<LayerRange> stages = RealSplit(o, pair.target->config().n_layer, t.size());
   const Tokenizer& tok = *pair.target->tokenizer();
   const std::vector<int32_t> prompt = tok.Encode(o.prompt, tok.add_bos_by_default());

@@ -6,33 +6,28 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "bundled_models.h"
-#include "device_option.h"
-#include "draft_option.h"
+#include "engine_options.h"
 #include "io/gguf.h"
 #include "model/model_parameters.h"
 #include "option_checks.h"
 #include "output_path.h"
 #include "schedule/schedule_policy.h"
+#include "speculate/command_speculation.h"
 #include "speculate/draft_source.h"
-#include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove::cli {
 
 void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
-  cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
+  AddModelOption(cmd, o.model, ModelRole::kTarget);
   AddPairOption(cmd, o.pair);
-  cmd.add_option("--draft", o.draft,
-                 "Speculate with " + kDraftNames +
-                     ", or 'none' to serve without speculation (default: with the bundled "
-                     "target, its draft mixed with suffix drafting)");
+  AddDraftOption(cmd, o.draft, DraftRole::kDrafterOrNone);
   cmd.add_option("--spec", o.spec,
                  "Tree of requests that name none: auto (one Sequoia tree measured at the first "
                  "request), off, chain:K, kconfig:..., sequoia:N[,D], opt:N,DELTA")
       ->capture_default_str();
-  cmd.add_option("--accept", o.accept_file,
-                 "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
+  AddAcceptOption(cmd, o.accept_file);
   cmd.add_option("--policy", o.policy,
                  "Scheduling of the clients' sequences: batched (their trees verified in shared "
                  "forwards), seed, serial-sd, serial-ar")
@@ -47,12 +42,8 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
                  "Sequences that may wait for a slot; more get 503 with Retry-After")
       ->capture_default_str()
       ->check(CLI::Range(1, 65536));
-  cmd.add_option("-t,--threads", o.threads, "Target threads (0: all hardware threads)")
-      ->capture_default_str()
-      ->check(ThreadCount());
-  cmd.add_option("-c,--ctx-size", o.n_ctx,
-                 StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
-      ->capture_default_str();
+  AddThreadsOption(cmd, o.threads, "of the target");
+  AddContextOption(cmd, o.n_ctx);
   AddCacheTypeOption(cmd, o.cache_type);
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
@@ -99,8 +90,8 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       CheckOutputFile((std::filesystem::path(opt.record) / part).string(), "--record");
   }
   if (!opt.suffix_store.empty()) CheckOutputFile(opt.suffix_store, "--suffix-store");
-  serve::ReasoningFormat reasoning_format;
-  if (!serve::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
+  chat::ReasoningFormat reasoning_format;
+  if (!chat::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
     Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
   }
   target_ = Model::Load(opt.model, {.n_threads = opt.threads,
@@ -125,10 +116,10 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   if (!opt.draft.empty() && opt.draft != "none") {
     draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool());
     // Requests default to temperature 1 (--temp): the sampled acceptance vector fits them better.
-    const std::string accept = opt.accept_file.empty()
-                                   ? BundledAcceptanceFor(opt.model, opt.draft, /*greedy=*/false)
-                                   : opt.accept_file;
-    service_options_.plan_inputs = ReadPlanInputs(accept, "", target_->max_batch());
+    service_options_.plan_inputs = CommandPlanInputs(
+        {.accept_file = opt.accept_file,
+         .default_accept_file = BundledAcceptanceFor(opt.model, opt.draft, /*greedy=*/false)},
+        target_->max_batch());
   }
   LoadSuffixStore();
   target_->WarmUp();

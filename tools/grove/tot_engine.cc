@@ -7,23 +7,19 @@
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "bundled_models.h"
-#include "device_option.h"
-#include "draft_option.h"
+#include "engine_options.h"
 #include "option_checks.h"
 #include "sampling_options.h"
+#include "speculate/command_speculation.h"
 #include "speculate/draft_source.h"
-#include "speculate/plan_files.h"
 #include "speculate/tree_plan.h"
 
 namespace grove::cli {
 
 void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
-  cmd.add_option("-m,--model", o.model, "Target GGUF (default: the bundled pair in models/)");
+  AddModelOption(cmd, o.model, ModelRole::kTarget);
   AddPairOption(cmd, o.pair);
-  cmd.add_option("--draft", o.draft,
-                 "Speculate with " + kDraftNames +
-                     " (default with the bundled target: its draft mixed with suffix drafting, "
-                     "DRAFT.gguf+suffix; required with -m for speculative policies)");
+  AddDraftOption(cmd, o.draft, DraftRole::kDrafter);
   cmd.add_option(
          "--spec", o.spec,
          "Tree of every speculative sequence: auto (one Sequoia tree per policy, chosen from "
@@ -34,16 +30,12 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
   cmd.add_option("--verify", o.verify,
                  "Verification rule (default: greedy at temperature 0, else target-sample, whose "
                  "draws are plain sampling's, so every policy gives the same text)");
-  cmd.add_option("--accept", o.accept_file,
-                 "Acceptance vector JSON for sequoia trees (default: the bundled pair's)");
+  AddAcceptOption(cmd, o.accept_file);
   // ToT samples its thoughts: --temp defaults to 0.7 (tot_engine.h).
   AddSamplingOptions(cmd, o.sampling);
   cmd.add_option("-s,--seed", o.seed, "Seed of sampling and of the search's sequence keys")
       ->capture_default_str();
-  cmd.add_option("-t,--threads", o.threads,
-                 "Target threads for serial policies (0: all hardware threads)")
-      ->capture_default_str()
-      ->check(ThreadCount());
+  AddThreadsOption(cmd, o.threads, "of the target for serial policies");
   cmd.add_option("--overlap-threads", o.overlap_threads,
                  "Target threads for seed and batched, whose drafters run beside the target (0: "
                  "--threads less one, at least 1)")
@@ -51,9 +43,7 @@ void AddTotModelOptions(CLI::App& cmd, TotModelOptions& o) {
       ->check(ThreadCount());
   cmd.add_option("--slots", o.slots, "Most sequences in flight (target KV slots)")
       ->capture_default_str();
-  cmd.add_option("-c,--ctx-size", o.n_ctx,
-                 StrCat("Context size (0: the model's, at most ", kDefaultContextCap, ")"))
-      ->capture_default_str();
+  AddContextOption(cmd, o.n_ctx);
   AddCacheTypeOption(cmd, o.cache_type);
   cmd.add_option("--node-budget", o.node_budget,
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
@@ -80,12 +70,11 @@ TotEngine::TotEngine(TotModelOptions o) : options_(std::move(o)) {
     draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool());
   const DrafterTraits* drafter = draft_ ? &draft_->traits() : nullptr;
   if (drafter) {
-    const std::string accept =
-        opt.accept_file.empty() ? BundledAcceptanceFor(opt.model, opt.draft, opt.sampling.greedy())
-                                : opt.accept_file;
-    speculation_ = ResolveSpeculation({.plan = opt.spec, .verify = opt.verify},
-                                      ReadPlanInputs(accept, "", target_->max_batch()), *drafter,
-                                      opt.sampling);
+    speculation_ = ResolveCommandSpeculation(
+        {.request = {.plan = opt.spec, .verify = opt.verify},
+         .accept_file = opt.accept_file,
+         .default_accept_file = BundledAcceptanceFor(opt.model, opt.draft, opt.sampling.greedy())},
+        target_->max_batch(), *drafter, opt.sampling);
   } else {
     speculation_.sampling = opt.sampling;
   }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine_options.h"
 #include "option_checks.h"
 
 namespace grove::cli {
@@ -25,9 +26,7 @@ void AddTrainingRunOptions(CLI::App* cmd, CliOptions& cli, const std::string& wh
                   "Steps between progress lines when not on a terminal")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{1'000'000'000}));
-  cmd->add_option("-t,--threads", o.threads, "Threads of the matrix products")
-      ->capture_default_str()
-      ->check(PositiveThreadCount());
+  AddPositiveThreadsOption(*cmd, o.threads, "of the matrix products");
   cmd->add_option("--export", cli.export_path, "When training ends, write the " + what + " here");
   cmd->add_option("--export-type", cli.export_type, "Weight type of --export: f32, f16, bf16, q8_0")
       ->capture_default_str();

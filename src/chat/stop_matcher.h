@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace grove::serve {
+namespace grove::chat {
 
 class StopMatcher {
  public:
@@ -27,4 +27,4 @@ class StopMatcher {
   bool stopped_ = false;
 };
 
-}  // namespace grove::serve
+}  // namespace grove::chat

@@ -1,9 +1,9 @@
-#include "bench_memory.h"
+#include "base/resident_memory.h"
 
 #include <cstdio>
 #include <cstring>
 
-namespace grove::cli {
+namespace grove {
 
 std::optional<ResidentMemory> ReadResidentMemory() {
   std::FILE* f = std::fopen("/proc/self/status", "r");
@@ -24,6 +24,11 @@ std::optional<ResidentMemory> ReadResidentMemory() {
   return m;
 }
 
+double ResidentMiB() {
+  const std::optional<ResidentMemory> m = ReadResidentMemory();
+  return m ? static_cast<double>(m->rss_bytes) / 1048576.0 : 0.0;
+}
+
 bool ResetPeakResident() {
   std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
   if (!f) return false;
@@ -31,4 +36,4 @@ bool ResetPeakResident() {
   return std::fclose(f) == 0 && ok;
 }
 
-}  // namespace grove::cli
+}  // namespace grove

@@ -1,9 +1,9 @@
-#include "serve/model_chat_format.h"
+#include "chat/model_chat_format.h"
 
 #include "base/error.h"
 #include "tokenize/tokenizer.h"
 
-namespace grove::serve {
+namespace grove::chat {
 
 ModelChatFormat::ModelChatFormat(std::string_view jinja_source, const Tokenizer& tokenizer)
     : tokenizer_(tokenizer), family_(DetectChatTemplate(jinja_source)) {
@@ -59,4 +59,4 @@ std::vector<std::string> ModelChatFormat::StopStrings() const {
   return ChatStopStrings(family_);
 }
 
-}  // namespace grove::serve
+}  // namespace grove::chat

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace grove::serve {
+namespace grove::cli {
 
 struct EventStreamResult {
   int status = 0;          // HTTP status; 0 when no response came
@@ -27,4 +27,4 @@ EventStreamResult PostEventStream(const std::string& host, int port, const std::
 EventStreamResult Get(const std::string& host, int port, const std::string& path,
                       const std::string& api_key = "", int timeout_seconds = 10);
 
-}  // namespace grove::serve
+}  // namespace grove::cli

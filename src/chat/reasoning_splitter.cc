@@ -1,8 +1,8 @@
-#include "serve/reasoning_splitter.h"
+#include "chat/reasoning_splitter.h"
 
 #include <algorithm>
 
-namespace grove::serve {
+namespace grove::chat {
 namespace {
 
 constexpr std::string_view kOpen = "<think>";
@@ -107,4 +107,4 @@ void ReasoningSplitter::Step(Parts* out, bool flush) {
   held_.clear();
 }
 
-}  // namespace grove::serve
+}  // namespace grove::chat

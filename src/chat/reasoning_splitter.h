@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-namespace grove::serve {
+namespace grove::chat {
 
 // How a chat completion's text is returned (the request's `reasoning_format`, else the server's
 // --reasoning-format): kNone leaves it all in `content`, markers included.
@@ -56,4 +56,4 @@ class ReasoningSplitter {
   std::string held_;
 };
 
-}  // namespace grove::serve
+}  // namespace grove::chat

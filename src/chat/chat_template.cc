@@ -1,9 +1,8 @@
-#include "serve/chat_template.h"
+#include "chat/chat_template.h"
 
 #include "base/error.h"
-#include "serve/api_error.h"
 
-namespace grove::serve {
+namespace grove::chat {
 
 namespace {
 
@@ -23,16 +22,15 @@ std::string_view Trim(std::string_view s) {
 // Every message's role is one the families know; the renderers below may assume it.
 void CheckMessages(std::span<const ChatMessage> messages) {
   if (messages.empty()) {
-    throw ApiError(400, "messages must be a non-empty array", "invalid_request_error", "messages");
+    throw ChatMessagesError("messages must be a non-empty array", "messages");
   }
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& role = messages[i].role;
     if (role != "system" && role != "user" && role != "assistant") {
       std::string param = StrCat("messages[", i, "].role");
-      throw ApiError(
-          400,
+      throw ChatMessagesError(
           StrCat(param, " must be one of \"system\", \"user\", \"assistant\", got \"", role, "\""),
-          "invalid_request_error", param);
+          param);
     }
   }
 }
@@ -156,4 +154,4 @@ std::vector<std::string> ChatStopStrings(ChatTemplate t) {
   Fail("chat template: unknown value ", static_cast<int>(t));
 }
 
-}  // namespace grove::serve
+}  // namespace grove::chat

@@ -1,9 +1,9 @@
-#include "serve/stop_matcher.h"
+#include "chat/stop_matcher.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace grove::serve {
+namespace grove::chat {
 
 namespace {
 
@@ -62,4 +62,4 @@ std::string StopMatcher::Flush() {
   return std::exchange(held_, std::string());
 }
 
-}  // namespace grove::serve
+}  // namespace grove::chat

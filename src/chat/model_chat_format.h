@@ -10,14 +10,14 @@
 #include <string_view>
 #include <vector>
 
+#include "chat/chat_template.h"
 #include "jinja/chat_template.h"
-#include "serve/chat_template.h"
 
 namespace grove {
 class Tokenizer;
 }
 
-namespace grove::serve {
+namespace grove::chat {
 
 class ModelChatFormat {
  public:
@@ -54,4 +54,4 @@ class ModelChatFormat {
   ChatTemplate family_;
 };
 
-}  // namespace grove::serve
+}  // namespace grove::chat

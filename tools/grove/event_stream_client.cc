@@ -1,8 +1,8 @@
-#include "serve/event_stream_client.h"
+#include "event_stream_client.h"
 
 #include <httplib.h>
 
-namespace grove::serve {
+namespace grove::cli {
 
 namespace {
 
@@ -86,4 +86,4 @@ EventStreamResult Get(const std::string& host, int port, const std::string& path
   return result;
 }
 
-}  // namespace grove::serve
+}  // namespace grove::cli
