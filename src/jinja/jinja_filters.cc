@@ -8,6 +8,7 @@
 
 #include "jinja/jinja_builtins.h"
 #include "jinja/jinja_int.h"
+#include "jinja/jinja_json.h"
 
 namespace grove::jinja {
 
