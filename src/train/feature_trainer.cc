@@ -182,26 +182,39 @@ FeatureTarget LoadFeatureTarget(const FeatureTrainOptions& o,
   return target;
 }
 
-// The validation loss, and the share of rows where the drafter's argmax is the target's, by depth
-// (depth 1: the real rows; depth j + 1: mask j's rows).
-class DrafterValidation {
+// A step's windows through the target and the drafter's gradient, and the validation loss with
+// the share of rows where the drafter's argmax is the target's, by depth (depth 1: the real rows;
+// depth j + 1: mask j's rows); computed with the state's current parameters.
+class DrafterSteps {
  public:
-  DrafterValidation(const FeatureTrainOptions& o, const std::vector<int32_t>& valid,
-                    DrafterGraph& graph, TargetRows& rows, int32_t n_vocab)
-      : o_(o), valid_(valid), graph_(graph), rows_(rows), n_vocab_(n_vocab) {}
+  DrafterSteps(const FeatureTrainOptions& o, const FeatureTarget& target, DrafterGraph& graph,
+               const std::vector<float>& params)
+      : o_(o),
+        corpus_(target.corpus),
+        graph_(graph),
+        params_(params),
+        n_vocab_(target.f32.shape.n_vocab),
+        rows_(*target.model, o.batch, o.seq_len),
+        offsets_(static_cast<std::size_t>(o.batch)) {}
 
-  double Evaluate(const float* params, std::span<int64_t> offsets, std::vector<double>* by_depth) {
+  double Gradient(int64_t step, std::vector<float>& grads) {
+    BatchOffsets(o_.seed, step, static_cast<int64_t>(corpus_.train.size()), o_.seq_len, offsets_);
+    rows_.Fill(corpus_.train, offsets_);
+    const DrafterLoss loss = Forward();
+    if (std::isfinite(loss.total)) graph_.Backward(params_.data(), grads.data());
+    return loss.total;
+  }
+
+  double ValidationLoss(std::vector<double>* by_depth) {
+    const std::vector<int32_t>& valid = corpus_.valid;
     const int32_t V = n_vocab_;
     double sum = 0.0;
     std::vector<int64_t> agree(static_cast<std::size_t>(o_.masks) + 1, 0), seen(agree.size(), 0);
     for (int32_t e = 0; e < o_.eval_batches; ++e) {
-      ValidationOffsets(e, o_.eval_batches, static_cast<int64_t>(valid_.size()), o_.seq_len,
-                        offsets);
-      rows_.Fill(valid_, offsets);
-      sum += graph_
-                 .Forward(params, rows_.tokens.data(), rows_.features.data(), rows_.logits.data(),
-                          rows_.next_features.data())
-                 .total;
+      ValidationOffsets(e, o_.eval_batches, static_cast<int64_t>(valid.size()), o_.seq_len,
+                        offsets_);
+      rows_.Fill(valid, offsets_);
+      sum += Forward().total;
       for (int r = 0; r < graph_.rows(); ++r) {
         const float* a = graph_.logits() + static_cast<std::size_t>(r) * V;
         const float* b = rows_.logits.data() + static_cast<std::size_t>(graph_.LabelRow(r)) * V;
@@ -217,11 +230,18 @@ class DrafterValidation {
   }
 
  private:
+  DrafterLoss Forward() {
+    return graph_.Forward(params_.data(), rows_.tokens.data(), rows_.features.data(),
+                          rows_.logits.data(), rows_.next_features.data());
+  }
+
   const FeatureTrainOptions& o_;
-  const std::vector<int32_t>& valid_;
+  const CorpusTokens& corpus_;
   DrafterGraph& graph_;
-  TargetRows& rows_;
+  const std::vector<float>& params_;
   const int32_t n_vocab_;
+  TargetRows rows_;
+  std::vector<int64_t> offsets_;
 };
 
 }  // namespace
@@ -234,8 +254,8 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
   auto pool = std::make_shared<ThreadPool>(o.threads);
   SetGemmThreads(1);
   const FeatureTarget target = LoadFeatureTarget(o, pool);
-  const std::vector<int32_t>& train = target.corpus.train;
-  const std::vector<int32_t>& valid = target.corpus.valid;
+  const auto n_train = static_cast<int64_t>(target.corpus.train.size());
+  const auto n_valid = static_cast<int64_t>(target.corpus.valid.size());
   const ParamLayout layout = DrafterLayout(target.f32.shape, o.masks);
   DrafterGraph graph(layout, o.batch, o.seq_len,
                      {.visibility = o.visibility,
@@ -245,12 +265,9 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
                      pool.get());
   AdamW adam(layout, o.optimizer);
   const GgufKeyValues drafter_keys = DrafterKeys(DrafterTargetOf(*target.file), o.masks);
-  const auto settings =
-      FeatureRunSettings(o, TargetFingerprint(*target.file), static_cast<int64_t>(train.size()),
-                         static_cast<int64_t>(valid.size()));
+  const auto settings = FeatureRunSettings(o, TargetFingerprint(*target.file), n_train, n_valid);
   std::filesystem::create_directories(o.out_dir);
-  TrainResult result = StartTrainResult(o.out_dir, static_cast<int64_t>(train.size()),
-                                        static_cast<int64_t>(valid.size()), layout);
+  TrainResult result = StartTrainResult(o.out_dir, n_train, n_valid, layout);
   RunState state;
   if (std::filesystem::exists(result.checkpoint)) {
     state = LoadCheckpoint(result.checkpoint, layout, target.f32.tokenizer, o.target_path, settings,
@@ -261,24 +278,13 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
         InitFeatureDrafter(layout, ParamLayout(target.f32.shape), target.f32.params.data(), o.seed);
   }
 
-  TargetRows rows(*target.model, o.batch, o.seq_len);
-  std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
-  DrafterValidation validation(o, valid, graph, rows, target.f32.shape.n_vocab);
+  DrafterSteps steps(o, target, graph, state.params);
   const TrainLoopHooks hooks{
-      .gradient =
-          [&](int64_t step, std::vector<float>& grads) {
-            BatchOffsets(o.seed, step, static_cast<int64_t>(train.size()), o.seq_len, offsets);
-            rows.Fill(train, offsets);
-            const DrafterLoss loss =
-                graph.Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
-                              rows.logits.data(), rows.next_features.data());
-            if (std::isfinite(loss.total)) graph.Backward(state.params.data(), grads.data());
-            return loss.total;
-          },
+      .gradient = [&](int64_t step,
+                      std::vector<float>& grads) { return steps.Gradient(step, grads); },
       .validate =
           [&](TrainProgress& p) {
-            p.valid_loss =
-                validation.Evaluate(state.params.data(), offsets, &p.valid_agreement_by_depth);
+            p.valid_loss = steps.ValidationLoss(&p.valid_agreement_by_depth);
             p.valid_agreement = p.valid_agreement_by_depth[0];
           },
       .save =

@@ -203,6 +203,57 @@ RunState StartState(const TrainOptions& o, const ParamLayout& layout, const Trai
   return state;
 }
 
+// A step's batch and its gradient (against the teacher's logits when distilling), and the
+// validation loss, computed into the run's buffers with the state's current parameters.
+class LanguageModelSteps {
+ public:
+  LanguageModelSteps(const TrainOptions& o, const TrainText& text, TrainGraph& graph,
+                     Teacher* teacher, const std::vector<float>& params)
+      : o_(o),
+        text_(text),
+        graph_(graph),
+        teacher_(teacher),
+        params_(params),
+        tokens_(static_cast<std::size_t>(graph.rows())),
+        targets_(tokens_.size()),
+        offsets_(static_cast<std::size_t>(o.batch)) {}
+
+  double Gradient(int64_t step, std::vector<float>& grads) {
+    BatchOffsets(o_.seed, step, static_cast<int64_t>(text_.train.size()), o_.seq_len, offsets_);
+    FillBatch(text_.train, offsets_, o_.seq_len, tokens_.data(), targets_.data());
+    const float* teacher_logits = nullptr;
+    if (teacher_) {
+      teacher_->graph.Forward(teacher_->model.params.data(), tokens_.data(), nullptr);
+      teacher_logits = teacher_->graph.logits();
+    }
+    const double loss =
+        graph_.Forward(params_.data(), tokens_.data(), targets_.data(), teacher_logits);
+    if (std::isfinite(loss)) graph_.Backward(params_.data(), grads.data());
+    return loss;
+  }
+
+  double ValidationLoss() {
+    const std::vector<int32_t>& valid = text_.valid;
+    double sum = 0.0;
+    for (int32_t e = 0; e < o_.eval_batches; ++e) {
+      ValidationOffsets(e, o_.eval_batches, static_cast<int64_t>(valid.size()), o_.seq_len,
+                        offsets_);
+      FillBatch(valid, offsets_, o_.seq_len, tokens_.data(), targets_.data());
+      sum += graph_.Forward(params_.data(), tokens_.data(), targets_.data());
+    }
+    return sum / o_.eval_batches;
+  }
+
+ private:
+  const TrainOptions& o_;
+  const TrainText& text_;
+  TrainGraph& graph_;
+  Teacher* teacher_;  // null: no distillation
+  const std::vector<float>& params_;
+  std::vector<int32_t> tokens_, targets_;
+  std::vector<int64_t> offsets_;
+};
+
 }  // namespace
 
 TrainResult Train(const TrainOptions& options,
@@ -215,8 +266,6 @@ TrainResult Train(const TrainOptions& options,
   ThreadPool pool(o.threads);
   SetGemmThreads(1);
   const TrainText text = LoadTrainText(o);
-  const std::vector<int32_t>& train = text.train;
-  const std::vector<int32_t>& valid = text.valid;
   o.shape.n_vocab = TokenizerVocabSize(text.tokenizer_keys);
   // Model (fine-tuned from --init: its shape and weights), optimizer, teacher.
   std::optional<LoadedTrainModel> init;
@@ -228,41 +277,18 @@ TrainResult Train(const TrainOptions& options,
   const std::unique_ptr<Teacher> teacher = LoadTeacher(o, text.tokenizer_keys, &pool);
   TrainGraph graph(layout, o.batch, o.seq_len, &pool);
   AdamW adam(layout, o.optimizer);
-  const auto settings =
-      RunSettings(o, static_cast<int64_t>(train.size()), static_cast<int64_t>(valid.size()));
+  const auto n_train = static_cast<int64_t>(text.train.size());
+  const auto n_valid = static_cast<int64_t>(text.valid.size());
+  const auto settings = RunSettings(o, n_train, n_valid);
   std::filesystem::create_directories(o.out_dir);
-  TrainResult result = StartTrainResult(o.out_dir, static_cast<int64_t>(train.size()),
-                                        static_cast<int64_t>(valid.size()), layout);
+  TrainResult result = StartTrainResult(o.out_dir, n_train, n_valid, layout);
   RunState state = StartState(o, layout, text, settings, std::move(init), adam, result);
 
-  const std::size_t rows = static_cast<std::size_t>(graph.rows());
-  std::vector<int32_t> tokens(rows), targets(rows);
-  std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
-  auto evaluate = [&]() {
-    double sum = 0.0;
-    for (int32_t e = 0; e < o.eval_batches; ++e) {
-      ValidationOffsets(e, o.eval_batches, static_cast<int64_t>(valid.size()), o.seq_len, offsets);
-      FillBatch(valid, offsets, o.seq_len, tokens.data(), targets.data());
-      sum += graph.Forward(state.params.data(), tokens.data(), targets.data());
-    }
-    return sum / o.eval_batches;
-  };
+  LanguageModelSteps steps(o, text, graph, teacher.get(), state.params);
   const TrainLoopHooks hooks{
-      .gradient =
-          [&](int64_t step, std::vector<float>& grads) {
-            BatchOffsets(o.seed, step, static_cast<int64_t>(train.size()), o.seq_len, offsets);
-            FillBatch(train, offsets, o.seq_len, tokens.data(), targets.data());
-            const float* teacher_logits = nullptr;
-            if (teacher) {
-              teacher->graph.Forward(teacher->model.params.data(), tokens.data(), nullptr);
-              teacher_logits = teacher->graph.logits();
-            }
-            const double loss =
-                graph.Forward(state.params.data(), tokens.data(), targets.data(), teacher_logits);
-            if (std::isfinite(loss)) graph.Backward(state.params.data(), grads.data());
-            return loss;
-          },
-      .validate = [&](TrainProgress& p) { p.valid_loss = evaluate(); },
+      .gradient = [&](int64_t step,
+                      std::vector<float>& grads) { return steps.Gradient(step, grads); },
+      .validate = [&](TrainProgress& p) { p.valid_loss = steps.ValidationLoss(); },
       .save =
           [&] {
             SaveCheckpoint(result.checkpoint, layout, state, adam, text.tokenizer_keys, o.name,
@@ -271,7 +297,7 @@ TrainResult Train(const TrainOptions& options,
   result.interrupted = RunTrainLoop(o.optimizer,
                                     {.eval_every = o.eval_every,
                                      .checkpoint_every = o.checkpoint_every,
-                                     .tokens_per_step = static_cast<int64_t>(rows)},
+                                     .tokens_per_step = static_cast<int64_t>(graph.rows())},
                                     state, adam, &pool, hooks, progress, stop);
   result.step = state.step;
   result.last_valid_loss = state.last_valid_loss;
