@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "io/gguf_writer.h"
 #include "tokenize/pretokenizer.h"
@@ -20,12 +21,9 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
+// Bounded (base/bounded_json.h): every walk below and the dumps in messages recurse.
 Json ParseJson(std::string_view text, std::string_view what) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    Fail("convert-tokenizer: ", what, " is not valid JSON: ", e.what());
-  }
+  return ParseBoundedJson(text, StrCat("convert-tokenizer: ", what));
 }
 
 // obj[key], or null when obj is not an object or has no such key: a reference, so that large
