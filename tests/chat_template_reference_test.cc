@@ -134,6 +134,14 @@ std::tm FixedNow() {
   return t;
 }
 
+// Where grove's text first differs from Jinja2's, with 60 bytes of each from there.
+std::string FirstDifference(const std::string& expected, const std::string& got) {
+  size_t at = 0;
+  while (at < expected.size() && at < got.size() && expected[at] == got[at]) ++at;
+  return "differs at byte " + std::to_string(at) + ": jinja2 " +
+         json(expected.substr(at, 60)).dump() + " grove " + json(got.substr(at, 60)).dump();
+}
+
 TEST(ChatTemplateReference, MatchesJinja2ByteForByte) {
   if (std::system("python3 -c 'import jinja2' > /dev/null 2>&1") != 0) {
     GTEST_SKIP()
@@ -180,7 +188,16 @@ TEST(ChatTemplateReference, MatchesJinja2ByteForByte) {
 
   struct Tally {
     int same = 0, both_raised = 0, unsupported = 0, differ = 0;
-    std::string first_problem;
+    std::string first_problem;  // the first template that is unsupported or differs, and how
+
+    void Unsupported(const std::string& error) {
+      ++unsupported;
+      if (first_problem.empty()) first_problem = error;
+    }
+    void Differs(const std::string& problem) {
+      ++differ;
+      if (first_problem.empty()) first_problem = problem;
+    }
   };
   std::vector<Tally> tallies(corpus.size());
   std::map<std::string, std::unique_ptr<jinja::ChatTemplate>> parsed;
@@ -224,21 +241,11 @@ TEST(ChatTemplateReference, MatchesJinja2ByteForByte) {
       if (grove_error.empty() && grove_text == r["text"].get<std::string>()) {
         ++tally.same;
       } else if (unsupported) {
-        ++tally.unsupported;
-        if (tally.first_problem.empty()) tally.first_problem = grove_error;
+        tally.Unsupported(grove_error);
       } else {
-        ++tally.differ;
-        if (tally.first_problem.empty()) {
-          std::string expected = r["text"].get<std::string>();
-          size_t at = 0;
-          while (at < expected.size() && at < grove_text.size() && expected[at] == grove_text[at])
-            ++at;
-          tally.first_problem = grove_error.empty()
-                                    ? label + ": differs at byte " + std::to_string(at) +
-                                          ": jinja2 " + json(expected.substr(at, 60)).dump() +
-                                          " grove " + json(grove_text.substr(at, 60)).dump()
-                                    : label + ": grove failed: " + grove_error;
-        }
+        tally.Differs(grove_error.empty()
+                          ? label + ": " + FirstDifference(r["text"].get<std::string>(), grove_text)
+                          : label + ": grove failed: " + grove_error);
       }
     } else {
       // Raised by the template itself (raise_exception): grove must raise it, with its message.
@@ -251,14 +258,10 @@ TEST(ChatTemplateReference, MatchesJinja2ByteForByte) {
       if (!grove_error.empty() && !unsupported && same_raise) {
         ++tally.both_raised;
       } else if (unsupported) {
-        ++tally.unsupported;
-        if (tally.first_problem.empty()) tally.first_problem = grove_error;
+        tally.Unsupported(grove_error);
       } else {
-        ++tally.differ;
-        if (tally.first_problem.empty()) {
-          tally.first_problem = label + ": jinja2 raised " + raised + ", grove " +
-                                (grove_error.empty() ? "rendered" : "raised " + grove_error);
-        }
+        tally.Differs(label + ": jinja2 raised " + raised + ", grove " +
+                      (grove_error.empty() ? "rendered" : "raised " + grove_error));
       }
     }
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "jinja/chat_template.h"
+#include "jinja/jinja_json.h"
 #include "jinja/jinja_render.h"
 
 namespace grove::jinja {

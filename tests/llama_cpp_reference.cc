@@ -14,7 +14,29 @@
 #include "test_support.h"
 
 namespace grove::testing {
-namespace {}  // namespace
+namespace {
+
+// Runs tests/reference/<script> with `request` as its JSON input (files named after `files` in the
+// temporary directory) and returns its JSON output; a failed run fails naming `failed` and what
+// the script wrote to stderr.
+nlohmann::json RunReferenceScript(const std::string& script, const nlohmann::json& request,
+                                  const std::string& files, const std::string& failed) {
+  const std::string in = TempPath(files + "_request.json");
+  const std::string out = TempPath(files + "_result.json");
+  const std::string err = TempPath(files + "_stderr.txt");
+  std::ofstream(in) << request.dump();
+  const std::string command =
+      "node " + ReferenceDir() + "/" + script + " < " + in + " > " + out + " 2> " + err;
+  const int status = std::system(command.c_str());
+  if (status != 0) {
+    std::ostringstream message;
+    message << std::ifstream(err).rdbuf();
+    Fail(failed, " (status ", status, "): ", message.str());
+  }
+  return nlohmann::json::parse(std::ifstream(out));
+}
+
+}  // namespace
 
 std::string ReferenceDir() { return GROVE_REFERENCE_DIR; }
 
@@ -22,19 +44,8 @@ ReferenceTokenization RunReferenceTokenizers(const std::string& gguf, const std:
                                              const std::vector<std::string>& strings) {
   nlohmann::json request = {{"gguf", gguf}, {"strings", strings}};
   request["hf"] = hf_package.empty() ? nlohmann::json() : nlohmann::json(hf_package);
-  const std::string in = TempPath("tokenize_request.json");
-  const std::string out = TempPath("tokenize_result.json");
-  const std::string err = TempPath("tokenize_stderr.txt");
-  std::ofstream(in) << request.dump();
-  const std::string command =
-      "node " + ReferenceDir() + "/tokenize.mjs < " + in + " > " + out + " 2> " + err;
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    std::ostringstream message;
-    message << std::ifstream(err).rdbuf();
-    Fail("the reference tokenizers failed on '", gguf, "' (status ", status, "): ", message.str());
-  }
-  const nlohmann::json result = nlohmann::json::parse(std::ifstream(out));
+  const nlohmann::json result = RunReferenceScript(
+      "tokenize.mjs", request, "tokenize", "the reference tokenizers failed on '" + gguf + "'");
   ReferenceTokenization t;
   t.llama_cpp_plain = result["llama_cpp"]["plain"].get<std::vector<std::vector<int32_t>>>();
   t.llama_cpp_special = result["llama_cpp"]["special"].get<std::vector<std::vector<int32_t>>>();
@@ -64,19 +75,8 @@ LlamaCppResult RunLlamaCpp(const LlamaCppRequest& r) {
                             {"threads", r.threads},
                             {"kv_type", r.kv_type}};
   if (r.greedy_n > 0) request["greedy"] = {{"prompt", r.greedy_prompt}, {"n", r.greedy_n}};
-  const std::string in = TempPath("llama_cpp_request.json");
-  const std::string out = TempPath("llama_cpp_result.json");
-  const std::string err = TempPath("llama_cpp_stderr.txt");
-  std::ofstream(in) << request.dump();
-  const std::string command =
-      "node " + ReferenceDir() + "/llama_cpp_logits.mjs < " + in + " > " + out + " 2> " + err;
-  const int status = std::system(command.c_str());
-  if (status != 0) {
-    std::ostringstream message;
-    message << std::ifstream(err).rdbuf();
-    Fail("llama.cpp failed on '", r.model, "' (status ", status, "): ", message.str());
-  }
-  const nlohmann::json result = nlohmann::json::parse(std::ifstream(out));
+  const nlohmann::json result = RunReferenceScript("llama_cpp_logits.mjs", request, "llama_cpp",
+                                                   "llama.cpp failed on '" + r.model + "'");
   LlamaCppResult parsed;
   if (result.contains("logits"))
     parsed.logits = result["logits"].get<std::vector<std::vector<float>>>();

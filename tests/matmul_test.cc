@@ -24,9 +24,12 @@
 #include "quant/k_quants.h"
 #include "quant/packed.h"
 #include "quant/quant.h"
+#include "test_support.h"
 
 namespace grove {
 namespace {
+
+using testing::AvailableKernelLevels;
 
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
@@ -92,14 +95,6 @@ void RandomBlocks(GgmlType type, int64_t n_in, float scale, std::mt19937& rng, u
 std::vector<int64_t> Widths(GgmlType type, std::vector<int64_t> widths) {
   if (IsKQuant(type)) return {256, 768, 4096};
   return widths;
-}
-
-std::vector<const KernelSet*> AvailableLevels() {
-  std::vector<const KernelSet*> levels;
-  for (KernelLevel level : {KernelLevel::kScalar, KernelLevel::kAvx2, KernelLevel::kAvx512}) {
-    if (const KernelSet* k = KernelsForLevel(level)) levels.push_back(k);
-  }
-  return levels;
 }
 
 // A kernel level with the matrix in rows, or regrouped for the level's group kernel.
@@ -279,8 +274,8 @@ Reference ComputeReference(const TestWeights& w, const std::vector<float>& x, in
 // grouped matrix too. The scalar rows come first (the reference of the others).
 std::vector<Variant> Variants(const TestWeights& w) {
   std::vector<Variant> variants;
-  for (const KernelSet* k : AvailableLevels()) variants.push_back({k, false});
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) variants.push_back({k, false});
+  for (const KernelSet* k : AvailableKernelLevels()) {
     if (CanGroup(*k, w.View())) variants.push_back({k, true});
   }
   return variants;
@@ -413,7 +408,7 @@ TEST(MatMulTest, GroupKernelsGiveTheSameBitsOnEveryLevel) {
 // Levels differ only in float rounding: activation quantization is bit-identical across levels, so
 // two levels can be at most twice the float-arithmetic bound apart.
 TEST(MatMulTest, SimdLevelsMatchScalarWithinBound) {
-  const auto levels = AvailableLevels();
+  const auto levels = AvailableKernelLevels();
   if (levels.size() < 2) GTEST_SKIP() << "only the scalar kernels run on this CPU";
   ThreadPool pool(2);
   MatMulScratch scratch(16, 4096);
@@ -445,7 +440,7 @@ int64_t QuantPosition(const KernelSet& k, int64_t i) {
 }
 
 TEST(MatMulTest, ActivationQuantizationIsIdenticalAcrossLevels) {
-  const auto levels = AvailableLevels();
+  const auto levels = AvailableKernelLevels();
   for (int64_t n_in : {32, 64, 96, 160, 4096}) {
     std::vector<float> x = MakeActivations(5, n_in, static_cast<uint32_t>(n_in));
     // Row 4, block 0: so small that 1 / d overflows (amax / 127 is subnormal); its quants are 0
@@ -647,12 +642,12 @@ TEST(GroupLayoutTest, PackThenUnpackRestoresTheRows) {
 // The grouped activation format holds the scalar level's quants in natural order, its scales, and
 // the negated exact block sums.
 TEST(GroupLayoutTest, GroupedActivationsHoldTheScalarQuants) {
-  for (const KernelSet* k : AvailableLevels()) {
+  for (const KernelSet* k : AvailableKernelLevels()) {
     if (k->quantize_act_grouped == nullptr) continue;
     for (int64_t n_in : {32, 96, 4096}) {
       const std::vector<float> x = MakeActivations(1, n_in, 40);
       std::vector<uint8_t> want(ActQ8RowBytes(n_in)), got(ActQ8RowBytes(n_in));
-      AvailableLevels()[0]->quantize_act(x.data(), n_in, want.data());
+      AvailableKernelLevels()[0]->quantize_act(x.data(), n_in, want.data());
       k->quantize_act_grouped(x.data(), n_in, got.data());
       ASSERT_TRUE(std::equal(want.begin(), want.begin() + n_in, got.begin())) << k->name;
       const auto* want_scales =

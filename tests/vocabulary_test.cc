@@ -260,6 +260,20 @@ TEST(ConvertHfTokenizer, RefusesWhatItCannotConvertNamingIt) {
     }
   };
   expect_error("{not json", "not valid JSON");
+  // Nesting 100,000 deep (issue 72: the walks of the pre-tokenizer and the dumps in messages
+  // overflowed the stack) is refused while parsing, naming the file; so is a deep config.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}}, "pre_tokenizer": )" + deep + "}",
+               "convert-tokenizer: tokenizer.json: nesting deeper than 128 levels");
+  try {
+    GgufWriter writer;
+    ConvertHfTokenizer(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0}}})",
+                       R"({"chat_template": )" + deep + "}", {}, &writer);
+    ADD_FAILURE() << "converted a config nested 100,000 deep";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "convert-tokenizer: tokenizer_config.json: nesting deeper than 128 levels");
+  }
   expect_error(R"({"model": {"type": "Unigram", "vocab": []}})", "'Unigram'");
   expect_error(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})", "byte_fallback");
   // Damaged files (what fuzz/hf_tokenizer_fuzz.cc found): values of the wrong type are refused

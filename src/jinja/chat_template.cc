@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "base/error.h"
+#include "jinja/jinja_json.h"
 
 namespace grove::jinja {
 

@@ -1,74 +1,21 @@
-// Jinja2's filters and tests, with Jinja2's defaults (case-insensitive unique, sort and dictsort;
-// `default` only for undefined values unless boolean=true) and Hugging Face's own tojson
-// (json.dumps with ensure_ascii=False, no HTML escaping).
+// Jinja2's filters on text and numbers, and its tests, with Jinja2's defaults (`default` only for
+// undefined values unless boolean=true) and Hugging Face's own tojson (json.dumps with
+// ensure_ascii=False, no HTML escaping). The filters over sequences are
+// jinja_sequence_filters.cc's.
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 
+#include "base/named.h"
 #include "jinja/jinja_builtins.h"
 #include "jinja/jinja_int.h"
+#include "jinja/jinja_json.h"
 
 namespace grove::jinja {
 
 namespace {
 
 const Value kNoneValue = Value::None();
-
-Value Arg(const CallArgs& args, size_t i, std::string_view name, const Value& fallback) {
-  const Value* v = args.Get(i, name);
-  return v != nullptr ? *v : fallback;
-}
-
-bool ArgBool(const CallArgs& args, size_t i, std::string_view name, bool fallback) {
-  const Value* v = args.Get(i, name);
-  return v != nullptr ? Truthy(*v) : fallback;
-}
-
-ValueList AsSequence(const Value& v, std::string_view filter) {
-  ValueList items;
-  if (!IterationItems(v, &items)) ValueFail(filter, ": '", TypeName(v), "' object is not iterable");
-  return items;
-}
-
-// Jinja2's environment.getitem for a dotted attribute path ("function.name").
-Value AttributeOf(const Value& item, std::string_view path) {
-  Value cur = item;
-  size_t start = 0;
-  while (true) {
-    size_t dot = path.find('.', start);
-    std::string part(path.substr(start, dot == std::string_view::npos ? dot : dot - start));
-    if (cur.is_dict()) {
-      const Value* v = cur.dict->Find(ValueDict::StringKey(part));
-      cur = v != nullptr ? *v : Value::Undefined(part);
-    } else if (cur.is_list() && !part.empty() &&
-               std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      size_t i = 0;
-      auto res = std::from_chars(part.data(), part.data() + part.size(), i);
-      bool ok = res.ec == std::errc() && i < cur.list->size();
-      cur = ok ? (*cur.list)[i] : Value::Undefined(part);
-    } else {
-      if (cur.is_undefined()) ValueFail("'", cur.text, "' is undefined (reading '", part, "')");
-      cur = Value::Undefined(part);
-    }
-    if (dot == std::string_view::npos) return cur;
-    start = dot + 1;
-  }
-}
-
-// The key for case-insensitive ordering.
-Value SortKey(const Value& v, bool case_sensitive) {
-  if (!case_sensitive && v.is_string()) return Value::String(PyLower(v.text));
-  return v;
-}
-
-void SortValues(ValueList& items, bool case_sensitive, const std::string* attribute, bool reverse) {
-  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
-    Value ka = SortKey(attribute ? AttributeOf(a, *attribute) : a, case_sensitive);
-    Value kb = SortKey(attribute ? AttributeOf(b, *attribute) : b, case_sensitive);
-    return reverse ? Compare(kb, ka, nullptr) < 0 : Compare(ka, kb, nullptr) < 0;
-  });
-}
 
 // Python's printf-style `fmt % args` for %s, %r, %d, %i, %f and %%.
 std::string PercentFormat(std::string_view fmt, const ValueList& args) {
@@ -264,279 +211,137 @@ std::string EscapeNonAscii(std::string_view json) {
   return out;
 }
 
-Value Generator(ValueList items) {
-  Value v = Value::List(std::move(items));
-  v.generator = true;
-  return v;
+Value FilterTrim(const FilterCall& c) {
+  return Value::String(PyStrip(ToStr(c.target), c.args.Get(0, "chars"), true, true));
 }
 
-// map, select and friends iterate their input only when it is truthy (Jinja2's `if value:`).
-ValueList LazySequence(const Value& v, std::string_view filter) {
-  if (!Truthy(v)) return {};
-  return AsSequence(v, filter);
+Value FilterLength(const FilterCall& c) { return Length(c.target); }
+
+Value FilterString(const FilterCall& c) {
+  return c.target.is_string() ? c.target : Value::String(ToStr(c.target));
 }
 
-ValueList FilterByTest(const ValueList& items, const CallArgs& args, size_t test_index,
-                       const std::string* attribute, bool keep_when) {
-  ValueList out;
-  std::string test_name;
-  CallArgs test_args;
-  if (args.positional.size() > test_index) {
-    const Value& t = args.positional[test_index];
-    if (!t.is_string()) ValueFail("select: the test name must be a string");
-    test_name = t.text;
-    test_args.positional.assign(args.positional.begin() + static_cast<long>(test_index) + 1,
-                                args.positional.end());
-  }
-  for (const Value& item : items) {
-    Value subject = attribute ? AttributeOf(item, *attribute) : item;
-    bool passed = test_name.empty() ? Truthy(subject) : ApplyTest(test_name, subject, test_args);
-    if (passed == keep_when) out.push_back(item);
-  }
-  return out;
+// `safe` marks the text as Markup; `escape` escapes it first, unless it is Markup already.
+Value FilterSafeOrEscape(const FilterCall& c) {
+  Value marked = c.target.markup || c.name == "safe" ? Value::String(ToStr(c.target))
+                                                     : Value::String(HtmlEscape(ToStr(c.target)));
+  marked.markup = true;
+  return marked;
 }
+
+Value FilterLower(const FilterCall& c) { return Value::String(PyLower(ToStr(c.target))); }
+Value FilterUpper(const FilterCall& c) { return Value::String(PyUpper(ToStr(c.target))); }
+Value FilterCapitalize(const FilterCall& c) { return Value::String(PyCapitalize(ToStr(c.target))); }
+Value FilterTitle(const FilterCall& c) { return Value::String(JinjaTitle(ToStr(c.target))); }
+
+Value FilterDefault(const FilterCall& c) {
+  static const Value kEmpty = Value::String("");
+  const Value fallback = Arg(c.args, 0, "default_value", kEmpty);
+  bool boolean = ArgBool(c.args, 1, "boolean", false);
+  if (c.target.is_undefined() || (boolean && !Truthy(c.target))) return fallback;
+  return c.target;
+}
+
+Value FilterInt(const FilterCall& c) {
+  return ToInt(c.target, Arg(c.args, 0, "default", Value::Int(0)));
+}
+Value FilterFloat(const FilterCall& c) {
+  return ToFloat(c.target, Arg(c.args, 0, "default", Value::Float(0)));
+}
+
+Value FilterAbs(const FilterCall& c) {
+  if (c.target.kind == Value::Kind::kFloat) return Value::Float(std::fabs(c.target.number));
+  if (c.target.is_number()) {
+    const int64_t i = c.target.AsInt();
+    return Value::Int(i < 0 ? CheckedNeg(i) : i);
+  }
+  ValueFail("bad operand type for abs(): '", TypeName(c.target), "'");
+}
+
+Value FilterRound(const FilterCall& c) {
+  const Value precision = Arg(c.args, 0, "precision", Value::Int(0));
+  const Value method = Arg(c.args, 1, "method", Value::String("common"));
+  return RoundValue(c.target, precision.integer, method.text);
+}
+
+Value FilterToJson(const FilterCall& c) {
+  const Value indent = Arg(c.args, 1, "indent", kNoneValue);
+  const Value separators = Arg(c.args, 2, "separators", kNoneValue);
+  bool sort_keys = ArgBool(c.args, 3, "sort_keys", false);
+  bool ensure_ascii = ArgBool(c.args, 0, "ensure_ascii", false);
+  if (!indent.is_none() && !indent.is_undefined() &&
+      static_cast<uint64_t>(std::max<int64_t>(0, indent.integer)) > c.max_bytes) {
+    ValueFail("tojson: indent ", indent.integer, " is longer than ", c.max_bytes, " bytes");
+  }
+  int indent_n = indent.is_none() || indent.is_undefined() ? -1 : static_cast<int>(indent.integer);
+  std::string item_sep = indent_n < 0 ? ", " : ",", key_sep = ": ";
+  if (separators.is_list() && separators.list->size() == 2) {
+    item_sep = ToStr((*separators.list)[0]);
+    key_sep = ToStr((*separators.list)[1]);
+  }
+  if (sort_keys) ValueFail("tojson: unsupported sort_keys=true");
+  std::string json = DumpJson(c.target, indent_n, item_sep, key_sep);
+  return Value::String(ensure_ascii ? EscapeNonAscii(json) : json);
+}
+
+Value FilterIndent(const FilterCall& c) {
+  const Value width = Arg(c.args, 0, "width", Value::Int(4));
+  bool first = ArgBool(c.args, 1, "first", false);
+  bool blank = ArgBool(c.args, 2, "blank", false);
+  std::string text = ToStr(c.target);
+  size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  // Divided, not multiplied: lines times a huge width wraps around to a small product.
+  if (width.is_number() &&
+      static_cast<uint64_t>(std::max<int64_t>(0, width.integer)) > c.max_bytes / lines) {
+    ValueFail("indent: result longer than ", c.max_bytes, " bytes");
+  }
+  return Value::String(Indent(text, width, first, blank));
+}
+
+Value FilterReplace(const FilterCall& c) {
+  const Value* old = c.args.Get(0, "old");
+  const Value* with = c.args.Get(1, "new");
+  if (old == nullptr || with == nullptr) ValueFail("replace: needs old and new");
+  const Value count = Arg(c.args, 2, "count", kNoneValue);
+  std::string out =
+      PyReplace(ToStr(c.target), ToStr(*old), ToStr(*with), count.is_none() ? -1 : count.integer);
+  if (out.size() > c.max_bytes) ValueFail("replace: result longer than ", c.max_bytes, " bytes");
+  return Value::String(std::move(out));
+}
+
+Value FilterFormat(const FilterCall& c) {
+  if (!c.args.keywords.empty()) ValueFail("format: unsupported keyword arguments");
+  return Value::String(PercentFormat(ToStr(c.target), c.args.positional));
+}
+
+Value FilterWordcount(const FilterCall& c) {
+  CallArgs none;
+  Value words = CallMethod(Value::String(ToStr(c.target)), "split", none);
+  return Value::Int(static_cast<int64_t>(words.list->size()));
+}
+
+constexpr Named<Filter> kTextFilters[] = {
+    {FilterTrim, "trim"},         {FilterLength, "length"},
+    {FilterLength, "count"},      {FilterString, "string"},
+    {FilterSafeOrEscape, "safe"}, {FilterSafeOrEscape, "escape"},
+    {FilterSafeOrEscape, "e"},    {FilterLower, "lower"},
+    {FilterUpper, "upper"},       {FilterCapitalize, "capitalize"},
+    {FilterTitle, "title"},       {FilterDefault, "default"},
+    {FilterDefault, "d"},         {FilterInt, "int"},
+    {FilterFloat, "float"},       {FilterAbs, "abs"},
+    {FilterRound, "round"},       {FilterToJson, "tojson"},
+    {FilterIndent, "indent"},     {FilterReplace, "replace"},
+    {FilterFormat, "format"},     {FilterWordcount, "wordcount"},
+};
 
 }  // namespace
 
 Value ApplyFilter(std::string_view name, const Value& target, const CallArgs& args,
                   size_t max_bytes) {
-  if (name == "trim") {
-    return Value::String(PyStrip(ToStr(target), args.Get(0, "chars"), true, true));
-  }
-  if (name == "length" || name == "count") return Length(target);
-  if (name == "string") return target.is_string() ? target : Value::String(ToStr(target));
-  if (name == "safe" || name == "escape" || name == "e") {
-    Value marked = target.markup || name == "safe" ? Value::String(ToStr(target))
-                                                   : Value::String(HtmlEscape(ToStr(target)));
-    marked.markup = true;
-    return marked;
-  }
-  if (name == "lower") return Value::String(PyLower(ToStr(target)));
-  if (name == "upper") return Value::String(PyUpper(ToStr(target)));
-  if (name == "capitalize") return Value::String(PyCapitalize(ToStr(target)));
-  if (name == "title") return Value::String(JinjaTitle(ToStr(target)));
-  if (name == "default" || name == "d") {
-    static const Value kEmpty = Value::String("");
-    const Value fallback = Arg(args, 0, "default_value", kEmpty);
-    bool boolean = ArgBool(args, 1, "boolean", false);
-    if (target.is_undefined() || (boolean && !Truthy(target))) return fallback;
-    return target;
-  }
-  if (name == "int") return ToInt(target, Arg(args, 0, "default", Value::Int(0)));
-  if (name == "float") return ToFloat(target, Arg(args, 0, "default", Value::Float(0)));
-  if (name == "abs") {
-    if (target.kind == Value::Kind::kFloat) return Value::Float(std::fabs(target.number));
-    if (target.is_number()) {
-      const int64_t i = target.AsInt();
-      return Value::Int(i < 0 ? CheckedNeg(i) : i);
-    }
-    ValueFail("bad operand type for abs(): '", TypeName(target), "'");
-  }
-  if (name == "round") {
-    const Value precision = Arg(args, 0, "precision", Value::Int(0));
-    const Value method = Arg(args, 1, "method", Value::String("common"));
-    return RoundValue(target, precision.integer, method.text);
-  }
-  if (name == "list") return Value::List(AsSequence(target, name));
-  if (name == "first" || name == "last") {
-    if (target.is_list()) {
-      if (target.list->empty()) return Value::Undefined(std::string(name));
-      return name == "first" ? target.list->front() : target.list->back();
-    }
-    ValueList items = AsSequence(target, name);
-    if (items.empty()) return Value::Undefined(std::string(name));
-    return name == "first" ? items.front() : items.back();
-  }
-  if (name == "reverse") {
-    if (target.is_string()) {
-      std::vector<std::string_view> chars = CodePoints(target.text);
-      std::string out;
-      for (size_t i = chars.size(); i-- > 0;) out += chars[i];
-      return Value::String(std::move(out));
-    }
-    ValueList items = AsSequence(target, name);
-    std::reverse(items.begin(), items.end());
-    return Value::List(std::move(items));
-  }
-  if (name == "join") {
-    static const Value kEmpty = Value::String("");
-    std::string sep = ToStr(Arg(args, 0, "d", kEmpty));
-    const Value* attribute = args.Get(1, "attribute");
-    std::string out;
-    bool first = true;
-    for (const Value& item : AsSequence(target, name)) {
-      if (!first) out += sep;
-      first = false;
-      out += ToStr(attribute ? AttributeOf(item, ToStr(*attribute)) : item);
-      if (out.size() > max_bytes) ValueFail("join: result longer than ", max_bytes, " bytes");
-    }
-    return Value::String(std::move(out));
-  }
-  if (name == "unique") {
-    bool case_sensitive = ArgBool(args, 0, "case_sensitive", false);
-    const Value* attribute = args.Get(1, "attribute");
-    ValueList out, seen;
-    for (const Value& item : AsSequence(target, name)) {
-      Value key = SortKey(attribute ? AttributeOf(item, ToStr(*attribute)) : item, case_sensitive);
-      bool dup =
-          std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return Equals(s, key); });
-      if (dup) continue;
-      seen.push_back(std::move(key));
-      out.push_back(item);
-    }
-    return Value::List(std::move(out));
-  }
-  if (name == "items") {
-    if (target.is_undefined()) return Value::List();
-    if (!target.is_dict()) ValueFail("items: can only get item pairs from a mapping");
-    ValueList out;
-    for (const auto& [k, v] : target.dict->items)
-      out.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
-    return Value::List(std::move(out));
-  }
-  if (name == "dictsort") {
-    if (!target.is_dict()) ValueFail("dictsort: needs a mapping, got ", TypeName(target));
-    bool case_sensitive = ArgBool(args, 0, "case_sensitive", false);
-    const Value by = Arg(args, 1, "by", Value::String("key"));
-    bool reverse = ArgBool(args, 2, "reverse", false);
-    size_t index = by.text == "value" ? 1 : 0;
-    ValueList pairs;
-    for (const auto& [k, v] : target.dict->items)
-      pairs.push_back(Value::Tuple({ValueDict::KeyValue(k), v}));
-    std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
-      Value ka = SortKey((*a.list)[index], case_sensitive);
-      Value kb = SortKey((*b.list)[index], case_sensitive);
-      return reverse ? Compare(kb, ka, nullptr) < 0 : Compare(ka, kb, nullptr) < 0;
-    });
-    return Value::List(std::move(pairs));
-  }
-  if (name == "sort") {
-    bool reverse = ArgBool(args, 0, "reverse", false);
-    bool case_sensitive = ArgBool(args, 1, "case_sensitive", false);
-    const Value* attribute = args.Get(2, "attribute");
-    std::string attr = attribute ? ToStr(*attribute) : "";
-    ValueList items = AsSequence(target, name);
-    SortValues(items, case_sensitive, attribute ? &attr : nullptr, reverse);
-    return Value::List(std::move(items));
-  }
-  if (name == "min" || name == "max") {
-    bool case_sensitive = ArgBool(args, 0, "case_sensitive", false);
-    const Value* attribute = args.Get(1, "attribute");
-    std::string attr = attribute ? ToStr(*attribute) : "";
-    ValueList items = AsSequence(target, name);
-    if (items.empty()) return Value::Undefined(std::string(name));
-    SortValues(items, case_sensitive, attribute ? &attr : nullptr, name == "max");
-    return items.front();
-  }
-  if (name == "sum") {
-    const Value* attribute = args.Get(0, "attribute");
-    Value total = Arg(args, 1, "start", Value::Int(0));
-    for (const Value& item : AsSequence(target, name)) {
-      Value v = attribute ? AttributeOf(item, ToStr(*attribute)) : item;
-      if (!v.is_number() || !total.is_number()) ValueFail("sum: cannot add ", TypeName(v));
-      if (v.kind == Value::Kind::kFloat || total.kind == Value::Kind::kFloat) {
-        total = Value::Float(total.AsDouble() + v.AsDouble());
-      } else {
-        total = Value::Int(CheckedAdd(total.AsInt(), v.AsInt()));
-      }
-    }
-    return total;
-  }
-  if (name == "map") {
-    ValueList out;
-    const Value* attribute = nullptr;
-    for (const auto& [k, v] : args.keywords) {
-      if (k == "attribute") attribute = &v;
-    }
-    if (attribute != nullptr) {
-      const Value* fallback = nullptr;
-      for (const auto& [k, v] : args.keywords) {
-        if (k == "default") fallback = &v;
-      }
-      for (const Value& item : LazySequence(target, name)) {
-        Value v = AttributeOf(item, ToStr(*attribute));
-        out.push_back(v.is_undefined() && fallback ? *fallback : v);
-      }
-      return Generator(std::move(out));
-    }
-    if (args.positional.empty() || !args.positional[0].is_string()) {
-      ValueFail("map: needs a filter name or attribute=");
-    }
-    CallArgs filter_args;
-    filter_args.positional.assign(args.positional.begin() + 1, args.positional.end());
-    filter_args.keywords = args.keywords;
-    for (const Value& item : LazySequence(target, name)) {
-      out.push_back(ApplyFilter(args.positional[0].text, item, filter_args, max_bytes));
-    }
-    return Generator(std::move(out));
-  }
-  if (name == "selectattr" || name == "rejectattr") {
-    if (args.positional.empty()) ValueFail(name, ": needs an attribute name");
-    std::string attribute = ToStr(args.positional[0]);
-    return Generator(
-        FilterByTest(LazySequence(target, name), args, 1, &attribute, name == "selectattr"));
-  }
-  if (name == "select" || name == "reject") {
-    return Generator(FilterByTest(LazySequence(target, name), args, 0, nullptr, name == "select"));
-  }
-  if (name == "attr") {
-    const Value* key = args.Get(0, "name");
-    if (key == nullptr) ValueFail("attr: needs a name");
-    return AttributeOf(target, ToStr(*key));
-  }
-  if (name == "tojson") {
-    const Value indent = Arg(args, 1, "indent", kNoneValue);
-    const Value separators = Arg(args, 2, "separators", kNoneValue);
-    bool sort_keys = ArgBool(args, 3, "sort_keys", false);
-    bool ensure_ascii = ArgBool(args, 0, "ensure_ascii", false);
-    if (!indent.is_none() && !indent.is_undefined() &&
-        static_cast<uint64_t>(std::max<int64_t>(0, indent.integer)) > max_bytes) {
-      ValueFail("tojson: indent ", indent.integer, " is longer than ", max_bytes, " bytes");
-    }
-    int indent_n =
-        indent.is_none() || indent.is_undefined() ? -1 : static_cast<int>(indent.integer);
-    std::string item_sep = indent_n < 0 ? ", " : ",", key_sep = ": ";
-    if (separators.is_list() && separators.list->size() == 2) {
-      item_sep = ToStr((*separators.list)[0]);
-      key_sep = ToStr((*separators.list)[1]);
-    }
-    if (sort_keys) ValueFail("tojson: unsupported sort_keys=true");
-    std::string json = DumpJson(target, indent_n, item_sep, key_sep);
-    return Value::String(ensure_ascii ? EscapeNonAscii(json) : json);
-  }
-  if (name == "indent") {
-    const Value width = Arg(args, 0, "width", Value::Int(4));
-    bool first = ArgBool(args, 1, "first", false);
-    bool blank = ArgBool(args, 2, "blank", false);
-    std::string text = ToStr(target);
-    size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-    // Divided, not multiplied: lines times a huge width wraps around to a small product.
-    if (width.is_number() &&
-        static_cast<uint64_t>(std::max<int64_t>(0, width.integer)) > max_bytes / lines) {
-      ValueFail("indent: result longer than ", max_bytes, " bytes");
-    }
-    return Value::String(Indent(text, width, first, blank));
-  }
-  if (name == "replace") {
-    const Value* old = args.Get(0, "old");
-    const Value* with = args.Get(1, "new");
-    if (old == nullptr || with == nullptr) ValueFail("replace: needs old and new");
-    const Value count = Arg(args, 2, "count", kNoneValue);
-    std::string out =
-        PyReplace(ToStr(target), ToStr(*old), ToStr(*with), count.is_none() ? -1 : count.integer);
-    if (out.size() > max_bytes) ValueFail("replace: result longer than ", max_bytes, " bytes");
-    return Value::String(std::move(out));
-  }
-  if (name == "format") {
-    if (!args.keywords.empty()) ValueFail("format: unsupported keyword arguments");
-    return Value::String(PercentFormat(ToStr(target), args.positional));
-  }
-  if (name == "wordcount") {
-    CallArgs none;
-    Value words = CallMethod(Value::String(ToStr(target)), "split", none);
-    return Value::Int(static_cast<int64_t>(words.list->size()));
-  }
-  ValueFail("unsupported filter '", name, "'");
+  std::optional<Filter> filter = FindNamed(kTextFilters, name);
+  if (!filter) filter = FindSequenceFilter(name);
+  if (!filter) ValueFail("unsupported filter '", name, "'");
+  return (*filter)(FilterCall{name, target, args, max_bytes});
 }
 
 bool ApplyTest(std::string_view name, const Value& v, const CallArgs& args) {

@@ -241,87 +241,112 @@ class Lexer {
       if (p >= src_.size()) {
         Fail(LineError(tag_start, block ? "unterminated '{%' tag" : "unterminated '{{' tag"));
       }
-      int line = LineAt(src_, p);
-      char c = src_[p];
-      std::string_view rest = src_.substr(p);
+      const int line = LineAt(src_, p);
+      const char c = src_[p];
       if (depth == 0) {
-        std::string_view end_marker = block ? "%}" : "}}";
-        bool minus = rest.size() >= 3 && rest[0] == '-' && rest.substr(1, 2) == end_marker;
-        bool plus = rest.size() >= 3 && rest[0] == '+' && rest.substr(1, 2) == end_marker;
-        if (minus || plus || rest.substr(0, 2) == end_marker) {
-          size_t end = p + 2 + (minus || plus ? 1 : 0);
-          tokens_.push_back({block ? Token::Kind::kBlockEnd : Token::Kind::kVarEnd,
-                             std::string(end_marker), line});
-          *strip_after = minus;
-          return block ? TrimAfterBlock(end, minus, plus) : end;
-        }
+        if (std::optional<size_t> end = LexEndMarker(p, line, block, strip_after)) return *end;
       }
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-        size_t q = p;
-        while (q < src_.size() &&
-               (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) {
-          ++q;
-        }
-        tokens_.push_back({Token::Kind::kName, std::string(src_.substr(p, q - p)), line});
-        p = q;
+        p = LexName(p, line);
       } else if (std::isdigit(static_cast<unsigned char>(c))) {
-        size_t q = p;
-        bool is_float = false;
-        auto digits = [&] {
-          while (q < src_.size() &&
-                 (std::isdigit(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) {
-            ++q;
-          }
-        };
-        digits();
-        if (q + 1 < src_.size() && src_[q] == '.' &&
-            std::isdigit(static_cast<unsigned char>(src_[q + 1]))) {
-          is_float = true;
-          ++q;
-          digits();
-        }
-        if (q < src_.size() && (src_[q] == 'e' || src_[q] == 'E')) {
-          size_t r = q + 1;
-          if (r < src_.size() && (src_[r] == '+' || src_[r] == '-')) ++r;
-          if (r < src_.size() && std::isdigit(static_cast<unsigned char>(src_[r]))) {
-            is_float = true;
-            q = r;
-            digits();
-          }
-        }
-        std::string number;
-        for (char d : src_.substr(p, q - p)) {
-          if (d != '_') number += d;
-        }
-        tokens_.push_back({is_float ? Token::Kind::kFloat : Token::Kind::kInt, number, line});
-        p = q;
+        p = LexNumber(p, line);
       } else if (c == '\'' || c == '"') {
-        size_t q = p + 1;
-        while (q < src_.size() && src_[q] != c) {
-          if (src_[q] == '\\') ++q;
-          ++q;
-        }
-        if (q >= src_.size()) Fail(LineError(p, "unterminated string literal"));
-        tokens_.push_back({Token::Kind::kString, Unescape(src_.substr(p + 1, q - p - 1)), line});
-        p = q + 1;
+        p = LexString(p, line);
       } else {
-        static constexpr std::string_view kOps[] = {
-            "//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<",
-            ">",  "(",  ")",  "[",  "]",  "{",  "}", ",", ".", ":", "|", "=", ";"};
-        std::string_view op;
-        for (std::string_view candidate : kOps) {
-          if (rest.substr(0, candidate.size()) == candidate) {
-            op = candidate;
-            break;
-          }
-        }
-        if (op.empty()) Fail(LineError(p, StrCat("unexpected character '", c, "'")));
-        if (op == "(" || op == "[" || op == "{") ++depth;
-        if ((op == ")" || op == "]" || op == "}") && depth > 0) --depth;
-        tokens_.push_back({Token::Kind::kOp, std::string(op), line});
-        p += op.size();
+        p = LexOperator(p, line, &depth);
       }
     }
+  }
+
+  // The tag's end marker (`%}` or `}}`, with a `-` or `+` before it) at p: its token, and the
+  // position after it (and the whitespace a `-` strips); nothing if p holds something else.
+  std::optional<size_t> LexEndMarker(size_t p, int line, bool block, bool* strip_after) {
+    std::string_view rest = src_.substr(p);
+    std::string_view end_marker = block ? "%}" : "}}";
+    bool minus = rest.size() >= 3 && rest[0] == '-' && rest.substr(1, 2) == end_marker;
+    bool plus = rest.size() >= 3 && rest[0] == '+' && rest.substr(1, 2) == end_marker;
+    if (!minus && !plus && rest.substr(0, 2) != end_marker) return std::nullopt;
+    size_t end = p + 2 + (minus || plus ? 1 : 0);
+    tokens_.push_back(
+        {block ? Token::Kind::kBlockEnd : Token::Kind::kVarEnd, std::string(end_marker), line});
+    *strip_after = minus;
+    return block ? TrimAfterBlock(end, minus, plus) : end;
+  }
+
+  size_t LexName(size_t p, int line) {
+    size_t q = p;
+    while (q < src_.size() &&
+           (std::isalnum(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) {
+      ++q;
+    }
+    tokens_.push_back({Token::Kind::kName, std::string(src_.substr(p, q - p)), line});
+    return q;
+  }
+
+  // An integer or a float (`1.5`, `1e3`), with Python's `_` digit separators dropped.
+  size_t LexNumber(size_t p, int line) {
+    size_t q = p;
+    bool is_float = false;
+    auto digits = [&] {
+      while (q < src_.size() &&
+             (std::isdigit(static_cast<unsigned char>(src_[q])) || src_[q] == '_')) {
+        ++q;
+      }
+    };
+    digits();
+    if (q + 1 < src_.size() && src_[q] == '.' &&
+        std::isdigit(static_cast<unsigned char>(src_[q + 1]))) {
+      is_float = true;
+      ++q;
+      digits();
+    }
+    if (q < src_.size() && (src_[q] == 'e' || src_[q] == 'E')) {
+      size_t r = q + 1;
+      if (r < src_.size() && (src_[r] == '+' || src_[r] == '-')) ++r;
+      if (r < src_.size() && std::isdigit(static_cast<unsigned char>(src_[r]))) {
+        is_float = true;
+        q = r;
+        digits();
+      }
+    }
+    std::string number;
+    for (char d : src_.substr(p, q - p)) {
+      if (d != '_') number += d;
+    }
+    tokens_.push_back({is_float ? Token::Kind::kFloat : Token::Kind::kInt, number, line});
+    return q;
+  }
+
+  size_t LexString(size_t p, int line) {
+    const char quote = src_[p];
+    size_t q = p + 1;
+    while (q < src_.size() && src_[q] != quote) {
+      if (src_[q] == '\\') ++q;
+      ++q;
+    }
+    if (q >= src_.size()) Fail(LineError(p, "unterminated string literal"));
+    tokens_.push_back({Token::Kind::kString, Unescape(src_.substr(p + 1, q - p - 1)), line});
+    return q + 1;
+  }
+
+  // The longest operator at p; brackets change *depth.
+  size_t LexOperator(size_t p, int line, int* depth) {
+    static constexpr std::string_view kOps[] = {"//", "**", "==", "!=", "<=", ">=", "+", "-", "*",
+                                                "/",  "%",  "~",  "<",  ">",  "(",  ")", "[", "]",
+                                                "{",  "}",  ",",  ".",  ":",  "|",  "=", ";"};
+    std::string_view rest = src_.substr(p);
+    std::string_view op;
+    for (std::string_view candidate : kOps) {
+      if (rest.substr(0, candidate.size()) == candidate) {
+        op = candidate;
+        break;
+      }
+    }
+    if (op.empty()) Fail(LineError(p, StrCat("unexpected character '", src_[p], "'")));
+    if (op == "(" || op == "[" || op == "{") ++*depth;
+    if ((op == ")" || op == "]" || op == "}") && *depth > 0) --*depth;
+    tokens_.push_back({Token::Kind::kOp, std::string(op), line});
+    return p + op.size();
   }
 
   std::string_view src_;

@@ -15,11 +15,6 @@ bool IsPySpace(unsigned char c) {
   return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
-Value Arg(const CallArgs& args, size_t i, std::string_view name, const Value& fallback) {
-  const Value* v = args.Get(i, name);
-  return v != nullptr ? *v : fallback;
-}
-
 std::string StringArg(const CallArgs& args, size_t i, std::string_view name,
                       std::string_view method) {
   const Value* v = args.Get(i, name);
@@ -30,47 +25,49 @@ std::string StringArg(const CallArgs& args, size_t i, std::string_view name,
   return v->text;
 }
 
-Value Split(std::string_view s, const Value& sep, int64_t max_split, bool from_right) {
+// str.split() without a separator: runs of whitespace separate, and leading and trailing
+// whitespace give no empty parts.
+Value SplitOnWhitespace(std::string_view s, int64_t max_split, bool from_right) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && IsPySpace(static_cast<unsigned char>(s[i]))) ++i;
+    if (i == s.size()) break;
+    size_t j = i;
+    while (j < s.size() && !IsPySpace(static_cast<unsigned char>(s[j]))) ++j;
+    words.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
   ValueList parts;
-  if (sep.is_none() || sep.is_undefined()) {
-    // Runs of whitespace separate; leading and trailing whitespace give no empty parts.
-    std::vector<std::string> words;
-    size_t i = 0;
-    while (i < s.size()) {
-      while (i < s.size() && IsPySpace(static_cast<unsigned char>(s[i]))) ++i;
-      if (i == s.size()) break;
-      size_t j = i;
-      while (j < s.size() && !IsPySpace(static_cast<unsigned char>(s[j]))) ++j;
-      words.emplace_back(s.substr(i, j - i));
-      i = j;
+  if (max_split >= 0 && static_cast<int64_t>(words.size()) > max_split + 1 && !from_right) {
+    // Re-split keeping the remainder whole.
+    size_t pos = 0;
+    for (int64_t k = 0; k < max_split; ++k) {
+      while (IsPySpace(static_cast<unsigned char>(s[pos]))) ++pos;
+      size_t end = pos;
+      while (!IsPySpace(static_cast<unsigned char>(s[end]))) ++end;
+      parts.push_back(Value::String(std::string(s.substr(pos, end - pos))));
+      pos = end;
     }
-    if (max_split >= 0 && static_cast<int64_t>(words.size()) > max_split + 1 && !from_right) {
-      // Re-split keeping the remainder whole.
-      ValueList limited;
-      size_t pos = 0;
-      for (int64_t k = 0; k < max_split; ++k) {
-        while (IsPySpace(static_cast<unsigned char>(s[pos]))) ++pos;
-        size_t end = pos;
-        while (!IsPySpace(static_cast<unsigned char>(s[end]))) ++end;
-        limited.push_back(Value::String(std::string(s.substr(pos, end - pos))));
-        pos = end;
-      }
-      while (pos < s.size() && IsPySpace(static_cast<unsigned char>(s[pos]))) ++pos;
-      limited.push_back(Value::String(std::string(s.substr(pos))));
-      return Value::List(std::move(limited));
-    }
-    for (std::string& w : words) parts.push_back(Value::String(std::move(w)));
+    while (pos < s.size() && IsPySpace(static_cast<unsigned char>(s[pos]))) ++pos;
+    parts.push_back(Value::String(std::string(s.substr(pos))));
     return Value::List(std::move(parts));
   }
-  if (!sep.is_string()) ValueFail("split() separator must be str or None");
-  if (sep.text.empty()) ValueFail("empty separator");
+  for (std::string& w : words) parts.push_back(Value::String(std::move(w)));
+  return Value::List(std::move(parts));
+}
+
+// str.split(sep) and str.rsplit(sep): at most max_split cuts (all when negative), the remainder
+// kept whole at the end (split) or at the start (rsplit).
+Value SplitOnSeparator(std::string_view s, const std::string& sep, int64_t max_split,
+                       bool from_right) {
   std::vector<std::string> pieces;
   size_t start = 0;
   while (true) {
-    size_t at = s.find(sep.text, start);
+    size_t at = s.find(sep, start);
     if (at == std::string_view::npos) break;
     pieces.emplace_back(s.substr(start, at - start));
-    start = at + sep.text.size();
+    start = at + sep.size();
   }
   pieces.emplace_back(s.substr(start));
   if (max_split >= 0 && static_cast<int64_t>(pieces.size()) > max_split + 1) {
@@ -79,20 +76,28 @@ Value Split(std::string_view s, const Value& sep, int64_t max_split, bool from_r
       limited.assign(pieces.begin(), pieces.begin() + max_split);
       std::string rest = pieces[static_cast<size_t>(max_split)];
       for (size_t k = static_cast<size_t>(max_split) + 1; k < pieces.size(); ++k) {
-        rest += sep.text + pieces[k];
+        rest += sep + pieces[k];
       }
       limited.push_back(std::move(rest));
     } else {
       size_t keep_from = pieces.size() - static_cast<size_t>(max_split);
       std::string rest = pieces[0];
-      for (size_t k = 1; k < keep_from; ++k) rest += sep.text + pieces[k];
+      for (size_t k = 1; k < keep_from; ++k) rest += sep + pieces[k];
       limited.push_back(std::move(rest));
       limited.insert(limited.end(), pieces.begin() + static_cast<long>(keep_from), pieces.end());
     }
     pieces = std::move(limited);
   }
+  ValueList parts;
   for (std::string& p : pieces) parts.push_back(Value::String(std::move(p)));
   return Value::List(std::move(parts));
+}
+
+Value Split(std::string_view s, const Value& sep, int64_t max_split, bool from_right) {
+  if (sep.is_none() || sep.is_undefined()) return SplitOnWhitespace(s, max_split, from_right);
+  if (!sep.is_string()) ValueFail("split() separator must be str or None");
+  if (sep.text.empty()) ValueFail("empty separator");
+  return SplitOnSeparator(s, sep.text, max_split, from_right);
 }
 
 bool AffixMatch(std::string_view s, const Value& affix, bool prefix) {
@@ -158,6 +163,61 @@ std::string BraceFormat(std::string_view fmt, const CallArgs& args) {
   return out;
 }
 
+// str.find, rfind, index and rindex: the code point index of sub, or -1 (index: an error).
+Value FindSubstring(const std::string& s, std::string_view name, const CallArgs& args) {
+  std::string sub = StringArg(args, 0, "sub", name);
+  size_t at = name[0] == 'r' ? s.rfind(sub) : s.find(sub);
+  if (at == std::string::npos) {
+    if (name == "index" || name == "rindex") ValueFail("substring not found");
+    return Value::Int(-1);
+  }
+  return Value::Int(static_cast<int64_t>(CodePoints(std::string_view(s).substr(0, at)).size()));
+}
+
+Value CountSubstring(const std::string& s, const CallArgs& args) {
+  std::string sub = StringArg(args, 0, "sub", "count");
+  if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePoints(s).size()) + 1);
+  int64_t n = 0;
+  for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
+  return Value::Int(n);
+}
+
+Value Join(const std::string& separator, const CallArgs& args) {
+  const Value* items = args.Get(0, "iterable");
+  if (items == nullptr || !items->is_list()) ValueFail("join() needs a list");
+  std::string out;
+  for (size_t i = 0; i < items->list->size(); ++i) {
+    const Value& item = (*items->list)[i];
+    if (!item.is_string()) ValueFail("sequence item ", i, ": expected str instance");
+    if (i > 0) out += separator;
+    out += item.text;
+  }
+  return Value::String(std::move(out));
+}
+
+// str.splitlines() for \n, \r and \r\n.
+Value SplitLines(const std::string& s) {
+  ValueList lines;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\n' || s[i] == '\r') {
+      lines.push_back(Value::String(s.substr(start, i - start)));
+      if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      start = i + 1;
+    }
+  }
+  if (start < s.size()) lines.push_back(Value::String(s.substr(start)));
+  return Value::List(std::move(lines));
+}
+
+// str.isdigit(), isspace(), isalpha(), isalnum(): true for a non-empty string of such characters.
+template <typename Pred>
+Value AllCharacters(const std::string& s, Pred pred) {
+  return Value::Bool(!s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
+    return pred(static_cast<unsigned char>(c));
+  }));
+}
+
 Value StringMethod(const std::string& s, std::string_view name, const CallArgs& args) {
   static const Value kNone = Value::None();
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
@@ -183,55 +243,18 @@ Value StringMethod(const std::string& s, std::string_view name, const CallArgs& 
                                    StringArg(args, 1, "new", name), count.integer));
   }
   if (name == "find" || name == "rfind" || name == "index" || name == "rindex") {
-    std::string sub = StringArg(args, 0, "sub", name);
-    size_t at = name[0] == 'r' ? s.rfind(sub) : s.find(sub);
-    if (at == std::string::npos) {
-      if (name == "index" || name == "rindex") ValueFail("substring not found");
-      return Value::Int(-1);
-    }
-    return Value::Int(static_cast<int64_t>(CodePoints(std::string_view(s).substr(0, at)).size()));
+    return FindSubstring(s, name, args);
   }
-  if (name == "count") {
-    std::string sub = StringArg(args, 0, "sub", name);
-    if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePoints(s).size()) + 1);
-    int64_t n = 0;
-    for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
-    return Value::Int(n);
-  }
-  if (name == "join") {
-    const Value* items = args.Get(0, "iterable");
-    if (items == nullptr || !items->is_list()) ValueFail("join() needs a list");
-    std::string out;
-    for (size_t i = 0; i < items->list->size(); ++i) {
-      const Value& item = (*items->list)[i];
-      if (!item.is_string()) ValueFail("sequence item ", i, ": expected str instance");
-      if (i > 0) out += s;
-      out += item.text;
-    }
-    return Value::String(std::move(out));
-  }
-  if (name == "splitlines") {
-    ValueList lines;
-    size_t start = 0;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s[i] == '\n' || s[i] == '\r') {
-        lines.push_back(Value::String(s.substr(start, i - start)));
-        if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
-        start = i + 1;
-      }
-    }
-    if (start < s.size()) lines.push_back(Value::String(s.substr(start)));
-    return Value::List(std::move(lines));
-  }
-  auto all_of = [&](auto pred) {
-    return Value::Bool(!s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
-      return pred(static_cast<unsigned char>(c));
-    }));
-  };
-  if (name == "isdigit") return all_of([](unsigned char c) { return c >= '0' && c <= '9'; });
-  if (name == "isspace") return all_of(IsPySpace);
-  if (name == "isalpha") return all_of([](unsigned char c) { return std::isalpha(c) != 0; });
-  if (name == "isalnum") return all_of([](unsigned char c) { return std::isalnum(c) != 0; });
+  if (name == "count") return CountSubstring(s, args);
+  if (name == "join") return Join(s, args);
+  if (name == "splitlines") return SplitLines(s);
+  if (name == "isdigit")
+    return AllCharacters(s, [](unsigned char c) { return c >= '0' && c <= '9'; });
+  if (name == "isspace") return AllCharacters(s, IsPySpace);
+  if (name == "isalpha")
+    return AllCharacters(s, [](unsigned char c) { return std::isalpha(c) != 0; });
+  if (name == "isalnum")
+    return AllCharacters(s, [](unsigned char c) { return std::isalnum(c) != 0; });
   if (name == "format") return Value::String(BraceFormat(s, args));
   ValueFail("unsupported method 'str.", name, "'");
 }

@@ -1,18 +1,22 @@
+// Jinja2 statements: text, `{{ expression }}` and the block tags (if, for, set, macro, call,
+// filter, generation, break, continue), each with its own parse step; the expressions inside them
+// are jinja_expression_parser's.
 #include "jinja/jinja_parser.h"
 
-#include <charconv>
-#include <cstdlib>
 #include <initializer_list>
+#include <optional>
 
 #include "base/error.h"
+#include "base/named.h"
+#include "jinja/jinja_expression_parser.h"
 
 namespace grove::jinja {
 
 namespace {
 
-class Parser {
+class Parser : public ExpressionParser {
  public:
-  explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
+  using ExpressionParser::ExpressionParser;
 
   Body ParseTemplate() {
     Body body = ParseBody({});
@@ -24,71 +28,6 @@ class Parser {
   }
 
  private:
-  // Depth guard for the recursive descent.
-  struct Nest {
-    explicit Nest(Parser& p) : parser(p) {
-      if (++parser.depth_ > kMaxParseDepth) {
-        Fail(parser.Error(parser.Peek().line,
-                          StrCat("nesting deeper than ", kMaxParseDepth, " levels")));
-      }
-    }
-    ~Nest() { --parser.depth_; }
-    Parser& parser;
-  };
-
-  std::string Error(int line, std::string_view what) const {
-    return StrCat("chat template line ", line, ": ", what);
-  }
-  const Token& Peek(size_t ahead = 0) const {
-    size_t i = std::min(pos_ + ahead, tokens_.size() - 1);
-    return tokens_[i];
-  }
-  const Token& Next() {
-    const Token& t = tokens_[pos_];
-    if (pos_ + 1 < tokens_.size()) ++pos_;
-    return t;
-  }
-  bool IsOp(std::string_view op, size_t ahead = 0) const {
-    return Peek(ahead).kind == Token::Kind::kOp && Peek(ahead).text == op;
-  }
-  bool IsName(std::string_view name, size_t ahead = 0) const {
-    return Peek(ahead).kind == Token::Kind::kName && Peek(ahead).text == name;
-  }
-  bool AcceptOp(std::string_view op) {
-    if (!IsOp(op)) return false;
-    Next();
-    return true;
-  }
-  bool AcceptName(std::string_view name) {
-    if (!IsName(name)) return false;
-    Next();
-    return true;
-  }
-  std::string Describe(const Token& t) const {
-    switch (t.kind) {
-      case Token::Kind::kEnd:
-        return "end of template";
-      case Token::Kind::kBlockEnd:
-        return "'%}'";
-      case Token::Kind::kVarEnd:
-        return "'}}'";
-      case Token::Kind::kString:
-        return "a string";
-      default:
-        return StrCat("'", t.text, "'");
-    }
-  }
-  void ExpectOp(std::string_view op) {
-    if (!AcceptOp(op)) {
-      Fail(Error(Peek().line, StrCat("expected '", op, "', got ", Describe(Peek()))));
-    }
-  }
-  std::string ExpectName() {
-    if (Peek().kind != Token::Kind::kName) {
-      Fail(Error(Peek().line, StrCat("expected a name, got ", Describe(Peek()))));
-    }
-    return Next().text;
-  }
   void ExpectBlockEnd() {
     if (Peek().kind != Token::Kind::kBlockEnd) {
       Fail(Error(Peek().line, StrCat("expected '%}', got ", Describe(Peek()))));
@@ -110,15 +49,7 @@ class Parser {
         s->text = Next().text;
         body.push_back(std::move(s));
       } else if (t.kind == Token::Kind::kVarBegin) {
-        auto s = std::make_unique<Stmt>();
-        s->kind = Stmt::Kind::kOutput;
-        s->line = Next().line;
-        s->exprs.push_back(ParseTuple());
-        if (Peek().kind != Token::Kind::kVarEnd) {
-          Fail(Error(Peek().line, StrCat("expected '}}', got ", Describe(Peek()))));
-        }
-        Next();
-        body.push_back(std::move(s));
+        body.push_back(ParseOutput());
       } else if (t.kind == Token::Kind::kBlockBegin) {
         const Token& name = Peek(1);
         if (name.kind != Token::Kind::kName) {
@@ -139,6 +70,27 @@ class Parser {
     }
   }
 
+  // `{{ expression }}`.
+  StmtPtr ParseOutput() {
+    auto s = std::make_unique<Stmt>();
+    s->kind = Stmt::Kind::kOutput;
+    s->line = Next().line;
+    s->exprs.push_back(ParseTuple());
+    if (Peek().kind != Token::Kind::kVarEnd) {
+      Fail(Error(Peek().line, StrCat("expected '}}', got ", Describe(Peek()))));
+    }
+    Next();
+    return s;
+  }
+
+  // Reads `{% name %}` if it comes next (an `else` or `elif` that may follow a body).
+  bool AcceptTag(std::string_view name) {
+    if (Peek().kind != Token::Kind::kBlockBegin || !IsName(name, 1)) return false;
+    Next();
+    Next();
+    return true;
+  }
+
   // Reads `{% name` ... and checks it is the expected end tag.
   void ExpectTag(std::string_view name, int opened_line, std::string_view opened) {
     if (Peek().kind != Token::Kind::kBlockBegin || !IsName(name, 1)) {
@@ -150,145 +102,145 @@ class Parser {
     Next();
   }
 
+  // The body after a tag's `%}`, then its end tag `{% end<tag> %}`.
+  void ParseBlockBody(Stmt& s, std::string_view tag) {
+    ExpectBlockEnd();
+    const std::string end = StrCat("end", tag);
+    s.bodies.push_back(ParseBody({end}));
+    ExpectTag(end, s.line, tag);
+  }
+
   StmtPtr ParseStatement() {
+    using TagParser = void (Parser::*)(Stmt&);
+    static constexpr Named<TagParser> kTags[] = {
+        {&Parser::ParseIf, "if"},
+        {&Parser::ParseFor, "for"},
+        {&Parser::ParseSet, "set"},
+        {&Parser::ParseMacro, "macro"},
+        {&Parser::ParseCallBlock, "call"},
+        {&Parser::ParseFilterBlock, "filter"},
+        {&Parser::ParseGeneration, "generation"},
+        {&Parser::ParseBreak, "break"},
+        {&Parser::ParseContinue, "continue"},
+    };
     const Token& tag = Next();
+    const std::optional<TagParser> parse = FindNamed(kTags, tag.text);
+    if (!parse) Fail(Error(tag.line, StrCat("unsupported tag '", tag.text, "'")));
     auto s = std::make_unique<Stmt>();
     s->line = tag.line;
-    const std::string& name = tag.text;
-    if (name == "if") {
-      s->kind = Stmt::Kind::kIf;
-      s->exprs.push_back(ParseTuple());
+    (this->*(*parse))(*s);
+    ExpectBlockEnd();
+    return s;
+  }
+
+  // transformers' AssistantTracker marks assistant text; rendering it is just its body.
+  void ParseGeneration(Stmt& s) {
+    s.kind = Stmt::Kind::kScope;
+    ParseBlockBody(s, "generation");
+  }
+  void ParseBreak(Stmt& s) { s.kind = Stmt::Kind::kBreak; }
+  void ParseContinue(Stmt& s) { s.kind = Stmt::Kind::kContinue; }
+
+  void ParseIf(Stmt& s) {
+    s.kind = Stmt::Kind::kIf;
+    s.exprs.push_back(ParseTuple());
+    ExpectBlockEnd();
+    s.bodies.push_back(ParseBody({"elif", "else", "endif"}));
+    while (AcceptTag("elif")) {
+      s.exprs.push_back(ParseTuple());
       ExpectBlockEnd();
-      while (true) {
-        s->bodies.push_back(ParseBody({"elif", "else", "endif"}));
-        if (Peek().kind == Token::Kind::kBlockBegin && IsName("elif", 1)) {
-          Next();
-          Next();
-          s->exprs.push_back(ParseTuple());
-          ExpectBlockEnd();
-          continue;
-        }
-        if (Peek().kind == Token::Kind::kBlockBegin && IsName("else", 1)) {
-          Next();
-          Next();
-          ExpectBlockEnd();
-          s->bodies.push_back(ParseBody({"endif"}));
-        }
-        ExpectTag("endif", s->line, "if");
-        ExpectBlockEnd();
-        return s;
-      }
+      s.bodies.push_back(ParseBody({"elif", "else", "endif"}));
     }
-    if (name == "for") {
-      s->kind = Stmt::Kind::kFor;
-      s->targets = ParseTargets();
-      if (!AcceptName("in")) {
-        Fail(Error(Peek().line, StrCat("expected 'in', got ", Describe(Peek()))));
-      }
-      s->exprs.push_back(ParseTuple(/*with_condition=*/false));
-      if (AcceptName("if")) s->exprs.push_back(ParseExpression());
-      if (IsName("recursive")) Fail(Error(Peek().line, "unsupported 'recursive' loop"));
+    if (AcceptTag("else")) {
       ExpectBlockEnd();
-      s->bodies.push_back(ParseBody({"else", "endfor"}));
-      if (Peek().kind == Token::Kind::kBlockBegin && IsName("else", 1)) {
-        Next();
-        Next();
-        ExpectBlockEnd();
-        s->bodies.push_back(ParseBody({"endfor"}));
-      }
-      ExpectTag("endfor", s->line, "for");
-      ExpectBlockEnd();
-      return s;
+      s.bodies.push_back(ParseBody({"endif"}));
     }
-    if (name == "set") {
-      if (Peek().kind == Token::Kind::kName && IsOp(".", 1)) {
-        s->kind = Stmt::Kind::kSet;
-        auto target = std::make_unique<Expr>();
-        target->kind = Expr::Kind::kName;
-        target->line = Peek().line;
-        target->name = Next().text;
-        Next();
-        s->name = ExpectName();
-        ExpectOp("=");
-        s->exprs.push_back(ParseTuple());
-        s->exprs.push_back(std::move(target));
-        ExpectBlockEnd();
-        return s;
-      }
-      s->targets = ParseTargets();
-      if (AcceptOp("=")) {
-        s->kind = Stmt::Kind::kSet;
-        s->exprs.push_back(ParseTuple());
-        ExpectBlockEnd();
-        return s;
-      }
-      s->kind = Stmt::Kind::kSetBlock;
-      if (IsOp("|")) s->exprs.push_back(ParseFilterChain());
-      ExpectBlockEnd();
-      s->bodies.push_back(ParseBody({"endset"}));
-      ExpectTag("endset", s->line, "set");
-      ExpectBlockEnd();
-      return s;
+    ExpectTag("endif", s.line, "if");
+  }
+
+  void ParseFor(Stmt& s) {
+    s.kind = Stmt::Kind::kFor;
+    s.targets = ParseTargets();
+    if (!AcceptName("in")) {
+      Fail(Error(Peek().line, StrCat("expected 'in', got ", Describe(Peek()))));
     }
-    if (name == "macro") {
-      s->kind = Stmt::Kind::kMacro;
-      s->name = ExpectName();
-      ExpectOp("(");
-      while (!AcceptOp(")")) {
-        MacroParam param;
-        param.name = ExpectName();
-        if (AcceptOp("=")) param.default_value = ParseExpression();
-        s->params.push_back(std::move(param));
-        if (!IsOp(")")) ExpectOp(",");
-      }
+    s.exprs.push_back(ParseTuple(/*with_condition=*/false));
+    if (AcceptName("if")) s.exprs.push_back(ParseExpression());
+    if (IsName("recursive")) Fail(Error(Peek().line, "unsupported 'recursive' loop"));
+    ExpectBlockEnd();
+    s.bodies.push_back(ParseBody({"else", "endfor"}));
+    if (AcceptTag("else")) {
       ExpectBlockEnd();
-      s->bodies.push_back(ParseBody({"endmacro"}));
-      ExpectTag("endmacro", s->line, "macro");
-      if (Peek().kind == Token::Kind::kName) Next();  // {% endmacro name %}
-      ExpectBlockEnd();
-      return s;
+      s.bodies.push_back(ParseBody({"endfor"}));
     }
-    if (name == "call") {
-      s->kind = Stmt::Kind::kCallBlock;
-      if (IsOp("(")) Fail(Error(Peek().line, "unsupported 'call' with caller arguments"));
-      s->exprs.push_back(ParseExpression());
-      if (s->exprs[0]->kind != Expr::Kind::kCall) Fail(Error(s->line, "'call' needs a call"));
-      ExpectBlockEnd();
-      s->bodies.push_back(ParseBody({"endcall"}));
-      ExpectTag("endcall", s->line, "call");
-      ExpectBlockEnd();
-      return s;
+    ExpectTag("endfor", s.line, "for");
+  }
+
+  // `set ns.attr = v`, `set a, b = v`, or a block `set x | filters %}...{% endset`.
+  void ParseSet(Stmt& s) {
+    if (Peek().kind == Token::Kind::kName && IsOp(".", 1)) {
+      s.kind = Stmt::Kind::kSet;
+      ExprPtr target = Make(Expr::Kind::kName, Peek().line);
+      target->name = Next().text;
+      Next();
+      s.name = ExpectName();
+      ExpectOp("=");
+      s.exprs.push_back(ParseTuple());
+      s.exprs.push_back(std::move(target));
+      return;
     }
-    if (name == "filter") {
-      s->kind = Stmt::Kind::kFilterBlock;
-      auto body_value = std::make_unique<Expr>();
-      body_value->kind = Expr::Kind::kName;
-      body_value->line = s->line;
-      body_value->name = kFilterBodyName;
-      ExprPtr chain = ParseFilterName(std::move(body_value));
+    s.targets = ParseTargets();
+    if (AcceptOp("=")) {
+      s.kind = Stmt::Kind::kSet;
+      s.exprs.push_back(ParseTuple());
+      return;
+    }
+    s.kind = Stmt::Kind::kSetBlock;
+    if (IsOp("|")) {
+      ExprPtr chain = FilterBody(Peek().line);
       while (AcceptOp("|")) chain = ParseFilterName(std::move(chain));
-      s->exprs.push_back(std::move(chain));
-      ExpectBlockEnd();
-      s->bodies.push_back(ParseBody({"endfilter"}));
-      ExpectTag("endfilter", s->line, "filter");
-      ExpectBlockEnd();
-      return s;
+      s.exprs.push_back(std::move(chain));
     }
-    if (name == "generation") {
-      // transformers' AssistantTracker marks assistant text; rendering it is just its body.
-      s->kind = Stmt::Kind::kScope;
-      ExpectBlockEnd();
-      s->bodies.push_back(ParseBody({"endgeneration"}));
-      ExpectTag("endgeneration", s->line, "generation");
-      ExpectBlockEnd();
-      return s;
+    ParseBlockBody(s, "set");
+  }
+
+  void ParseMacro(Stmt& s) {
+    s.kind = Stmt::Kind::kMacro;
+    s.name = ExpectName();
+    ExpectOp("(");
+    while (!AcceptOp(")")) {
+      MacroParam param;
+      param.name = ExpectName();
+      if (AcceptOp("=")) param.default_value = ParseExpression();
+      s.params.push_back(std::move(param));
+      if (!IsOp(")")) ExpectOp(",");
     }
-    if (name == "break" || name == "continue") {
-      s->kind = name == "break" ? Stmt::Kind::kBreak : Stmt::Kind::kContinue;
-      ExpectBlockEnd();
-      return s;
-    }
-    Fail(Error(tag.line, StrCat("unsupported tag '", name, "'")));
+    ParseBlockBody(s, "macro");
+    if (Peek().kind == Token::Kind::kName) Next();  // {% endmacro name %}
+  }
+
+  void ParseCallBlock(Stmt& s) {
+    s.kind = Stmt::Kind::kCallBlock;
+    if (IsOp("(")) Fail(Error(Peek().line, "unsupported 'call' with caller arguments"));
+    s.exprs.push_back(ParseExpression());
+    if (s.exprs[0]->kind != Expr::Kind::kCall) Fail(Error(s.line, "'call' needs a call"));
+    ParseBlockBody(s, "call");
+  }
+
+  // `filter f(args) | g %}...{% endfilter`: the chain applied to the rendered body.
+  void ParseFilterBlock(Stmt& s) {
+    s.kind = Stmt::Kind::kFilterBlock;
+    ExprPtr chain = ParseFilterName(FilterBody(s.line));
+    while (AcceptOp("|")) chain = ParseFilterName(std::move(chain));
+    s.exprs.push_back(std::move(chain));
+    ParseBlockBody(s, "filter");
+  }
+
+  // The placeholder a filter chain over a rendered body starts from (the renderer binds it).
+  static ExprPtr FilterBody(int line) {
+    ExprPtr body = Make(Expr::Kind::kName, line);
+    body->name = kFilterBodyName;
+    return body;
   }
 
   std::vector<std::string> ParseTargets() {
@@ -302,360 +254,6 @@ class Parser {
     if (paren) ExpectOp(")");
     return names;
   }
-
-  // `| f(args) | g` applied to a placeholder the statement fills (set blocks).
-  ExprPtr ParseFilterChain() {
-    auto body_value = std::make_unique<Expr>();
-    body_value->kind = Expr::Kind::kName;
-    body_value->line = Peek().line;
-    body_value->name = kFilterBodyName;
-    ExprPtr chain = std::move(body_value);
-    while (AcceptOp("|")) chain = ParseFilterName(std::move(chain));
-    return chain;
-  }
-
-  ExprPtr Make(Expr::Kind kind, int line) {
-    auto e = std::make_unique<Expr>();
-    e->kind = kind;
-    e->line = line;
-    return e;
-  }
-
-  // An expression, or several separated by commas (a tuple), as in `set a, b = 1, 2`.
-  ExprPtr ParseTuple(bool with_condition = true) {
-    int line = Peek().line;
-    ExprPtr first = with_condition ? ParseExpression() : ParseOr();
-    if (!IsOp(",")) return first;
-    ExprPtr tuple = Make(Expr::Kind::kTuple, line);
-    tuple->args.push_back(std::move(first));
-    while (AcceptOp(",")) {
-      if (Peek().kind == Token::Kind::kBlockEnd || Peek().kind == Token::Kind::kVarEnd) break;
-      tuple->args.push_back(with_condition ? ParseExpression() : ParseOr());
-    }
-    return tuple;
-  }
-
-  ExprPtr ParseExpression() {
-    Nest nest(*this);
-    ExprPtr e = ParseOr();
-    while (IsName("if")) {
-      int line = Next().line;
-      ExprPtr cond = Make(Expr::Kind::kCondition, line);
-      cond->args.push_back(std::move(e));
-      cond->args.push_back(ParseOr());
-      cond->args.push_back(AcceptName("else") ? ParseExpression() : nullptr);
-      e = std::move(cond);
-    }
-    return e;
-  }
-
-  ExprPtr ParseOr() {
-    ExprPtr e = ParseAnd();
-    while (IsName("or")) {
-      ExprPtr op = Make(Expr::Kind::kOr, Next().line);
-      op->args.push_back(std::move(e));
-      op->args.push_back(ParseAnd());
-      e = std::move(op);
-    }
-    return e;
-  }
-
-  ExprPtr ParseAnd() {
-    ExprPtr e = ParseNot();
-    while (IsName("and")) {
-      ExprPtr op = Make(Expr::Kind::kAnd, Next().line);
-      op->args.push_back(std::move(e));
-      op->args.push_back(ParseNot());
-      e = std::move(op);
-    }
-    return e;
-  }
-
-  ExprPtr ParseNot() {
-    if (IsName("not")) {
-      Nest nest(*this);
-      ExprPtr op = Make(Expr::Kind::kUnary, Next().line);
-      op->name = "not";
-      op->args.push_back(ParseNot());
-      return op;
-    }
-    return ParseCompare();
-  }
-
-  ExprPtr Binary(std::string op, ExprPtr left, ExprPtr right, int line) {
-    ExprPtr e = Make(Expr::Kind::kBinary, line);
-    e->name = std::move(op);
-    e->args.push_back(std::move(left));
-    e->args.push_back(std::move(right));
-    return e;
-  }
-
-  ExprPtr ParseCompare() {
-    ExprPtr e = ParseMath1();
-    while (true) {
-      int line = Peek().line;
-      if (Peek().kind == Token::Kind::kOp &&
-          (IsOp("==") || IsOp("!=") || IsOp("<") || IsOp(">") || IsOp("<=") || IsOp(">="))) {
-        std::string op = Next().text;
-        e = Binary(op, std::move(e), ParseMath1(), line);
-      } else if (IsName("in")) {
-        Next();
-        e = Binary("in", std::move(e), ParseMath1(), line);
-      } else if (IsName("not") && IsName("in", 1)) {
-        Next();
-        Next();
-        e = Binary("not in", std::move(e), ParseMath1(), line);
-      } else {
-        return e;
-      }
-    }
-  }
-
-  ExprPtr ParseMath1() {
-    ExprPtr e = ParseConcat();
-    while (IsOp("+") || IsOp("-")) {
-      int line = Peek().line;
-      std::string op = Next().text;
-      e = Binary(op, std::move(e), ParseConcat(), line);
-    }
-    return e;
-  }
-
-  ExprPtr ParseConcat() {
-    ExprPtr e = ParseMath2();
-    while (IsOp("~")) {
-      int line = Next().line;
-      e = Binary("~", std::move(e), ParseMath2(), line);
-    }
-    return e;
-  }
-
-  ExprPtr ParseMath2() {
-    ExprPtr e = ParsePow();
-    while (IsOp("*") || IsOp("/") || IsOp("//") || IsOp("%")) {
-      int line = Peek().line;
-      std::string op = Next().text;
-      e = Binary(op, std::move(e), ParsePow(), line);
-    }
-    return e;
-  }
-
-  ExprPtr ParsePow() {
-    ExprPtr e = ParseUnary(true);
-    while (IsOp("**")) {
-      int line = Next().line;
-      e = Binary("**", std::move(e), ParseUnary(true), line);
-    }
-    return e;
-  }
-
-  // As Jinja2: a sign binds looser than postfix operators but filters apply to the signed value.
-  ExprPtr ParseUnary(bool with_filter) {
-    Nest nest(*this);
-    ExprPtr e;
-    if (IsOp("-") || IsOp("+")) {
-      e = Make(Expr::Kind::kUnary, Peek().line);
-      e->name = Next().text;
-      e->args.push_back(ParseUnary(false));
-    } else {
-      e = ParsePrimary();
-    }
-    e = ParsePostfix(std::move(e));
-    if (with_filter) e = ParseFilterExpr(std::move(e));
-    return e;
-  }
-
-  ExprPtr ParsePrimary() {
-    Nest nest(*this);
-    const Token& t = Peek();
-    switch (t.kind) {
-      case Token::Kind::kName: {
-        Next();
-        if (t.text == "true" || t.text == "True") return Literal(Value::Bool(true), t.line);
-        if (t.text == "false" || t.text == "False") return Literal(Value::Bool(false), t.line);
-        if (t.text == "none" || t.text == "None") return Literal(Value::None(), t.line);
-        ExprPtr e = Make(Expr::Kind::kName, t.line);
-        e->name = t.text;
-        return e;
-      }
-      case Token::Kind::kString: {
-        int line = t.line;
-        std::string s;
-        while (Peek().kind == Token::Kind::kString) s += Next().text;
-        return Literal(Value::String(std::move(s)), line);
-      }
-      case Token::Kind::kInt: {
-        Next();
-        int64_t v = 0;
-        auto res = std::from_chars(t.text.data(), t.text.data() + t.text.size(), v);
-        if (res.ec != std::errc())
-          return Literal(Value::Float(std::strtod(t.text.c_str(), nullptr)), t.line);
-        return Literal(Value::Int(v), t.line);
-      }
-      case Token::Kind::kFloat:
-        Next();
-        return Literal(Value::Float(std::strtod(t.text.c_str(), nullptr)), t.line);
-      case Token::Kind::kOp:
-        if (t.text == "(") {
-          int line = Next().line;
-          if (AcceptOp(")")) return Make(Expr::Kind::kTuple, line);
-          ExprPtr first = ParseExpression();
-          if (AcceptOp(")")) return first;
-          ExprPtr tuple = Make(Expr::Kind::kTuple, line);
-          tuple->args.push_back(std::move(first));
-          while (AcceptOp(",")) {
-            if (IsOp(")")) break;
-            tuple->args.push_back(ParseExpression());
-          }
-          ExpectOp(")");
-          return tuple;
-        }
-        if (t.text == "[") {
-          ExprPtr list = Make(Expr::Kind::kList, Next().line);
-          while (!AcceptOp("]")) {
-            list->args.push_back(ParseExpression());
-            if (!IsOp("]")) ExpectOp(",");
-          }
-          return list;
-        }
-        if (t.text == "{") {
-          ExprPtr dict = Make(Expr::Kind::kDict, Next().line);
-          while (!AcceptOp("}")) {
-            dict->args.push_back(ParseExpression());
-            ExpectOp(":");
-            dict->args.push_back(ParseExpression());
-            if (!IsOp("}")) ExpectOp(",");
-          }
-          return dict;
-        }
-        break;
-      default:
-        break;
-    }
-    Fail(Error(t.line, StrCat("unexpected ", Describe(t))));
-  }
-
-  ExprPtr Literal(Value v, int line) {
-    ExprPtr e = Make(Expr::Kind::kLiteral, line);
-    e->value = std::move(v);
-    return e;
-  }
-
-  ExprPtr ParsePostfix(ExprPtr e) {
-    while (true) {
-      if (IsOp(".")) {
-        int line = Next().line;
-        ExprPtr attr = Make(Expr::Kind::kAttr, line);
-        attr->args.push_back(std::move(e));
-        if (Peek().kind == Token::Kind::kInt) {  // x.0 reads item 0, as in Jinja2
-          attr->kind = Expr::Kind::kItem;
-          const std::string& digits = Next().text;
-          int64_t index = 0;
-          auto res = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-          if (res.ec != std::errc()) Fail(Error(line, StrCat("index '", digits, "' too large")));
-          attr->args.push_back(Literal(Value::Int(index), line));
-        } else {
-          attr->name = ExpectName();
-        }
-        e = std::move(attr);
-      } else if (IsOp("[")) {
-        e = ParseSubscript(std::move(e));
-      } else if (IsOp("(")) {
-        e = ParseCall(std::move(e));
-      } else {
-        return e;
-      }
-    }
-  }
-
-  ExprPtr ParseSubscript(ExprPtr target) {
-    int line = Next().line;  // [
-    ExprPtr parts[3];
-    int n_colons = 0;
-    if (!IsOp(":")) parts[0] = ParseExpression();
-    while (n_colons < 2 && AcceptOp(":")) {
-      ++n_colons;
-      if (!IsOp(":") && !IsOp("]")) parts[n_colons] = ParseExpression();
-    }
-    ExpectOp("]");
-    if (n_colons == 0) {
-      ExprPtr item = Make(Expr::Kind::kItem, line);
-      item->args.push_back(std::move(target));
-      item->args.push_back(std::move(parts[0]));
-      return item;
-    }
-    ExprPtr slice = Make(Expr::Kind::kSlice, line);
-    slice->args.push_back(std::move(target));
-    for (ExprPtr& p : parts) slice->args.push_back(std::move(p));
-    return slice;
-  }
-
-  // Call arguments into e (after args[0], which the caller filled).
-  void ParseArgs(Expr& e) {
-    ExpectOp("(");
-    while (!AcceptOp(")")) {
-      if (IsOp("*") || IsOp("**")) Fail(Error(Peek().line, "unsupported '*' arguments"));
-      if (Peek().kind == Token::Kind::kName && IsOp("=", 1)) {
-        std::string key = Next().text;
-        Next();
-        e.kwargs.emplace_back(std::move(key), ParseExpression());
-      } else {
-        e.args.push_back(ParseExpression());
-      }
-      if (!IsOp(")")) ExpectOp(",");
-    }
-  }
-
-  ExprPtr ParseCall(ExprPtr callee) {
-    ExprPtr call = Make(Expr::Kind::kCall, Peek().line);
-    call->args.push_back(std::move(callee));
-    ParseArgs(*call);
-    return call;
-  }
-
-  ExprPtr ParseFilterName(ExprPtr target) {
-    ExprPtr f = Make(Expr::Kind::kFilter, Peek().line);
-    f->name = ExpectName();
-    while (AcceptOp(".")) f->name += "." + ExpectName();
-    f->args.push_back(std::move(target));
-    if (IsOp("(")) ParseArgs(*f);
-    return f;
-  }
-
-  ExprPtr ParseFilterExpr(ExprPtr e) {
-    while (true) {
-      if (AcceptOp("|")) {
-        e = ParseFilterName(std::move(e));
-      } else if (IsName("is")) {
-        int line = Next().line;
-        ExprPtr test = Make(Expr::Kind::kTest, line);
-        test->negated = AcceptName("not");
-        test->name = ExpectName();
-        test->args.push_back(std::move(e));
-        if (IsOp("(")) {
-          ParseArgs(*test);
-        } else {
-          const Token& t = Peek();
-          bool starts_primary = t.kind == Token::Kind::kName || t.kind == Token::Kind::kString ||
-                                t.kind == Token::Kind::kInt || t.kind == Token::Kind::kFloat ||
-                                IsOp("[") || IsOp("{");
-          if (starts_primary && !IsName("else") && !IsName("or") && !IsName("and")) {
-            if (IsName("is")) Fail(Error(t.line, "cannot chain tests with 'is'"));
-            test->args.push_back(ParsePostfix(ParsePrimary()));
-          }
-        }
-        e = std::move(test);
-      } else if (IsOp("(")) {
-        e = ParseCall(std::move(e));
-      } else {
-        return e;
-      }
-    }
-  }
-
-  std::vector<Token> tokens_;
-  size_t pos_ = 0;
-  int depth_ = 0;
 };
 
 }  // namespace

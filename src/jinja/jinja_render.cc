@@ -1,10 +1,10 @@
 #include "jinja/jinja_render.h"
 
-#include <cmath>
 #include <unordered_map>
 
 #include "jinja/jinja_builtins.h"
 #include "jinja/jinja_int.h"
+#include "jinja/jinja_operators.h"
 #include "jinja/jinja_parser.h"
 
 namespace grove::jinja {
@@ -13,37 +13,30 @@ namespace {
 
 using Frame = std::unordered_map<std::string, Value>;
 
-bool IsIntLike(const Value& v) {
-  return v.kind == Value::Kind::kInt || v.kind == Value::Kind::kBool;
-}
-
-// Python's slice indices for a sequence of length n.
-std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& stop_v,
-                                 const Value& step_v) {
-  auto get = [](const Value& v, int64_t fallback) {
-    if (v.is_undefined() || v.is_none()) return fallback;
-    if (!IsIntLike(v)) ValueFail("slice indices must be integers or None");
-    return v.AsInt();
-  };
-  int64_t step = get(step_v, 1);
-  if (step == 0) ValueFail("slice step cannot be zero");
-  int64_t lower = step < 0 ? -1 : 0;
-  int64_t upper = step < 0 ? n - 1 : n;
-  auto clamp = [&](int64_t i) {
-    if (i < 0) {
-      i += n;
-      return i < lower ? lower : i;
-    }
-    return i > upper ? upper : i;
-  };
-  int64_t start = start_v.is_undefined() || start_v.is_none() ? (step < 0 ? upper : lower)
-                                                              : clamp(get(start_v, 0));
-  int64_t stop = stop_v.is_undefined() || stop_v.is_none() ? (step < 0 ? lower : upper)
-                                                           : clamp(get(stop_v, 0));
-  // Counted, not stepped until past stop: start + step can overflow (`xs[4::2**63-1]`).
-  std::vector<size_t> out(RangeLength(start, stop, step));
-  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<size_t>(RangeItem(start, step, k));
-  return out;
+// The `loop` variable of iteration i over items (Jinja2's LoopContext, without recursion).
+Value LoopVariable(const ValueList& items, int64_t i) {
+  const int64_t n = static_cast<int64_t>(items.size());
+  Value loop = Value::Dict();
+  ValueDict& d = *loop.dict;
+  d.items.reserve(12);
+  d.items.emplace_back("index", Value::Int(i + 1));
+  d.items.emplace_back("index0", Value::Int(i));
+  d.items.emplace_back("revindex", Value::Int(n - i));
+  d.items.emplace_back("revindex0", Value::Int(n - i - 1));
+  d.items.emplace_back("first", Value::Bool(i == 0));
+  d.items.emplace_back("last", Value::Bool(i == n - 1));
+  d.items.emplace_back("length", Value::Int(n));
+  d.items.emplace_back("depth", Value::Int(1));
+  d.items.emplace_back("depth0", Value::Int(0));
+  d.items.emplace_back("previtem",
+                       i > 0 ? items[static_cast<size_t>(i - 1)] : Value::Undefined("previtem"));
+  d.items.emplace_back(
+      "nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::Undefined("nextitem"));
+  d.items.emplace_back("cycle", Value::Func([i](CallArgs& a) {
+                         if (a.positional.empty()) ValueFail("loop.cycle() needs arguments");
+                         return a.positional[static_cast<size_t>(i) % a.positional.size()];
+                       }));
+  return loop;
 }
 
 enum class Flow { kNormal, kBreak, kContinue };
@@ -281,27 +274,7 @@ class Renderer {
       Step(s.line);
       // Jinja2 runs each iteration in a fresh scope: a `set` in one is gone in the next.
       frames_.back().clear();
-      Value loop = Value::Dict();
-      ValueDict& d = *loop.dict;
-      d.items.reserve(10);
-      d.items.emplace_back("index", Value::Int(i + 1));
-      d.items.emplace_back("index0", Value::Int(i));
-      d.items.emplace_back("revindex", Value::Int(n - i));
-      d.items.emplace_back("revindex0", Value::Int(n - i - 1));
-      d.items.emplace_back("first", Value::Bool(i == 0));
-      d.items.emplace_back("last", Value::Bool(i == n - 1));
-      d.items.emplace_back("length", Value::Int(n));
-      d.items.emplace_back("depth", Value::Int(1));
-      d.items.emplace_back("depth0", Value::Int(0));
-      d.items.emplace_back(
-          "previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::Undefined("previtem"));
-      d.items.emplace_back(
-          "nextitem", i + 1 < n ? items[static_cast<size_t>(i + 1)] : Value::Undefined("nextitem"));
-      d.items.emplace_back("cycle", Value::Func([i](CallArgs& a) {
-                             if (a.positional.empty()) ValueFail("loop.cycle() needs arguments");
-                             return a.positional[static_cast<size_t>(i) % a.positional.size()];
-                           }));
-      Assign("loop", std::move(loop));
+      Assign("loop", LoopVariable(items, i));
       Unpack(s.targets, items[static_cast<size_t>(i)], s.line);
       if (ExecBody(s.bodies[0]) == Flow::kBreak) break;
     }
@@ -348,7 +321,13 @@ class Renderer {
         r.chain_ = std::move(chain);
       }
     } restore{*this, std::move(saved_chain)};
-    ValueList varargs;
+    BindMacroArguments(s, args);
+    return Value::String(Capture(s.bodies[0]));
+  }
+
+  // The macro's parameters from the call's arguments (by name, else by position, else the
+  // default), `caller`, and the keyword arguments it does not name as `kwargs`.
+  void BindMacroArguments(const Stmt& s, const CallArgs& args) {
     for (size_t p = 0; p < s.params.size(); ++p) {
       const MacroParam& param = s.params[p];
       const Value* given = nullptr;
@@ -374,9 +353,8 @@ class Renderer {
       for (const MacroParam& param : s.params) is_param = is_param || param.name == k;
       if (!is_param) kwargs.dict->Set(k, v);
     }
-    Assign("varargs", Value::Tuple(std::move(varargs)));
+    Assign("varargs", Value::Tuple({}));
     Assign("kwargs", std::move(kwargs));
-    return Value::String(Capture(s.bodies[0]));
   }
 
   // --- expressions --------------------------------------------------------------------------
@@ -414,64 +392,6 @@ class Renderer {
     return (*fn.function)(args);
   }
 
-  Value GetAttr(const Value& obj, const std::string& name) {
-    if (obj.is_undefined()) {
-      ValueFail("'", obj.text.empty() ? "value" : obj.text, "' is undefined (reading '", name,
-                "')");
-    }
-    if (obj.is_dict()) {
-      if (const Value* v = obj.dict->Find(name)) return *v;
-    }
-    return Value::Undefined(name);
-  }
-
-  Value GetItem(const Value& obj, const Value& key) {
-    if (obj.is_undefined()) {
-      ValueFail("'", obj.text.empty() ? "value" : obj.text, "' is undefined (reading [", Repr(key),
-                "])");
-    }
-    if (obj.is_dict() && (key.is_string() || IsIntLike(key))) {
-      if (const Value* v = obj.dict->Find(ValueDict::EncodeKey(key))) return *v;
-      return Value::Undefined(key.is_string() ? key.text : "item");
-    }
-    if (obj.generator) ValueFail("'generator' object is not subscriptable");
-    if ((obj.is_list() || obj.is_string()) && IsIntLike(key)) {
-      int64_t i = key.AsInt();
-      if (obj.is_list()) {
-        int64_t n = static_cast<int64_t>(obj.list->size());
-        if (i < 0) i += n;
-        if (i < 0 || i >= n) return Value::Undefined("item");
-        return (*obj.list)[static_cast<size_t>(i)];
-      }
-      std::vector<std::string_view> chars = CodePoints(obj.text);
-      int64_t n = static_cast<int64_t>(chars.size());
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::Undefined("item");
-      return Value::String(std::string(chars[static_cast<size_t>(i)]));
-    }
-    return Value::Undefined(key.is_string() ? key.text : "item");
-  }
-
-  Value Slice(const Value& obj, const Value& start, const Value& stop, const Value& step) {
-    if (obj.is_list()) {
-      ValueList out;
-      for (size_t i : SliceIndices(static_cast<int64_t>(obj.list->size()), start, stop, step)) {
-        out.push_back((*obj.list)[i]);
-      }
-      return Value::List(std::move(out));
-    }
-    if (obj.is_string()) {
-      std::vector<std::string_view> chars = CodePoints(obj.text);
-      std::string out;
-      for (size_t i : SliceIndices(static_cast<int64_t>(chars.size()), start, stop, step)) {
-        out += chars[i];
-      }
-      return Value::String(std::move(out));
-    }
-    if (obj.is_undefined()) ValueFail("'", obj.text, "' is undefined (slicing it)");
-    ValueFail("'", TypeName(obj), "' object is not subscriptable");
-  }
-
   Value Eval(const Expr& e) {
     Step(e.line);
     return Guarded(e.line, [&] { return EvalUnguarded(e); });
@@ -484,20 +404,10 @@ class Renderer {
       case Expr::Kind::kName:
         return Lookup(e.name);
       case Expr::Kind::kList:
-      case Expr::Kind::kTuple: {
-        ValueList items;
-        for (const ExprPtr& a : e.args) items.push_back(Eval(*a));
-        return e.kind == Expr::Kind::kTuple ? Value::Tuple(std::move(items))
-                                            : Value::List(std::move(items));
-      }
-      case Expr::Kind::kDict: {
-        Value d = Value::Dict();
-        for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
-          Value key = Eval(*e.args[i]);
-          d.dict->Set(ValueDict::EncodeKey(key), Eval(*e.args[i + 1]));
-        }
-        return d;
-      }
+      case Expr::Kind::kTuple:
+        return EvalSequence(e);
+      case Expr::Kind::kDict:
+        return EvalDict(e);
       case Expr::Kind::kAttr:
         return GetAttr(Eval(*e.args[0]), e.name);
       case Expr::Kind::kItem:
@@ -519,14 +429,8 @@ class Renderer {
         bool result = ApplyTest(e.name, target, args);
         return Value::Bool(result != e.negated);
       }
-      case Expr::Kind::kUnary: {
-        Value v = Eval(*e.args[0]);
-        if (e.name == "not") return Value::Bool(!Truthy(v));
-        if (v.kind == Value::Kind::kFloat)
-          return Value::Float(e.name == "-" ? -v.number : v.number);
-        if (IsIntLike(v)) return Value::Int(e.name == "-" ? CheckedNeg(v.AsInt()) : v.AsInt());
-        ValueFail("bad operand type for unary ", e.name, ": '", TypeName(v), "'");
-      }
+      case Expr::Kind::kUnary:
+        return UnaryOperation(e.name, Eval(*e.args[0]));
       case Expr::Kind::kAnd: {
         Value left = Eval(*e.args[0]);
         return Truthy(left) ? Eval(*e.args[1]) : left;
@@ -539,9 +443,28 @@ class Renderer {
         if (Truthy(Eval(*e.args[1]))) return Eval(*e.args[0]);
         return e.args[2] ? Eval(*e.args[2]) : Value::Undefined("else");
       case Expr::Kind::kBinary:
-        return EvalBinary(e.name, Eval(*e.args[0]), Eval(*e.args[1]));
+        return BinaryOperation(e.name, Eval(*e.args[0]), Eval(*e.args[1]),
+                               limits_.max_output_bytes);
     }
     return Value::Undefined();
+  }
+
+  // `[a, b]` and `(a, b)`.
+  Value EvalSequence(const Expr& e) {
+    ValueList items;
+    for (const ExprPtr& a : e.args) items.push_back(Eval(*a));
+    return e.kind == Expr::Kind::kTuple ? Value::Tuple(std::move(items))
+                                        : Value::List(std::move(items));
+  }
+
+  // `{k: v, ...}`: keys and values in the order written.
+  Value EvalDict(const Expr& e) {
+    Value d = Value::Dict();
+    for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
+      Value key = Eval(*e.args[i]);
+      d.dict->Set(ValueDict::EncodeKey(key), Eval(*e.args[i + 1]));
+    }
+    return d;
   }
 
   Value EvalCall(const Expr& e) {
@@ -566,130 +489,6 @@ class Renderer {
       ValueFail("unsupported function '", callee.name, "'");
     }
     return CallValue(fn, args);
-  }
-
-  Value EvalBinary(const std::string& op, const Value& a, const Value& b) {
-    if (op == "~") return Value::String(ToStr(a) + ToStr(b));
-    if (op == "==") return Value::Bool(Equals(a, b));
-    if (op == "!=") return Value::Bool(!Equals(a, b));
-    if (op == "<") return Value::Bool(Compare(a, b, nullptr) < 0);
-    if (op == ">") return Value::Bool(Compare(a, b, nullptr) > 0);
-    if (op == "<=") return Value::Bool(Compare(a, b, nullptr) <= 0);
-    if (op == ">=") return Value::Bool(Compare(a, b, nullptr) >= 0);
-    if (op == "in" || op == "not in") return Value::Bool(Contains(b, a) == (op == "in"));
-    if (a.is_undefined() || b.is_undefined()) {
-      const Value& u = a.is_undefined() ? a : b;
-      ValueFail("'", u.text, "' is undefined (operator ", op, ")");
-    }
-    if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
-    if (op == "+" && a.is_string() && b.is_string()) {
-      if (a.text.size() + b.text.size() > limits_.max_output_bytes) ValueFail("string too long");
-      if (a.markup || b.markup) {  // Markup + str escapes the plain side
-        Value sum = Value::String((a.markup ? a.text : HtmlEscape(a.text)) +
-                                  (b.markup ? b.text : HtmlEscape(b.text)));
-        sum.markup = true;
-        return sum;
-      }
-      return Value::String(a.text + b.text);
-    }
-    if (op == "+" && a.is_list() && b.is_list()) {
-      ValueList items = *a.list;
-      items.insert(items.end(), b.list->begin(), b.list->end());
-      return Value::List(std::move(items));
-    }
-    if (op == "*" && (a.is_string() || a.is_list()) && IsIntLike(b)) return Repeat(a, b.AsInt());
-    if (op == "*" && (b.is_string() || b.is_list()) && IsIntLike(a)) return Repeat(b, a.AsInt());
-    if (op == "%" && a.is_string()) {
-      CallArgs args;
-      if (b.is_list()) {
-        args.positional = *b.list;
-      } else {
-        args.positional.push_back(b);
-      }
-      return ApplyFilter("format", a, args, limits_.max_output_bytes);
-    }
-    ValueFail("operator ", op, " cannot combine '", TypeName(a), "' and '", TypeName(b), "'");
-  }
-
-  Value Repeat(const Value& v, int64_t n) {
-    size_t unit = v.is_string() ? v.text.size() : v.list->size();
-    // Nothing to repeat, or repeated no times (an empty unit returns at once: `[] * 2**62` hung).
-    if (n <= 0 || unit == 0) return v.is_string() ? Value::String("") : Value::List();
-    if (static_cast<uint64_t>(n) > limits_.max_output_bytes / unit) {
-      ValueFail("repetition longer than ", limits_.max_output_bytes);
-    }
-    if (v.is_string()) {
-      std::string out;
-      for (int64_t i = 0; i < n; ++i) out += v.text;
-      return Value::String(std::move(out));
-    }
-    ValueList out;
-    for (int64_t i = 0; i < n; ++i) out.insert(out.end(), v.list->begin(), v.list->end());
-    return Value::List(std::move(out));
-  }
-
-  static Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
-    bool ints = IsIntLike(a) && IsIntLike(b);
-    if (ints) {
-      int64_t x = a.AsInt(), y = b.AsInt();
-      if (op == "+") return Value::Int(CheckedAdd(x, y));
-      if (op == "-") return Value::Int(CheckedSub(x, y));
-      if (op == "*") return Value::Int(CheckedMul(x, y));
-      if (op == "/") {
-        if (y == 0) ValueFail("division by zero");
-        return Value::Float(static_cast<double>(x) / static_cast<double>(y));
-      }
-      if (op == "//" || op == "%") {
-        if (y == 0) ValueFail("integer division or modulo by zero");
-        return Value::Int(op == "//" ? FloorDiv(x, y) : FloorMod(x, y));
-      }
-      if (op == "**") {
-        if (y >= 0) return Value::Int(CheckedPow(x, y));
-        return Value::Float(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      }
-    }
-    double x = a.AsDouble(), y = b.AsDouble();
-    if (op == "+") return Value::Float(x + y);
-    if (op == "-") return Value::Float(x - y);
-    if (op == "*") return Value::Float(x * y);
-    if (op == "/") {
-      if (y == 0) ValueFail("float division by zero");
-      return Value::Float(x / y);
-    }
-    if (op == "//") {
-      if (y == 0) ValueFail("float floor division by zero");
-      return Value::Float(std::floor(x / y));
-    }
-    if (op == "%") {
-      if (y == 0) ValueFail("float modulo");
-      double r = std::fmod(x, y);
-      if (r != 0 && ((r < 0) != (y < 0))) r += y;
-      return Value::Float(r);
-    }
-    if (op == "**") return Value::Float(std::pow(x, y));
-    ValueFail("unsupported operator ", op);
-  }
-
-  static bool Contains(const Value& container, const Value& item) {
-    switch (container.kind) {
-      case Value::Kind::kString:
-        if (!item.is_string()) {
-          ValueFail("'in <string>' requires string as left operand, not ", TypeName(item));
-        }
-        return container.text.find(item.text) != std::string::npos;
-      case Value::Kind::kList:
-        for (const Value& v : *container.list) {
-          if (Equals(v, item)) return true;
-        }
-        return false;
-      case Value::Kind::kDict:
-        return (item.is_string() || IsIntLike(item)) &&
-               container.dict->Find(ValueDict::EncodeKey(item)) != nullptr;
-      case Value::Kind::kUndefined:
-        return false;
-      default:
-        ValueFail("argument of type '", TypeName(container), "' is not iterable");
-    }
   }
 
   RenderLimits limits_;

@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <cstdio>
 #include <vector>
 
 #include "base/error.h"
+#include "jinja/jinja_walk.h"
 
 namespace grove::jinja {
 
@@ -58,62 +57,24 @@ Value ValueDict::KeyValue(const std::string& stored) {
   return Value::String(stored);
 }
 
-Value Value::Undefined(std::string name) {
-  Value v;
-  v.text = std::move(name);
-  return v;
-}
-Value Value::None() {
-  Value v;
-  v.kind = Kind::kNone;
-  return v;
-}
-Value Value::Bool(bool b) {
-  Value v;
-  v.kind = Kind::kBool;
-  v.boolean = b;
-  return v;
-}
-Value Value::Int(int64_t i) {
-  Value v;
-  v.kind = Kind::kInt;
-  v.integer = i;
-  return v;
-}
-Value Value::Float(double f) {
-  Value v;
-  v.kind = Kind::kFloat;
-  v.number = f;
-  return v;
-}
-Value Value::String(std::string s) {
-  Value v;
-  v.kind = Kind::kString;
-  v.text = std::move(s);
-  return v;
-}
+// Every other member keeps its default (Value is an aggregate).
+Value Value::Undefined(std::string name) { return {.text = std::move(name)}; }
+Value Value::None() { return {.kind = Kind::kNone}; }
+Value Value::Bool(bool b) { return {.kind = Kind::kBool, .boolean = b}; }
+Value Value::Int(int64_t i) { return {.kind = Kind::kInt, .integer = i}; }
+Value Value::Float(double f) { return {.kind = Kind::kFloat, .number = f}; }
+Value Value::String(std::string s) { return {.kind = Kind::kString, .text = std::move(s)}; }
 Value Value::List(ValueList items) {
-  Value v;
-  v.kind = Kind::kList;
-  v.list = std::make_shared<ValueList>(std::move(items));
-  return v;
+  return {.kind = Kind::kList, .list = std::make_shared<ValueList>(std::move(items))};
 }
 Value Value::Tuple(ValueList items) {
   Value v = List(std::move(items));
   v.tuple = true;
   return v;
 }
-Value Value::Dict() {
-  Value v;
-  v.kind = Kind::kDict;
-  v.dict = std::make_shared<ValueDict>();
-  return v;
-}
+Value Value::Dict() { return {.kind = Kind::kDict, .dict = std::make_shared<ValueDict>()}; }
 Value Value::Func(Function f) {
-  Value v;
-  v.kind = Kind::kFunction;
-  v.function = std::make_shared<Function>(std::move(f));
-  return v;
+  return {.kind = Kind::kFunction, .function = std::make_shared<Function>(std::move(f))};
 }
 
 double Value::AsDouble() const {
@@ -159,307 +120,18 @@ bool Truthy(const Value& v) {
   return false;
 }
 
-std::string FloatRepr(double f) {
-  if (std::isnan(f)) return "nan";
-  if (std::isinf(f)) return f < 0 ? "-inf" : "inf";
-  // The shortest round-trip digits, then Python's layout: positional for exponents -5 < e < 16.
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, f, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);
-  size_t e_pos = sci.find('e');
-  int exponent = std::stoi(sci.substr(e_pos + 1));
-  std::string mantissa = sci.substr(0, e_pos);
-  bool negative = mantissa[0] == '-';
-  if (negative) mantissa.erase(0, 1);
-  std::string digits;
-  for (char c : mantissa) {
-    if (c != '.') digits += c;
-  }
-  std::string out = negative ? "-" : "";
-  if (exponent < -4 || exponent >= 16) {
-    out += digits.substr(0, 1);
-    if (digits.size() > 1) out.append(".").append(digits, 1);
-    char exp_buf[16];
-    std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
-    return out + exp_buf;
-  }
-  if (exponent < 0) {
-    return out + "0." + std::string(-exponent - 1, '0') + digits;
-  }
-  size_t int_len = static_cast<size_t>(exponent) + 1;
-  if (digits.size() <= int_len) {
-    return out + digits + std::string(int_len - digits.size(), '0') + ".0";
-  }
-  return out + digits.substr(0, int_len) + "." + digits.substr(int_len);
-}
-
-namespace {
-
-std::string ReprString(std::string_view s) {
-  bool has_single = s.find('\'') != std::string_view::npos;
-  bool has_double = s.find('"') != std::string_view::npos;
-  char quote = has_single && !has_double ? '"' : '\'';
-  std::string out(1, quote);
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == static_cast<unsigned char>(quote)) {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(s[i + 1]) <= 0xa0) {
-      // U+0080..U+00A0 are not printable: Python writes them as \x escapes.
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(s[i + 1]));
-      out += buf;
-      ++i;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += quote;
-  return out;
-}
-
-void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += ch;
-        }
-    }
-  }
-  out += '"';
-}
-
-// Walks of a value into its items (repr, tojson, ==, <) recurse: one nested deeper than
-// kMaxNesting, or one that contains itself (a list appended to itself, a namespace set as its own
-// attribute), fails with a ValueError instead of overflowing the stack. Python raises
-// RecursionError a little beyond its limit of 1000 frames.
-constexpr int kMaxNesting = 256;
-
-// One level of such a walk, for as long as it lasts: the values the walks under way on this thread
-// are inside of, innermost last (their list or dict, null for others), so that the depth is the
-// stack's size and Repr can tell a container it is already inside of (Python prints it as "[...]",
-// "{...}").
-class WalkLevel {
- public:
-  WalkLevel(std::string_view what, const Value& v) {
-    if (open_.size() >= kMaxNesting) {
-      ValueFail(what, ": a value nested more than ", kMaxNesting,
-                " deep (or one that contains itself)");
-    }
-    const void* items = v.kind == Value::Kind::kList   ? static_cast<const void*>(v.list.get())
-                        : v.kind == Value::Kind::kDict ? static_cast<const void*>(v.dict.get())
-                                                       : nullptr;
-    reentered_ = items != nullptr && std::find(open_.begin(), open_.end(), items) != open_.end();
-    open_.push_back(items);
-  }
-  WalkLevel(const WalkLevel&) = delete;
-  WalkLevel& operator=(const WalkLevel&) = delete;
-  ~WalkLevel() { open_.pop_back(); }
-
-  // The value is a list or dict that an outer level of the walk is inside of already.
-  bool reentered() const { return reentered_; }
-
- private:
-  static thread_local std::vector<const void*> open_;
-  bool reentered_ = false;
-};
-
 thread_local std::vector<const void*> WalkLevel::open_;
 
-void DumpJsonTo(std::string& out, const Value& v, int indent, int level, std::string_view item_sep,
-                std::string_view key_sep) {
-  const WalkLevel walk("tojson", v);
-  auto newline = [&](int at) {
-    if (indent < 0) return;
-    out += '\n';
-    out.append(static_cast<size_t>(indent) * static_cast<size_t>(at), ' ');
-  };
-  switch (v.kind) {
-    case Value::Kind::kNone:
-      out += "null";
-      return;
-    case Value::Kind::kBool:
-      out += v.boolean ? "true" : "false";
-      return;
-    case Value::Kind::kInt:
-      out += std::to_string(v.integer);
-      return;
-    case Value::Kind::kFloat:
-      if (std::isnan(v.number)) {
-        out += "NaN";
-      } else if (std::isinf(v.number)) {
-        out += v.number < 0 ? "-Infinity" : "Infinity";
-      } else {
-        out += FloatRepr(v.number);
-      }
-      return;
-    case Value::Kind::kString:
-      AppendJsonString(out, v.text);
-      return;
-    case Value::Kind::kList: {
-      if (v.generator) ValueFail("Object of type generator is not JSON serializable");
-      if (v.list->empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      for (size_t i = 0; i < v.list->size(); ++i) {
-        if (i > 0) out += item_sep;
-        newline(level + 1);
-        DumpJsonTo(out, (*v.list)[i], indent, level + 1, item_sep, key_sep);
-      }
-      newline(level);
-      out += ']';
-      return;
-    }
-    case Value::Kind::kDict: {
-      if (v.dict->items.empty()) {
-        out += "{}";
-        return;
-      }
-      out += '{';
-      bool first = true;
-      for (const auto& [k, item] : v.dict->items) {
-        if (!first) out += item_sep;
-        first = false;
-        newline(level + 1);
-        AppendJsonString(out, ToStr(ValueDict::KeyValue(k)));
-        out += key_sep;
-        DumpJsonTo(out, item, indent, level + 1, item_sep, key_sep);
-      }
-      newline(level);
-      out += '}';
-      return;
-    }
-    case Value::Kind::kUndefined:
-    case Value::Kind::kFunction:
-      ValueFail("object of type ", TypeName(v), " is not JSON serializable");
+WalkLevel::WalkLevel(std::string_view what, const Value& v) {
+  if (open_.size() >= kMaxNesting) {
+    ValueFail(what, ": a value nested more than ", kMaxNesting,
+              " deep (or one that contains itself)");
   }
-}
-
-}  // namespace
-
-std::string Repr(const Value& v) {
-  const WalkLevel walk("repr", v);
-  if (walk.reentered()) {
-    if (v.kind == Value::Kind::kList) return v.tuple ? "(...)" : "[...]";
-    return v.dict->is_namespace ? "<Namespace {...}>" : "{...}";
-  }
-  switch (v.kind) {
-    case Value::Kind::kString:
-      return ReprString(v.text);
-    case Value::Kind::kList: {
-      if (v.generator) return "<generator object>";
-      std::string out = v.tuple ? "(" : "[";
-      for (size_t i = 0; i < v.list->size(); ++i) {
-        if (i > 0) out += ", ";
-        out += Repr((*v.list)[i]);
-      }
-      if (v.tuple && v.list->size() == 1) out += ",";
-      return out + (v.tuple ? ")" : "]");
-    }
-    case Value::Kind::kDict: {
-      std::string out = v.dict->is_namespace ? "<Namespace {" : "{";
-      bool first = true;
-      for (const auto& [k, item] : v.dict->items) {
-        if (!first) out += ", ";
-        first = false;
-        out += Repr(ValueDict::KeyValue(k)) + ": " + Repr(item);
-      }
-      return out + (v.dict->is_namespace ? "}>" : "}");
-    }
-    default:
-      return ToStr(v);
-  }
-}
-
-std::string ToStr(const Value& v) {
-  switch (v.kind) {
-    case Value::Kind::kUndefined:
-      return "";
-    case Value::Kind::kNone:
-      return "None";
-    case Value::Kind::kBool:
-      return v.boolean ? "True" : "False";
-    case Value::Kind::kInt:
-      return std::to_string(v.integer);
-    case Value::Kind::kFloat:
-      return FloatRepr(v.number);
-    case Value::Kind::kString:
-      return v.text;
-    case Value::Kind::kFunction:
-      return "<function>";
-    case Value::Kind::kList:
-    case Value::Kind::kDict:
-      return Repr(v);
-  }
-  return "";
-}
-
-std::string_view TypeName(const Value& v) {
-  switch (v.kind) {
-    case Value::Kind::kUndefined:
-      return "Undefined";
-    case Value::Kind::kNone:
-      return "NoneType";
-    case Value::Kind::kBool:
-      return "bool";
-    case Value::Kind::kInt:
-      return "int";
-    case Value::Kind::kFloat:
-      return "float";
-    case Value::Kind::kString:
-      return "str";
-    case Value::Kind::kList:
-      return "list";
-    case Value::Kind::kDict:
-      return "dict";
-    case Value::Kind::kFunction:
-      return "function";
-  }
-  return "?";
+  const void* items = v.kind == Value::Kind::kList   ? static_cast<const void*>(v.list.get())
+                      : v.kind == Value::Kind::kDict ? static_cast<const void*>(v.dict.get())
+                                                     : nullptr;
+  reentered_ = items != nullptr && std::find(open_.begin(), open_.end(), items) != open_.end();
+  open_.push_back(items);
 }
 
 bool Equals(const Value& a, const Value& b) {
@@ -531,49 +203,6 @@ int Compare(const Value& a, const Value& b, bool* ok) {
     return 0;
   }
   ValueFail("'<' not supported between instances of '", TypeName(a), "' and '", TypeName(b), "'");
-}
-
-Value FromJson(const nlohmann::ordered_json& j) {
-  switch (j.type()) {
-    case nlohmann::ordered_json::value_t::null:
-    case nlohmann::ordered_json::value_t::discarded:
-      return Value::None();
-    case nlohmann::ordered_json::value_t::boolean:
-      return Value::Bool(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer:
-      return Value::Int(j.get<int64_t>());
-    case nlohmann::ordered_json::value_t::number_unsigned: {
-      uint64_t u = j.get<uint64_t>();
-      if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::Int(static_cast<int64_t>(u));
-      return Value::Float(static_cast<double>(u));
-    }
-    case nlohmann::ordered_json::value_t::number_float:
-      return Value::Float(j.get<double>());
-    case nlohmann::ordered_json::value_t::string:
-      return Value::String(j.get<std::string>());
-    case nlohmann::ordered_json::value_t::array: {
-      ValueList items;
-      items.reserve(j.size());
-      for (const auto& item : j) items.push_back(FromJson(item));
-      return Value::List(std::move(items));
-    }
-    case nlohmann::ordered_json::value_t::object: {
-      Value d = Value::Dict();
-      for (const auto& [k, item] : j.items())
-        d.dict->items.emplace_back(ValueDict::StringKey(k), FromJson(item));
-      return d;
-    }
-    case nlohmann::ordered_json::value_t::binary:
-      ValueFail("binary JSON values are not supported");
-  }
-  return Value::None();
-}
-
-std::string DumpJson(const Value& v, int indent, std::string_view item_sep,
-                     std::string_view key_sep) {
-  std::string out;
-  DumpJsonTo(out, v, indent, 0, item_sep, key_sep);
-  return out;
 }
 
 bool IterationItems(const Value& v, ValueList* out) {

@@ -17,8 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace grove::jinja {
 
 struct Value;
@@ -133,13 +131,6 @@ bool Equals(const Value& a, const Value& b);
 // Python's <, <=... for numbers and strings; an error (ValueError) for other pairs
 // unless `ok` is given, in which case *ok is set false.
 int Compare(const Value& a, const Value& b, bool* ok);
-
-Value FromJson(const nlohmann::ordered_json& j);
-// json.dumps(v, ensure_ascii=False, indent=indent, separators=..., sort_keys=False) as Hugging
-// Face's tojson filter calls it; indent < 0 is Python's indent=None. Fails on values JSON cannot
-// hold (undefined, functions).
-std::string DumpJson(const Value& v, int indent, std::string_view item_sep,
-                     std::string_view key_sep);
 
 // UTF-8 helpers: strings index, slice and count by code point, as Python's str does.
 std::vector<std::string_view> CodePoints(std::string_view s);

@@ -167,17 +167,13 @@ std::vector<PipelineResult::RankTimes> GatherRankTimes(PipeTransport& t,
   return all;
 }
 
-}  // namespace
-
-PipeBenchmarkReport RunPipeBenchmark(PipeTransport& t,
-                                     const std::shared_ptr<const ModelParameters>& target,
-                                     const std::shared_ptr<const ModelParameters>& draft,
-                                     std::span<const int32_t> prompt,
-                                     const PipeBenchmarkOptions& options) {
+// The run's pipeline options, checked against the ranks; PipeDec's tree width shrunk to what
+// fits the context beside the prompt and the tokens to generate.
+PipelineOptions CheckedPipeline(PipeTransport& t, const ModelParameters& target,
+                                std::span<const int32_t> prompt,
+                                const PipeBenchmarkOptions& options) {
   GROVE_CHECK(!options.kinds.empty() && options.reps >= 1, "pipe benchmark: no run");
-  PipeBenchmarkReport report;
-  report.pipeline = options.pipeline;
-  PipelineOptions& p = report.pipeline;
+  PipelineOptions p = options.pipeline;
   const auto n_stages = static_cast<int32_t>(p.stages.size());
   if (t.size() != n_stages + 1) {
     Fail(n_stages, " stages and the draft need ", n_stages + 1, " ranks, not ", t.size(),
@@ -185,16 +181,70 @@ PipeBenchmarkReport RunPipeBenchmark(PipeTransport& t,
   }
   CheckRanksAgree(t, kPipeToolTag, options.inputs);
   p.sampling.Validate();
-  const auto has = [&](PipelineRunKind kind) {
-    return std::find(options.kinds.begin(), options.kinds.end(), kind) != options.kinds.end();
-  };
-  if (has(PipelineRunKind::kPipeDec)) {
+  const bool pipedec = std::find(options.kinds.begin(), options.kinds.end(),
+                                 PipelineRunKind::kPipeDec) != options.kinds.end();
+  if (pipedec) {
     const int32_t depth = p.groups.empty() ? n_stages : static_cast<int32_t>(p.groups.size());
     const int32_t most =
-        PipeDecMaxWidth(*target, static_cast<int32_t>(prompt.size()), p.n_predict, depth);
+        PipeDecMaxWidth(target, static_cast<int32_t>(prompt.size()), p.n_predict, depth);
     if (most < 1) Fail("PipeDec: no tree fits the context beside the prompt and -n ", p.n_predict);
     p.width = std::min(p.width, most);
   }
+  return p;
+}
+
+// Each run `reps` times, in turn; a repetition must generate the first one's tokens.
+void RunRepetitions(PipeTransport& t, const std::shared_ptr<const ModelParameters>& target,
+                    const std::shared_ptr<const ModelParameters>& draft,
+                    std::span<const int32_t> prompt, const PipeBenchmarkOptions& options,
+                    PipeBenchmarkReport& report) {
+  for (PipelineRunKind kind : options.kinds) report.runs.push_back({.kind = kind});
+  for (int rep = 0; rep < options.reps; ++rep) {
+    for (PipeBenchmarkRun& run : report.runs) {
+      PipelineResult result = RunPipelineRank(run.kind, t, target, draft, prompt, report.pipeline);
+      run.seconds_per_token.push_back(
+          result.decode_seconds /
+          static_cast<double>(std::max<std::size_t>(1, result.tokens.size() - 1)));
+      run.rank_times = GatherRankTimes(t, result.times);
+      if (rep == 0) {
+        run.result = std::move(result);
+      } else if (result.tokens != run.result.tokens) {
+        Fail(PipelineRunName(run.kind), " generated other tokens in repetition ", rep + 1);
+      }
+    }
+  }
+}
+
+// On rank 0: every run must generate the same tokens; the clock, fed what was measured (on one
+// host the ranks share its cores), gives each run's clocked time per token.
+void ClockRuns(const ModelParameters& target, PipeBenchmarkReport& report) {
+  for (const PipeBenchmarkRun& run : report.runs) {
+    if (run.result.tokens != report.runs[0].result.tokens) {
+      Fail(PipelineRunName(run.kind), " generated other tokens than ",
+           PipelineRunName(report.runs[0].kind), " (a bug: please report it)");
+    }
+  }
+  const int32_t n_threads = report.pipeline.n_threads;
+  report.clock_cores = report.one_host ? PoolThreadCount(0) / std::max(1, n_threads) : 0;
+  const PipelineCosts costs = MeasuredStageCosts(
+      report.stage_curves, report.draft_curve, report.link.latency_seconds,
+      report.link.bytes_per_second, 4.0 * target.config().n_embd, report.clock_cores);
+  for (PipeBenchmarkRun& run : report.runs) {
+    const double n = static_cast<double>(run.result.tokens.size()) - 1;
+    run.clocked_seconds_per_token = n > 0 ? ClockedSeconds(run.result, run.kind, costs) / n : 0.0;
+  }
+}
+
+}  // namespace
+
+PipeBenchmarkReport RunPipeBenchmark(PipeTransport& t,
+                                     const std::shared_ptr<const ModelParameters>& target,
+                                     const std::shared_ptr<const ModelParameters>& draft,
+                                     std::span<const int32_t> prompt,
+                                     const PipeBenchmarkOptions& options) {
+  PipeBenchmarkReport report;
+  report.pipeline = CheckedPipeline(t, *target, prompt, options);
+  const PipelineOptions& p = report.pipeline;
   const int32_t stpp_tokens = StaticPipelineTree(p).size() + 1;
 
   // Loading and measuring take each rank its own time (the measurements one rank after another):
@@ -208,37 +258,9 @@ PipeBenchmarkReport RunPipeBenchmark(PipeTransport& t,
   // Every rank ready: from here on a silent rank is reported after the run timeout.
   Broadcast(t, 0, kPipeToolTag, {});
   t.set_timeout(run_timeout);
-  for (PipelineRunKind kind : options.kinds) report.runs.push_back({.kind = kind});
-  for (int rep = 0; rep < options.reps; ++rep) {
-    for (PipeBenchmarkRun& run : report.runs) {
-      PipelineResult result = RunPipelineRank(run.kind, t, target, draft, prompt, p);
-      run.seconds_per_token.push_back(
-          result.decode_seconds /
-          static_cast<double>(std::max<std::size_t>(1, result.tokens.size() - 1)));
-      run.rank_times = GatherRankTimes(t, result.times);
-      if (rep == 0) {
-        run.result = std::move(result);
-      } else if (result.tokens != run.result.tokens) {
-        Fail(PipelineRunName(run.kind), " generated other tokens in repetition ", rep + 1);
-      }
-    }
-  }
+  RunRepetitions(t, target, draft, prompt, options, report);
   if (t.rank() != 0) return {};
-  for (const PipeBenchmarkRun& run : report.runs) {
-    if (run.result.tokens != report.runs[0].result.tokens) {
-      Fail(PipelineRunName(run.kind), " generated other tokens than ",
-           PipelineRunName(report.runs[0].kind), " (a bug: please report it)");
-    }
-  }
-  // The clock, fed what was measured: on one host the ranks share its cores.
-  report.clock_cores = report.one_host ? PoolThreadCount(0) / std::max(1, p.n_threads) : 0;
-  const PipelineCosts costs = MeasuredStageCosts(
-      report.stage_curves, report.draft_curve, report.link.latency_seconds,
-      report.link.bytes_per_second, 4.0 * target->config().n_embd, report.clock_cores);
-  for (PipeBenchmarkRun& run : report.runs) {
-    const double n = static_cast<double>(run.result.tokens.size()) - 1;
-    run.clocked_seconds_per_token = n > 0 ? ClockedSeconds(run.result, run.kind, costs) / n : 0.0;
-  }
+  ClockRuns(*target, report);
   return report;
 }
 

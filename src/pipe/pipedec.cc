@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/named.h"
 #include "base/timer.h"
 #include "model/model.h"
 #include "pipe/in_process_transport.h"
@@ -127,145 +128,196 @@ void CheckDraft(const ModelParameters& target, const ModelParameters& draft) {
   }
 }
 
-PipelineResult PipeDecRank(PipeTransport& transport,
-                           const std::shared_ptr<const ModelParameters>& target,
-                           const std::shared_ptr<const ModelParameters>& draft,
-                           std::span<const int32_t> prompt, const PipelineOptions& o) {
+// The groups of a PipeDec run, checked with its options and draft.
+std::vector<int32_t> CheckPipeDecRun(const ModelParameters& target, const ModelParameters& draft,
+                                     const PipelineOptions& o) {
   if (o.stages.size() < 2) Fail("pipedec: needs at least 2 stages, not ", o.stages.size());
   if (o.width < 1 || o.children < 1) {
     Fail("pipedec: tree width ", o.width, " and children ", o.children, " must be >= 1");
   }
   if (o.width > kDefaultMaxBatch) Fail("pipedec: tree width ", o.width, " > ", kDefaultMaxBatch);
-  CheckDraft(*target, *draft);
-  const std::vector<int32_t> groups = GroupSizes(o);
-  const auto n_groups = static_cast<int32_t>(groups.size());
-  if (n_groups < 2) Fail("pipedec: needs at least 2 groups, not ", n_groups);
-  int32_t n_ctx = 0;
-  CheckPipelineRun(*target, prompt, o, PipeDecTreeTokens(n_groups, o.width), &n_ctx);
-  Sampler sampler(o.sampling);
-  PipelineRank unit(transport, target, draft, prompt, o, n_ctx, sampler);
-  unit.StartDecodeClock();
-  PipeTransport& net = unit.transport();
-  const int32_t k = unit.stage_index();  // -1: the draft
+  CheckDraft(target, draft);
+  std::vector<int32_t> groups = GroupSizes(o);
+  if (groups.size() < 2) Fail("pipedec: needs at least 2 groups, not ", groups.size());
+  return groups;
+}
+
+// One rank of a PipeDec run: every timestep each group computes the tree layer that reached it
+// (the draft with the first group), the last stage's root logits decide the next token, every
+// unit prunes its tree to the hit child (or drops it on a miss), and each group's output moves
+// one group on.
+class PipeDecRun {
+ public:
+  PipeDecRun(PipeTransport& transport, const std::shared_ptr<const ModelParameters>& target,
+             const std::shared_ptr<const ModelParameters>& draft, std::span<const int32_t> prompt,
+             const PipelineOptions& o, std::vector<int32_t> groups, int32_t n_ctx)
+      : o_(o),
+        groups_(std::move(groups)),
+        ng_(groups_.size()),
+        sampler_(o.sampling),
+        unit_(transport, target, draft, prompt, o, n_ctx, sampler_),
+        net_(unit_.transport()),
+        k_(unit_.stage_index()),
+        tokenizer_(target->tokenizer()),
+        n_embd_(static_cast<std::size_t>(target->config().n_embd)),
+        in_nodes_(ng_),
+        out_nodes_(ng_) {}
+
+  PipelineResult Run(std::span<const int32_t> prompt) {
+    unit_.StartDecodeClock();
+    FindMyGroup();
+    if (k_ < 0) drafter_.emplace(unit_.draft(), o_.children);
+    if (k_ >= 0) unit_.stage().StartTree();
+    result_.groups = groups_;
+    result_.tokens.push_back(unit_.first_token());
+    if (PipelineStops(result_, o_, tokenizer_)) return std::move(result_);
+    tree_.Reset(unit_.first_token(), static_cast<int32_t>(prompt.size()));
+    in_nodes_[0] = {tree_.root()};
+    for (bool done = false; !done;) {
+      PipelineTimestep step;
+      step.stage_rows.assign(ng_, 0);
+      for (std::size_t g = 0; g < ng_; ++g) {
+        step.stage_rows[g] = static_cast<int32_t>(in_nodes_[g].size());
+      }
+      const std::span<const float> root_logits = Compute(step);
+      for (std::size_t g = 0; g + 1 < ng_; ++g) out_nodes_[g] = in_nodes_[g];
+      bool miss = false;
+      if (!in_nodes_[ng_ - 1].empty()) done = Synchronize(root_logits, step, &miss);
+      ++result_.timesteps;
+      result_.log.push_back(std::move(step));
+      if (!done) Transmit(miss);
+    }
+    unit_.StopDecodeClock(result_);
+    return std::move(result_);
+  }
+
+ private:
   // This stage's group, and whether it is the group's last stage (which sends on after the sync).
-  int32_t my_group = -1;
-  bool group_end = false;
-  for (int32_t g = 0, first = 0; g < n_groups && k >= 0; first += groups[g++]) {
-    if (k < first + groups[g]) {
-      my_group = g;
-      group_end = k + 1 == first + groups[g];
-      break;
+  void FindMyGroup() {
+    for (int32_t g = 0, first = 0; g < static_cast<int32_t>(ng_) && k_ >= 0;
+         first += groups_[g++]) {
+      if (k_ < first + groups_[g]) {
+        my_group_ = g;
+        group_end_ = k_ + 1 == first + groups_[g];
+        return;
+      }
     }
   }
-  std::optional<TreeDraft> drafter;
-  if (k < 0) drafter.emplace(unit.draft(), o.children);
-  if (k >= 0) unit.stage().StartTree();
-  const Tokenizer* tokenizer = target->tokenizer();
-  const auto n_embd = static_cast<std::size_t>(target->config().n_embd);
 
-  PipelineResult result;
-  result.groups = groups;
-  result.tokens.push_back(unit.first_token());
-  if (PipelineStops(result, o, tokenizer)) return result;
-  PredictionTree tree;
-  tree.Reset(unit.first_token(), static_cast<int32_t>(prompt.size()));
+  // The draft and every stage with input, each on its own layer; within a group the stages run
+  // one after another. The root's logits when this is the last stage.
+  std::span<const float> Compute(PipelineTimestep& step) {
+    if (!in_nodes_[0].empty()) step.draft_rows = static_cast<int32_t>(in_nodes_[0].size());
+    if (drafter_ && !in_nodes_[0].empty()) {
+      const Timer timer;
+      drafter_->RunLayer(tree_, in_nodes_[0]);
+      unit_.AddForwardSeconds(timer.Seconds());
+    }
+    my_out_.clear();
+    if (k_ < 0 || in_nodes_[static_cast<std::size_t>(my_group_)].empty()) return {};
+    const std::vector<int64_t>& nodes = in_nodes_[static_cast<std::size_t>(my_group_)];
+    PipeMessage in;
+    if (k_ > 0) in = net_.Receive(StageRank(k_ - 1), kPipeHiddenTag);
+    const Timer timer;
+    const std::span<const float> out = unit_.stage().RunLayer(tree_, nodes, in.floats);
+    unit_.AddForwardSeconds(timer.Seconds());
+    if (unit_.last_stage()) {
+      GROVE_CHECK(nodes.size() == 1 && nodes[0] == tree_.root(),
+                  "pipedec: the last stage got a layer other than the root");
+      return out;
+    }
+    if (!group_end_) {
+      net_.Send(StageRank(k_ + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
+    } else {
+      my_out_.assign(out.begin(), out.end());
+    }
+    return {};
+  }
+
+  // The target's token after the root, from the last stage; every unit commits the root and
+  // prunes to the hit child's subtree, or drops its tree on a miss. Whether the run is done.
+  bool Synchronize(std::span<const float> root_logits, PipelineTimestep& step, bool* miss) {
+    step.synced = true;
+    ++result_.syncs;
+    const int64_t root = tree_.root();
+    std::vector<int32_t> token;
+    if (!root_logits.empty()) {
+      token.push_back(sampler_.Sample(root_logits, o_.sequence, tree_.node(root).position + 1));
+    }
+    const int32_t x = unit_.ShareTokens(std::move(token)).at(0);
+    result_.tokens.push_back(x);
+    const int64_t hit = tree_.ChildOfRoot(x);
+    if (hit >= 0) {
+      tree_.PruneTo(hit);
+      step.hit = true;
+      ++result_.hits;
+    } else {
+      *miss = true;
+    }
+    if (k_ >= 0) unit_.stage().Sync(root, *miss ? nullptr : &tree_);
+    if (drafter_) drafter_->tree().Sync(root, *miss ? nullptr : &tree_);
+    if (*miss) tree_.Reset(x, tree_.node(root).position + 1);
+    if (drafter_) drafter_->Forget(tree_);
+    // In-flight rows follow the tree: those of pruned nodes are dropped.
+    for (int32_t g = 0; g + 1 < static_cast<int32_t>(ng_); ++g) {
+      const bool mine = g == my_group_ && group_end_;
+      KeepLiveRows(tree_, *miss, out_nodes_[static_cast<std::size_t>(g)], mine ? &my_out_ : nullptr,
+                   n_embd_);
+    }
+    return PipelineStops(result_, o_, tokenizer_);
+  }
+
+  // Every group's output moves one group on; the draft's next layer enters the first group (and
+  // the draft), or after a miss the target's token alone refills the pipeline.
+  void Transmit(bool miss) {
+    if (k_ >= 0 && group_end_ && !unit_.last_stage() &&
+        !out_nodes_[static_cast<std::size_t>(my_group_)].empty()) {
+      net_.Send(StageRank(k_ + 1), kPipeHiddenTag, {{}, std::move(my_out_)});
+    }
+    for (std::size_t g = ng_ - 1; g >= 1; --g) in_nodes_[g] = std::move(out_nodes_[g - 1]);
+    in_nodes_[0].clear();
+    if (miss) {
+      in_nodes_[0] = {tree_.root()};
+      return;
+    }
+    PipeMessage layer;
+    if (drafter_) layer = drafter_->CandidatesOf(tree_.layer(tree_.n_layers() - 1));
+    layer = Broadcast(net_, kDraftRank, kPipeLayerTag, std::move(layer));
+    if (const auto candidates = ReadCandidates(layer)) {
+      const std::span<const int64_t> added = tree_.Expand(*candidates, o_.width);
+      in_nodes_[0].assign(added.begin(), added.end());
+    }
+  }
+
+  const PipelineOptions& o_;
+  const std::vector<int32_t> groups_;
+  const std::size_t ng_;
+  Sampler sampler_;
+  PipelineRank unit_;
+  PipeTransport& net_;
+  const int32_t k_;  // -1: the draft
+  int32_t my_group_ = -1;
+  bool group_end_ = false;
+  const Tokenizer* tokenizer_;
+  const std::size_t n_embd_;
+  std::optional<TreeDraft> drafter_;
+  PipelineResult result_;
+  PredictionTree tree_;
   // Every rank's bookkeeping of every group: the nodes (of one tree layer) that reach it at the
   // next timestep, and those it computed in this one. This rank's own hidden rows beside them.
-  const auto ng = static_cast<std::size_t>(n_groups);
-  std::vector<std::vector<int64_t>> in_nodes(ng), out_nodes(ng);
-  std::vector<float> my_out;
-  in_nodes[0] = {tree.root()};
-  for (bool done = false; !done;) {
-    PipelineTimestep step;
-    step.stage_rows.assign(ng, 0);
-    for (std::size_t g = 0; g < ng; ++g)
-      step.stage_rows[g] = static_cast<int32_t>(in_nodes[g].size());
-    // Compute: the draft and every stage with input, each on its own layer; within a group the
-    // stages run one after another.
-    if (!in_nodes[0].empty()) step.draft_rows = static_cast<int32_t>(in_nodes[0].size());
-    if (drafter && !in_nodes[0].empty()) {
-      const Timer timer;
-      drafter->RunLayer(tree, in_nodes[0]);
-      unit.AddForwardSeconds(timer.Seconds());
-    }
-    std::span<const float> root_logits;
-    my_out.clear();
-    if (k >= 0 && !in_nodes[static_cast<std::size_t>(my_group)].empty()) {
-      const std::vector<int64_t>& nodes = in_nodes[static_cast<std::size_t>(my_group)];
-      PipeMessage in;
-      if (k > 0) in = net.Receive(StageRank(k - 1), kPipeHiddenTag);
-      const Timer timer;
-      const std::span<const float> out = unit.stage().RunLayer(tree, nodes, in.floats);
-      unit.AddForwardSeconds(timer.Seconds());
-      if (unit.last_stage()) {
-        GROVE_CHECK(nodes.size() == 1 && nodes[0] == tree.root(),
-                    "pipedec: the last stage got a layer other than the root");
-        root_logits = out;
-      } else if (!group_end) {
-        net.Send(StageRank(k + 1), kPipeHiddenTag, {{}, {out.begin(), out.end()}});
-      } else {
-        my_out.assign(out.begin(), out.end());
-      }
-    }
-    for (std::size_t g = 0; g + 1 < ng; ++g) out_nodes[g] = in_nodes[g];
-    // Synchronization: the target's token after the root, from the last stage; every unit
-    // commits the root and prunes to the hit child's subtree, or drops its tree on a miss.
-    bool miss = false;
-    if (!in_nodes[ng - 1].empty()) {
-      step.synced = true;
-      ++result.syncs;
-      const int64_t root = tree.root();
-      std::vector<int32_t> token;
-      if (!root_logits.empty()) {
-        token.push_back(sampler.Sample(root_logits, o.sequence, tree.node(root).position + 1));
-      }
-      const int32_t x = unit.ShareTokens(std::move(token)).at(0);
-      result.tokens.push_back(x);
-      const int64_t hit = tree.ChildOfRoot(x);
-      if (hit >= 0) {
-        tree.PruneTo(hit);
-        step.hit = true;
-        ++result.hits;
-      } else {
-        miss = true;
-      }
-      if (k >= 0) unit.stage().Sync(root, miss ? nullptr : &tree);
-      if (drafter) drafter->tree().Sync(root, miss ? nullptr : &tree);
-      if (miss) tree.Reset(x, tree.node(root).position + 1);
-      if (drafter) drafter->Forget(tree);
-      // In-flight rows follow the tree: those of pruned nodes are dropped.
-      for (int32_t g = 0; g + 1 < n_groups; ++g) {
-        const bool mine = g == my_group && group_end;
-        KeepLiveRows(tree, miss, out_nodes[static_cast<std::size_t>(g)], mine ? &my_out : nullptr,
-                     n_embd);
-      }
-      done = PipelineStops(result, o, tokenizer);
-    }
-    ++result.timesteps;
-    result.log.push_back(std::move(step));
-    if (done) break;
-    // Transmission: every group's output moves one group on; the draft's next layer enters the
-    // first group (and the draft), or after a miss the target's token alone refills the pipeline.
-    if (k >= 0 && group_end && !unit.last_stage() &&
-        !out_nodes[static_cast<std::size_t>(my_group)].empty()) {
-      net.Send(StageRank(k + 1), kPipeHiddenTag, {{}, std::move(my_out)});
-    }
-    for (std::size_t g = ng - 1; g >= 1; --g) in_nodes[g] = std::move(out_nodes[g - 1]);
-    in_nodes[0].clear();
-    if (miss) {
-      in_nodes[0] = {tree.root()};
-    } else {
-      PipeMessage layer;
-      if (drafter) layer = drafter->CandidatesOf(tree.layer(tree.n_layers() - 1));
-      layer = Broadcast(net, kDraftRank, kPipeLayerTag, std::move(layer));
-      if (const auto candidates = ReadCandidates(layer)) {
-        const std::span<const int64_t> added = tree.Expand(*candidates, o.width);
-        in_nodes[0].assign(added.begin(), added.end());
-      }
-    }
-  }
-  unit.StopDecodeClock(result);
-  return result;
+  std::vector<std::vector<int64_t>> in_nodes_, out_nodes_;
+  std::vector<float> my_out_;
+};
+
+PipelineResult PipeDecRank(PipeTransport& transport,
+                           const std::shared_ptr<const ModelParameters>& target,
+                           const std::shared_ptr<const ModelParameters>& draft,
+                           std::span<const int32_t> prompt, const PipelineOptions& o) {
+  std::vector<int32_t> groups = CheckPipeDecRun(*target, *draft, o);
+  int32_t n_ctx = 0;
+  CheckPipelineRun(*target, prompt, o,
+                   PipeDecTreeTokens(static_cast<int32_t>(groups.size()), o.width), &n_ctx);
+  return PipeDecRun(transport, target, draft, prompt, o, std::move(groups), n_ctx).Run(prompt);
 }
 
 PipelineResult PlainPipelineRank(PipeTransport& transport,
@@ -296,16 +348,14 @@ PipelineResult PlainPipelineRank(PipeTransport& transport,
 
 }  // namespace
 
+constexpr Named<PipelineRunKind> kPipelineRunNames[] = {
+    {PipelineRunKind::kPlain, "PP"},
+    {PipelineRunKind::kStaticTree, "STPP"},
+    {PipelineRunKind::kPipeDec, "PipeDec"},
+};
+
 const char* PipelineRunName(PipelineRunKind kind) {
-  switch (kind) {
-    case PipelineRunKind::kPlain:
-      return "PP";
-    case PipelineRunKind::kStaticTree:
-      return "STPP";
-    case PipelineRunKind::kPipeDec:
-      return "PipeDec";
-  }
-  return "?";
+  return NameOf(kPipelineRunNames, kind).data();  // the names are literals: NUL-terminated
 }
 
 int32_t PipeDecTreeTokens(int32_t n_groups, int32_t width) {

@@ -70,6 +70,18 @@ void MinMax(const float* x, float* min, float* max) {
   }
 }
 
+// Q4_1's and Q5_1's affine step: the block's range [min, max] in max_level steps, stored as d and
+// m = min; returns the inverse step (0 for a constant block) and the min, as ggml computes them.
+template <typename Block>
+float StoreAffineStep(const float* x, float max_level, Block* out, float* min) {
+  float max;
+  MinMax(x, min, &max);
+  const float d = (max - *min) / max_level;
+  out->d = Fp32ToFp16(d);
+  out->m = Fp32ToFp16(*min);
+  return d != 0.0f ? 1.0f / d : 0.0f;
+}
+
 }  // namespace
 
 void QuantizeRowQ8_0(const float* src, BlockQ8_0* dst, int64_t n_blocks) {
@@ -123,12 +135,8 @@ void DequantizeRowQ4_0(const BlockQ4_0* src, float* dst, int64_t n_blocks) {
 void QuantizeRowQ4_1(const float* src, BlockQ4_1* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * kQBlock;
-    float min, max;
-    MinMax(x, &min, &max);
-    const float d = (max - min) / 15.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    dst[b].d = Fp32ToFp16(d);
-    dst[b].m = Fp32ToFp16(min);
+    float min;
+    const float id = StoreAffineStep(x, 15.0f, &dst[b], &min);
     for (int j = 0; j < kHalf; ++j) {
       const int lo = std::min(15, static_cast<int>(Int8Of((x[j] - min) * id + 0.5f)));
       const int hi = std::min(15, static_cast<int>(Int8Of((x[j + kHalf] - min) * id + 0.5f)));
@@ -176,12 +184,8 @@ void DequantizeRowQ5_0(const BlockQ5_0* src, float* dst, int64_t n_blocks) {
 void QuantizeRowQ5_1(const float* src, BlockQ5_1* dst, int64_t n_blocks) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * kQBlock;
-    float min, max;
-    MinMax(x, &min, &max);
-    const float d = (max - min) / 31.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    dst[b].d = Fp32ToFp16(d);
-    dst[b].m = Fp32ToFp16(min);
+    float min;
+    const float id = StoreAffineStep(x, 31.0f, &dst[b], &min);
     int q[kQBlock];
     // No clamp to 31 here, as in ggml: (max - min) * id rounds to at most 31.5.
     for (int j = 0; j < kQBlock; ++j) q[j] = Uint8Of((x[j] - min) * id + 0.5f);

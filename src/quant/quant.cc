@@ -31,21 +31,16 @@ void DequantizeF32(const void* src, float* dst, int64_t n) {
 void QuantizeF32(const float* src, void* dst, int64_t n) {
   std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
 }
-void DequantizeF16(const void* src, float* dst, int64_t n) {
+// F16 and BF16: one 16-bit value per element, converted one by one.
+template <float (*ToFloat)(uint16_t)>
+void Dequantize16Bit(const void* src, float* dst, int64_t n) {
   const auto* h = static_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
+  for (int64_t i = 0; i < n; ++i) dst[i] = ToFloat(h[i]);
 }
-void QuantizeF16(const float* src, void* dst, int64_t n) {
+template <uint16_t (*FromFloat)(float)>
+void Quantize16Bit(const float* src, void* dst, int64_t n) {
   auto* h = static_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToFp16(src[i]);
-}
-void DequantizeBF16(const void* src, float* dst, int64_t n) {
-  const auto* h = static_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = Bf16ToFp32(h[i]);
-}
-void QuantizeBF16(const float* src, void* dst, int64_t n) {
-  auto* h = static_cast<uint16_t*>(dst);
-  for (int64_t i = 0; i < n; ++i) h[i] = Fp32ToBf16(src[i]);
+  for (int64_t i = 0; i < n; ++i) h[i] = FromFloat(src[i]);
 }
 
 using FirstBadScaleFn = int64_t (*)(const void* src, int64_t n_blocks);
@@ -80,8 +75,8 @@ struct WeightTypeRow {
 
 const WeightTypeRow kWeightTypes[] = {
     {GgmlType::kF32, DequantizeF32, QuantizeF32},
-    {GgmlType::kF16, DequantizeF16, QuantizeF16},
-    {GgmlType::kBF16, DequantizeBF16, QuantizeBF16},
+    {GgmlType::kF16, Dequantize16Bit<Fp16ToFp32>, Quantize16Bit<Fp32ToFp16>},
+    {GgmlType::kBF16, Dequantize16Bit<Bf16ToFp32>, Quantize16Bit<Fp32ToBf16>},
     {GgmlType::kQ8_0, Dequantize<BlockQ8_0, DequantizeRowQ8_0>,
      Quantize<BlockQ8_0, QuantizeRowQ8_0>, FirstBadScale<BlockQ8_0>},
     {GgmlType::kQ4_0, Dequantize<BlockQ4_0, DequantizeRowQ4_0>,

@@ -25,6 +25,48 @@ bool UseMoreBits(int layer, int n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
+// The value projection of block `layer` (llama.cpp's rules for attn_v).
+GgmlType AttentionValueType(QuantMix mix, GgmlType base, int layer, const MixModel& model) {
+  switch (mix) {
+    case QuantMix::kQ2_K:
+      return model.n_gqa >= 4 ? GgmlType::kQ4_K : GgmlType::kQ3_K;
+    case QuantMix::kQ3_K_M:
+      return layer < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+    case QuantMix::kQ3_K_L:
+      return GgmlType::kQ5_K;
+    case QuantMix::kIQ4:
+      return model.n_gqa >= 4 ? GgmlType::kQ5_K : base;
+    case QuantMix::kQ4_K_S:
+      return layer < 4 ? GgmlType::kQ5_K : base;
+    case QuantMix::kQ4_K_M:
+    case QuantMix::kQ5_K_M:
+      return UseMoreBits(layer, model.n_layer) ? GgmlType::kQ6_K : base;
+    default:  // Q3_K_S, Q5_K_S
+      return base;
+  }
+}
+
+// The FFN's down projection of block `layer` (llama.cpp's rules for ffn_down).
+GgmlType FfnDownType(QuantMix mix, GgmlType base, int layer, const MixModel& model) {
+  const int n_layer = model.n_layer;
+  switch (mix) {
+    case QuantMix::kQ2_K:
+      return GgmlType::kQ3_K;
+    case QuantMix::kQ3_K_M:  // llama.cpp's Falcon exception does not apply to grove's families
+      return layer < n_layer / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
+    case QuantMix::kQ3_K_L:
+      return GgmlType::kQ5_K;
+    case QuantMix::kQ4_K_S:
+    case QuantMix::kIQ4:  // without an importance matrix, as grove always quantizes
+      return layer < n_layer / 8 ? GgmlType::kQ5_K : base;
+    case QuantMix::kQ4_K_M:
+    case QuantMix::kQ5_K_M:
+      return UseMoreBits(layer, n_layer) ? GgmlType::kQ6_K : base;
+    default:  // Q3_K_S, Q5_K_S
+      return base;
+  }
+}
+
 }  // namespace
 
 GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
@@ -35,44 +77,8 @@ GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
   }
   const int layer = LayerOf(name);
   if (layer < 0) return base;
-  const int n_layer = model.n_layer;
-  if (EndsWith(name, ".attn_v.weight")) {
-    switch (mix) {
-      case QuantMix::kQ2_K:
-        return model.n_gqa >= 4 ? GgmlType::kQ4_K : GgmlType::kQ3_K;
-      case QuantMix::kQ3_K_M:
-        return layer < 2 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
-      case QuantMix::kQ3_K_L:
-        return GgmlType::kQ5_K;
-      case QuantMix::kIQ4:
-        return model.n_gqa >= 4 ? GgmlType::kQ5_K : base;
-      case QuantMix::kQ4_K_S:
-        return layer < 4 ? GgmlType::kQ5_K : base;
-      case QuantMix::kQ4_K_M:
-      case QuantMix::kQ5_K_M:
-        return UseMoreBits(layer, n_layer) ? GgmlType::kQ6_K : base;
-      default:  // Q3_K_S, Q5_K_S
-        return base;
-    }
-  }
-  if (EndsWith(name, ".ffn_down.weight")) {
-    switch (mix) {
-      case QuantMix::kQ2_K:
-        return GgmlType::kQ3_K;
-      case QuantMix::kQ3_K_M:  // llama.cpp's Falcon exception does not apply to grove's families
-        return layer < n_layer / 16 ? GgmlType::kQ5_K : GgmlType::kQ4_K;
-      case QuantMix::kQ3_K_L:
-        return GgmlType::kQ5_K;
-      case QuantMix::kQ4_K_S:
-      case QuantMix::kIQ4:  // without an importance matrix, as grove always quantizes
-        return layer < n_layer / 8 ? GgmlType::kQ5_K : base;
-      case QuantMix::kQ4_K_M:
-      case QuantMix::kQ5_K_M:
-        return UseMoreBits(layer, n_layer) ? GgmlType::kQ6_K : base;
-      default:  // Q3_K_S, Q5_K_S
-        return base;
-    }
-  }
+  if (EndsWith(name, ".attn_v.weight")) return AttentionValueType(mix, base, layer, model);
+  if (EndsWith(name, ".ffn_down.weight")) return FfnDownType(mix, base, layer, model);
   if (EndsWith(name, ".attn_output.weight")) {
     if (mix == QuantMix::kQ2_K) return GgmlType::kQ3_K;
     if (mix == QuantMix::kQ3_K_M) return GgmlType::kQ4_K;

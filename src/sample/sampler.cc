@@ -59,109 +59,121 @@ void Sampler::Distribution(std::span<const float> logits, std::span<float> probs
     probs[Argmax(logits)] = 1.0f;
     return;
   }
-  // Candidates in the order every filter cuts along: logit descending, lower id first on ties.
-  auto before = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
-  int32_t kept = n;
-  bool ordered = false;  // order_ already in the candidate order (top-p need not sort)
-  if (params_.top_k > 0 && params_.top_k < n) {
-    // The k best in order, by TopTokens' SIMD scan: an nth_element over the vocabulary's indices
-    // cost 7 ns a token through its indirect comparisons (1.1 ms a row of a 152k vocabulary).
-    // TopTokens skips tokens at -inf, which would carry no mass here either.
-    TopTokens(logits, params_.top_k, -std::numeric_limits<float>::infinity(), order_);
-    kept = static_cast<int32_t>(order_.size());
-    if (kept == 0) {  // every logit -inf or NaN: nothing has mass; one-hot, as greedy
-      probs[Argmax(logits)] = 1.0f;
-      return;
-    }
-    ordered = true;
-  } else {
-    order_.resize(n);
-    if (!(params_.min_p > 0.0f)) std::iota(order_.begin(), order_.end(), 0);  // else min-p's scan
+  // With top-k, order_ comes in the candidate order already (top-p need not sort).
+  const bool ordered = params_.top_k > 0 && params_.top_k < n;
+  int32_t kept = ordered ? KeepTopK(logits) : KeepAll(n);
+  if (kept == 0) {  // every logit -inf or NaN: nothing has mass; one-hot, as greedy
+    probs[Argmax(logits)] = 1.0f;
+    return;
   }
-  // exp((l - max) / T) once per candidate; the top candidate's value is exactly 1, so the min-p
-  // test compares values with min_p directly, and top-p reads each candidate's mass as value / sum.
-  const float inv_t = 1.0f / params_.temperature;
-  values_.resize(n);
-  if (ordered) {
-    for (int32_t i = 0; i < kept; ++i) values_[i] = logits[order_[i]] * inv_t;
-  } else {
-    for (int32_t i = 0; i < n; ++i) values_[i] = logits[i] * inv_t;  // candidate i is token i
-  }
-  ExpSubMax(values_.data(), kept);
+  ScaledExp(logits, kept, ordered);
   // Summed again in double: the kernel's float sum drifts by ~1e-5 over a large vocabulary, which
   // would move top-p's cut by several candidates of the flat tail.
   const double sum = SumInDouble(values_.data(), kept);
   // min-p and top-p both keep a prefix of the candidate order, so the kept set is the shorter of
   // the two prefixes: drop every candidate under min_p first (no order needed), then find top-p's
   // cut among the rest. top-p's masses stay relative to the top-k set, as when it runs first.
-  if (params_.min_p > 0.0f && ordered) {
-    int32_t out = 0;
-    for (int32_t i = 0; i < kept; ++i) {
-      if (values_[i] >= params_.min_p) {
-        values_[out] = values_[i];
-        order_[out++] = order_[i];
-      }
-    }
-    kept = out;
-  } else if (params_.min_p > 0.0f) {
-    // The whole vocabulary: a SIMD scan lists the few at or above min_p (x > the float just below
-    // it), block by block; each lands at or before its own index, so compacting in place is safe.
-    const IndicesAboveFn indices_above = ActiveKernels().indices_above;
-    const float below_min_p = std::nextafter(params_.min_p, 0.0f);
-    int32_t found[kTopTokensBlock];
-    int32_t out = 0;
-    for (int32_t block = 0; block < kept; block += kTopTokensBlock) {
-      const int32_t len = std::min(kTopTokensBlock, kept - block);
-      const int32_t count = indices_above(values_.data() + block, len, below_min_p, found);
-      for (int32_t c = 0; c < count; ++c) {
-        values_[out] = values_[block + found[c]];
-        order_[out++] = block + found[c];
-      }
-    }
-    kept = out;
-  }
-  if (params_.top_p < 1.0f) {
-    // Sort the candidates' (value, id) pairs chunk by chunk until the mass reaches top_p.
-    pairs_.reserve(static_cast<std::size_t>(n));  // kept varies from row to row; grow once
-    pairs_.resize(kept);
-    for (int32_t i = 0; i < kept; ++i) pairs_[i] = {order_[i], values_[i]};
-    auto pair_before = [&](const Candidate& a, const Candidate& b) {
-      return before(a.token, b.token);
-    };
-    const double target = params_.top_p * sum;
-    double mass = 0.0;
-    int32_t sorted = 0, cut = kept;
-    while (sorted < kept && cut == kept) {
-      const int32_t chunk_end = std::min(kept, std::max(kFirstSortedChunk, 4 * sorted));
-      if (!ordered) {
-        if (chunk_end < kept) {
-          std::nth_element(pairs_.begin() + sorted, pairs_.begin() + (chunk_end - 1), pairs_.end(),
-                           pair_before);
-        }
-        std::sort(pairs_.begin() + sorted, pairs_.begin() + chunk_end, pair_before);
-      }
-      for (int32_t i = sorted; i < chunk_end; ++i) {
-        mass += pairs_[i].value;
-        if (mass >= target) {
-          cut = i + 1;
-          break;
-        }
-      }
-      sorted = chunk_end;
-    }
-    kept = cut;
-    for (int32_t i = 0; i < kept; ++i) {
-      order_[i] = pairs_[i].token;
-      values_[i] = pairs_[i].value;
-    }
-  }
+  if (params_.min_p > 0.0f) kept = ordered ? KeepMinPOrdered(kept) : KeepMinPScanned(kept);
+  if (params_.top_p < 1.0f) kept = KeepTopP(logits, kept, sum, ordered);
   double total = 0.0;
   for (int32_t i = 0; i < kept; ++i) total += values_[i];
   const double inv_total = 1.0 / total;
   for (int32_t i = 0; i < kept; ++i) probs[order_[i]] = static_cast<float>(values_[i] * inv_total);
   kept_ = kept;
+}
+
+int32_t Sampler::KeepTopK(std::span<const float> logits) {
+  // The k best in order, by TopTokens' SIMD scan: an nth_element over the vocabulary's indices
+  // cost 7 ns a token through its indirect comparisons (1.1 ms a row of a 152k vocabulary).
+  // TopTokens skips tokens at -inf, which would carry no mass here either.
+  TopTokens(logits, params_.top_k, -std::numeric_limits<float>::infinity(), order_);
+  return static_cast<int32_t>(order_.size());
+}
+
+int32_t Sampler::KeepAll(int32_t n) {
+  order_.resize(n);
+  if (!(params_.min_p > 0.0f)) std::iota(order_.begin(), order_.end(), 0);  // else min-p's scan
+  return n;
+}
+
+// exp((l - max) / T) once per candidate; the top candidate's value is exactly 1, so the min-p
+// test compares values with min_p directly, and top-p reads each candidate's mass as value / sum.
+void Sampler::ScaledExp(std::span<const float> logits, int32_t kept, bool ordered) {
+  const float inv_t = 1.0f / params_.temperature;
+  values_.resize(logits.size());
+  if (ordered) {
+    for (int32_t i = 0; i < kept; ++i) values_[i] = logits[order_[i]] * inv_t;
+  } else {
+    for (int32_t i = 0; i < kept; ++i) values_[i] = logits[i] * inv_t;  // candidate i is token i
+  }
+  ExpSubMax(values_.data(), kept);
+}
+
+int32_t Sampler::KeepMinPOrdered(int32_t kept) {
+  int32_t out = 0;
+  for (int32_t i = 0; i < kept; ++i) {
+    if (values_[i] >= params_.min_p) {
+      values_[out] = values_[i];
+      order_[out++] = order_[i];
+    }
+  }
+  return out;
+}
+
+// The whole vocabulary: a SIMD scan lists the few at or above min_p (x > the float just below it),
+// block by block; each lands at or before its own index, so compacting in place is safe.
+int32_t Sampler::KeepMinPScanned(int32_t kept) {
+  const IndicesAboveFn indices_above = ActiveKernels().indices_above;
+  const float below_min_p = std::nextafter(params_.min_p, 0.0f);
+  int32_t found[kTopTokensBlock];
+  int32_t out = 0;
+  for (int32_t block = 0; block < kept; block += kTopTokensBlock) {
+    const int32_t len = std::min(kTopTokensBlock, kept - block);
+    const int32_t count = indices_above(values_.data() + block, len, below_min_p, found);
+    for (int32_t c = 0; c < count; ++c) {
+      values_[out] = values_[block + found[c]];
+      order_[out++] = block + found[c];
+    }
+  }
+  return out;
+}
+
+// Sorts the candidates' (value, id) pairs chunk by chunk until the mass reaches top_p.
+int32_t Sampler::KeepTopP(std::span<const float> logits, int32_t kept, double sum, bool ordered) {
+  // The order every filter cuts along: logit descending, lower id first on ties.
+  auto pair_before = [&](const Candidate& a, const Candidate& b) {
+    return logits[a.token] > logits[b.token] ||
+           (logits[a.token] == logits[b.token] && a.token < b.token);
+  };
+  pairs_.reserve(logits.size());  // kept varies from row to row; grow once
+  pairs_.resize(kept);
+  for (int32_t i = 0; i < kept; ++i) pairs_[i] = {order_[i], values_[i]};
+  const double target = params_.top_p * sum;
+  double mass = 0.0;
+  int32_t sorted = 0, cut = kept;
+  while (sorted < kept && cut == kept) {
+    const int32_t chunk_end = std::min(kept, std::max(kFirstSortedChunk, 4 * sorted));
+    if (!ordered) {
+      if (chunk_end < kept) {
+        std::nth_element(pairs_.begin() + sorted, pairs_.begin() + (chunk_end - 1), pairs_.end(),
+                         pair_before);
+      }
+      std::sort(pairs_.begin() + sorted, pairs_.begin() + chunk_end, pair_before);
+    }
+    for (int32_t i = sorted; i < chunk_end; ++i) {
+      mass += pairs_[i].value;
+      if (mass >= target) {
+        cut = i + 1;
+        break;
+      }
+    }
+    sorted = chunk_end;
+  }
+  for (int32_t i = 0; i < cut; ++i) {
+    order_[i] = pairs_[i].token;
+    values_[i] = pairs_[i].value;
+  }
+  return cut;
 }
 
 int32_t Sampler::DrawFrom(std::span<const float> probs, double u) {

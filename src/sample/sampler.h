@@ -51,6 +51,15 @@ class Sampler {
     int32_t token;
     float value;
   };
+  // The steps of Distribution: each returns how many candidates it keeps, a prefix of
+  // order_ / values_ (the candidate's token and its exp((logit - max) / T)).
+  int32_t KeepTopK(std::span<const float> logits);
+  int32_t KeepAll(int32_t n);
+  void ScaledExp(std::span<const float> logits, int32_t kept, bool ordered);
+  int32_t KeepMinPOrdered(int32_t kept);
+  int32_t KeepMinPScanned(int32_t kept);
+  int32_t KeepTopP(std::span<const float> logits, int32_t kept, double sum, bool ordered);
+
   std::vector<float> probs_;
   int32_t kept_ = 0;              // Distribution's kept candidates: order_[0, kept_) (0: one-hot)
   std::vector<int32_t> order_;    // candidate token ids

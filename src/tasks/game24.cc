@@ -4,6 +4,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "base/named.h"
 
 namespace grove {
 namespace {
@@ -58,16 +59,16 @@ bool Reach24(const std::vector<Rational>& numbers, bool natural_only,
 
 }  // namespace
 
-std::string_view Game24LabelName(Game24Label label) {
-  switch (label) {
-    case Game24Label::kSure:
-      return "sure";
-    case Game24Label::kLikely:
-      return "likely";
-    case Game24Label::kImpossible:
-      return "impossible";
-  }
-  return "?";
+constexpr Named<Game24Label> kGame24LabelNames[] = {
+    {Game24Label::kSure, "sure"},
+    {Game24Label::kLikely, "likely"},
+    {Game24Label::kImpossible, "impossible"},
+};
+
+std::string_view Game24LabelName(Game24Label label) { return NameOf(kGame24LabelNames, label); }
+
+std::optional<Game24Label> Game24LabelNamed(std::string_view name) {
+  return FindNamed(kGame24LabelNames, name);
 }
 
 std::string FormatGame24Step(const Game24Step& step) {

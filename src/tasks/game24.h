@@ -21,6 +21,8 @@ namespace grove {
 
 enum class Game24Label { kSure, kLikely, kImpossible };
 std::string_view Game24LabelName(Game24Label label);
+// The label named exactly `name` ("sure", "likely", "impossible"), or nothing.
+std::optional<Game24Label> Game24LabelNamed(std::string_view name);
 
 // One step "a op b = result (left: ...)"; `left` is sorted ascending and includes the result.
 // Formatted operands that are not natural numbers are parenthesised: "6 / (1/4) = 24 (left: 24)".

@@ -35,18 +35,7 @@ class ExpressionReader {
  public:
   explicit ExpressionReader(std::string_view s) : s_(s) {}
 
-  std::optional<Rational> ReadSum() {
-    std::optional<Rational> value = ReadProduct();
-    while (value) {
-      const char op = Peek();
-      if (op != '+' && op != '-') break;
-      ++pos_;
-      const std::optional<Rational> rhs = ReadProduct();
-      if (!rhs) return std::nullopt;
-      value = ApplyRational(*value, op, *rhs);
-    }
-    return value;
-  }
+  std::optional<Rational> ReadSum() { return ReadChain(&ExpressionReader::ReadProduct, '+', '-'); }
   // The first non-space character from here, or '\0' at the end.
   char Peek() {
     while (pos_ < s_.size() && s_[pos_] == ' ') ++pos_;
@@ -67,14 +56,20 @@ class ExpressionReader {
 
  private:
   std::optional<Rational> ReadProduct() {
-    std::optional<Rational> value = ReadFactor();
+    return ReadChain(&ExpressionReader::ReadFactor, '*', '/');
+  }
+  // operand ((op_a | op_b) operand)*, left to right; nullopt as soon as a step fails (a division
+  // by zero among them).
+  std::optional<Rational> ReadChain(std::optional<Rational> (ExpressionReader::*operand)(),
+                                    char op_a, char op_b) {
+    std::optional<Rational> value = (this->*operand)();
     while (value) {
       const char op = Peek();
-      if (op != '*' && op != '/') break;
+      if (op != op_a && op != op_b) break;
       ++pos_;
-      const std::optional<Rational> rhs = ReadFactor();
+      const std::optional<Rational> rhs = (this->*operand)();
       if (!rhs) return std::nullopt;
-      value = ApplyRational(*value, op, *rhs);  // nullopt on division by zero
+      value = ApplyRational(*value, op, *rhs);
     }
     return value;
   }

@@ -146,10 +146,7 @@ std::optional<Game24Label> ParseGame24Label(std::string_view text) {
   const std::vector<std::string_view> lines = Game24DocumentLines(text);
   if (lines.empty()) return std::nullopt;
   const std::string_view last = Trim(lines.back());
-  for (Game24Label label : {Game24Label::kSure, Game24Label::kLikely, Game24Label::kImpossible}) {
-    if (last == Game24LabelName(label)) return label;
-  }
-  return std::nullopt;
+  return Game24LabelNamed(last);
 }
 
 }  // namespace grove

@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "io/gguf_writer.h"
 #include "tokenize/pretokenizer.h"
@@ -20,12 +21,9 @@ using Json = nlohmann::json;
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581, SentencePiece's space
 
+// Bounded (base/bounded_json.h): every walk below and the dumps in messages recurse.
 Json ParseJson(std::string_view text, std::string_view what) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    Fail("convert-tokenizer: ", what, " is not valid JSON: ", e.what());
-  }
+  return ParseBoundedJson(text, StrCat("convert-tokenizer: ", what));
 }
 
 // obj[key], or null when obj is not an object or has no such key: a reference, so that large
@@ -188,11 +186,8 @@ std::string MergeText(const Json& merge, std::size_t rank) {
        "] is neither \"left right\" nor [left, right]");
 }
 
-HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view config_json,
-                           const HfTokenizerOptions& options, GgufWriter* writer) {
-  const Json tok = ParseJson(tokenizer_json, "tokenizer.json");
-  const Json config =
-      config_json.empty() ? Json::object() : ParseJson(config_json, "tokenizer_config.json");
+// tokenizer.json's model, checked to be BPE with a vocab object.
+const Json& BpeModel(const Json& tok) {
   if (!tok.is_object() || !tok.contains("model") || !tok["model"].is_object()) {
     Fail("convert-tokenizer: tokenizer.json has no 'model' object");
   }
@@ -206,25 +201,21 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
   if (!model.contains("vocab") || !model["vocab"].is_object()) {
     Fail("convert-tokenizer: tokenizer.json has no model.vocab object");
   }
+  return model;
+}
 
-  HfTokenizerSummary summary;
-  const Json& pre_tokenizer = Member(tok, "pre_tokenizer");
-  const bool byte_level =
-      MentionsByteLevel(pre_tokenizer) || MentionsByteLevel(Member(tok, "decoder"));
-  const bool byte_fallback = BoolField(model, "byte_fallback", false, "tokenizer.json model");
-  if (!byte_level && !byte_fallback) {
-    Fail(
-        "convert-tokenizer: tokenizer.json is BPE but neither byte-level (no ByteLevel "
-        "pre-tokenizer or decoder) nor SentencePiece-style (model.byte_fallback is not true)");
-  }
-  summary.model = byte_level ? "gpt2" : "llama";
-
-  // Tokens by id: the model's vocab, then the added tokens (which may reuse or extend the ids).
+// The tokens by id as tokenizer.json lists them: the model's vocab, then the added tokens (which
+// may reuse or extend the ids), with whether each added one is marked special.
+struct ListedTokens {
   std::map<int64_t, std::string> by_id;
-  for (const auto& [text, id] : model["vocab"].items()) {
-    by_id[TokenId(id, "tokenizer.json model.vocab['" + text + "']")] = text;
-  }
   std::unordered_map<int64_t, bool> added_special;  // id -> special
+};
+
+ListedTokens ReadListedTokens(const Json& tok, const Json& model) {
+  ListedTokens listed;
+  for (const auto& [text, id] : model["vocab"].items()) {
+    listed.by_id[TokenId(id, "tokenizer.json model.vocab['" + text + "']")] = text;
+  }
   const Json& added_tokens = Member(tok, "added_tokens");
   if (!added_tokens.is_null() && !added_tokens.is_array())
     Fail("convert-tokenizer: tokenizer.json added_tokens is not a list");
@@ -234,126 +225,159 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
       Fail("convert-tokenizer: an added_tokens entry without an id or content");
     }
     const int64_t id = TokenId(added["id"], "tokenizer.json added_tokens[].id");
-    by_id[id] = added["content"].get<std::string>();
-    added_special[id] = BoolField(added, "special", false, "tokenizer.json added_tokens[]");
+    listed.by_id[id] = added["content"].get<std::string>();
+    listed.added_special[id] = BoolField(added, "special", false, "tokenizer.json added_tokens[]");
   }
-  if (by_id.empty()) Fail("convert-tokenizer: tokenizer.json has no tokens");
-  const int64_t n_tokens = by_id.rbegin()->first + 1;
+  if (listed.by_id.empty()) Fail("convert-tokenizer: tokenizer.json has no tokens");
+  return listed;
+}
+
+// Every id from 0 to the largest, with its text and type, as the GGUF lists them.
+struct TokenTable {
+  std::vector<std::string> tokens;
+  std::vector<int32_t> types;
+  std::unordered_map<std::string, int32_t> ids;
+};
+
+// The type of a listed token (see the header).
+TokenType TypeOf(const ListedTokens& listed, int64_t id, const std::string& text, bool byte_level,
+                 bool byte_fallback, const std::optional<std::string>& unk,
+                 const std::string& model_unk) {
+  TokenType t = TokenType::kNormal;
+  if (auto a = listed.added_special.find(id); a != listed.added_special.end()) {
+    if (a->second || LooksLikeControl(text)) {
+      t = TokenType::kControl;
+    } else if (byte_level || text.find(kSpaceMarker) == std::string::npos) {
+      t = TokenType::kUserDefined;
+    }
+    // Otherwise a SentencePiece piece spelled with U+2581 (Gemma lists its whitespace runs
+    // among the added tokens): added tokens are matched in the raw text, where spaces are not
+    // yet U+2581, so it can never match there; the merges make it, and it decodes to spaces
+    // like any normal piece.
+  } else if (byte_fallback && IsByteToken(text)) {
+    t = TokenType::kByte;
+  }
+  if ((unk && *unk == text) || (!model_unk.empty() && model_unk == text)) t = TokenType::kUnknown;
+  return t;
+}
+
+TokenTable BuildTokenTable(const ListedTokens& listed, const Json& model, const Json& config,
+                           bool byte_level, bool byte_fallback) {
+  const int64_t n_tokens = listed.by_id.rbegin()->first + 1;
   // Ids no token uses become padding; a few are normal (vocabularies rounded up), a majority is
   // a damaged file, which would otherwise make millions of padding tokens.
-  if (n_tokens > 2 * static_cast<int64_t>(by_id.size()) + 1024) {
+  if (n_tokens > 2 * static_cast<int64_t>(listed.by_id.size()) + 1024) {
     Fail("convert-tokenizer: token ids reach ", n_tokens - 1, " but tokenizer.json has ",
-         by_id.size(), " tokens: most ids would be unused");
+         listed.by_id.size(), " tokens: most ids would be unused");
   }
-  summary.n_tokens = static_cast<int32_t>(n_tokens);
-  summary.n_added = static_cast<int32_t>(added_special.size());
-
-  std::vector<std::string> tokens(n_tokens);
-  std::vector<int32_t> types(n_tokens, static_cast<int32_t>(TokenType::kNormal));
+  TokenTable table;
+  table.tokens.resize(n_tokens);
+  table.types.assign(n_tokens, static_cast<int32_t>(TokenType::kNormal));
   const std::optional<std::string> unk = TokenField(config, "unk_token");
   const std::string model_unk = StringField(model, "unk_token", "", "tokenizer.json model");
-  std::unordered_map<std::string, int32_t> ids;
   for (int64_t id = 0; id < n_tokens; ++id) {
-    auto it = by_id.find(id);
-    if (it == by_id.end()) {
-      tokens[id] = "[PAD" + std::to_string(id) + "]";
-      types[id] = static_cast<int32_t>(TokenType::kUnused);
+    auto it = listed.by_id.find(id);
+    if (it == listed.by_id.end()) {
+      table.tokens[id] = "[PAD" + std::to_string(id) + "]";
+      table.types[id] = static_cast<int32_t>(TokenType::kUnused);
       continue;
     }
-    tokens[id] = it->second;
-    ids.emplace(it->second, static_cast<int32_t>(id));
-    TokenType t = TokenType::kNormal;
-    if (auto a = added_special.find(id); a != added_special.end()) {
-      if (a->second || LooksLikeControl(it->second)) {
-        t = TokenType::kControl;
-      } else if (byte_level || it->second.find(kSpaceMarker) == std::string::npos) {
-        t = TokenType::kUserDefined;
-      }
-      // Otherwise a SentencePiece piece spelled with U+2581 (Gemma lists its whitespace runs
-      // among the added tokens): added tokens are matched in the raw text, where spaces are not
-      // yet U+2581, so it can never match there; the merges make it, and it decodes to spaces
-      // like any normal piece.
-    } else if (byte_fallback && IsByteToken(it->second)) {
-      t = TokenType::kByte;
-    }
-    if ((unk && *unk == it->second) || (!model_unk.empty() && model_unk == it->second)) {
-      t = TokenType::kUnknown;
-    }
-    types[id] = static_cast<int32_t>(t);
+    table.tokens[id] = it->second;
+    table.ids.emplace(it->second, static_cast<int32_t>(id));
+    table.types[id] = static_cast<int32_t>(
+        TypeOf(listed, id, it->second, byte_level, byte_fallback, unk, model_unk));
   }
+  return table;
+}
 
-  const Json& merges = Member(model, "merges");  // null (absent) has size 0
-  if (!merges.is_null() && !merges.is_array())
-    Fail("convert-tokenizer: tokenizer.json model.merges is not a list");
-  summary.n_merges = static_cast<int32_t>(merges.size());
+// general.* and placeholder hyperparameters: llama.cpp reads them even from a vocabulary-only file.
+void WritePlaceholderModel(const HfTokenizerOptions& options, GgufWriter* writer) {
   writer->SetString("general.architecture", "llama");
   if (!options.name.empty()) writer->SetString("general.name", options.name);
-  // Placeholder hyperparameters: llama.cpp reads them even from a vocabulary-only file.
   writer->SetUint32("llama.context_length", 4096);
   writer->SetUint32("llama.embedding_length", 64);
   writer->SetUint32("llama.feed_forward_length", 128);
   writer->SetUint32("llama.block_count", 1);
   writer->SetUint32("llama.attention.head_count", 1);
   writer->SetFloat32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+}
 
-  writer->SetString("tokenizer.ggml.model", summary.model);
-  if (byte_level) {
-    summary.pre = options.pre.empty() ? PreTokenizerNameFor(pre_tokenizer) : options.pre;
-    if (summary.pre.empty()) {
-      Fail("convert-tokenizer: the pre_tokenizer of tokenizer.json is not one grove knows (",
-           pre_tokenizer.dump().substr(0, 200),
-           "...); name the llama.cpp pre-tokenizer it implements with --pre");
-    }
-    PreTokenizer::ForName(summary.pre);  // throws, listing the names, when unknown
-    writer->SetString("tokenizer.ggml.pre", summary.pre);
-    std::vector<std::string> merge_texts;
-    merge_texts.reserve(merges.size());
-    for (std::size_t i = 0; i < merges.size(); ++i) merge_texts.push_back(MergeText(merges[i], i));
-    writer->SetStringArray("tokenizer.ggml.merges", std::move(merge_texts));
-  } else {
-    // Scores: minus the rank of the first merge that makes the token (see the header).
-    std::vector<float> scores(n_tokens, -1e9f);
-    for (std::size_t rank = 0; rank < merges.size(); ++rank) {
-      std::string merged = MergeText(merges[rank], rank);
-      const std::size_t space = merged.find(' ', 1);
-      if (space == std::string::npos) {
-        Fail("convert-tokenizer: tokenizer.json model.merges[", rank, "] has no space");
-      }
-      merged.erase(space, 1);
-      auto it = ids.find(merged);
-      if (it != ids.end() && scores[it->second] == -1e9f) {
-        scores[it->second] = -static_cast<float>(rank);
-      }
-    }
-    for (int64_t id = 0; id < n_tokens; ++id) {
-      if (tokens[id].size() <= 3 && scores[id] == -1e9f) scores[id] = 0.0f;  // single characters
-    }
-    writer->SetFloat32Array("tokenizer.ggml.scores", scores);
-    // A normalizer or pre-tokenizer that prepends U+2581 is sentencepiece's space prefix.
-    const std::string normalizer = Member(tok, "normalizer").dump();
-    const std::string pre = pre_tokenizer.dump();
-    const bool prefix = normalizer.find("Prepend") != std::string::npos ||
-                        pre.find("\"prepend_scheme\":\"always\"") != std::string::npos ||
-                        pre.find("\"prepend_scheme\":\"first\"") != std::string::npos ||
-                        pre.find("\"add_prefix_space\":true") != std::string::npos;
-    writer->SetBool("tokenizer.ggml.add_space_prefix", prefix);
+// A byte-level vocabulary's pre-tokenizer name and merges.
+void WriteByteLevelMerges(const Json& pre_tokenizer, const Json& merges,
+                          const HfTokenizerOptions& options, HfTokenizerSummary& summary,
+                          GgufWriter* writer) {
+  summary.pre = options.pre.empty() ? PreTokenizerNameFor(pre_tokenizer) : options.pre;
+  if (summary.pre.empty()) {
+    Fail("convert-tokenizer: the pre_tokenizer of tokenizer.json is not one grove knows (",
+         pre_tokenizer.dump().substr(0, 200),
+         "...); name the llama.cpp pre-tokenizer it implements with --pre");
   }
-  writer->SetStringArray("tokenizer.ggml.tokens", std::move(tokens));
-  writer->SetInt32Array("tokenizer.ggml.token_type", types);
+  PreTokenizer::ForName(summary.pre);  // throws, listing the names, when unknown
+  writer->SetString("tokenizer.ggml.pre", summary.pre);
+  std::vector<std::string> merge_texts;
+  merge_texts.reserve(merges.size());
+  for (std::size_t i = 0; i < merges.size(); ++i) merge_texts.push_back(MergeText(merges[i], i));
+  writer->SetStringArray("tokenizer.ggml.merges", std::move(merge_texts));
+}
 
-  const std::string normalizer_type =
-      StringField(Member(tok, "normalizer"), "type", "", "tokenizer.json normalizer");
-  if (normalizer_type == "NFC" || normalizer_type == "NFKC") {
-    summary.notes.push_back(
-        "the " + normalizer_type +
-        " normalizer of tokenizer.json is not applied (nor is it by llama.cpp)");
+// A SentencePiece-style vocabulary's scores: minus the rank of the first merge that makes the
+// token (see the header); and its space prefix.
+void WriteSentencePieceScores(const Json& tok, const Json& merges, const TokenTable& table,
+                              GgufWriter* writer) {
+  const int64_t n_tokens = static_cast<int64_t>(table.tokens.size());
+  std::vector<float> scores(n_tokens, -1e9f);
+  for (std::size_t rank = 0; rank < merges.size(); ++rank) {
+    std::string merged = MergeText(merges[rank], rank);
+    const std::size_t space = merged.find(' ', 1);
+    if (space == std::string::npos) {
+      Fail("convert-tokenizer: tokenizer.json model.merges[", rank, "] has no space");
+    }
+    merged.erase(space, 1);
+    auto it = table.ids.find(merged);
+    if (it != table.ids.end() && scores[it->second] == -1e9f) {
+      scores[it->second] = -static_cast<float>(rank);
+    }
   }
+  for (int64_t id = 0; id < n_tokens; ++id) {
+    if (table.tokens[id].size() <= 3 && scores[id] == -1e9f) scores[id] = 0.0f;  // characters
+  }
+  writer->SetFloat32Array("tokenizer.ggml.scores", scores);
+  // A normalizer or pre-tokenizer that prepends U+2581 is sentencepiece's space prefix.
+  const std::string normalizer = Member(tok, "normalizer").dump();
+  const std::string pre = Member(tok, "pre_tokenizer").dump();
+  const bool prefix = normalizer.find("Prepend") != std::string::npos ||
+                      pre.find("\"prepend_scheme\":\"always\"") != std::string::npos ||
+                      pre.find("\"prepend_scheme\":\"first\"") != std::string::npos ||
+                      pre.find("\"add_prefix_space\":true") != std::string::npos;
+  writer->SetBool("tokenizer.ggml.add_space_prefix", prefix);
+}
 
+// tokenizer_config.json's chat_template: a string, or the list form's "default"; empty if none.
+std::string ChatTemplateText(const Json& config) {
+  if (!config.contains("chat_template")) return "";
+  const Json& t = config["chat_template"];
+  std::string text;
+  if (t.is_string()) {
+    text = t.get<std::string>();
+  } else if (t.is_array()) {
+    for (const Json& named : t) {
+      constexpr std::string_view kWhere = "tokenizer_config.json chat_template[]";
+      if (StringField(named, "name", "", kWhere) == "default") {
+        text = StringField(named, "template", "", kWhere);
+      }
+    }
+  }
+  return text;
+}
+
+// What tokenizer_config.json adds: the special tokens' ids, add_bos/add_eos and the template.
+void WriteConfig(const Json& config, const TokenTable& table, HfTokenizerSummary& summary,
+                 GgufWriter* writer) {
   auto set_special = [&](const char* config_key, const char* gguf_key) {
     const std::optional<std::string> text = TokenField(config, config_key);
     if (!text) return;
-    auto it = ids.find(*text);
-    if (it == ids.end()) {
+    auto it = table.ids.find(*text);
+    if (it == table.ids.end()) {
       summary.notes.push_back(std::string(config_key) + " '" + *text +
                               "' is not a token: left out");
       return;
@@ -364,30 +388,61 @@ HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view con
   set_special("eos_token", "tokenizer.ggml.eos_token_id");
   set_special("unk_token", "tokenizer.ggml.unknown_token_id");
   set_special("pad_token", "tokenizer.ggml.padding_token_id");
-  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) {
-    writer->SetBool("tokenizer.ggml.add_bos_token", config["add_bos_token"].get<bool>());
-  }
-  if (config.contains("add_eos_token") && config["add_eos_token"].is_boolean()) {
-    writer->SetBool("tokenizer.ggml.add_eos_token", config["add_eos_token"].get<bool>());
-  }
-  if (config.contains("chat_template")) {
-    const Json& t = config["chat_template"];
-    std::string text;
-    if (t.is_string()) {
-      text = t.get<std::string>();
-    } else if (t.is_array()) {
-      for (const Json& named : t) {
-        constexpr std::string_view kWhere = "tokenizer_config.json chat_template[]";
-        if (StringField(named, "name", "", kWhere) == "default") {
-          text = StringField(named, "template", "", kWhere);
-        }
-      }
-    }
-    if (!text.empty()) {
-      writer->SetString("tokenizer.chat_template", text);
-      summary.has_chat_template = true;
+  for (const char* key : {"add_bos_token", "add_eos_token"}) {
+    if (config.contains(key) && config[key].is_boolean()) {
+      writer->SetBool(StrCat("tokenizer.ggml.", key), config[key].get<bool>());
     }
   }
+  const std::string chat_template = ChatTemplateText(config);
+  if (!chat_template.empty()) {
+    writer->SetString("tokenizer.chat_template", chat_template);
+    summary.has_chat_template = true;
+  }
+}
+
+HfTokenizerSummary Convert(std::string_view tokenizer_json, std::string_view config_json,
+                           const HfTokenizerOptions& options, GgufWriter* writer) {
+  const Json tok = ParseJson(tokenizer_json, "tokenizer.json");
+  const Json config =
+      config_json.empty() ? Json::object() : ParseJson(config_json, "tokenizer_config.json");
+  const Json& model = BpeModel(tok);
+  const Json& pre_tokenizer = Member(tok, "pre_tokenizer");
+  const bool byte_level =
+      MentionsByteLevel(pre_tokenizer) || MentionsByteLevel(Member(tok, "decoder"));
+  const bool byte_fallback = BoolField(model, "byte_fallback", false, "tokenizer.json model");
+  if (!byte_level && !byte_fallback) {
+    Fail(
+        "convert-tokenizer: tokenizer.json is BPE but neither byte-level (no ByteLevel "
+        "pre-tokenizer or decoder) nor SentencePiece-style (model.byte_fallback is not true)");
+  }
+  const ListedTokens listed = ReadListedTokens(tok, model);
+  TokenTable table = BuildTokenTable(listed, model, config, byte_level, byte_fallback);
+  const Json& merges = Member(model, "merges");  // null (absent) has size 0
+  if (!merges.is_null() && !merges.is_array())
+    Fail("convert-tokenizer: tokenizer.json model.merges is not a list");
+
+  HfTokenizerSummary summary;
+  summary.model = byte_level ? "gpt2" : "llama";
+  summary.n_tokens = static_cast<int32_t>(table.tokens.size());
+  summary.n_added = static_cast<int32_t>(listed.added_special.size());
+  summary.n_merges = static_cast<int32_t>(merges.size());
+  WritePlaceholderModel(options, writer);
+  writer->SetString("tokenizer.ggml.model", summary.model);
+  if (byte_level) {
+    WriteByteLevelMerges(pre_tokenizer, merges, options, summary, writer);
+  } else {
+    WriteSentencePieceScores(tok, merges, table, writer);
+  }
+  writer->SetStringArray("tokenizer.ggml.tokens", std::move(table.tokens));
+  writer->SetInt32Array("tokenizer.ggml.token_type", table.types);
+  const std::string normalizer_type =
+      StringField(Member(tok, "normalizer"), "type", "", "tokenizer.json normalizer");
+  if (normalizer_type == "NFC" || normalizer_type == "NFKC") {
+    summary.notes.push_back(
+        "the " + normalizer_type +
+        " normalizer of tokenizer.json is not applied (nor is it by llama.cpp)");
+  }
+  WriteConfig(config, table, summary, writer);
   return summary;
 }
 

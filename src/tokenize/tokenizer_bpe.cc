@@ -125,6 +125,13 @@ class BpeModel final : public TokenizerModel {
 
   void LoadMerges(const GgufFile& gguf);
   void EncodeWord(std::string_view word, Scratch* scratch, std::vector<int32_t>* out) const;
+  // The steps of EncodeWord: the word as one token where the pre-tokenizer says so and the vocab
+  // has it; else a symbol per byte, merged pair by pair in rank order, and the symbols left.
+  bool EncodeWholeWord(std::string_view word, Scratch* scratch, std::vector<int32_t>* out) const;
+  void SeedSymbols(std::string_view word, Scratch* scratch) const;
+  void QueuePair(int32_t left, int32_t right, Scratch* scratch) const;
+  void ApplyMerges(Scratch* scratch) const;
+  void EmitSymbols(std::string_view word, const Scratch& scratch, std::vector<int32_t>* out) const;
 
   const TokenizerVocab& vocab_;
   const PreTokenizer* pre_;
@@ -218,38 +225,52 @@ void BpeModel::Encode(std::string_view text, bool /*after_special*/,
 
 void BpeModel::EncodeWord(std::string_view word, Scratch* scratch,
                           std::vector<int32_t>* out) const {
-  if (pre_->ignore_merges()) {
-    std::string& mapped = scratch->mapped;
-    mapped.clear();
-    const ByteCharMap& map = GetByteCharMap();
-    for (char c : word) AppendUtf8(map.to_char[static_cast<uint8_t>(c)], &mapped);
-    if (const int32_t id = vocab_.Find(mapped); id >= 0) {
-      out->push_back(id);
-      return;
-    }
-  }
+  if (pre_->ignore_merges() && EncodeWholeWord(word, scratch, out)) return;
+  SeedSymbols(word, scratch);
+  ApplyMerges(scratch);
+  EmitSymbols(word, *scratch, out);
+}
 
+bool BpeModel::EncodeWholeWord(std::string_view word, Scratch* scratch,
+                               std::vector<int32_t>* out) const {
+  std::string& mapped = scratch->mapped;
+  mapped.clear();
+  const ByteCharMap& map = GetByteCharMap();
+  for (char c : word) AppendUtf8(map.to_char[static_cast<uint8_t>(c)], &mapped);
+  const int32_t id = vocab_.Find(mapped);
+  if (id < 0) return false;
+  out->push_back(id);
+  return true;
+}
+
+void BpeModel::SeedSymbols(std::string_view word, Scratch* scratch) const {
   std::vector<Symbol>& symbols = scratch->symbols;
-  std::vector<Bigram>& heap = scratch->heap;
   symbols.clear();
-  heap.clear();
+  scratch->heap.clear();
   const auto n = static_cast<int32_t>(word.size());
   for (int32_t i = 0; i < n; ++i) {
     symbols.push_back(
         {byte_tokens_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, 1});
   }
-  auto try_add = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return;
-    const int32_t left_id = symbols[left].id;
-    const int32_t right_id = symbols[right].id;
-    if (left_id < 0 || right_id < 0) return;
-    const auto it = merges_.find(PairKey(left_id, right_id));
-    if (it == merges_.end()) return;
-    heap.push_back({it->second.rank, left, right, left_id, right_id, it->second.result});
-    std::push_heap(heap.begin(), heap.end(), BigramOrder());
-  };
-  for (int32_t i = 1; i < n; ++i) try_add(i - 1, i);
+  for (int32_t i = 1; i < n; ++i) QueuePair(i - 1, i, scratch);
+}
 
+// Queues the merge of symbols left and right, if both are live tokens and the merges know the pair.
+void BpeModel::QueuePair(int32_t left, int32_t right, Scratch* scratch) const {
+  if (left < 0 || right < 0) return;
+  const int32_t left_id = scratch->symbols[left].id;
+  const int32_t right_id = scratch->symbols[right].id;
+  if (left_id < 0 || right_id < 0) return;
+  const auto it = merges_.find(PairKey(left_id, right_id));
+  if (it == merges_.end()) return;
+  std::vector<Bigram>& heap = scratch->heap;
+  heap.push_back({it->second.rank, left, right, left_id, right_id, it->second.result});
+  std::push_heap(heap.begin(), heap.end(), BigramOrder());
+}
+
+void BpeModel::ApplyMerges(Scratch* scratch) const {
+  std::vector<Symbol>& symbols = scratch->symbols;
+  std::vector<Bigram>& heap = scratch->heap;
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), BigramOrder());
     const Bigram bigram = heap.back();
@@ -267,11 +288,15 @@ void BpeModel::EncodeWord(std::string_view word, Scratch* scratch,
     right.id = -1;
     right.n = 0;
     if (left.next >= 0) symbols[left.next].prev = bigram.left;
-    try_add(left.prev, bigram.left);
-    try_add(bigram.left, left.next);
+    QueuePair(left.prev, bigram.left, scratch);
+    QueuePair(bigram.left, left.next, scratch);
   }
+}
 
-  for (int32_t i = n > 0 ? 0 : -1; i != -1; i = symbols[i].next) {
+void BpeModel::EmitSymbols(std::string_view word, const Scratch& scratch,
+                           std::vector<int32_t>* out) const {
+  const std::vector<Symbol>& symbols = scratch.symbols;
+  for (int32_t i = word.empty() ? -1 : 0; i != -1; i = symbols[i].next) {
     // A byte whose stand-in is missing from the vocab cannot be spelled: unk if there is one.
     const int32_t id = symbols[i].id >= 0 ? symbols[i].id : vocab_.unk;
     if (id < 0) {

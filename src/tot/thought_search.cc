@@ -51,6 +51,178 @@ bool IsSolved(const std::vector<Rational>& numbers) {
   return numbers.size() == 1 && numbers[0] == Rational{24, 1};
 }
 
+void CheckPuzzle(std::span<const int> puzzle) {
+  if (puzzle.size() < kMinPuzzleNumbers || puzzle.size() > kMaxPuzzleNumbers) {
+    Fail("tree-of-thought search: a puzzle has ", kMinPuzzleNumbers, " to ", kMaxPuzzleNumbers,
+         " numbers, got ", puzzle.size());
+  }
+  for (int n : puzzle) {
+    if (n < 0 || n > kMaxPuzzleNumber) {
+      Fail("tree-of-thought search: puzzle number ", n, " out of range (0 to ", kMaxPuzzleNumber,
+           ")");
+    }
+  }
+}
+
+// The tree grown so far, and the step that made each node (the root's is unused), which the
+// answer's expression is written from.
+struct Search {
+  const ThoughtSearchSettings& settings;
+  const GenerateFn& generate;
+  std::vector<ThoughtNode>& nodes;
+  std::vector<Game24Step> node_steps;
+
+  ThoughtNode& node(int32_t id) { return nodes[static_cast<std::size_t>(id)]; }
+};
+
+void AddRoot(Search& search, std::span<const int> puzzle) {
+  ThoughtNode root;
+  for (int n : puzzle) root.numbers.push_back({n, 1});
+  std::sort(root.numbers.begin(), root.numbers.end());
+  root.kept = true;
+  root.solved = IsSolved(root.numbers);
+  search.nodes.push_back(std::move(root));
+  search.node_steps.resize(1);
+}
+
+// G: `thoughts` propose generations per state, one call for all of them.
+std::vector<std::string> Propose(Search& search, const std::vector<int32_t>& states, int32_t t,
+                                 ThoughtStepStats* stats) {
+  const ThoughtSearchSettings& settings = search.settings;
+  std::vector<GenerationRequest> requests;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const std::string prompt = Game24ProposePrompt(search.node(states[i]).numbers);
+    const auto first = static_cast<int32_t>(requests.size());
+    for (int32_t j = 0; j < settings.thoughts; ++j) {
+      requests.push_back({.prompt = prompt,
+                          .sequence = ThoughtSequenceKey(settings.seed, ThoughtPhase::kGenerate, t,
+                                                         static_cast<int64_t>(i), j),
+                          .max_tokens = settings.propose_max_tokens,
+                          .shares_prompt_with = j == 0 ? -1 : first});
+    }
+  }
+  return RunGenerations(search.generate, requests, "propose", &stats->generate);
+}
+
+// The states one proposal text reaches from `parent` (sample j of step t), added to the tree;
+// `reached` holds the states this parent reached already, which are not added twice.
+void AddProposedStates(Search& search, int32_t parent, int32_t t, int32_t j,
+                       const std::string& text, std::map<std::vector<Rational>, int32_t>& reached,
+                       std::vector<int32_t>* candidates, ThoughtStepStats* stats) {
+  for (const Game24Step& written : ParseGame24Steps(text)) {
+    ++stats->parsed_steps;
+    const std::optional<Game24Step> taken =
+        Game24TakeStep(search.node(parent).numbers, written, search.settings.arithmetic);
+    if (!taken) {
+      ++stats->inconsistent;
+      continue;
+    }
+    const Game24Step& step = *taken;
+    if (reached.count(step.left)) {
+      ++stats->duplicates;
+      continue;
+    }
+    ThoughtNode node;
+    node.id = static_cast<int32_t>(search.nodes.size());
+    node.parent = parent;
+    node.depth = t;
+    node.sample = j;
+    node.step = FormatGame24Step(step);
+    node.numbers = step.left;
+    node.solved = IsSolved(node.numbers);
+    reached.emplace(node.numbers, node.id);
+    candidates->push_back(node.id);
+    search.nodes.push_back(std::move(node));
+    search.node_steps.push_back(step);
+  }
+}
+
+// S'_t: the consistent steps, once per parent and resulting state, in generation order.
+std::vector<int32_t> Candidates(Search& search, const std::vector<int32_t>& states,
+                                const std::vector<std::string>& proposals, int32_t t,
+                                ThoughtStepStats* stats) {
+  const auto thoughts = static_cast<std::size_t>(search.settings.thoughts);
+  std::vector<int32_t> candidates;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    const int32_t parent = states[i];
+    std::map<std::vector<Rational>, int32_t> reached;  // numbers -> node, for this parent
+    for (std::size_t j = 0; j < thoughts; ++j) {
+      const std::string& text = proposals[i * thoughts + j];
+      search.node(parent).proposals.push_back(text);
+      AddProposedStates(search, parent, t, static_cast<int32_t>(j), text, reached, &candidates,
+                        stats);
+    }
+  }
+  stats->candidates = static_cast<int32_t>(candidates.size());
+  return candidates;
+}
+
+// E: one value generation per candidate with two or more numbers, one call for all of them; a
+// candidate with one number left is sure or impossible as it stands.
+void Evaluate(Search& search, const std::vector<int32_t>& candidates, int32_t t,
+              ThoughtStepStats* stats) {
+  std::vector<GenerationRequest> requests;
+  std::vector<int32_t> valued;  // the candidates behind `requests`
+  for (std::size_t c = 0; c < candidates.size(); ++c) {
+    ThoughtNode& node = search.node(candidates[c]);
+    if (node.numbers.size() == 1) {
+      node.label = node.solved ? Game24Label::kSure : Game24Label::kImpossible;
+      node.value = ThoughtValue(node.label);
+      continue;
+    }
+    requests.push_back(
+        {.prompt = Game24ValuePrompt(node.numbers),
+         .sequence = ThoughtSequenceKey(search.settings.seed, ThoughtPhase::kEvaluate, t,
+                                        static_cast<int64_t>(c), 0),
+         .max_tokens = search.settings.value_max_tokens});
+    valued.push_back(node.id);
+  }
+  const std::vector<std::string> values =
+      RunGenerations(search.generate, requests, "value", &stats->evaluate);
+  for (std::size_t k = 0; k < valued.size(); ++k) {
+    ThoughtNode& node = search.node(valued[k]);
+    node.value_text = values[k];
+    node.value_generated = true;
+    node.label = ParseGame24Label(values[k]);
+    node.value = ThoughtValue(node.label);
+  }
+}
+
+// S_t: the `breadth` best candidates; equal values keep generation order.
+std::vector<int32_t> KeepBest(Search& search, std::vector<int32_t> candidates,
+                              ThoughtStepStats* stats) {
+  std::stable_sort(candidates.begin(), candidates.end(), [&](int32_t x, int32_t y) {
+    return search.node(x).value > search.node(y).value;
+  });
+  if (candidates.size() > static_cast<std::size_t>(search.settings.breadth)) {
+    candidates.resize(static_cast<std::size_t>(search.settings.breadth));
+  }
+  for (int32_t id : candidates) search.node(id).kept = true;
+  stats->kept = static_cast<int32_t>(candidates.size());
+  return candidates;
+}
+
+// The answer: the best state of the last kept set that is exactly {24}, and its expression.
+void TakeAnswer(Search& search, const std::vector<int32_t>& frontier, std::span<const int> puzzle,
+                ThoughtSearchResult* result) {
+  for (int32_t id : frontier) {
+    if (search.node(id).solved) {
+      result->tree.answer = id;
+      break;
+    }
+  }
+  std::vector<Game24Step> path;
+  for (int32_t id : result->tree.AnswerPath()) {
+    ThoughtNode& node = search.node(id);
+    node.on_answer_path = true;
+    if (node.parent >= 0) path.push_back(search.node_steps[static_cast<std::size_t>(id)]);
+  }
+  if (result->tree.answer >= 0) {
+    result->answer = Game24Expression(puzzle, path);
+    result->correct = Game24CheckAnswer(puzzle, result->answer);
+  }
+}
+
 }  // namespace
 
 void ValidateThoughtSearchSettings(const ThoughtSearchSettings& settings) {
@@ -78,154 +250,31 @@ ThoughtSearchResult SolveGame24WithThoughts(std::span<const int> puzzle,
                                             const ThoughtSearchSettings& settings,
                                             const GenerateFn& generate) {
   ValidateThoughtSearchSettings(settings);
-  if (puzzle.size() < kMinPuzzleNumbers || puzzle.size() > kMaxPuzzleNumbers) {
-    Fail("tree-of-thought search: a puzzle has ", kMinPuzzleNumbers, " to ", kMaxPuzzleNumbers,
-         " numbers, got ", puzzle.size());
-  }
-  for (int n : puzzle) {
-    if (n < 0 || n > kMaxPuzzleNumber) {
-      Fail("tree-of-thought search: puzzle number ", n, " out of range (0 to ", kMaxPuzzleNumber,
-           ")");
-    }
-  }
+  CheckPuzzle(puzzle);
   Timer total_timer;
   ThoughtSearchResult result;
-  std::vector<ThoughtNode>& nodes = result.tree.nodes;
-
-  ThoughtNode root;
-  for (int n : puzzle) root.numbers.push_back({n, 1});
-  std::sort(root.numbers.begin(), root.numbers.end());
-  root.kept = true;
-  root.solved = IsSolved(root.numbers);
-  nodes.push_back(std::move(root));
-  std::vector<Game24Step> node_steps(1);  // the step of each node (the root's is unused)
-  std::vector<int32_t> frontier = {0};    // S_{t-1}, best first
-
+  Search search{settings, generate, result.tree.nodes, {}};
+  AddRoot(search, puzzle);
+  std::vector<int32_t> frontier = {0};  // S_{t-1}, best first
   for (int32_t t = 1; t <= settings.steps; ++t) {
     std::vector<int32_t> states;  // the states of the frontier that can be expanded
     for (int32_t id : frontier) {
-      if (nodes[static_cast<std::size_t>(id)].numbers.size() >= 2) states.push_back(id);
+      if (search.node(id).numbers.size() >= 2) states.push_back(id);
     }
     if (states.empty()) break;
     ThoughtStepStats stats;
     stats.step = t;
     stats.states = static_cast<int32_t>(states.size());
-
-    // G: `thoughts` propose generations per state, one call for all of them.
-    std::vector<GenerationRequest> requests;
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      const std::string prompt =
-          Game24ProposePrompt(nodes[static_cast<std::size_t>(states[i])].numbers);
-      const auto first = static_cast<int32_t>(requests.size());
-      for (int32_t j = 0; j < settings.thoughts; ++j) {
-        requests.push_back({.prompt = prompt,
-                            .sequence = ThoughtSequenceKey(settings.seed, ThoughtPhase::kGenerate,
-                                                           t, static_cast<int64_t>(i), j),
-                            .max_tokens = settings.propose_max_tokens,
-                            .shares_prompt_with = j == 0 ? -1 : first});
-      }
-    }
-    const std::vector<std::string> proposals =
-        RunGenerations(generate, requests, "propose", &stats.generate);
-
-    // S'_t: the consistent steps, once per parent and resulting state, in generation order.
-    std::vector<int32_t> candidates;
-    for (std::size_t i = 0; i < states.size(); ++i) {
-      const int32_t parent = states[i];
-      std::map<std::vector<Rational>, int32_t> reached;  // numbers -> node, for this parent
-      for (int32_t j = 0; j < settings.thoughts; ++j) {
-        const std::string& text = proposals[i * static_cast<std::size_t>(settings.thoughts) +
-                                            static_cast<std::size_t>(j)];
-        nodes[static_cast<std::size_t>(parent)].proposals.push_back(text);
-        for (const Game24Step& written : ParseGame24Steps(text)) {
-          ++stats.parsed_steps;
-          const std::optional<Game24Step> taken = Game24TakeStep(
-              nodes[static_cast<std::size_t>(parent)].numbers, written, settings.arithmetic);
-          if (!taken) {
-            ++stats.inconsistent;
-            continue;
-          }
-          const Game24Step& step = *taken;
-          if (reached.count(step.left)) {
-            ++stats.duplicates;
-            continue;
-          }
-          ThoughtNode node;
-          node.id = static_cast<int32_t>(nodes.size());
-          node.parent = parent;
-          node.depth = t;
-          node.sample = j;
-          node.step = FormatGame24Step(step);
-          node.numbers = step.left;
-          node.solved = IsSolved(node.numbers);
-          reached.emplace(node.numbers, node.id);
-          candidates.push_back(node.id);
-          nodes.push_back(std::move(node));
-          node_steps.push_back(step);
-        }
-      }
-    }
-    stats.candidates = static_cast<int32_t>(candidates.size());
-
-    // E: one value generation per candidate with two or more numbers, one call for all of them.
-    requests.clear();
-    std::vector<int32_t> valued;  // the candidates behind `requests`
-    for (std::size_t c = 0; c < candidates.size(); ++c) {
-      ThoughtNode& node = nodes[static_cast<std::size_t>(candidates[c])];
-      if (node.numbers.size() == 1) {
-        node.label = node.solved ? Game24Label::kSure : Game24Label::kImpossible;
-        node.value = ThoughtValue(node.label);
-        continue;
-      }
-      requests.push_back({.prompt = Game24ValuePrompt(node.numbers),
-                          .sequence = ThoughtSequenceKey(settings.seed, ThoughtPhase::kEvaluate, t,
-                                                         static_cast<int64_t>(c), 0),
-                          .max_tokens = settings.value_max_tokens});
-      valued.push_back(node.id);
-    }
-    const std::vector<std::string> values =
-        RunGenerations(generate, requests, "value", &stats.evaluate);
-    for (std::size_t k = 0; k < valued.size(); ++k) {
-      ThoughtNode& node = nodes[static_cast<std::size_t>(valued[k])];
-      node.value_text = values[k];
-      node.value_generated = true;
-      node.label = ParseGame24Label(values[k]);
-      node.value = ThoughtValue(node.label);
-    }
-
-    // S_t: the `breadth` best candidates; equal values keep generation order.
-    std::stable_sort(candidates.begin(), candidates.end(), [&](int32_t x, int32_t y) {
-      return nodes[static_cast<std::size_t>(x)].value > nodes[static_cast<std::size_t>(y)].value;
-    });
-    if (candidates.size() > static_cast<std::size_t>(settings.breadth)) {
-      candidates.resize(static_cast<std::size_t>(settings.breadth));
-    }
-    for (int32_t id : candidates) nodes[static_cast<std::size_t>(id)].kept = true;
-    stats.kept = static_cast<int32_t>(candidates.size());
-    frontier = std::move(candidates);
+    const std::vector<std::string> proposals = Propose(search, states, t, &stats);
+    std::vector<int32_t> candidates = Candidates(search, states, proposals, t, &stats);
+    Evaluate(search, candidates, t, &stats);
+    frontier = KeepBest(search, std::move(candidates), &stats);
     Accumulate(stats.generate, &result.generate);
     Accumulate(stats.evaluate, &result.evaluate);
     result.steps.push_back(stats);
     if (frontier.empty()) break;
   }
-
-  // The answer: the best state of the last kept set that is exactly {24}.
-  for (int32_t id : frontier) {
-    if (nodes[static_cast<std::size_t>(id)].solved) {
-      result.tree.answer = id;
-      break;
-    }
-  }
-  std::vector<Game24Step> path;
-  for (int32_t id : result.tree.AnswerPath()) {
-    ThoughtNode& node = nodes[static_cast<std::size_t>(id)];
-    node.on_answer_path = true;
-    if (node.parent >= 0) path.push_back(node_steps[static_cast<std::size_t>(id)]);
-  }
-  if (result.tree.answer >= 0) {
-    result.answer = Game24Expression(puzzle, path);
-    result.correct = Game24CheckAnswer(puzzle, result.answer);
-  }
+  TakeAnswer(search, frontier, puzzle, &result);
   result.seconds = total_timer.Seconds();
   return result;
 }

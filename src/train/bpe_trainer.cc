@@ -154,10 +154,7 @@ class Trainer {
   std::priority_queue<HeapEntry> heap_;
 };
 
-}  // namespace
-
-BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptions& options,
-                  BpeTrainStats* stats) {
+void CheckBpeOptions(const BpeTrainerOptions& options) {
   const auto n_special = static_cast<int32_t>(options.special_tokens.size());
   if (options.vocab_size < 256 + n_special + 1 || options.vocab_size > kBpeMaxVocab) {
     Fail("tokenizer training: vocab size ", options.vocab_size, " out of range (",
@@ -169,16 +166,19 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
     if (s.empty()) Fail("tokenizer training: empty special token");
     if (!specials.insert(s).second) Fail("tokenizer training: special token '", s, "' given twice");
   }
+}
 
-  // Pre-token counts. An ordered map: the word list (and so every later step) is in byte order,
-  // whatever the hash table's iteration order.
-  std::map<std::string, int64_t, std::less<>> counts;
-  const PreTokenizer& pre_tokenizer = PreTokenizer::ForName(options.pre_tokenizer);
+// Pre-token counts. An ordered map: the word list (and so every later step) is in byte order,
+// whatever the hash table's iteration order.
+using PreTokenCounts = std::map<std::string, int64_t, std::less<>>;
+
+PreTokenCounts CountPreTokens(std::span<const std::string_view> texts,
+                              const PreTokenizer& pre_tokenizer, int64_t* n_pre_tokens) {
+  PreTokenCounts counts;
   std::vector<PreTokenizerWord> spans;
-  int64_t n_pre_tokens = 0;
   for (std::string_view text : texts) {
     pre_tokenizer.Split(text, &spans);
-    n_pre_tokens += static_cast<int64_t>(spans.size());
+    *n_pre_tokens += static_cast<int64_t>(spans.size());
     for (const PreTokenizerWord& span : spans) {
       std::string_view w = text.substr(span.begin, span.end - span.begin);
       auto it = counts.find(w);
@@ -186,6 +186,11 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
       ++it->second;
     }
   }
+  return counts;
+}
+
+// Each distinct pre-token as its bytes, with its count.
+std::vector<Word> ByteWords(const PreTokenCounts& counts) {
   std::vector<Word> words;
   words.reserve(counts.size());
   for (const auto& [w, n] : counts) {
@@ -193,17 +198,14 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
     for (unsigned char c : w) word.symbols.push_back(c);
     words.push_back(std::move(word));
   }
+  return words;
+}
 
-  BpeVocab vocab;
-  vocab.pre_tokenizer = pre_tokenizer.name();
-  const std::array<std::string, 256> stand_ins = ByteStandIns();
-  std::unordered_map<std::string, int32_t> ids;
-  for (int byte = 0; byte < 256; ++byte) {
-    vocab.tokens.push_back(stand_ins[byte]);
-    ids.emplace(stand_ins[byte], byte);
-  }
-  const int32_t learned_end = options.vocab_size - n_special;
-  Trainer trainer(std::move(words));
+// The most frequent pair merged into a token, again and again, until the vocabulary holds
+// `learned_end` tokens; `ids` maps every token's text to its id. The number of merges made.
+int64_t LearnMerges(Trainer& trainer, int32_t learned_end, const BpeTrainerOptions& options,
+                    BpeVocab& vocab, std::unordered_map<std::string, int32_t>& ids) {
+  const auto n_special = static_cast<int32_t>(options.special_tokens.size());
   int64_t n_merges = 0;
   while (static_cast<int32_t>(vocab.tokens.size()) < learned_end) {
     int32_t a = 0, b = 0;
@@ -219,6 +221,29 @@ BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptio
     trainer.Merge(a, b, it->second);
     ++n_merges;
   }
+  return n_merges;
+}
+
+}  // namespace
+
+BpeVocab TrainBpe(std::span<const std::string_view> texts, const BpeTrainerOptions& options,
+                  BpeTrainStats* stats) {
+  CheckBpeOptions(options);
+  const auto n_special = static_cast<int32_t>(options.special_tokens.size());
+  const PreTokenizer& pre_tokenizer = PreTokenizer::ForName(options.pre_tokenizer);
+  int64_t n_pre_tokens = 0;
+  const PreTokenCounts counts = CountPreTokens(texts, pre_tokenizer, &n_pre_tokens);
+  BpeVocab vocab;
+  vocab.pre_tokenizer = pre_tokenizer.name();
+  const std::array<std::string, 256> stand_ins = ByteStandIns();
+  std::unordered_map<std::string, int32_t> ids;
+  for (int byte = 0; byte < 256; ++byte) {
+    vocab.tokens.push_back(stand_ins[byte]);
+    ids.emplace(stand_ins[byte], byte);
+  }
+  Trainer trainer(ByteWords(counts));
+  const int64_t n_merges =
+      LearnMerges(trainer, options.vocab_size - n_special, options, vocab, ids);
   vocab.types.assign(vocab.tokens.size(), TokenType::kNormal);
   for (const std::string& s : options.special_tokens) {
     if (ids.count(s)) Fail("tokenizer training: special token '", s, "' is also a learned token");

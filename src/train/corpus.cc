@@ -1,8 +1,10 @@
 #include "train/corpus.h"
 
+#include <iterator>
 #include <unordered_set>
 
 #include "base/error.h"
+#include "base/named.h"
 #include "tasks/corpus_rng.h"
 #include "train/corpus_arithmetic.h"
 #include "train/corpus_game24.h"
@@ -33,19 +35,15 @@ void AddDistinctWords(std::string_view text, std::unordered_set<std::string>* wo
 
 }  // namespace
 
-std::string_view CorpusKindName(CorpusKind kind) {
-  switch (kind) {
-    case CorpusKind::kStory:
-      return "story";
-    case CorpusKind::kArithmetic:
-      return "arithmetic";
-    case CorpusKind::kGame24Propose:
-      return "game24-propose";
-    case CorpusKind::kGame24Value:
-      return "game24-value";
-  }
-  return "?";
-}
+constexpr Named<CorpusKind> kCorpusKindNames[] = {
+    {CorpusKind::kStory, "story"},
+    {CorpusKind::kArithmetic, "arithmetic"},
+    {CorpusKind::kGame24Propose, "game24-propose"},
+    {CorpusKind::kGame24Value, "game24-value"},
+};
+static_assert(std::size(kCorpusKindNames) == kCorpusKindCount);
+
+std::string_view CorpusKindName(CorpusKind kind) { return NameOf(kCorpusKindNames, kind); }
 
 int64_t CorpusPartStats::total_documents() const {
   int64_t n = 0;

@@ -137,8 +137,29 @@ int DrafterGraph::MaskRow(int s, int t, int j) const {
 DrafterLoss DrafterGraph::Forward(const float* params, const int32_t* tokens, const float* features,
                                   const float* teacher_logits, const float* next_features) {
   const TrainShape& sh = layout_.shape();
-  const int R = rows(), real = real_rows(), D = sh.n_embd, F = sh.n_ff, V = sh.n_vocab;
-  const ParamLayout::Layer& w = layout_.layer(0);
+  const int R = rows(), V = sh.n_vocab;
+  ConcatInputs(params, tokens, features);
+  LayerForward(params);
+  DrafterLoss loss;
+  has_loss_ = teacher_logits != nullptr && next_features != nullptr;
+  if (!has_loss_) return loss;
+  for (int r = 0; r < R; ++r) {
+    std::memcpy(teacher_rows_.data() + static_cast<std::size_t>(r) * V,
+                teacher_logits + static_cast<std::size_t>(LabelRow(r)) * V, sizeof(float) * V);
+  }
+  loss.kl = DistillKl(logits_.data(), teacher_rows_.data(), dlogits_.data(), R, V, pool_,
+                      kl_weight_.data());
+  const float lw = options_.logit_weight;
+  ForEachRange(pool_, static_cast<int64_t>(dlogits_.size()), [&](int, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) dlogits_[static_cast<std::size_t>(i)] *= lw;
+  });
+  loss.feature = FeatureLoss(next_features);
+  loss.total = lw * loss.kl + options_.feature_weight * loss.feature;
+  return loss;
+}
+
+void DrafterGraph::ConcatInputs(const float* params, const int32_t* tokens, const float* features) {
+  const int R = rows(), real = real_rows(), D = layout_.shape().n_embd, V = layout_.shape().n_vocab;
   const float* embd = params + layout_.token_embd();
   for (int r = 0; r < R; ++r) {
     float* row = concat_.data() + static_cast<std::size_t>(r) * 2 * D;
@@ -153,6 +174,12 @@ DrafterLoss DrafterGraph::Forward(const float* params, const int32_t* tokens, co
       std::fill(row + D, row + 2 * D, 0.0f);
     }
   }
+}
+
+void DrafterGraph::LayerForward(const float* params) {
+  const TrainShape& sh = layout_.shape();
+  const int R = rows(), D = sh.n_embd, F = sh.n_ff, V = sh.n_vocab;
+  const ParamLayout::Layer& w = layout_.layer(0);
   LinearForward(concat_.data(), params + fc_, x_in_.data(), R, 2 * D, D, pool_);
   RmsNormForward(x_in_.data(), params + w.attn_norm, h1_.data(), rstd1_.data(), R, D, sh.rms_eps,
                  pool_);
@@ -178,22 +205,12 @@ DrafterLoss DrafterGraph::Forward(const float* params, const int32_t* tokens, co
   RmsNormForward(g_.data(), params + layout_.output_norm(), h_f_.data(), rstd_f_.data(), R, D,
                  sh.rms_eps, pool_);
   LinearForward(h_f_.data(), params + layout_.output(), logits_.data(), R, D, V, pool_);
+}
 
-  DrafterLoss loss;
-  has_loss_ = teacher_logits != nullptr && next_features != nullptr;
-  if (!has_loss_) return loss;
-  for (int r = 0; r < R; ++r) {
-    std::memcpy(teacher_rows_.data() + static_cast<std::size_t>(r) * V,
-                teacher_logits + static_cast<std::size_t>(LabelRow(r)) * V, sizeof(float) * V);
-  }
-  loss.kl = DistillKl(logits_.data(), teacher_rows_.data(), dlogits_.data(), R, V, pool_,
-                      kl_weight_.data());
-  const float lw = options_.logit_weight;
-  ForEachRange(pool_, static_cast<int64_t>(dlogits_.size()), [&](int, int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) dlogits_[static_cast<std::size_t>(i)] *= lw;
-  });
-  // Smooth L1 (β = 1) of g - f, each row weighted; its gradient into d_g_. Sums per range of
-  // rows, added in order.
+// Smooth L1 (β = 1) of g - f, each row weighted; its gradient into d_g_. Sums per range of rows,
+// added in order.
+double DrafterGraph::FeatureLoss(const float* next_features) {
+  const int R = rows(), real = real_rows(), D = layout_.shape().n_embd;
   const double scale = 1.0 / (static_cast<double>(real) * D);
   std::vector<double> partial(static_cast<std::size_t>(PoolParts(pool_)), 0.0);
   ForEachRange(pool_, R, [&](int part, int64_t r0, int64_t r1) {
@@ -215,43 +232,54 @@ DrafterLoss DrafterGraph::Forward(const float* params, const int32_t* tokens, co
     }
     partial[static_cast<std::size_t>(part)] = sum;
   });
-  for (double s : partial) loss.feature += s;
-  loss.feature *= scale;
-  loss.total = lw * loss.kl + options_.feature_weight * loss.feature;
-  return loss;
+  double feature = 0.0;
+  for (double s : partial) feature += s;
+  return feature * scale;
 }
 
 void DrafterGraph::Backward(const float* params, float* grads) {
   GROVE_CHECK(has_loss_, "Backward needs a Forward with teacher logits and features");
   const TrainShape& sh = layout_.shape();
-  const int R = rows(), real = real_rows(), D = sh.n_embd, F = sh.n_ff, V = sh.n_vocab;
-  const ParamLayout::Layer& w = layout_.layer(0);
-  auto zero = [](std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); };
+  const int R = rows(), D = sh.n_embd, V = sh.n_vocab;
   auto grad = [&](int64_t offset) { return layout_.frozen(offset) ? nullptr : grads + offset; };
-
-  // Head and final norm (frozen): the gradient flows through them to g.
-  zero(dh_);
+  // Head and final norm (frozen): the gradient flows through them to g, beside the feature term's.
+  std::fill(dh_.begin(), dh_.end(), 0.0f);
   LinearBackward(h_f_.data(), params + layout_.output(), dlogits_.data(), dh_.data(),
                  grad(layout_.output()), R, D, V, pool_);
-  std::vector<float>& dg = d_g_;  // the feature term's gradient, plus the head's below
-  RmsNormBackward(g_.data(), params + layout_.output_norm(), rstd_f_.data(), dh_.data(), dg.data(),
-                  grad(layout_.output_norm()), R, D, pool_);
-  // g = x_mid + act W_down^T.
-  zero(dact_);
-  LinearBackward(act_.data(), params + w.w_down, dg.data(), dact_.data(), grads + w.w_down, R, F, D,
-                 pool_);
+  RmsNormBackward(g_.data(), params + layout_.output_norm(), rstd_f_.data(), dh_.data(),
+                  d_g_.data(), grad(layout_.output_norm()), R, D, pool_);
+  FfnBackward(params, grads);
+  AttentionBackward(params, grads);
+  FusionBackward(params, grads);
+}
+
+// g = x_mid + act W_down^T, act = SwiGLU(h2 W_gate^T, h2 W_up^T), h2 = norm(x_mid): from d_g_
+// into dx_mid_.
+void DrafterGraph::FfnBackward(const float* params, float* grads) {
+  const TrainShape& sh = layout_.shape();
+  const int R = rows(), D = sh.n_embd, F = sh.n_ff;
+  const ParamLayout::Layer& w = layout_.layer(0);
+  std::fill(dact_.begin(), dact_.end(), 0.0f);
+  LinearBackward(act_.data(), params + w.w_down, d_g_.data(), dact_.data(), grads + w.w_down, R, F,
+                 D, pool_);
   SwiGluBackward(gate_.data(), up_.data(), dact_.data(), dgate_.data(), dup_.data(),
                  static_cast<int64_t>(R) * F, pool_);
-  zero(dh_);
+  std::fill(dh_.begin(), dh_.end(), 0.0f);
   LinearBackward(h2_.data(), params + w.w_gate, dgate_.data(), dh_.data(), grads + w.w_gate, R, D,
                  F, pool_);
   LinearBackward(h2_.data(), params + w.w_up, dup_.data(), dh_.data(), grads + w.w_up, R, D, F,
                  pool_);
-  dx_mid_ = dg;
+  dx_mid_ = d_g_;
   RmsNormBackward(x_mid_.data(), params + w.ffn_norm, rstd2_.data(), dh_.data(), dx_mid_.data(),
                   grads + w.ffn_norm, R, D, pool_);
-  // x_mid = x_in + att W_o^T.
-  zero(datt_);
+}
+
+// x_mid = x_in + att W_o^T, att over the rotated q, k of h1 = norm(x_in): from dx_mid_ into dx_in_.
+void DrafterGraph::AttentionBackward(const float* params, float* grads) {
+  const TrainShape& sh = layout_.shape();
+  const int R = rows(), D = sh.n_embd;
+  const ParamLayout::Layer& w = layout_.layer(0);
+  std::fill(datt_.begin(), datt_.end(), 0.0f);
   LinearBackward(att_.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D, D,
                  pool_);
   const ListedAttentionShape att{R, sh.n_head, sh.head_dim()};
@@ -259,15 +287,19 @@ void DrafterGraph::Backward(const float* params, float* grads) {
                           probs_.data(), datt_.data(), dq_.data(), dk_.data(), dv_.data(), pool_);
   RopeRotate(rope_, rope_inverse_.data(), position_, dq_.data(), sh.n_head, pool_);
   RopeRotate(rope_, rope_inverse_.data(), position_, dk_.data(), sh.n_head, pool_);
-  zero(dh_);
+  std::fill(dh_.begin(), dh_.end(), 0.0f);
   LinearBackward(h1_.data(), params + w.wq, dq_.data(), dh_.data(), grads + w.wq, R, D, D, pool_);
   LinearBackward(h1_.data(), params + w.wk, dk_.data(), dh_.data(), grads + w.wk, R, D, D, pool_);
   LinearBackward(h1_.data(), params + w.wv, dv_.data(), dh_.data(), grads + w.wv, R, D, D, pool_);
   dx_in_ = dx_mid_;
   RmsNormBackward(x_in_.data(), params + w.attn_norm, rstd1_.data(), dh_.data(), dx_in_.data(),
                   grads + w.attn_norm, R, D, pool_);
-  // x_in = concat fc^T: the fusion matrix, and through it the mask embeddings (the token
-  // embeddings are frozen and the features are data).
+}
+
+// x_in = concat fc^T: the fusion matrix, and through it the mask embeddings (the token embeddings
+// are frozen and the features are data).
+void DrafterGraph::FusionBackward(const float* params, float* grads) {
+  const int R = rows(), real = real_rows(), D = layout_.shape().n_embd;
   const int masked = R - real;
   if (masked > 0) {
     float* dc = dconcat_.data() + static_cast<std::size_t>(real) * 2 * D;

@@ -83,6 +83,15 @@ class DrafterGraph {
 
  private:
   void BuildRows();
+  // The steps of Forward: the rows' inputs (token embedding beside the feature, or a mask's
+  // embedding beside zeros), the layer and head, and the losses against the teacher.
+  void ConcatInputs(const float* params, const int32_t* tokens, const float* features);
+  void LayerForward(const float* params);
+  double FeatureLoss(const float* next_features);
+  // The steps of Backward, from the head down to the fusion matrix and the mask embeddings.
+  void FfnBackward(const float* params, float* grads);
+  void AttentionBackward(const float* params, float* grads);
+  void FusionBackward(const float* params, float* grads);
 
   const ParamLayout& layout_;
   DrafterGraphOptions options_;

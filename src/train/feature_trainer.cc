@@ -17,6 +17,7 @@
 #include "train/drafter_graph.h"
 #include "train/gemm.h"
 #include "train/train_loop.h"
+#include "train/trainer.h"
 
 namespace grove {
 namespace {
@@ -149,84 +150,75 @@ void ValidateFeatureTrainOptions(const FeatureTrainOptions& o) {
   if (o.target_path.empty()) Fail("train-drafter: no target (--target)");
 }
 
-TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
-                                const std::function<void(const TrainProgress&)>& progress,
-                                const std::atomic<bool>* stop) {
-  ValidateFeatureTrainOptions(options);
-  const FeatureTrainOptions& o = options;
-  auto pool = std::make_shared<ThreadPool>(o.threads);
-  SetGemmThreads(1);
+namespace {
 
-  // The target: its inference forward gives the rows, its f32 copy the frozen tensors.
-  auto target_file = GgufFile::Open(o.target_path);
-  const LoadedTrainModel target_f32 = LoadTrainModel(*target_file);
-  if (target_f32.shape.n_ctx < o.seq_len + 1)
-    Fail("train-drafter: the target's context ", target_f32.shape.n_ctx,
+// The target a drafter learns from: its inference model gives the rows, its f32 copy the frozen
+// tensors and the shape, and the corpus is in its tokens.
+struct FeatureTarget {
+  std::unique_ptr<GgufFile> file;
+  LoadedTrainModel f32;
+  std::unique_ptr<Model> model;
+  CorpusTokens corpus;
+};
+
+FeatureTarget LoadFeatureTarget(const FeatureTrainOptions& o,
+                                const std::shared_ptr<ThreadPool>& pool) {
+  FeatureTarget target;
+  target.file = GgufFile::Open(o.target_path);
+  target.f32 = LoadTrainModel(*target.file);
+  if (target.f32.shape.n_ctx < o.seq_len + 1)
+    Fail("train-drafter: the target's context ", target.f32.shape.n_ctx,
          " is shorter than --seq-len + 1 = ", o.seq_len + 1);
-  auto target = Model::Load(o.target_path,
-                            {.pool = pool, .n_ctx = o.seq_len + 1, .max_batch = o.seq_len + 1});
-  if (!target->tokenizer()) Fail("train-drafter: target '", o.target_path, "' has no tokenizer");
-  if (!target_file->Has("tokenizer.ggml.eos_token_id"))
+  target.model = Model::Load(o.target_path,
+                             {.pool = pool, .n_ctx = o.seq_len + 1, .max_batch = o.seq_len + 1});
+  if (!target.model->tokenizer()) {
+    Fail("train-drafter: target '", o.target_path, "' has no tokenizer");
+  }
+  if (!target.file->Has("tokenizer.ggml.eos_token_id"))
     Fail("train-drafter: target '", o.target_path, "' has no end-of-text token");
-  const auto eos = static_cast<int32_t>(target_file->GetUint("tokenizer.ggml.eos_token_id"));
-  const std::vector<int32_t> train =
-      TokenizeCorpus(*target->tokenizer(), ReadCorpusFile(o.corpus_dir, kCorpusTrainFile), eos);
-  const std::vector<int32_t> valid =
-      TokenizeCorpus(*target->tokenizer(), ReadCorpusFile(o.corpus_dir, kCorpusValidFile), eos);
-  for (const auto& [part, n] :
-       {std::pair{"training", train.size()}, std::pair{"validation", valid.size()}}) {
-    if (static_cast<int64_t>(n) < o.seq_len + 1) {
-      Fail("train-drafter: the ", part, " part of '", o.corpus_dir, "' has ", n,
-           " tokens, fewer than one window of ", o.seq_len + 1);
-    }
+  const auto eos = static_cast<int32_t>(target.file->GetUint("tokenizer.ggml.eos_token_id"));
+  target.corpus = TokenizeCorpusParts(*target.model->tokenizer(), o.corpus_dir, eos, o.seq_len + 1,
+                                      "train-drafter", StrCat("one window of ", o.seq_len + 1));
+  return target;
+}
+
+// A step's windows through the target and the drafter's gradient, and the validation loss with
+// the share of rows where the drafter's argmax is the target's, by depth (depth 1: the real rows;
+// depth j + 1: mask j's rows); computed with the state's current parameters.
+class DrafterSteps {
+ public:
+  DrafterSteps(const FeatureTrainOptions& o, const FeatureTarget& target, DrafterGraph& graph,
+               const std::vector<float>& params)
+      : o_(o),
+        corpus_(target.corpus),
+        graph_(graph),
+        params_(params),
+        n_vocab_(target.f32.shape.n_vocab),
+        rows_(*target.model, o.batch, o.seq_len),
+        offsets_(static_cast<std::size_t>(o.batch)) {}
+
+  double Gradient(int64_t step, std::vector<float>& grads) {
+    BatchOffsets(o_.seed, step, static_cast<int64_t>(corpus_.train.size()), o_.seq_len, offsets_);
+    rows_.Fill(corpus_.train, offsets_);
+    const DrafterLoss loss = Forward();
+    if (std::isfinite(loss.total)) graph_.Backward(params_.data(), grads.data());
+    return loss.total;
   }
 
-  const ParamLayout layout = DrafterLayout(target_f32.shape, o.masks);
-  DrafterGraph graph(layout, o.batch, o.seq_len,
-                     {.visibility = o.visibility,
-                      .mask_decay = o.mask_decay,
-                      .logit_weight = o.logit_weight,
-                      .feature_weight = o.feature_weight},
-                     pool.get());
-  AdamW adam(layout, o.optimizer);
-  const GgufKeyValues drafter_keys = DrafterKeys(DrafterTargetOf(*target_file), o.masks);
-  const auto settings =
-      FeatureRunSettings(o, TargetFingerprint(*target_file), static_cast<int64_t>(train.size()),
-                         static_cast<int64_t>(valid.size()));
-
-  std::filesystem::create_directories(o.out_dir);
-  TrainResult result = StartTrainResult(o.out_dir, static_cast<int64_t>(train.size()),
-                                        static_cast<int64_t>(valid.size()), layout);
-  RunState state;
-  if (std::filesystem::exists(result.checkpoint)) {
-    state = LoadCheckpoint(result.checkpoint, layout, target_f32.tokenizer, o.target_path, settings,
-                           adam);
-    result.resumed = true;
-  } else {
-    state.params =
-        InitFeatureDrafter(layout, ParamLayout(target_f32.shape), target_f32.params.data(), o.seed);
-  }
-
-  TargetRows rows(*target, o.batch, o.seq_len);
-  std::vector<int64_t> offsets(static_cast<std::size_t>(o.batch));
-  const int32_t V = target_f32.shape.n_vocab;
-
-  // The validation loss, and the share of rows where the drafter's argmax is the target's, by depth
-  // (depth 1: the real rows; depth j + 1: mask j's rows).
-  auto evaluate = [&](std::vector<double>* by_depth) {
+  double ValidationLoss(std::vector<double>* by_depth) {
+    const std::vector<int32_t>& valid = corpus_.valid;
+    const int32_t V = n_vocab_;
     double sum = 0.0;
-    std::vector<int64_t> agree(static_cast<std::size_t>(o.masks) + 1, 0), seen(agree.size(), 0);
-    for (int32_t e = 0; e < o.eval_batches; ++e) {
-      ValidationOffsets(e, o.eval_batches, static_cast<int64_t>(valid.size()), o.seq_len, offsets);
-      rows.Fill(valid, offsets);
-      sum += graph
-                 .Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
-                          rows.logits.data(), rows.next_features.data())
-                 .total;
-      for (int r = 0; r < graph.rows(); ++r) {
-        const float* a = graph.logits() + static_cast<std::size_t>(r) * V;
-        const float* b = rows.logits.data() + static_cast<std::size_t>(graph.LabelRow(r)) * V;
-        const std::size_t d = static_cast<std::size_t>(graph.DepthOfRow(r)) - 1;
+    std::vector<int64_t> agree(static_cast<std::size_t>(o_.masks) + 1, 0), seen(agree.size(), 0);
+    for (int32_t e = 0; e < o_.eval_batches; ++e) {
+      ValidationOffsets(e, o_.eval_batches, static_cast<int64_t>(valid.size()), o_.seq_len,
+                        offsets_);
+      rows_.Fill(valid, offsets_);
+      sum += Forward().total;
+      for (int r = 0; r < graph_.rows(); ++r) {
+        const float* a = graph_.logits() + static_cast<std::size_t>(r) * V;
+        const float* b = rows_.logits.data() + static_cast<std::size_t>(graph_.LabelRow(r)) * V;
+        const std::size_t d = static_cast<std::size_t>(graph_.DepthOfRow(r)) - 1;
         agree[d] += std::max_element(a, a + V) - a == std::max_element(b, b + V) - b;
         ++seen[d];
       }
@@ -234,28 +226,70 @@ TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
     by_depth->clear();
     for (std::size_t d = 0; d < agree.size(); ++d)
       by_depth->push_back(seen[d] ? static_cast<double>(agree[d]) / seen[d] : NAN);
-    return sum / o.eval_batches;
-  };
+    return sum / o_.eval_batches;
+  }
 
+ private:
+  DrafterLoss Forward() {
+    return graph_.Forward(params_.data(), rows_.tokens.data(), rows_.features.data(),
+                          rows_.logits.data(), rows_.next_features.data());
+  }
+
+  const FeatureTrainOptions& o_;
+  const CorpusTokens& corpus_;
+  DrafterGraph& graph_;
+  const std::vector<float>& params_;
+  const int32_t n_vocab_;
+  TargetRows rows_;
+  std::vector<int64_t> offsets_;
+};
+
+}  // namespace
+
+TrainResult TrainFeatureDrafter(const FeatureTrainOptions& options,
+                                const std::function<void(const TrainProgress&)>& progress,
+                                const std::atomic<bool>* stop) {
+  ValidateFeatureTrainOptions(options);
+  const FeatureTrainOptions& o = options;
+  auto pool = std::make_shared<ThreadPool>(o.threads);
+  SetGemmThreads(1);
+  const FeatureTarget target = LoadFeatureTarget(o, pool);
+  const auto n_train = static_cast<int64_t>(target.corpus.train.size());
+  const auto n_valid = static_cast<int64_t>(target.corpus.valid.size());
+  const ParamLayout layout = DrafterLayout(target.f32.shape, o.masks);
+  DrafterGraph graph(layout, o.batch, o.seq_len,
+                     {.visibility = o.visibility,
+                      .mask_decay = o.mask_decay,
+                      .logit_weight = o.logit_weight,
+                      .feature_weight = o.feature_weight},
+                     pool.get());
+  AdamW adam(layout, o.optimizer);
+  const GgufKeyValues drafter_keys = DrafterKeys(DrafterTargetOf(*target.file), o.masks);
+  const auto settings = FeatureRunSettings(o, TargetFingerprint(*target.file), n_train, n_valid);
+  std::filesystem::create_directories(o.out_dir);
+  TrainResult result = StartTrainResult(o.out_dir, n_train, n_valid, layout);
+  RunState state;
+  if (std::filesystem::exists(result.checkpoint)) {
+    state = LoadCheckpoint(result.checkpoint, layout, target.f32.tokenizer, o.target_path, settings,
+                           adam);
+    result.resumed = true;
+  } else {
+    state.params =
+        InitFeatureDrafter(layout, ParamLayout(target.f32.shape), target.f32.params.data(), o.seed);
+  }
+
+  DrafterSteps steps(o, target, graph, state.params);
   const TrainLoopHooks hooks{
-      .gradient =
-          [&](int64_t step, std::vector<float>& grads) {
-            BatchOffsets(o.seed, step, static_cast<int64_t>(train.size()), o.seq_len, offsets);
-            rows.Fill(train, offsets);
-            const DrafterLoss loss =
-                graph.Forward(state.params.data(), rows.tokens.data(), rows.features.data(),
-                              rows.logits.data(), rows.next_features.data());
-            if (std::isfinite(loss.total)) graph.Backward(state.params.data(), grads.data());
-            return loss.total;
-          },
+      .gradient = [&](int64_t step,
+                      std::vector<float>& grads) { return steps.Gradient(step, grads); },
       .validate =
           [&](TrainProgress& p) {
-            p.valid_loss = evaluate(&p.valid_agreement_by_depth);
+            p.valid_loss = steps.ValidationLoss(&p.valid_agreement_by_depth);
             p.valid_agreement = p.valid_agreement_by_depth[0];
           },
       .save =
           [&] {
-            SaveCheckpoint(result.checkpoint, layout, state, adam, target_f32.tokenizer, o.name,
+            SaveCheckpoint(result.checkpoint, layout, state, adam, target.f32.tokenizer, o.name,
                            settings, drafter_keys);
           }};
   result.interrupted = RunTrainLoop(o.optimizer,

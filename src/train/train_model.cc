@@ -208,8 +208,7 @@ double TrainGraph::Forward(const float* params, const int32_t* tokens, const int
 
 void TrainGraph::Backward(const float* params, float* grads) {
   GROVE_CHECK(has_loss_, "Backward needs a Forward with targets or teacher logits");
-  const int R = rows(), D = shape_.n_embd, F = shape_.n_ff, V = shape_.n_vocab;
-  const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
+  const int R = rows(), D = shape_.n_embd, V = shape_.n_vocab;
   auto zero = [](std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); };
   auto grad = [&](int64_t offset) { return layout_.frozen(offset) ? nullptr : grads + offset; };
 
@@ -219,42 +218,7 @@ void TrainGraph::Backward(const float* params, float* grads) {
   zero(dx_);
   RmsNormBackward(x_final_.data(), params + layout_.output_norm(), rstd_final_.data(), dh_.data(),
                   dx_.data(), grad(layout_.output_norm()), R, D, pool_);
-  for (int i = shape_.n_layer - 1; i >= 0; --i) {
-    const ParamLayout::Layer& w = layout_.layer(i);
-    LayerActs& a = acts_[static_cast<std::size_t>(i)];
-    // x_next = x_mid + act W_down^T, with dx_ = d(x_next).
-    zero(dact_);
-    LinearBackward(a.act.data(), params + w.w_down, dx_.data(), dact_.data(), grads + w.w_down, R,
-                   F, D, pool_);
-    SwiGluBackward(a.gate.data(), a.up.data(), dact_.data(), dgate_.data(), dup_.data(),
-                   static_cast<int64_t>(R) * F, pool_);
-    zero(dh_);
-    LinearBackward(a.h2.data(), params + w.w_gate, dgate_.data(), dh_.data(), grads + w.w_gate, R,
-                   D, F, pool_);
-    LinearBackward(a.h2.data(), params + w.w_up, dup_.data(), dh_.data(), grads + w.w_up, R, D, F,
-                   pool_);
-    dx_mid_ = dx_;
-    RmsNormBackward(a.x_mid.data(), params + w.ffn_norm, a.rstd2.data(), dh_.data(), dx_mid_.data(),
-                    grads + w.ffn_norm, R, D, pool_);
-    // x_mid = x_in + att W_o^T.
-    zero(datt_);
-    LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D, D,
-                   pool_);
-    CausalAttentionBackward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt_.data(),
-                            dq_.data(), dk_.data(), dv_.data(), dprobs_.data(), pool_);
-    RopeRotate(rope_, rope_inverse_.data(), positions_, dq_.data(), shape_.n_head, pool_);
-    RopeRotate(rope_, rope_inverse_.data(), positions_, dk_.data(), shape_.n_head, pool_);
-    zero(dh_);
-    LinearBackward(a.h1.data(), params + w.wq, dq_.data(), dh_.data(), grads + w.wq, R, D, D,
-                   pool_);
-    LinearBackward(a.h1.data(), params + w.wk, dk_.data(), dh_.data(), grads + w.wk, R, D, D,
-                   pool_);
-    LinearBackward(a.h1.data(), params + w.wv, dv_.data(), dh_.data(), grads + w.wv, R, D, D,
-                   pool_);
-    dx_ = dx_mid_;
-    RmsNormBackward(a.x_in.data(), params + w.attn_norm, a.rstd1.data(), dh_.data(), dx_.data(),
-                    grads + w.attn_norm, R, D, pool_);
-  }
+  for (int i = shape_.n_layer - 1; i >= 0; --i) LayerBackward(i, params, grads);
   if (layout_.frozen(layout_.token_embd())) return;
   // Rows of one token add into one embedding row: split by columns, so no two threads collide.
   float* g_embd = grads + layout_.token_embd();
@@ -265,6 +229,43 @@ void TrainGraph::Backward(const float* params, float* grads) {
       for (int64_t j = j0; j < j1; ++j) row[j] += d[j];
     }
   });
+}
+
+void TrainGraph::LayerBackward(int i, const float* params, float* grads) {
+  const int R = rows(), D = shape_.n_embd, F = shape_.n_ff;
+  const AttentionShape att{n_seq_, seq_len_, shape_.n_head, shape_.head_dim()};
+  auto zero = [](std::vector<float>& v) { std::fill(v.begin(), v.end(), 0.0f); };
+  const ParamLayout::Layer& w = layout_.layer(i);
+  LayerActs& a = acts_[static_cast<std::size_t>(i)];
+  // x_next = x_mid + act W_down^T, with dx_ = d(x_next).
+  zero(dact_);
+  LinearBackward(a.act.data(), params + w.w_down, dx_.data(), dact_.data(), grads + w.w_down, R, F,
+                 D, pool_);
+  SwiGluBackward(a.gate.data(), a.up.data(), dact_.data(), dgate_.data(), dup_.data(),
+                 static_cast<int64_t>(R) * F, pool_);
+  zero(dh_);
+  LinearBackward(a.h2.data(), params + w.w_gate, dgate_.data(), dh_.data(), grads + w.w_gate, R, D,
+                 F, pool_);
+  LinearBackward(a.h2.data(), params + w.w_up, dup_.data(), dh_.data(), grads + w.w_up, R, D, F,
+                 pool_);
+  dx_mid_ = dx_;
+  RmsNormBackward(a.x_mid.data(), params + w.ffn_norm, a.rstd2.data(), dh_.data(), dx_mid_.data(),
+                  grads + w.ffn_norm, R, D, pool_);
+  // x_mid = x_in + att W_o^T.
+  zero(datt_);
+  LinearBackward(a.att.data(), params + w.wo, dx_mid_.data(), datt_.data(), grads + w.wo, R, D, D,
+                 pool_);
+  CausalAttentionBackward(att, a.q.data(), a.k.data(), a.v.data(), a.probs.data(), datt_.data(),
+                          dq_.data(), dk_.data(), dv_.data(), dprobs_.data(), pool_);
+  RopeRotate(rope_, rope_inverse_.data(), positions_, dq_.data(), shape_.n_head, pool_);
+  RopeRotate(rope_, rope_inverse_.data(), positions_, dk_.data(), shape_.n_head, pool_);
+  zero(dh_);
+  LinearBackward(a.h1.data(), params + w.wq, dq_.data(), dh_.data(), grads + w.wq, R, D, D, pool_);
+  LinearBackward(a.h1.data(), params + w.wk, dk_.data(), dh_.data(), grads + w.wk, R, D, D, pool_);
+  LinearBackward(a.h1.data(), params + w.wv, dv_.data(), dh_.data(), grads + w.wv, R, D, D, pool_);
+  dx_ = dx_mid_;
+  RmsNormBackward(a.x_in.data(), params + w.attn_norm, a.rstd1.data(), dh_.data(), dx_.data(),
+                  grads + w.attn_norm, R, D, pool_);
 }
 
 }  // namespace grove

@@ -121,6 +121,9 @@ class TrainGraph {
   struct LayerActs {
     std::vector<float> x_in, rstd1, h1, q, k, v, probs, att, x_mid, rstd2, h2, gate, up, act;
   };
+  // Block i's backward: from dx_ = d(its output) to dx_ = d(its input), its weights' gradients
+  // added into grads.
+  void LayerBackward(int i, const float* params, float* grads);
 
   const ParamLayout& layout_;
   ThreadPool* pool_;

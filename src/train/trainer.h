@@ -86,6 +86,17 @@ TrainResult Train(const TrainOptions& options,
 // Tokenizes one corpus part: documents (separated by an empty line) each preceded by `eos`.
 std::vector<int32_t> TokenizeCorpus(const Tokenizer& tokenizer, std::string_view text, int32_t eos);
 
+// The corpus directory's training and validation parts, each through TokenizeCorpus and refused
+// unless it holds `min_tokens`: "<command>: the validation part of '<dir>' has 40 tokens, fewer
+// than <too_few>".
+struct CorpusTokens {
+  std::vector<int32_t> train;
+  std::vector<int32_t> valid;
+};
+CorpusTokens TokenizeCorpusParts(const Tokenizer& tokenizer, const std::string& corpus_dir,
+                                 int32_t eos, int64_t min_tokens, std::string_view command,
+                                 std::string_view too_few);
+
 // Offset in [0, n_tokens - seq_len - 1] of sequence b of a step's batch: a function of (seed, step,
 // b) only, so a resumed run sees the same batches.
 int64_t BatchOffset(uint64_t seed, int64_t step, int32_t b, int64_t n_tokens, int32_t seq_len);
