@@ -699,6 +699,28 @@ TEST(Model, AFileCopiedAtLoadSurvivesItsFileRewrittenInPlace) {
   EXPECT_EQ(std::vector<float>(again.begin(), again.end()), before);
 }
 
+// A backend refuses at load a layer kind it has no op for, naming the layer (layer_kind.h); the
+// kinds it lists pass.
+TEST(LayerKinds, ABackendRefusesAKindItHasNoOpForNamingTheLayer) {
+  const std::vector<LayerKind> layers(3);
+  constexpr MixerKind kAttentionOnly[] = {MixerKind::kAttention};
+  constexpr FeedForwardKind kGatedOnly[] = {FeedForwardKind::kGated};
+  EXPECT_NO_THROW(
+      CheckLayerKinds(layers, {.mixers = kAttentionOnly, .feed_forwards = kGatedOnly}, "cpu"));
+  auto refusal = [&](const BackendKinds& kinds) {
+    try {
+      CheckLayerKinds(layers, kinds, "gpu");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  EXPECT_EQ(refusal({.mixers = {}, .feed_forwards = kGatedOnly}),
+            "gpu: layer 0 is attention, which this backend has no op for");
+  EXPECT_EQ(refusal({.mixers = kAttentionOnly, .feed_forwards = {}}),
+            "gpu: layer 0's feed-forward is gated feed-forward, which this backend has no op for");
+}
+
 TEST(ModelMalformed, UnknownArchitecture) {
   ExpectModelError([](GgufWriter& w) { w.SetString("general.architecture", "mamba"); }, TinySpec(),
                    "unsupported architecture 'mamba'");

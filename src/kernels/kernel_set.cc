@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "base/log.h"
+#include "base/named.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_tables.h"
 
@@ -97,15 +98,11 @@ const KernelSet& ActiveKernels() {
 }
 
 const char* KernelLevelName(KernelLevel level) {
-  switch (level) {
-    case KernelLevel::kScalar:
-      return "scalar";
-    case KernelLevel::kAvx2:
-      return "avx2";
-    case KernelLevel::kAvx512:
-      return "avx512";
-  }
-  return "unknown";
+  static constexpr Named<KernelLevel> kNames[] = {{KernelLevel::kScalar, "scalar"},
+                                                  {KernelLevel::kAvx2, "avx2"},
+                                                  {KernelLevel::kAvx512, "avx512"}};
+  // The table's names are literals: data() ends in their terminating zero.
+  return NameOf(kNames, level, "unknown").data();
 }
 
 }  // namespace grove

@@ -15,19 +15,16 @@
 
 namespace grove {
 
+namespace {
+
+// The layer kinds this backend has an op for (layer_kind.h).
+constexpr MixerKind kMixers[] = {MixerKind::kAttention};
+constexpr FeedForwardKind kFeedForwards[] = {FeedForwardKind::kGated};
+
+}  // namespace
+
 void CpuForward::CheckSupported(const ModelConfig& config) {
-  // One case per kind: a kind added to layer_kind.h without an op here fails to compile (-Wswitch)
-  // before it can fail a model.
-  for (const LayerKind& kind : config.layer_kinds) {
-    switch (kind.mixer) {
-      case MixerKind::kAttention:
-        break;
-    }
-    switch (kind.feed_forward) {
-      case FeedForwardKind::kGated:
-        break;
-    }
-  }
+  CheckLayerKinds(config.layer_kinds, {.mixers = kMixers, .feed_forwards = kFeedForwards}, "cpu");
 }
 
 CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, ThreadPool& pool,
@@ -98,20 +95,26 @@ void CpuForward::Layer(const ForwardInput& input, int32_t layer) {
   const int32_t n = input.layout.size();
 
   RmsNormRows(x_.data(), w.attn_norm.data(), xb_.data(), n, c.n_embd, c.rms_eps, pool_);
-  switch (kind.mixer) {
-    case MixerKind::kAttention:
-      Attention(input, layer);
-      break;
-  }
+  Mixer(input, layer, kind.mixer);
   AddResidual(w.attn_post_norm, n);
 
   RmsNormRows(x_.data(), w.ffn_norm.data(), xb_.data(), n, c.n_embd, c.rms_eps, pool_);
-  switch (kind.feed_forward) {
-    case FeedForwardKind::kGated:
-      GatedFeedForward(w, n);
-      break;
-  }
+  FeedForward(w, n, kind.feed_forward);
   AddResidual(w.ffn_post_norm, n);
+}
+
+void CpuForward::Mixer(const ForwardInput& input, int32_t layer, MixerKind kind) {
+  switch (kind) {
+    case MixerKind::kAttention:
+      return Attention(input, layer);
+  }
+}
+
+void CpuForward::FeedForward(const LayerWeights& w, int32_t n, FeedForwardKind kind) {
+  switch (kind) {
+    case FeedForwardKind::kGated:
+      return GatedFeedForward(w, n);
+  }
 }
 
 void CpuForward::GatedFeedForward(const LayerWeights& w, int32_t n) {

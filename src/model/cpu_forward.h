@@ -10,6 +10,7 @@
 
 #include "base/aligned_buffer.h"
 #include "model/forward_backend.h"
+#include "model/layer_kind.h"
 #include "ops/matmul.h"
 
 namespace grove {
@@ -37,6 +38,8 @@ class CpuForward final : public ForwardBackend {
   // One block of every family, as the equations read (cpu_forward.cc).
   void Layer(const ForwardInput& input, int32_t layer);
   // The layer kinds (layer_kind.h), each from xb_ (the normalised input) into proj_.
+  void Mixer(const ForwardInput& input, int32_t layer, MixerKind kind);
+  void FeedForward(const LayerWeights& w, int32_t n, FeedForwardKind kind);
   void Attention(const ForwardInput& input, int32_t layer);  // cpu_attention.cc
   void GatedFeedForward(const LayerWeights& w, int32_t n);
   // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).

@@ -21,22 +21,16 @@ constexpr std::size_t kMaxGraphs = 64;
 
 std::size_t Floats(int64_t n) { return static_cast<std::size_t>(n) * sizeof(float); }
 
+// The layer kinds this backend has an op for (layer_kind.h).
+constexpr MixerKind kMixers[] = {MixerKind::kAttention};
+constexpr FeedForwardKind kFeedForwards[] = {FeedForwardKind::kGated};
+
 }  // namespace
 
 void CudaForward::CheckSupported(const ModelConfig& c) {
   if (cuda::DeviceCount() == 0) Fail("cuda: ", cuda::NoDeviceReason());
   const std::string what = StrCat(c.arch, " model");
-  // One case per kind: a kind added to layer_kind.h is refused here by name until it has its op.
-  for (const LayerKind& kind : c.layer_kinds) {
-    switch (kind.mixer) {
-      case MixerKind::kAttention:
-        break;
-    }
-    switch (kind.feed_forward) {
-      case FeedForwardKind::kGated:
-        break;
-    }
-  }
+  CheckLayerKinds(c.layer_kinds, {.mixers = kMixers, .feed_forwards = kFeedForwards}, "cuda");
   if (c.sliding_window > 0 || c.local_rope) {
     Fail("cuda: sliding-window attention (", c.arch,
          ") is not on the GPU yet; run it on the CPU (--device cpu)");
@@ -199,21 +193,28 @@ void CudaForward::Enqueue(int32_t n, int32_t n_out) {
     const CudaLayerWeights& w = weights_->layers[static_cast<std::size_t>(layer)];
     const LayerKind& kind = c.layer_kinds[static_cast<std::size_t>(layer)];
     cuda::RmsNorm(x_.as<float>(), nullptr, w.attn_norm, xb_.as<float>(), n, c.n_embd, c.rms_eps);
-    switch (kind.mixer) {
-      case MixerKind::kAttention:
-        EnqueueAttention(w, layer, n);
-        break;
-    }
+    EnqueueMixer(w, layer, n, kind.mixer);
     cuda::AddResidual(x_.as<float>(), proj_.as<float>(), w.attn_post_norm, n, c.n_embd, c.rms_eps);
     cuda::RmsNorm(x_.as<float>(), nullptr, w.ffn_norm, xb_.as<float>(), n, c.n_embd, c.rms_eps);
-    switch (kind.feed_forward) {
-      case FeedForwardKind::kGated:
-        EnqueueGatedFeedForward(w, n);
-        break;
-    }
+    EnqueueFeedForward(w, n, kind.feed_forward);
     cuda::AddResidual(x_.as<float>(), proj_.as<float>(), w.ffn_post_norm, n, c.n_embd, c.rms_eps);
   }
   if (n_out > 0) EnqueueLogits(n_out);
+}
+
+void CudaForward::EnqueueMixer(const CudaLayerWeights& w, int32_t layer, int32_t n,
+                               MixerKind kind) {
+  switch (kind) {
+    case MixerKind::kAttention:
+      return EnqueueAttention(w, layer, n);
+  }
+}
+
+void CudaForward::EnqueueFeedForward(const CudaLayerWeights& w, int32_t n, FeedForwardKind kind) {
+  switch (kind) {
+    case FeedForwardKind::kGated:
+      return EnqueueGatedFeedForward(w, n);
+  }
 }
 
 void CudaForward::EnqueueAttention(const CudaLayerWeights& w, int32_t layer, int32_t n) {

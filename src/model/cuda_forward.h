@@ -56,6 +56,8 @@ class CudaForward final : public ForwardBackend {
   // Queues the layers and the logits of a batch of this shape on the stream: each layer's kinds
   // (layer_kind.h), one op each.
   void Enqueue(int32_t n, int32_t n_out);
+  void EnqueueMixer(const CudaLayerWeights& w, int32_t layer, int32_t n, MixerKind kind);
+  void EnqueueFeedForward(const CudaLayerWeights& w, int32_t n, FeedForwardKind kind);
   void EnqueueAttention(const CudaLayerWeights& w, int32_t layer, int32_t n);
   void EnqueueGatedFeedForward(const CudaLayerWeights& w, int32_t n);
   void EnqueueLogits(int32_t n_out);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 namespace grove {
@@ -27,5 +28,17 @@ struct LayerKind {
 // "attention", "gated feed-forward": for messages.
 std::string_view KindName(MixerKind kind);
 std::string_view KindName(FeedForwardKind kind);
+
+// The kinds a backend has an op for. A kind a backend does not list is refused when a model that
+// uses it is loaded there, so a kind added here runs only where its op was written.
+struct BackendKinds {
+  std::span<const MixerKind> mixers;
+  std::span<const FeedForwardKind> feed_forwards;
+};
+
+// Throws grove::Error naming the first layer whose kind `backend` lacks, as
+//   "cuda: layer 3 is gated delta-net, which this backend has no op for".
+void CheckLayerKinds(std::span<const LayerKind> layers, const BackendKinds& kinds,
+                     std::string_view backend);
 
 }  // namespace grove
