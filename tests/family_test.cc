@@ -539,6 +539,36 @@ TEST(FamilyFiles, AWindowLongerThanTheContextLoadsAndNeverApplies) {
   EXPECT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin()));
 }
 
+// A `llama` file that sets a window (Mistral 7B's) sees only the window on every layer: with
+// window 8 and 3 layers, the last token of 64 depends on the 22 tokens before it and no others
+// (7 more positions a layer), so changing every earlier token leaves its logits' bits as they
+// were, and changing one inside that reach does not. A rule mutated to no window, to local and
+// global layers, or to a refusal fails one of the three checks.
+TEST(FamilyFiles, LlamaFilesWithAWindowApplyItOnEveryLayer) {
+  const std::string path = RewrittenModel(
+      "llama", "llama", [](GgufWriter& w) { w.SetUint32("llama.attention.sliding_window", 8); });
+  auto model = Model::Load(path, {.n_threads = 1, .n_ctx = 64});
+  const ModelConfig& c = model->config();
+  ASSERT_EQ(c.sliding_window, 8);
+  ASSERT_EQ(c.n_layer, 3);
+  EXPECT_EQ(c.n_local_layers(), c.n_layer);
+  const std::vector<int32_t> tokens = VariedTokens(64, c.n_vocab);
+  auto last_logits = [&](const std::vector<int32_t>& chain) {
+    model->cache(0).Clear();
+    Batch batch;
+    batch.AddChain(chain, 0, 0);
+    const std::span<const float> logits = model->Forward(batch);
+    return std::vector<float>(logits.begin(), logits.end());
+  };
+  const std::vector<float> base = last_logits(tokens);
+  std::vector<int32_t> far = tokens;  // every token beyond the reach of the last one changed
+  for (int i = 0; i < 64 - 1 - 3 * 7; ++i) far[i] = (far[i] + 17) % c.n_vocab;
+  EXPECT_EQ(last_logits(far), base);
+  std::vector<int32_t> near = tokens;  // one inside it
+  near[64 - 1 - 3 * 7] = (near[64 - 1 - 3 * 7] + 17) % c.n_vocab;
+  EXPECT_NE(last_logits(near), base);
+}
+
 TEST(FamilyFiles, KeysGroveDoesNotApplyAreNoted) {
   const std::string path = RewrittenModel(
       "phi3", "phi3", [](GgufWriter& w) { w.SetUint32("phi3.attention.mystery", 7); });
