@@ -352,6 +352,47 @@ TEST(PackedWeightCache, TheChecksumSeesABitFlippedAnywhereAndChunksSwapped) {
             PackedBytesChecksum(bytes.data(), bytes.size()));
 }
 
+// Every field of the key changes it, and the file's owner and mode (which decide whether it is
+// read, not what it holds) do not: a field left out of the key would map packs made for another
+// file, layer range, kernel level, layout or build.
+TEST(PackedWeightCache, EveryFieldOfTheKeyChangesIt) {
+  const PackedWeightsKeyFields base{.file = {.device = 1,
+                                             .inode = 2,
+                                             .size = 3,
+                                             .modified_ns = 4,
+                                             .changed_ns = 5,
+                                             .owner = 6,
+                                             .mode = 0600},
+                                    .first_layer = 0,
+                                    .last_layer = 8,
+                                    .kernels = "avx512_vnni",
+                                    .layout_version = 1,
+                                    .layout = 0x1234,
+                                    .build = "abcd"};
+  const std::string key = PackedWeightsKey(base);
+  const std::vector<std::pair<const char*, std::function<void(PackedWeightsKeyFields&)>>> changes =
+      {{"device", [](auto& f) { f.file.device = 9; }},
+       {"inode", [](auto& f) { f.file.inode = 9; }},
+       {"size", [](auto& f) { f.file.size = 9; }},
+       {"modified", [](auto& f) { f.file.modified_ns = 9; }},
+       {"changed", [](auto& f) { f.file.changed_ns = 9; }},
+       {"first layer", [](auto& f) { f.first_layer = 1; }},
+       {"last layer", [](auto& f) { f.last_layer = 7; }},
+       {"kernels", [](auto& f) { f.kernels = "avx2"; }},
+       {"layout version", [](auto& f) { f.layout_version = 2; }},
+       {"layout", [](auto& f) { f.layout = 0x1235; }},
+       {"build", [](auto& f) { f.build = "abce"; }}};
+  for (const auto& [field, change] : changes) {
+    PackedWeightsKeyFields changed = base;
+    change(changed);
+    EXPECT_NE(PackedWeightsKey(changed), key) << field;
+  }
+  PackedWeightsKeyFields other_owner = base;
+  other_owner.file.owner = 7;
+  other_owner.file.mode = 0644;
+  EXPECT_EQ(PackedWeightsKey(other_owner), key);
+}
+
 // Only the user's own kept files are read: a link planted in their place, or a file others may
 // write, is refused with a warning and packed again (a cache directory shared through
 // GROVE_CACHE_DIR must not let another user choose the weights).

@@ -199,10 +199,13 @@ std::string ModelParameters::PackedWeightsKey(const std::vector<WeightView*>& ma
                               w.n_in, w.n_out, w.row_bytes};
     layout.Mix(fields, sizeof(fields));
   }
-  return StrCat("gguf ", file->device, ":", file->inode, " size ", file->size, " modified ",
-                file->modified_ns, " changed ", file->changed_ns, " | layers ", part_.first_layer,
-                "-", part_.last_layer, " | kernels ", ActiveKernels().name, " | layout ",
-                kPackedLayoutVersion, " ", layout.Hex(), " | build ", ExecutableBuildId());
+  return grove::PackedWeightsKey({.file = *file,
+                                  .first_layer = part_.first_layer,
+                                  .last_layer = part_.last_layer,
+                                  .kernels = ActiveKernels().name,
+                                  .layout_version = kPackedLayoutVersion,
+                                  .layout = layout.value(),
+                                  .build = ExecutableBuildId()});
 }
 
 void ModelParameters::StopKeepingPackedWeights() const {

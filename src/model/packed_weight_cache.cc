@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -88,6 +90,15 @@ uint64_t KeptPackedWeights::size() const { return map_->bytes().size() - kHeader
 
 bool KeptPackedWeights::ChecksumMatches(ThreadPool& pool) const {
   return PackedBytesChecksum(data(), size(), &pool) == checksum_;
+}
+
+std::string PackedWeightsKey(const PackedWeightsKeyFields& f) {
+  char layout[17];
+  std::snprintf(layout, sizeof(layout), "%016" PRIx64, f.layout);
+  return StrCat("gguf ", f.file.device, ":", f.file.inode, " size ", f.file.size, " modified ",
+                f.file.modified_ns, " changed ", f.file.changed_ns, " | layers ", f.first_layer,
+                "-", f.last_layer, " | kernels ", f.kernels, " | layout ", f.layout_version, " ",
+                layout, " | build ", f.build);
 }
 
 std::string PackedWeightCache::PathFor(const std::string& key) const {

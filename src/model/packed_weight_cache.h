@@ -32,6 +32,19 @@ namespace grove {
 
 class ThreadPool;
 
+// What a kept file is keyed by: every input a different pack would follow from. The file's
+// owner and mode are not among them (they decide whether it is read, not what it holds).
+struct PackedWeightsKeyFields {
+  FileIdentity file;  // device, inode, size, modification and status-change times
+  int32_t first_layer = 0;
+  int32_t last_layer = 0;
+  std::string_view kernels;    // the active kernel level's name
+  int32_t layout_version = 0;  // quant/packed.h's kPackedLayoutVersion
+  uint64_t layout = 0;         // a hash of every packed matrix's offset, type and shape
+  std::string_view build;      // the executable's build ID
+};
+std::string PackedWeightsKey(const PackedWeightsKeyFields& fields);
+
 // A kept file, mapped read-only: size() packed bytes at data(), 4096-byte aligned.
 class KeptPackedWeights {
  public:
