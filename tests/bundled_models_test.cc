@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -181,6 +182,32 @@ TEST(BundledModels, ADrafterTakesDraftParametersLoadedBeforehand) {
   auto other = testing::MakeRandomModel(testing::TinySpec());
   EXPECT_THROW(OpenDrafter(name, *other, ComputeDevice::kAuto, loaded), Error);
   EXPECT_THROW(OpenDrafter(name, *other), Error);
+}
+
+// A server opens the drafters it swaps with FileBacking::kCopied: the draft file rewritten in
+// place under a running drafter (a training run exporting into it) changes none of its rows, and
+// cut short it kills nothing (mapped, the next draft forward would die of SIGBUS).
+TEST(BundledModels, ADraftOpenedCopiedSurvivesItsFileRewrittenInPlace) {
+  const std::string draft = testing::TempPath("served-draft.gguf");
+  std::filesystem::copy_file(ModelPath("grove-base-draft.gguf"), draft,
+                             std::filesystem::copy_options::overwrite_existing);
+  auto target = Model::Load(ModelPath("grove-base-target.gguf"), {.n_threads = 2});
+  const DraftSource source = DraftSource::Open(draft, *target->parameters(), *target->shared_pool(),
+                                               nullptr, nullptr, FileBacking::kCopied);
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Drafter> drafter =
+      source.Make(*target, {.pool = target->shared_pool(), .n_ctx = 64, .max_batch = 16}, &model);
+  const std::vector<int32_t> context = {1, 20, 300, 45, 6};
+  auto first_row = [&] {
+    drafter->Begin(context);
+    TokenTree tree;
+    const int32_t root[] = {-1};
+    const std::span<const float> row = drafter->Expand(tree, root);
+    return std::vector<float>(row.begin(), row.end());
+  };
+  const std::vector<float> before = first_row();
+  std::ofstream(draft, std::ios::binary | std::ios::trunc) << "half a new draft";
+  EXPECT_EQ(first_row(), before);
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafters, BundledDrafter, ::testing::ValuesIn(kDrafters),
