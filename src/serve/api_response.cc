@@ -14,6 +14,10 @@ nlohmann::json Envelope(const Completion& completion, const char* object,
 
 }  // namespace
 
+std::string ResponseText(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json Usage(const Completion& completion) {
   return {{"prompt_tokens", completion.prompt_tokens()},
           {"completion_tokens", completion.completion_tokens()},
