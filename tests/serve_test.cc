@@ -689,7 +689,7 @@ TEST(ServeParseCompletionRequest, ChatMessages) {
   EXPECT_EQ(r.messages[0].content, "Be brief.");
   EXPECT_EQ(r.messages[1].role, "system");  // "developer" is OpenAI's newer name for it
   EXPECT_EQ(r.messages[2].role, "user");
-  EXPECT_EQ(r.messages[2].content, "Hello, you");
+  EXPECT_EQ(r.messages[2].content, "Hello, \nyou");  // one line a part, as llama-server and vLLM
   EXPECT_EQ(r.messages[3].role, "assistant");
   EXPECT_EQ(r.messages[3].content, "");
   EXPECT_EQ(r.messages[4].content, "");

@@ -1238,6 +1238,66 @@ TEST(ApplyTemplate, RendersWithTheModelsOwnTemplateOrTheFallback) {
   EXPECT_EQ(res->status, 200) << res->body;
 }
 
+// The template renders the messages that were checked: content given as text parts is their text,
+// one line a part (as llama-server and vLLM join them), any other part is refused by name; a
+// developer message is a system one unless the template names the developer role; and a template
+// argument may not replace a variable the request sets (messages, tools, add_generation_prompt).
+TEST(ApplyTemplate, TheTemplateSeesTheMessagesThatWereChecked) {
+  auto render = [](Server& server, const json& body, int* status) {
+    auto res = server.Client().Post("/apply-template", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    *status = res ? res->status : 0;
+    return res ? json::parse(res->body) : json();
+  };
+  const json parts = {
+      {"role", "user"},
+      {"content", {{{"type", "text"}, {"text", "Hello,"}}, {{"type", "text"}, {"text", "you"}}}}};
+  const json developer = {{"role", "developer"}, {"content", "Be brief."}};
+  int status = 0;
+  {
+    Server server({.parallel = 1, .max_waiting = 4});  // the plain family renderer
+    const json body = render(server, {{"messages", {developer, parts}}}, &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("prompt"), "System: Be brief.\nUser: Hello,\nyou\nAssistant:");
+  }
+  const std::string jinja = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}";
+  Server server({.parallel = 1, .max_waiting = 4, .chat_template = jinja});
+  json body = render(server, {{"messages", {developer, parts}}}, &status);
+  ASSERT_EQ(status, 200) << body.dump();
+  EXPECT_EQ(body.at("prompt"), "<|system|>Be brief.\n<|user|>Hello,\nyou\n");
+  {
+    Server knows({.parallel = 1, .max_waiting = 4, .chat_template = "{# developer #}" + jinja});
+    body = render(knows, {{"messages", {developer}}}, &status);
+    EXPECT_EQ(body.at("prompt"), "<|developer|>Be brief.\n") << body.dump();
+  }
+  json image = parts;
+  image["content"].push_back({{"type", "image_url"}, {"image_url", {{"url", "x"}}}});
+  body = render(server, {{"messages", {image}}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(body.at("error").at("param"), "messages[0].content[2].type") << body.dump();
+  for (const char* name : {"messages", "tools", "add_generation_prompt", "bos_token"}) {
+    SCOPED_TRACE(name);
+    body = render(
+        server,
+        {{"messages", {parts}}, {"chat_template_kwargs", {{name, json::array({developer})}}}},
+        &status);
+    EXPECT_EQ(status, 400);
+    EXPECT_EQ(body.at("error").at("param"), "chat_template_kwargs") << body.dump();
+    EXPECT_NE(body.at("error").at("message").get<std::string>().find(
+                  std::string("chat_template_kwargs.") + name),
+              std::string::npos)
+        << body.dump();
+  }
+  // A chat completion renders the same: text parts and the same text as a string answer alike.
+  auto answer = [&](const json& message) {
+    const json request = {{"messages", {message}}, {"max_tokens", 6}, {"temperature", 0}};
+    auto res = server.Client().Post("/v1/chat/completions", request.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    return res ? json::parse(res->body).at("usage").at("prompt_tokens").get<int>() : -1;
+  };
+  EXPECT_EQ(answer(parts), answer({{"role", "user"}, {"content", "Hello,\nyou"}}));
+}
+
 // A template that leaves "<think>" open, as DeepSeek-R1 distills' do (and Qwen3's thinking turn):
 // with reasoning_format deepseek, what the model writes comes back as reasoning_content, whole
 // and streamed, and is the text plain decoding gives; "none" leaves it in content;

@@ -104,10 +104,17 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
 
 // The messages, tools and chat_template_kwargs of a chat body with their keys in the client's order
 // (nlohmann::json sorts them), for the model's own template: a tool's parameters print as they were
-// sent.
+// sent. A content given as text parts is the text ParseCompletionRequest read from them: the
+// template renders the messages that were checked (it once got the parts, and wrote an empty turn).
 void SetChatJson(const std::string& body, CompletionRequest* request) {
   nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
   request->chat_messages = ordered["messages"];
+  for (std::size_t i = 0; i < request->chat_messages.size(); ++i) {
+    auto content = request->chat_messages[i].find("content");
+    if (content != request->chat_messages[i].end() && content->is_array()) {
+      *content = request->messages[i].content;
+    }
+  }
   auto tools = ordered.find("tools");
   if (tools != ordered.end()) request->tools = *tools;
   auto kwargs = ordered.find("chat_template_kwargs");
