@@ -389,6 +389,46 @@ TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
   EXPECT_GE(accepted[2], accepted[1]);
 }
 
+// timings as llama-server counts them: prompt_ms runs to the first token (prefill and the first
+// step, which finishes the prompt), predicted_ms from there to the end, both wall clock of the
+// whole request: with n = 2 choices side by side they were each choice's summed (twice the time),
+// and a one-token answer's one step counted as generation.
+TEST_F(ServerTest, TimingsAreTheRequestsWallClockAsLlamaServerCountsThem) {
+  Server server({.parallel = 2});
+  httplib::Client client = server.Client();
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(n);
+    int status = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const json body = PostJson(client, "/v1/completions",
+                               {{"prompt", "Once upon a time"},
+                                {"max_tokens", 40},
+                                {"temperature", 0},
+                                {"n", n},
+                                {"grove", {{"speculation", "off"}}}},
+                               &status);
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(status, 200) << body.dump();
+    const json& t = body.at("timings");
+    EXPECT_EQ(t.at("prompt_n"), body.at("usage").at("prompt_tokens"));
+    EXPECT_EQ(t.at("predicted_n"), body.at("usage").at("completion_tokens"));
+    EXPECT_GT(t.at("prompt_ms").get<double>(), 0.0);
+    EXPECT_GT(t.at("predicted_ms").get<double>(), 0.0);
+    // The two are parts of the request's time, one after the other.
+    EXPECT_LE(t.at("prompt_ms").get<double>() + t.at("predicted_ms").get<double>(), wall_ms);
+  }
+  int status = 0;
+  const json one =
+      PostJson(client, "/v1/completions",
+               {{"prompt", "Once upon a time"}, {"max_tokens", 1}, {"temperature", 0}}, &status);
+  ASSERT_EQ(status, 200) << one.dump();
+  // The one token comes with the prompt's last forward: nothing is generated after it.
+  EXPECT_LT(one.at("timings").at("predicted_ms").get<double>(),
+            one.at("timings").at("prompt_ms").get<double>())
+      << one.dump();
+}
+
 // --record keeps each answered choice (prompt and output) as a document the trainer reads.
 TEST_F(ServerTest, RecordKeepsWhatWasAnsweredAsACorpus) {
   const std::string dir = testing::TempPath("served-record");
