@@ -574,6 +574,34 @@ TEST_F(ServerTest, TheDrafterIsSwappedWhileServingAndNothingIsLost) {
   EXPECT_NE(metrics.find("grove_drafter_swaps_total 2\n"), std::string::npos) << metrics;
 }
 
+// A swap keeps what the suffix drafter learnt: a server drafting with suffix answers a request,
+// swaps to a new suffix drafter (and then to a mixture holding one), and the same request is
+// drafted from the earlier answer each time; a fresh suffix drafter drafts little of it.
+TEST_F(ServerTest, ASwapKeepsWhatTheSuffixDrafterLearnt) {
+  Server server({.drafter = "suffix", .admin_key = "admin"});
+  httplib::Client client = server.Client();
+  const json request = {{"prompt", "Sara had a red ball."},
+                        {"max_tokens", 80},
+                        {"temperature", 0},
+                        {"grove", {{"speculation", "chain:6"}}}};
+  auto accepted = [&] {
+    int status = 0;
+    const json body = PostJson(client, "/v1/completions", request, &status);
+    EXPECT_EQ(status, 200) << body.dump();
+    return body.at("timings").at("draft_n_accepted").get<int64_t>();
+  };
+  const int64_t fresh = accepted();
+  EXPECT_LT(fresh, 80 / 2) << "a fresh store has not seen the answer";
+  for (const std::string& drafter : {std::string("suffix"), kDraft + "+suffix"}) {
+    SCOPED_TRACE(drafter);
+    auto swapped = client.Post("/admin/drafter", {{"Authorization", "Bearer admin"}},
+                               json{{"draft", drafter}}.dump(), "application/json");
+    ASSERT_TRUE(swapped);
+    ASSERT_EQ(swapped->status, 200) << swapped->body;
+    EXPECT_GE(accepted(), 80 * 3 / 4) << "drafted from the answer served before the swap";
+  }
+}
+
 // A drafter that reads the target's features changes how sequences start: swapping one in for a
 // draft model (or back) is refused, the draft model serving on.
 TEST(DrafterSwap, AFeatureDrafterDoesNotReplaceADraftModel) {
