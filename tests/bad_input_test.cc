@@ -167,6 +167,7 @@ class BadInputTest : public ::testing::Test {
     testing::WriteModelWithTensorType(k_quant, Path("iq2_xxs.gguf"), "blk.0.attn_q.weight",
                                       GgmlType::kIQ2_XXS);
     fs::copy_file(Path("model.gguf"), Path("readonly.gguf"));
+    fs::copy_file(Path("model.gguf"), Path("draft.gguf"));
     fs::permissions(Path("readonly.gguf"), fs::perms::owner_read | fs::perms::group_read);
     // A character device (the null device's numbers) needs root; the rows using it skip without.
     has_device_ = ::mknod(Path("device").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0;
@@ -250,6 +251,9 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("convert-tokenizer " + Path("hf") + " -o " + Path("link.gguf"), "a symbolic link");
   add("convert-tokenizer " + Path("hf") + " -o " + Path("readonly.gguf"), "read-only (--force");
   add("serve -m " + m + " --draft " + m + "+suffix --suffix-store " + m, "is the input file");
+  add("serve -m " + m + " --draft " + Path("draft.gguf") + "+suffix --suffix-store " +
+          Path("draft.gguf"),
+      "is the input file");
   add("serve -m " + m + " --draft suffix --suffix-store " + m, "is the input file");
   add("serve -m " + m + " --draft suffix --suffix-store " + Path("link.gguf"), "a symbolic link");
   add("serve -m " + m + " --record " + Path("fifo-corpus"), "a FIFO");

@@ -415,8 +415,10 @@ TEST_F(ServerTest, TimingsAreTheRequestsWallClockAsLlamaServerCountsThem) {
     EXPECT_EQ(t.at("predicted_n"), body.at("usage").at("completion_tokens"));
     EXPECT_GT(t.at("prompt_ms").get<double>(), 0.0);
     EXPECT_GT(t.at("predicted_ms").get<double>(), 0.0);
-    // The two are parts of the request's time, one after the other.
+    // The two are parts of the request's time, one after the other; 39 plain steps take longer
+    // than a prompt of 5 tokens and one step.
     EXPECT_LE(t.at("prompt_ms").get<double>() + t.at("predicted_ms").get<double>(), wall_ms);
+    EXPECT_LT(t.at("prompt_ms").get<double>(), t.at("predicted_ms").get<double>());
   }
   int status = 0;
   const json one =
@@ -659,6 +661,9 @@ TEST_F(ServerTest, EveryEndpointThatRendersOrRunsNeedsTheApiKey) {
   }
   EXPECT_EQ(client.Get("/health")->status, 200);
   EXPECT_EQ(client.Get("/")->status, 200);
+  // ?key= is for the page's EventSource, which cannot send headers: the step feed alone takes it.
+  EXPECT_EQ(client.Get("/v1/models?key=sesame")->status, 401);
+  EXPECT_EQ(client.Post("/apply-template?key=sesame", chat, "application/json")->status, 401);
   auto rendered = client.Post("/apply-template", auth, chat, "application/json");
   EXPECT_EQ(rendered->status, 200) << rendered->body;
   EXPECT_EQ(client.Get("/metrics", auth)->status, 200);
@@ -1222,6 +1227,12 @@ TEST_F(ServerTest, TheBodyLimitHoldsWhateverTheEncoding) {
   if (!kAddressSanitizer) {
     EXPECT_LT(ResidentKiB() - resident_before, 64 << 10) << "KiB more resident after the uploads";
   }
+  // The limit is exact: a body of 64 KiB is served, one byte more is refused, in one chunk.
+  std::string at_limit = R"({"prompt": "Once upon a time", "max_tokens": 2})";
+  at_limit.insert(at_limit.size() - 1, (64 << 10) - at_limit.size(), ' ');
+  EXPECT_EQ(PostRaw(server.port(), request + chunked, at_limit, 1, true).status, 200);
+  at_limit.insert(at_limit.size() - 1, " ");
+  expect_refused(PostRaw(server.port(), request + chunked, at_limit, 1, true), "one byte over");
   // Within the limit, chunked or compressed, a body is served.
   const std::string ok = R"({"prompt": "Once upon a time", "max_tokens": 2})";
   RawAnswer answer = PostRaw(server.port(), request + chunked, ok, 1, true);
