@@ -1117,7 +1117,8 @@ struct RawAnswer {
   double seconds = 0.0;
 };
 
-// Sends `head` (the request line and headers, "Connection: close" among them), then `body_bytes`
+// Sends `head` (the request line and headers; with "Connection: close" the server closes after its
+// answer, without it only when it refuses the body), then `body_bytes`
 // of `piece` over and over (each piece a chunk of its own when `chunked`), from a thread of its
 // own while this one reads the answer until the server closes. The sending stops at the first
 // failed write: a server that refuses the body closes the connection. Without a Content-Length
@@ -1217,6 +1218,12 @@ TEST_F(ServerTest, TheBodyLimitHoldsWhateverTheEncoding) {
               kHuge, true),
       "chunked, to no route");
   expect_refused(PostRaw(server.port(), request + "\r\n", piece, kHuge, false), "no length");
+  // A connection the client keeps open is closed after the 413: the rest of the body would be
+  // read as the next request.
+  expect_refused(
+      PostRaw(server.port(), "POST /v1/completions HTTP/1.1\r\nHost: grove\r\n" + chunked, piece,
+              kHuge, true),
+      "a kept connection");
   // 2 MiB of JSON white space inflate from a few kilobytes.
   const std::string bomb = Gzip("{\"prompt\": \"hi\"" + std::string(2 << 20, ' ') + "}");
   expect_refused(PostRaw(server.port(),
@@ -1244,6 +1251,20 @@ TEST_F(ServerTest, TheBodyLimitHoldsWhateverTheEncoding) {
                    small, static_cast<int64_t>(small.size()), false);
   EXPECT_EQ(answer.status, 200) << answer.body;
   EXPECT_EQ(server.Client().Get("/health")->status, 200);
+}
+
+// What cpp-httplib refuses by itself says what is wrong (it said "the request could not be
+// handled" for all but 404 and 413).
+TEST_F(ServerTest, ARequestThatIsNotHttpIsToldWhatIsWrong) {
+  Server server({.parallel = 1, .max_waiting = 4});
+  const RawAnswer garbage = PostRaw(server.port(), "HELLO\r\n\r\n", "", 0, false);
+  EXPECT_EQ(garbage.status, 400);
+  EXPECT_NE(garbage.body.find("not HTTP/1.1"), std::string::npos) << garbage.body;
+  const RawAnswer long_line = PostRaw(
+      server.port(), "GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nConnection: close\r\n\r\n",
+      "", 0, false);
+  EXPECT_EQ(long_line.status, 414);
+  EXPECT_NE(long_line.body.find("8192 bytes"), std::string::npos) << long_line.body;
 }
 
 }  // namespace

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/log.h"
 #include "serve/api_error.h"
+#include "serve/api_keys.h"
 #include "serve/api_response.h"
 #include "serve/client_connection.h"
 #include "serve/request_body.h"
@@ -18,64 +20,9 @@
 namespace grove::serve {
 namespace {
 
-// Compares a key a client sent with the server's in time that depends on their lengths only, so
-// that the time of a refusal does not tell how much of a guess was right.
-bool SameKey(const std::string& sent, const std::string& key) {
-  unsigned char differ = sent.size() == key.size() ? 0 : 1;
-  for (std::size_t i = 0; i < sent.size(); ++i) {
-    differ |= static_cast<unsigned char>(sent[i] ^ key[i % std::max<std::size_t>(key.size(), 1)]);
-  }
-  return differ == 0;
-}
-
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
   res.set_content(ResponseText(body), "application/json");
-}
-
-// The admin endpoints change what every client gets: they answer only with their own key (not
-// the clients' --api-key), and not at all when the server was started without one.
-httplib::Server::HandlerResponse CheckAdminKey(const std::string& admin_key,
-                                               const httplib::Request& req,
-                                               httplib::Response& res) {
-  // Refused before the body is read: the connection closes after the answer.
-  if (admin_key.empty()) {
-    SendJsonAndClose(
-        res, 403,
-        ApiError(403, "the admin endpoints are off: start the server with --admin-key KEY",
-                 "permission_error")
-            .ToJson());
-    return httplib::Server::HandlerResponse::Handled;
-  }
-  if (SameKey(req.get_header_value("Authorization"), "Bearer " + admin_key)) {
-    return httplib::Server::HandlerResponse::Unhandled;
-  }
-  SendJsonAndClose(res, 401,
-                   ApiError(401, "a valid admin key is required (Authorization: Bearer KEY)",
-                            "authentication_error")
-                       .ToJson());
-  return httplib::Server::HandlerResponse::Handled;
-}
-
-httplib::Server::HandlerResponse CheckApiKey(const std::string& api_key,
-                                             const httplib::Request& req, httplib::Response& res) {
-  // Everything that renders, runs or tells about requests needs the key; only the health check
-  // and the tree view's page (static HTML; what it fetches needs the key) do not, as llama-server
-  // leaves /health open.
-  if (api_key.empty() || req.path == "/health" || req.path == "/") {
-    return httplib::Server::HandlerResponse::Unhandled;
-  }
-  // The page's EventSource cannot send headers: the step feed also takes ?key=.
-  if (SameKey(req.get_header_value("Authorization"), "Bearer " + api_key) ||
-      (req.path == "/v1/steps" && SameKey(req.get_param_value("key"), api_key))) {
-    return httplib::Server::HandlerResponse::Unhandled;
-  }
-  // The body of a refused request is not read: the connection closes after the answer.
-  SendJsonAndClose(res, 401,
-                   ApiError(401, "a valid API key is required (Authorization: Bearer KEY)",
-                            "authentication_error")
-                       .ToJson());
-  return httplib::Server::HandlerResponse::Handled;
 }
 
 // POST /admin/drafter's swap. Why a name could not be opened tells what the file holds (whether
@@ -94,6 +41,25 @@ std::string SwapDrafter(CompletionService& service, const std::string& name) {
                        "' cannot serve as this target's drafter (a draft GGUF of the target's "
                        "vocabulary, ngram, suffix or A+B); the server's log says why",
                    "invalid_request_error", "draft");
+  }
+}
+
+// What an error cpp-httplib answers by itself means, said as the client can act on it (it once
+// said "the request could not be handled" for every status but 404 and 413).
+std::string LibraryErrorMessage(const httplib::Request& req, int status) {
+  switch (status) {
+    case 400:
+      return "the request is not HTTP/1.1 this server can read (its request line or headers)";
+    case 404:
+      return "no route " + req.method + " " + req.path;
+    case 413:
+      return "the request body is too large";
+    case 414:
+      return "the request line is too long (at most 8192 bytes)";
+    case 416:
+      return "the Range header is not valid";
+    default:
+      return "the request could not be handled (HTTP " + std::to_string(status) + ")";
   }
 }
 
@@ -344,11 +310,8 @@ void HttpServer::RouteErrors() {
   // Errors cpp-httplib produces itself (unknown route, body too large) get OpenAI's error object.
   server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.has_header("Content-Type")) return;  // a handler's own answer
-    const std::string message = res.status == 404   ? "no route " + req.method + " " + req.path
-                                : res.status == 413 ? "the request body is too large"
-                                                    : "the request could not be handled";
     SendJson(res, res.status,
-             ApiError(res.status, message,
+             ApiError(res.status, LibraryErrorMessage(req, res.status),
                       res.status == 404 ? "not_found_error" : "invalid_request_error")
                  .ToJson());
   });
@@ -370,8 +333,11 @@ void HttpServer::RouteErrors() {
       SendJsonAndClose(res, 405, ApiError(405, "method PRI is not served").ToJson());
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (req.path.rfind("/admin/", 0) == 0) return CheckAdminKey(options_.admin_key, req, res);
-    return CheckApiKey(options_.api_key, req, res);
+    const bool refused = req.path.rfind("/admin/", 0) == 0
+                             ? RefusedWithoutAdminKey(options_.admin_key, req, res)
+                             : RefusedWithoutApiKey(options_.api_key, req, res);
+    return refused ? httplib::Server::HandlerResponse::Handled
+                   : httplib::Server::HandlerResponse::Unhandled;
   });
 }
 
@@ -408,9 +374,7 @@ void HttpServer::RouteInformation() {
     // A prompt belongs to its client: every client sees the running requests' ids and trees, and
     // only the operator (the admin key) the start of their prompts. vLLM shows no client another's
     // request; llama-server's /slots shows every prompt to whoever may call it.
-    const bool operator_view =
-        !options_.admin_key.empty() &&
-        SameKey(req.get_header_value("Authorization"), "Bearer " + options_.admin_key);
+    const bool operator_view = CarriesKey(req, options_.admin_key);
     nlohmann::json data = nlohmann::json::array();
     for (const auto& r : service_.Running()) {
       nlohmann::json entry = {{"id", r.id}, {"tree", r.tree}};
@@ -465,10 +429,11 @@ nlohmann::json ParseBody(const std::string& body) {
 
 }  // namespace
 
-void HttpServer::PostWithBody(const std::string& pattern, BodyHandler handler) {
-  server_->Post(pattern, [this, handler = std::move(handler)](
-                             const httplib::Request& req, httplib::Response& res,
-                             const httplib::ContentReader& reader) {
+void HttpServer::RouteWithBody(const char* method, const std::string& pattern,
+                               BodyHandler handler) {
+  auto read_then_handle = [this, handler = std::move(handler)](
+                              const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& reader) {
     std::string body;
     try {
       ReadBody(req, res, reader, options_.max_body_bytes, &body);
@@ -478,7 +443,17 @@ void HttpServer::PostWithBody(const std::string& pattern, BodyHandler handler) {
       return;
     }
     handler(req, body, res);
-  });
+  };
+  const std::string_view m = method;
+  if (m == "POST") {
+    server_->Post(pattern, std::move(read_then_handle));
+  } else if (m == "PUT") {
+    server_->Put(pattern, std::move(read_then_handle));
+  } else if (m == "PATCH") {
+    server_->Patch(pattern, std::move(read_then_handle));
+  } else {
+    server_->Delete(pattern, std::move(read_then_handle));
+  }
 }
 
 void HttpServer::HandleCompletion(const httplib::Request& req, const std::string& body,
@@ -528,46 +503,38 @@ void HttpServer::HandleCompletion(const httplib::Request& req, const std::string
 void HttpServer::RouteCompletions() {
   // llama-server's POST /apply-template: {"messages": [...], "tools"?: [...]} -> {"prompt": text},
   // the prompt a chat completion would encode, not run.
-  PostWithBody("/apply-template",
-               [this](const httplib::Request&, const std::string& text, httplib::Response& res) {
-                 try {
-                   nlohmann::json body = ParseBody(text);
-                   if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
-                   CompletionRequest request = ParseCompletionRequest(
-                       body, true, {.max_tokens = service_.target().n_ctx()});
-                   SetChatJson(text, &request);
-                   SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
-                 } catch (const ApiError& e) {
-                   SendError(res, e, 0);
-                 }
-               });
-  PostWithBody("/v1/completions",
-               [this](const httplib::Request& req, const std::string& body,
-                      httplib::Response& res) { HandleCompletion(req, body, res, false); });
-  PostWithBody("/v1/chat/completions",
-               [this](const httplib::Request& req, const std::string& body,
-                      httplib::Response& res) { HandleCompletion(req, body, res, true); });
+  RouteWithBody("POST", "/apply-template",
+                [this](const httplib::Request&, const std::string& text, httplib::Response& res) {
+                  try {
+                    nlohmann::json body = ParseBody(text);
+                    if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
+                    CompletionRequest request = ParseCompletionRequest(
+                        body, true, {.max_tokens = service_.target().n_ctx()});
+                    SetChatJson(text, &request);
+                    SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
+                  } catch (const ApiError& e) {
+                    SendError(res, e, 0);
+                  }
+                });
+  RouteWithBody("POST", "/v1/completions",
+                [this](const httplib::Request& req, const std::string& body,
+                       httplib::Response& res) { HandleCompletion(req, body, res, false); });
+  RouteWithBody("POST", "/v1/chat/completions",
+                [this](const httplib::Request& req, const std::string& body,
+                       httplib::Response& res) { HandleCompletion(req, body, res, true); });
 }
 
 void HttpServer::RouteUnknown() {
   // A body sent to a route that does not exist is read within the limit too (cpp-httplib would
   // read it whole into memory before answering 404), then the 404 is sent.
-  const auto unknown = [this](const httplib::Request& req, httplib::Response& res,
-                              const httplib::ContentReader& reader) {
-    std::string body;
-    try {
-      ReadBody(req, res, reader, options_.max_body_bytes, &body);
-    } catch (const ApiError& e) {
-      SendJsonAndClose(res, e.status(), e.ToJson());
-      return;
-    }
-    SendJson(res, 404,
-             ApiError(404, "no route " + req.method + " " + req.path, "not_found_error").ToJson());
-  };
-  server_->Post(".*", unknown);
-  server_->Put(".*", unknown);
-  server_->Patch(".*", unknown);
-  server_->Delete(".*", unknown);
+  for (const char* method : {"POST", "PUT", "PATCH", "DELETE"}) {
+    RouteWithBody(
+        method, ".*", [](const httplib::Request& req, const std::string&, httplib::Response& res) {
+          SendJson(
+              res, 404,
+              ApiError(404, "no route " + req.method + " " + req.path, "not_found_error").ToJson());
+        });
+  }
 }
 
 void HttpServer::RouteAdmin() {
@@ -576,22 +543,23 @@ void HttpServer::RouteAdmin() {
   server_->Get("/admin/drafter", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, {{"draft", service_.drafter_name()}});
   });
-  PostWithBody("/admin/drafter", [this](const httplib::Request&, const std::string& text,
-                                        httplib::Response& res) {
-    try {
-      const nlohmann::json body = ParseBody(text);
-      if (!body.is_object() || !body.contains("draft") || !body.at("draft").is_string()) {
-        throw ApiError(400,
-                       "expected {\"draft\": NAME} (a draft GGUF's path, ngram, suffix or A+B)",
-                       "invalid_request_error", "draft");
-      }
-      const std::string name = body.at("draft").get<std::string>();
-      SendJson(res, 200, {{"draft", SwapDrafter(service_, name)}, {"requested", name}});
-    } catch (const ApiError& e) {
-      service_.metrics().RequestFailed();
-      SendError(res, e, 0);
-    }
-  });
+  RouteWithBody(
+      "POST", "/admin/drafter",
+      [this](const httplib::Request&, const std::string& text, httplib::Response& res) {
+        try {
+          const nlohmann::json body = ParseBody(text);
+          if (!body.is_object() || !body.contains("draft") || !body.at("draft").is_string()) {
+            throw ApiError(400,
+                           "expected {\"draft\": NAME} (a draft GGUF's path, ngram, suffix or A+B)",
+                           "invalid_request_error", "draft");
+          }
+          const std::string name = body.at("draft").get<std::string>();
+          SendJson(res, 200, {{"draft", SwapDrafter(service_, name)}, {"requested", name}});
+        } catch (const ApiError& e) {
+          service_.metrics().RequestFailed();
+          SendError(res, e, 0);
+        }
+      });
 }
 
 }  // namespace grove::serve

@@ -68,11 +68,11 @@ class HttpServer {
   void RouteAdmin();
   // A body sent to no route is read within the limit before the 404.
   void RouteUnknown();
-  // A POST route whose body is read through ReadBody (request_body.h): within the limit, whatever
-  // its transfer or content encoding.
+  // A route (POST, PUT, PATCH or DELETE) whose body is read through ReadBody (request_body.h):
+  // within the limit, whatever its transfer or content encoding.
   using BodyHandler =
       std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
-  void PostWithBody(const std::string& pattern, BodyHandler handler);
+  void RouteWithBody(const char* method, const std::string& pattern, BodyHandler handler);
 
   CompletionService& service_;
   HttpServerOptions options_;
