@@ -391,8 +391,9 @@ TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
 
 // timings as llama-server counts them: prompt_ms runs to the first token (prefill and the first
 // step, which finishes the prompt), predicted_ms from there to the end, both wall clock of the
-// whole request: with n = 2 choices side by side they were each choice's summed (twice the time),
-// and a one-token answer's one step counted as generation.
+// whole request: with n = 2 choices side by side they were each choice's summed (twice the time).
+// Only what holds whatever the machine's speed is checked (timings never gate a test): the two
+// are parts of the request's time, one after the other.
 TEST_F(ServerTest, TimingsAreTheRequestsWallClockAsLlamaServerCountsThem) {
   Server server({.parallel = 2});
   httplib::Client client = server.Client();
@@ -415,20 +416,9 @@ TEST_F(ServerTest, TimingsAreTheRequestsWallClockAsLlamaServerCountsThem) {
     EXPECT_EQ(t.at("predicted_n"), body.at("usage").at("completion_tokens"));
     EXPECT_GT(t.at("prompt_ms").get<double>(), 0.0);
     EXPECT_GT(t.at("predicted_ms").get<double>(), 0.0);
-    // The two are parts of the request's time, one after the other; 39 plain steps take longer
-    // than a prompt of 5 tokens and one step.
+    // The two are parts of the request's time, one after the other.
     EXPECT_LE(t.at("prompt_ms").get<double>() + t.at("predicted_ms").get<double>(), wall_ms);
-    EXPECT_LT(t.at("prompt_ms").get<double>(), t.at("predicted_ms").get<double>());
   }
-  int status = 0;
-  const json one =
-      PostJson(client, "/v1/completions",
-               {{"prompt", "Once upon a time"}, {"max_tokens", 1}, {"temperature", 0}}, &status);
-  ASSERT_EQ(status, 200) << one.dump();
-  // The one token comes with the prompt's last forward: nothing is generated after it.
-  EXPECT_LT(one.at("timings").at("predicted_ms").get<double>(),
-            one.at("timings").at("prompt_ms").get<double>())
-      << one.dump();
 }
 
 // --record keeps each answered choice (prompt and output) as a document the trainer reads.
@@ -1120,7 +1110,7 @@ struct RawAnswer {
 // Sends `head` (the request line and headers; with "Connection: close" the server closes after its
 // answer, without it only when it refuses the body), then `body_bytes`
 // of `piece` over and over (each piece a chunk of its own when `chunked`), from a thread of its
-// own while this one reads the answer until the server closes. The sending stops at the first
+// own while this one reads the first answer. The sending stops at the first
 // failed write: a server that refuses the body closes the connection. Without a Content-Length
 // and not chunked, the body ends where the sending does.
 RawAnswer PostRaw(int port, const std::string& head, const std::string& piece, int64_t body_bytes,
@@ -1156,12 +1146,23 @@ RawAnswer PostRaw(int port, const std::string& head, const std::string& piece, i
     }
     if (chunked) send_all("0\r\n\r\n");
     // A body without a length ends where the client stops sending (elsewhere a half-closed
-    // connection is a client that left).
-    if (!chunked && head.find("Content-Length") == std::string::npos) ::shutdown(fd, SHUT_WR);
+    // connection is a client that left, which cpp-httplib does not answer).
+    if (body_bytes > 0 && !chunked && head.find("Content-Length") == std::string::npos) {
+      ::shutdown(fd, SHUT_WR);
+    }
   });
   std::string received;
   char buffer[1 << 14];
-  for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) received.append(buffer, n);
+  // Until the first response is whole (its Content-Length) or the server closes.
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) {
+    received.append(buffer, n);
+    const std::size_t end = received.find("\r\n\r\n");
+    const std::size_t length = received.find("Content-Length: ");
+    if (end != std::string::npos && length != std::string::npos && length < end &&
+        received.size() >= end + 4 + std::stoul(received.substr(length + 16))) {
+      break;
+    }
+  }
   answer.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ::shutdown(fd, SHUT_RDWR);  // the writer's next send fails, if it is still sending
   writer.join();
