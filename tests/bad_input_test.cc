@@ -137,6 +137,13 @@ class BadInputTest : public ::testing::Test {
     std::ofstream(Path("file.txt")) << "not a directory\n";
     fs::create_directories(Path("corpus"));
     std::ofstream(Path("corpus") + "/train.txt") << "a corpus part\n";
+    // Directories whose files a command appends to or replaces: FIFOs where they would be.
+    fs::create_directories(Path("fifo-run"));
+    ASSERT_EQ(::mkfifo(Path("fifo-run/log.tsv").c_str(), 0644), 0);
+    fs::create_directories(Path("fifo-corpus"));
+    ASSERT_EQ(::mkfifo(Path("fifo-corpus/train.txt").c_str(), 0644), 0);
+    fs::create_directories(Path("hf"));
+    std::ofstream(Path("hf/tokenizer.json")) << "{}\n";
     std::ofstream(Path("prompts.txt")) << "hello world\n\nonce upon a time\n";
     fs::copy_file(std::string(GROVE_MODELS_DIR) + "/grove-pair.greedy.accept.json",
                   Path("accept.json"));
@@ -160,6 +167,7 @@ class BadInputTest : public ::testing::Test {
     testing::WriteModelWithTensorType(k_quant, Path("iq2_xxs.gguf"), "blk.0.attn_q.weight",
                                       GgmlType::kIQ2_XXS);
     fs::copy_file(Path("model.gguf"), Path("readonly.gguf"));
+    fs::copy_file(Path("model.gguf"), Path("draft.gguf"));
     fs::permissions(Path("readonly.gguf"), fs::perms::owner_read | fs::perms::group_read);
     // A character device (the null device's numbers) needs root; the rows using it skip without.
     has_device_ = ::mknod(Path("device").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0;
@@ -236,6 +244,29 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("tokenizer-train --corpus " + Path("corpus") + " -o " + Path("corpus") + "/train.txt",
       "is the input file");
   add("tree --accept " + Path("accept.json") + " -o " + Path("accept.json"), "is the input file");
+  // Every file grove writes passes the same check (issue 72: convert-tokenizer checked nothing,
+  // the suffix store was written over whatever it named, logs were opened as they were).
+  add("convert-tokenizer " + Path("hf") + " -o " + Path("hf/tokenizer.json"), "is the input file");
+  add("convert-tokenizer " + Path("hf/tokenizer.json") + " -o " + Path("fifo"), "a FIFO");
+  add("convert-tokenizer " + Path("hf") + " -o " + Path("link.gguf"), "a symbolic link");
+  add("convert-tokenizer " + Path("hf") + " -o " + Path("readonly.gguf"), "read-only (--force");
+  add("serve -m " + m + " --draft " + m + "+suffix --suffix-store " + m, "is the input file");
+  add("serve -m " + m + " --draft " + Path("draft.gguf") + "+suffix --suffix-store " +
+          Path("draft.gguf"),
+      "is the input file");
+  add("serve -m " + m + " --draft suffix --suffix-store " + m, "is the input file");
+  add("serve -m " + m + " --draft suffix --suffix-store " + Path("link.gguf"), "a symbolic link");
+  add("serve -m " + m + " --record " + Path("fifo-corpus"), "a FIFO");
+  add("corpus --out " + Path("fifo-corpus"), "a FIFO");
+  add("train --corpus " + Path("corpus") + " --tokenizer " + m + " -o " + Path("fifo-run"),
+      "a FIFO");
+  add("train-drafter --target " + m + " --corpus " + Path("corpus") + " -o " + Path("fifo-run"),
+      "a FIFO");
+  add("self-distill --target " + m + " --corpus " + Path("corpus") + " -o " + Path("fifo-corpus"),
+      "a FIFO");
+  add("tot -m " + m + " --json " + m, "is the input file");
+  // Every file grove reads: a FIFO is refused, not read forever.
+  add("template -m " + m + " --messages " + Path("fifo"), "not a regular file");
   add(calibrate + " --max-prompts 0", "--max-prompts");
   add("calibrate -m " + m + " --draft " + m + " --prompts " + Path("prompts.txt") + " -o " + m,
       "is the input file");

@@ -110,6 +110,18 @@ TEST_F(CliTest, ChatAnswersEachTurnAndReportsSpeculation) {
   EXPECT_NE(r.err.find("tokens after the same prompt)"), std::string::npos) << r.err;
 }
 
+// The bundled pair's context is 512 tokens, as is chat's default -n: every message was refused
+// ("raise -c", which cannot go past 512). The answer is capped at what the context has left.
+TEST_F(CliTest, ChatWithTheBundledPairAnswersAtItsDefaultLength) {
+  const std::string turns = Path("bundled-turns.txt");
+  std::ofstream(turns) << "Once upon a time\n";
+  const CommandResult r = Grove("chat --temp 0 -t 1 --spec chain:2 < " + turns);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("no room"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("x plain"), std::string::npos) << r.err;
+  EXPECT_GT(r.out.size(), std::string("> > ").size() + 20) << r.out;
+}
+
 TEST_F(CliTest, BenchJsonHasEveryFigure) {
   const CommandResult r =
       Grove("bench -m " + Model("q8_0") + " -p 16 -n 4 -r 2 -t 1 -o json --probe-mib 8");

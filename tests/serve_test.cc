@@ -382,6 +382,54 @@ TEST(ServeReasoningSplitter, ReleasesTextAsSoonAsItCannotBeAMarker) {
   EXPECT_EQ(p.content, "It is 4.");
 }
 
+// What a streaming client must have once `sent` was pushed: all of it but what may still become a
+// marker ("<thi", "</th") and the white space that is dropped if the reasoning ends there. For
+// replies without a whole marker.
+std::string Releasable(const std::string& sent, bool thinking_open) {
+  const std::string open = "<think>", close = "</think>";
+  const std::size_t start = sent.find_first_not_of(" \t\n\r");
+  const std::string text = start == std::string::npos ? "" : sent.substr(start);
+  if (text.empty() || open.compare(0, text.size(), text) == 0) return "";  // may be "<think>"
+  if (!thinking_open) return sent;                                         // an answer, as written
+  std::size_t keep = 0;
+  for (std::size_t k = 1; k < close.size() && k <= text.size(); ++k) {
+    if (text.compare(text.size() - k, k, close, 0, k) == 0) keep = k;
+  }
+  std::string release = text.substr(0, text.size() - keep);
+  release.erase(release.find_last_not_of(" \t\n\r") + 1);
+  return release;
+}
+
+// Short replies (shorter than the markers) stream as they come, cut at every point: what a step
+// pushes reaches the client at once unless it may still turn into a marker; and once the reply
+// ends, nothing is left behind.
+TEST(ServeReasoningSplitter, ShortRepliesStreamAsTheyCome) {
+  for (const bool open : {false, true}) {
+    for (const std::string text :
+         {"4", "Hi", "No.", "a < b", "<3", "</b", "</thin", " ok", "ok ", "\n", "<", "<t", "x</"}) {
+      for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+        SCOPED_TRACE("'" + text + "' cut at " + std::to_string(cut) + (open ? ", open" : ""));
+        ReasoningSplitter splitter(open);
+        ReasoningSplitter::Parts first = splitter.Push(text.substr(0, cut));
+        EXPECT_EQ(first.reasoning + first.content, Releasable(text.substr(0, cut), open));
+        EXPECT_TRUE(open ? first.content.empty() : first.reasoning.empty());
+        ReasoningSplitter::Parts rest = splitter.Push(text.substr(cut));
+        EXPECT_EQ(first.reasoning + first.content + rest.reasoning + rest.content,
+                  Releasable(text, open));
+        const ReasoningSplitter::Parts last = splitter.Flush();
+        const Split whole = SplitPieces({text}, open);
+        EXPECT_EQ(first.reasoning + rest.reasoning + last.reasoning, whole.reasoning);
+        EXPECT_EQ(first.content + rest.content + last.content, whole.content);
+        // The whole reply: an answer as written, or thoughts less the white space around them.
+        std::string trimmed = text;
+        trimmed.erase(trimmed.find_last_not_of(" \t\n\r") + 1);
+        trimmed.erase(0, trimmed.find_first_not_of(" \t\n\r"));
+        EXPECT_EQ(open ? whole.reasoning : whole.content, open ? trimmed : text);
+      }
+    }
+  }
+}
+
 TEST(ServeReasoningSplitter, PromptOpensThinkingOnlyWhenItEndsInsideThink) {
   EXPECT_TRUE(PromptOpensThinking("<|Assistant|><think>\n"));
   EXPECT_TRUE(PromptOpensThinking("<think>"));
@@ -689,7 +737,7 @@ TEST(ServeParseCompletionRequest, ChatMessages) {
   EXPECT_EQ(r.messages[0].content, "Be brief.");
   EXPECT_EQ(r.messages[1].role, "system");  // "developer" is OpenAI's newer name for it
   EXPECT_EQ(r.messages[2].role, "user");
-  EXPECT_EQ(r.messages[2].content, "Hello, you");
+  EXPECT_EQ(r.messages[2].content, "Hello, \nyou");  // one line a part, as llama-server and vLLM
   EXPECT_EQ(r.messages[3].role, "assistant");
   EXPECT_EQ(r.messages[3].content, "");
   EXPECT_EQ(r.messages[4].content, "");

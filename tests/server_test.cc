@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <gtest/gtest.h>
 
@@ -19,11 +20,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "event_stream_client.h"
 #include "model/model.h"
 #include "serve/api_error.h"
@@ -140,13 +143,16 @@ class Server {
 // POSTs a streaming request and returns the SSE data payloads; on_data may stop reading (false),
 // which closes the connection as a client that goes away does.
 std::vector<std::string> StreamPost(const Server& server, const std::string& path, const json& body,
-                                    const std::function<bool(const std::string&)>& on_data = {}) {
+                                    const std::function<bool(const std::string&)>& on_data = {},
+                                    const std::string& api_key = "") {
   std::vector<std::string> data;
-  const EventStreamResult result =
-      PostEventStream("127.0.0.1", server.port(), path, body.dump(), [&](std::string_view d) {
+  const EventStreamResult result = PostEventStream(
+      "127.0.0.1", server.port(), path, body.dump(),
+      [&](std::string_view d) {
         data.emplace_back(d);
         return !on_data || on_data(data.back());
-      });
+      },
+      api_key);
   if (!result.error.empty() || (result.status != 200 && !result.cancelled)) {
     ADD_FAILURE() << body.dump().substr(0, 90) << " POST " << path << ": " << result.error
                   << ", status " << result.status << " " << result.body;
@@ -383,6 +389,38 @@ TEST_F(ServerTest, TimingsShowASuffixDrafterLearningFromServedRequests) {
   EXPECT_GE(accepted[2], accepted[1]);
 }
 
+// timings as llama-server counts them: prompt_ms runs to the first token (prefill and the first
+// step, which finishes the prompt), predicted_ms from there to the end, both wall clock of the
+// whole request: with n = 2 choices side by side they were each choice's summed (twice the time).
+// Only what holds whatever the machine's speed is checked (timings never gate a test): the two
+// are parts of the request's time, one after the other.
+TEST_F(ServerTest, TimingsAreTheRequestsWallClockAsLlamaServerCountsThem) {
+  Server server({.parallel = 2});
+  httplib::Client client = server.Client();
+  for (int n : {1, 2}) {
+    SCOPED_TRACE(n);
+    int status = 0;
+    const auto start = std::chrono::steady_clock::now();
+    const json body = PostJson(client, "/v1/completions",
+                               {{"prompt", "Once upon a time"},
+                                {"max_tokens", 40},
+                                {"temperature", 0},
+                                {"n", n},
+                                {"grove", {{"speculation", "off"}}}},
+                               &status);
+    const double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    ASSERT_EQ(status, 200) << body.dump();
+    const json& t = body.at("timings");
+    EXPECT_EQ(t.at("prompt_n"), body.at("usage").at("prompt_tokens"));
+    EXPECT_EQ(t.at("predicted_n"), body.at("usage").at("completion_tokens"));
+    EXPECT_GT(t.at("prompt_ms").get<double>(), 0.0);
+    EXPECT_GT(t.at("predicted_ms").get<double>(), 0.0);
+    // The two are parts of the request's time, one after the other.
+    EXPECT_LE(t.at("prompt_ms").get<double>() + t.at("predicted_ms").get<double>(), wall_ms);
+  }
+}
+
 // --record keeps each answered choice (prompt and output) as a document the trainer reads.
 TEST_F(ServerTest, RecordKeepsWhatWasAnsweredAsACorpus) {
   const std::string dir = testing::TempPath("served-record");
@@ -489,16 +527,36 @@ TEST_F(ServerTest, TheDrafterIsSwappedWhileServingAndNothingIsLost) {
   other.n_vocab = 300;
   const std::string other_path = testing::TempPath("other-vocabulary.gguf");
   RandomModelWriter(other).WriteFile(other_path);
-  json refused = swap(other_path, &status);
-  EXPECT_EQ(status, 400);
-  EXPECT_NE(refused.at("error").at("message").get<std::string>().find("vocabularies differ"),
-            std::string::npos)
-      << refused.dump();
-  refused = swap("/nonexistent/draft.gguf", &status);
-  EXPECT_EQ(status, 400);
-  EXPECT_NE(refused.at("error").at("message").get<std::string>().find("/nonexistent/draft.gguf"),
-            std::string::npos)
-      << refused.dump();
+  // The client is told the field and the name it sent, never what the file holds (whether it
+  // exists, its first bytes, its vocabulary): the reason goes to the server's log.
+  std::mutex log_mutex;
+  std::string log;
+  SetLogCallback([&](LogLevel, std::string_view message) {
+    std::lock_guard lock(log_mutex);
+    log.append(message).append("\n");
+  });
+  const std::string not_gguf = testing::TempPath("secret.txt");
+  std::ofstream(not_gguf) << "SECRET-FIRST-BYTES of a file that is not a model";
+  std::vector<std::string> messages;
+  for (const std::string& name : {other_path, std::string("/nonexistent/draft.gguf"), not_gguf}) {
+    SCOPED_TRACE(name);
+    const json refused = swap(name, &status);
+    EXPECT_EQ(status, 400);
+    EXPECT_EQ(refused.at("error").at("param"), "draft") << refused.dump();
+    std::string message = refused.at("error").at("message");
+    const std::size_t at = message.find(name);
+    ASSERT_NE(at, std::string::npos) << message;
+    messages.push_back(message.erase(at, name.size()));
+  }
+  EXPECT_EQ(messages[0], messages[1]) << "an existing file is refused as a missing one is";
+  EXPECT_EQ(messages[1], messages[2]);
+  {
+    std::lock_guard lock(log_mutex);
+    EXPECT_NE(log.find("vocabularies differ"), std::string::npos) << log;
+    EXPECT_NE(log.find("/nonexistent/draft.gguf"), std::string::npos) << log;
+  }
+  SetLogCallback({});
+  std::remove(not_gguf.c_str());
   auto no_name = client.Post("/admin/drafter", admin, "{}", "application/json");
   EXPECT_EQ(no_name->status, 400);
   complete("draft-model+suffix");
@@ -506,6 +564,34 @@ TEST_F(ServerTest, TheDrafterIsSwappedWhileServingAndNothingIsLost) {
             "draft-model+suffix");
   const std::string metrics = client.Get("/metrics")->body;
   EXPECT_NE(metrics.find("grove_drafter_swaps_total 2\n"), std::string::npos) << metrics;
+}
+
+// A swap keeps what the suffix drafter learnt: a server drafting with suffix answers a request,
+// swaps to a new suffix drafter (and then to a mixture holding one), and the same request is
+// drafted from the earlier answer each time; a fresh suffix drafter drafts little of it.
+TEST_F(ServerTest, ASwapKeepsWhatTheSuffixDrafterLearnt) {
+  Server server({.drafter = "suffix", .admin_key = "admin"});
+  httplib::Client client = server.Client();
+  const json request = {{"prompt", "Sara had a red ball."},
+                        {"max_tokens", 80},
+                        {"temperature", 0},
+                        {"grove", {{"speculation", "chain:6"}}}};
+  auto accepted = [&] {
+    int status = 0;
+    const json body = PostJson(client, "/v1/completions", request, &status);
+    EXPECT_EQ(status, 200) << body.dump();
+    return body.at("timings").at("draft_n_accepted").get<int64_t>();
+  };
+  const int64_t fresh = accepted();
+  EXPECT_LT(fresh, 80 / 2) << "a fresh store has not seen the answer";
+  for (const std::string& drafter : {std::string("suffix"), kDraft + "+suffix"}) {
+    SCOPED_TRACE(drafter);
+    auto swapped = client.Post("/admin/drafter", {{"Authorization", "Bearer admin"}},
+                               json{{"draft", drafter}}.dump(), "application/json");
+    ASSERT_TRUE(swapped);
+    ASSERT_EQ(swapped->status, 200) << swapped->body;
+    EXPECT_GE(accepted(), 80 * 3 / 4) << "drafted from the answer served before the swap";
+  }
 }
 
 // A drafter that reads the target's features changes how sequences start: swapping one in for a
@@ -542,6 +628,67 @@ TEST_F(ServerTest, TheAdminEndpointsAreOffWithoutAnAdminKey) {
   EXPECT_EQ(res->status, 403);
   EXPECT_NE(res->body.find("--admin-key"), std::string::npos) << res->body;
   EXPECT_EQ(client.Get("/admin/drafter")->status, 403);
+}
+
+// With --api-key every endpoint that renders, runs or tells about requests needs the key
+// (/apply-template renders with the model's template; /metrics counts the clients' traffic): only
+// /health and the tree view's static page answer without it. The admin key cannot be the API key.
+TEST_F(ServerTest, EveryEndpointThatRendersOrRunsNeedsTheApiKey) {
+  Server server({.parallel = 1, .max_waiting = 4, .api_key = "sesame"});
+  httplib::Client client = server.Client();
+  const httplib::Headers auth{{"Authorization", "Bearer sesame"}};
+  const std::string chat = R"({"messages": [{"role": "user", "content": "Hi"}]})";
+  for (const char* path : {"/apply-template", "/v1/chat/completions", "/v1/completions"}) {
+    SCOPED_TRACE(path);
+    auto res = client.Post(path, chat, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401);
+    EXPECT_EQ(json::parse(res->body).at("error").at("type"), "authentication_error");
+  }
+  for (const char* path : {"/metrics", "/v1/models", "/v1/requests", "/v1/steps?id=next"}) {
+    SCOPED_TRACE(path);
+    EXPECT_EQ(client.Get(path)->status, 401);
+  }
+  EXPECT_EQ(client.Get("/health")->status, 200);
+  EXPECT_EQ(client.Get("/")->status, 200);
+  // ?key= is for the page's EventSource, which cannot send headers: the step feed alone takes it.
+  EXPECT_EQ(client.Get("/v1/models?key=sesame")->status, 401);
+  EXPECT_EQ(client.Post("/apply-template?key=sesame", chat, "application/json")->status, 401);
+  auto rendered = client.Post("/apply-template", auth, chat, "application/json");
+  EXPECT_EQ(rendered->status, 200) << rendered->body;
+  EXPECT_EQ(client.Get("/metrics", auth)->status, 200);
+  EXPECT_THROW(Server({.api_key = "same", .admin_key = "same"}), Error);
+}
+
+// /v1/requests lists every running request's id and tree; the start of its prompt only to the
+// operator's admin key, on a server with a key or without (a prompt is its client's).
+TEST_F(ServerTest, TheRunningRequestsShowNoClientAnothersPrompt) {
+  for (const std::string api_key : {"", "sesame"}) {
+    SCOPED_TRACE(api_key);
+    Server server({.parallel = 1, .max_waiting = 4, .api_key = api_key, .admin_key = "admin"});
+    httplib::Client client = server.Client();
+    json listed, listed_to_admin;
+    StreamPost(
+        server, "/v1/completions",
+        {{"prompt", "A private prompt"}, {"max_tokens", 40}, {"stream", true}},
+        [&](const std::string&) {
+          if (listed.is_null()) {
+            httplib::Headers auth;
+            if (!api_key.empty()) auth.emplace("Authorization", "Bearer " + api_key);
+            listed = json::parse(client.Get("/v1/requests", auth)->body);
+            listed_to_admin =
+                json::parse(client.Get("/v1/requests", {{"Authorization", "Bearer admin"}})->body);
+          }
+          return true;
+        },
+        api_key);
+    ASSERT_EQ(listed.at("data").size(), 1u) << listed.dump();
+    EXPECT_TRUE(listed.at("data").at(0).contains("tree"));
+    EXPECT_FALSE(listed.at("data").at(0).contains("prompt")) << listed.dump();
+    if (api_key.empty()) {  // the admin key is not the API key: it opens only /admin/ then
+      EXPECT_EQ(listed_to_admin.at("data").at(0).at("prompt"), "A private prompt");
+    }
+  }
 }
 
 TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
@@ -953,6 +1100,174 @@ TEST_F(ServerTest, ConcurrentStreamingClientsLoseNothing) {
   EXPECT_EQ(client.Get("/health")->status, 200);
 }
 
+// What a raw connection got back: the first response's status and body, and how long it took.
+struct RawAnswer {
+  int status = 0;
+  std::string body;
+  double seconds = 0.0;
+};
+
+// Sends `head` (the request line and headers; with "Connection: close" the server closes after its
+// answer, without it only when it refuses the body), then `body_bytes`
+// of `piece` over and over (each piece a chunk of its own when `chunked`), from a thread of its
+// own while this one reads the first answer. The sending stops at the first
+// failed write: a server that refuses the body closes the connection. Without a Content-Length
+// and not chunked, the body ends where the sending does.
+RawAnswer PostRaw(int port, const std::string& head, const std::string& piece, int64_t body_bytes,
+                  bool chunked) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  RawAnswer answer;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return answer;
+  }
+  timeval timeout{.tv_sec = 60, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  const auto start = std::chrono::steady_clock::now();
+  std::thread writer([&] {
+    auto send_all = [&](const std::string& text) {
+      for (std::size_t at = 0; at < text.size();) {
+        const ssize_t n = ::send(fd, text.data() + at, text.size() - at, MSG_NOSIGNAL);
+        if (n <= 0) return false;
+        at += static_cast<std::size_t>(n);
+      }
+      return true;
+    };
+    if (!send_all(head)) return;
+    char size_line[32];
+    std::snprintf(size_line, sizeof(size_line), "%zx\r\n", piece.size());
+    const std::string chunk = chunked ? size_line + piece + "\r\n" : piece;
+    for (int64_t sent = 0; sent < body_bytes; sent += static_cast<int64_t>(piece.size())) {
+      if (!send_all(chunk)) return;
+    }
+    if (chunked) send_all("0\r\n\r\n");
+    // A body without a length ends where the client stops sending (elsewhere a half-closed
+    // connection is a client that left, which cpp-httplib does not answer).
+    if (body_bytes > 0 && !chunked && head.find("Content-Length") == std::string::npos) {
+      ::shutdown(fd, SHUT_WR);
+    }
+  });
+  std::string received;
+  char buffer[1 << 14];
+  // Until the first response is whole (its Content-Length) or the server closes.
+  for (ssize_t n; (n = ::recv(fd, buffer, sizeof(buffer), 0)) > 0;) {
+    received.append(buffer, n);
+    const std::size_t end = received.find("\r\n\r\n");
+    const std::size_t length = received.find("Content-Length: ");
+    if (end != std::string::npos && length != std::string::npos && length < end &&
+        received.size() >= end + 4 + std::stoul(received.substr(length + 16))) {
+      break;
+    }
+  }
+  answer.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::shutdown(fd, SHUT_RDWR);  // the writer's next send fails, if it is still sending
+  writer.join();
+  ::close(fd);
+  if (received.rfind("HTTP/1.1 ", 0) == 0) answer.status = std::atoi(received.c_str() + 9);
+  const std::size_t body_at = received.find("\r\n\r\n");
+  if (body_at != std::string::npos) answer.body = received.substr(body_at + 4);
+  return answer;
+}
+
+// gzip of `text` (zlib's deflate with the gzip wrapper).
+std::string Gzip(const std::string& text) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::string out(deflateBound(&zs, text.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// The body limit (64 KiB here, 1 MiB by default) holds however the body is sent: chunked, without
+// a length, or compressed; past it the answer is 413 with OpenAI's error object, at once and
+// without holding the body (a 100 MB chunked upload was read whole: 2.4 GB resident). A body
+// within the limit is served whichever way it comes, and the server serves on.
+TEST_F(ServerTest, TheBodyLimitHoldsWhateverTheEncoding) {
+  Server server({.parallel = 1, .max_waiting = 4});
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: grove\r\n"
+      "Content-Type: application/json\r\nConnection: close\r\n";
+  const std::string chunked = "Transfer-Encoding: chunked\r\n\r\n";
+  const std::string piece = "{\"prompt\": \"" + std::string((64 << 10) - 12, 'a');
+  constexpr int64_t kHuge = 100 << 20;
+  auto expect_refused = [](const RawAnswer& answer, const char* what) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(answer.status, 413) << answer.body.substr(0, 300);
+    const json body = json::parse(answer.body, nullptr, false);
+    ASSERT_FALSE(body.is_discarded()) << answer.body.substr(0, 300);
+    EXPECT_EQ(body.at("error").at("type"), "invalid_request_error");
+    EXPECT_NE(body.at("error").at("message").get<std::string>().find("65536 bytes"),
+              std::string::npos)
+        << answer.body;
+    EXPECT_LT(answer.seconds, 10.0);
+  };
+  const int64_t resident_before = ResidentKiB();
+  expect_refused(PostRaw(server.port(), request + chunked, piece, kHuge, true), "chunked");
+  expect_refused(
+      PostRaw(server.port(), "POST /v1/nothing HTTP/1.1\r\nConnection: close\r\n" + chunked, piece,
+              kHuge, true),
+      "chunked, to no route");
+  expect_refused(PostRaw(server.port(), request + "\r\n", piece, kHuge, false), "no length");
+  // A connection the client keeps open is closed after the 413: the rest of the body would be
+  // read as the next request.
+  expect_refused(
+      PostRaw(server.port(), "POST /v1/completions HTTP/1.1\r\nHost: grove\r\n" + chunked, piece,
+              kHuge, true),
+      "a kept connection");
+  // 2 MiB of JSON white space inflate from a few kilobytes.
+  const std::string bomb = Gzip("{\"prompt\": \"hi\"" + std::string(2 << 20, ' ') + "}");
+  expect_refused(PostRaw(server.port(),
+                         request + "Content-Encoding: gzip\r\nContent-Length: " +
+                             std::to_string(bomb.size()) + "\r\n\r\n",
+                         bomb, static_cast<int64_t>(bomb.size()), false),
+                 "gzip");
+  if (!kAddressSanitizer) {
+    EXPECT_LT(ResidentKiB() - resident_before, 64 << 10) << "KiB more resident after the uploads";
+  }
+  // The limit is exact: a body of 64 KiB is served, one byte more is refused, in one chunk.
+  std::string at_limit = R"({"prompt": "Once upon a time", "max_tokens": 2})";
+  at_limit.insert(at_limit.size() - 1, (64 << 10) - at_limit.size(), ' ');
+  EXPECT_EQ(PostRaw(server.port(), request + chunked, at_limit, 1, true).status, 200);
+  at_limit.insert(at_limit.size() - 1, " ");
+  expect_refused(PostRaw(server.port(), request + chunked, at_limit, 1, true), "one byte over");
+  // Within the limit, chunked or compressed, a body is served.
+  const std::string ok = R"({"prompt": "Once upon a time", "max_tokens": 2})";
+  RawAnswer answer = PostRaw(server.port(), request + chunked, ok, 1, true);
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  const std::string small = Gzip(ok);
+  answer = PostRaw(server.port(),
+                   request + "Content-Encoding: gzip\r\nContent-Length: " +
+                       std::to_string(small.size()) + "\r\n\r\n",
+                   small, static_cast<int64_t>(small.size()), false);
+  EXPECT_EQ(answer.status, 200) << answer.body;
+  EXPECT_EQ(server.Client().Get("/health")->status, 200);
+}
+
+// What cpp-httplib refuses by itself says what is wrong (it said "the request could not be
+// handled" for all but 404 and 413).
+TEST_F(ServerTest, ARequestThatIsNotHttpIsToldWhatIsWrong) {
+  Server server({.parallel = 1, .max_waiting = 4});
+  const RawAnswer garbage = PostRaw(server.port(), "HELLO\r\n\r\n", "", 0, false);
+  EXPECT_EQ(garbage.status, 400);
+  EXPECT_NE(garbage.body.find("not HTTP/1.1"), std::string::npos) << garbage.body;
+  const RawAnswer long_line = PostRaw(
+      server.port(), "GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nConnection: close\r\n\r\n",
+      "", 0, false);
+  EXPECT_EQ(long_line.status, 414);
+  EXPECT_NE(long_line.body.find("8192 bytes"), std::string::npos) << long_line.body;
+}
+
 }  // namespace
 }  // namespace grove::serve
 
@@ -1022,6 +1337,66 @@ TEST(ApplyTemplate, RendersWithTheModelsOwnTemplateOrTheFallback) {
       "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200) << res->body;
+}
+
+// The template renders the messages that were checked: content given as text parts is their text,
+// one line a part (as llama-server and vLLM join them), any other part is refused by name; a
+// developer message is a system one unless the template names the developer role; and a template
+// argument may not replace a variable the request sets (messages, tools, add_generation_prompt).
+TEST(ApplyTemplate, TheTemplateSeesTheMessagesThatWereChecked) {
+  auto render = [](Server& server, const json& body, int* status) {
+    auto res = server.Client().Post("/apply-template", body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    *status = res ? res->status : 0;
+    return res ? json::parse(res->body) : json();
+  };
+  const json parts = {
+      {"role", "user"},
+      {"content", {{{"type", "text"}, {"text", "Hello,"}}, {{"type", "text"}, {"text", "you"}}}}};
+  const json developer = {{"role", "developer"}, {"content", "Be brief."}};
+  int status = 0;
+  {
+    Server server({.parallel = 1, .max_waiting = 4});  // the plain family renderer
+    const json body = render(server, {{"messages", {developer, parts}}}, &status);
+    ASSERT_EQ(status, 200) << body.dump();
+    EXPECT_EQ(body.at("prompt"), "System: Be brief.\nUser: Hello,\nyou\nAssistant:");
+  }
+  const std::string jinja = "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}";
+  Server server({.parallel = 1, .max_waiting = 4, .chat_template = jinja});
+  json body = render(server, {{"messages", {developer, parts}}}, &status);
+  ASSERT_EQ(status, 200) << body.dump();
+  EXPECT_EQ(body.at("prompt"), "<|system|>Be brief.\n<|user|>Hello,\nyou\n");
+  {
+    Server knows({.parallel = 1, .max_waiting = 4, .chat_template = "{# developer #}" + jinja});
+    body = render(knows, {{"messages", {developer}}}, &status);
+    EXPECT_EQ(body.at("prompt"), "<|developer|>Be brief.\n") << body.dump();
+  }
+  json image = parts;
+  image["content"].push_back({{"type", "image_url"}, {"image_url", {{"url", "x"}}}});
+  body = render(server, {{"messages", {image}}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(body.at("error").at("param"), "messages[0].content[2].type") << body.dump();
+  for (const char* name : {"messages", "tools", "add_generation_prompt", "bos_token"}) {
+    SCOPED_TRACE(name);
+    body = render(
+        server,
+        {{"messages", {parts}}, {"chat_template_kwargs", {{name, json::array({developer})}}}},
+        &status);
+    EXPECT_EQ(status, 400);
+    EXPECT_EQ(body.at("error").at("param"), "chat_template_kwargs") << body.dump();
+    EXPECT_NE(body.at("error").at("message").get<std::string>().find(
+                  std::string("chat_template_kwargs.") + name),
+              std::string::npos)
+        << body.dump();
+  }
+  // A chat completion renders the same: text parts and the same text as a string answer alike.
+  auto answer = [&](const json& message) {
+    const json request = {{"messages", {message}}, {"max_tokens", 6}, {"temperature", 0}};
+    auto res = server.Client().Post("/v1/chat/completions", request.dump(), "application/json");
+    EXPECT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+    return res ? json::parse(res->body).at("usage").at("prompt_tokens").get<int>() : -1;
+  };
+  EXPECT_EQ(answer(parts), answer({{"role", "user"}, {"content", "Hello,\nyou"}}));
 }
 
 // A template that leaves "<think>" open, as DeepSeek-R1 distills' do (and Qwen3's thinking turn):

@@ -32,9 +32,12 @@ class ModelChatFormat {
   // "the model's template", or the family renderer's name ("llama-3", "chatml", "plain", ...).
   std::string Describe() const;
 
-  // The prompt text. Fills in bos_token / eos_token from the vocabulary (the tokens' own texts).
-  // Throws grove::Error for input the template refuses (its raise_exception message, jinja's
-  // TemplateRaised), an unknown role or invalid UTF-8 (jinja::CheckChatInput).
+  // The prompt text. Fills in bos_token / eos_token from the vocabulary (the tokens' own texts);
+  // a "developer" message is a system one unless the template names that role. Throws
+  // grove::Error for input the template refuses (its raise_exception message, jinja's
+  // TemplateRaised), an unknown role or invalid UTF-8 (jinja::CheckChatInput), and
+  // ChatMessagesError for a template argument (input.extra) that would replace one of the
+  // variables the conversation sets (messages, tools, add_generation_prompt, ...).
   std::string Render(jinja::ChatTemplateInput input) const;
 
   // The tokens of rendered text: special-token text (the template's markers) becomes the special
@@ -52,6 +55,7 @@ class ModelChatFormat {
   std::unique_ptr<const jinja::ChatTemplate> model_template_;
   std::string template_error_;
   ChatTemplate family_;
+  bool template_names_developer_;  // the model's template has a "developer" role of its own
 };
 
 }  // namespace grove::chat

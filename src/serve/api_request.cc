@@ -94,7 +94,8 @@ std::string ReadPrompt(const json& body) {
 }
 
 // A message's content: a string, or an array of text parts {"type": "text", "text": ...} joined
-// in order. Images and audio parts are refused: the served models read text only.
+// in order, one line each, as llama-server and vLLM join them for a template that takes strings.
+// Images and audio parts are refused: the served models read text only.
 std::string ReadContent(const json& message, const std::string& param, const std::string& role) {
   const json* content = Field(message, "content");
   if (content == nullptr) {
@@ -120,6 +121,7 @@ std::string ReadContent(const json& message, const std::string& param, const std
     }
     const json* part_text = Field(part, "text");
     if (part_text == nullptr) Refuse(part_param + ".text", "is required");
+    if (i > 0) text += '\n';
     text += ReadString(*part_text, part_param + ".text");
   }
   return text;

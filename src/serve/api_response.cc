@@ -14,6 +14,10 @@ nlohmann::json Envelope(const Completion& completion, const char* object,
 
 }  // namespace
 
+std::string ResponseText(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 nlohmann::json Usage(const Completion& completion) {
   return {{"prompt_tokens", completion.prompt_tokens()},
           {"completion_tokens", completion.completion_tokens()},
@@ -35,14 +39,18 @@ nlohmann::json Timings(const Completion& completion) {
   const auto per_second = [](double seconds, int64_t n) { return seconds > 0 ? n / seconds : 0.0; };
   const int64_t prompt_n = completion.prompt_tokens();
   const int64_t predicted_n = completion.completion_tokens();
+  // llama-server's: the prompt's time runs to the first token, the predicted tokens (all choices,
+  // the first included) over the time after it (Completion::prompt_seconds).
+  const double prompt_seconds = completion.prompt_seconds();
+  const double predicted_seconds = completion.generation_seconds();
   return {{"prompt_n", prompt_n},
-          {"prompt_ms", 1e3 * s.prefill_seconds},
-          {"prompt_per_token_ms", per_token_ms(s.prefill_seconds, prompt_n)},
-          {"prompt_per_second", per_second(s.prefill_seconds, prompt_n)},
+          {"prompt_ms", 1e3 * prompt_seconds},
+          {"prompt_per_token_ms", per_token_ms(prompt_seconds, prompt_n)},
+          {"prompt_per_second", per_second(prompt_seconds, prompt_n)},
           {"predicted_n", predicted_n},
-          {"predicted_ms", 1e3 * s.total_seconds},
-          {"predicted_per_token_ms", per_token_ms(s.total_seconds, predicted_n)},
-          {"predicted_per_second", per_second(s.total_seconds, predicted_n)},
+          {"predicted_ms", 1e3 * predicted_seconds},
+          {"predicted_per_token_ms", per_token_ms(predicted_seconds, predicted_n)},
+          {"predicted_per_second", per_second(predicted_seconds, predicted_n)},
           {"draft_n", s.tree_nodes},
           {"draft_n_accepted", s.accepted()}};
 }

@@ -14,6 +14,11 @@
 
 namespace grove::serve {
 
+// The text of a response body. Bytes that are not UTF-8 (a quoted piece of a bad request in an
+// error message, a model's text cut inside a character) become U+FFFD rather than making the dump
+// throw, which once turned a 400 into a 500 with the JSON library's text.
+std::string ResponseText(const nlohmann::json& body);
+
 // What a finished completion produced, per choice.
 struct CompletionTexts {
   std::vector<std::string> text;

@@ -14,6 +14,8 @@ ChoiceStream::ChoiceStream(const Tokenizer& tok, int32_t choice, std::vector<std
 
 bool ChoiceStream::Push(Completion& completion, std::span<const int32_t> tokens) {
   if (completion.cancelled()) return false;
+  if (!first_tokens_) completion.FirstTokens(choice_);
+  first_tokens_ = true;
   for (int32_t token : tokens) {
     if (tok_.IsEndOfGeneration(token)) {
       end_of_generation_ = true;

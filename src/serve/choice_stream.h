@@ -43,6 +43,7 @@ class ChoiceStream {
   std::optional<chat::ReasoningSplitter> reasoning_;
   bool stopped_ = false;
   bool end_of_generation_ = false;
+  bool first_tokens_ = false;  // the first step's tokens came (Completion::FirstTokens)
 };
 
 }  // namespace grove::serve

@@ -80,7 +80,8 @@ Completion::Completion(std::string id, int32_t n_choices, int64_t prompt_tokens,
                    .count()),
       n_choices_(n_choices),
       prompt_tokens_(prompt_tokens),
-      tree_(std::move(tree)) {}
+      tree_(std::move(tree)),
+      first_tokens_at_(static_cast<std::size_t>(n_choices)) {}
 
 bool Completion::Next(CompletionEvent* out, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
@@ -103,11 +104,27 @@ std::string Completion::tree() const {
   return tree_;
 }
 
+void Completion::FirstTokens(int32_t choice) {
+  std::lock_guard lock(mutex_);
+  first_tokens_at_[choice] = std::chrono::steady_clock::now();
+}
+
 void Completion::FinishChoice(int32_t choice, const SequenceResult& result,
                               std::string finish_reason, const std::string& tree) {
+  const auto now = std::chrono::steady_clock::now();
   bool last = false;
   {
     std::lock_guard lock(mutex_);
+    // The session's clock runs from the prompt's prefill to the end: what it spent before this
+    // choice's first tokens is its first step.
+    const auto first = first_tokens_at_[choice];
+    if (first != std::chrono::steady_clock::time_point{} && first < first_tokens_) {
+      const double after_first = std::chrono::duration<double>(now - first).count();
+      first_tokens_ = first;
+      prompt_seconds_ = result.speculation.prefill_seconds +
+                        std::max(0.0, result.speculation.total_seconds - after_first);
+    }
+    generation_end_ = std::max(generation_end_, now);
     tree_ = tree;
     completion_tokens_ += static_cast<int64_t>(result.tokens.size());
     if (!result.error.empty() && error_.empty()) error_ = result.error;
@@ -140,6 +157,17 @@ SpeculationStats Completion::speculation() const {
 std::string Completion::drafter() const {
   std::lock_guard lock(mutex_);
   return drafter_;
+}
+
+double Completion::prompt_seconds() const {
+  std::lock_guard lock(mutex_);
+  return prompt_seconds_;
+}
+
+double Completion::generation_seconds() const {
+  std::lock_guard lock(mutex_);
+  if (first_tokens_ == std::chrono::steady_clock::time_point::max()) return 0.0;
+  return std::chrono::duration<double>(generation_end_ - first_tokens_).count();
 }
 
 CompletionService::CompletionService(Model& target, std::optional<DraftSource> draft,

@@ -99,11 +99,19 @@ class Completion {
   // The drafter that drafted its choices ("" when none did; the last choice's name when a swap
   // came between them).
   std::string drafter() const;
+  // Valid after kDone, as llama-server's timings count them: the prompt's time is the time to the
+  // completion's first tokens (the prefill, and the first step that finishes the prompt and gives
+  // them), its generation's the wall clock from those tokens to the last choice's end. Neither is
+  // a sum over the choices, which run side by side (summed, n = 2 showed twice the time).
+  double prompt_seconds() const;
+  double generation_seconds() const;
 
  private:
   friend class CompletionService;
   friend class ChoiceStream;
   void Push(CompletionEvent event);
+  // A choice's first step gave its first tokens (ChoiceStream, on the scheduler's thread).
+  void FirstTokens(int32_t choice);
   // A choice finished: records its result; the last one pushes kDone.
   void FinishChoice(int32_t choice, const SequenceResult& result, std::string finish_reason,
                     const std::string& tree);
@@ -122,6 +130,12 @@ class Completion {
   std::string error_;
   SpeculationStats speculation_;
   std::string drafter_;
+  // When each choice's first tokens came (the clock's epoch until then), and for the timings the
+  // earliest of them among the finished choices, that choice's time to it, and the last end.
+  std::vector<std::chrono::steady_clock::time_point> first_tokens_at_;
+  std::chrono::steady_clock::time_point first_tokens_{std::chrono::steady_clock::time_point::max()};
+  double prompt_seconds_ = 0.0;
+  std::chrono::steady_clock::time_point generation_end_{};
 };
 
 class CompletionService {

@@ -6,59 +6,61 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "base/error.h"
 #include "base/log.h"
 #include "serve/api_error.h"
+#include "serve/api_keys.h"
 #include "serve/api_response.h"
 #include "serve/client_connection.h"
+#include "serve/request_body.h"
 #include "serve/tree_view_page.h"
 
 namespace grove::serve {
 namespace {
 
-// Every response body is written through here: bytes that are not UTF-8 (a quoted piece of a bad
-// request in an error message, a model's text cut inside a character) become U+FFFD rather than
-// making the dump throw, which once turned a 400 into a 500 with the JSON library's text.
-std::string Dump(const nlohmann::json& body) {
-  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Compares a key a client sent with the server's in time that depends on their lengths only, so
-// that the time of a refusal does not tell how much of a guess was right.
-bool SameKey(const std::string& sent, const std::string& key) {
-  unsigned char differ = sent.size() == key.size() ? 0 : 1;
-  for (std::size_t i = 0; i < sent.size(); ++i) {
-    differ |= static_cast<unsigned char>(sent[i] ^ key[i % std::max<std::size_t>(key.size(), 1)]);
-  }
-  return differ == 0;
-}
-
 void SendJson(httplib::Response& res, int status, const nlohmann::json& body) {
   res.status = status;
-  res.set_content(Dump(body), "application/json");
+  res.set_content(ResponseText(body), "application/json");
 }
 
-// The admin endpoints change what every client gets: they answer only with their own key (not
-// the clients' --api-key), and not at all when the server was started without one.
-httplib::Server::HandlerResponse CheckAdminKey(const std::string& admin_key,
-                                               const httplib::Request& req,
-                                               httplib::Response& res) {
-  if (admin_key.empty()) {
-    SendJson(res, 403,
-             ApiError(403, "the admin endpoints are off: start the server with --admin-key KEY",
-                      "permission_error")
-                 .ToJson());
-    return httplib::Server::HandlerResponse::Handled;
+// POST /admin/drafter's swap. Why a name could not be opened tells what the file holds (whether
+// it exists, its first bytes, its vocabulary): the server's log has the reason, the client a
+// refusal naming the field.
+std::string SwapDrafter(CompletionService& service, const std::string& name) {
+  try {
+    return service.SwapDrafter(name);
+  } catch (const ApiError& e) {
+    if (e.status() != 400) throw;
+    Log(LogLevel::kWarn, "serve: POST /admin/drafter: ", e.what());
+    constexpr std::size_t kMaxShown = 200;
+    const std::string shown = name.size() > kMaxShown ? name.substr(0, kMaxShown) + "..." : name;
+    throw ApiError(400,
+                   "draft '" + shown +
+                       "' cannot serve as this target's drafter (a draft GGUF of the target's "
+                       "vocabulary, ngram, suffix or A+B); the server's log says why",
+                   "invalid_request_error", "draft");
   }
-  if (SameKey(req.get_header_value("Authorization"), "Bearer " + admin_key)) {
-    return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// What an error cpp-httplib answers by itself means, said as the client can act on it (it once
+// said "the request could not be handled" for every status but 404 and 413).
+std::string LibraryErrorMessage(const httplib::Request& req, int status) {
+  switch (status) {
+    case 400:
+      return "the request is not HTTP/1.1 this server can read (its request line or headers)";
+    case 404:
+      return "no route " + req.method + " " + req.path;
+    case 413:
+      return "the request body is too large";
+    case 414:
+      return "the request line is too long (at most 8192 bytes)";
+    case 416:
+      return "the Range header is not valid";
+    default:
+      return "the request could not be handled (HTTP " + std::to_string(status) + ")";
   }
-  SendJson(res, 401,
-           ApiError(401, "a valid admin key is required (Authorization: Bearer KEY)",
-                    "authentication_error")
-               .ToJson());
-  return httplib::Server::HandlerResponse::Handled;
 }
 
 void SendError(httplib::Response& res, const ApiError& error, int retry_after_seconds) {
@@ -68,10 +70,17 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
 
 // The messages, tools and chat_template_kwargs of a chat body with their keys in the client's order
 // (nlohmann::json sorts them), for the model's own template: a tool's parameters print as they were
-// sent.
+// sent. A content given as text parts is the text ParseCompletionRequest read from them: the
+// template renders the messages that were checked (it once got the parts, and wrote an empty turn).
 void SetChatJson(const std::string& body, CompletionRequest* request) {
   nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
   request->chat_messages = ordered["messages"];
+  for (std::size_t i = 0; i < request->chat_messages.size(); ++i) {
+    auto content = request->chat_messages[i].find("content");
+    if (content != request->chat_messages[i].end() && content->is_array()) {
+      *content = request->messages[i].content;
+    }
+  }
   auto tools = ordered.find("tools");
   if (tools != ordered.end()) request->tools = *tools;
   auto kwargs = ordered.find("chat_template_kwargs");
@@ -146,9 +155,9 @@ class Collector {
     if (!Gather(keep_alive)) return !client_left_ && Write(sink, " ");
     std::string body;
     try {
-      body = Dump(Body());
+      body = ResponseText(Body());
     } catch (const ApiError& e) {
-      body = Dump(e.ToJson());
+      body = ResponseText(e.ToJson());
     }
     if (!Write(sink, body)) return false;
     sink.done();
@@ -223,7 +232,7 @@ class EventStream {
     return first;
   }
   bool Send(httplib::DataSink& sink, const nlohmann::json& body) {
-    return Write(sink, "data: " + Dump(body) + "\n\n");
+    return Write(sink, "data: " + ResponseText(body) + "\n\n");
   }
   bool Write(httplib::DataSink& sink, const std::string& text) {
     return WriteOrCancel(sink, text, *completion_);
@@ -243,6 +252,12 @@ HttpServer::HttpServer(CompletionService& service, HttpServerOptions options)
     : service_(service),
       options_(std::move(options)),
       server_(std::make_unique<httplib::Server>()) {
+  // A client's key would open the admin endpoints too: every client could swap the drafter.
+  if (!options_.api_key.empty() && options_.api_key == options_.admin_key) {
+    Fail(
+        "--admin-key must differ from --api-key (every client holding the API key could "
+        "otherwise swap the drafter)");
+  }
   const int threads = options_.threads > 0
                           ? options_.threads
                           : service_.target().n_seq() + service_.options().max_waiting + 8;
@@ -288,17 +303,15 @@ void HttpServer::Route() {
   RouteSteps();
   RouteCompletions();
   RouteAdmin();
+  RouteUnknown();  // last: the routes above are matched in the order they were added
 }
 
 void HttpServer::RouteErrors() {
   // Errors cpp-httplib produces itself (unknown route, body too large) get OpenAI's error object.
   server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string message = res.status == 404   ? "no route " + req.method + " " + req.path
-                                : res.status == 413 ? "the request body is too large"
-                                                    : "the request could not be handled";
+    if (!res.body.empty() || res.has_header("Content-Type")) return;  // a handler's own answer
     SendJson(res, res.status,
-             ApiError(res.status, message,
+             ApiError(res.status, LibraryErrorMessage(req, res.status),
                       res.status == 404 ? "not_found_error" : "invalid_request_error")
                  .ToJson());
   });
@@ -315,20 +328,16 @@ void HttpServer::RouteErrors() {
         SendJson(res, 500, ApiError(500, message, "server_error").ToJson());
       });
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (req.path.rfind("/admin/", 0) == 0) return CheckAdminKey(options_.admin_key, req, res);
-    if (options_.api_key.empty() || req.path.rfind("/v1/", 0) != 0) {
-      return httplib::Server::HandlerResponse::Unhandled;
+    // A method whose body cpp-httplib would read unbounded and no route takes.
+    if (req.method == "PRI") {
+      SendJsonAndClose(res, 405, ApiError(405, "method PRI is not served").ToJson());
+      return httplib::Server::HandlerResponse::Handled;
     }
-    // The page's EventSource cannot send headers: the step feed also takes ?key=.
-    if (SameKey(req.get_header_value("Authorization"), "Bearer " + options_.api_key) ||
-        (req.path == "/v1/steps" && SameKey(req.get_param_value("key"), options_.api_key))) {
-      return httplib::Server::HandlerResponse::Unhandled;
-    }
-    SendJson(res, 401,
-             ApiError(401, "a valid API key is required (Authorization: Bearer KEY)",
-                      "authentication_error")
-                 .ToJson());
-    return httplib::Server::HandlerResponse::Handled;
+    const bool refused = req.path.rfind("/admin/", 0) == 0
+                             ? RefusedWithoutAdminKey(options_.admin_key, req, res)
+                             : RefusedWithoutApiKey(options_.api_key, req, res);
+    return refused ? httplib::Server::HandlerResponse::Handled
+                   : httplib::Server::HandlerResponse::Unhandled;
   });
 }
 
@@ -361,10 +370,16 @@ void HttpServer::RouteInformation() {
   server_->Get("/", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(kTreeViewPage, "text/html; charset=utf-8");
   });
-  server_->Get("/v1/requests", [this](const httplib::Request&, httplib::Response& res) {
+  server_->Get("/v1/requests", [this](const httplib::Request& req, httplib::Response& res) {
+    // A prompt belongs to its client: every client sees the running requests' ids and trees, and
+    // only the operator (the admin key) the start of their prompts. vLLM shows no client another's
+    // request; llama-server's /slots shows every prompt to whoever may call it.
+    const bool operator_view = CarriesKey(req, options_.admin_key);
     nlohmann::json data = nlohmann::json::array();
     for (const auto& r : service_.Running()) {
-      data.push_back({{"id", r.id}, {"prompt", r.prompt}, {"tree", r.tree}});
+      nlohmann::json entry = {{"id", r.id}, {"tree", r.tree}};
+      if (operator_view) entry["prompt"] = r.prompt;
+      data.push_back(std::move(entry));
     }
     SendJson(res, 200, {{"object", "list"}, {"data", std::move(data)}});
   });
@@ -404,9 +419,9 @@ void HttpServer::RouteSteps() {
 
 namespace {
 
-nlohmann::json ParseBody(const httplib::Request& req) {
+nlohmann::json ParseBody(const std::string& body) {
   try {
-    return nlohmann::json::parse(req.body);
+    return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
     throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
   }
@@ -414,11 +429,39 @@ nlohmann::json ParseBody(const httplib::Request& req) {
 
 }  // namespace
 
-void HttpServer::HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat) {
+void HttpServer::RouteWithBody(const char* method, const std::string& pattern,
+                               BodyHandler handler) {
+  auto read_then_handle = [this, handler = std::move(handler)](
+                              const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& reader) {
+    std::string body;
+    try {
+      ReadBody(req, res, reader, options_.max_body_bytes, &body);
+    } catch (const ApiError& e) {
+      service_.metrics().RequestFailed();
+      SendJsonAndClose(res, e.status(), e.ToJson());
+      return;
+    }
+    handler(req, body, res);
+  };
+  const std::string_view m = method;
+  if (m == "POST") {
+    server_->Post(pattern, std::move(read_then_handle));
+  } else if (m == "PUT") {
+    server_->Put(pattern, std::move(read_then_handle));
+  } else if (m == "PATCH") {
+    server_->Patch(pattern, std::move(read_then_handle));
+  } else {
+    server_->Delete(pattern, std::move(read_then_handle));
+  }
+}
+
+void HttpServer::HandleCompletion(const httplib::Request& req, const std::string& body,
+                                  httplib::Response& res, bool chat) {
   try {
     CompletionRequest request =
-        ParseCompletionRequest(ParseBody(req), chat, {.max_tokens = service_.target().n_ctx()});
-    if (chat) SetChatJson(req.body, &request);
+        ParseCompletionRequest(ParseBody(body), chat, {.max_tokens = service_.target().n_ctx()});
+    if (chat) SetChatJson(body, &request);
     // One model is served: whatever `model` names, it answers, as llama-server does (OpenAI
     // and vLLM refuse names they do not serve). Responses carry the served model's id.
     const std::string& model = service_.options().model_id;
@@ -460,25 +503,38 @@ void HttpServer::HandleCompletion(const httplib::Request& req, httplib::Response
 void HttpServer::RouteCompletions() {
   // llama-server's POST /apply-template: {"messages": [...], "tools"?: [...]} -> {"prompt": text},
   // the prompt a chat completion would encode, not run.
-  server_->Post("/apply-template", [this](const httplib::Request& req, httplib::Response& res) {
-    try {
-      nlohmann::json body = ParseBody(req);
-      if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
-      CompletionRequest request =
-          ParseCompletionRequest(body, true, {.max_tokens = service_.target().n_ctx()});
-      SetChatJson(req.body, &request);
-      SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
-    } catch (const ApiError& e) {
-      SendError(res, e, 0);
-    }
-  });
-  server_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    HandleCompletion(req, res, false);
-  });
-  server_->Post("/v1/chat/completions",
-                [this](const httplib::Request& req, httplib::Response& res) {
-                  HandleCompletion(req, res, true);
+  RouteWithBody("POST", "/apply-template",
+                [this](const httplib::Request&, const std::string& text, httplib::Response& res) {
+                  try {
+                    nlohmann::json body = ParseBody(text);
+                    if (body.is_object() && !body.contains("max_tokens")) body["max_tokens"] = 1;
+                    CompletionRequest request = ParseCompletionRequest(
+                        body, true, {.max_tokens = service_.target().n_ctx()});
+                    SetChatJson(text, &request);
+                    SendJson(res, 200, {{"prompt", service_.RenderChatPrompt(request)}});
+                  } catch (const ApiError& e) {
+                    SendError(res, e, 0);
+                  }
                 });
+  RouteWithBody("POST", "/v1/completions",
+                [this](const httplib::Request& req, const std::string& body,
+                       httplib::Response& res) { HandleCompletion(req, body, res, false); });
+  RouteWithBody("POST", "/v1/chat/completions",
+                [this](const httplib::Request& req, const std::string& body,
+                       httplib::Response& res) { HandleCompletion(req, body, res, true); });
+}
+
+void HttpServer::RouteUnknown() {
+  // A body sent to a route that does not exist is read within the limit too (cpp-httplib would
+  // read it whole into memory before answering 404), then the 404 is sent.
+  for (const char* method : {"POST", "PUT", "PATCH", "DELETE"}) {
+    RouteWithBody(
+        method, ".*", [](const httplib::Request& req, const std::string&, httplib::Response& res) {
+          SendJson(
+              res, 404,
+              ApiError(404, "no route " + req.method + " " + req.path, "not_found_error").ToJson());
+        });
+  }
 }
 
 void HttpServer::RouteAdmin() {
@@ -487,21 +543,23 @@ void HttpServer::RouteAdmin() {
   server_->Get("/admin/drafter", [this](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, {{"draft", service_.drafter_name()}});
   });
-  server_->Post("/admin/drafter", [this](const httplib::Request& req, httplib::Response& res) {
-    try {
-      const nlohmann::json body = ParseBody(req);
-      if (!body.is_object() || !body.contains("draft") || !body.at("draft").is_string()) {
-        throw ApiError(400,
-                       "expected {\"draft\": NAME} (a draft GGUF's path, ngram, suffix or A+B)",
-                       "invalid_request_error", "draft");
-      }
-      const std::string name = body.at("draft").get<std::string>();
-      SendJson(res, 200, {{"draft", service_.SwapDrafter(name)}, {"requested", name}});
-    } catch (const ApiError& e) {
-      service_.metrics().RequestFailed();
-      SendError(res, e, 0);
-    }
-  });
+  RouteWithBody(
+      "POST", "/admin/drafter",
+      [this](const httplib::Request&, const std::string& text, httplib::Response& res) {
+        try {
+          const nlohmann::json body = ParseBody(text);
+          if (!body.is_object() || !body.contains("draft") || !body.at("draft").is_string()) {
+            throw ApiError(400,
+                           "expected {\"draft\": NAME} (a draft GGUF's path, ngram, suffix or A+B)",
+                           "invalid_request_error", "draft");
+          }
+          const std::string name = body.at("draft").get<std::string>();
+          SendJson(res, 200, {{"draft", SwapDrafter(service_, name)}, {"requested", name}});
+        } catch (const ApiError& e) {
+          service_.metrics().RequestFailed();
+          SendError(res, e, 0);
+        }
+      });
 }
 
 }  // namespace grove::serve

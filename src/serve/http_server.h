@@ -2,13 +2,16 @@
 //   POST /v1/completions, POST /v1/chat/completions   (stream: true → server-sent events, [DONE])
 //   GET  /v1/models, GET /health, GET /metrics (Prometheus text)
 //   GET, POST /admin/drafter  (with --admin-key: the drafter, and swapping it while serving)
-// Every error is OpenAI's error object with a fitting status: 400 bad request, 401 without the
-// API key (the admin key for /admin/), 403 /admin/ on a server started without --admin-key, 404
-// unknown route or model, 413 body too large, 503 queue full (with Retry-After).
+// With --api-key every route but /health and the tree view's page needs the key. Every error is
+// OpenAI's error object with a fitting status: 400 bad request, 401 without the API key (the
+// admin key for /admin/), 403 /admin/ on a server started without --admin-key, 404 unknown route
+// or model, 413 body too large (however it is sent: request_body.h), 415 a body that is not JSON
+// or is compressed in an unknown way, 503 queue full (with Retry-After).
 // Binds to loopback unless told otherwise.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,6 +19,7 @@
 
 namespace httplib {
 class Server;
+class ContentReader;
 struct Request;
 struct Response;
 }  // namespace httplib
@@ -58,9 +62,17 @@ class HttpServer {
   void RouteSteps();
   // /v1/completions, /v1/chat/completions and /apply-template.
   void RouteCompletions();
-  void HandleCompletion(const httplib::Request& req, httplib::Response& res, bool chat);
+  void HandleCompletion(const httplib::Request& req, const std::string& body,
+                        httplib::Response& res, bool chat);
   // /admin/drafter.
   void RouteAdmin();
+  // A body sent to no route is read within the limit before the 404.
+  void RouteUnknown();
+  // A route (POST, PUT, PATCH or DELETE) whose body is read through ReadBody (request_body.h):
+  // within the limit, whatever its transfer or content encoding.
+  using BodyHandler =
+      std::function<void(const httplib::Request&, const std::string& body, httplib::Response&)>;
+  void RouteWithBody(const char* method, const std::string& pattern, BodyHandler handler);
 
   CompletionService& service_;
   HttpServerOptions options_;

@@ -178,7 +178,7 @@ async function refreshRunning() {
     for (const r of list) {
       const o = document.createElement("option");
       o.value = r.id;
-      o.textContent = r.id + ": " + r.prompt.slice(0, 30) + " (" + r.tree + ")";
+      o.textContent = r.id + (r.prompt ? ": " + r.prompt.slice(0, 30) : "") + " (" + r.tree + ")";
       select.appendChild(o);
     }
     select.value = chosen;

@@ -102,7 +102,10 @@ ChatEngine OpenChat(const ChatOptions& o, const SessionOptions& so) {
 }
 
 // The turn's prompt: the conversation rendered and encoded; nothing (said on stderr) when the
-// template refuses it or the context cannot hold it with an answer.
+// template refuses it or the context has no room left for an answer. An answer that would pass
+// the context's end stops there (sessions and plain decoding both stop at a full context): -n
+// caps it, and the context what is left (the default -n 512 is the bundled pair's whole context,
+// which once refused every message).
 std::optional<std::vector<int32_t>> TurnPrompt(const ChatOptions& o, const ChatEngine& e,
                                                const nlohmann::ordered_json& messages) {
   jinja::ChatTemplateInput input;
@@ -114,11 +117,17 @@ std::optional<std::vector<int32_t>> TurnPrompt(const ChatOptions& o, const ChatE
     std::fprintf(stderr, "[grove] %s\n", error.what());
     return std::nullopt;
   }
-  if (static_cast<int64_t>(prompt.size()) + o.n_predict >= e.model->n_ctx()) {
+  const int32_t n_ctx = e.model->n_ctx();
+  if (static_cast<int64_t>(prompt.size()) + 1 >= n_ctx) {
+    // -c can go up to what the model was trained on, not beyond.
+    const int32_t n_ctx_train = e.model->config().n_ctx_train;
     std::fprintf(stderr,
-                 "[grove] the conversation is %zu tokens and the context holds %d: /clear to "
-                 "start again (or raise -c)\n",
-                 prompt.size(), e.model->n_ctx());
+                 "[grove] the conversation is %zu tokens and the context holds %d: no room for "
+                 "an answer; /clear to start again%s\n",
+                 prompt.size(), n_ctx,
+                 n_ctx_train > n_ctx
+                     ? (" (or raise -c, up to " + std::to_string(n_ctx_train) + ")").c_str()
+                     : "");
     return std::nullopt;
   }
   return prompt;
@@ -233,7 +242,9 @@ void AddChatCommand(CLI::App& app) {
   cmd->add_option("--system", o->system, "System prompt");
   cmd->add_option("--spec", o->spec, "Tree, as for grove run (default: auto)")
       ->capture_default_str();
-  cmd->add_option("-n,--n-predict", o->n_predict, "Most tokens per answer")->capture_default_str();
+  cmd->add_option("-n,--n-predict", o->n_predict,
+                  "Most tokens per answer (fewer where the context ends first)")
+      ->capture_default_str();
   AddSamplingOptions(*cmd, o->sampling);
   cmd->add_option("-s,--seed", o->seed, "Random seed (-1: random)")->capture_default_str();
   AddThreadsOption(*cmd, o->threads);

@@ -8,6 +8,7 @@
 #include "base/text_file.h"
 #include "commands.h"
 #include "io/gguf_writer.h"
+#include "output_path.h"
 #include "tokenize/hf_tokenizer.h"
 
 namespace grove::cli {
@@ -16,6 +17,7 @@ namespace {
 struct ConvertTokenizerOptions {
   std::string input;
   std::string output;
+  bool force = false;
   HfTokenizerOptions convert;
 };
 
@@ -26,6 +28,9 @@ void RunConvertTokenizer(const ConvertTokenizerOptions& o) {
   const fs::path tokenizer = fs::is_directory(input) ? dir / "tokenizer.json" : input;
   if (!fs::exists(tokenizer)) Fail("convert-tokenizer: '", tokenizer.string(), "' does not exist");
   const fs::path config = dir / "tokenizer_config.json";
+  // `-o DIR/tokenizer.json` once replaced its own input and exited 0.
+  CheckOutputFile(o.output, "-o",
+                  {.inputs = {tokenizer.string(), config.string()}, .force = &o.force});
   const std::string config_text =
       fs::exists(config) ? ReadTextFile(config.string(), "tokenizer_config.json") : std::string();
   if (config_text.empty()) {
@@ -56,6 +61,7 @@ void AddConvertTokenizerCommand(CLI::App& app) {
   cmd->add_option("input", o->input, "Directory with tokenizer.json, or the tokenizer.json file")
       ->required();
   cmd->add_option("-o,--output", o->output, "GGUF file to write")->required();
+  cmd->add_flag("--force", o->force, "Replace a read-only output file");
   cmd->add_option("--pre", o->convert.pre,
                   "llama.cpp pre-tokenizer name for a byte-level vocabulary whose split pattern "
                   "grove does not recognise (e.g. qwen2, llama-bpe)");

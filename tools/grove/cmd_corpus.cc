@@ -33,7 +33,7 @@ void PrintPart(const char* name, const CorpusPartStats& part) {
 }
 
 void RunCorpus(const CorpusCommandOptions& o) {
-  CheckOutputDirectory(o.out, "--out");
+  CheckOutputDirectory(o.out, "--out", CorpusFiles());
   Timer timer;
   // Streamed to the files document by document: the corpus is never whole in memory.
   const CorpusStats stats = WriteCorpus({.seed = o.seed, .target_words = o.words}, o.out);

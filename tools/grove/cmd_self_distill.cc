@@ -89,15 +89,11 @@ void RunSelfDistill(SelfDistillCliOptions& o) {
   if (o.distill.max_new_tokens < 1 || o.distill.max_new_tokens > 1'000'000)
     Fail("self-distill: --max-new ", o.distill.max_new_tokens, " is not in 1..1000000");
   o.distill.sampling.Validate();
-  CheckOutputDirectory(o.out, "-o");
+  CheckOutputDirectory(o.out, "-o", CorpusFiles(),
+                       {.inputs = {(std::filesystem::path(o.corpus) / kCorpusTrainFile).string(),
+                                   (std::filesystem::path(o.corpus) / kCorpusValidFile).string()}});
   const std::string train_text = ReadCorpusFile(o.corpus, kCorpusTrainFile);
   const std::string valid_text = ReadCorpusFile(o.corpus, kCorpusValidFile);
-  if (std::filesystem::exists(o.out)) {
-    for (std::string_view file : {kCorpusTrainFile, kCorpusValidFile}) {
-      const std::string path = (std::filesystem::path(o.out) / file).string();
-      CheckOutputFile(path, "-o", {.inputs = {(std::filesystem::path(o.corpus) / file).string()}});
-    }
-  }
   const int32_t n_ctx = o.prompt_tokens + 1 + o.distill.max_new_tokens + 1;
   auto target = Model::Load(o.target, {.n_threads = o.threads, .n_ctx = n_ctx, .n_seq = o.lanes});
   if (!target->tokenizer() || target->tokenizer()->eos() < 0)

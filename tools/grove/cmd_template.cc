@@ -3,13 +3,12 @@
 // Hugging Face's apply_chat_template does; files without one fall back to grove's hand-written
 // renderers (chat/chat_template.h), which stderr says.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/text_file.h"
 #include "chat/model_chat_format.h"
 #include "commands.h"
 #include "engine_options.h"
@@ -32,13 +31,11 @@ struct TemplateOptions {
 // CONV.json is a list of messages, or an object with "messages" and optionally "tools" and more
 // template variables (e.g. "enable_thinking": false).
 jinja::ChatTemplateInput ReadConversation(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) Fail("cannot read '", path, "'");
-  std::stringstream text;
-  text << in.rdbuf();
+  // A FIFO or a device is refused rather than read forever.
+  const std::string text = ReadTextFile(path, "--messages");
   OrderedJson doc;
   try {
-    doc = OrderedJson::parse(text.str());
+    doc = OrderedJson::parse(text);
   } catch (const std::exception& e) {
     Fail("'", path, "': not JSON: ", e.what());
   }

@@ -224,8 +224,11 @@ void Evaluate(const TotOptions& o, TotEngine& engine, SchedulePolicy policy) {
 
 void RunTot(const TotOptions& o) {
   InstallStderrLog(o.model.verbose);
-  if (!o.json_out.empty()) CheckOutputFile(o.json_out, "--json");
-  if (!o.tree_out.empty()) CheckOutputFile(o.tree_out, "--tree-out");
+  OutputRules rules{.inputs = DrafterFiles(o.model.draft)};
+  rules.inputs.push_back(o.model.model);
+  rules.inputs.push_back(o.model.accept_file);
+  if (!o.json_out.empty()) CheckOutputFile(o.json_out, "--json", rules);
+  if (!o.tree_out.empty()) CheckOutputFile(o.tree_out, "--tree-out", rules);
   if (o.task != "game24") Fail("unknown task '", o.task, "' (known: game24)");
   const SchedulePolicy policy = ParseSchedulePolicy(o.policy);
   if (o.eval == 0 && o.puzzle.empty()) Fail("give --puzzle \"4 9 10 13\" or --eval N");

@@ -133,7 +133,7 @@ void RunTrain(TrainCliOptions& c) {
   // Everything that can be refused is refused before hours of training, and before the run
   // directory or its log exist.
   ValidateTrainOptions(o);
-  CheckOutputDirectory(o.out_dir, "-o");
+  CheckOutputDirectory(o.out_dir, "-o", {"log.tsv"});  // the log is appended to
   if (!c.export_path.empty()) ExportType(c.export_type);
   const std::filesystem::path export_dir = CheckExportPath(
       c.export_path,

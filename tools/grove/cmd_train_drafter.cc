@@ -92,7 +92,7 @@ void RunTrainDrafter(TrainDrafterOptions& c) {
   FeatureTrainOptions& o = c.train;
   CheckDrafterKind(c);
   ValidateFeatureTrainOptions(o);
-  CheckOutputDirectory(o.out_dir, "-o");
+  CheckOutputDirectory(o.out_dir, "-o", {"log.tsv"});  // the log is appended to
   const auto type = ParseGgmlType(c.export_type);
   if (!type || !IsTrainerExportType(*type))
     Fail("train-drafter: --export-type '", c.export_type, "' is not one of f32, f16, bf16, q8_0");

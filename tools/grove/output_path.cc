@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 
 #include "base/error.h"
+#include "train/corpus_files.h"
 
 namespace grove::cli {
 namespace {
@@ -84,13 +86,31 @@ void CheckOutputFile(const std::string& path, const char* what, const OutputRule
   CheckParentWritable(path, what);
 }
 
-void CheckOutputDirectory(const std::string& path, const char* what) {
+std::vector<std::string> CorpusFiles() {
+  return {std::string(kCorpusTrainFile), std::string(kCorpusValidFile)};
+}
+
+std::vector<std::string> DrafterFiles(const std::string& drafter) {
+  std::vector<std::string> files;
+  for (std::size_t from = 0; from <= drafter.size();) {
+    const std::size_t plus = std::min(drafter.find('+', from), drafter.size());
+    files.push_back(drafter.substr(from, plus - from));
+    from = plus + 1;
+  }
+  return files;
+}
+
+void CheckOutputDirectory(const std::string& path, const char* what,
+                          const std::vector<std::string>& files, const OutputRules& rules) {
   if (path.empty()) Fail(what, ": the output directory is empty");
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     if (!S_ISDIR(st.st_mode)) Fail(what, " '", path, "' exists and is not a directory");
     if (::access(path.c_str(), W_OK | X_OK) != 0)
       Fail(what, " '", path, "': directory is not writable");
+    for (const std::string& file : files) {
+      CheckOutputFile((fs::path(path) / file).string(), what, rules);
+    }
     return;
   }
   // Missing: the nearest existing ancestor decides whether it can be created.

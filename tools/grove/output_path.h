@@ -7,14 +7,14 @@
 // --export, for one).
 #pragma once
 
-#include <initializer_list>
 #include <string>
+#include <vector>
 
 namespace grove::cli {
 
 struct OutputRules {
   // Files the command reads; the output may be none of them (compared as files, not as names).
-  std::initializer_list<std::string> inputs = {};
+  std::vector<std::string> inputs = {};
   // nullptr: the command has no --force and never replaces a read-only file; otherwise the
   // value of its --force flag.
   const bool* force = nullptr;
@@ -25,7 +25,18 @@ struct OutputRules {
 void CheckOutputFile(const std::string& path, const char* what, const OutputRules& rules = {});
 
 // Fails unless `path` is an existing directory or can be created as one (its nearest existing
-// ancestor is a writable directory).
-void CheckOutputDirectory(const std::string& path, const char* what);
+// ancestor is a writable directory). In one that exists, each of `files` (the names the command
+// writes there) must pass CheckOutputFile.
+void CheckOutputDirectory(const std::string& path, const char* what,
+                          const std::vector<std::string>& files = {},
+                          const OutputRules& rules = {});
+
+// The part files of a corpus directory (train/corpus_files.h), which corpus, self-distill and
+// serve --record write.
+std::vector<std::string> CorpusFiles();
+
+// The files a drafter name stands for ("draft.gguf+suffix": draft.gguf), as inputs for the rules:
+// the words ngram and suffix name none, but are harmless among them.
+std::vector<std::string> DrafterFiles(const std::string& drafter);
 
 }  // namespace grove::cli

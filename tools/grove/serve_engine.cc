@@ -49,7 +49,9 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
                  "batched: most tokens (roots and tree nodes) one verify forward packs")
       ->capture_default_str()
       ->check(CLI::Range(1, 8192));
-  cmd.add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY' on /v1/");
+  cmd.add_option("--api-key", o.api_key,
+                 "Require 'Authorization: Bearer KEY' on every endpoint but /health and the tree "
+                 "view's page");
   cmd.add_option("--admin-key", o.admin_key,
                  "Turn on the admin endpoints (POST /admin/drafter {\"draft\": NAME} swaps the "
                  "drafter while serving), answered only with 'Authorization: Bearer KEY'; also "
@@ -71,6 +73,21 @@ void AddServeModelOptions(CLI::App& cmd, ServeModelOptions& o) {
   cmd.add_flag("-v,--verbose", o.verbose, "Print debug diagnostics");
 }
 
+namespace {
+
+// Checked before the model loads: the record's files (appended to, never replaced) and the suffix
+// store (written at exit) may be none of the files the server reads: given the draft's path, the
+// store once replaced the draft with its 24 bytes.
+void CheckServeOutputs(const ServeModelOptions& opt) {
+  OutputRules rules{.inputs = DrafterFiles(opt.draft)};
+  rules.inputs.push_back(opt.model);
+  rules.inputs.push_back(opt.accept_file);
+  if (!opt.record.empty()) CheckOutputDirectory(opt.record, "--record", CorpusFiles(), rules);
+  if (!opt.suffix_store.empty()) CheckOutputFile(opt.suffix_store, "--suffix-store", rules);
+}
+
+}  // namespace
+
 ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   ServeModelOptions& opt = options_;
   // With the bundled pair and no --draft, the server drafts with the bundled draft and suffix
@@ -83,13 +100,7 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
   if (opt.queue < 1 || opt.queue > 65536) Fail("--queue ", opt.queue, " out of range 1..65536");
   if (opt.port < 0 || opt.port > 65535) Fail("--port ", opt.port, " out of range 0..65535");
   const SchedulePolicy policy = ParseSchedulePolicy(opt.policy);
-  if (!opt.record.empty()) {
-    // Checked before the model loads; the files are appended to, never replaced.
-    CheckOutputDirectory(opt.record, "--record");
-    for (const char* part : {"train.txt", "valid.txt"})
-      CheckOutputFile((std::filesystem::path(opt.record) / part).string(), "--record");
-  }
-  if (!opt.suffix_store.empty()) CheckOutputFile(opt.suffix_store, "--suffix-store");
+  CheckServeOutputs(opt);
   chat::ReasoningFormat reasoning_format;
   if (!chat::ParseReasoningFormat(opt.reasoning_format, &reasoning_format)) {
     Fail("--reasoning-format '", opt.reasoning_format, "': expected none, deepseek or auto");
