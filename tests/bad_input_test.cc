@@ -145,6 +145,8 @@ class BadInputTest : public ::testing::Test {
     fs::create_directories(Path("hf"));
     std::ofstream(Path("hf/tokenizer.json")) << "{}\n";
     std::ofstream(Path("prompts.txt")) << "hello world\n\nonce upon a time\n";
+    // JSON nested far deeper than any real file: refused while it is parsed (base/bounded_json.h).
+    std::ofstream(Path("deep.json")) << std::string(100000, '[') << std::string(100000, ']');
     fs::copy_file(std::string(GROVE_MODELS_DIR) + "/grove-pair.greedy.accept.json",
                   Path("accept.json"));
     // Files that are not what they say (tests/family_test.cc has the library's side).
@@ -267,6 +269,7 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("tot -m " + m + " --json " + m, "is the input file");
   // Every file grove reads: a FIFO is refused, not read forever.
   add("template -m " + m + " --messages " + Path("fifo"), "not a regular file");
+  add("template -m " + m + " --messages " + Path("deep.json"), "nesting deeper than 128 levels");
   add(calibrate + " --max-prompts 0", "--max-prompts");
   add("calibrate -m " + m + " --draft " + m + " --prompts " + Path("prompts.txt") + " -o " + m,
       "is the input file");

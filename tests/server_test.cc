@@ -702,8 +702,18 @@ TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
     std::string message;  // a part of error.message
   };
   const std::string huge(70 << 10, 'a');
+  // Arrays nested far deeper than any request is: refused while parsing, before a recursive walk
+  // (a dump for the error message, the chat copy, the template's conversion) could overflow the
+  // stack (base/bounded_json.h), in any field and on every endpoint that reads a body.
+  const std::string deep = std::string(20000, '[') + std::string(20000, ']');
   const std::vector<Case> cases = {
       {"/v1/completions", "{not json", 400, "not valid JSON"},
+      {"/v1/completions", R"({"prompt": "hi", "max_tokens": )" + deep + "}", 400,
+       "nesting deeper than 128 levels"},
+      {"/v1/chat/completions",
+       R"({"messages": [{"role": "user", "content": "hi", "extra": )" + deep + "}]}", 400,
+       "nesting deeper than 128 levels"},
+      {"/apply-template", R"({"messages": )" + deep + "}", 400, "nesting deeper than 128 levels"},
       // Bytes that are not UTF-8, quoted back in the error (its dump once threw: a 500).
       {"/v1/completions", "{\"prompt\": \"hi \xff\xfe\", \"max_tokens\": 2}", 400,
        "not valid JSON"},

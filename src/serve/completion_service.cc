@@ -233,7 +233,10 @@ std::string CompletionService::SwapDrafter(const std::string& name) {
   ThreadPool loader(1);
   std::optional<DraftSource> source;
   try {
-    source = DraftSource::Open(name, *target_.parameters(), loader, store);
+    // Copied, not mapped: a draft file rewritten in place under the server changes nothing it
+    // serves (io/mapped_file.h); the README tells users to replace files with mv all the same.
+    source = DraftSource::Open(name, *target_.parameters(), loader, store, nullptr,
+                               FileBacking::kCopied);
   } catch (const Error& e) {
     throw ApiError(400, StrCat("drafter '", name, "': ", e.what()), "invalid_request_error",
                    "draft");

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "serve/api_error.h"
@@ -73,7 +74,8 @@ void SendError(httplib::Response& res, const ApiError& error, int retry_after_se
 // sent. A content given as text parts is the text ParseCompletionRequest read from them: the
 // template renders the messages that were checked (it once got the parts, and wrote an empty turn).
 void SetChatJson(const std::string& body, CompletionRequest* request) {
-  nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(body);
+  // The body was parsed (and its depth bounded) once already by ParseBody: this cannot fail.
+  nlohmann::ordered_json ordered = ParseBoundedJson<nlohmann::ordered_json>(body, "the body");
   request->chat_messages = ordered["messages"];
   for (std::size_t i = 0; i < request->chat_messages.size(); ++i) {
     auto content = request->chat_messages[i].find("content");
@@ -419,11 +421,13 @@ void HttpServer::RouteSteps() {
 
 namespace {
 
+// Nesting is bounded while parsing (base/bounded_json.h): a body of arrays 100,000 deep killed the
+// server in the recursive walks after the parse (the error message's dump, the chat copy).
 nlohmann::json ParseBody(const std::string& body) {
   try {
-    return nlohmann::json::parse(body);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ApiError(400, std::string("the body is not valid JSON: ") + e.what());
+    return ParseBoundedJson(body, "the body");
+  } catch (const Error& e) {
+    throw ApiError(400, e.what());
   }
 }
 

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/median.h"
 #include "base/text_list.h"
@@ -106,8 +107,12 @@ RequestRun RunRequest(const Target& target, const nlohmann::json& body) {
       target.host, target.port, "/v1/completions", body.dump(),
       [&](std::string_view data) {
         if (data == "[DONE]") return true;
-        const auto chunk = nlohmann::json::parse(data, nullptr, false);
-        if (chunk.is_discarded()) return true;
+        nlohmann::json chunk;
+        try {
+          chunk = ParseBoundedJson(data, "an event");
+        } catch (const Error&) {
+          return true;  // not one of the server's events
+        }
         if (chunk.contains("usage") && chunk["usage"].is_object()) {
           r.tokens = chunk["usage"].value("completion_tokens", int64_t{0});
         }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/text_file.h"
 #include "chat/model_chat_format.h"
@@ -31,14 +32,9 @@ struct TemplateOptions {
 // CONV.json is a list of messages, or an object with "messages" and optionally "tools" and more
 // template variables (e.g. "enable_thinking": false).
 jinja::ChatTemplateInput ReadConversation(const std::string& path) {
-  // A FIFO or a device is refused rather than read forever.
-  const std::string text = ReadTextFile(path, "--messages");
-  OrderedJson doc;
-  try {
-    doc = OrderedJson::parse(text);
-  } catch (const std::exception& e) {
-    Fail("'", path, "': not JSON: ", e.what());
-  }
+  // A FIFO or a device is refused rather than read forever, and a document nested deeper than
+  // real conversations are is refused while it is parsed (base/bounded_json.h).
+  const OrderedJson doc = ReadJsonFile<OrderedJson>(path, "--messages");
   jinja::ChatTemplateInput input;
   if (doc.is_array()) {
     input.messages = doc;

@@ -125,7 +125,8 @@ ServeEngine::ServeEngine(ServeModelOptions o) : options_(std::move(o)) {
       .sampling = opt.sampling,
       .record_dir = opt.record};
   if (!opt.draft.empty() && opt.draft != "none") {
-    draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool());
+    draft_ = DraftSource::Open(opt.draft, *target_->parameters(), *target_->shared_pool(), nullptr,
+                               nullptr, FileBacking::kCopied);
     // Requests default to temperature 1 (--temp): the sampled acceptance vector fits them better.
     service_options_.plan_inputs = CommandPlanInputs(
         {.accept_file = opt.accept_file,
