@@ -10,7 +10,7 @@
 #include "base/resident_memory.h"
 #include "base/thread_pool.h"
 #include "base/timer.h"
-#include "speculate/auto_planner.h"
+#include "speculate/verify_cost.h"
 
 namespace grove {
 namespace {

@@ -5,8 +5,8 @@
 
 #include "base/error.h"
 #include "pipe/pipeline_clock.h"
-#include "speculate/auto_planner.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/verify_cost.h"
 
 namespace grove {
 namespace {

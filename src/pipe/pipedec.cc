@@ -16,6 +16,7 @@
 #include "pipe/pipeline_stages.h"
 #include "pipe/prediction_tree.h"
 #include "pipe/tree_cache.h"
+#include "speculate/model_drafter.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove {
@@ -122,10 +123,7 @@ std::vector<int32_t> GroupSizes(const PipelineOptions& o) {
 }
 
 void CheckDraft(const ModelParameters& target, const ModelParameters& draft) {
-  if (draft.config().n_vocab != target.config().n_vocab) {
-    Fail("pipeline: the draft has ", draft.config().n_vocab, " tokens but the target has ",
-         target.config().n_vocab);
-  }
+  CheckSameVocabularySize(draft.config(), target.config());
 }
 
 // The groups of a PipeDec run, checked with its options and draft.

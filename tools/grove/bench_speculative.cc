@@ -13,12 +13,12 @@
 #include "progress_line.h"
 #include "prompt_file.h"
 #include "sampling_options.h"
-#include "speculate/auto_planner.h"
 #include "speculate/command_speculation.h"
 #include "speculate/draft_source.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
 #include "speculate/step_cost.h"
+#include "speculate/verify_cost.h"
 #include "speculation_report.h"
 #include "tokenize/tokenizer.h"
 

@@ -26,6 +26,7 @@
 #include "pipe/pipedec.h"
 #include "pipe/stage_split.h"
 #include "sampling_options.h"
+#include "speculate/model_drafter.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove::cli {
@@ -168,10 +169,7 @@ int RunPipeSimulation(const PipeOptions& o) {
   const SimulationLists lists = CheckSimulationOptions(o);
   auto target = Model::Load(opt.model, {.n_threads = o.threads});
   auto draft = Model::Load(opt.draft, {.n_threads = o.threads});
-  if (draft->config().n_vocab != target->config().n_vocab) {
-    Fail("the draft has ", draft->config().n_vocab, " tokens but the target has ",
-         target->config().n_vocab);
-  }
+  CheckSameVocabularySize(draft->config(), target->config());
   const int32_t n_layer = target->config().n_layer;
   const std::vector<std::vector<LayerRange>> splits = RealSplits(o, n_layer);
   const Tokenizer& tok = *target->tokenizer();

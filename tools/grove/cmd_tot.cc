@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/named.h"
 #include "base/text_list.h"
 #include "base/timer.h"
 #include "commands.h"
@@ -35,7 +36,7 @@ struct TotOptions {
   int32_t steps = 3;
   // The fastest on the 2-core machine grove is measured on (`grove tot-bench`): seed and batched
   // give a core of the target's to the drafters, which a target this small misses more than it
-  // gains from the overlap (docs/design.md, "The scheduler").
+  // gains from the overlap (docs/notebook.md, "Many sequences on 2 cores").
   std::string policy = "serial-sd";
   std::string tree_out;
   bool direct = false;
@@ -47,9 +48,9 @@ struct TotOptions {
 };
 
 Game24Arithmetic ParseArithmetic(const std::string& name) {
-  if (name == "exact") return Game24Arithmetic::kExact;
-  if (name == "as-written") return Game24Arithmetic::kAsWritten;
-  Fail("unknown --arithmetic '", name, "' (known: exact, as-written)");
+  static constexpr Named<Game24Arithmetic> kNames[] = {
+      {Game24Arithmetic::kExact, "exact"}, {Game24Arithmetic::kAsWritten, "as-written"}};
+  return ParseNamed(kNames, name, "--arithmetic");
 }
 
 // "3x5,1x1" -> (thoughts, breadth) pairs.

@@ -33,6 +33,7 @@
 #include "tokenize/tokenizer.h"
 #ifdef GROVE_HAVE_MPI
 #include "pipe_mpi/mpi_transport.h"
+#include "speculate/model_drafter.h"
 #endif
 
 namespace grove::cli {
@@ -59,10 +60,7 @@ Loaded LoadPair(const PipeOptions& o, ModelPart target_part = {}, ModelPart draf
   const bool group = ModelOptions{}.group_weights;
   Loaded l{ModelParameters::Load(o.model, group, pool, target_part),
            ModelParameters::Load(o.draft, group, pool, draft_part)};
-  if (l.draft->config().n_vocab != l.target->config().n_vocab) {
-    Fail("the draft has ", l.draft->config().n_vocab, " tokens but the target has ",
-         l.target->config().n_vocab);
-  }
+  CheckSameVocabularySize(l.draft->config(), l.target->config());
   return l;
 }
 
