@@ -4,9 +4,11 @@
 // the store evicts its oldest documents to stay within its budget; the drafter ranks next tokens
 // by how often they followed, from its own sequence and from the outputs before it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -208,6 +210,95 @@ TEST(SuffixStore, SavesAndLoadsItsDocumentsAndRefusesOtherFiles) {
     EXPECT_THROW(other.Load(path, 42, 7), Error);
   }
   EXPECT_EQ(other.documents(), 0);
+  std::remove(path.c_str());
+}
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The message of the grove::Error f throws ("" when it throws none).
+template <class F>
+std::string ErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A store replaces only a store (`serve --suffix-store DRAFT.gguf` once made the draft 24
+// bytes): another file, an empty one, a link (even to a store), a directory or a FIFO is left as
+// it is, with an error naming it; loading another file reads no more of it than its first bytes.
+TEST(SuffixStore, ReplacesOnlyAStoreOfItsOwn) {
+  const std::string dir = testing::TempPath("suffix-store-own");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SuffixStore store({.max_depth = 4});
+  store.Add(Text{1, 2, 3});
+  const std::string own = dir + "/store.bin";
+  store.Save(own, 7);
+  store.Add(Text{4, 5});
+  EXPECT_NO_THROW(store.Save(own, 7));  // a store is replaced
+  EXPECT_EQ(SuffixStore({.max_depth = 4}).Load(own, 7, 8), 2);
+  const std::string draft = dir + "/draft.gguf";
+  const std::string gguf = std::string("GGUF\x03\0\0\0", 8) + std::string(1000, 'w');
+  std::ofstream(draft, std::ios::binary) << gguf;
+  const std::string empty = dir + "/empty.bin";
+  std::ofstream(empty, std::ios::binary).flush();
+  const std::string link = dir + "/link.bin";
+  std::filesystem::create_symlink(own, link);
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string own_bytes = FileBytes(own);
+  for (const std::string& path : {draft, empty, link, fifo, dir}) {
+    SCOPED_TRACE(path);
+    const std::string error = ErrorOf([&] { store.Save(path, 7); });
+    EXPECT_NE(error.find("will not replace '" + path + "' with a suffix store"), std::string::npos)
+        << error;
+    EXPECT_NE(error.find("left as it is"), std::string::npos) << error;
+    EXPECT_THROW(SuffixStore::CheckReplaceable(path), Error);
+  }
+  EXPECT_EQ(FileBytes(draft), gguf);
+  EXPECT_TRUE(std::filesystem::is_empty(empty));
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(FileBytes(own), own_bytes);  // the link's target too
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_NO_THROW(SuffixStore::CheckReplaceable(dir + "/absent.bin"));
+  // Loading the draft fails without reading it, and says it stays as it is.
+  SuffixStore other({.max_depth = 4});
+  const std::string error = ErrorOf([&] { other.Load(draft, 7, 8); });
+  EXPECT_NE(error.find("suffix store '" + draft + "': not a grove suffix store"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("left as it is"), std::string::npos) << error;
+  EXPECT_EQ(other.documents(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A store file larger than a store of the loading one's budget writes is refused before it is
+// read, whatever it claims to hold.
+TEST(SuffixStore, RefusesAFileLargerThanItsBudgetWrites) {
+  const std::string path = testing::TempPath("suffix-store-large.bin");
+  const std::size_t budget = 64 * SuffixIndex::kBytesPerNode;
+  SuffixStore big({.max_depth = 4});
+  big.Add(RandomDocuments(1, 1000, 5).front());
+  Text long_document(4000);
+  for (std::size_t i = 0; i < long_document.size(); ++i)
+    long_document[i] = static_cast<int32_t>(i % 1000);
+  big.Add(long_document);
+  big.Save(path, 9);
+  ASSERT_GT(std::filesystem::file_size(path), 24 + 2 * budget);
+  SuffixStore small({.max_depth = 4, .max_bytes = budget});
+  const std::string error = ErrorOf([&] { small.Load(path, 9, 1000); });
+  EXPECT_NE(error.find("a store of this budget writes"), std::string::npos) << error;
+  EXPECT_EQ(small.documents(), 0);
+  // What such a store saves, it loads.
+  small.Add(long_document);
+  small.Save(path, 9);
+  EXPECT_LE(std::filesystem::file_size(path), 24 + 2 * budget);
+  EXPECT_EQ(SuffixStore({.max_depth = 4, .max_bytes = budget}).Load(path, 9, 1000), 1);
   std::remove(path.c_str());
 }
 
