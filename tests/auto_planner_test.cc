@@ -4,6 +4,7 @@
 #include "speculate/auto_planner.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -11,6 +12,8 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include "speculate/tree_plan.h"
 #include "speculate/verify_cost_cache.h"
@@ -534,6 +537,35 @@ TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
     cache.Store(*model, {.points = {{1, 1e-3}}});
     EXPECT_TRUE(cache.Load(*model).has_value()) << text;
   }
+}
+
+// A link or FIFO at a curve's path is not the cache's: it is left as it is (the link and its
+// target), and no curve is kept there.
+TEST(VerifyCostCache, NeverReplacesALinkOrAFifo) {
+  const std::string dir = TempPath("verify-cache-links");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const VerifyCostCache cache(dir);
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  const std::string path = cache.PathFor(VerifyCostCache::KeyFor(*model));
+  const std::string target = dir + "/precious.txt";
+  std::ofstream(target) << "precious";
+  std::filesystem::create_symlink(target, path);
+  cache.Store(*model, {.points = {{1, 1e-3}}});
+  EXPECT_TRUE(std::filesystem::is_symlink(path));
+  {
+    std::ifstream in(target);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  }
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  cache.Store(*model, {.points = {{1, 1e-3}}});
+  EXPECT_TRUE(std::filesystem::is_fifo(path));
+  EXPECT_FALSE(cache.Load(*model).has_value());  // nor is it waited on
+  std::filesystem::remove(path);
+  cache.Store(*model, {.points = {{1, 1e-3}}});
+  EXPECT_TRUE(cache.Load(*model).has_value());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(VerifyCostCache, ACurveMeasuredLongAgoIsMeasuredAgain) {

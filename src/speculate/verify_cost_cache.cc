@@ -16,6 +16,7 @@
 #include "base/user_cache_directory.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "speculate/own_file.h"
 #include "speculate/verify_cost.h"
 
 #ifndef GROVE_VERSION
@@ -208,6 +209,9 @@ void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) 
   try {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
+    // A file of its name in the cache directory is the cache's, damaged or not; a link, FIFO or
+    // device put there is not, and is left as it is.
+    CheckReplaceableOwnFile(path, "verify cost cache", "");
     ReplaceTextFile(path, j.dump(1) + "\n", "verify cost cache");
   } catch (const std::exception& e) {
     Log(LogLevel::kDebug, "verify cost cache: not kept: ", e.what());

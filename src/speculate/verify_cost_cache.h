@@ -12,7 +12,8 @@
 //
 // Where: $GROVE_CACHE_DIR if set (set and empty: no caching), else $XDG_CACHE_HOME/grove, else
 // $HOME/.cache/grove. A corrupt or foreign file is ignored with a one-line notice and rewritten; a
-// directory that cannot be created or written means no caching, not an error.
+// link, FIFO or device at a curve's path is never replaced (speculate/own_file.h); a directory
+// that cannot be created or written means no caching, not an error.
 #pragma once
 
 #include <optional>
