@@ -20,6 +20,8 @@
 #include "speculate/suffix_index.h"
 #include "speculate/suffix_store.h"
 #include "speculate/token_tree.h"
+#include "speculate/tree_builder.h"
+#include "speculate/tree_plan.h"
 #include "test_support.h"
 
 namespace grove {
@@ -340,6 +342,74 @@ TEST(SuffixDrafter, RanksNextTokensByHowOftenTheyFollowed) {
   TokenTree empty;
   row = Proposed(d.Expand(empty, root), 0);
   EXPECT_EQ(row, (std::map<int32_t, float>{{1, 0.0f}}));
+}
+
+// The root's children as a greedy tree builder ranks them from d's rows: a star of `width`.
+std::vector<int32_t> RankedChildren(Drafter& d, int32_t width) {
+  const TreeBuilder builder(ChildDraw::kDeterministic, SamplerParams{.temperature = 0.0f});
+  const TreePlan plan = ParseTreePlan("kconfig:" + std::to_string(width), {.max_tokens = 16});
+  DraftState state = builder.NewState(kVocab);
+  state.Reserve(plan, ChildDraw::kDeterministic);
+  builder.Build(plan, d, CounterRng(1), 0, 0, state);
+  std::vector<int32_t> tokens;
+  for (const TreeNode& n : state.tree().nodes()) tokens.push_back(n.token);
+  return tokens;
+}
+
+// Tokens that followed as often get the same logit exactly, and rank by id, the lower first,
+// whichever followed first in the text: the same tree on every run and machine.
+TEST(SuffixDrafter, EqualCountsRankTheLowerTokenFirst) {
+  SuffixDrafter d(kVocab, 64, nullptr);
+  d.Reserve(4, 16);
+  // After "1 2": 9 twice (first), 4 twice, 6 once.
+  d.Begin(Text{1, 2, 9, 1, 2, 4, 1, 2, 9, 1, 2, 6, 1, 2, 4, 0, 1, 2});
+  TokenTree empty;
+  const int32_t root[] = {-1};
+  EXPECT_EQ(Proposed(d.Expand(empty, root), 0),
+            (std::map<int32_t, float>{{4, std::log(2.0f)}, {6, 0.0f}, {9, std::log(2.0f)}}));
+  EXPECT_EQ(RankedChildren(d, 3), (std::vector<int32_t>{4, 9, 6}));
+  EXPECT_EQ(RankedChildren(d, 1), (std::vector<int32_t>{4}));
+}
+
+// A row comes from the index with the longer match; where the sequence's own text and the
+// served outputs match equally long, their counts add up (and equal sums rank by id).
+TEST(SuffixDrafter, MatchesOfEqualLengthAddTheirCounts) {
+  const Text own_text = {7, 1, 2, 5, 8, 1, 2};  // "1 2" was followed by 5
+  TokenTree empty;
+  const int32_t root[] = {-1};
+  {
+    // Served: "1 2" followed by 6 twice; "8 1 2" never occurred. Both match "1 2".
+    auto store = std::make_shared<SuffixStore>(SuffixStoreOptions{.max_depth = 4});
+    store->Add(Text{4, 1, 2, 6, 4, 1, 2, 6, 3});
+    SuffixDrafter d(kVocab, 64, store);
+    d.Reserve(4, 16);
+    d.Begin(own_text);
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0),
+              (std::map<int32_t, float>{{5, 0.0f}, {6, std::log(2.0f)}}));
+    // Once more "1 2 5" served: 5 as often as 6 in all, and the lower first.
+    store->Add(Text{3, 1, 2, 5});
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0),
+              (std::map<int32_t, float>{{5, std::log(2.0f)}, {6, std::log(2.0f)}}));
+    EXPECT_EQ(RankedChildren(d, 2), (std::vector<int32_t>{5, 6}));
+  }
+  {
+    // Served "8 1 2" followed by 6: the longer match alone makes the row.
+    auto store = std::make_shared<SuffixStore>(SuffixStoreOptions{.max_depth = 4});
+    store->Add(Text{8, 1, 2, 6, 1, 2, 5, 1, 2, 5});
+    SuffixDrafter d(kVocab, 64, store);
+    d.Reserve(4, 16);
+    d.Begin(own_text);
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0), (std::map<int32_t, float>{{6, 0.0f}}));
+  }
+  {
+    // The sequence's own "8 1 2" was followed by 5; served only "1 2" (by 6): its own alone.
+    auto store = std::make_shared<SuffixStore>(SuffixStoreOptions{.max_depth = 4});
+    store->Add(Text{1, 2, 6, 1, 2, 6});
+    SuffixDrafter d(kVocab, 64, store);
+    d.Reserve(4, 16);
+    d.Begin(Text{8, 1, 2, 5, 8, 1, 2});
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0), (std::map<int32_t, float>{{5, 0.0f}}));
+  }
 }
 
 // Each row says how many tokens of the text before its node the lookup matched.
