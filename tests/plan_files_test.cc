@@ -45,6 +45,10 @@ TEST(PlanFiles, TreeRoundTripsAndBadFilesAreRefused) {
   ExpectRefused([&] { ReadTreeFile(path); }, "no nodes");
   WriteText(path, "{\"parents\": [-1,");
   ExpectRefused([&] { ReadTreeFile(path); }, "not valid JSON");
+  // More nodes than the caller allows: refused before a tree is built.
+  WriteTreeFile(path, shape);
+  ExpectRefused([&] { ReadTreeFile(path, 2); }, "has 3 nodes, more than the 2 allowed");
+  EXPECT_EQ(ReadTreeFile(path, 3).size(), 3);
   std::remove(path.c_str());
 }
 

@@ -1,5 +1,6 @@
 #include "speculate/plan_files.h"
 
+#include <algorithm>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -37,10 +38,14 @@ std::string UtcNow() {
 
 }  // namespace
 
-TokenTree ReadTreeFile(const std::string& path) {
+TokenTree ReadTreeFile(const std::string& path, int32_t max_nodes) {
   nlohmann::json j = ReadJson(path, "tree file");
   if (!j.is_object() || !j.contains("parents") || !j["parents"].is_array()) {
     Fail("tree file '", path, "': expected {\"parents\": [...]}");
+  }
+  if (j["parents"].size() > static_cast<std::size_t>(std::max(max_nodes, 0))) {
+    Fail("tree file '", path, "' has ", j["parents"].size(), " nodes, more than the ", max_nodes,
+         " allowed");
   }
   TokenTree shape;
   std::vector<int32_t> n_children(j["parents"].size() + 1, 0);
