@@ -99,6 +99,12 @@ TEST(PlanFiles, ProfileRoundTripsAndARefusedWriteKeepsTheOldFile) {
   EXPECT_EQ(ReadTextFile(path, "test"), text);
   WriteText(path, R"({"curve": [{"n": 1}]})");
   ExpectRefused([&] { ReadVerifyProfile(path); }, "seconds_median");
+  // An n no forward holds, or past int32 (2^32 + 2 once read as 2), is refused by name.
+  for (const char* n : {"9000", "4294967298", "2147483648"}) {
+    WriteText(path, std::string(R"({"curve": [{"n": 1, "seconds_median": 1e-3}, {"n": )") + n +
+                        R"(, "seconds_median": 2e-3}]})");
+    ExpectRefused([&] { ReadVerifyProfile(path); }, std::string("n = ") + n);
+  }
   std::remove(path.c_str());
   // Nothing left beside it.
   for (const auto& entry :

@@ -9,6 +9,7 @@
 #include "base/text_file.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "speculate/verify_cost.h"
 #include "speculate/verify_cost_cache.h"
 
 #ifndef GROVE_VERSION
@@ -106,7 +107,13 @@ VerifyCostCurve ReadVerifyProfile(const std::string& path) {
       Fail("verify profile '", path,
            "': each curve point needs integer n and number seconds_median");
     }
-    points.emplace_back(point["n"].get<int32_t>(), point["seconds_median"].get<double>());
+    // Read as int64 first: an n past int32 would wrap (2^32 + 1 read as 1).
+    const int64_t n = point["n"].get<int64_t>();
+    if (n < 1 || n > kMaxVerifyTokens) {
+      Fail("verify profile '", path, "': a curve point's n = ", n, " is not a token count of 1 to ",
+           kMaxVerifyTokens);
+    }
+    points.emplace_back(static_cast<int32_t>(n), point["seconds_median"].get<double>());
   }
   try {
     return VerifyCostCurve(std::move(points));
