@@ -918,5 +918,39 @@ TEST(DraftSourceNames, APathHoldingAPlusIsNotSplit) {
             (Names{"/missing/x.gguf", "suffix"}));
 }
 
+// A mixture holds at most kMaxMembers drafters (bits of a node's mask): more are refused by count
+// when the name is opened, before any member is, however many the name joins (thousands of
+// pieces are not looked up one by one).
+TEST(DraftSourceNames, AMixtureOfTooManyDraftersIsRefusedByCount) {
+  const std::unique_ptr<Model> target = testing::MakeRandomModel(testing::TinySpec());
+  ThreadPool pool(1);
+  const auto error_of = [&](const std::string& name) {
+    try {
+      DraftSource::Open(name, *target->parameters(), pool);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string many = "ngram";
+  for (std::size_t i = 1; i <= DrafterMixture::kMaxMembers; ++i) many += "+ngram";
+  EXPECT_NE(error_of(many).find("joins 33 drafters with '+': a mixture holds at most 32"),
+            std::string::npos)
+      << error_of(many);
+  std::string thousands = "x";
+  for (int i = 0; i < 20000; ++i) thousands += "+x";
+  EXPECT_EQ(DraftSource::MixtureMembers(thousands).size(), 20001u);
+  EXPECT_NE(error_of(thousands).find("joins 20001 drafters"), std::string::npos)
+      << error_of(thousands).substr(0, 200);
+  // A piece longer than any path is no file (not a filesystem exception, which no caller
+  // expects).
+  const std::string long_piece(5000, 'a');
+  EXPECT_EQ(DraftSource::MixtureMembers(long_piece + "+suffix"),
+            (std::vector<std::string>{long_piece, "suffix"}));
+  EXPECT_EQ(DraftSource::MixtureMembers(long_piece + "+" + long_piece).size(), 2u);
+  std::vector<DraftSource> members(DrafterMixture::kMaxMembers + 1, DraftSource::PromptLookup());
+  EXPECT_THROW(DraftSource::Mixture(std::move(members)), Error);
+}
+
 }  // namespace
 }  // namespace grove
