@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -856,6 +857,22 @@ TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {
   EXPECT_THROW(feed.Submit(shared, {}), Error);
   EXPECT_THROW(feed.Submit(SequenceRequest{}, {}), Error);
   EXPECT_THROW(RequestFeed(0), Error);
+  // Each refusal says what is allowed.
+  const auto error_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of([&] { feed.Submit(SequenceRequest{}, {}); }).find("give at least one token"),
+            std::string::npos);
+  SequenceRequest negative = q;
+  negative.n_predict = -3;
+  EXPECT_NE(error_of([&] { feed.Submit(negative, {}); }).find("-3 tokens: 0 or more"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { RequestFeed(0); }).find("must be at least 1"), std::string::npos);
   feed.Close();
   EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kClosed);
 
