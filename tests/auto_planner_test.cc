@@ -4,6 +4,7 @@
 #include "speculate/auto_planner.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 
@@ -11,6 +12,10 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
+#include <set>
+#include <string>
 
 #include "speculate/tree_plan.h"
 #include "speculate/verify_cost_cache.h"
@@ -508,6 +513,65 @@ TEST(VerifyCostCache, KeepsACurvePerModelAndMachine) {
   EXPECT_EQ(VerifyCostCache::KeyFor(*a), VerifyCostCache::KeyFor(*same_shape));
 }
 
+// Every field of the key changes it, each in a way of its own: a curve is never shared by targets
+// that differ in any of them.
+TEST(VerifyCostCache, EachFieldOfTheKeyChangesIt) {
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  const VerifyCostKey base = VerifyCostKey::Of(*model);
+  const std::vector<std::function<void(VerifyCostKey&)>> flips = {
+      [](VerifyCostKey& k) { k.arch += "x"; },    [](VerifyCostKey& k) { k.shape += "x"; },
+      [](VerifyCostKey& k) { k.cpu += "x"; },     [](VerifyCostKey& k) { k.cpu_features += "x"; },
+      [](VerifyCostKey& k) { k.kernels += "x"; }, [](VerifyCostKey& k) { ++k.kernels_revision; },
+      [](VerifyCostKey& k) { ++k.threads; },      [](VerifyCostKey& k) { ++k.batch; },
+      [](VerifyCostKey& k) { k.kv += "x"; },      [](VerifyCostKey& k) { k.version += "x"; }};
+  std::set<std::string> texts = {base.Text()};
+  for (std::size_t f = 0; f < flips.size(); ++f) {
+    VerifyCostKey flipped = base;
+    flips[f](flipped);
+    EXPECT_FALSE(flipped == base) << "field " << f;
+    EXPECT_TRUE(texts.insert(flipped.Text()).second) << "field " << f << ": " << flipped.Text();
+  }
+  // Two fields of numbers side by side stay apart: threads 12, batch 3 is not threads 1, batch 23.
+  VerifyCostKey a = base, b = base;
+  a.threads = 12, a.batch = 3, b.threads = 1, b.batch = 23;
+  EXPECT_NE(a.Text(), b.Text());
+  EXPECT_EQ(base.Text(), VerifyCostCache::KeyFor(*model));
+}
+
+// A target's key says what it was loaded with, each field from its own source, and nothing else
+// of it changes the key: another file of the same shape (other weights), another context or
+// number of sequences shares the curve.
+TEST(VerifyCostCache, TheKeyOfATargetIsWhatItComputesWith) {
+  const ModelOptions one_thread{.n_threads = 1};
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), one_thread);
+  const VerifyCostKey base = VerifyCostKey::Of(*model);
+  EXPECT_EQ(base.threads, 1);
+  EXPECT_EQ(base.batch, model->max_batch());
+  EXPECT_EQ(base.arch, model->config().arch);
+  EXPECT_EQ(base.kv, std::string(KvCacheTypeName(model->cache_type())));
+  EXPECT_EQ(base.kernels, std::string(ActiveKernels().name));
+  EXPECT_EQ(base.kernels_revision, kKernelsRevision);
+  // The key of a target that differs in one thing differs from base's in that field alone.
+  const auto expect_only = [&](const Model& other, auto VerifyCostKey::*field) {
+    VerifyCostKey key = VerifyCostKey::Of(other);
+    EXPECT_NE(key.*field, base.*field);
+    key.*field = base.*field;
+    EXPECT_TRUE(key == base) << key.Text() << " against " << base.Text();
+  };
+  expect_only(*MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 2}),
+              &VerifyCostKey::threads);
+  expect_only(*MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1, .max_batch = 64}),
+              &VerifyCostKey::batch);
+  expect_only(*MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1),
+                               {.n_threads = 1, .cache_type = KvCacheType::kF16}),
+              &VerifyCostKey::kv);
+  expect_only(*MakeRandomModel(TinySpec(GgmlType::kF32, 1), one_thread), &VerifyCostKey::shape);
+  for (const ModelOptions& same :
+       {ModelOptions{.n_threads = 1, .n_ctx = 64}, ModelOptions{.n_threads = 1, .n_seq = 3}}) {
+    EXPECT_TRUE(VerifyCostKey::Of(*MakeRandomModel(TinySpec(GgmlType::kQ8_0, 2), same)) == base);
+  }
+}
+
 TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
   const std::string dir = TempPath("verify-cache-corrupt");
   const VerifyCostCache cache(dir);
@@ -534,6 +598,35 @@ TEST(VerifyCostCache, ACorruptOrForeignFileIsIgnoredAndRewritten) {
     cache.Store(*model, {.points = {{1, 1e-3}}});
     EXPECT_TRUE(cache.Load(*model).has_value()) << text;
   }
+}
+
+// A link or FIFO at a curve's path is not the cache's: it is left as it is (the link and its
+// target), and no curve is kept there.
+TEST(VerifyCostCache, NeverReplacesALinkOrAFifo) {
+  const std::string dir = TempPath("verify-cache-links");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const VerifyCostCache cache(dir);
+  auto model = MakeRandomModel(TinySpec(GgmlType::kQ8_0, 1), {.n_threads = 1});
+  const std::string path = cache.PathFor(VerifyCostCache::KeyFor(*model));
+  const std::string target = dir + "/precious.txt";
+  std::ofstream(target) << "precious";
+  std::filesystem::create_symlink(target, path);
+  cache.Store(*model, {.points = {{1, 1e-3}}});
+  EXPECT_TRUE(std::filesystem::is_symlink(path));
+  {
+    std::ifstream in(target);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+  }
+  std::filesystem::remove(path);
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  cache.Store(*model, {.points = {{1, 1e-3}}});
+  EXPECT_TRUE(std::filesystem::is_fifo(path));
+  EXPECT_FALSE(cache.Load(*model).has_value());  // nor is it waited on
+  std::filesystem::remove(path);
+  cache.Store(*model, {.points = {{1, 1e-3}}});
+  EXPECT_TRUE(cache.Load(*model).has_value());
+  std::filesystem::remove_all(dir);
 }
 
 TEST(VerifyCostCache, ACurveMeasuredLongAgoIsMeasuredAgain) {

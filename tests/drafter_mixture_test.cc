@@ -777,6 +777,125 @@ TEST(DrafterMixture, DraftsATailWithTheCheapMemberWhereItFollowsThePath) {
   EXPECT_FALSE(Proposes(mixture.Expand(other, second))) << "an empty row ends the chain";
 }
 
+// Three members (DRAFT.gguf+ngram+suffix): whichever of them is right is learnt, the last one
+// and the least sure of its guesses too, and ranked first; the other two fall behind.
+TEST(DrafterMixture, OfThreeMembersLearnsWhichToBelieve) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<CountingDrafter>("two", 2, /*sure=*/true));
+  members.push_back(std::make_unique<CountingDrafter>("three", 3, /*sure=*/true));
+  members.push_back(std::make_unique<CountingDrafter>("one", 1, /*sure=*/false));
+  DrafterMixture mixture(std::move(members));
+  EXPECT_EQ(mixture.name(), "two+three+one");
+  mixture.Reserve(1, 4);
+  std::vector<int32_t> text = {3};
+  mixture.Begin(text);
+  const std::vector<bool> right = RunCountingText(mixture, 40, text);
+  EXPECT_FALSE(right[0]);
+  for (std::size_t s = 8; s < right.size(); ++s) EXPECT_TRUE(right[s]) << "step " << s;
+  const std::vector<MixtureMemberStats> stats = mixture.member_stats();
+  ASSERT_EQ(stats.size(), 3u);
+  EXPECT_LT(stats[0].weight, 0.1);
+  EXPECT_LT(stats[1].weight, 0.1);
+  EXPECT_GT(stats[2].weight, 0.9);
+  for (const MixtureMemberStats& m : stats) EXPECT_EQ(m.steps, 40) << m.name;
+  EXPECT_EQ(stats[2].right, stats[2].first_choices);
+  EXPECT_EQ(stats[0].right + stats[1].right, 0);
+  // The merged row ranks the right member's guess, then its second one (last + 0, which no
+  // other proposes), above the two sure, wrong ones.
+  const int32_t root[] = {-1};
+  TokenTree tree;
+  const std::span<const float> row = mixture.Expand(tree, root);
+  const int32_t last = text.back();
+  EXPECT_EQ(Top(row), (last + 1) % kVocab);
+  EXPECT_GT(row[last], row[(last + 2) % kVocab]);
+  EXPECT_GT(row[last], row[(last + 3) % kVocab]);
+}
+
+// Of three members, each node names all of those that proposed it (bit i: member i), the third
+// one's too, and each member's nodes and accepted nodes are counted.
+TEST(DrafterMixture, NamesWhichOfThreeMembersProposedEachNode) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<CountingDrafter>("a", 1, /*sure=*/true));   // last + 1
+  members.push_back(std::make_unique<CountingDrafter>("b", 2, /*sure=*/false));  // + 2, + 1
+  members.push_back(std::make_unique<CountingDrafter>("c", 3, /*sure=*/false));  // + 3, + 2
+  DrafterMixture mixture(std::move(members));
+  mixture.Reserve(4, 8);
+  const std::vector<int32_t> context = {3};
+  mixture.Begin(context);
+  TokenTree tree;
+  const int32_t root[] = {-1};
+  const std::span<const float> row = mixture.Expand(tree, root);
+  // 4 by a and b, 5 by b and c, 6 by c: a token two members propose ranks above one's alone.
+  EXPECT_GT(row[4], row[6]);
+  EXPECT_GT(row[5], row[6]);
+  const int32_t four = tree.AddChild(-1, 4, 1.0f);
+  const int32_t five = tree.AddChild(-1, 5, 1.0f);
+  const int32_t six = tree.AddChild(-1, 6, 1.0f);
+  const int32_t seven = tree.AddChild(-1, 7, 1.0f);
+  const int32_t level[] = {four, five, six};
+  mixture.Expand(tree, level);
+  const int32_t four_six = tree.AddChild(four, 6, 1.0f);  // b and c (5 + 1, 4 + 2)
+  const int32_t six_nine = tree.AddChild(six, 9, 1.0f);   // c
+  const int32_t five_six = tree.AddChild(five, 6, 1.0f);  // a and b
+  const int32_t six_seven = tree.AddChild(six, 7, 1.0f);  // a and b
+  std::vector<uint32_t> masks;
+  mixture.NodeSources(tree, masks);
+  ASSERT_EQ(masks.size(), 8u);
+  EXPECT_EQ(masks[four], 3u);
+  EXPECT_EQ(masks[five], 6u);
+  EXPECT_EQ(masks[six], 4u);
+  EXPECT_EQ(masks[seven], 0u);
+  EXPECT_EQ(masks[four_six], 6u);
+  EXPECT_EQ(masks[six_nine], 4u);
+  EXPECT_EQ(masks[five_six], 3u);
+  EXPECT_EQ(masks[six_seven], 3u);
+  EXPECT_EQ(mixture.Names(7), "a+b+c");
+  EXPECT_EQ(mixture.Names(5), "a+c");
+  EXPECT_EQ(mixture.Names(4), "c");
+  const int32_t path[] = {six, six_seven};
+  mixture.Commit(tree, path, 8);
+  const std::vector<MixtureMemberStats> stats = mixture.member_stats();
+  EXPECT_EQ(stats[0].nodes, 3);  // 4, 5-6, 6-7
+  EXPECT_EQ(stats[1].nodes, 5);  // 4, 5, 4-6, 5-6, 6-7
+  EXPECT_EQ(stats[2].nodes, 4);  // 5, 6, 4-6, 6-9
+  EXPECT_EQ(stats[0].accepted_nodes, 1);
+  EXPECT_EQ(stats[1].accepted_nodes, 1);
+  EXPECT_EQ(stats[2].accepted_nodes, 1);
+}
+
+// Of two cheap members beside a dear one, the one proven right when confident stands in for the
+// dear one, wherever it stands among the members; the other, as confident and always wrong, never
+// does, and the merged row of the cheap steps ranks the right one's guess.
+TEST(DrafterMixture, OfTwoCheapMembersTheOneProvenRightStandsIn) {
+  for (bool right_first : {false, true}) {
+    SCOPED_TRACE(right_first ? "right first" : "right last");
+    std::vector<std::unique_ptr<Drafter>> members;
+    auto dear = std::make_unique<CountingDrafter>("dear", 1, /*sure=*/false, /*sleep_us=*/2000);
+    const CountingDrafter* dear_view = dear.get();
+    members.push_back(std::move(dear));
+    auto right = std::make_unique<CountingDrafter>("right", 1, /*sure=*/true);
+    auto wrong = std::make_unique<CountingDrafter>("wrong", 2, /*sure=*/true);
+    members.push_back(right_first ? std::move(right) : std::move(wrong));
+    members.push_back(right_first ? std::move(wrong) : std::move(right));
+    DrafterMixture mixture(std::move(members));
+    mixture.Reserve(1, 4);
+    std::vector<int32_t> text = {5};
+    mixture.Begin(text);
+    const std::vector<bool> steps_right = RunCountingText(mixture, 30, text);
+    for (std::size_t s = 4; s < steps_right.size(); ++s) EXPECT_TRUE(steps_right[s]) << s;
+    const std::vector<MixtureMemberStats> stats = mixture.member_stats();
+    EXPECT_GT(stats[0].skipped, 30 - DrafterMixture::kMinEvidence - 3);
+    EXPECT_EQ(dear_view->expand_calls(), stats[0].steps);
+    EXPECT_EQ(stats[1].skipped + stats[2].skipped, 0);
+    EXPECT_EQ(dear_view->text(), text);
+    EXPECT_EQ(mixture.Why().rfind("dear skipped: right is confident at the root (1.00) and right "
+                                  "100% of such times",
+                                  0),
+              0u)
+        << mixture.Why();
+  }
+}
+
 TEST(DrafterMixture, RefusesWhatItCannotMix) {
   std::vector<std::unique_ptr<Drafter>> one;
   one.push_back(std::make_unique<CountingDrafter>("a", 1, true));
@@ -797,6 +916,40 @@ TEST(DraftSourceNames, APathHoldingAPlusIsNotSplit) {
   // Nothing named by a join: the plain split, so that the missing piece is the one named.
   EXPECT_EQ(DraftSource::MixtureMembers("/missing/x.gguf+suffix"),
             (Names{"/missing/x.gguf", "suffix"}));
+}
+
+// A mixture holds at most kMaxMembers drafters (bits of a node's mask): more are refused by count
+// when the name is opened, before any member is, however many the name joins (thousands of
+// pieces are not looked up one by one).
+TEST(DraftSourceNames, AMixtureOfTooManyDraftersIsRefusedByCount) {
+  const std::unique_ptr<Model> target = testing::MakeRandomModel(testing::TinySpec());
+  ThreadPool pool(1);
+  const auto error_of = [&](const std::string& name) {
+    try {
+      DraftSource::Open(name, *target->parameters(), pool);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string many = "ngram";
+  for (std::size_t i = 1; i <= DrafterMixture::kMaxMembers; ++i) many += "+ngram";
+  EXPECT_NE(error_of(many).find("joins 33 drafters with '+': a mixture holds at most 32"),
+            std::string::npos)
+      << error_of(many);
+  std::string thousands = "x";
+  for (int i = 0; i < 20000; ++i) thousands += "+x";
+  EXPECT_EQ(DraftSource::MixtureMembers(thousands).size(), 20001u);
+  EXPECT_NE(error_of(thousands).find("joins 20001 drafters"), std::string::npos)
+      << error_of(thousands).substr(0, 200);
+  // A piece longer than any path is no file (not a filesystem exception, which no caller
+  // expects).
+  const std::string long_piece(5000, 'a');
+  EXPECT_EQ(DraftSource::MixtureMembers(long_piece + "+suffix"),
+            (std::vector<std::string>{long_piece, "suffix"}));
+  EXPECT_EQ(DraftSource::MixtureMembers(long_piece + "+" + long_piece).size(), 2u);
+  std::vector<DraftSource> members(DrafterMixture::kMaxMembers + 1, DraftSource::PromptLookup());
+  EXPECT_THROW(DraftSource::Mixture(std::move(members)), Error);
 }
 
 }  // namespace

@@ -45,6 +45,10 @@ TEST(PlanFiles, TreeRoundTripsAndBadFilesAreRefused) {
   ExpectRefused([&] { ReadTreeFile(path); }, "no nodes");
   WriteText(path, "{\"parents\": [-1,");
   ExpectRefused([&] { ReadTreeFile(path); }, "not valid JSON");
+  // More nodes than the caller allows: refused before a tree is built.
+  WriteTreeFile(path, shape);
+  ExpectRefused([&] { ReadTreeFile(path, 2); }, "has 3 nodes, more than the 2 allowed");
+  EXPECT_EQ(ReadTreeFile(path, 3).size(), 3);
   std::remove(path.c_str());
 }
 
@@ -95,6 +99,12 @@ TEST(PlanFiles, ProfileRoundTripsAndARefusedWriteKeepsTheOldFile) {
   EXPECT_EQ(ReadTextFile(path, "test"), text);
   WriteText(path, R"({"curve": [{"n": 1}]})");
   ExpectRefused([&] { ReadVerifyProfile(path); }, "seconds_median");
+  // An n no forward holds, or past int32 (2^32 + 2 once read as 2), is refused by name.
+  for (const char* n : {"9000", "4294967298", "2147483648"}) {
+    WriteText(path, std::string(R"({"curve": [{"n": 1, "seconds_median": 1e-3}, {"n": )") + n +
+                        R"(, "seconds_median": 2e-3}]})");
+    ExpectRefused([&] { ReadVerifyProfile(path); }, std::string("n = ") + n);
+  }
   std::remove(path.c_str());
   // Nothing left beside it.
   for (const auto& entry :

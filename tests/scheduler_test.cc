@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "speculate/model_drafter.h"
 #include "speculate/ngram_drafter.h"
 #include "speculate/plain_decoding.h"
+#include "speculate/suffix_store.h"
 #include "speculate/verify_cost_cache.h"
 #include "test_support.h"
 #include "tokenize/tokenizer.h"
@@ -271,6 +273,77 @@ TEST_F(SchedulerTest, MixtureLanesShareOneSuffixStore) {
   two_models.push_back(Source());
   two_models.push_back(Source());
   EXPECT_THROW(DraftSource::Mixture(std::move(two_models)), Error);
+}
+
+// A mixture of three (DRAFT.gguf+ngram+suffix), opened by name: its lanes give each sequence what
+// it gets alone under every policy, greedy and sampled, and share one store of outputs.
+TEST_F(SchedulerTest, ThreeMemberMixtureLanesGiveWhatEachSequenceGetsAlone) {
+  const DraftSource mixture =
+      DraftSource::Open(kDraft + "+ngram+suffix", *target_->parameters(), *target_->shared_pool());
+  EXPECT_EQ(mixture.traits().name, "draft-model+ngram+suffix");
+  ASSERT_NE(mixture.suffix_store(), nullptr);
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SamplerParams hot{.temperature = 0.8f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
+  int64_t finished = 0;
+  for (const SamplerParams& sampling : {greedy, hot}) {
+    const auto alone = Alone(sampling);
+    const SpeculationPolicy speculation = ResolveSpeculation(
+        {.plan = "kconfig:2,1", .verify = sampling.greedy() ? "" : "target-sample"}, {},
+        mixture.traits(), sampling);
+    for (SchedulePolicy policy :
+         {SchedulePolicy::kSerialSd, SchedulePolicy::kSeed, SchedulePolicy::kBatched}) {
+      SCOPED_TRACE(std::string(SchedulePolicyName(policy)) + " temperature " +
+                   std::to_string(sampling.temperature));
+      Scheduler scheduler(*target_, mixture, {.policy = policy, .speculation = speculation});
+      const auto results = scheduler.Run(requests_);
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+        EXPECT_EQ(results[i].drafter, "draft-model+ngram+suffix");
+      }
+      finished += static_cast<int64_t>(results.size());
+      EXPECT_EQ(mixture.suffix_store()->documents(), finished);
+    }
+  }
+}
+
+// A swap keeps what the suffix drafters learnt when the new source shares the old one's store
+// (as a server's swap opens it): a request served before the swap is drafted from its earlier
+// output after it, by the new drafter, in a few long steps; a source with a store of its own
+// starts from nothing.
+TEST_F(SchedulerTest, ASwapToASourceSharingTheStoreKeepsWhatItLearnt) {
+  const SamplerParams greedy{.temperature = 0.0f};
+  const std::vector<SequenceRequest> one = {
+      {.prompt = requests_[2].prompt, .sequence = 7, .n_predict = 40}};
+  const std::vector<int32_t> alone = GeneratePlain(
+      *target_, one[0].prompt, greedy, {.n_predict = 40, .stop_at_eog = false, .sequence = 7}, {});
+  auto store = std::make_shared<SuffixStore>();
+  const DraftSource suffix = DraftSource::Suffix(store);
+  const SpeculationPolicy speculation =
+      ResolveSpeculation({.plan = "chain:8"}, {}, suffix.traits(), greedy);
+  Scheduler scheduler(
+      *target_, suffix,
+      {.policy = SchedulePolicy::kSeed, .speculation = speculation, .stop_at_eog = false});
+  const SequenceResult first = scheduler.Run(one).at(0);
+  EXPECT_EQ(first.tokens, alone);
+  ASSERT_EQ(store->documents(), 1);
+  // Swapped to a mixture of prompt lookup and suffix drafting over the same store.
+  scheduler.ReplaceDraft(
+      DraftSource::Open("ngram+suffix", *target_->parameters(), *target_->shared_pool(), store));
+  const SequenceResult again = scheduler.Run(one).at(0);
+  EXPECT_EQ(again.tokens, alone);
+  EXPECT_EQ(again.drafter, "ngram+suffix");
+  // Each step drafts a chain of 8 that the earlier output matches: 9 tokens a step but at the
+  // end, against the steps of a first answer drafted from its own text alone.
+  EXPECT_LE(again.steps, 6) << "first: " << first.steps;
+  EXPECT_LT(again.steps, first.steps);
+  EXPECT_EQ(store->documents(), 2);
+  // A source with a store of its own knows nothing of the request.
+  scheduler.ReplaceDraft(
+      DraftSource::Open("ngram+suffix", *target_->parameters(), *target_->shared_pool()));
+  const SequenceResult fresh = scheduler.Run(one).at(0);
+  EXPECT_EQ(fresh.tokens, alone);
+  EXPECT_GT(fresh.steps, again.steps);
+  EXPECT_EQ(store->documents(), 2);
 }
 
 TEST_F(SchedulerTest, AutoBecomesOneMeasuredTreePerScheduler) {
@@ -784,6 +857,22 @@ TEST(RequestFeed, RefusesWhenFullOrClosedAndMalformedRequests) {
   EXPECT_THROW(feed.Submit(shared, {}), Error);
   EXPECT_THROW(feed.Submit(SequenceRequest{}, {}), Error);
   EXPECT_THROW(RequestFeed(0), Error);
+  // Each refusal says what is allowed.
+  const auto error_of = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_of([&] { feed.Submit(SequenceRequest{}, {}); }).find("give at least one token"),
+            std::string::npos);
+  SequenceRequest negative = q;
+  negative.n_predict = -3;
+  EXPECT_NE(error_of([&] { feed.Submit(negative, {}); }).find("-3 tokens: 0 or more"),
+            std::string::npos);
+  EXPECT_NE(error_of([] { RequestFeed(0); }).find("must be at least 1"), std::string::npos);
   feed.Close();
   EXPECT_EQ(feed.Submit(q, {}), RequestFeed::Submitted::kClosed);
 

@@ -283,6 +283,10 @@ TEST(VerifyCostCurve, InterpolatesLinearlyAndValidates) {
   EXPECT_THROW(VerifyCostCurve({{2, 1.0}}), Error);
   EXPECT_THROW(VerifyCostCurve({{1, 1.0}, {1, 2.0}}), Error);
   EXPECT_THROW(VerifyCostCurve({{1, 0.0}}), Error);
+  // No forward holds more than kMaxVerifyTokens: what is sized by a curve's last n stays small.
+  EXPECT_THROW(VerifyCostCurve({{1, 1.0}, {kMaxVerifyTokens + 1, 2.0}}), Error);
+  EXPECT_THROW(VerifyCostCurve({{1, 1.0}, {2000000000, 2.0}}), Error);
+  EXPECT_NO_THROW(VerifyCostCurve({{1, 1.0}, {kMaxVerifyTokens, 2.0}}));
 }
 
 TEST(ChooseSizeAndDepth, PicksTheKneeOfAFlatThenLinearCurve) {

@@ -652,6 +652,56 @@ TEST(TreePlan, ParsesEveryKindAndRejectsBadSpecs) {
   EXPECT_THROW(Spec("file:" + bad_file), Error);
 }
 
+// The message of the grove::Error a plan of `text` throws ("" when it throws none).
+std::string PlanError(const std::string& text, const TreePlanInputs& inputs) {
+  try {
+    ParseTreePlan(text, inputs);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// What a request may ask for is bounded before anything is built: a size, depth or budget past
+// the server's verify batch, a number no int holds (converting it would be undefined), a tree
+// file (a client must not have the server read its files: the answer is the same for a file
+// that exists and one that does not), each refused naming the spec and what is allowed.
+TEST(TreePlan, RefusesWhatARequestMayNotAskFor) {
+  TreePlanInputs request = Inputs();
+  request.max_tokens = 128;
+  request.tree_files = false;
+  for (const std::string bad :
+       {"sequoia:1000000,1000", "sequoia:100,1000000", "opt:100000,0", "chain:1e300", "chain:nan",
+        "chain:inf", "chain:-inf", "kconfig:1e300", "kconfig:2,1e10", "sequoia:-1e300",
+        "sequoia:100,nan", "auto:1e99", "opt:1e300,0.2", "chain:4.5"}) {
+    const std::string error = PlanError(bad, request);
+    EXPECT_NE(error.find("tree spec '" + bad + "'"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("from 1 to"), std::string::npos) << bad << ": " << error;
+  }
+  const std::string missing = PlanError("file:/nonexistent/t.json", request);
+  const std::string existing = PlanError("file:" + TreeFile(), request);
+  EXPECT_NE(missing.find("tree files are not read"), std::string::npos) << missing;
+  EXPECT_EQ(existing.substr(existing.find("':")), missing.substr(missing.find("':")));
+  request.tree_files = true;
+  EXPECT_EQ(ParseTreePlan("file:" + TreeFile(), request).shape.size(), 7);
+}
+
+// A Sequoia table is bounded by its cells, whatever the batch allows: sizes and depths a verify
+// batch of 8192 admits would need terabytes.
+TEST(TreePlan, RefusesASequoiaTableTooLargeToHold) {
+  TreePlanInputs inputs = Inputs();
+  inputs.max_tokens = 8192;
+  for (const std::string bad : {"sequoia:8192,8192", "sequoia:5000,1000"}) {
+    const std::string error = PlanError(bad, inputs);
+    EXPECT_NE(error.find("cells, more than the"), std::string::npos) << bad << ": " << error;
+    EXPECT_NE(error.find("smaller size or depth"), std::string::npos) << bad << ": " << error;
+  }
+  EXPECT_THROW(SequoiaTable::Build(kAcceptance, 8192, 8192), Error);
+  // What planners and the CLI's usual specs build stays within it.
+  EXPECT_EQ(Spec("sequoia:512,16").shape.size(), 511);
+  EXPECT_NO_THROW(SequoiaTable::Build(kAcceptance, 2048));
+}
+
 TEST(TreePlan, SequoiaAutoPicksFromTheCurve) {
   TreePlanInputs inputs;
   inputs.acceptance = {0.8};

@@ -4,9 +4,11 @@
 // the store evicts its oldest documents to stay within its budget; the drafter ranks next tokens
 // by how often they followed, from its own sequence and from the outputs before it.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -18,6 +20,8 @@
 #include "speculate/suffix_index.h"
 #include "speculate/suffix_store.h"
 #include "speculate/token_tree.h"
+#include "speculate/tree_builder.h"
+#include "speculate/tree_plan.h"
 #include "test_support.h"
 
 namespace grove {
@@ -211,6 +215,95 @@ TEST(SuffixStore, SavesAndLoadsItsDocumentsAndRefusesOtherFiles) {
   std::remove(path.c_str());
 }
 
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The message of the grove::Error f throws ("" when it throws none).
+template <class F>
+std::string ErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A store replaces only a store (`serve --suffix-store DRAFT.gguf` once made the draft 24
+// bytes): another file, an empty one, a link (even to a store), a directory or a FIFO is left as
+// it is, with an error naming it; loading another file reads no more of it than its first bytes.
+TEST(SuffixStore, ReplacesOnlyAStoreOfItsOwn) {
+  const std::string dir = testing::TempPath("suffix-store-own");
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  SuffixStore store({.max_depth = 4});
+  store.Add(Text{1, 2, 3});
+  const std::string own = dir + "/store.bin";
+  store.Save(own, 7);
+  store.Add(Text{4, 5});
+  EXPECT_NO_THROW(store.Save(own, 7));  // a store is replaced
+  EXPECT_EQ(SuffixStore({.max_depth = 4}).Load(own, 7, 8), 2);
+  const std::string draft = dir + "/draft.gguf";
+  const std::string gguf = std::string("GGUF\x03\0\0\0", 8) + std::string(1000, 'w');
+  std::ofstream(draft, std::ios::binary) << gguf;
+  const std::string empty = dir + "/empty.bin";
+  std::ofstream(empty, std::ios::binary).flush();
+  const std::string link = dir + "/link.bin";
+  std::filesystem::create_symlink(own, link);
+  const std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string own_bytes = FileBytes(own);
+  for (const std::string& path : {draft, empty, link, fifo, dir}) {
+    SCOPED_TRACE(path);
+    const std::string error = ErrorOf([&] { store.Save(path, 7); });
+    EXPECT_NE(error.find("will not replace '" + path + "' with a suffix store"), std::string::npos)
+        << error;
+    EXPECT_NE(error.find("left as it is"), std::string::npos) << error;
+    EXPECT_THROW(SuffixStore::CheckReplaceable(path), Error);
+  }
+  EXPECT_EQ(FileBytes(draft), gguf);
+  EXPECT_TRUE(std::filesystem::is_empty(empty));
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(FileBytes(own), own_bytes);  // the link's target too
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+  EXPECT_NO_THROW(SuffixStore::CheckReplaceable(dir + "/absent.bin"));
+  // Loading the draft fails without reading it, and says it stays as it is.
+  SuffixStore other({.max_depth = 4});
+  const std::string error = ErrorOf([&] { other.Load(draft, 7, 8); });
+  EXPECT_NE(error.find("suffix store '" + draft + "': not a grove suffix store"), std::string::npos)
+      << error;
+  EXPECT_NE(error.find("left as it is"), std::string::npos) << error;
+  EXPECT_EQ(other.documents(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// A store file larger than a store of the loading one's budget writes is refused before it is
+// read, whatever it claims to hold.
+TEST(SuffixStore, RefusesAFileLargerThanItsBudgetWrites) {
+  const std::string path = testing::TempPath("suffix-store-large.bin");
+  const std::size_t budget = 64 * SuffixIndex::kBytesPerNode;
+  SuffixStore big({.max_depth = 4});
+  big.Add(RandomDocuments(1, 1000, 5).front());
+  Text long_document(4000);
+  for (std::size_t i = 0; i < long_document.size(); ++i)
+    long_document[i] = static_cast<int32_t>(i % 1000);
+  big.Add(long_document);
+  big.Save(path, 9);
+  ASSERT_GT(std::filesystem::file_size(path), 24 + 2 * budget);
+  SuffixStore small({.max_depth = 4, .max_bytes = budget});
+  const std::string error = ErrorOf([&] { small.Load(path, 9, 1000); });
+  EXPECT_NE(error.find("a store of this budget writes"), std::string::npos) << error;
+  EXPECT_EQ(small.documents(), 0);
+  // What such a store saves, it loads.
+  small.Add(long_document);
+  small.Save(path, 9);
+  EXPECT_LE(std::filesystem::file_size(path), 24 + 2 * budget);
+  EXPECT_EQ(SuffixStore({.max_depth = 4, .max_bytes = budget}).Load(path, 9, 1000), 1);
+  std::remove(path.c_str());
+}
+
 constexpr int32_t kVocab = 12;
 
 // The tokens of one Expand row with a finite logit, and their logits.
@@ -249,6 +342,74 @@ TEST(SuffixDrafter, RanksNextTokensByHowOftenTheyFollowed) {
   TokenTree empty;
   row = Proposed(d.Expand(empty, root), 0);
   EXPECT_EQ(row, (std::map<int32_t, float>{{1, 0.0f}}));
+}
+
+// The root's children as a greedy tree builder ranks them from d's rows: a star of `width`.
+std::vector<int32_t> RankedChildren(Drafter& d, int32_t width) {
+  const TreeBuilder builder(ChildDraw::kDeterministic, SamplerParams{.temperature = 0.0f});
+  const TreePlan plan = ParseTreePlan("kconfig:" + std::to_string(width), {.max_tokens = 16});
+  DraftState state = builder.NewState(kVocab);
+  state.Reserve(plan, ChildDraw::kDeterministic);
+  builder.Build(plan, d, CounterRng(1), 0, 0, state);
+  std::vector<int32_t> tokens;
+  for (const TreeNode& n : state.tree().nodes()) tokens.push_back(n.token);
+  return tokens;
+}
+
+// Tokens that followed as often get the same logit exactly, and rank by id, the lower first,
+// whichever followed first in the text: the same tree on every run and machine.
+TEST(SuffixDrafter, EqualCountsRankTheLowerTokenFirst) {
+  SuffixDrafter d(kVocab, 64, nullptr);
+  d.Reserve(4, 16);
+  // After "1 2": 9 twice (first), 4 twice, 6 once.
+  d.Begin(Text{1, 2, 9, 1, 2, 4, 1, 2, 9, 1, 2, 6, 1, 2, 4, 0, 1, 2});
+  TokenTree empty;
+  const int32_t root[] = {-1};
+  EXPECT_EQ(Proposed(d.Expand(empty, root), 0),
+            (std::map<int32_t, float>{{4, std::log(2.0f)}, {6, 0.0f}, {9, std::log(2.0f)}}));
+  EXPECT_EQ(RankedChildren(d, 3), (std::vector<int32_t>{4, 9, 6}));
+  EXPECT_EQ(RankedChildren(d, 1), (std::vector<int32_t>{4}));
+}
+
+// A row comes from the index with the longer match; where the sequence's own text and the
+// served outputs match equally long, their counts add up (and equal sums rank by id).
+TEST(SuffixDrafter, MatchesOfEqualLengthAddTheirCounts) {
+  const Text own_text = {7, 1, 2, 5, 8, 1, 2};  // "1 2" was followed by 5
+  TokenTree empty;
+  const int32_t root[] = {-1};
+  {
+    // Served: "1 2" followed by 6 twice; "8 1 2" never occurred. Both match "1 2".
+    auto store = std::make_shared<SuffixStore>(SuffixStoreOptions{.max_depth = 4});
+    store->Add(Text{4, 1, 2, 6, 4, 1, 2, 6, 3});
+    SuffixDrafter d(kVocab, 64, store);
+    d.Reserve(4, 16);
+    d.Begin(own_text);
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0),
+              (std::map<int32_t, float>{{5, 0.0f}, {6, std::log(2.0f)}}));
+    // Once more "1 2 5" served: 5 as often as 6 in all, and the lower first.
+    store->Add(Text{3, 1, 2, 5});
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0),
+              (std::map<int32_t, float>{{5, std::log(2.0f)}, {6, std::log(2.0f)}}));
+    EXPECT_EQ(RankedChildren(d, 2), (std::vector<int32_t>{5, 6}));
+  }
+  {
+    // Served "8 1 2" followed by 6: the longer match alone makes the row.
+    auto store = std::make_shared<SuffixStore>(SuffixStoreOptions{.max_depth = 4});
+    store->Add(Text{8, 1, 2, 6, 1, 2, 5, 1, 2, 5});
+    SuffixDrafter d(kVocab, 64, store);
+    d.Reserve(4, 16);
+    d.Begin(own_text);
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0), (std::map<int32_t, float>{{6, 0.0f}}));
+  }
+  {
+    // The sequence's own "8 1 2" was followed by 5; served only "1 2" (by 6): its own alone.
+    auto store = std::make_shared<SuffixStore>(SuffixStoreOptions{.max_depth = 4});
+    store->Add(Text{1, 2, 6, 1, 2, 6});
+    SuffixDrafter d(kVocab, 64, store);
+    d.Reserve(4, 16);
+    d.Begin(Text{8, 1, 2, 5, 8, 1, 2});
+    EXPECT_EQ(Proposed(d.Expand(empty, root), 0), (std::map<int32_t, float>{{5, 0.0f}}));
+  }
 }
 
 // Each row says how many tokens of the text before its node the lookup matched.

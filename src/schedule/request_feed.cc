@@ -7,7 +7,7 @@
 namespace grove {
 
 RequestFeed::RequestFeed(int32_t max_waiting) : max_waiting_(max_waiting) {
-  if (max_waiting < 1) Fail("request feed: max_waiting ", max_waiting, " < 1");
+  if (max_waiting < 1) Fail("request feed: max_waiting ", max_waiting, " must be at least 1");
 }
 
 RequestFeed::Submitted RequestFeed::Submit(SequenceRequest request, DoneFn on_done) {
@@ -23,8 +23,8 @@ RequestFeed::Submitted RequestFeed::SubmitAll(std::vector<SequenceRequest> reque
   GROVE_CHECK(requests.size() == on_done.size(), "request feed: ", requests.size(),
               " requests but ", on_done.size(), " callbacks");
   for (const SequenceRequest& request : requests) {
-    if (request.prompt.empty()) Fail("request has an empty prompt");
-    if (request.n_predict < 0) Fail("request asks for ", request.n_predict, " tokens");
+    if (request.prompt.empty()) Fail("request has an empty prompt: give at least one token");
+    if (request.n_predict < 0) Fail("request asks for ", request.n_predict, " tokens: 0 or more");
     if (request.shares_prompt_with != -1) Fail("requests of a feed cannot share prompts");
   }
   {

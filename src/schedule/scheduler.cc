@@ -65,7 +65,8 @@ ScheduleStats& ScheduleStats::operator+=(const ScheduleStats& b) {
 
 Scheduler::Scheduler(Model& target, DraftSource draft, const SchedulerOptions& options)
     : target_(target), draft_(std::move(draft)), options_(options) {
-  if (options_.node_budget < 1) Fail("scheduler: node budget ", options_.node_budget, " < 1");
+  if (options_.node_budget < 1)
+    Fail("scheduler: node budget ", options_.node_budget, " must be at least 1");
   forks_prompts_ = ForksPrompts(draft_, options_.policy);
 }
 
@@ -223,8 +224,8 @@ std::vector<SequenceResult> Scheduler::Run(std::span<const SequenceRequest> requ
   const auto n = static_cast<int32_t>(requests.size());
   for (int32_t r = 0; r < n; ++r) {
     const SequenceRequest& q = requests[r];
-    if (q.prompt.empty()) Fail("request ", r, " has an empty prompt");
-    if (q.n_predict < 0) Fail("request ", r, " asks for ", q.n_predict, " tokens");
+    if (q.prompt.empty()) Fail("request ", r, " has an empty prompt: give at least one token");
+    if (q.n_predict < 0) Fail("request ", r, " asks for ", q.n_predict, " tokens: 0 or more");
     const int32_t j = q.shares_prompt_with;
     if (j != -1 && (j < 0 || j >= r || requests[j].prompt != q.prompt)) {
       Fail("request ", r, " shares its prompt with ", j,

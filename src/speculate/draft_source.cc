@@ -18,6 +18,13 @@ namespace {
 constexpr std::string_view kPromptLookupName = "ngram";
 constexpr std::string_view kSuffixName = "suffix";
 
+// Whether a file of that name exists; a name no file can have (longer than a path may be) is
+// none, not an exception.
+bool FileExists(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+
 }  // namespace
 
 std::unique_ptr<Drafter> MakeModelDrafter(Model& draft, const Model& target, int32_t seq) {
@@ -41,6 +48,12 @@ DraftSource DraftSource::Open(const std::string& name, const ModelParameters& ta
                               std::shared_ptr<const ModelParameters> loaded, FileBacking backing) {
   if (name.empty()) Fail("the draft is an empty name: give a GGUF path, 'ngram' or 'suffix'");
   if (const std::vector<std::string> names = MixtureMembers(name); names.size() > 1) {
+    // Refused before any member is opened (each lane would make every one of them).
+    if (names.size() > DrafterMixture::kMaxMembers) {
+      Fail("the draft '", name.substr(0, 64), name.size() > 64 ? "...'" : "'", " joins ",
+           names.size(), " drafters with '+': a mixture holds at most ",
+           DrafterMixture::kMaxMembers);
+    }
     std::vector<DraftSource> members;
     members.reserve(names.size());
     const std::string loaded_path = loaded ? ModelPath(name) : "";
@@ -64,17 +77,20 @@ std::string DraftSource::ModelPath(const std::string& name) {
 }
 
 std::vector<std::string> DraftSource::MixtureMembers(const std::string& name) {
-  if (name.find('+') == std::string::npos || std::filesystem::exists(name)) return {name};
+  if (name.find('+') == std::string::npos || FileExists(name)) return {name};
   std::vector<std::string> pieces;
   std::size_t start = 0;
   for (std::size_t plus; (plus = name.find('+', start)) != std::string::npos; start = plus + 1)
     pieces.push_back(name.substr(start, plus - start));
   pieces.push_back(name.substr(start));
+  // Pieces enough for several mixtures are not joined and looked up one by one (a name of
+  // thousands would take that many file lookups of ever longer names): Open refuses so many.
+  if (pieces.size() > 8 * DrafterMixture::kMaxMembers) return pieces;
   // A path may hold '+' itself (~/c++/models/d.gguf+suffix): pieces are joined back until they
   // name a drafter or an existing file. When that leaves a tail naming neither, the plain split
   // stands, so that the error names the piece that is missing.
   const auto names_member = [](const std::string& piece) {
-    return piece == kPromptLookupName || piece == kSuffixName || std::filesystem::exists(piece);
+    return piece == kPromptLookupName || piece == kSuffixName || FileExists(piece);
   };
   std::vector<std::string> names;
   std::string current;
@@ -118,6 +134,10 @@ DraftSource DraftSource::Suffix(std::shared_ptr<SuffixStore> store) {
 
 DraftSource DraftSource::Mixture(std::vector<DraftSource> members) {
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
+  if (members.size() > DrafterMixture::kMaxMembers) {
+    Fail("a drafter mixture of ", members.size(), " drafters: at most ",
+         DrafterMixture::kMaxMembers);
+  }
   DraftSource source;
   // Its rows rank the members' candidates, or with a draft model among them are that model's
   // distribution when children are sampled (speculate/drafter_mixture.h).

@@ -10,7 +10,8 @@ namespace grove {
 DrafterMixture::DrafterMixture(std::vector<std::unique_ptr<Drafter>> members) {
   Offer({.attribution = this, .outlook = this});
   if (members.size() < 2) Fail("a drafter mixture needs at least two drafters");
-  if (members.size() > 32) Fail("a drafter mixture of ", members.size(), " drafters: at most 32");
+  if (members.size() > kMaxMembers)
+    Fail("a drafter mixture of ", members.size(), " drafters: at most ", kMaxMembers);
   n_vocab_ = members[0]->n_vocab();
   for (auto& d : members) {
     if (d->n_vocab() != n_vocab_) {

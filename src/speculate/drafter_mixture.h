@@ -56,9 +56,11 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   static constexpr int32_t kChainDepths = ChainLearning::kChainDepths;
   static constexpr double kChainPrior = ChainLearning::kChainPrior;
   static constexpr double kTailPrior = ChainLearning::kTailPrior;
+  // Members are bits of a node's mask (NodeAttribution).
+  static constexpr std::size_t kMaxMembers = 32;
 
-  // Throws grove::Error on fewer than two members, members of different vocabularies, or one that
-  // reads the target's features.
+  // Throws grove::Error on fewer than two members or more than kMaxMembers, members of different
+  // vocabularies, or one that reads the target's features.
   explicit DrafterMixture(std::vector<std::unique_ptr<Drafter>> members);
 
   std::string_view name() const override { return name_; }

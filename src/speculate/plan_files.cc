@@ -1,5 +1,6 @@
 #include "speculate/plan_files.h"
 
+#include <algorithm>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,7 @@
 #include "base/text_file.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "speculate/verify_cost.h"
 #include "speculate/verify_cost_cache.h"
 
 #ifndef GROVE_VERSION
@@ -37,10 +39,14 @@ std::string UtcNow() {
 
 }  // namespace
 
-TokenTree ReadTreeFile(const std::string& path) {
+TokenTree ReadTreeFile(const std::string& path, int32_t max_nodes) {
   nlohmann::json j = ReadJson(path, "tree file");
   if (!j.is_object() || !j.contains("parents") || !j["parents"].is_array()) {
     Fail("tree file '", path, "': expected {\"parents\": [...]}");
+  }
+  if (j["parents"].size() > static_cast<std::size_t>(std::max(max_nodes, 0))) {
+    Fail("tree file '", path, "' has ", j["parents"].size(), " nodes, more than the ", max_nodes,
+         " allowed");
   }
   TokenTree shape;
   std::vector<int32_t> n_children(j["parents"].size() + 1, 0);
@@ -101,7 +107,13 @@ VerifyCostCurve ReadVerifyProfile(const std::string& path) {
       Fail("verify profile '", path,
            "': each curve point needs integer n and number seconds_median");
     }
-    points.emplace_back(point["n"].get<int32_t>(), point["seconds_median"].get<double>());
+    // Read as int64 first: an n past int32 would wrap (2^32 + 1 read as 1).
+    const int64_t n = point["n"].get<int64_t>();
+    if (n < 1 || n > kMaxVerifyTokens) {
+      Fail("verify profile '", path, "': a curve point's n = ", n, " is not a token count of 1 to ",
+           kMaxVerifyTokens);
+    }
+    points.emplace_back(static_cast<int32_t>(n), point["seconds_median"].get<double>());
   }
   try {
     return VerifyCostCurve(std::move(points));

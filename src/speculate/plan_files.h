@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,8 +17,10 @@
 
 namespace grove {
 
-// Static shapes: {"parents": [...]} with nodes in level order (-1: child of the root).
-TokenTree ReadTreeFile(const std::string& path);
+// Static shapes: {"parents": [...]} with nodes in level order (-1: child of the root); more than
+// max_nodes nodes are refused before a tree is built.
+TokenTree ReadTreeFile(const std::string& path,
+                       int32_t max_nodes = std::numeric_limits<int32_t>::max());
 void WriteTreeFile(const std::string& path, const TokenTree& shape);
 
 // Acceptance vectors: {"acceptance": [p_1, ...], "draft_seconds_per_level": c, ...}; c is 0 when

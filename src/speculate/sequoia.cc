@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "base/error.h"
 
@@ -55,6 +56,15 @@ void SequoiaTable::Compute(std::span<const double> acceptance, int32_t max_size,
   ValidateAcceptanceVector(acceptance);
   if (max_size < 1) Fail("sequoia: tree size ", max_size, " must be >= 1 (the root)");
   if (max_depth < 0) Fail("sequoia: depth bound ", max_depth, " must be >= 1, or 0 for none");
+  const int64_t branchings =
+      std::min<int64_t>(static_cast<int64_t>(acceptance.size()), max_size - 1);
+  const int64_t cells = (int64_t{max_size} + 1) * (int64_t{max_depth} + 1) * (branchings + 1);
+  if (cells > kMaxCells) {
+    Fail("sequoia: trees of up to ", max_size, " tokens", max_depth > 0 ? " and depth " : "",
+         max_depth > 0 ? std::to_string(max_depth) : "", " with up to ", branchings,
+         " children a node need a table of ", cells, " cells, more than the ", kMaxCells,
+         " allowed: ask for a smaller size or depth");
+  }
   Reset(acceptance, max_size, max_depth);
   // Slots that exist: 0 when unbounded; depth budgets 1..D when bounded (slot 0 stays -inf).
   const int32_t first_slot = max_depth == 0 ? 0 : 1;

@@ -33,11 +33,16 @@ void ValidateAcceptanceVector(std::span<const double> acceptance);
 // The DP tables G(n) or G(n, d) for n <= max_size, and the argmax pointers to rebuild the trees.
 class SequoiaTable {
  public:
+  // The most cells (sizes x depth budgets x branchings) a table holds, 12 bytes each: 192 MiB. A
+  // spec's size and depth come from users and requests (sequoia:1000000,1000 asked for terabytes);
+  // what planners build (depth 16, sizes of a verify batch) holds far fewer.
+  static constexpr int64_t kMaxCells = int64_t{1} << 24;
+
   // max_depth = 0: depth unbounded, Algorithm 1, O(N^2 B). max_depth = D >= 1: Algorithm 4 with the
   // 1-D vector tiled over levels, O(N^2 D B), which gives G(n, d) for every d <= D at once (the
   // rows do not depend on the global D when p does not depend on depth). B, the most children a
   // node may have, is min(|p|, N - 1): a child of rank > |p| is never accepted, so it can only
-  // waste a node.
+  // waste a node. Throws grove::Error on a table of more than kMaxCells.
   static SequoiaTable Build(std::span<const double> acceptance, int32_t max_size,
                             int32_t max_depth = 0);
   // Build in place, reusing this table's storage: no allocation once it has held a table as large

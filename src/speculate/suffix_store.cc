@@ -2,11 +2,13 @@
 
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "base/error.h"
 #include "base/replacing_file.h"
 #include "base/text_file.h"
+#include "speculate/own_file.h"
 
 namespace grove {
 
@@ -58,6 +60,8 @@ namespace {
 // The file: kMagic, then little-endian u64 vocabulary fingerprint, u64 document count, and per
 // document a u32 length and that many i32 tokens.
 constexpr char kMagic[8] = {'G', 'R', 'V', 'S', 'U', 'F', 'X', '1'};
+constexpr std::string_view kMagicBytes(kMagic, sizeof(kMagic));
+constexpr const char* kWhat = "suffix store";
 
 template <class T>
 void Put(std::string& out, T v) {
@@ -74,9 +78,14 @@ bool Take(std::string_view& in, T* v) {
 
 }  // namespace
 
+void SuffixStore::CheckReplaceable(const std::string& path) {
+  CheckReplaceableOwnFile(path, kWhat, kMagicBytes);
+}
+
 void SuffixStore::Save(const std::string& path, uint64_t vocabulary) const {
   static_assert(std::endian::native == std::endian::little, "the store file is little-endian");
-  std::string bytes(kMagic, sizeof(kMagic));
+  CheckReplaceable(path);
+  std::string bytes(kMagicBytes);
   {
     std::shared_lock lock(mutex_);
     Put<uint64_t>(bytes, vocabulary);
@@ -86,15 +95,28 @@ void SuffixStore::Save(const std::string& path, uint64_t vocabulary) const {
       bytes.append(reinterpret_cast<const char*>(d.data()), d.size() * sizeof(int32_t));
     }
   }
-  ReplaceTextFile(path, bytes, "suffix store");
+  ReplaceTextFile(path, bytes, kWhat);
 }
 
 int64_t SuffixStore::Load(const std::string& path, uint64_t vocabulary, int32_t n_vocab) {
-  const std::string bytes = ReadTextFile(path, "suffix store");
-  std::string_view in(bytes);
-  const auto damaged = [&](const char* why) {
-    Fail("suffix store ", path, ": ", why, " (it is ignored, and rewritten when the server stops)");
+  // Another file (a draft model given by mistake) is neither read whole nor replaced at exit.
+  if (InspectOwnFile(path, kMagicBytes) == OwnFileState::kForeign) {
+    Fail("suffix store '", path,
+         "': not a grove suffix store (it is ignored, and left as it is: nothing is saved over "
+         "it)");
+  }
+  const auto damaged = [&](const auto&... why) {
+    Fail("suffix store '", path, "': ", why...,
+         " (it is ignored, and rewritten when the server stops)");
   };
+  // Each token of a document costs the store more than the 8 bytes (length and id) it takes in
+  // the file at most, so a store within max_bytes never writes a larger file.
+  const std::uintmax_t max_file = sizeof(kMagic) + 16 + 2 * options_.max_bytes;
+  std::error_code ec;
+  if (const std::uintmax_t size = std::filesystem::file_size(path, ec); !ec && size > max_file)
+    damaged(size, " bytes, more than the ", max_file, " a store of this budget writes");
+  const std::string bytes = ReadTextFile(path, kWhat);
+  std::string_view in(bytes);
   if (in.size() < sizeof(kMagic) || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0)
     damaged("not a grove suffix store");
   in.remove_prefix(sizeof(kMagic));

@@ -41,10 +41,16 @@ class SuffixStore {
 
   // Keeps the documents in `path` (replaced only once complete, base/replacing_file.h), oldest
   // first, under `vocabulary` (a fingerprint of the tokenizer the tokens belong to). Throws
-  // grove::Error naming the file and the reason.
+  // grove::Error naming the file and the reason, writing nothing, unless CheckReplaceable allows
+  // the path.
   void Save(const std::string& path, uint64_t vocabulary) const;
+  // Fails (grove::Error naming the file) unless `path` is absent or a store (it begins with a
+  // store's magic): a store never replaces another file, a link, a FIFO or a device
+  // (speculate/own_file.h). A server checks it at start, before it serves for hours.
+  static void CheckReplaceable(const std::string& path);
   // Adds the documents `path` holds (as Add, oldest first) and returns how many. Throws
-  // grove::Error, adding nothing, when the file is not a store, is damaged or truncated, or holds
+  // grove::Error, adding nothing, when the file is not a store (read no further than its first
+  // bytes), is larger than a store of this budget writes, is damaged or truncated, or holds
   // tokens of another vocabulary (another fingerprint, or ids of n_vocab or more).
   int64_t Load(const std::string& path, uint64_t vocabulary, int32_t n_vocab);
 

@@ -1,6 +1,7 @@
 #include "speculate/tree_plan.h"
 
 #include <charconv>
+#include <cmath>
 
 #include "base/error.h"
 #include "speculate/plan_files.h"
@@ -27,7 +28,8 @@ std::vector<double> ParseNumbers(std::string_view list, std::string_view spec) {
 }
 
 int32_t PositiveInt(double v, std::string_view what, std::string_view spec, int32_t max) {
-  if (v != static_cast<int32_t>(v) || v < 1 || v > max) {
+  // The range first: converting a double outside int32 (1e300, inf, nan) is undefined.
+  if (!(v >= 1 && v <= max) || v != std::floor(v)) {
     Fail("tree spec '", spec, "': ", what, " ", v, " must be a whole number from 1 to ", max);
   }
   return static_cast<int32_t>(v);
@@ -125,12 +127,12 @@ TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs) {
     spec.kind = TreeKind::kKConfig;
     spec.shape = KConfigShape(ParseWidths(args, text, max_nodes));
   } else if (kind == "file") {
-    spec.kind = TreeKind::kFile;
-    spec.shape = ReadTreeFile(std::string(args));
-    if (spec.shape.size() > max_nodes) {
-      Fail("tree file '", args, "' has ", spec.shape.size(), " nodes, more than the ", max_nodes,
-           " allowed");
+    if (!inputs.tree_files) {
+      Fail("tree spec '", text, "': tree files are not read for this plan (a request names no ",
+           "file of the server's); give chain, kconfig, sequoia, opt or auto");
     }
+    spec.kind = TreeKind::kFile;
+    spec.shape = ReadTreeFile(std::string(args), max_nodes);
   } else if (kind == "sequoia") {
     ParseSequoia(args, text, inputs, spec);
   } else if (kind == "auto") {

@@ -42,6 +42,9 @@ struct TreePlanInputs {
   // Where `auto` keeps the verify curves it measures (nullptr: nowhere; ReadPlanInputs gives
   // the user's cache directory).
   std::shared_ptr<const VerifyCostCache> verify_cost_cache;
+  // Whether `file:PATH` may name a tree file. A server's plans for its requests say false: a
+  // client must not have the server read (and tell of) whatever file it names.
+  bool tree_files = true;
 };
 
 struct TreePlan {
@@ -68,7 +71,8 @@ struct TreePlan {
 };
 
 // Throws grove::Error naming what is wrong: unknown kind, bad numbers, a budget beyond
-// inputs.max_tokens, a sequoia spec without an acceptance vector, a malformed tree file.
+// inputs.max_tokens, a sequoia spec without an acceptance vector, a malformed tree file or one
+// where inputs.tree_files is false.
 TreePlan ParseTreePlan(std::string_view text, const TreePlanInputs& inputs);
 
 }  // namespace grove

@@ -26,6 +26,10 @@ VerifyCostCurve::VerifyCostCurve(std::vector<std::pair<int32_t, double>> points)
            points_[i - 1].first);
     }
   }
+  if (points_.back().first > kMaxVerifyTokens) {
+    Fail("verify cost: n = ", points_.back().first,
+         " is more tokens than a forward holds (at most ", kMaxVerifyTokens, ")");
+  }
 }
 
 void VerifyCostCurve::ScaleFrom(const VerifyCostCurve& other, double factor) {

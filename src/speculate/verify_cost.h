@@ -15,12 +15,17 @@ namespace grove {
 class Model;
 struct CachedVerifyCost;
 
+// The most tokens one forward holds (a model's largest batch, model/model.cc): no curve describes
+// more, so that what is sized by a curve's last n (the scheduler's record of served forwards) stays
+// small whatever a profile or a kept curve says.
+inline constexpr int32_t kMaxVerifyTokens = 8192;
+
 // tau_v(n) from measured (n, seconds) points, linearly interpolated between them; sizes outside
 // the measured range are not considered (no extrapolation).
 class VerifyCostCurve {
  public:
-  // Points sorted by strictly increasing n, the first at n = 1, times positive. Throws
-  // grove::Error.
+  // Points sorted by strictly increasing n, the first at n = 1, none past kMaxVerifyTokens, times
+  // positive. Throws grove::Error.
   explicit VerifyCostCurve(std::vector<std::pair<int32_t, double>> points);
   int32_t max_size() const { return points_.back().first; }
   double Seconds(int32_t n) const;  // n in [1, max_size()]

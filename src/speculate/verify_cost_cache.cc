@@ -16,6 +16,7 @@
 #include "base/user_cache_directory.h"
 #include "kernels/cpu_features.h"
 #include "kernels/kernel_set.h"
+#include "speculate/own_file.h"
 #include "speculate/verify_cost.h"
 
 #ifndef GROVE_VERSION
@@ -95,12 +96,23 @@ bool CachedVerifyCost::Confirmed(int32_t n) const {
 
 std::string VerifyCostCache::DefaultDirectory() { return UserCacheDirectory(); }
 
-std::string VerifyCostCache::KeyFor(const Model& target) {
-  return StrCat("model ", target.config().arch, " ", target.parameters()->ShapeFingerprint(),
-                " | cpu ", CpuModelName(), " (", CpuFeatureString(HostCpuFeatures()),
-                ") | kernels ", ActiveKernels().name, " r", kKernelsRevision, " | threads ",
-                target.shared_pool()->size(), " | batch ", target.max_batch(), " | kv ",
-                KvCacheTypeName(target.cache_type()), " | grove ", GROVE_VERSION);
+VerifyCostKey VerifyCostKey::Of(const Model& target) {
+  return {.arch = target.config().arch,
+          .shape = target.parameters()->ShapeFingerprint(),
+          .cpu = CpuModelName(),
+          .cpu_features = CpuFeatureString(HostCpuFeatures()),
+          .kernels = ActiveKernels().name,
+          .kernels_revision = kKernelsRevision,
+          .threads = static_cast<int32_t>(target.shared_pool()->size()),
+          .batch = target.max_batch(),
+          .kv = KvCacheTypeName(target.cache_type()),
+          .version = GROVE_VERSION};
+}
+
+std::string VerifyCostKey::Text() const {
+  return StrCat("model ", arch, " ", shape, " | cpu ", cpu, " (", cpu_features, ") | kernels ",
+                kernels, " r", kernels_revision, " | threads ", threads, " | batch ", batch,
+                " | kv ", kv, " | grove ", version);
 }
 
 std::string VerifyCostCache::PathFor(const std::string& key) const {
@@ -208,6 +220,9 @@ void VerifyCostCache::Store(const Model& target, const CachedVerifyCost& curve) 
   try {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
+    // A file of its name in the cache directory is the cache's, damaged or not; a link, FIFO or
+    // device put there is not, and is left as it is.
+    CheckReplaceableOwnFile(path, "verify cost cache", "");
     ReplaceTextFile(path, j.dump(1) + "\n", "verify cost cache");
   } catch (const std::exception& e) {
     Log(LogLevel::kDebug, "verify cost cache: not kept: ", e.what());

@@ -12,7 +12,8 @@
 //
 // Where: $GROVE_CACHE_DIR if set (set and empty: no caching), else $XDG_CACHE_HOME/grove, else
 // $HOME/.cache/grove. A corrupt or foreign file is ignored with a one-line notice and rewritten; a
-// directory that cannot be created or written means no caching, not an error.
+// link, FIFO or device at a curve's path is never replaced (speculate/own_file.h); a directory
+// that cannot be created or written means no caching, not an error.
 #pragma once
 
 #include <optional>
@@ -63,6 +64,27 @@ struct CachedVerifyCost {
   void SeedSamplesFromPoints();
 };
 
+// What a kept curve depends on (see the file comment), field by field, as the key writes it: two
+// targets share a curve exactly when every field is equal.
+struct VerifyCostKey {
+  std::string arch;          // the model's architecture
+  std::string shape;         // ModelParameters::ShapeFingerprint: tensors, attention, file size
+  std::string cpu;           // the CPU's model name
+  std::string cpu_features;  // the features the kernels may use
+  std::string kernels;       // the kernel set in use
+  int kernels_revision = 0;  // kKernelsRevision: their speed changes between versions
+  int32_t threads = 0;       // the target's pool
+  int32_t batch = 0;         // the largest verify batch
+  std::string kv;            // the KV cache's element type
+  std::string version;       // grove's
+
+  // The key of `target` as loaded (with its threads and batch), on this machine and build.
+  static VerifyCostKey Of(const Model& target);
+  // The key as one line (what a file keeps and its name hashes).
+  std::string Text() const;
+  bool operator==(const VerifyCostKey&) const = default;
+};
+
 class VerifyCostCache {
  public:
   static constexpr int kMaxAgeDays = 30;
@@ -76,8 +98,8 @@ class VerifyCostCache {
   bool enabled() const { return !dir_.empty(); }
   const std::string& directory() const { return dir_; }
 
-  // What the key of `target` (as loaded, with its threads and batch) says about it, and the file.
-  static std::string KeyFor(const Model& target);
+  // VerifyCostKey::Of(target).Text(), and the file it names.
+  static std::string KeyFor(const Model& target) { return VerifyCostKey::Of(target).Text(); }
   std::string PathFor(const std::string& key) const;
 
   // The curve kept for `target`; nullopt when there is none, it is stale, or it cannot be used
