@@ -259,6 +259,9 @@ TEST_F(BadInputTest, EveryRowIsRefusedInOneLineAndChangesNothing) {
   add("serve -m " + m + " --draft suffix --suffix-store " + m, "is the input file");
   add("serve -m " + m + " --draft suffix --suffix-store " + Path("link.gguf"), "a symbolic link");
   add("serve -m " + m + " --record " + Path("fifo-corpus"), "a FIFO");
+  // A file that is not a suffix store is refused at start, not at exit when the outputs are lost.
+  add("serve -m " + m + " --draft suffix --suffix-store " + Path("prompts.txt"),
+      "will not replace");
   add("corpus --out " + Path("fifo-corpus"), "a FIFO");
   add("train --corpus " + Path("corpus") + " --tokenizer " + m + " -o " + Path("fifo-run"),
       "a FIFO");

@@ -45,6 +45,10 @@ TEST(PlanFiles, TreeRoundTripsAndBadFilesAreRefused) {
   ExpectRefused([&] { ReadTreeFile(path); }, "no nodes");
   WriteText(path, "{\"parents\": [-1,");
   ExpectRefused([&] { ReadTreeFile(path); }, "not valid JSON");
+  // Nested far deeper than any plan file: refused while parsing, before a recursive walk could
+  // overflow the stack (base/bounded_json.h).
+  WriteText(path, "{\"parents\": " + std::string(100000, '[') + std::string(100000, ']') + "}");
+  ExpectRefused([&] { ReadTreeFile(path); }, "nesting deeper than 128 levels");
   // More nodes than the caller allows: refused before a tree is built.
   WriteTreeFile(path, shape);
   ExpectRefused([&] { ReadTreeFile(path, 2); }, "has 3 nodes, more than the 2 allowed");

@@ -731,6 +731,9 @@ TEST_F(ServerTest, BadInputGetsAnOpenAiErrorObject) {
       {"/v1/completions", R"({"max_tokens": 4})", 400, "prompt"},
       {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "tree:9"}})", 400, ""},
       {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "sequoia:400"}})", 400, ""},
+      // A client may not have the server read a file and tell of it.
+      {"/v1/completions", R"({"prompt": "hi", "grove": {"speculation": "file:/etc/hostname"}})",
+       400, "tree files are not read"},
       {"/v1/completions", R"({"prompt": ")" + std::string(3000, 'x') + R"("})", 400,
        "context holds"},
       {"/v1/chat/completions", R"({"messages": [{"role": "robot", "content": "hi"}]})", 400,

@@ -178,6 +178,10 @@ CompletionService::CompletionService(Model& target, std::optional<DraftSource> d
                                                                *target_.tokenizer());
   options_.plan_inputs.max_tokens =
       std::min({options_.plan_inputs.max_tokens, kMaxRequestTreeTokens, target_.max_batch()});
+  // A client's tree spec may not name a file: `file:PATH` would have the server read whatever
+  // PATH is and quote it back in the error. The server's own --spec may.
+  request_plan_inputs_ = options_.plan_inputs;
+  request_plan_inputs_.tree_files = false;
   if (!options_.record_dir.empty()) record_ = std::make_unique<TrafficRecord>(options_.record_dir);
   const SamplerParams greedy{.temperature = 0.0f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f};
   CompletionRequest defaults;
@@ -285,7 +289,8 @@ SpeculationPolicy CompletionService::PolicyFor(const CompletionRequest& request,
   try {
     SpeculationPolicy policy = ResolveSpeculation(
         {.plan = request.speculation, .verify = sampling.greedy() ? "" : "target-sample"},
-        options_.plan_inputs, traits, sampling);
+        request.speculation == options_.spec ? options_.plan_inputs : request_plan_inputs_, traits,
+        sampling);
     if (policy.plan.max_drafted_nodes() + 1 > kMaxRequestTreeTokens) {
       throw ApiError(400,
                      "tree '" + request.speculation + "' drafts up to " +

@@ -214,6 +214,7 @@ class CompletionService {
   std::optional<DraftSource> draft_;
   std::unique_ptr<TrafficRecord> record_;  // --record
   ServiceOptions options_;
+  TreePlanInputs request_plan_inputs_;  // options_.plan_inputs with no tree files (a client's)
   std::unique_ptr<const chat::ModelChatFormat> chat_format_;
   std::unique_ptr<Scheduler> scheduler_;
   RequestFeed feed_;

@@ -4,6 +4,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/replacing_file.h"
 #include "base/text_file.h"
@@ -19,13 +20,10 @@
 namespace grove {
 namespace {
 
+// The depth is bounded while parsing (base/bounded_json.h): a plan file nested 100,000 deep would
+// overflow the stack in the walks that read it.
 nlohmann::json ReadJson(const std::string& path, std::string_view what) {
-  const std::string text = ReadTextFile(path, what);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    Fail(what, " '", path, "' is not valid JSON: ", e.what());
-  }
+  return ReadJsonFile(path, what);
 }
 
 std::string UtcNow() {

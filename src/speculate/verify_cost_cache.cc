@@ -8,6 +8,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/fnv1a.h"
 #include "base/log.h"
@@ -178,8 +179,7 @@ std::optional<CachedVerifyCost> VerifyCostCache::Load(const Model& target) const
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return std::nullopt;
   try {
-    CachedVerifyCost cached =
-        ParseCurve(nlohmann::json::parse(ReadTextFile(path, "verify cost cache")), key);
+    CachedVerifyCost cached = ParseCurve(ReadJsonFile(path, "verify cost cache"), key);
     if (NowSeconds() - cached.measured_at > int64_t{kMaxAgeDays} * 24 * 3600) {
       Log(LogLevel::kDebug, "verify cost cache: '", path, "' was measured more than ", kMaxAgeDays,
           " days ago: measuring again");

@@ -14,6 +14,7 @@
 #include "schedule/schedule_policy.h"
 #include "speculate/command_speculation.h"
 #include "speculate/draft_source.h"
+#include "speculate/suffix_store.h"
 #include "speculate/tree_plan.h"
 #include "tokenize/tokenizer.h"
 
@@ -83,7 +84,12 @@ void CheckServeOutputs(const ServeModelOptions& opt) {
   rules.inputs.push_back(opt.model);
   rules.inputs.push_back(opt.accept_file);
   if (!opt.record.empty()) CheckOutputDirectory(opt.record, "--record", CorpusFiles(), rules);
-  if (!opt.suffix_store.empty()) CheckOutputFile(opt.suffix_store, "--suffix-store", rules);
+  if (!opt.suffix_store.empty()) {
+    CheckOutputFile(opt.suffix_store, "--suffix-store", rules);
+    // A file there that is not a store of its own would be refused only at exit, and every
+    // output served lost with it.
+    SuffixStore::CheckReplaceable(opt.suffix_store);
+  }
 }
 
 }  // namespace
