@@ -17,6 +17,9 @@
 
 namespace grove {
 
+// The most tokens one Forward may hold (ModelOptions::max_batch at most).
+inline constexpr int32_t kMaxForwardTokens = 8192;
+
 struct Batch {
   // cache_parents value: continue from the last slot of the cache as it was before this batch.
   static constexpr int32_t kContinueCache = -2;

@@ -18,8 +18,8 @@ std::shared_ptr<ThreadPool> PoolFor(const ModelOptions& options) {
 }
 
 int32_t CheckedMaxBatch(const ModelOptions& options) {
-  if (options.max_batch < 1 || options.max_batch > 8192)
-    Fail("model: max_batch ", options.max_batch, " out of range 1..8192");
+  if (options.max_batch < 1 || options.max_batch > kMaxForwardTokens)
+    Fail("model: max_batch ", options.max_batch, " out of range 1..", kMaxForwardTokens);
   return options.max_batch;
 }
 

@@ -10,15 +10,17 @@
 #include <utility>
 #include <vector>
 
+#include "model/batch.h"
+
 namespace grove {
 
 class Model;
 struct CachedVerifyCost;
 
-// The most tokens one forward holds (a model's largest batch, model/model.cc): no curve describes
-// more, so that what is sized by a curve's last n (the scheduler's record of served forwards) stays
-// small whatever a profile or a kept curve says.
-inline constexpr int32_t kMaxVerifyTokens = 8192;
+// The most tokens one forward holds (model/batch.h): no curve describes more, so that what is
+// sized by a curve's last n (the scheduler's record of served forwards) stays small whatever a
+// profile or a kept curve says.
+inline constexpr int32_t kMaxVerifyTokens = kMaxForwardTokens;
 
 // tau_v(n) from measured (n, seconds) points, linearly interpolated between them; sizes outside
 // the measured range are not considered (no extrapolation).
