@@ -47,13 +47,6 @@ struct Outcome {
   std::string out, err;
 };
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs the grove binary with `args` (no shell: each argument as given), stdin from /dev/null.
 Outcome RunGrove(const std::vector<std::string>& args, const fs::path& out_file,
                  const fs::path& err_file) {
@@ -92,8 +85,8 @@ Outcome RunGrove(const std::vector<std::string>& args, const fs::path& out_file,
   }
   r.signaled = WIFSIGNALED(status);
   r.status = r.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-  r.out = ReadAll(out_file);
-  r.err = ReadAll(err_file);
+  r.out = testing::ReadWholeFile(out_file);
+  r.err = testing::ReadWholeFile(err_file);
   return r;
 }
 

@@ -2,14 +2,17 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -89,6 +92,23 @@ std::string TempPath(const std::string& name) {
   }();
   return paths.Add(::testing::TempDir() + "grove_" + tag + "_" + std::to_string(counter++) + "_" +
                    name);
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandResult RunShellCommand(const std::string& command, const std::string& out,
+                              const std::string& err) {
+  const int status = std::system((command + " >" + out + " 2>" + err).c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadWholeFile(out);
+  r.err = ReadWholeFile(err);
+  return r;
 }
 
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelOptions& options) {

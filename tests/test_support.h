@@ -28,6 +28,20 @@ bool PartialFileLeft(const std::string& path);
 // removed when the test binary exits.
 std::string TempPath(const std::string& name);
 
+// The bytes of the file at `path`; "" when it cannot be read.
+std::string ReadWholeFile(const std::string& path);
+
+// What a shell command did: its exit status (-1 when it did not exit) and what it wrote.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `command` through the shell, its stdout and stderr written to the files `out` and `err`.
+CommandResult RunShellCommand(const std::string& command, const std::string& out,
+                              const std::string& err);
+
 // Writes a random model of the given spec to a temporary file and loads it.
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec,
                                        const ModelOptions& options = {});
