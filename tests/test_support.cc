@@ -119,6 +119,18 @@ std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelO
   return model;
 }
 
+bool ForkContinuesAsParent(Model& model, std::span<const int32_t> tokens, int32_t split) {
+  Batch batch;
+  const int32_t parent = model.kv().Acquire();
+  model.ForwardChain(tokens.first(split), 0, parent, batch, false);
+  const int32_t child = model.kv().Fork(parent, split);
+  const std::span<const int32_t> rest = tokens.subspan(split);
+  const std::span<const float> a = model.ForwardChain(rest, split, parent, batch, true);
+  const std::vector<float> a_copy(a.begin(), a.end());
+  const std::span<const float> b = model.ForwardChain(rest, split, child, batch, true);
+  return std::equal(b.begin(), b.end(), a_copy.begin());
+}
+
 void WriteRelabelledModel(const RandomModelSpec& spec, const std::string& new_arch,
                           const std::string& path, const std::function<void(GgufWriter&)>& edit) {
   const std::string src = TempPath(spec.name + "-original.gguf");

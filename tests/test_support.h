@@ -46,6 +46,11 @@ CommandResult RunShellCommand(const std::string& command, const std::string& out
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec,
                                        const ModelOptions& options = {});
 
+// Reads the first `split` of `tokens` into a sequence of `model` acquired for it, forks it there,
+// and continues parent and child with the rest: whether the child's logits equal the parent's
+// (a fork copies what the child needs, whatever the cache keeps).
+bool ForkContinuesAsParent(Model& model, std::span<const int32_t> tokens, int32_t split);
+
 // Writes a random model of `spec` to `path` as a file that is not what it says: its architecture,
 // and the prefix of its architecture's keys, renamed to new_arch, then `edit` applied to the
 // metadata (relabelled files, wrong head counts, ...).
