@@ -116,11 +116,8 @@ std::vector<std::string> Split(const std::string& text) {
 class BadInputTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char pattern[] = "/tmp/grove_bad_input.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = new fs::path(pattern);
-    logs_ = new fs::path(std::string(pattern) + ".logs");  // outside the watched directory
-    fs::create_directories(*logs_);
+    dir_ = new fs::path(testing::TempDirectory("bad_input"));
+    logs_ = new fs::path(testing::TempDirectory("bad_input_logs"));  // outside the watched one
     const Outcome synth = RunGrove(Split("synth --shape tiny --type q8_0 -o " + Path("model.gguf")),
                                    *logs_ / "out", *logs_ / "err");
     ASSERT_EQ(synth.status, 0) << synth.err;
@@ -168,9 +165,6 @@ class BadInputTest : public ::testing::Test {
     has_device_ = ::mknod(Path("device").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0;
   }
   static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
-    fs::remove_all(*logs_, ec);
     delete dir_;
     delete logs_;
   }

@@ -3,8 +3,6 @@
 // test looks at how fast anything is (timings never gate a test), only that figures are present
 // and positive.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -32,20 +30,14 @@ using testing::ReadWholeFile;
 class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char pattern[] = "/tmp/grove_cli_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = new fs::path(pattern);
+    dir_ = new fs::path(testing::TempDirectory("cli_test"));
     for (const char* type : {"f32", "q8_0"}) {
       const CommandResult r =
           Grove(std::string("synth --shape tiny --type ") + type + " -o " + Model(type));
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
   }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete dir_; }
 
   static std::string Path(const std::string& name) { return (*dir_ / name).string(); }
   static std::string Model(const std::string& type) { return Path("tiny-" + type + ".gguf"); }

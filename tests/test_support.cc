@@ -94,6 +94,12 @@ std::string TempPath(const std::string& name) {
                    name);
 }
 
+std::string TempDirectory(const std::string& name) {
+  const std::string path = TempPath(name);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
 std::string ReadWholeFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

@@ -28,6 +28,9 @@ bool PartialFileLeft(const std::string& path);
 // removed when the test binary exits.
 std::string TempPath(const std::string& name);
 
+// A TempPath made a directory now (removed, with what it holds, when the test binary exits).
+std::string TempDirectory(const std::string& name);
+
 // The bytes of the file at `path`; "" when it cannot be read.
 std::string ReadWholeFile(const std::string& path);
 
