@@ -47,13 +47,6 @@ struct Outcome {
   std::string out, err;
 };
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // Runs the grove binary with `args` (no shell: each argument as given), stdin from /dev/null.
 Outcome RunGrove(const std::vector<std::string>& args, const fs::path& out_file,
                  const fs::path& err_file) {
@@ -92,8 +85,8 @@ Outcome RunGrove(const std::vector<std::string>& args, const fs::path& out_file,
   }
   r.signaled = WIFSIGNALED(status);
   r.status = r.signaled ? WTERMSIG(status) : WEXITSTATUS(status);
-  r.out = ReadAll(out_file);
-  r.err = ReadAll(err_file);
+  r.out = testing::ReadWholeFile(out_file);
+  r.err = testing::ReadWholeFile(err_file);
   return r;
 }
 
@@ -123,11 +116,8 @@ std::vector<std::string> Split(const std::string& text) {
 class BadInputTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char pattern[] = "/tmp/grove_bad_input.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = new fs::path(pattern);
-    logs_ = new fs::path(std::string(pattern) + ".logs");  // outside the watched directory
-    fs::create_directories(*logs_);
+    dir_ = new fs::path(testing::TempDirectory("bad_input"));
+    logs_ = new fs::path(testing::TempDirectory("bad_input_logs"));  // outside the watched one
     const Outcome synth = RunGrove(Split("synth --shape tiny --type q8_0 -o " + Path("model.gguf")),
                                    *logs_ / "out", *logs_ / "err");
     ASSERT_EQ(synth.status, 0) << synth.err;
@@ -175,9 +165,6 @@ class BadInputTest : public ::testing::Test {
     has_device_ = ::mknod(Path("device").c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0;
   }
   static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
-    fs::remove_all(*logs_, ec);
     delete dir_;
     delete logs_;
   }

@@ -3,8 +3,6 @@
 // test looks at how fast anything is (timings never gate a test), only that figures are present
 // and positive.
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -26,36 +24,20 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::CommandResult;
+using testing::ReadWholeFile;
 
 class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char pattern[] = "/tmp/grove_cli_test.XXXXXX";
-    ASSERT_NE(::mkdtemp(pattern), nullptr);
-    dir_ = new fs::path(pattern);
+    dir_ = new fs::path(testing::TempDirectory("cli_test"));
     for (const char* type : {"f32", "q8_0"}) {
       const CommandResult r =
           Grove(std::string("synth --shape tiny --type ") + type + " -o " + Model(type));
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
   }
-  static void TearDownTestSuite() {
-    std::error_code ec;
-    fs::remove_all(*dir_, ec);
-    delete dir_;
-  }
+  static void TearDownTestSuite() { delete dir_; }
 
   static std::string Path(const std::string& name) { return (*dir_ / name).string(); }
   static std::string Model(const std::string& type) { return Path("tiny-" + type + ".gguf"); }
@@ -64,14 +46,7 @@ class CliTest : public ::testing::Test {
   static CommandResult Grove(const std::string& args) { return Shell(kGroveCli, args); }
   // The same with a command before grove's path (such as `timeout 5`).
   static CommandResult Shell(const std::string& prefix, const std::string& args) {
-    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
-    const std::string cmd = prefix + " " + args + " >" + out + " 2>" + err;
-    const int status = std::system(cmd.c_str());
-    CommandResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
+    return testing::RunShellCommand(prefix + " " + args, Path("stdout.txt"), Path("stderr.txt"));
   }
 
   static fs::path* dir_;
@@ -171,7 +146,7 @@ TEST_F(CliTest, BenchMarkdownTableAndVerifyCurveProfile) {
   EXPECT_NE(r.out.find("memory: tiny-q8_0.gguf"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("verify curve"), std::string::npos) << r.out;
 
-  const Json p = Json::parse(ReadAll(profile));
+  const Json p = Json::parse(ReadWholeFile(profile));
   EXPECT_EQ(p.at("format").get<std::string>(), "grove-hardware-profile");
   EXPECT_EQ(p.at("version").get<int>(), 1);
   EXPECT_EQ(p.at("model").get<std::string>(), "tiny-q8_0.gguf");
@@ -198,7 +173,7 @@ TEST_F(CliTest, VerifyCurveAlwaysMeasuresOneToken) {
       Grove("bench -m " + Model("q8_0") +
             " -p 0 -n 0 -r 1 -t 1 --probe-mib 0 --verify-curve 3 --profile-out " + profile);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Json p = Json::parse(ReadAll(profile));
+  const Json p = Json::parse(ReadWholeFile(profile));
   ASSERT_EQ(p.at("curve").size(), 2u);
   EXPECT_EQ(p["curve"][0].at("n").get<int>(), 1);
   EXPECT_EQ(p["curve"][1].at("n").get<int>(), 3);
@@ -277,7 +252,7 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
   CommandResult r = Grove("calibrate -m " + Model("f32") + " --draft " + draft + " --prompts " +
                           Path("prompts.txt") + " --width 4 -n 8 -t 1 -o " + accept);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const Json a = Json::parse(ReadAll(accept));
+  const Json a = Json::parse(ReadWholeFile(accept));
   ASSERT_EQ(a["acceptance"].size(), 4u);
   double total = a["none"].get<double>();
   for (const auto& p : a["acceptance"]) total += p.get<double>();
@@ -287,7 +262,7 @@ TEST_F(CliTest, SpeculativeCommandsEndToEnd) {
   r = Grove("tree --accept " + accept + " --budget 6 -o " + Path("tree.json"));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("G = "), std::string::npos) << r.out;
-  EXPECT_TRUE(Json::parse(ReadAll(Path("tree.json"))).contains("parents"));
+  EXPECT_TRUE(Json::parse(ReadWholeFile(Path("tree.json"))).contains("parents"));
 
   r = Grove("run -m " + Model("f32") + " --draft " + draft + " --spec file:" + Path("tree.json") +
             " -p hello -n 12 --temp 0 -t 1 --ignore-eos --compare");
@@ -373,7 +348,7 @@ TEST_F(CliTest, TrainingCommandsEndToEnd) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("step 20/20"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("valid "), std::string::npos) << r.err;
-  std::istringstream log(ReadAll(run + "/log.tsv"));
+  std::istringstream log(ReadWholeFile(run + "/log.tsv"));
   int lines = 0;
   for (std::string line; std::getline(log, line);) ++lines;
   EXPECT_EQ(lines, 21) << "a header and one line per step";
@@ -542,11 +517,13 @@ TEST_F(CliTest, DraftersByNameRunAndServe) {
                   wait_for("serving ") + "kill -HUP $pid; " + wait_for("drafter reloaded") +
                   "kill -INT $pid; wait $pid'",
               "");
-    EXPECT_EQ(r.exit_code, 0) << ReadAll(log);
-    EXPECT_NE(ReadAll(log).find(std::string("(draft ") + draft), std::string::npos) << ReadAll(log);
-    EXPECT_NE(ReadAll(log).find(std::string("drafter reloaded from ") + draft + " (" + name + ")"),
-              std::string::npos)
-        << ReadAll(log);
+    EXPECT_EQ(r.exit_code, 0) << ReadWholeFile(log);
+    EXPECT_NE(ReadWholeFile(log).find(std::string("(draft ") + draft), std::string::npos)
+        << ReadWholeFile(log);
+    EXPECT_NE(
+        ReadWholeFile(log).find(std::string("drafter reloaded from ") + draft + " (" + name + ")"),
+        std::string::npos)
+        << ReadWholeFile(log);
   }
 }
 
@@ -560,13 +537,7 @@ TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
                           " run --pair small -p \"Once upon a time\" -n 200 --temp 0 -t 1 "
                           "--ignore-eos";
   auto grove = [&](const std::string& env_and_args) {
-    const std::string out = Path("stdout.txt"), err = Path("stderr.txt");
-    const int status = std::system((env_and_args + " >" + out + " 2>" + err).c_str());
-    CommandResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
+    return testing::RunShellCommand(env_and_args, Path("stdout.txt"), Path("stderr.txt"));
   };
   auto kept_files = [&] {
     std::vector<fs::path> files;
@@ -589,7 +560,7 @@ TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
   }
   ASSERT_EQ(files.size(), 1u);
   EXPECT_EQ(files[0].extension(), ".json");
-  EXPECT_NE(ReadAll(files[0]).find("\"curve\""), std::string::npos);
+  EXPECT_NE(ReadWholeFile(files[0]).find("\"curve\""), std::string::npos);
   // The scalar kernels compute every matrix as the file stores it: nothing is packed or kept.
   const bool packs = Grove("--version").out.find("kernels: scalar") == std::string::npos;
   EXPECT_EQ(packed.size(), packs ? 2u : 0u);
@@ -604,7 +575,7 @@ TEST_F(CliTest, AutoKeepsItsVerifyCurveBetweenRuns) {
   r = grove(run);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("ignoring the cached verify curve"), std::string::npos) << r.err;
-  EXPECT_NE(ReadAll(files[0]).find("grove-verify-cost-cache"), std::string::npos);
+  EXPECT_NE(ReadWholeFile(files[0]).find("grove-verify-cost-cache"), std::string::npos);
   // A cache directory under a regular file cannot exist: no caching, no error.
   const std::string blocked = "GROVE_CACHE_DIR=" + files[0].string() + "/sub " +
                               std::string(kGroveCli) +
@@ -630,7 +601,7 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
   EXPECT_NE(r.err.find("seed (tree auto: "), std::string::npos) << r.err;
   // Issue 32: tot drafts with the bundled draft mixed with suffix drafting, as run and serve do.
   EXPECT_NE(r.err.find(".gguf+suffix; tree "), std::string::npos) << r.err;
-  EXPECT_NE(ReadAll(svg).find("<svg xmlns="), std::string::npos);
+  EXPECT_NE(ReadWholeFile(svg).find("<svg xmlns="), std::string::npos);
   const std::string json_path = Path("tot.json");
   r = Grove(
       "tot-bench --pair small --puzzles \"4 9 10 13\" --reps 1 --thoughts 1 --breadth 2 "
@@ -638,7 +609,7 @@ TEST_F(CliTest, TotSearchesAndTotBenchComparesPolicies) {
       json_path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("identical across policies"), std::string::npos) << r.out;
-  const nlohmann::json j = nlohmann::json::parse(ReadAll(json_path));
+  const nlohmann::json j = nlohmann::json::parse(ReadWholeFile(json_path));
   EXPECT_TRUE(j.at("outputs_identical").get<bool>());
   for (const char* policy : {"serial-ar", "serial-sd", "seed", "batched"}) {
     const nlohmann::json& p = j.at("policies").at(policy);

@@ -24,6 +24,7 @@ namespace grove {
 namespace {
 
 using testing::FamilyTestSpec;
+using testing::ForkContinuesAsParent;
 using testing::LlamaCppRequest;
 using testing::RunLlamaCpp;
 using testing::TempPath;
@@ -631,17 +632,7 @@ TEST(SlidingWindowRing, SpeculationAndForksPastTheRing) {
     EXPECT_EQ(session.Generate(prompt, {}), plain) << plan;
   }
   // A fork copies the ring rows it needs: the child continues as the parent would.
-  auto model = Gemma(16, /*n_seq=*/2);
-  const int32_t parent = model->kv().Acquire();
-  Batch batch;
-  const std::vector<int32_t> tokens = VariedTokens(120, 512);
-  model->ForwardChain(std::span<const int32_t>(tokens).first(100), 0, parent, batch, false);
-  const int32_t child = model->kv().Fork(parent, 100);
-  const std::vector<int32_t> rest(tokens.begin() + 100, tokens.end());
-  const std::span<const float> a = model->ForwardChain(rest, 100, parent, batch, true);
-  const std::vector<float> a_copy(a.begin(), a.end());
-  const std::span<const float> b = model->ForwardChain(rest, 100, child, batch, true);
-  EXPECT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin()));
+  EXPECT_TRUE(ForkContinuesAsParent(*Gemma(16, /*n_seq=*/2), VariedTokens(120, 512), 100));
 }
 
 // Two sequences in one batch, each a tree above its own prefix, apply the window with their masks:

@@ -22,6 +22,7 @@
 namespace grove {
 namespace {
 
+using testing::ForkContinuesAsParent;
 using testing::MakeRandomModel;
 using testing::TinySpec;
 
@@ -412,14 +413,7 @@ TEST(KvCache, HalfFloatCacheCompactsAndForksAsItComputes) {
   EXPECT_LT(rounding, max_diff(full, unquantized));
 
   // A fork copies half-float rows.
-  const int32_t parent = model->kv().Acquire();
-  model->ForwardChain(std::span<const int32_t>(tokens).first(30), 0, parent, batch, false);
-  const int32_t child = model->kv().Fork(parent, 30);
-  const std::vector<int32_t> rest(tokens.begin() + 30, tokens.end());
-  const std::span<const float> a = model->ForwardChain(rest, 30, parent, batch, true);
-  const std::vector<float> a_copy(a.begin(), a.end());
-  const std::span<const float> b = model->ForwardChain(rest, 30, child, batch, true);
-  EXPECT_TRUE(std::equal(b.begin(), b.end(), a_copy.begin()));
+  EXPECT_TRUE(ForkContinuesAsParent(*model, tokens, 30));
 }
 
 // A draft model expands a tree one level per forward pass, each level continuing from the cache

@@ -79,6 +79,17 @@ void WriteBytes(const std::string& path, const Bytes& bytes) {
   std::fclose(f);
 }
 
+// Flips the bits `mask` of the byte at `at` of the file at `path`, in place.
+void FlipBits(const std::string& path, uint64_t at, uint8_t mask) {
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr) << path;
+  std::fseek(f, static_cast<long>(at), SEEK_SET);
+  const int c = std::fgetc(f);
+  std::fseek(f, static_cast<long>(at), SEEK_SET);
+  std::fputc(c ^ mask, f);
+  std::fclose(f);
+}
+
 std::vector<fs::path> KeptFiles(const std::string& dir) {
   std::vector<fs::path> files;
   std::error_code ec;
@@ -213,32 +224,16 @@ TEST(PackedWeightCache, ADamagedKeptFileIsIgnoredWithAWarningAndRewritten) {
   };
   const Damage damages[] = {
       {"cut short", [&] { fs::resize_file(kept, size - 100); }, "packed bytes, not"},
-      {"a packed byte changed",
-       [&] {
-         std::FILE* f = std::fopen(kept.c_str(), "r+b");
-         ASSERT_NE(f, nullptr);
-         // The first matrix's first group.
-         const long at = static_cast<long>(PackedWeightCache::kHeaderBytes) + 10;
-         std::fseek(f, at, SEEK_SET);
-         const int c = std::fgetc(f);
-         std::fseek(f, at, SEEK_SET);
-         std::fputc(c ^ 0x40, f);
-         std::fclose(f);
-       },
+      // The first matrix's first group.
+      {"a packed byte changed", [&] { FlipBits(kept, PackedWeightCache::kHeaderBytes + 10, 0x40); },
        "differs from a fresh pack"},
+      // Between the groups the load compares with a fresh pack (or in one: either way the kept
+      // file is refused, never computed with).
       {"a packed byte in the middle changed",
        [&] {
-         // Between the groups the load compares with a fresh pack (or in one: either way the
-         // kept file is refused, never computed with).
-         std::FILE* f = std::fopen(kept.c_str(), "r+b");
-         ASSERT_NE(f, nullptr);
-         const auto at = static_cast<long>(PackedWeightCache::kHeaderBytes +
-                                           (size - PackedWeightCache::kHeaderBytes) / 2);
-         std::fseek(f, at, SEEK_SET);
-         const int c = std::fgetc(f);
-         std::fseek(f, at, SEEK_SET);
-         std::fputc(c ^ 0x01, f);
-         std::fclose(f);
+         FlipBits(kept,
+                  PackedWeightCache::kHeaderBytes + (size - PackedWeightCache::kHeaderBytes) / 2,
+                  0x01);
        },
        "they will be packed again"},
       {"not a kept file", [&] { WriteBytes(kept.string(), std::string("hello")); },
@@ -328,13 +323,7 @@ TEST(PackedWeightCache, TheChecksumSeesABitFlippedAnywhereAndChunksSwapped) {
   ThreadPool pool(2);
   const std::string path = cache.PathFor("k");
   auto flip = [&](uint64_t at, uint8_t mask) {
-    std::FILE* f = std::fopen(path.c_str(), "r+b");
-    ASSERT_NE(f, nullptr);
-    std::fseek(f, static_cast<long>(PackedWeightCache::kHeaderBytes + at), SEEK_SET);
-    const int c = std::fgetc(f);
-    std::fseek(f, static_cast<long>(PackedWeightCache::kHeaderBytes + at), SEEK_SET);
-    std::fputc(c ^ mask, f);
-    std::fclose(f);
+    FlipBits(path, PackedWeightCache::kHeaderBytes + at, mask);
   };
   ASSERT_TRUE(cache.Open("k", bytes.size())->ChecksumMatches(pool));
   for (const uint64_t at : {uint64_t{0}, uint64_t{1} << 20, bytes.size() / 2, bytes.size() - 1}) {

@@ -7,8 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -851,13 +849,6 @@ TEST(ServeParseCompletionRequest, UnimplementedFieldsAreRefusedUnlessNeutral) {
 // ---------------------------------------------------------------------------------------------
 // TrafficRecord
 
-std::string ReadFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The documents of a corpus part as the trainer reads them (train/corpus_files.h).
 std::vector<std::string> Documents(const std::string& text) {
   std::vector<std::string> docs;
@@ -875,8 +866,8 @@ TEST(TrafficRecord, WritesACorpusThatGrowsAcrossRestarts) {
     record.Add("", "");  // nothing to keep
     EXPECT_EQ(record.documents(), 20);
   }
-  std::vector<std::string> train = Documents(ReadFile(dir / "train.txt"));
-  const std::vector<std::string> valid = Documents(ReadFile(dir / "valid.txt"));
+  std::vector<std::string> train = Documents(testing::ReadWholeFile(dir / "train.txt"));
+  const std::vector<std::string> valid = Documents(testing::ReadWholeFile(dir / "valid.txt"));
   ASSERT_EQ(train.size(), 19u);  // document 19 (counting from 0) is valid's
   ASSERT_EQ(valid.size(), 1u);
   EXPECT_EQ(train[0], "User: hi\nAssistant: Hello.\nHow are you?\n");  // blank lines left out
@@ -885,7 +876,7 @@ TEST(TrafficRecord, WritesACorpusThatGrowsAcrossRestarts) {
     TrafficRecord again(dir.string());
     again.Add("The end", ".");
   }
-  train = Documents(ReadFile(dir / "train.txt"));
+  train = Documents(testing::ReadWholeFile(dir / "train.txt"));
   ASSERT_EQ(train.size(), 20u);
   EXPECT_EQ(train.back(), "The end.\n");
   std::filesystem::remove_all(dir.parent_path());

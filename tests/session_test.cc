@@ -80,6 +80,42 @@ std::string TreeFile() {
   return path;
 }
 
+// The draft model `draft` and a suffix drafter over `store` (by default an empty one of its own),
+// mixed.
+std::unique_ptr<DrafterMixture> ModelAndSuffix(
+    Model& draft, Model& target,
+    std::shared_ptr<SuffixStore> store = std::make_shared<SuffixStore>()) {
+  std::vector<std::unique_ptr<Drafter>> members;
+  members.push_back(std::make_unique<ModelDrafter>(draft, target));
+  members.push_back(
+      std::make_unique<SuffixDrafter>(target.config().n_vocab, target.n_ctx(), std::move(store)));
+  return std::make_unique<DrafterMixture>(std::move(members));
+}
+
+// The drafters a test picks by name, of one draft and target: the draft model (any other name),
+// prompt lookup ("ngram"), suffix drafting ("suffix") and the draft mixed with suffix drafting
+// over the same store ("mixture").
+struct DraftersByName {
+  DraftersByName(Model& draft, Model& target)
+      : model(draft, target),
+        ngram(target.config().n_vocab, target.n_ctx()),
+        suffix(target.config().n_vocab, target.n_ctx(), store),
+        mixture(ModelAndSuffix(draft, target, store)) {}
+
+  Drafter& operator[](const std::string& name) {
+    if (name == "ngram") return ngram;
+    if (name == "suffix") return suffix;
+    if (name == "mixture") return *mixture;
+    return model;
+  }
+
+  std::shared_ptr<SuffixStore> store = std::make_shared<SuffixStore>();
+  ModelDrafter model;
+  NgramDrafter ngram;
+  SuffixDrafter suffix;
+  std::unique_ptr<DrafterMixture> mixture;
+};
+
 struct Case {
   std::string spec;
   std::string drafter;  // "same", "other", "slice", "ngram", "suffix", "mixture" (same + suffix)
@@ -108,10 +144,7 @@ TEST_P(GreedyEquality, SpeculativeEqualsPlainTokenForToken) {
   std::unique_ptr<Drafter> drafter;
   auto store = std::make_shared<SuffixStore>();
   if (c.drafter == "mixture") {
-    std::vector<std::unique_ptr<Drafter>> members;
-    members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
-    members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
-    drafter = std::make_unique<DrafterMixture>(std::move(members));
+    drafter = ModelAndSuffix(*draft, *target, store);
   } else if (draft) {
     drafter = std::make_unique<ModelDrafter>(*draft, *target);
   } else if (c.drafter == "suffix") {
@@ -182,16 +215,6 @@ WidePair MakeWidePair() {
   weak_spec.n_layer = 8;
   pair.weak = MakeRandomModel(weak_spec, mo);
   return pair;
-}
-
-// The draft model `weak` and a suffix drafter over an empty store, mixed.
-std::unique_ptr<DrafterMixture> ModelAndSuffix(Model& weak, Model& target) {
-  const int32_t nv = target.config().n_vocab;
-  std::vector<std::unique_ptr<Drafter>> members;
-  members.push_back(std::make_unique<ModelDrafter>(weak, target));
-  members.push_back(
-      std::make_unique<SuffixDrafter>(nv, target.n_ctx(), std::make_shared<SuffixStore>()));
-  return std::make_unique<DrafterMixture>(std::move(members));
 }
 
 // A mixture whose suffix member is confident and proven right more often than its draft model
@@ -331,16 +354,8 @@ TEST_P(SampledDistribution, FirstTwoTokensFollowTheTarget) {
   const std::vector<int32_t> prompt = {1, 4, 2};
   const std::vector<double> joint = ExactJoint(*target, prompt, params, kTinyVocab);
 
-  ModelDrafter model_drafter(*draft, *target);
-  auto store = std::make_shared<SuffixStore>();
-  SuffixDrafter suffix_drafter(kTinyVocab, target->n_ctx(), store);
-  std::vector<std::unique_ptr<Drafter>> members;
-  members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
-  members.push_back(std::make_unique<SuffixDrafter>(kTinyVocab, target->n_ctx(), store));
-  DrafterMixture mixture(std::move(members));
-  Drafter& drafter = c.drafter == "suffix"    ? static_cast<Drafter&>(suffix_drafter)
-                     : c.drafter == "mixture" ? static_cast<Drafter&>(mixture)
-                                              : model_drafter;
+  DraftersByName drafters(*draft, *target);
+  Drafter& drafter = drafters[c.drafter];
   SpeculationPolicy policy = Policy(c.spec, drafter, params, std::string(VerifyRuleName(c.rule)),
                                     std::string(ChildDrawName(c.draw)));
   // auto: a flat verify curve makes the planner branch (and spares a measurement per trial).
@@ -483,18 +498,8 @@ TEST(Session, StepDoesNotAllocateAfterWarmUp) {
         Case{"auto", "draft", cold}, Case{"auto", "draft", hot}, Case{"chain:3", "ngram", cold},
         Case{"kconfig:2,2,1", "suffix", cold}, Case{"kconfig:2,2,1", "mixture", hot}}) {
     SCOPED_TRACE(c.plan + " " + c.drafter + (c.sampling.greedy() ? " greedy" : " sampled"));
-    ModelDrafter model_drafter(*draft, *target);
-    NgramDrafter ngram(nv, target->n_ctx());
-    auto store = std::make_shared<SuffixStore>();
-    SuffixDrafter suffix(nv, target->n_ctx(), store);
-    std::vector<std::unique_ptr<Drafter>> members;
-    members.push_back(std::make_unique<ModelDrafter>(*draft, *target));
-    members.push_back(std::make_unique<SuffixDrafter>(nv, target->n_ctx(), store));
-    DrafterMixture mixture(std::move(members));
-    Drafter& drafter = c.drafter == "ngram"     ? static_cast<Drafter&>(ngram)
-                       : c.drafter == "suffix"  ? static_cast<Drafter&>(suffix)
-                       : c.drafter == "mixture" ? static_cast<Drafter&>(mixture)
-                                                : model_drafter;
+    DraftersByName drafters(*draft, *target);
+    Drafter& drafter = drafters[c.drafter];
     SpeculationPolicy policy = Policy(c.plan, drafter, c.sampling);
     // auto: a flat verify curve, so the planner keeps speculating (no start-up measurement).
     policy.inputs.verify_cost = VerifyCostCurve({{1, 1e-3}, {32, 1.1e-3}});

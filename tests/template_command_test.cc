@@ -2,12 +2,7 @@
 // and the exact text printed; a file without a template falls back to the plain format.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "grove_cli.h"
 #include "io/gguf_writer.h"
@@ -16,24 +11,12 @@
 namespace grove {
 namespace {
 
-struct Result {
-  int exit_code;
-  std::string out, err;
-};
+using testing::CommandResult;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-Result Grove(const std::string& args) {
-  const std::string out = testing::TempPath("template_out.txt");
-  const std::string err = testing::TempPath("template_err.txt");
-  const int status =
-      std::system((std::string(kGroveCli) + " " + args + " >" + out + " 2>" + err).c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadAll(out), ReadAll(err)};
+CommandResult Grove(const std::string& args) {
+  return testing::RunShellCommand(std::string(kGroveCli) + " " + args,
+                                  testing::TempPath("template_out.txt"),
+                                  testing::TempPath("template_err.txt"));
 }
 
 // A SentencePiece vocabulary of a few tokens, BOS "<s>" and EOS "</s>", and optionally a template.
@@ -71,7 +54,7 @@ TEST(TemplateCommand, PrintsExactlyTheRenderedPrompt) {
   const std::string conv = WriteText(
       "conv.json",
       R"([{"role": "system", "content": "Be brief."}, {"role": "user", "content": " Hi "}])");
-  Result r = Grove("template -m " + vocab + " --messages " + conv);
+  CommandResult r = Grove("template -m " + vocab + " --messages " + conv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "<s><|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n<|assistant|>\n");
   r = Grove("template -m " + vocab + " --messages " + conv +
@@ -83,7 +66,7 @@ TEST(TemplateCommand, PrintsExactlyTheRenderedPrompt) {
 TEST(TemplateCommand, FallsBackWithoutATemplate) {
   const std::string vocab = WriteVocab("vocab-plain.gguf", "");
   const std::string conv = WriteText("conv-plain.json", R"([{"role": "user", "content": "Hi"}])");
-  Result r = Grove("template -m " + vocab + " --messages " + conv);
+  CommandResult r = Grove("template -m " + vocab + " --messages " + conv);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "User: Hi\nAssistant:");
   EXPECT_NE(r.err.find("no tokenizer.chat_template"), std::string::npos) << r.err;
@@ -93,7 +76,7 @@ TEST(TemplateCommand, BadInputIsAClearError) {
   const std::string vocab = WriteVocab("vocab-bad.gguf", kTemplate);
   const std::string unknown_role =
       WriteText("conv-role.json", R"([{"role": "robot", "content": "Hi"}])");
-  Result r = Grove("template -m " + vocab + " --messages " + unknown_role);
+  CommandResult r = Grove("template -m " + vocab + " --messages " + unknown_role);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("unknown role 'robot'"), std::string::npos) << r.err;
 

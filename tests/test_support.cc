@@ -2,14 +2,17 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <random>
+#include <sstream>
 #include <system_error>
 #include <vector>
 
@@ -91,12 +94,47 @@ std::string TempPath(const std::string& name) {
                    name);
 }
 
+std::string TempDirectory(const std::string& name) {
+  const std::string path = TempPath(name);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+CommandResult RunShellCommand(const std::string& command, const std::string& out,
+                              const std::string& err) {
+  const int status = std::system((command + " >" + out + " 2>" + err).c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = ReadWholeFile(out);
+  r.err = ReadWholeFile(err);
+  return r;
+}
+
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec, const ModelOptions& options) {
   const std::string path = TempPath(spec.name + ".gguf");
   RandomModelWriter(spec).WriteFile(path);
   auto model = Model::Load(path, options);
   std::remove(path.c_str());  // the map keeps the data alive
   return model;
+}
+
+bool ForkContinuesAsParent(Model& model, std::span<const int32_t> tokens, int32_t split) {
+  Batch batch;
+  const int32_t parent = model.kv().Acquire();
+  model.ForwardChain(tokens.first(split), 0, parent, batch, false);
+  const int32_t child = model.kv().Fork(parent, split);
+  const std::span<const int32_t> rest = tokens.subspan(split);
+  const std::span<const float> a = model.ForwardChain(rest, split, parent, batch, true);
+  const std::vector<float> a_copy(a.begin(), a.end());
+  const std::span<const float> b = model.ForwardChain(rest, split, child, batch, true);
+  return std::equal(b.begin(), b.end(), a_copy.begin());
 }
 
 void WriteRelabelledModel(const RandomModelSpec& spec, const std::string& new_arch,

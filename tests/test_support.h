@@ -28,9 +28,31 @@ bool PartialFileLeft(const std::string& path);
 // removed when the test binary exits.
 std::string TempPath(const std::string& name);
 
+// A TempPath made a directory now (removed, with what it holds, when the test binary exits).
+std::string TempDirectory(const std::string& name);
+
+// The bytes of the file at `path`; "" when it cannot be read.
+std::string ReadWholeFile(const std::string& path);
+
+// What a shell command did: its exit status (-1 when it did not exit) and what it wrote.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `command` through the shell, its stdout and stderr written to the files `out` and `err`.
+CommandResult RunShellCommand(const std::string& command, const std::string& out,
+                              const std::string& err);
+
 // Writes a random model of the given spec to a temporary file and loads it.
 std::unique_ptr<Model> MakeRandomModel(const RandomModelSpec& spec,
                                        const ModelOptions& options = {});
+
+// Reads the first `split` of `tokens` into a sequence of `model` acquired for it, forks it there,
+// and continues parent and child with the rest: whether the child's logits equal the parent's
+// (a fork copies what the child needs, whatever the cache keeps).
+bool ForkContinuesAsParent(Model& model, std::span<const int32_t> tokens, int32_t split);
 
 // Writes a random model of `spec` to `path` as a file that is not what it says: its architecture,
 // and the prefix of its architecture's keys, renamed to new_arch, then `edit` applied to the

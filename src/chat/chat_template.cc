@@ -1,6 +1,7 @@
 #include "chat/chat_template.h"
 
 #include "base/error.h"
+#include "base/named.h"
 
 namespace grove::chat {
 
@@ -109,17 +110,11 @@ ChatTemplate DetectChatTemplate(std::string_view jinja) {
 }
 
 std::string_view ChatTemplateName(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::kPlain:
-      return "plain";
-    case ChatTemplate::kLlama3:
-      return "llama-3";
-    case ChatTemplate::kChatMl:
-      return "chatml";
-    case ChatTemplate::kLlama2:
-      return "llama-2";
-  }
-  Fail("chat template: unknown value ", static_cast<int>(t));
+  static constexpr Named<ChatTemplate> kNames[] = {{ChatTemplate::kPlain, "plain"},
+                                                   {ChatTemplate::kLlama3, "llama-3"},
+                                                   {ChatTemplate::kChatMl, "chatml"},
+                                                   {ChatTemplate::kLlama2, "llama-2"}};
+  return NameOf(kNames, t);
 }
 
 std::string RenderChat(ChatTemplate t, std::span<const ChatMessage> messages,

@@ -178,26 +178,24 @@ void RunTrain(TrainCliOptions& c) {
 
 namespace {
 
+// An option under `group` in the help, shown with its default: every shape and optimisation
+// option is one.
+template <typename T>
+void AddGroupedOption(CLI::App* cmd, const char* group, const char* name, T& value,
+                      const char* help) {
+  cmd->add_option(name, value, help)->capture_default_str()->group(group);
+}
+
 // The model's shape; --init takes the shape of its model instead.
 void AddShapeOptions(CLI::App* cmd, TrainCliOptions& c, CLI::Option* init) {
-  TrainOptions& o = c.train;
-  auto* shape = "Model shape";
-  cmd->add_option("--dim", o.shape.n_embd, "Model width")->capture_default_str()->group(shape);
-  cmd->add_option("--layers", o.shape.n_layer, "Transformer blocks")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--heads", o.shape.n_head, "Attention heads")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--ffn", o.shape.n_ff, "SwiGLU hidden width")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--ctx", o.shape.n_ctx, "Context length written to the model")
-      ->capture_default_str()
-      ->group(shape);
-  cmd->add_option("--rope-base", o.shape.rope_freq_base, "RoPE frequency base")
-      ->capture_default_str()
-      ->group(shape);
+  TrainShape& s = c.train.shape;
+  const char* shape = "Model shape";
+  AddGroupedOption(cmd, shape, "--dim", s.n_embd, "Model width");
+  AddGroupedOption(cmd, shape, "--layers", s.n_layer, "Transformer blocks");
+  AddGroupedOption(cmd, shape, "--heads", s.n_head, "Attention heads");
+  AddGroupedOption(cmd, shape, "--ffn", s.n_ff, "SwiGLU hidden width");
+  AddGroupedOption(cmd, shape, "--ctx", s.n_ctx, "Context length written to the model");
+  AddGroupedOption(cmd, shape, "--rope-base", s.rope_freq_base, "RoPE frequency base");
   cmd->add_flag("--untied", c.untied,
                 "Separate output matrix instead of reusing the token embedding")
       ->group(shape);
@@ -208,30 +206,20 @@ void AddShapeOptions(CLI::App* cmd, TrainCliOptions& c, CLI::Option* init) {
 }
 
 void AddOptimisationOptions(CLI::App* cmd, TrainOptions& o) {
-  auto* opt = "Optimisation";
-  cmd->add_option("--steps", o.optimizer.steps, "Optimizer steps")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--warmup", o.optimizer.warmup, "Warm-up steps")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--lr", o.optimizer.lr, "Peak learning rate")->capture_default_str()->group(opt);
-  cmd->add_option("--min-lr-ratio", o.optimizer.min_lr_ratio, "Final learning rate / peak")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--weight-decay", o.optimizer.weight_decay, "AdamW weight decay (matrices)")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--beta1", o.optimizer.beta1, "AdamW beta1")->capture_default_str()->group(opt);
-  cmd->add_option("--beta2", o.optimizer.beta2, "AdamW beta2")->capture_default_str()->group(opt);
-  cmd->add_option("--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)")
-      ->capture_default_str()
-      ->group(opt);
-  cmd->add_option("--batch", o.batch, "Sequences per step")->capture_default_str()->group(opt);
-  cmd->add_option("--seq-len", o.seq_len, "Tokens per sequence")->capture_default_str()->group(opt);
-  cmd->add_option("--seed", o.seed, "Seed of initialisation and batch order")
-      ->capture_default_str()
-      ->group(opt);
+  const char* opt = "Optimisation";
+  AddGroupedOption(cmd, opt, "--steps", o.optimizer.steps, "Optimizer steps");
+  AddGroupedOption(cmd, opt, "--warmup", o.optimizer.warmup, "Warm-up steps");
+  AddGroupedOption(cmd, opt, "--lr", o.optimizer.lr, "Peak learning rate");
+  AddGroupedOption(cmd, opt, "--min-lr-ratio", o.optimizer.min_lr_ratio,
+                   "Final learning rate / peak");
+  AddGroupedOption(cmd, opt, "--weight-decay", o.optimizer.weight_decay,
+                   "AdamW weight decay (matrices)");
+  AddGroupedOption(cmd, opt, "--beta1", o.optimizer.beta1, "AdamW beta1");
+  AddGroupedOption(cmd, opt, "--beta2", o.optimizer.beta2, "AdamW beta2");
+  AddGroupedOption(cmd, opt, "--clip", o.optimizer.clip, "Max gradient norm (0: no clipping)");
+  AddGroupedOption(cmd, opt, "--batch", o.batch, "Sequences per step");
+  AddGroupedOption(cmd, opt, "--seq-len", o.seq_len, "Tokens per sequence");
+  AddGroupedOption(cmd, opt, "--seed", o.seed, "Seed of initialisation and batch order");
 }
 
 }  // namespace

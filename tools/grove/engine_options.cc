@@ -1,6 +1,7 @@
 #include "engine_options.h"
 
 #include "base/error.h"
+#include "base/named.h"
 #include "option_checks.h"
 
 namespace grove::cli {
@@ -14,19 +15,13 @@ constexpr char kDraftNames[] =
 constexpr char kBundledDrafter[] =
     "default with the bundled target: its draft mixed with suffix drafting, DRAFT.gguf+suffix";
 
-std::string ModelHelp(ModelRole role) {
-  switch (role) {
-    case ModelRole::kTarget:
-      return "GGUF model file: the target (default: the bundled pair in models/, --pair)";
-    case ModelRole::kRequiredTarget:
-      return "GGUF model file: the target";
-    case ModelRole::kModel:
-      return "GGUF model file";
-    case ModelRole::kVocabulary:
-      return "GGUF model or vocabulary file";
-  }
-  return "";
-}
+// What -m's help says for each role.
+constexpr Named<ModelRole> kModelHelp[] = {
+    {ModelRole::kTarget,
+     "GGUF model file: the target (default: the bundled pair in models/, --pair)"},
+    {ModelRole::kRequiredTarget, "GGUF model file: the target"},
+    {ModelRole::kModel, "GGUF model file"},
+    {ModelRole::kVocabulary, "GGUF model or vocabulary file"}};
 
 std::string DraftHelp(DraftRole role) {
   switch (role) {
@@ -54,7 +49,8 @@ void AddComputeDeviceOption(CLI::App& cmd, const char* name, std::string& device
 }  // namespace
 
 void AddModelOption(CLI::App& cmd, std::string& model, ModelRole role) {
-  CLI::Option* option = cmd.add_option("-m,--model", model, ModelHelp(role));
+  CLI::Option* option =
+      cmd.add_option("-m,--model", model, std::string(NameOf(kModelHelp, role, "")));
   if (role != ModelRole::kTarget) option->required();
 }
 
