@@ -2,11 +2,11 @@
 // libllama (the function llama-quantize calls, whose llama_tensor_get_type picks each matrix's
 // type), opened at test time like ggml_reference.h's libggml-base, quantizes random f32 models of
 // three families for every preset grove writes with a mix; every tensor of its output must have
-// the type MixTensorType and FallbackType give it. The models have the layer counts where the
-// rules differ (32 layers: the first and last eighth, every third between, the first sixteenth;
-// 20 layers with a tied embedding and one query head per KV head; 12 with Phi-3's fused QKV), and
-// rows of 256 so that the mixes' choices show, not their fallbacks; FallbackType is checked by
-// quant_test.
+// the type MixTensorType and FallbackType give it. The models have layers enough for every rule
+// to choose differently somewhere (16 layers: the first and last eighth, every third between, the
+// first sixteenth, the first two and four; 12 with a tied embedding and one query head per KV
+// head; 8 with Phi-3's fused QKV), and rows of 256 so that the mixes' choices show, not their
+// fallbacks; FallbackType is checked by quant_test.
 #include <dlfcn.h>
 
 #include <cstdint>
@@ -179,9 +179,9 @@ std::string CaseName(const ::testing::TestParamInfo<MixCase>& info) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, QuantMixVsLlamaCpp,
-                         ::testing::Values(MixCase{"llama", 32, 1, false},
-                                           MixCase{"qwen2", 20, 4, true},
-                                           MixCase{"phi3", 12, 2, false}),
+                         ::testing::Values(MixCase{"llama", 16, 1, false},
+                                           MixCase{"qwen2", 12, 4, true},
+                                           MixCase{"phi3", 8, 2, false}),
                          CaseName);
 
 }  // namespace
