@@ -3,6 +3,7 @@
 // membership, concatenation and repetition.
 #include "jinja/jinja_operators.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "jinja/jinja_budget.h"
@@ -77,8 +78,12 @@ Value Repeat(const Value& v, int64_t n, size_t max_bytes) {
   }
   CheckRoom(static_cast<size_t>(n) * unit, "repetition");
   if (v.is_string()) {
+    // Doubled, not appended n times: a short unit repeated millions of times is a few copies.
+    const size_t total = static_cast<size_t>(n) * unit;
     std::string out;
-    for (int64_t i = 0; i < n; ++i) out += v.text;
+    out.reserve(total);
+    out = v.text;
+    while (out.size() < total) out.append(out, 0, std::min(out.size(), total - out.size()));
     return Value::String(std::move(out));
   }
   ValueList out;
