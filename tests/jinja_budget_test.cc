@@ -103,6 +103,9 @@ TEST(RenderBudget, EveryWayToGrowIsRefusedQuicklyNamingTheLine) {
        "{% macro m() %}{{ 'x' * 10000000 }}{% endmacro %}" + loop + "{% set t = m() %}{% endfor %}",
        made},
       {"set block", loop + "{% set t %}{{ 'x' * 10000000 }}{% endset %}{% endfor %}", made},
+      // Only the capture makes bytes here: the text is the template's own.
+      {"set block of text",
+       loop + "{% set t %}" + std::string(100000, 'x') + "{% endset %}{% endfor %}", made},
       {"repr of shared items",
        "{% set ns = namespace(x=['xxxxxxxx']) %}{% for i in range(40) %}"
        "{% set ns.x = [ns.x, ns.x] %}{% endfor %}\n{{ ns.x }}",
@@ -151,11 +154,16 @@ TEST(RenderBudget, TheByteBudgetIsWhatItSays) {
 
 // Work neither budget counts (a search of a list of 100,000 items at every step: 9e10 comparisons)
 // stops at the deadline, checked where steps are counted; so does a comparison of values that
-// share their items (2^40 visits inside one operation), checked in every level of the walk.
+// share their items (2^40 visits inside one operation), checked in every level of the walk; and so
+// do a few slow steps (a scan of 10 MB each, 2,000 of them: some 15 s), the clock being read
+// every 256 steps, not every million.
 TEST(RenderBudget, TheDeadlineStopsWhatTheBudgetsDoNotCount) {
   RenderLimits limits;
   limits.max_seconds = 0.5;
+  limits.max_bytes_made = size_t{1} << 60;  // the deadline alone
   const std::vector<std::string> slow = {
+      "{% set s = 'x' * 10000000 %}{% for i in range(2000) %}{% if s | length == 0 %}{% endif %}"
+      "{% endfor %}",
       "{% set xs = range(100000) | list %}{% for i in range(900000) %}{% if -1 in xs %}{% endif %}"
       "{% endfor %}",
       "{% set a = namespace(x=[1]) %}{% set b = namespace(x=[1]) %}{% for i in range(40) %}"
@@ -235,6 +243,27 @@ TEST(RenderBudget, JsonInputNestedTooDeepIsRefusedNamingTheField) {
   input.tools = Nested(100000);
   EXPECT_THROW(t.Apply(input), Error);
   EXPECT_THROW(FromJson(input.tools), Error);
+  // The conversion alone: arrays and objects count alike, and the limit is exact.
+  for (const char* kind : {"array", "object"}) {
+    SCOPED_TRACE(kind);
+    auto nested = [&](int depth) {
+      nlohmann::ordered_json j = 1;
+      for (int i = 0; i < depth; ++i) {
+        nlohmann::ordered_json outer =
+            *kind == 'a' ? nlohmann::ordered_json::array() : nlohmann::ordered_json::object();
+        if (*kind == 'a') {
+          outer.push_back(std::move(j));
+        } else {
+          outer["k"] = std::move(j);
+        }
+        j = std::move(outer);
+      }
+      return j;
+    };
+    EXPECT_NO_THROW(FromJson(nested(kMaxJsonDepth)));
+    EXPECT_THROW(FromJson(nested(kMaxJsonDepth + 1)), Error);
+    EXPECT_THROW(FromJson(nested(100000)), Error);
+  }
   // A message's content nested as deep as a bounded parse of a request allows (the body, its
   // messages and the message are three of the 128 levels) passes.
   input.tools = nullptr;

