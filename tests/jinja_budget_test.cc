@@ -94,7 +94,8 @@ TEST(RenderBudget, EveryWayToGrowIsRefusedQuicklyNamingTheLine) {
        "iterating a string: the result would make"},
       {"for over a string", "{% for c in 'x' * 10000000 %}{% break %}{% endfor %}",
        "iterating a string"},
-      {"list repetition", "{{ (['x' * 1000000] * 1000) | length }}", "repetition longer than"},
+      {"list repetition", "{{ (['x' * 1000000] * 1000) | length }}",
+       "repetition: result longer than"},
       {"list +",
        "{% set ns = namespace(l=[]) %}" + loop +
            "{% set ns.l = ns.l + ['x' * 100000] %}{% endfor %}",
@@ -127,6 +128,24 @@ TEST(RenderBudget, EveryWayToGrowIsRefusedQuicklyNamingTheLine) {
     EXPECT_NE(error.find(c.expected), std::string::npos) << error;
     EXPECT_EQ(error.rfind("chat template line ", 0), 0u) << error;
     EXPECT_LT(Clock::now() - start, kQuickly);
+  }
+}
+
+// Every operation that would make one value longer than the output limit says so the same way,
+// with the limit in bytes ("string too long" named neither the operator nor the limit).
+TEST(RenderBudget, OneValuesLimitIsNamedTheSameWayByEveryOperation) {
+  const std::string big = "{% set s = 'x' * 10000000 %}";
+  for (const auto& [source, op] : std::vector<std::pair<std::string, std::string>>{
+           {"{{ 'x' * 20000000 }}", "repetition"},
+           {big + "{{ s + s }}", "+"},
+           {big + "{{ s ~ s }}", "~"},
+           {big + "{{ [s, s] | join }}", "join"},
+           {big + "{{ s | replace('x', 'yy') }}", "replace"},
+           {big + "{{ ('{0}{0}').format(s) }}", "format"},
+           {big + "{{ '%s%s' % (s, s) }}", "format"},
+       }) {
+    EXPECT_NE(ErrorOf(source).find(op + ": result longer than 16777216 bytes"), std::string::npos)
+        << source << ": " << ErrorOf(source);
   }
 }
 

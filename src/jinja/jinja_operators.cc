@@ -74,7 +74,7 @@ Value Repeat(const Value& v, int64_t n, size_t max_bytes) {
   // Nothing to repeat, or repeated no times (an empty unit returns at once: `[] * 2**62` hung).
   if (n <= 0 || unit == 0) return v.is_string() ? Value::String("") : Value::List();
   if (static_cast<uint64_t>(n) > max_bytes / unit) {
-    ValueFail("repetition longer than ", max_bytes);
+    ValueFail("repetition: result longer than ", max_bytes, " bytes");
   }
   CheckRoom(static_cast<size_t>(n) * unit, "repetition");
   if (v.is_string()) {
@@ -159,7 +159,9 @@ bool Contains(const Value& container, const Value& item) {
 Value Concatenate(const Value& a, const Value& b, size_t max_bytes) {
   std::string text = ToStr(a);
   const std::string right = ToStr(b);
-  if (text.size() + right.size() > max_bytes) ValueFail("~: result longer than ", max_bytes);
+  if (text.size() + right.size() > max_bytes) {
+    ValueFail("~: result longer than ", max_bytes, " bytes");
+  }
   CheckRoom(text.size() + right.size(), "~");
   text += right;
   return Value::String(std::move(text));
@@ -246,7 +248,9 @@ Value BinaryOperation(std::string_view op, const Value& a, const Value& b, size_
   }
   if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
   if (op == "+" && a.is_string() && b.is_string()) {
-    if (a.text.size() + b.text.size() > max_bytes) ValueFail("string too long");
+    if (a.text.size() + b.text.size() > max_bytes) {
+      ValueFail("+: result longer than ", max_bytes, " bytes");
+    }
     CheckRoom(a.text.size() + b.text.size(), "+");
     if (a.markup || b.markup) {  // Markup + str escapes the plain side
       Value sum = Value::String((a.markup ? a.text : HtmlEscape(a.text)) +
