@@ -25,13 +25,10 @@ RenderBudget::RenderBudget(const RenderLimits& limits)
 
 RenderBudget::~RenderBudget() { current_ = outer_; }
 
-void RenderBudget::Charge(size_t bytes) {
-  if (bytes > room()) {
-    made_ = limits_.max_bytes_made;
-    ValueFail("the render made more than ", limits_.max_bytes_made,
-              " bytes of strings and lists (a template that grows without end?)");
-  }
-  made_ += bytes;
+void RenderBudget::BudgetPassed() {
+  made_ = limits_.max_bytes_made;
+  ValueFail("the render made more than ", limits_.max_bytes_made,
+            " bytes of strings and lists (a template that grows without end?)");
 }
 
 void RenderBudget::CheckDeadline() const {

@@ -59,11 +59,16 @@ class RenderBudget {
   ~RenderBudget();
 
   // The render made `bytes` more: fails (ValueError) once it has made more than its budget.
-  void Charge(size_t bytes);
-  // Fails (ValueError) once the deadline has passed; the clock is read every 256th call.
+  void Charge(size_t bytes) {
+    if (bytes > room()) BudgetPassed();
+    made_ += bytes;
+  }
+  // Fails (ValueError) once the deadline has passed; Tick reads the clock every 256th call (the
+  // renderer calls CheckDeadline itself every 256th step).
   void Tick() {
     if (++ticks_ % 256 == 0) CheckDeadline();
   }
+  void CheckDeadline() const;
   // What the render may still make.
   size_t room() const { return limits_.max_bytes_made - made_; }
   const RenderLimits& limits() const { return limits_; }
@@ -71,8 +76,7 @@ class RenderBudget {
   static RenderBudget* Current() { return current_; }
 
  private:
-  void CheckDeadline() const;
-
+  [[noreturn]] void BudgetPassed();
   RenderLimits limits_;
   std::chrono::steady_clock::time_point deadline_;
   size_t made_ = 0;

@@ -1,5 +1,6 @@
 #include "jinja/jinja_render.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "jinja/jinja_builtins.h"
@@ -143,19 +144,26 @@ class Renderer {
   }
 
   // --- limits (jinja_budget.h) -------------------------------------------------------------
+  // Counted at every expression and statement, so the hot path is a count and a compare; every
+  // 16th step the rest is checked out of line: the step limit, the stack (evaluation nests at
+  // most a level a step, a few hundred bytes) and, every 256th, the clock.
   void Step(int line) {
-    if (++steps_ > limits_.max_steps) {
+    if (++steps_ >= next_check_) CheckLimits(line);
+  }
+  // Out of line, so that only this function keeps a frame pointer: the frame address is the real
+  // stack even where a sanitizer keeps locals elsewhere. The stack grows down from Run's frame.
+  [[gnu::noinline]] void CheckLimits(int line) {
+    if (steps_ > limits_.max_steps) {
       Fail("chat template line ", line, ": more than ", limits_.max_steps,
            " steps (a loop that does not end?)");
     }
-    Guarded(line, [this] { budget_.Tick(); });
-    // The stack grows down from Run's frame; the frame address is the real stack even where a
-    // sanitizer keeps locals elsewhere.
+    next_check_ = std::min(steps_ + 16, limits_.max_steps + 1);
     const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     if (here < stack_base_ && stack_base_ - here > limits_.max_stack_bytes) {
       Fail("chat template line ", line, ": nested too deeply (evaluation took more than ",
            limits_.max_stack_bytes, " bytes of stack)");
     }
+    if (++checks_ % 16 == 0) Guarded(line, [this] { budget_.CheckDeadline(); });
   }
   void Emit(std::string_view s, int line) {
     Guarded(line, [&] { budget_.Charge(s.size()); });
@@ -166,11 +174,16 @@ class Renderer {
     }
   }
   // What an evaluation made (jinja_budget.h): a string's bytes (a name's string is a copy too),
-  // and the items of a list or dict that the expression built (a name's list is shared).
+  // and the items of a list or dict that the expression built (a name's list is shared; the
+  // strings among the items were charged as they were evaluated, or are pieces of one that was).
   void ChargeResult(const Expr& e, const Value& v) {
-    size_t bytes = v.is_string() ? v.text.size() : 0;
-    if ((v.is_list() || v.is_dict()) && Builds(e.kind)) bytes += HeldBytes(v);
-    if (bytes > 0) budget_.Charge(bytes);
+    if (v.is_string()) {
+      budget_.Charge(v.text.size());
+    } else if (v.is_list() && Builds(e.kind)) {
+      budget_.Charge(v.list->size() * sizeof(Value));
+    } else if (v.is_dict() && Builds(e.kind)) {
+      budget_.Charge(v.dict->items.size() * sizeof(std::pair<std::string, Value>));
+    }
   }
   static bool Builds(Expr::Kind kind) {
     return kind == Expr::Kind::kList || kind == Expr::Kind::kTuple || kind == Expr::Kind::kDict ||
@@ -527,6 +540,8 @@ class Renderer {
   std::vector<size_t> chain_;
   std::string* out_ = nullptr;
   int64_t steps_ = 0;
+  int64_t next_check_ = 0;  // the step at which CheckLimits runs next
+  int64_t checks_ = 0;      // CheckLimits' runs
   int call_depth_ = 0;
 };
 

@@ -73,6 +73,10 @@ class Trashcan {
   // Called as `items` is destroyed: the containers it alone holds are moved out to be freed later.
   template <typename Items>
   static void Take(Items& items) {
+    // Most lists and dicts hold none that go with them: nothing to move, no thread state read.
+    if (std::none_of(items.begin(), items.end(), [](auto& item) { return GoesWith(Item(item)); })) {
+      return;
+    }
     Trashcan* const can_ptr = ForThisThread();
     if (can_ptr == nullptr) return;  // the thread is ending: freed where they are
     Trashcan& can = *can_ptr;
@@ -102,13 +106,19 @@ class Trashcan {
     return &can;
   }
   static Value& Item(Value& v) { return v; }
+  // A list or dict that only this item holds: it is freed with the item.
+  static bool GoesWith(const Value& v) {
+    return (v.kind == Value::Kind::kList && v.list.use_count() == 1) ||
+           (v.kind == Value::Kind::kDict && v.dict.use_count() == 1);
+  }
   static Value& Item(std::pair<std::string, Value>& kv) { return kv.second; }
 
   void Keep(Value& v) {
     // Without room to keep it (no memory), the item is freed where it is, recursively.
+    if (!GoesWith(v)) return;
     try {
-      if (v.list != nullptr && v.list.use_count() == 1) lists_.push_back(std::move(v.list));
-      if (v.dict != nullptr && v.dict.use_count() == 1) dicts_.push_back(std::move(v.dict));
+      if (v.list != nullptr) lists_.push_back(std::move(v.list));
+      if (v.dict != nullptr) dicts_.push_back(std::move(v.dict));
     } catch (const std::bad_alloc&) {
     }
   }
