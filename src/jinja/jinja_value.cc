@@ -64,7 +64,7 @@ Value ValueDict::KeyValue(const std::string& stored) {
 namespace {
 
 // Lists and dicts are freed without recursion, as CPython's "trashcan" frees deeply nested
-// containers: within its step budget a template can nest a list 250,000 deep (`{% set ns.x =
+// containers: within its step budget a template can nest a list about 200,000 deep (`{% set ns.x =
 // [ns.x] %}` in a loop), and freeing that one level per frame overflowed the stack. When the last
 // reference to a list or dict goes, the lists and dicts among its items that go with it are moved
 // onto a stack of this thread's, which the outermost free empties one by one.
