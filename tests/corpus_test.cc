@@ -3,8 +3,10 @@
 #include "train/corpus.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -301,6 +303,24 @@ TEST(CorpusTest, FileErrorsNameThePath) {
   EXPECT_THROW(WriteCorpusFiles(GenerateCorpus({.seed = 1, .target_words = 10}), file + "/sub"),
                Error);
   EXPECT_THROW(GenerateCorpus({.seed = 1, .target_words = 0}), Error);
+}
+
+// A corpus part that is a FIFO (or a device) fails at once, naming it, instead of blocking the
+// trainer until something writes to it (base/text_file.h's checks).
+TEST(CorpusTest, AFifoAsACorpusPartFailsAtOnce) {
+  const std::string dir = testing::TempPath("fifo_corpus");
+  std::filesystem::create_directories(dir);
+  const std::string part = (std::filesystem::path(dir) / kCorpusTrainFile).string();
+  ASSERT_EQ(::mkfifo(part.c_str(), 0644), 0);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    ReadCorpusFile(dir, kCorpusTrainFile);
+    FAIL() << "read a FIFO";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot read corpus file '" + part + "': it is not a regular file");
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
 }
 
 }  // namespace

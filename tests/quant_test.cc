@@ -647,7 +647,9 @@ TEST(QuantMixTest, EachMixGivesTheMatricesLlamaCppGivesThem) {
   constexpr GgmlType k2 = GgmlType::kQ2_K, k3 = GgmlType::kQ3_K, k4 = GgmlType::kQ4_K,
                      k5 = GgmlType::kQ5_K, k6 = GgmlType::kQ6_K;
   // Q4_K_M / Q5_K_M: q6_K for output, and attn_v / ffn_down where use_more_bits (the first and
-  // last eighth, and every third layer between: 4, 7, 10, 13 of 16); fused QKV one step up.
+  // last eighth, and every third layer between: 4, 7, 10, 13 of 16). A fused QKV has attn_v's
+  // rules (llama.cpp's category_is_attn_v; its own branch, one step up, is never reached):
+  // quant_mix_reference_test checks every layer against llama.cpp itself.
   for (const auto& [mix, base] : {std::pair{QuantMix::kQ4_K_M, k4}, {QuantMix::kQ5_K_M, k5}}) {
     EXPECT_EQ(type(mix, base, "output.weight", llama), k6);
     EXPECT_EQ(type(mix, base, "token_embd.weight", llama), base);
@@ -658,8 +660,10 @@ TEST(QuantMixTest, EachMixGivesTheMatricesLlamaCppGivesThem) {
     EXPECT_EQ(type(mix, base, "blk.15.attn_v.weight", llama), k6);
     EXPECT_EQ(type(mix, base, "blk.5.attn_q.weight", llama), base);
   }
-  EXPECT_EQ(type(QuantMix::kQ4_K_M, k4, "blk.5.attn_qkv.weight", llama), k5);
-  EXPECT_EQ(type(QuantMix::kQ5_K_M, k5, "blk.5.attn_qkv.weight", llama), k6);
+  EXPECT_EQ(type(QuantMix::kQ4_K_M, k4, "blk.5.attn_qkv.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ4_K_M, k4, "blk.4.attn_qkv.weight", llama), k6);
+  EXPECT_EQ(type(QuantMix::kQ5_K_M, k5, "blk.5.attn_qkv.weight", llama), k5);
+  EXPECT_EQ(type(QuantMix::kQ5_K_M, k5, "blk.15.attn_qkv.weight", llama), k6);
   // Q3_K_M: attn_v q5_K in the first two layers then q4_K, ffn_down q5_K in the first sixteenth
   // then q4_K, attn_output q4_K.
   EXPECT_EQ(type(QuantMix::kQ3_K_M, k3, "output.weight", llama), k6);
@@ -691,7 +695,7 @@ TEST(QuantMixTest, EachMixGivesTheMatricesLlamaCppGivesThem) {
   EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_v.weight", llama), k5);
   EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.ffn_down.weight", llama), k5);
   EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_output.weight", llama), k5);
-  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_qkv.weight", llama), k4);
+  EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.attn_qkv.weight", llama), k5);
   EXPECT_EQ(type(QuantMix::kQ3_K_L, k3, "blk.9.ffn_up.weight", llama), k3);
   // Q4_K_S: attn_v q5_K in the first four layers, ffn_down q5_K in the first eighth.
   EXPECT_EQ(type(QuantMix::kQ4_K_S, k4, "blk.3.attn_v.weight", llama), k5);

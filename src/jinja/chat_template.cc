@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "jinja/jinja_json.h"
 
@@ -9,15 +10,23 @@ namespace grove::jinja {
 
 namespace {
 
-void CheckUtf8(const nlohmann::ordered_json& j, const std::string& where) {
+// Every string valid UTF-8, and no nesting deeper than a bounded parse accepts
+// (base/bounded_json.h): this walk, the conversion to template values and the template's own walks
+// recurse. `depth` counts the arrays and objects `j` is inside of.
+void CheckUtf8AndDepth(const nlohmann::ordered_json& j, const std::string& where, int depth) {
+  if ((j.is_array() || j.is_object()) && depth >= kMaxJsonDepth) {
+    Fail(where, ": nesting deeper than ", kMaxJsonDepth, " levels");
+  }
   if (j.is_string()) {
     if (!IsValidUtf8(j.get_ref<const std::string&>())) Fail(where, ": invalid UTF-8");
   } else if (j.is_array()) {
-    for (size_t i = 0; i < j.size(); ++i) CheckUtf8(j[i], StrCat(where, "[", i, "]"));
+    for (size_t i = 0; i < j.size(); ++i) {
+      CheckUtf8AndDepth(j[i], StrCat(where, "[", i, "]"), depth + 1);
+    }
   } else if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
       if (!IsValidUtf8(k)) Fail(where, ": a key is invalid UTF-8");
-      CheckUtf8(v, StrCat(where, ".", k));
+      CheckUtf8AndDepth(v, StrCat(where, ".", k), depth + 1);
     }
   }
 }
@@ -48,10 +57,10 @@ void CheckChatInput(const ChatTemplateInput& input) {
       Fail(where, ".role: unknown role '", IsValidUtf8(r) ? r : "(invalid UTF-8)",
            "' (expected system, developer, user, assistant, tool, ipython or function)");
     }
-    CheckUtf8(m, where);
+    CheckUtf8AndDepth(m, where, 1);
   }
-  CheckUtf8(input.tools, "tools");
-  CheckUtf8(input.extra, "template arguments");
+  CheckUtf8AndDepth(input.tools, "tools", 0);
+  CheckUtf8AndDepth(input.extra, "template arguments", 0);
   if (!IsValidUtf8(input.bos_token)) Fail("bos_token: invalid UTF-8");
   if (!IsValidUtf8(input.eos_token)) Fail("eos_token: invalid UTF-8");
 }

@@ -33,9 +33,10 @@ struct ChatTemplateInput {
 };
 
 // Checks what the caller sends before a template sees it: `messages` is a non-empty array of
-// objects with a known role (system, developer, user, assistant, tool, ipython, function) and
-// every string in messages, tools and extra is valid UTF-8. Throws grove::Error naming the field,
-// e.g. "messages[2].role: unknown role 'robot'".
+// objects with a known role (system, developer, user, assistant, tool, ipython, function), every
+// string in messages, tools and extra is valid UTF-8, and none of them nests arrays and objects
+// deeper than a bounded parse accepts (kMaxJsonDepth, base/bounded_json.h). Throws grove::Error
+// naming the field, e.g. "messages[2].role: unknown role 'robot'".
 void CheckChatInput(const ChatTemplateInput& input);
 
 class ChatTemplate {

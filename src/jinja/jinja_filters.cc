@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/named.h"
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_builtins.h"
 #include "jinja/jinja_int.h"
 #include "jinja/jinja_json.h"
@@ -57,6 +58,7 @@ std::string PercentFormat(std::string_view fmt, const ValueList& args) {
       default:
         ValueFail("format: unsupported format character '", spec, "'");
     }
+    CheckStringRoom(out.size(), "format");
   }
   if (next < args.size()) ValueFail("format: not all arguments converted during string formatting");
   return out;
@@ -110,7 +112,7 @@ Value Length(const Value& v) {
     case Value::Kind::kUndefined:
       return Value::Int(0);
     case Value::Kind::kString:
-      return Value::Int(static_cast<int64_t>(CodePoints(v.text).size()));
+      return Value::Int(static_cast<int64_t>(CountCodePoints(v.text)));
     case Value::Kind::kList:
       if (v.generator) ValueFail("object of type 'generator' has no len()");
       return Value::Int(static_cast<int64_t>(v.list->size()));
@@ -290,11 +292,15 @@ Value FilterIndent(const FilterCall& c) {
   bool blank = ArgBool(c.args, 2, "blank", false);
   std::string text = ToStr(c.target);
   size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n')) + 1;
+  // One line's indentation as Indent makes it: a string width as written, else that many spaces.
+  const uint64_t width_bytes = width.is_string()
+                                   ? width.text.size()
+                                   : static_cast<uint64_t>(std::max<int64_t>(0, width.integer));
   // Divided, not multiplied: lines times a huge width wraps around to a small product.
-  if (width.is_number() &&
-      static_cast<uint64_t>(std::max<int64_t>(0, width.integer)) > c.max_bytes / lines) {
+  if (width_bytes > c.max_bytes / lines) {
     ValueFail("indent: result longer than ", c.max_bytes, " bytes");
   }
+  CheckRoom(text.size() + width_bytes * lines, "indent");
   return Value::String(Indent(text, width, first, blank));
 }
 

@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_walk.h"
 
 namespace grove::jinja {
@@ -59,8 +62,10 @@ struct JsonLayout {
 
   void Newline(std::string& out, int level) const {
     if (indent < 0) return;
+    const size_t spaces = static_cast<size_t>(indent) * static_cast<size_t>(level);
+    CheckStringRoom(out.size() + spaces, "tojson");
     out += '\n';
-    out.append(static_cast<size_t>(indent) * static_cast<size_t>(level), ' ');
+    out.append(spaces, ' ');
   }
 };
 
@@ -87,6 +92,8 @@ void DumpJsonList(std::string& out, const Value& v, const JsonLayout& layout, in
     if (i > 0) out += layout.item_sep;
     layout.Newline(out, level + 1);
     DumpJsonTo(out, (*v.list)[i], layout, level + 1);
+    // Values can share items (`[x, x]` nested 40 deep): the text can outgrow any value.
+    CheckStringRoom(out.size(), "tojson");
   }
   layout.Newline(out, level);
   out += ']';
@@ -106,6 +113,7 @@ void DumpJsonDict(std::string& out, const ValueDict& dict, const JsonLayout& lay
     AppendJsonString(out, ToStr(ValueDict::KeyValue(k)));
     out += layout.key_sep;
     DumpJsonTo(out, item, layout, level + 1);
+    CheckStringRoom(out.size(), "tojson");
   }
   layout.Newline(out, level);
   out += '}';
@@ -141,9 +149,10 @@ void DumpJsonTo(std::string& out, const Value& v, const JsonLayout& layout, int 
   }
 }
 
-}  // namespace
-
-Value FromJson(const nlohmann::ordered_json& j) {
+Value FromJsonAt(const nlohmann::ordered_json& j, int depth) {
+  if ((j.is_array() || j.is_object()) && depth >= kMaxJsonDepth) {
+    Fail("a JSON value nested deeper than ", kMaxJsonDepth, " levels");
+  }
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null:
     case nlohmann::ordered_json::value_t::discarded:
@@ -164,13 +173,13 @@ Value FromJson(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::array: {
       ValueList items;
       items.reserve(j.size());
-      for (const auto& item : j) items.push_back(FromJson(item));
+      for (const auto& item : j) items.push_back(FromJsonAt(item, depth + 1));
       return Value::List(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       Value d = Value::Dict();
       for (const auto& [k, item] : j.items())
-        d.dict->items.emplace_back(ValueDict::StringKey(k), FromJson(item));
+        d.dict->items.emplace_back(ValueDict::StringKey(k), FromJsonAt(item, depth + 1));
       return d;
     }
     case nlohmann::ordered_json::value_t::binary:
@@ -178,6 +187,10 @@ Value FromJson(const nlohmann::ordered_json& j) {
   }
   return Value::None();
 }
+
+}  // namespace
+
+Value FromJson(const nlohmann::ordered_json& j) { return FromJsonAt(j, 0); }
 
 std::string DumpJson(const Value& v, int indent, std::string_view item_sep,
                      std::string_view key_sep) {

@@ -11,7 +11,9 @@
 
 namespace grove::jinja {
 
-// JSON objects keep their keys in the order written, as Python's dicts do.
+// JSON objects keep their keys in the order written, as Python's dicts do. A value nested deeper
+// than a bounded parse accepts (kMaxJsonDepth, base/bounded_json.h) fails (grove::Error): the
+// conversion recurses.
 Value FromJson(const nlohmann::ordered_json& j);
 // json.dumps(v, ensure_ascii=False, indent=indent, separators=..., sort_keys=False) as Hugging
 // Face's tojson filter calls it; indent < 0 is Python's indent=None. Fails on values JSON cannot

@@ -122,17 +122,7 @@ class Lexer {
       }
       char kind = src_[start + 1];  // '{', '%' or '#'
       char modifier = start + 2 < src_.size() ? src_[start + 2] : '\0';
-      if (modifier == '-') {
-        while (!text.empty() && IsSpace(text.back())) text.pop_back();
-      } else if (modifier != '+' && options_.lstrip_blocks && kind != '{') {
-        size_t line_start = text.rfind('\n');
-        size_t from = line_start == std::string::npos ? 0 : line_start + 1;
-        if (line_start != std::string::npos || line_starting || strip_next_text) {
-          bool blank = std::all_of(text.begin() + static_cast<long>(from), text.end(),
-                                   [](char c) { return c == ' ' || c == '\t'; });
-          if (blank) text.erase(from);
-        }
-      }
+      TrimBeforeTag(text, modifier, kind != '{', line_starting || strip_next_text);
       EmitText(std::move(text), pos);
       size_t inner = start + 2 + ((modifier == '-' || modifier == '+') ? 1 : 0);
       size_t end;  // just past the tag
@@ -148,8 +138,9 @@ class Lexer {
         end = LexExpression(inner, start, /*block=*/false, &strip_after);
       } else {
         size_t raw_end = 0;
-        if (IsRawTag(inner, &raw_end)) {
-          end = LexRaw(raw_end, start, &strip_after);
+        bool strip_body_start = false;
+        if (IsRawTag(inner, &raw_end, &strip_body_start)) {
+          end = LexRaw(raw_end, strip_body_start, start, &strip_after);
         } else {
           tokens_.push_back({Token::Kind::kBlockBegin, "{%", LineAt(src_, start)});
           end = LexExpression(inner, start, /*block=*/true, &strip_after);
@@ -183,6 +174,24 @@ class Lexer {
     tokens_.push_back({Token::Kind::kText, std::move(text), LineAt(src_, pos)});
   }
 
+  // The text before a tag: `{%-` strips all its trailing whitespace; before a block or comment
+  // tag (not `{%+`), lstrip_blocks strips the spaces and tabs that begin the tag's line, if
+  // nothing else does (`line_starting`: the text itself starts a line).
+  void TrimBeforeTag(std::string& text, char modifier, bool block_or_comment,
+                     bool line_starting) const {
+    if (modifier == '-') {
+      while (!text.empty() && IsSpace(text.back())) text.pop_back();
+    } else if (modifier != '+' && options_.lstrip_blocks && block_or_comment) {
+      size_t line_start = text.rfind('\n');
+      size_t from = line_start == std::string::npos ? 0 : line_start + 1;
+      if (line_start != std::string::npos || line_starting) {
+        bool blank = std::all_of(text.begin() + static_cast<long>(from), text.end(),
+                                 [](char c) { return c == ' ' || c == '\t'; });
+        if (blank) text.erase(from);
+      }
+    }
+  }
+
   // After a block or comment tag: trim_blocks drops one newline (unless `+%}`), `-%}` is handled
   // by stripping the next text.
   size_t TrimAfterBlock(size_t end, bool strip_after, bool keep) const {
@@ -192,40 +201,50 @@ class Lexer {
     return end;
   }
 
-  bool IsRawTag(size_t inner, size_t* after) const {
+  // `{% raw %}` or `{% raw -%}` (Jinja2 takes no `+%}` here): *after is past it, *strip whether
+  // the `-` strips the whitespace that begins the body.
+  bool IsRawTag(size_t inner, size_t* after, bool* strip) const {
     size_t p = inner;
     while (p < src_.size() && IsSpace(src_[p])) ++p;
     if (src_.substr(p, 3) != "raw") return false;
     p += 3;
     while (p < src_.size() && IsSpace(src_[p])) ++p;
-    if (p < src_.size() && src_[p] == '-') ++p;
+    *strip = p < src_.size() && src_[p] == '-';
+    if (*strip) ++p;
     if (src_.substr(p, 2) != "%}") return false;
     *after = p + 2;
     return true;
   }
 
-  size_t LexRaw(size_t body_start, size_t tag_start, bool* strip_after) {
+  // A raw block's body as text, up to `{% endraw %}`, whose modifiers act as a block tag's do:
+  // `{%-` and `{%+` on the body's end (else lstrip_blocks), `-%}` and `+%}` on what follows (else
+  // trim_blocks).
+  size_t LexRaw(size_t body_start, bool strip_body_start, size_t tag_start, bool* strip_after) {
+    if (strip_body_start) {
+      while (body_start < src_.size() && IsSpace(src_[body_start])) ++body_start;
+    }
+    // The body starts a line when the opener's `-%}` stripped up to a newline.
+    const bool line_starting = strip_body_start && body_start > 0 && src_[body_start - 1] == '\n';
     size_t search = body_start;
     while (true) {
       size_t p = src_.find("{%", search);
       if (p == std::string_view::npos) Fail(LineError(tag_start, "unterminated raw block"));
       size_t q = p + 2;
-      bool strip_before = q < src_.size() && src_[q] == '-';
-      if (strip_before) ++q;
+      const char modifier = q < src_.size() ? src_[q] : '\0';
+      if (modifier == '-' || modifier == '+') ++q;
       while (q < src_.size() && IsSpace(src_[q])) ++q;
       if (src_.substr(q, 6) == "endraw") {
         q += 6;
         while (q < src_.size() && IsSpace(src_[q])) ++q;
-        bool strip = q < src_.size() && src_[q] == '-';
-        if (strip) ++q;
+        const bool strip = q < src_.size() && src_[q] == '-';
+        const bool keep = q < src_.size() && src_[q] == '+';
+        if (strip || keep) ++q;
         if (src_.substr(q, 2) == "%}") {
           std::string body(src_.substr(body_start, p - body_start));
-          if (strip_before) {
-            while (!body.empty() && IsSpace(body.back())) body.pop_back();
-          }
+          TrimBeforeTag(body, modifier, /*block_or_comment=*/true, line_starting);
           EmitText(std::move(body), body_start);
           *strip_after = strip;
-          return TrimAfterBlock(q + 2, strip, false);
+          return TrimAfterBlock(q + 2, strip, keep);
         }
       }
       search = p + 2;

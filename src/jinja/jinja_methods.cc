@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_builtins.h"
 
 namespace grove::jinja {
@@ -25,6 +26,9 @@ std::string StringArg(const CallArgs& args, size_t i, std::string_view name,
   return v->text;
 }
 
+// A split makes a value per piece, and a long text of separators has a piece per character.
+void CheckSplitRoom(size_t pieces) { CheckRoom(pieces * sizeof(Value), "split"); }
+
 // str.split() without a separator: runs of whitespace separate, and leading and trailing
 // whitespace give no empty parts.
 Value SplitOnWhitespace(std::string_view s, int64_t max_split, bool from_right) {
@@ -36,6 +40,7 @@ Value SplitOnWhitespace(std::string_view s, int64_t max_split, bool from_right) 
     size_t j = i;
     while (j < s.size() && !IsPySpace(static_cast<unsigned char>(s[j]))) ++j;
     words.emplace_back(s.substr(i, j - i));
+    CheckSplitRoom(words.size());
     i = j;
   }
   ValueList parts;
@@ -67,6 +72,7 @@ Value SplitOnSeparator(std::string_view s, const std::string& sep, int64_t max_s
     size_t at = s.find(sep, start);
     if (at == std::string_view::npos) break;
     pieces.emplace_back(s.substr(start, at - start));
+    CheckSplitRoom(pieces.size());
     start = at + sep.size();
   }
   pieces.emplace_back(s.substr(start));
@@ -158,6 +164,7 @@ std::string BraceFormat(std::string_view fmt, const CallArgs& args) {
       if (v == nullptr) ValueFail("format: missing key '", field, "'");
     }
     out += ToStr(*v);
+    CheckStringRoom(out.size(), "format");
     i = close;
   }
   return out;
@@ -171,12 +178,12 @@ Value FindSubstring(const std::string& s, std::string_view name, const CallArgs&
     if (name == "index" || name == "rindex") ValueFail("substring not found");
     return Value::Int(-1);
   }
-  return Value::Int(static_cast<int64_t>(CodePoints(std::string_view(s).substr(0, at)).size()));
+  return Value::Int(static_cast<int64_t>(CountCodePoints(std::string_view(s).substr(0, at))));
 }
 
 Value CountSubstring(const std::string& s, const CallArgs& args) {
   std::string sub = StringArg(args, 0, "sub", "count");
-  if (sub.empty()) return Value::Int(static_cast<int64_t>(CodePoints(s).size()) + 1);
+  if (sub.empty()) return Value::Int(static_cast<int64_t>(CountCodePoints(s)) + 1);
   int64_t n = 0;
   for (size_t at = s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
   return Value::Int(n);
@@ -191,6 +198,7 @@ Value Join(const std::string& separator, const CallArgs& args) {
     if (!item.is_string()) ValueFail("sequence item ", i, ": expected str instance");
     if (i > 0) out += separator;
     out += item.text;
+    CheckStringRoom(out.size(), "join");
   }
   return Value::String(std::move(out));
 }
@@ -202,6 +210,7 @@ Value SplitLines(const std::string& s) {
   for (size_t i = 0; i < s.size(); ++i) {
     if (s[i] == '\n' || s[i] == '\r') {
       lines.push_back(Value::String(s.substr(start, i - start)));
+      CheckRoom(lines.size() * sizeof(Value), "splitlines");
       if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
       start = i + 1;
     }
@@ -384,6 +393,7 @@ std::string PyReplace(std::string_view s, std::string_view old, std::string_view
         ++done;
       }
       out += c;
+      CheckStringRoom(out.size(), "replace");
     }
     if (count < 0 || done < count) out += with;
     return out;
@@ -395,6 +405,7 @@ std::string PyReplace(std::string_view s, std::string_view old, std::string_view
     if (at == std::string_view::npos) break;
     out += s.substr(start, at - start);
     out += with;
+    CheckStringRoom(out.size(), "replace");
     start = at + old.size();
     ++done;
   }

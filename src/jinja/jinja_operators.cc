@@ -3,8 +3,10 @@
 // membership, concatenation and repetition.
 #include "jinja/jinja_operators.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_builtins.h"
 #include "jinja/jinja_int.h"
 
@@ -12,9 +14,12 @@ namespace grove::jinja {
 
 namespace {
 
-// Python's slice indices for a sequence of length n.
-std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& stop_v,
-                                 const Value& step_v) {
+// Python's slice of a sequence of length n: the first index, the bound and the step.
+struct SliceBounds {
+  int64_t start, stop, step;
+};
+
+SliceBounds BoundsOf(int64_t n, const Value& start_v, const Value& stop_v, const Value& step_v) {
   auto get = [](const Value& v, int64_t fallback) {
     if (v.is_undefined() || v.is_none()) return fallback;
     if (!IsIntLike(v)) ValueFail("slice indices must be integers or None");
@@ -35,22 +40,50 @@ std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& s
                                                               : clamp(get(start_v, 0));
   int64_t stop = stop_v.is_undefined() || stop_v.is_none() ? (step < 0 ? lower : upper)
                                                            : clamp(get(stop_v, 0));
+  return {start, stop, step};
+}
+
+// Python's slice indices for a sequence of length n.
+std::vector<size_t> SliceIndices(int64_t n, const Value& start_v, const Value& stop_v,
+                                 const Value& step_v) {
+  const SliceBounds b = BoundsOf(n, start_v, stop_v, step_v);
   // Counted, not stepped until past stop: start + step can overflow (`xs[4::2**63-1]`).
-  std::vector<size_t> out(RangeLength(start, stop, step));
-  for (size_t k = 0; k < out.size(); ++k) out[k] = static_cast<size_t>(RangeItem(start, step, k));
+  std::vector<size_t> out(RangeLength(b.start, b.stop, b.step));
+  for (size_t k = 0; k < out.size(); ++k) {
+    out[k] = static_cast<size_t>(RangeItem(b.start, b.step, k));
+  }
   return out;
 }
 
+// A string's code points [start, stop) (step 1, the common `text[:n]`): found by walking the bytes,
+// without a view per code point.
+std::string SliceText(std::string_view s, const Value& start_v, const Value& stop_v) {
+  const SliceBounds b =
+      BoundsOf(static_cast<int64_t>(CountCodePoints(s)), start_v, stop_v, Value::None());
+  if (b.stop <= b.start) return "";
+  size_t begin = 0;
+  for (int64_t i = 0; i < b.start; ++i) begin += CodePointBytes(s, begin);
+  size_t end = begin;
+  for (int64_t i = b.start; i < b.stop; ++i) end += CodePointBytes(s, end);
+  return std::string(s.substr(begin, end - begin));
+}
+
 Value Repeat(const Value& v, int64_t n, size_t max_bytes) {
-  size_t unit = v.is_string() ? v.text.size() : v.list->size();
+  // In bytes for a list too: each copy of a string item copies its text.
+  size_t unit = v.is_string() ? v.text.size() : HeldBytes(v);
   // Nothing to repeat, or repeated no times (an empty unit returns at once: `[] * 2**62` hung).
   if (n <= 0 || unit == 0) return v.is_string() ? Value::String("") : Value::List();
   if (static_cast<uint64_t>(n) > max_bytes / unit) {
-    ValueFail("repetition longer than ", max_bytes);
+    ValueFail("repetition: result longer than ", max_bytes, " bytes");
   }
+  CheckRoom(static_cast<size_t>(n) * unit, "repetition");
   if (v.is_string()) {
+    // Doubled, not appended n times: a short unit repeated millions of times is a few copies.
+    const size_t total = static_cast<size_t>(n) * unit;
     std::string out;
-    for (int64_t i = 0; i < n; ++i) out += v.text;
+    out.reserve(total);
+    out = v.text;
+    while (out.size() < total) out.append(out, 0, std::min(out.size(), total - out.size()));
     return Value::String(std::move(out));
   }
   ValueList out;
@@ -122,6 +155,18 @@ bool Contains(const Value& container, const Value& item) {
   }
 }
 
+// `a ~ b`: both printed, then joined.
+Value Concatenate(const Value& a, const Value& b, size_t max_bytes) {
+  std::string text = ToStr(a);
+  const std::string right = ToStr(b);
+  if (text.size() + right.size() > max_bytes) {
+    ValueFail("~: result longer than ", max_bytes, " bytes");
+  }
+  CheckRoom(text.size() + right.size(), "~");
+  text += right;
+  return Value::String(std::move(text));
+}
+
 }  // namespace
 
 bool IsIntLike(const Value& v) {
@@ -174,6 +219,9 @@ Value Slice(const Value& obj, const Value& start, const Value& stop, const Value
     return Value::List(std::move(out));
   }
   if (obj.is_string()) {
+    if (step.is_undefined() || step.is_none() || (IsIntLike(step) && step.AsInt() == 1)) {
+      return Value::String(SliceText(obj.text, start, stop));
+    }
     std::vector<std::string_view> chars = CodePoints(obj.text);
     std::string out;
     for (size_t i : SliceIndices(static_cast<int64_t>(chars.size()), start, stop, step)) {
@@ -186,7 +234,7 @@ Value Slice(const Value& obj, const Value& start, const Value& stop, const Value
 }
 
 Value BinaryOperation(std::string_view op, const Value& a, const Value& b, size_t max_bytes) {
-  if (op == "~") return Value::String(ToStr(a) + ToStr(b));
+  if (op == "~") return Concatenate(a, b, max_bytes);
   if (op == "==") return Value::Bool(Equals(a, b));
   if (op == "!=") return Value::Bool(!Equals(a, b));
   if (op == "<") return Value::Bool(Compare(a, b, nullptr) < 0);
@@ -200,7 +248,10 @@ Value BinaryOperation(std::string_view op, const Value& a, const Value& b, size_
   }
   if (a.is_number() && b.is_number()) return Arithmetic(op, a, b);
   if (op == "+" && a.is_string() && b.is_string()) {
-    if (a.text.size() + b.text.size() > max_bytes) ValueFail("string too long");
+    if (a.text.size() + b.text.size() > max_bytes) {
+      ValueFail("+: result longer than ", max_bytes, " bytes");
+    }
+    CheckRoom(a.text.size() + b.text.size(), "+");
     if (a.markup || b.markup) {  // Markup + str escapes the plain side
       Value sum = Value::String((a.markup ? a.text : HtmlEscape(a.text)) +
                                 (b.markup ? b.text : HtmlEscape(b.text)));
@@ -210,6 +261,7 @@ Value BinaryOperation(std::string_view op, const Value& a, const Value& b, size_
     return Value::String(a.text + b.text);
   }
   if (op == "+" && a.is_list() && b.is_list()) {
+    CheckRoom(HeldBytes(a) + HeldBytes(b), "+");
     ValueList items = *a.list;
     items.insert(items.end(), b.list->begin(), b.list->end());
     return Value::List(std::move(items));

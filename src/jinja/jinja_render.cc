@@ -1,5 +1,6 @@
 #include "jinja/jinja_render.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "jinja/jinja_builtins.h"
@@ -43,7 +44,8 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 class Renderer {
  public:
-  Renderer(const ValueDict& globals, const RenderLimits& limits) : limits_(limits) {
+  Renderer(const ValueDict& globals, const RenderLimits& limits)
+      : limits_(limits), budget_(limits) {
     Frame root;
     for (const auto& [k, v] : globals.items) root[k] = v;
     AddBuiltins(root);
@@ -65,6 +67,7 @@ class Renderer {
   std::string Run(const Body& body) {
     std::string out;
     out_ = &out;
+    stack_base_ = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
     ExecBody(body);
     return out;
   }
@@ -112,6 +115,7 @@ class Renderer {
       if (count > max_steps) {
         ValueFail("range of ", count, " items is more than the step limit (", max_steps, ")");
       }
+      CheckRoom(static_cast<size_t>(count) * sizeof(Value), "range");
       ValueList items;
       items.reserve(static_cast<size_t>(count));
       for (uint64_t k = 0; k < count; ++k) items.push_back(Value::Int(RangeItem(start, step, k)));
@@ -139,19 +143,52 @@ class Renderer {
     });
   }
 
-  // --- limits -------------------------------------------------------------------------------
+  // --- limits (jinja_budget.h) -------------------------------------------------------------
+  // Counted at every expression and statement, so the hot path is a count and a compare; every
+  // 16th step the rest is checked out of line: the step limit, the stack (evaluation nests at
+  // most a level a step, a few hundred bytes) and, every 256th, the clock.
   void Step(int line) {
-    if (++steps_ > limits_.max_steps) {
+    if (++steps_ >= next_check_) CheckLimits(line);
+  }
+  // Out of line, so that only this function keeps a frame pointer: the frame address is the real
+  // stack even where a sanitizer keeps locals elsewhere. The stack grows down from Run's frame.
+  [[gnu::noinline]] void CheckLimits(int line) {
+    if (steps_ > limits_.max_steps) {
       Fail("chat template line ", line, ": more than ", limits_.max_steps,
            " steps (a loop that does not end?)");
     }
+    next_check_ = std::min(steps_ + 16, limits_.max_steps + 1);
+    const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+    if (here < stack_base_ && stack_base_ - here > limits_.max_stack_bytes) {
+      Fail("chat template line ", line, ": nested too deeply (evaluation took more than ",
+           limits_.max_stack_bytes, " bytes of stack)");
+    }
+    if (++checks_ % 16 == 0) Guarded(line, [this] { budget_.CheckDeadline(); });
   }
   void Emit(std::string_view s, int line) {
+    Guarded(line, [&] { budget_.Charge(s.size()); });
     out_->append(s);
     if (out_->size() > limits_.max_output_bytes) {
       Fail("chat template line ", line, ": output longer than ", limits_.max_output_bytes,
            " bytes");
     }
+  }
+  // What an evaluation made (jinja_budget.h): a string's bytes (a name's string is a copy too),
+  // and the items of a list or dict that the expression built (a name's list is shared; the
+  // strings among the items were charged as they were evaluated, or are pieces of one that was).
+  void ChargeResult(const Expr& e, const Value& v) {
+    if (v.is_string()) {
+      budget_.Charge(v.text.size());
+    } else if (v.is_list() && Builds(e.kind)) {
+      budget_.Charge(v.list->size() * sizeof(Value));
+    } else if (v.is_dict() && Builds(e.kind)) {
+      budget_.Charge(v.dict->items.size() * sizeof(std::pair<std::string, Value>));
+    }
+  }
+  static bool Builds(Expr::Kind kind) {
+    return kind == Expr::Kind::kList || kind == Expr::Kind::kTuple || kind == Expr::Kind::kDict ||
+           kind == Expr::Kind::kSlice || kind == Expr::Kind::kCall || kind == Expr::Kind::kFilter ||
+           kind == Expr::Kind::kBinary;
   }
 
   // --- statements ---------------------------------------------------------------------------
@@ -251,7 +288,7 @@ class Renderer {
 
   ValueList Iterate(const Value& v, int line) {
     ValueList items;
-    if (!IterationItems(v, &items)) {
+    if (!Guarded(line, [&] { return IterationItems(v, &items); })) {
       Fail("chat template line ", line, ": '", TypeName(v), "' object is not iterable");
     }
     return items;
@@ -361,7 +398,7 @@ class Renderer {
   // Runs fn, turning a ValueError from a filter, method or operator into grove::Error with the
   // line (TemplateRaised for raise_exception).
   template <typename Fn>
-  Value Guarded(int line, Fn&& fn) {
+  auto Guarded(int line, Fn&& fn) -> decltype(fn()) {
     try {
       return fn();
     } catch (const ValueError& e) {
@@ -394,7 +431,11 @@ class Renderer {
 
   Value Eval(const Expr& e) {
     Step(e.line);
-    return Guarded(e.line, [&] { return EvalUnguarded(e); });
+    return Guarded(e.line, [&] {
+      Value v = EvalUnguarded(e);
+      ChargeResult(e, v);
+      return v;
+    });
   }
 
   Value EvalUnguarded(const Expr& e) {
@@ -492,11 +533,15 @@ class Renderer {
   }
 
   RenderLimits limits_;
+  RenderBudget budget_;
+  uintptr_t stack_base_ = 0;
   std::vector<std::weak_ptr<ValueDict>> namespaces_;  // every namespace() made (see ~Renderer)
   std::vector<Frame> frames_;
   std::vector<size_t> chain_;
   std::string* out_ = nullptr;
   int64_t steps_ = 0;
+  int64_t next_check_ = 0;  // the step at which CheckLimits runs next
+  int64_t checks_ = 0;      // CheckLimits' runs
   int call_depth_ = 0;
 };
 

@@ -1,10 +1,9 @@
 // A parsed template and its interpreter.
 //
-// Templates come from model files, so rendering is bounded: a step budget (expressions evaluated
-// and loop iterations) stops a template that would loop for ever, a depth limit stops a macro that
-// recurses without end, and an output limit stops one that grows without end. Every failure is a
-// grove::Error naming the template line ("chat template line 12: unsupported filter 'wordwrap'");
-// the template's own raise_exception(msg) is a TemplateRaised carrying msg.
+// Templates come from model files, so rendering is bounded (jinja_budget.h: steps, bytes made,
+// time, stack, macro depth and output). Every failure is a grove::Error naming the template line
+// ("chat template line 12: unsupported filter 'wordwrap'"); the template's own
+// raise_exception(msg) is a TemplateRaised carrying msg.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +14,7 @@
 
 #include "base/error.h"
 #include "jinja/jinja_ast.h"
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_lexer.h"
 #include "jinja/jinja_value.h"
 
@@ -24,12 +24,6 @@ namespace grove::jinja {
 class TemplateRaised : public Error {
  public:
   using Error::Error;
-};
-
-struct RenderLimits {
-  int64_t max_steps = 1'000'000;  // well under a second; real chat templates use thousands
-  int max_call_depth = 64;        // nested macro calls
-  size_t max_output_bytes = size_t{16} << 20;
 };
 
 class Template {

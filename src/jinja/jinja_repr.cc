@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_value.h"
 #include "jinja/jinja_walk.h"
 
@@ -99,6 +100,8 @@ std::string Repr(const Value& v) {
       for (size_t i = 0; i < v.list->size(); ++i) {
         if (i > 0) out += ", ";
         out += Repr((*v.list)[i]);
+        // Values can share items (`[x, x]` nested 40 deep): the text can outgrow any value.
+        CheckStringRoom(out.size(), "repr");
       }
       if (v.tuple && v.list->size() == 1) out += ",";
       return out + (v.tuple ? ")" : "]");
@@ -110,6 +113,7 @@ std::string Repr(const Value& v) {
         if (!first) out += ", ";
         first = false;
         out += Repr(ValueDict::KeyValue(k)) + ": " + Repr(item);
+        CheckStringRoom(out.size(), "repr");
       }
       return out + (v.dict->is_namespace ? "}>" : "}");
     }

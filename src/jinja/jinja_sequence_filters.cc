@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "base/named.h"
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_builtins.h"
 #include "jinja/jinja_int.h"
 
@@ -125,6 +126,7 @@ Value FilterJoin(const FilterCall& c) {
     first = false;
     out += ToStr(attribute ? AttributeOf(item, ToStr(*attribute)) : item);
     if (out.size() > c.max_bytes) ValueFail("join: result longer than ", c.max_bytes, " bytes");
+    CheckRoom(out.size(), "join");
   }
   return Value::String(std::move(out));
 }

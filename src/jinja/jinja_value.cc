@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 #include "base/error.h"
+#include "jinja/jinja_budget.h"
 #include "jinja/jinja_walk.h"
 
 namespace grove::jinja {
@@ -57,6 +61,102 @@ Value ValueDict::KeyValue(const std::string& stored) {
   return Value::String(stored);
 }
 
+namespace {
+
+// Lists and dicts are freed without recursion, as CPython's "trashcan" frees deeply nested
+// containers: within its step budget a template can nest a list about 200,000 deep (`{% set ns.x =
+// [ns.x] %}` in a loop), and freeing that one level per frame overflowed the stack. When the last
+// reference to a list or dict goes, the lists and dicts among its items that go with it are moved
+// onto a stack of this thread's, which the outermost free empties one by one.
+class Trashcan {
+ public:
+  // Called as `items` is destroyed: the containers it alone holds are moved out to be freed later.
+  template <typename Items>
+  static void Take(Items& items) {
+    // Most lists and dicts hold none that go with them: nothing to move, no thread state read.
+    if (std::none_of(items.begin(), items.end(), [](auto& item) { return GoesWith(Item(item)); })) {
+      return;
+    }
+    Trashcan* const can_ptr = ForThisThread();
+    if (can_ptr == nullptr) return;  // the thread is ending: freed where they are
+    Trashcan& can = *can_ptr;
+    for (auto& item : items) can.Keep(Item(item));
+    if (can.emptying_) return;  // an outer Take is freeing; it frees these too
+    can.emptying_ = true;
+    while (!can.lists_.empty() || !can.dicts_.empty()) {
+      // Each reset frees one container, whose own Take (emptying_ set) only moves items here.
+      if (!can.lists_.empty()) {
+        std::shared_ptr<ValueList> last = std::move(can.lists_.back());
+        can.lists_.pop_back();
+      } else {
+        std::shared_ptr<ValueDict> last = std::move(can.dicts_.back());
+        can.dicts_.pop_back();
+      }
+    }
+    can.emptying_ = false;
+  }
+
+ private:
+  ~Trashcan() { gone_ = true; }
+  // Null once this thread's trashcan is destroyed (a value freed by a static destructor after
+  // the thread-local ones ran).
+  static Trashcan* ForThisThread() {
+    if (gone_) return nullptr;
+    static thread_local Trashcan can;
+    return &can;
+  }
+  static Value& Item(Value& v) { return v; }
+  // A list or dict that only this item holds: it is freed with the item.
+  static bool GoesWith(const Value& v) {
+    return (v.kind == Value::Kind::kList && v.list.use_count() == 1) ||
+           (v.kind == Value::Kind::kDict && v.dict.use_count() == 1);
+  }
+  static Value& Item(std::pair<std::string, Value>& kv) { return kv.second; }
+
+  void Keep(Value& v) {
+    // Without room to keep it (no memory), the item is freed where it is, recursively.
+    if (!GoesWith(v)) return;
+    try {
+      if (v.list != nullptr) lists_.push_back(std::move(v.list));
+      if (v.dict != nullptr) dicts_.push_back(std::move(v.dict));
+    } catch (const std::bad_alloc&) {
+    }
+  }
+
+  std::vector<std::shared_ptr<ValueList>> lists_;
+  std::vector<std::shared_ptr<ValueDict>> dicts_;
+  bool emptying_ = false;
+  static thread_local bool gone_;
+};
+thread_local bool Trashcan::gone_ = false;
+
+// std::allocator, except that destroying a list or dict goes through the trashcan; allocate_shared
+// keeps the one allocation make_shared makes.
+template <typename T>
+struct TrashcanAllocator {
+  using value_type = T;
+  TrashcanAllocator() = default;
+  template <typename U>
+  explicit TrashcanAllocator(const TrashcanAllocator<U>&) {}
+  T* allocate(size_t n) { return std::allocator<T>().allocate(n); }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  template <typename U>
+  void destroy(U* p) {
+    if constexpr (std::is_same_v<U, ValueList>) {
+      Trashcan::Take(*p);
+    } else if constexpr (std::is_same_v<U, ValueDict>) {
+      Trashcan::Take(p->items);
+    }
+    p->~U();
+  }
+  template <typename U>
+  bool operator==(const TrashcanAllocator<U>&) const {
+    return true;
+  }
+};
+
+}  // namespace
+
 // Every other member keeps its default (Value is an aggregate).
 Value Value::Undefined(std::string name) { return {.text = std::move(name)}; }
 Value Value::None() { return {.kind = Kind::kNone}; }
@@ -65,14 +165,19 @@ Value Value::Int(int64_t i) { return {.kind = Kind::kInt, .integer = i}; }
 Value Value::Float(double f) { return {.kind = Kind::kFloat, .number = f}; }
 Value Value::String(std::string s) { return {.kind = Kind::kString, .text = std::move(s)}; }
 Value Value::List(ValueList items) {
-  return {.kind = Kind::kList, .list = std::make_shared<ValueList>(std::move(items))};
+  return {
+      .kind = Kind::kList,
+      .list = std::allocate_shared<ValueList>(TrashcanAllocator<ValueList>(), std::move(items))};
 }
 Value Value::Tuple(ValueList items) {
   Value v = List(std::move(items));
   v.tuple = true;
   return v;
 }
-Value Value::Dict() { return {.kind = Kind::kDict, .dict = std::make_shared<ValueDict>()}; }
+Value Value::Dict() {
+  return {.kind = Kind::kDict,
+          .dict = std::allocate_shared<ValueDict>(TrashcanAllocator<ValueDict>())};
+}
 Value Value::Func(Function f) {
   return {.kind = Kind::kFunction, .function = std::make_shared<Function>(std::move(f))};
 }
@@ -123,6 +228,9 @@ bool Truthy(const Value& v) {
 thread_local std::vector<const void*> WalkLevel::open_;
 
 WalkLevel::WalkLevel(std::string_view what, const Value& v) {
+  // A walk of values that share their items (`[x, x]` nested 40 deep) visits exponentially many:
+  // each level counts towards the render's deadline.
+  TickRender();
   if (open_.size() >= kMaxNesting) {
     ValueFail(what, ": a value nested more than ", kMaxNesting,
               " deep (or one that contains itself)");
@@ -205,6 +313,18 @@ int Compare(const Value& a, const Value& b, bool* ok) {
   ValueFail("'<' not supported between instances of '", TypeName(a), "' and '", TypeName(b), "'");
 }
 
+size_t HeldBytes(const Value& v) {
+  size_t bytes = 0;
+  if (v.is_list()) {
+    for (const Value& item : *v.list) bytes += sizeof(Value) + item.text.size();
+  } else if (v.is_dict()) {
+    for (const auto& [k, item] : v.dict->items) {
+      bytes += sizeof(std::pair<std::string, Value>) + k.size() + item.text.size();
+    }
+  }
+  return bytes;
+}
+
 bool IterationItems(const Value& v, ValueList* out) {
   out->clear();
   switch (v.kind) {
@@ -216,26 +336,36 @@ bool IterationItems(const Value& v, ValueList* out) {
     case Value::Kind::kDict:
       for (const auto& [k, item] : v.dict->items) out->push_back(ValueDict::KeyValue(k));
       return true;
-    case Value::Kind::kString:
-      for (std::string_view c : CodePoints(v.text)) out->push_back(Value::String(std::string(c)));
+    case Value::Kind::kString: {
+      // A value per character: a 16 MiB string would be 2 GB of them.
+      const std::vector<std::string_view> chars = CodePoints(v.text);
+      CheckRoom(chars.size() * sizeof(Value), "iterating a string");
+      out->reserve(chars.size());
+      for (std::string_view c : chars) out->push_back(Value::String(std::string(c)));
       return true;
+    }
     default:
       return false;
   }
 }
 
+size_t CodePointBytes(std::string_view s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 1;
+  return i + len > s.size() ? 1 : len;
+}
+
+size_t CountCodePoints(std::string_view s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); i += CodePointBytes(s, i)) ++n;
+  return n;
+}
+
 std::vector<std::string_view> CodePoints(std::string_view s) {
   std::vector<std::string_view> out;
   out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80           ? 1
-                 : (c >> 5) == 0x6  ? 2
-                 : (c >> 4) == 0xe  ? 3
-                 : (c >> 3) == 0x1e ? 4
-                                    : 1;
-    if (i + len > s.size()) len = 1;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = CodePointBytes(s, i);
     out.push_back(s.substr(i, len));
     i += len;
   }

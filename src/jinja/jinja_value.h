@@ -122,6 +122,10 @@ std::string FloatRepr(double f);
 // A short type name for errors ("string", "list", "dict object"...).
 std::string_view TypeName(const Value& v);
 
+// The bytes a list or dict holds itself: its items and the text of the strings among them (a list
+// or dict among them is shared, not copied, when the list is copied). 0 for other values.
+size_t HeldBytes(const Value& v);
+
 // What iterating v gives, as a for loop or a filter iterates: a list's items, a dict's keys, a
 // string's characters, nothing for undefined. False for a value that is not iterable.
 bool IterationItems(const Value& v, ValueList* out);
@@ -134,6 +138,10 @@ int Compare(const Value& a, const Value& b, bool* ok);
 
 // UTF-8 helpers: strings index, slice and count by code point, as Python's str does.
 std::vector<std::string_view> CodePoints(std::string_view s);
+// The bytes of the code point at byte i < s.size() (1 for a byte that starts none), and how many
+// code points s has: as CodePoints counts them, without a view per code point.
+size_t CodePointBytes(std::string_view s, size_t i);
+size_t CountCodePoints(std::string_view s);
 bool IsValidUtf8(std::string_view s);
 
 }  // namespace grove::jinja

@@ -25,7 +25,7 @@ bool UseMoreBits(int layer, int n_layer) {
   return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-// The value projection of block `layer` (llama.cpp's rules for attn_v).
+// The value projection of block `layer`, or its fused QKV (llama.cpp's rules for attn_v).
 GgmlType AttentionValueType(QuantMix mix, GgmlType base, int layer, const MixModel& model) {
   switch (mix) {
     case QuantMix::kQ2_K:
@@ -77,18 +77,16 @@ GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
   }
   const int layer = LayerOf(name);
   if (layer < 0) return base;
-  if (EndsWith(name, ".attn_v.weight")) return AttentionValueType(mix, base, layer, model);
+  // llama.cpp counts a fused QKV (Phi-3) among the value projections, "more sensitive to
+  // quantization" (category_is_attn_v), and gives it their rules.
+  if (EndsWith(name, ".attn_v.weight") || EndsWith(name, ".attn_qkv.weight")) {
+    return AttentionValueType(mix, base, layer, model);
+  }
   if (EndsWith(name, ".ffn_down.weight")) return FfnDownType(mix, base, layer, model);
   if (EndsWith(name, ".attn_output.weight")) {
     if (mix == QuantMix::kQ2_K) return GgmlType::kQ3_K;
     if (mix == QuantMix::kQ3_K_M) return GgmlType::kQ4_K;
     if (mix == QuantMix::kQ3_K_L) return GgmlType::kQ5_K;
-    return base;
-  }
-  if (EndsWith(name, ".attn_qkv.weight")) {  // fused (Phi-3)
-    if (mix == QuantMix::kQ3_K_M || mix == QuantMix::kQ3_K_L) return GgmlType::kQ4_K;
-    if (mix == QuantMix::kQ4_K_M) return GgmlType::kQ5_K;
-    if (mix == QuantMix::kQ5_K_M) return GgmlType::kQ6_K;
     return base;
   }
   return base;

@@ -13,7 +13,9 @@ JOBS.json is a list of {"template": PATH, "messages": [...], "tools": [...] or n
 "add_generation_prompt": bool, "bos_token": str, "eos_token": str, "extra": {...},
 "now": "YYYY-MM-DDTHH:MM:SS"}; RESULTS.json gets, per job, {"text": ...} or
 {"raised": "ExceptionType: message"}. The clock strftime_now reads is fixed by "now" so that
-both sides render the same date.
+both sides render the same date. A job may give the template's text as "source" instead of a
+path, and "environment": {"trim_blocks": bool, "lstrip_blocks": bool,
+"keep_trailing_newline": bool} to change those settings (jinja_reference_test's constructs).
 """
 import datetime
 import json
@@ -49,9 +51,9 @@ def raise_exception(message):
     raise jinja2.exceptions.TemplateError(message)
 
 
-def make_environment(now):
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[GenerationTag, loopcontrols])
+def make_environment(now, settings):
+    options = {"trim_blocks": True, "lstrip_blocks": True, **settings}
+    env = ImmutableSandboxedEnvironment(extensions=[GenerationTag, loopcontrols], **options)
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     env.globals["strftime_now"] = lambda fmt: now.strftime(fmt)
@@ -60,21 +62,24 @@ def make_environment(now):
 
 def render(job, cache):
     now = datetime.datetime.fromisoformat(job.get("now", "2024-07-26T12:00:00"))
-    path = job["template"]
-    key = (path, job.get("now"))
+    settings = job.get("environment", {})
+    key = (job.get("template"), job.get("source"), job.get("now"), json.dumps(settings))
     if key not in cache:
-        with open(path, encoding="utf-8") as f:
-            source = f.read()
+        source = job.get("source")
+        if source is None:
+            with open(job["template"], encoding="utf-8") as f:
+                source = f.read()
         try:
-            cache[key] = make_environment(now).from_string(source)
+            cache[key] = make_environment(now, settings).from_string(source)
         except Exception as e:  # a template Jinja2 itself cannot parse
             cache[key] = e
     template = cache[key]
     if isinstance(template, Exception):
         return {"raised": f"{type(template).__name__}: {template}"}
     try:
-        text = template.render(messages=job["messages"], tools=job.get("tools"), documents=None,
-                               add_generation_prompt=job["add_generation_prompt"],
+        text = template.render(messages=job.get("messages", []), tools=job.get("tools"),
+                               documents=None,
+                               add_generation_prompt=job.get("add_generation_prompt", False),
                                bos_token=job.get("bos_token", ""),
                                eos_token=job.get("eos_token", ""), **job.get("extra", {}))
         return {"text": text}
