@@ -310,6 +310,10 @@ TEST(ConvertHfTokenizer, NamesThePreTokenizerOfEachKnownSplit) {
   EXPECT_THROW(name(R"({"type": "Sequence", "pretokenizers": [
                          {"type": "Digits", "individual_digits": false}, {"type": "ByteLevel"}]})"),
                Error);
+  // A Digits part that leaves the field out splits digit runs, as Hugging Face's Digits::default.
+  EXPECT_THROW(name(R"({"type": "Sequence", "pretokenizers": [
+                         {"type": "Digits"}, {"type": "ByteLevel"}]})"),
+               Error);
 }
 
 TEST(ConvertHfTokenizer, RefusesWhatItCannotConvertNamingIt) {
