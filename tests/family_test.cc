@@ -225,6 +225,8 @@ INSTANTIATE_TEST_SUITE_P(
         FamilyCase{"qwen2", GgmlType::kF32, 256}, FamilyCase{"qwen2", GgmlType::kQ8_0, 256},
         FamilyCase{"qwen3", GgmlType::kF32, 256}, FamilyCase{"qwen3", GgmlType::kQ8_0, 256},
         FamilyCase{"gemma3", GgmlType::kF32, 256}, FamilyCase{"gemma3", GgmlType::kQ8_0, 256},
+        // Qwen3.5: Gated DeltaNet layers and gated attention.
+        FamilyCase{"qwen35", GgmlType::kF32, 256}, FamilyCase{"qwen35", GgmlType::kQ8_0, 256},
         // LongRoPE: the long factors beyond the original context (256), the short
         // ones within it (llama.cpp pads contexts to multiples of 256).
         FamilyCase{"phi3", GgmlType::kF32, 512}, FamilyCase{"phi3", GgmlType::kF32, 256},
@@ -488,7 +490,7 @@ TEST(FamilyFiles, OtherArchitecturesAndMixturesOfExpertsAreRefusedByName) {
                   "architecture 'qwen3moe' is a mixture-of-experts model");
   ExpectLoadError(
       RewrittenModel("llama", "mamba"),
-      "unsupported architecture 'mamba' (grove runs llama, qwen2, qwen3, gemma3, phi3)");
+      "unsupported architecture 'mamba' (grove runs llama, qwen2, qwen3, gemma3, phi3, qwen35)");
   ExpectLoadError(
       RewrittenModel("llama", "llama", [](GgufWriter& w) { w.SetUint32("llama.expert_count", 8); }),
       "mixture-of-experts models (Mixtral, Qwen3-MoE) are not supported");

@@ -152,6 +152,18 @@ RandomModelSpec FamilyTestSpec(const std::string& arch, GgmlType type, uint64_t 
     s.n_ctx = 1024;
     s.tied_output = true;
     s.sliding_window = 48;
+  } else if (arch == "qwen35") {
+    // Qwen3.5's kind: three Gated DeltaNet layers, then a gated attention layer, twice; a quarter
+    // of each head rotating; two key heads shared by four value heads of 32.
+    s.n_layer = 8;
+    s.head_dim = 64;
+    s.n_rot = 16;
+    s.tied_output = true;
+    s.rope_freq_base = 1e7f;
+    s.rms_eps = 1e-6f;
+    s.ssm_state = 32;
+    s.ssm_groups = 2;
+    s.ssm_v_heads = 4;
   } else {
     Fail("FamilyTestSpec: unknown architecture '", arch, "'");
   }

@@ -209,7 +209,65 @@ void ReadWindow(ArchKeys& keys, ModelConfig& c) {
   c.sliding_window = static_cast<int32_t>(window);
 }
 
+// Gated DeltaNet's keys (Qwen3.5) and which layers are attention. Each inconsistency is named.
+void ReadGatedDeltaNet(ArchKeys& keys, ModelConfig& c) {
+  GatedDeltaNetShape& g = c.gdn;
+  g.conv_kernel = keys.PositiveInt("ssm.conv_kernel", 64);
+  g.d_state = keys.PositiveInt("ssm.state_size", 4096);
+  g.n_k_heads = keys.PositiveInt("ssm.group_count", 4096);
+  g.n_v_heads = keys.PositiveInt("ssm.time_step_rank", 4096);
+  const int32_t inner = keys.PositiveInt("ssm.inner_size", kMaxDim);
+  if (int64_t{inner} != int64_t{g.d_state} * g.n_v_heads) {
+    Fail("model: '", keys.Name("ssm.inner_size"), "' = ", inner, " is not ssm.state_size ",
+         g.d_state, " x ssm.time_step_rank ", g.n_v_heads,
+         " (value heads of the state's size, as llama.cpp requires)");
+  }
+  if (g.n_v_heads % g.n_k_heads != 0) {
+    Fail("model: '", keys.Name("ssm.group_count"), "' = ", g.n_k_heads,
+         " does not divide ssm.time_step_rank ", g.n_v_heads);
+  }
+  const int32_t interval = keys.PositiveInt("full_attention_interval", 4096, 4);
+  if (keys.Has("attention.recurrent_layers")) {
+    Fail("model: '", keys.Name("attention.recurrent_layers"),
+         "' is not supported (grove reads full_attention_interval)");
+  }
+  for (int32_t i = 0; i < c.n_layer; ++i) {
+    if ((i + 1) % interval != 0) c.layer_kinds[i].mixer = MixerKind::kGatedDeltaNet;
+  }
+  // The interleaved multi-section rotation (llama.cpp's IMROPE): rotary pair i takes section
+  // i % 3's position while i < 3 x that section's size, else the fourth's. Text puts every one of
+  // the first three at the token's position (and the fourth at 0), so grove rotates as the halves
+  // pairing when every pair falls in the first three; a file where some pair would not is refused.
+  const GgufValue* sections = keys.Find("rope.dimension_sections");
+  if (!sections) Fail("model: missing metadata '", keys.Name("rope.dimension_sections"), "'");
+  if (sections->type != GgufValueType::kArray || sections->array.size() != 4)
+    Fail("model: '", keys.Name("rope.dimension_sections"), "' is not an array of 4 integers");
+  int64_t s[4];
+  for (int j = 0; j < 4; ++j) {
+    const GgufValue::Scalar& v = sections->array[static_cast<std::size_t>(j)];
+    if (const auto* u = std::get_if<uint64_t>(&v)) {
+      s[j] = static_cast<int64_t>(*u);
+    } else if (const auto* i = std::get_if<int64_t>(&v)) {
+      s[j] = *i;
+    } else {
+      Fail("model: '", keys.Name("rope.dimension_sections"), "' is not an array of 4 integers");
+    }
+  }
+  for (int32_t pair = 0; pair < c.n_rot / 2; ++pair) {
+    if (pair >= 3 * s[pair % 3]) {
+      Fail("model: '", keys.Name("rope.dimension_sections"), "' = [", s[0], ", ", s[1], ", ", s[2],
+           ", ", s[3], "] leaves rotary pair ", pair,
+           " to the fourth section, which grove does not rotate for text");
+    }
+  }
+}
+
 }  // namespace
+
+bool ModelConfig::has_recurrent_layers() const {
+  return std::any_of(layer_kinds.begin(), layer_kinds.end(),
+                     [](const LayerKind& k) { return k.mixer == MixerKind::kGatedDeltaNet; });
+}
 
 int32_t ModelConfig::n_local_layers() const {
   return sliding_window > 0 ? static_cast<int32_t>(
@@ -218,10 +276,21 @@ int32_t ModelConfig::n_local_layers() const {
 }
 
 int64_t ModelConfig::n_params() const {
-  int64_t per_layer = int64_t{n_embd} * q_dim() * 2 + int64_t{n_embd} * kv_dim() * 2 +
-                      int64_t{n_embd} * n_ff * 3 + int64_t{n_embd} * 2;
+  const int64_t d = n_embd;
+  const int64_t attention = d * q_dim() * (family && family->gated_attention ? 3 : 2) +
+                            d * kv_dim() * 2 + d * n_ff * 3 + d * 2;
+  // A Gated DeltaNet layer: its four input projections, conv1d, output projection and vectors.
+  const int64_t recurrent = d * (gdn.conv_dim() + gdn.value_dim() + 2 * gdn.n_v_heads) +
+                            int64_t{gdn.value_dim()} * d +
+                            int64_t{gdn.conv_dim()} * gdn.conv_kernel + 3 * gdn.n_v_heads +
+                            gdn.d_state + d * n_ff * 3 + d * 2;
+  int64_t layers = 0;
+  for (int32_t l = 0; l < n_layer; ++l) {
+    const bool is_gdn = static_cast<std::size_t>(l) < layer_kinds.size() && is_recurrent(l);
+    layers += is_gdn ? recurrent : attention;
+  }
   int64_t embed = int64_t{n_vocab} * n_embd;
-  return per_layer * n_layer + embed * (tied_output ? 1 : 2) + n_embd;
+  return layers + embed * (tied_output ? 1 : 2) + n_embd;
 }
 
 ModelConfig ConfigFromGguf(const GgufFile& gguf) {
@@ -235,6 +304,7 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   ReadWindow(keys, c);
   // Every layer of the families grove runs is attention and a gated feed-forward.
   c.layer_kinds.assign(static_cast<std::size_t>(c.n_layer), LayerKind{});
+  if (c.family->gated_delta_net) ReadGatedDeltaNet(keys, c);
   // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) = 1/sqrt(168), not by its key length
   // (128), as Google's reference does; llama.cpp recognises it by its 62 layers, and so does grove.
   const bool gemma3_27b = c.arch == "gemma3" && c.n_layer == 62;

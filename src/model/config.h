@@ -20,6 +20,25 @@ struct RopeFrequencies {
   float freq_scale = 1.0f;  // 1 / linear scaling factor
 };
 
+// The shape of a Gated DeltaNet layer (Qwen3.5), from `<arch>.ssm.*` as llama.cpp reads them:
+// n_k_heads (group_count) heads of query and key of d_state each, n_v_heads (time_step_rank)
+// heads of value of d_state each (inner_size = d_state x n_v_heads), a causal conv1d of
+// conv_kernel taps over the q, k and v channels. Value head h reads key head h % n_k_heads (the
+// converter orders the value heads for ggml's broadcast, which tiles).
+struct GatedDeltaNetShape {
+  int32_t conv_kernel = 0;
+  int32_t d_state = 0;
+  int32_t n_k_heads = 0;
+  int32_t n_v_heads = 0;
+
+  int32_t key_dim() const { return d_state * n_k_heads; }
+  int32_t value_dim() const { return d_state * n_v_heads; }
+  int32_t conv_dim() const { return 2 * key_dim() + value_dim(); }  // channels of q, k, v
+  // Floats of one sequence's state on one layer: conv_kernel - 1 inputs and the delta-rule state.
+  int64_t conv_state_size() const { return int64_t{conv_kernel - 1} * conv_dim(); }
+  int64_t delta_state_size() const { return int64_t{n_v_heads} * d_state * d_state; }
+};
+
 struct ModelConfig {
   std::string arch;  // general.architecture
   const ModelFamily* family = nullptr;
@@ -50,12 +69,17 @@ struct ModelConfig {
   float embedding_scale = 1.0f;        // token embeddings are multiplied by it
   float logit_softcap = 0.0f;          // logits = c * tanh(logits / c) when > 0
   bool tied_output = false;            // no output.weight: logits reuse token_embd
+  GatedDeltaNetShape gdn;              // layers of kind kGatedDeltaNet (family.gated_delta_net)
   // What the file holds that grove reads and does not apply (unknown keys, a window the family
   // does not use): the loader passes them to the log once (ModelParameters).
   std::vector<std::string> notes;
 
   int32_t q_dim() const { return n_head * head_dim; }
   int32_t kv_dim() const { return n_head_kv * head_dim; }
+  bool is_recurrent(int32_t layer) const {
+    return layer_kinds[layer].mixer == MixerKind::kGatedDeltaNet;
+  }
+  bool has_recurrent_layers() const;
   bool is_local(int32_t layer) const { return sliding_window > 0 && local_layers[layer] != 0; }
   int32_t n_local_layers() const;
   // Parameters in the weight matrices and norms.

@@ -1,6 +1,7 @@
 // The attention layer kind of the CPU backend (cpu_forward.h): projections, per-head norms and
 // rotation, keys and values into the cache, attention over each token's visible keys, and the
 // output projection.
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernel_set.h"
@@ -20,16 +21,39 @@ namespace grove {
 void CpuForward::Attention(const ForwardInput& input, int32_t layer) {
   const LayerWeights& w = weights_.layers[layer];
   const int32_t n = input.layout.size();
+  const bool gated = config_.family->gated_attention;
   ProjectQkv(w, n);
+  if (gated) SplitQueryGate(n);
   RotateAndCache(input, layer);
   Attend(input, layer);
+  if (gated) GateAttentionOutput(n);
   MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, pool_);
+}
+
+void CpuForward::SplitQueryGate(int32_t n) {
+  // Each head's 2 head_dim rows of the joint projection: its query, then its gate.
+  const std::size_t head = config_.head_dim;
+  const std::size_t q_dim = config_.q_dim();
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+    const float* qg = qg_.data() + i * 2 * q_dim;
+    for (std::size_t h = 0; h < static_cast<std::size_t>(config_.n_head); ++h) {
+      std::memcpy(q_.data() + i * q_dim + h * head, qg + 2 * h * head, head * sizeof(float));
+      std::memcpy(gate_q_.data() + i * q_dim + h * head, qg + (2 * h + 1) * head,
+                  head * sizeof(float));
+    }
+  }
+}
+
+void CpuForward::GateAttentionOutput(int32_t n) {
+  const std::size_t size = static_cast<std::size_t>(n) * config_.q_dim();
+  for (std::size_t j = 0; j < size; ++j) att_[j] *= 1.0f / (1.0f + std::exp(-gate_q_[j]));
 }
 
 void CpuForward::ProjectQkv(const LayerWeights& w, int32_t n) {
   // Q, K and V read the same normalised rows: one dispatch, activations quantized once (see
   // MatMulFused).
-  const MatMulOutput qkv[] = {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}};
+  float* q = config_.family->gated_attention ? qg_.data() : q_.data();
+  const MatMulOutput qkv[] = {{w.wq, q}, {w.wk, k_.data()}, {w.wv, v_.data()}};
   if (CanFuseMatMuls(qkv)) {
     MatMulFused(qkv, xb_.data(), n, matmul_scratch_, pool_);
   } else {

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "base/error.h"
 #include "model/batch_layout.h"
 #include "model/config.h"
+#include "model/kv_cache_pool.h"
 #include "model/model_parameters.h"
+#include "model/recurrent_state.h"
 #include "model/weights.h"
 #include "ops/attention.h"
 #include "ops/feed_forward.h"
@@ -18,7 +21,7 @@ namespace grove {
 namespace {
 
 // The layer kinds this backend has an op for (layer_kind.h).
-constexpr MixerKind kMixers[] = {MixerKind::kAttention};
+constexpr MixerKind kMixers[] = {MixerKind::kAttention, MixerKind::kGatedDeltaNet};
 constexpr FeedForwardKind kFeedForwards[] = {FeedForwardKind::kGated};
 
 }  // namespace
@@ -38,7 +41,23 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
   CheckSupported(config_);
   const ModelConfig& c = config_;
   const auto b = static_cast<std::size_t>(max_batch);
-  matmul_scratch_ = MatMulScratch(max_batch, std::max<int64_t>({c.n_embd, c.n_ff, c.q_dim()}));
+  matmul_scratch_ =
+      MatMulScratch(max_batch, std::max<int64_t>({c.n_embd, c.n_ff, c.q_dim(), c.gdn.value_dim()}));
+  if (c.family->gated_attention) {
+    qg_.Resize(b * 2 * c.q_dim());
+    gate_q_.Resize(b * c.q_dim());
+  }
+  if (c.has_recurrent_layers()) {
+    // The states live beside the caches, so that a fork of a sequence forks its state too.
+    kv.SetRecurrentStates(std::make_shared<RecurrentStates>(
+        c, weights_, parameters.part().first_layer, parameters.part().last_layer));
+    recurrent_ = kv.recurrent();
+    gdn_qkv_.Resize(b * c.gdn.conv_dim());
+    gdn_z_.Resize(b * c.gdn.value_dim());
+    gdn_beta_.Resize(b * c.gdn.n_v_heads);
+    gdn_alpha_.Resize(b * c.gdn.n_v_heads);
+    gdn_out_.Resize(b * c.gdn.value_dim());
+  }
   x_.Resize(b * c.n_embd);
   xb_.Resize(b * c.n_embd);
   q_.Resize(b * c.q_dim());
@@ -65,7 +84,8 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
 uint64_t CpuForward::activation_bytes() const {
   uint64_t n = matmul_scratch_.size();
   for (const AlignedBuffer<float>* f :
-       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &scores_, &logits_}) {
+       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &scores_, &logits_, &qg_, &gate_q_,
+        &gdn_qkv_, &gdn_z_, &gdn_beta_, &gdn_alpha_, &gdn_out_}) {
     n += f->size() * sizeof(float);
   }
   return n;
@@ -73,7 +93,13 @@ uint64_t CpuForward::activation_bytes() const {
 
 std::span<const float> CpuForward::Run(const ForwardInput& input, int32_t first_layer,
                                        int32_t last_layer) {
+  // Every sequence's recurrent state must reach where the batch continues it (rewound to
+  // there when speculation left it further on), checked before any layer changes one.
+  if (recurrent_)
+    recurrent_->Prepare(input.batch,
+                        {input.layout.slot(), static_cast<std::size_t>(input.batch.size())});
   for (int32_t layer = first_layer; layer < last_layer; ++layer) Layer(input, layer);
+  if (recurrent_) recurrent_->EndBatch(input.batch);
   if (last_layer < config_.n_layer) return hidden_states(input.layout.size());
   return Logits(input);
 }
@@ -107,6 +133,8 @@ void CpuForward::Mixer(const ForwardInput& input, int32_t layer, MixerKind kind)
   switch (kind) {
     case MixerKind::kAttention:
       return Attention(input, layer);
+    case MixerKind::kGatedDeltaNet:
+      return GatedDeltaNet(input, layer);
   }
 }
 

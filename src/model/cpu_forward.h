@@ -15,6 +15,7 @@
 
 namespace grove {
 
+class RecurrentStates;
 struct LayerWeights;
 struct ModelWeights;
 
@@ -42,6 +43,13 @@ class CpuForward final : public ForwardBackend {
   void FeedForward(const LayerWeights& w, int32_t n, FeedForwardKind kind);
   void Attention(const ForwardInput& input, int32_t layer);  // cpu_attention.cc
   void GatedFeedForward(const LayerWeights& w, int32_t n);
+  // Gated DeltaNet (cpu_gated_delta_net.cc): the projections, each token through its sequence's
+  // recurrent state in batch order, the output projection.
+  void GatedDeltaNet(const ForwardInput& input, int32_t layer);
+  // Gated attention (Qwen3.5): splits the joint query-gate projection (qg_) into q_ and gate_q_,
+  // and multiplies the attention output by sigmoid(gate_q_).
+  void SplitQueryGate(int32_t n);
+  void GateAttentionOutput(int32_t n);
   // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).
   void AddResidual(const std::vector<float>& post_norm, int32_t n);
   // The final norm and the output head over the rows that want logits.
@@ -74,6 +82,17 @@ class CpuForward final : public ForwardBackend {
   AlignedBuffer<float> up_;      // (max_batch, n_ff)
   AlignedBuffer<float> proj_;    // (max_batch, n_embd) output of wo / w_down
   AlignedBuffer<float> logits_;  // (max_batch, n_vocab)
+  // Gated attention (family.gated_attention): (max_batch, 2 q_dim) and (max_batch, q_dim).
+  AlignedBuffer<float> qg_;
+  AlignedBuffer<float> gate_q_;
+  // Gated DeltaNet (family.gated_delta_net): per token its q-k-v channels, z, beta and alpha
+  // inputs and output; and the recurrent state of each sequence.
+  AlignedBuffer<float> gdn_qkv_;          // (max_batch, conv_dim)
+  AlignedBuffer<float> gdn_z_;            // (max_batch, value_dim)
+  AlignedBuffer<float> gdn_beta_;         // (max_batch, n_v_heads)
+  AlignedBuffer<float> gdn_alpha_;        // (max_batch, n_v_heads)
+  AlignedBuffer<float> gdn_out_;          // (max_batch, value_dim)
+  RecurrentStates* recurrent_ = nullptr;  // kv_'s, when the model has recurrent layers
   // Attention scores of one query group (ops/attention.h) per pool thread: its queries' rows of
   // visible keys (at most n_ctx each), and their softmax sums.
   std::size_t scores_per_thread_;

@@ -28,9 +28,15 @@ constexpr FeedForwardKind kFeedForwards[] = {FeedForwardKind::kGated};
 }  // namespace
 
 void CudaForward::CheckSupported(const ModelConfig& c) {
+  // What the model needs comes before whether a GPU is there, so that a model the GPU path cannot
+  // run (a hybrid file) is named as such on any machine.
+  CheckLayerKinds(c.layer_kinds, {.mixers = kMixers, .feed_forwards = kFeedForwards}, "cuda");
+  if (c.family->gated_attention) {
+    Fail("cuda: the gated attention of '", c.arch,
+         "' is not on the GPU yet; run it on the CPU (--device cpu)");
+  }
   if (cuda::DeviceCount() == 0) Fail("cuda: ", cuda::NoDeviceReason());
   const std::string what = StrCat(c.arch, " model");
-  CheckLayerKinds(c.layer_kinds, {.mixers = kMixers, .feed_forwards = kFeedForwards}, "cuda");
   if (c.sliding_window > 0 || c.local_rope) {
     Fail("cuda: sliding-window attention (", c.arch,
          ") is not on the GPU yet; run it on the CPU (--device cpu)");

@@ -9,7 +9,7 @@ namespace {
 
 // Facts about each architecture as llama.cpp's converter writes it and llama.cpp runs it (its
 // src/models/<arch>.cpp), which the tests check against node-llama-cpp.
-constexpr std::array<ModelFamily, 5> kFamilies = {{
+constexpr std::array<ModelFamily, 6> kFamilies = {{
     {
         .arch = "llama",
         .models = "Llama 2/3.x, TinyLlama, SmolLM2, Mistral 7B",
@@ -48,6 +48,18 @@ constexpr std::array<ModelFamily, 5> kFamilies = {{
         .fused_gate_up = true,
         .window = WindowRule::kNotApplied,
         .rope_factors = RopeFactorRule::kLongShort,
+    },
+    {
+        // Qwen3.5/3.6 dense: three Gated DeltaNet layers to one gated full-attention layer. Its
+        // rotation is llama.cpp's interleaved multi-section one (IMROPE), which for text (every
+        // section at the token's position) is the halves pairing over rope.dimension_count.
+        .arch = "qwen35",
+        .models = "Qwen3.5, Qwen3.6 (dense)",
+        .rope = RopePairing::kHalves,
+        .qk_norm = true,
+        .gated_delta_net = true,
+        .gated_attention = true,
+        .ffn_norm = "post_attention_norm",
     },
 }};
 

@@ -54,6 +54,15 @@ struct ModelFamily {
   int32_t global_layer_period = 0;
   RopeFactorRule rope_factors = RopeFactorRule::kNone;
   bool logit_softcap = false;  // final_logit_softcapping is read (Gemma)
+  // Hybrid layers (Qwen3.5): every full_attention_interval-th layer is attention, the others are
+  // Gated DeltaNet (layer_kind.h), shaped by the ssm.* keys (config.h, GatedDeltaNetShape).
+  bool gated_delta_net = false;
+  // attn_q.weight holds each head's query then its output gate (2 q_dim rows); the attention
+  // output is multiplied by sigmoid(gate) before attn_output (Qwen3.5).
+  bool gated_attention = false;
+  // The norm before the feed-forward: "ffn_norm", or "post_attention_norm" where the converter
+  // keeps Hugging Face's name for it (Qwen3.5; not Gemma's sandwich norm).
+  std::string_view ffn_norm = "ffn_norm";
 };
 
 // The family of an architecture. Throws grove::Error naming the architecture when grove does not

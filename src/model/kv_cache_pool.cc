@@ -1,6 +1,7 @@
 #include "model/kv_cache_pool.h"
 
 #include "base/error.h"
+#include "model/recurrent_state.h"
 
 namespace grove {
 
@@ -55,7 +56,13 @@ int32_t KvCachePool::Fork(int32_t parent, int32_t n) {
   }
   const int32_t child = Acquire();
   caches_[child].CopyPrefix(caches_[parent], n);
+  // The child's state is the parent's (its first batch rewinds it to n, or refuses by name).
+  if (recurrent_) recurrent_->Copy(parent, child);
   return child;
+}
+
+void KvCachePool::SetRecurrentStates(std::shared_ptr<RecurrentStates> states) {
+  recurrent_ = std::move(states);
 }
 
 }  // namespace grove

@@ -11,11 +11,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "model/kv_cache.h"
 
 namespace grove {
+
+class RecurrentStates;
 
 class KvCachePool {
  public:
@@ -41,10 +44,16 @@ class KvCachePool {
   // full.
   int32_t Fork(int32_t parent, int32_t n);
 
+  // The recurrent state of each sequence on Gated DeltaNet layers (recurrent_state.h), when the
+  // model has them (the CPU backend sets it): acquired, released and forked with the caches.
+  RecurrentStates* recurrent() const { return recurrent_.get(); }
+  void SetRecurrentStates(std::shared_ptr<RecurrentStates> states);
+
  private:
   std::vector<KvCache> caches_;
   std::vector<uint8_t> acquired_;
   int32_t in_use_count_ = 0;
+  std::shared_ptr<RecurrentStates> recurrent_;
 };
 
 }  // namespace grove

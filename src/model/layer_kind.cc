@@ -10,7 +10,8 @@ namespace grove {
 
 namespace {
 
-constexpr Named<MixerKind> kMixerNames[] = {{MixerKind::kAttention, "attention"}};
+constexpr Named<MixerKind> kMixerNames[] = {{MixerKind::kAttention, "attention"},
+                                            {MixerKind::kGatedDeltaNet, "gated delta-net"}};
 constexpr Named<FeedForwardKind> kFeedForwardNames[] = {
     {FeedForwardKind::kGated, "gated feed-forward"}};
 

@@ -14,6 +14,9 @@ namespace grove {
 
 enum class MixerKind : uint8_t {
   kAttention,  // softmax attention over the KV cache (its variants, window and norms, are data)
+  // Gated DeltaNet (Qwen3.5): a causal conv1d and a delta-rule recurrence per value head, whose
+  // state (recurrent_state.h) replaces the KV cache on the layer.
+  kGatedDeltaNet,
 };
 
 enum class FeedForwardKind : uint8_t {

@@ -80,9 +80,12 @@ std::vector<WeightView*> ModelParameters::HeldMatrices() {
     held.push_back(&weights_.output);
   }
   for (int32_t i = part_.first_layer; i < part_.last_layer; ++i) {
-    const std::array<WeightView*, 7> layer =
-        LayerMatrices(weights_.layers[static_cast<std::size_t>(i)]);
-    held.insert(held.end(), layer.begin(), layer.end());
+    LayerWeights& l = weights_.layers[static_cast<std::size_t>(i)];
+    // A Gated DeltaNet layer has no attention matrices, an attention layer no ssm_* ones.
+    for (WeightView* w : LayerMatrices(l))
+      if (w->data != nullptr) held.push_back(w);
+    for (WeightView* w : GatedDeltaNetMatrices(l))
+      if (w->data != nullptr) held.push_back(w);
   }
   return held;
 }

@@ -101,6 +101,10 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
       {"draft-68m", "llama", 32000, 768, 2, 12, 12, 3072, 2048},
       {"llama-60m", "llama", 4096, 768, 8, 12, 4, 2048, 2048},
       {"tiny", "llama", 512, 64, 2, 4, 2, 160, 2048},
+      // Qwen3.5-0.8B as its config.json reads (not checked against a GGUF here): 24 layers, every
+      // 4th gated attention with 8 heads of 256 (2 KV), a quarter rotating; 16 Gated DeltaNet
+      // heads of 128.
+      {"qwen3.5-0.8b", "qwen35", 248320, 1024, 24, 8, 2, 3584, 262144, 256, 1e7f, true},
   };
   for (const Shape& shape : kShapes) {
     if (shape.name != name) continue;
@@ -116,15 +120,19 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
     if (name == "gemma3-4b") s.sliding_window = 1024, s.rope_scale = 8.0f;
     if (name == "llama3.2-1b" || name == "llama3.1-8b") s.rope_freq_factors = true;
     if (name == "phi4-mini") s.n_rot = 96, s.longrope_orig_ctx = 4096, s.rms_eps = 1e-5f;
+    if (name == "qwen3.5-0.8b") {
+      s.n_rot = 64;
+      s.ssm_state = 128, s.ssm_groups = 16, s.ssm_v_heads = 16, s.ssm_conv_kernel = 4;
+    }
     return s;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> NamedModelShapes() {
-  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",  "gemma3-1b",
-          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b",
-          "draft-68m",    "llama-60m",   "tiny"};
+  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",    "gemma3-1b",
+          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini",   "tinyllama-1.1b",
+          "draft-68m",    "llama-60m",   "tiny",        "qwen3.5-0.8b"};
 }
 
 namespace {
@@ -176,6 +184,19 @@ void SetHyperparameters(GgufWriter& w, const RandomModelSpec& spec, int32_t n_ro
     w.SetUint32(a + "attention.sliding_window_pattern", spec.window_pattern);
   if (spec.final_logit_softcap > 0.0f)
     w.SetFloat32(a + "final_logit_softcapping", spec.final_logit_softcap);
+  if (FindFamily(spec.arch).gated_delta_net) {
+    w.SetUint32(a + "ssm.conv_kernel", spec.ssm_conv_kernel);
+    w.SetUint32(a + "ssm.state_size", spec.ssm_state);
+    w.SetUint32(a + "ssm.group_count", spec.ssm_groups);
+    w.SetUint32(a + "ssm.time_step_rank", spec.ssm_v_heads);
+    w.SetUint32(a + "ssm.inner_size", spec.ssm_state * spec.ssm_v_heads);
+    w.SetUint32(a + "full_attention_interval", spec.full_attention_interval);
+    // Rotary pairs shared among the three sections of text as Qwen3.5's [11, 11, 10, 0] shares
+    // 32: the interleaved rotation gives pair i to section i % 3 (config.cc).
+    const int32_t pairs = n_rot / 2;
+    const int32_t sections[] = {(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0};
+    w.SetInt32Array(a + "rope.dimension_sections", sections);
+  }
   if (spec.longrope_orig_ctx > 0) {
     // As the converter writes LongRoPE: the original context and sqrt(1 + ln(s) / ln(orig)).
     const double scale = static_cast<double>(spec.n_ctx) / spec.longrope_orig_ctx;
@@ -226,11 +247,41 @@ class RandomTensors {
                  });
   }
   void Norm(const std::string& name, int64_t n) { Vector(name, n, 1.0f, 0.1f); }
+  // Uniform(-a, a) kept in f32 whatever the spec's type (llama.cpp keeps ssm_conv1d in f32).
+  void F32Matrix(const std::string& name, int64_t n_in, int64_t n_out, float amplitude) {
+    const uint64_t seed = spec_.seed;
+    w_.AddTensor(name, {n_in, n_out}, GgmlType::kF32,
+                 [name, n_in, n_out, seed, amplitude](std::span<uint8_t> out) {
+                   SplitMix rng(HashName(name, seed));
+                   for (int64_t i = 0; i < n_in * n_out; ++i) {
+                     const float v = amplitude * rng.Symmetric();
+                     std::memcpy(out.data() + i * 4, &v, 4);
+                   }
+                 });
+  }
 
  private:
   GgufWriter& w_;
   const RandomModelSpec& spec_;
 };
+
+// A Gated DeltaNet layer's tensors (Qwen3.5), as llama.cpp's converter names and shapes them.
+void AddGatedDeltaNet(RandomTensors& t, const RandomModelSpec& spec, const std::string& p) {
+  const int32_t key_dim = spec.ssm_state * spec.ssm_groups;
+  const int32_t value_dim = spec.ssm_state * spec.ssm_v_heads;
+  const int32_t conv_dim = 2 * key_dim + value_dim;
+  t.Weight(p + "attn_qkv.weight", spec.n_embd, conv_dim);
+  t.Weight(p + "attn_gate.weight", spec.n_embd, value_dim);
+  t.F32Matrix(p + "ssm_conv1d.weight", spec.ssm_conv_kernel, conv_dim,
+              UniformAmplitude(1.0f, spec.ssm_conv_kernel));
+  // A decay exp(softplus(alpha + dt) * a) in about (0.3, 0.95): a = -exp(A_log), A_log small.
+  t.Vector(p + "ssm_dt.bias", spec.ssm_v_heads, 0.0f, 1.0f);
+  t.Vector(p + "ssm_a", spec.ssm_v_heads, -0.5f, 0.4f);
+  t.Weight(p + "ssm_beta.weight", spec.n_embd, spec.ssm_v_heads);
+  t.Weight(p + "ssm_alpha.weight", spec.n_embd, spec.ssm_v_heads);
+  t.Norm(p + "ssm_norm.weight", spec.ssm_state);
+  t.Weight(p + "ssm_out.weight", value_dim, spec.n_embd);
+}
 
 // Block i's tensors, as the family names and shapes them.
 void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec& spec, int32_t i) {
@@ -239,7 +290,14 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
   const int32_t kv_dim = spec.n_head_kv * head_dim;
   const std::string p = "blk." + std::to_string(i) + ".";
   t.Norm(p + "attn_norm.weight", spec.n_embd);
-  if (family.fused_qkv) {
+  const bool recurrent = family.gated_delta_net && (i + 1) % spec.full_attention_interval != 0;
+  if (recurrent) {
+    AddGatedDeltaNet(t, spec, p);
+  } else if (family.gated_attention) {
+    t.Weight(p + "attn_q.weight", spec.n_embd, 2 * q_dim);  // each head's query, then its gate
+    t.Weight(p + "attn_k.weight", spec.n_embd, kv_dim);
+    t.Weight(p + "attn_v.weight", spec.n_embd, kv_dim);
+  } else if (family.fused_qkv) {
     t.Weight(p + "attn_qkv.weight", spec.n_embd, q_dim + 2 * kv_dim);
   } else {
     t.Weight(p + "attn_q.weight", spec.n_embd, q_dim);
@@ -251,13 +309,13 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
     t.Vector(p + "attn_k.bias", kv_dim, 0.0f, 0.5f);
     t.Vector(p + "attn_v.bias", kv_dim, 0.0f, 0.5f);
   }
-  if (family.qk_norm) {
+  if (family.qk_norm && !recurrent) {
     t.Norm(p + "attn_q_norm.weight", head_dim);
     t.Norm(p + "attn_k_norm.weight", head_dim);
   }
-  t.Weight(p + "attn_output.weight", q_dim, spec.n_embd);
+  if (!recurrent) t.Weight(p + "attn_output.weight", q_dim, spec.n_embd);
   if (family.sandwich_norms) t.Norm(p + "post_attention_norm.weight", spec.n_embd);
-  t.Norm(p + "ffn_norm.weight", spec.n_embd);
+  t.Norm(p + std::string(family.ffn_norm) + ".weight", spec.n_embd);
   if (family.fused_gate_up) {
     t.Weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
   } else {

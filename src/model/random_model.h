@@ -37,6 +37,13 @@ struct RandomModelSpec {
   int32_t longrope_orig_ctx = 0;      // phi3, > 0: LongRoPE factors and their original context
   float final_logit_softcap = 0.0f;   // gemma3, > 0: final_logit_softcapping
   float rms_eps = 1e-5f;
+  // qwen35 (Gated DeltaNet layers): the ssm.* keys; value heads of ssm_state each. Every
+  // full_attention_interval-th layer is attention. ssm_conv1d is written in f32 whatever `type`.
+  int32_t ssm_conv_kernel = 4;
+  int32_t ssm_state = 32;
+  int32_t ssm_groups = 2;
+  int32_t ssm_v_heads = 4;
+  int32_t full_attention_interval = 4;
   GgmlType type = GgmlType::kF32;  // of the weight matrices; norms and biases are always f32
   bool tied_output = false;
   bool with_vocab = true;  // false: no tokenizer (any n_vocab, e.g. 8 for exact-distribution tests)
@@ -55,7 +62,8 @@ struct RandomModelSpec {
 };
 
 // Shapes by name: real models' ("qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-8b",
-// "gemma3-1b", "gemma3-4b", "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b"), a 68M
+// "gemma3-1b", "gemma3-4b", "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b",
+// "qwen3.5-0.8b"), a 68M
 // draft ("draft-68m": 768 wide, 2 layers), "llama-60m" (768 wide, 8 layers, vocab 4096: 57M
 // parameters, most of them in the layers, so its Q8_0 weights exceed the last-level cache and a
 // forward is bound by memory; sliced to one layer it gives its own draft), "tiny" (for tests).

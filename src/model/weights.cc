@@ -65,6 +65,16 @@ class TensorBinder {
   std::vector<float> OptionalVector(const std::string& name, int64_t n) {
     return Has(name) ? Vector(name, n) : std::vector<float>{};
   }
+  // A small matrix read as f32 values, row after row (ssm_conv1d).
+  std::vector<float> Matrix2(const std::string& name, int64_t n_in, int64_t n_out) {
+    used_.insert(name);
+    const GgufTensor& t = Expect(gguf_, name, {n_in, n_out});
+    std::vector<float> v(static_cast<std::size_t>(n_in * n_out));
+    const int64_t row_bytes = GgmlRowBytes(t.type, n_in);
+    for (int64_t r = 0; r < n_out; ++r)
+      DequantizeRow(t.type, t.data + r * row_bytes, v.data() + r * n_in, n_in);
+    return v;
+  }
   void Use(const std::string& name) { used_.insert(name); }
   // Throws naming the first tensor of the file (in file order) that nothing bound.
   void CheckEveryTensorUsed(const std::string& arch) const {
@@ -99,6 +109,11 @@ void BindAttention(TensorBinder& bind, const ModelConfig& c, const std::string& 
     l.wq = Rows(qkv, 0, c.q_dim());
     l.wk = Rows(qkv, c.q_dim(), c.kv_dim());
     l.wv = Rows(qkv, int64_t{c.q_dim()} + c.kv_dim(), c.kv_dim());
+  } else if (f.gated_attention) {
+    // Each head's query rows, then its gate's: 2 q_dim rows (cpu_attention.cc splits them).
+    l.wq = bind.Matrix(p + "attn_q.weight", c.n_embd, 2 * int64_t{c.q_dim()});
+    l.wk = bind.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
+    l.wv = bind.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim());
   } else {
     l.wq = bind.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim());
     l.wk = bind.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim());
@@ -115,6 +130,21 @@ void BindAttention(TensorBinder& bind, const ModelConfig& c, const std::string& 
   }
   l.wo = bind.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
   if (f.sandwich_norms) l.attn_post_norm = bind.Vector(p + "post_attention_norm.weight", c.n_embd);
+}
+
+// A Gated DeltaNet layer: every ssm_* tensor is required, each named when missing or misshapen.
+void BindGatedDeltaNet(TensorBinder& bind, const ModelConfig& c, const std::string& p,
+                       GatedDeltaNetWeights& g) {
+  const GatedDeltaNetShape& s = c.gdn;
+  g.qkv = bind.Matrix(p + "attn_qkv.weight", c.n_embd, s.conv_dim());
+  g.z = bind.Matrix(p + "attn_gate.weight", c.n_embd, s.value_dim());
+  g.beta = bind.Matrix(p + "ssm_beta.weight", c.n_embd, s.n_v_heads);
+  g.alpha = bind.Matrix(p + "ssm_alpha.weight", c.n_embd, s.n_v_heads);
+  g.out = bind.Matrix(p + "ssm_out.weight", s.value_dim(), c.n_embd);
+  g.conv = bind.Matrix2(p + "ssm_conv1d.weight", s.conv_kernel, s.conv_dim());
+  g.dt_bias = bind.Vector(p + "ssm_dt.bias", s.n_v_heads);
+  g.a = bind.Vector(p + "ssm_a", s.n_v_heads);
+  g.norm = bind.Vector(p + "ssm_norm.weight", s.d_state);
 }
 
 void BindFeedForward(TensorBinder& bind, const ModelConfig& c, const std::string& p,
@@ -151,6 +181,10 @@ std::array<WeightView*, 7> LayerMatrices(LayerWeights& l) {
   return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
 }
 
+std::array<WeightView*, 5> GatedDeltaNetMatrices(LayerWeights& l) {
+  return {&l.gdn.qkv, &l.gdn.z, &l.gdn.beta, &l.gdn.alpha, &l.gdn.out};
+}
+
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {
   TensorBinder bind(gguf);
   ModelWeights w;
@@ -176,8 +210,12 @@ ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[i];
     l.attn_norm = bind.Vector(p + "attn_norm.weight", c.n_embd);
-    BindAttention(bind, c, p, l);
-    l.ffn_norm = bind.Vector(p + "ffn_norm.weight", c.n_embd);
+    if (c.is_recurrent(i)) {
+      BindGatedDeltaNet(bind, c, p, l.gdn);
+    } else {
+      BindAttention(bind, c, p, l);
+    }
+    l.ffn_norm = bind.Vector(p + std::string(c.family->ffn_norm) + ".weight", c.n_embd);
     BindFeedForward(bind, c, p, l);
   }
   // A drafter file's own tensors are bound by its drafter (speculate/feature_drafter.h).

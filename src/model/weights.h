@@ -15,6 +15,19 @@ namespace grove {
 
 class GgufFile;
 
+// A Gated DeltaNet layer's tensors (Qwen3.5; config.h's GatedDeltaNetShape).
+struct GatedDeltaNetWeights {
+  WeightView qkv;              // attn_qkv: (conv_dim rows, n_embd), q, k then v channels
+  WeightView z;                // attn_gate: (value_dim rows, n_embd), the output norm's gate
+  WeightView beta;             // ssm_beta: (n_v_heads rows, n_embd)
+  WeightView alpha;            // ssm_alpha: (n_v_heads rows, n_embd)
+  WeightView out;              // ssm_out: (n_embd rows, value_dim)
+  std::vector<float> conv;     // ssm_conv1d: (conv_dim, conv_kernel), taps oldest first
+  std::vector<float> dt_bias;  // ssm_dt.bias: (n_v_heads)
+  std::vector<float> a;        // ssm_a: (n_v_heads), -exp(A_log) as the converter writes it
+  std::vector<float> norm;     // ssm_norm: (d_state), RMSNorm weight of each value head
+};
+
 struct LayerWeights {
   std::vector<float> attn_norm;       // (n_embd)
   WeightView wq;                      // (q_dim rows, n_embd); rows of attn_qkv when fused
@@ -32,6 +45,7 @@ struct LayerWeights {
   WeightView w_up;                    // (n_ff rows, n_embd)
   WeightView w_down;                  // (n_embd rows, n_ff)
   std::vector<float> ffn_post_norm;   // (n_embd) or empty
+  GatedDeltaNetWeights gdn;           // on a kGatedDeltaNet layer, whose wq to wo stay empty
 };
 
 struct ModelWeights {
@@ -47,6 +61,8 @@ struct ModelWeights {
 // The matrices a forward pass multiplies with: the output, then each layer's seven.
 std::vector<WeightView*> ForwardMatrices(ModelWeights& weights);
 std::array<WeightView*, 7> LayerMatrices(LayerWeights& layer);
+// A Gated DeltaNet layer's five matrices (empty views on another layer).
+std::array<WeightView*, 5> GatedDeltaNetMatrices(LayerWeights& layer);
 
 // One matrix of the file by name, checked as BindWeights checks the model's: present, (n_out rows
 // of n_in), a type grove computes with (a feature drafter's fusion matrix is bound this way).

@@ -89,10 +89,12 @@ MixModel MixModelOf(const GgufFile& in) {
   return model;
 }
 
-// The type a tensor is stored in: 1-D ones (norms, biases) stay f32, matrices take the mix's type
-// or the fallback their rows fit.
+// The type a tensor is stored in: 1-D ones (norms, biases) stay f32, and so does a Gated
+// DeltaNet's conv1d (rows of a few taps, which llama.cpp never quantizes); matrices take the mix's
+// type or the fallback their rows fit.
 GgmlType OutputType(const GgufTensor& t, const QuantTarget& target, const MixModel& model) {
   if (t.shape.size() < 2) return GgmlType::kF32;
+  if (t.name.find("ssm_conv1d") != std::string::npos) return GgmlType::kF32;
   const int64_t row = t.shape[0];
   const GgmlType wanted = MixTensorType(target.mix, target.base, t.name, model);
   const GgmlType type = FallbackType(wanted, row);

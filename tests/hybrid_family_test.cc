@@ -1,0 +1,205 @@
+// Qwen3.5 (`qwen35`, model/family.h): Gated DeltaNet layers beside gated attention. The checks
+// against llama.cpp's distributions and greedy text are family_test.cc's (FamilyVsLlamaCpp); here:
+// the recurrent state through speculation (speculative greedy == plain greedy), its rewinds and
+// forks, what it refuses by name, and files whose Gated DeltaNet keys or tensors are wrong.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "base/error.h"
+#include "io/gguf.h"
+#include "io/gguf_writer.h"
+#include "llama_cpp_reference.h"
+#include "model/model.h"
+#include "model/recurrent_state.h"
+#include "speculate/model_drafter.h"
+#include "speculate/plain_decoding.h"
+#include "speculate/session.h"
+#include "test_support.h"
+
+namespace grove {
+namespace {
+
+using testing::FamilyTestSpec;
+using testing::TempPath;
+
+std::vector<int32_t> Tokens(int n, int32_t n_vocab, uint64_t seed = 7) {
+  std::vector<int32_t> t = {1};
+  uint64_t x = seed;
+  while (static_cast<int>(t.size()) < n) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    t.push_back(static_cast<int32_t>(3 + (x >> 33) % static_cast<uint64_t>(n_vocab - 3)));
+  }
+  return t;
+}
+
+std::unique_ptr<Model> Qwen35(int32_t n_seq = 1) {
+  return testing::MakeRandomModel(FamilyTestSpec("qwen35", GgmlType::kQ8_0),
+                                  {.n_threads = 2, .n_ctx = 256, .n_seq = n_seq});
+}
+
+std::vector<float> Copy(std::span<const float> v) { return {v.begin(), v.end()}; }
+
+// A verify batch runs past what is accepted; the next batch continues at the accepted position,
+// and must see the state there: the same logits as a sequence that never ran the rejected tokens.
+TEST(RecurrentState, ARewoundSequenceComputesTheBitsOfOneThatNeverWentFurther) {
+  auto model = Qwen35();
+  const std::vector<int32_t> t = Tokens(40, model->config().n_vocab);
+  const std::span<const int32_t> all(t);
+  Batch batch;
+  // Reference: 20 tokens, then the next 5, one forward each.
+  model->ForwardChain(all.first(20), 0, 0, batch, false);
+  const std::vector<float> want = Copy(model->ForwardChain(all.subspan(20, 5), 20, 0, batch, true));
+  // Rewound: 20 tokens, 8 "drafted" ones (from another text), truncated back to 20, then the 5.
+  model->cache(0).Clear();
+  model->ForwardChain(all.first(20), 0, 0, batch, false);
+  const std::vector<int32_t> other = Tokens(8, model->config().n_vocab, 99);
+  model->ForwardChain(other, 20, 0, batch, true);
+  model->cache(0).Truncate(20);
+  const std::vector<float> got = Copy(model->ForwardChain(all.subspan(20, 5), 20, 0, batch, true));
+  EXPECT_EQ(got, want);
+  // Rewinding within the last batches, one token each (what a draft model does).
+  model->cache(0).Truncate(22);
+  const std::vector<float> again =
+      Copy(model->ForwardChain(all.subspan(22, 3), 22, 0, batch, true));
+  EXPECT_EQ(again, want);
+}
+
+TEST(RecurrentState, AForkContinuesAsItsParent) {
+  auto model = Qwen35(/*n_seq=*/3);
+  const std::vector<int32_t> t = Tokens(30, model->config().n_vocab);
+  EXPECT_TRUE(testing::ForkContinuesAsParent(*model, t, 18));
+}
+
+TEST(RecurrentState, WhatTheStateCannotFollowIsRefusedByName) {
+  auto model = Qwen35();
+  const std::vector<int32_t> t = Tokens(140, model->config().n_vocab);
+  const std::span<const int32_t> all(t);
+  Batch batch;
+  // A prompt moves the checkpoint to its end: a rewind into it has no state to start from.
+  model->ForwardChain(all.first(100), 0, 0, batch, false);
+  model->cache(0).Truncate(90);
+  try {
+    model->ForwardChain(all.subspan(90, 2), 90, 0, batch, true);
+    ADD_FAILURE() << "a rewind into the prompt ran";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("keeps no snapshot of that position"), std::string::npos)
+        << e.what();
+  }
+  // A tree (two tokens continuing the same one) over recurrent state.
+  model->cache(0).Clear();
+  model->ForwardChain(all.first(100), 0, 0, batch, false);
+  batch.Clear();
+  batch.Add(t[100], 100, 0, -1, true);
+  batch.Add(t[101], 101, 0, 0, true);
+  batch.Add(t[102], 101, 0, 0, true);
+  try {
+    model->Forward(batch);
+    ADD_FAILURE() << "a tree ran over recurrent state";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token trees over recurrent state are not supported"),
+              std::string::npos)
+        << e.what();
+  }
+  // Refused before the state changed: with the cache put back, the sequence continues at 100 as
+  // one that never saw the tree.
+  model->cache(0).Truncate(100);
+  const std::vector<float> after =
+      Copy(model->ForwardChain(all.subspan(100, 3), 100, 0, batch, true));
+  model->cache(0).Clear();
+  model->ForwardChain(all.first(100), 0, 0, batch, false);
+  EXPECT_EQ(Copy(model->ForwardChain(all.subspan(100, 3), 100, 0, batch, true)), after);
+}
+
+// Speculative greedy == plain greedy through the recurrent state's rewinds, with a draft that is
+// itself a Gated DeltaNet model (one layer) and with the target as its own draft.
+class HybridSpeculation : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HybridSpeculation, ChainGreedyEqualsPlainTokenForToken) {
+  const bool self_draft = GetParam();
+  ModelOptions options{.n_threads = 2, .n_ctx = 256};
+  auto target = testing::MakeRandomModel(FamilyTestSpec("qwen35", GgmlType::kQ8_0), options);
+  options.pool = target->shared_pool();
+  auto draft =
+      testing::MakeRandomModel(self_draft ? FamilyTestSpec("qwen35", GgmlType::kQ8_0)
+                                          : testing::FamilyDraftSpec("qwen35", GgmlType::kQ8_0),
+                               options);
+  ModelDrafter drafter(*draft, *target);
+  const SamplerParams greedy{.temperature = 0.0f};
+  TreePlanInputs inputs;
+  inputs.acceptance = {0.6, 0.2, 0.1};
+  const SpeculationPolicy policy = ResolveSpeculation({.plan = "chain:4"}, inputs, drafter, greedy);
+  const SessionOptions session_options{.n_predict = 48, .stop_at_eog = false};
+  const std::vector<int32_t> prompt = Tokens(30, target->config().n_vocab);
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, session_options, {});
+  SpeculativeSession session(*target, drafter, policy, session_options);
+  EXPECT_EQ(session.Generate(prompt, {}), plain);
+  if (self_draft) EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+}
+
+INSTANTIATE_TEST_SUITE_P(Drafts, HybridSpeculation, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "self" : "one_layer"; });
+
+// Files that are not what they say.
+std::string Qwen35File(const std::string& name, const std::function<void(GgufWriter&)>& edit,
+                       const std::string& drop = "") {
+  const std::string src = TempPath("qwen35-" + name + "-original.gguf");
+  RandomModelWriter(FamilyTestSpec("qwen35", GgmlType::kF32)).WriteFile(src);
+  auto file = GgufFile::Open(src);
+  GgufWriter w(file->alignment());
+  for (const auto& [key, value] : file->metadata()) w.SetValue(key, value);
+  if (edit) edit(w);
+  for (const GgufTensor& t : file->tensors()) {
+    if (t.name == drop) continue;
+    const GgufTensor* tensor = &t;
+    w.AddTensor(t.name, t.shape, t.type, [tensor](std::span<uint8_t> out) {
+      std::memcpy(out.data(), tensor->data, out.size());
+    });
+  }
+  const std::string path = TempPath("qwen35-" + name + ".gguf");
+  w.WriteFile(path);
+  return path;
+}
+
+void ExpectLoadError(const std::string& path, const std::string& expected,
+                     ComputeDevice device = ComputeDevice::kCpu) {
+  try {
+    Model::Load(path, {.n_threads = 1, .n_ctx = 64, .device = device});
+    ADD_FAILURE() << "loaded; expected an error containing: " << expected;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+  }
+}
+
+TEST(HybridFiles, InconsistentGatedDeltaNetKeysAreNamed) {
+  ExpectLoadError(
+      Qwen35File("inner", [](GgufWriter& w) { w.SetUint32("qwen35.ssm.inner_size", 96); }),
+      "'qwen35.ssm.inner_size' = 96 is not ssm.state_size 32 x ssm.time_step_rank 4");
+  ExpectLoadError(
+      Qwen35File("kernel", [](GgufWriter& w) { w.SetUint32("qwen35.ssm.conv_kernel", 0); }),
+      "'qwen35.ssm.conv_kernel' = 0 is out of range");
+  ExpectLoadError(
+      Qwen35File("groups", [](GgufWriter& w) { w.SetUint32("qwen35.ssm.group_count", 3); }),
+      "'qwen35.ssm.group_count' = 3 does not divide ssm.time_step_rank 4");
+  const int32_t sections[] = {8, 0, 0, 0};
+  ExpectLoadError(Qwen35File("sections",
+                             [&](GgufWriter& w) {
+                               w.SetInt32Array("qwen35.rope.dimension_sections", sections);
+                             }),
+                  "leaves rotary pair 1 to the fourth section");
+}
+
+TEST(HybridFiles, AMissingSsmTensorIsNamed) {
+  ExpectLoadError(Qwen35File("no-dt", {}, "blk.1.ssm_dt.bias"),
+                  "missing tensor 'blk.1.ssm_dt.bias'");
+  ExpectLoadError(Qwen35File("no-conv", {}, "blk.0.ssm_conv1d.weight"),
+                  "missing tensor 'blk.0.ssm_conv1d.weight'");
+}
+
+TEST(HybridFiles, TheGpuPathRefusesGatedDeltaNetLayersByName) {
+  ExpectLoadError(Qwen35File("gpu", {}), "layer 0 is gated delta-net", ComputeDevice::kCuda);
+}
+
+}  // namespace
+}  // namespace grove
