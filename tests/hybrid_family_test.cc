@@ -138,6 +138,37 @@ TEST_P(HybridSpeculation, ChainGreedyEqualsPlainTokenForToken) {
   if (self_draft) EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
 }
 
+// A tree plan is refused when the session is made, naming why, rather than at its first verify.
+TEST(HybridSpeculationPlans, TreesAreRefusedByNameChainsOfAnySpellingRun) {
+  ModelOptions options{.n_threads = 2, .n_ctx = 256};
+  auto target = testing::MakeRandomModel(FamilyTestSpec("qwen35", GgmlType::kQ8_0), options);
+  options.pool = target->shared_pool();
+  auto draft =
+      testing::MakeRandomModel(testing::FamilyDraftSpec("qwen35", GgmlType::kQ8_0), options);
+  ModelDrafter drafter(*draft, *target);
+  const SamplerParams greedy{.temperature = 0.0f};
+  TreePlanInputs inputs;
+  inputs.acceptance = {0.6, 0.2, 0.1};
+  const SessionOptions session_options{.n_predict = 8, .stop_at_eog = false};
+  for (const char* plan : {"sequoia:10", "kconfig:2,2,1", "opt:10,0.05"}) {
+    const SpeculationPolicy policy = ResolveSpeculation({.plan = plan}, inputs, drafter, greedy);
+    try {
+      SpeculativeSession session(*target, drafter, policy, session_options);
+      ADD_FAILURE() << plan << " was accepted on a recurrent model";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("verifies as chains only"), std::string::npos)
+          << e.what();
+    }
+  }
+  // kconfig:1,1,1 is a chain by another name.
+  const SpeculationPolicy policy =
+      ResolveSpeculation({.plan = "kconfig:1,1,1"}, inputs, drafter, greedy);
+  const std::vector<int32_t> prompt = Tokens(20, target->config().n_vocab);
+  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, session_options, {});
+  SpeculativeSession session(*target, drafter, policy, session_options);
+  EXPECT_EQ(session.Generate(prompt, {}), plain);
+}
+
 INSTANTIATE_TEST_SUITE_P(Drafts, HybridSpeculation, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "self" : "one_layer"; });
 
