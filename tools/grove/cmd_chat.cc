@@ -250,7 +250,15 @@ void RunChat(ChatOptions o) {
       continue;
     }
     const Answer answer = AnswerTurn(o, e, *prompt, so);
-    messages.push_back({{"role", "assistant"}, {"content", answer.text}});
+    // The answer's leading whitespace is dropped from the message: the template writes its own
+    // separator before the content (the plain format's "Assistant: ", ChatML's newline), so
+    // keeping the space the model began with would render it twice, and the next turn's prompt
+    // would part from what the caches hold right there (the prompt would still be right, only
+    // reused less).
+    const std::size_t start = answer.text.find_first_not_of(" \t\n");
+    messages.push_back(
+        {{"role", "assistant"},
+         {"content", start == std::string::npos ? std::string() : answer.text.substr(start)}});
     PrintTurnStats(o, e, *prompt, answer);
   }
   std::printf("\n");
