@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -82,7 +84,46 @@ TEST_F(CliTest, ChatAnswersEachTurnAndReportsSpeculation) {
   }
   EXPECT_EQ(answers, 2u) << r.err;  // the empty line is not a turn
   EXPECT_NE(r.err.find("τ "), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("tokens after the same prompt)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tokens after the answer)"), std::string::npos) << r.err;
+}
+
+// Each turn keeps what the caches hold of the conversation and prefills the rest: the answers
+// are those of prefilling the whole conversation every turn (--no-cache-prompt). The second turn
+// keeps at least the first prompt; the third also the second answer (the bundled base pair's
+// first answer begins with ",", which the plain format renders after "Assistant: ", so the tokens
+// part there; its second answer begins with the space the format writes).
+TEST_F(CliTest, ChatKeepsTheConversationsCacheAndAnswersAsWithout) {
+  const std::string turns = Path("reuse-turns.txt");
+  std::ofstream(turns) << "Once upon a time\nThe little dog\nThen the sun\n";
+  const std::string chat = "chat --temp 0 -t 1 --spec chain:3 -n 24 ";
+  const CommandResult warm = Grove(chat + "< " + turns);
+  const CommandResult cold = Grove(chat + "--no-cache-prompt < " + turns);
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_EQ(warm.out, cold.out);
+  // (prompt tokens, cached tokens) of each turn's line: "prompt N tokens, M cached |".
+  auto turns_of = [](const std::string& err) {
+    std::vector<std::pair<long, long>> v;
+    for (std::size_t at = err.find("| prompt "); at != std::string::npos;
+         at = err.find("| prompt ", at + 1)) {
+      const std::size_t n = at + std::strlen("| prompt ");
+      const std::size_t comma = err.find(" tokens, ", n);
+      v.emplace_back(std::stol(err.substr(n, comma - n)),
+                     std::stol(err.substr(comma + std::strlen(" tokens, "))));
+    }
+    return v;
+  };
+  const std::vector<std::pair<long, long>> w = turns_of(warm.err), c = turns_of(cold.err);
+  ASSERT_EQ(w.size(), 3u) << warm.err;
+  ASSERT_EQ(c.size(), 3u) << cold.err;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(c[i].second, 0) << cold.err;
+    EXPECT_EQ(w[i].first, c[i].first) << warm.err;  // the same prompts
+  }
+  EXPECT_EQ(w[0].second, 0) << warm.err;
+  EXPECT_GE(w[1].second, w[0].first) << warm.err;
+  EXPECT_GT(w[2].second, w[1].first) << warm.err;
+  EXPECT_LT(w[2].second, w[2].first) << warm.err;
 }
 
 // The bundled pair's context is 512 tokens, as is chat's default -n: every message was refused

@@ -480,9 +480,9 @@ TEST(KvCache, KeepSubtreeThenContinueEqualsRecompute) {
 TEST(KvCache, KeepSubtreeRefusesAnOrphan) {
   KvCache cache(1, 8, 4);
   cache.Append(5);
-  cache.SetSlot(2, 2, 1);
-  cache.SetSlot(3, 3, 2);
-  cache.SetSlot(4, 3, 2);
+  cache.SetSlot(2, 2, 1, 0);
+  cache.SetSlot(3, 3, 2, 0);
+  cache.SetSlot(4, 3, 2, 0);
   const std::vector<int32_t> orphan = {3};  // its parent, slot 2, is neither kept nor before 2
   EXPECT_THROW(cache.KeepSubtree(2, orphan), Error);
   const std::vector<int32_t> with_parent = {2, 4};

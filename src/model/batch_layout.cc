@@ -213,7 +213,8 @@ void BatchLayout::PrepareWindow(const Batch& batch, const KvCachePool& kv, int32
 void BatchLayout::Append(const Batch& batch, KvCachePool& kv) const {
   for (int32_t s = 0; s < kv.size(); ++s) kv.cache(s).Append(seq_count_[s]);
   for (int32_t i = 0; i < n_; ++i) {
-    kv.cache(batch.seq_ids[i]).SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i]);
+    kv.cache(batch.seq_ids[i])
+        .SetSlot(slot_[i], batch.positions[i], visible_cache_parent_[i], batch.tokens[i]);
   }
 }
 

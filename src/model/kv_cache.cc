@@ -64,6 +64,7 @@ KvCache::KvCache(const KvCacheShape& shape)
   }
   positions_.Resize(n_ctx_);
   parents_.Resize(n_ctx_);
+  tokens_.Resize(n_ctx_);
   // Not touched here: a page is faulted in by the first write to a row on it, a few microseconds
   // per token, while zeroing the whole cache at load cost every run the time of a full context
   // (a 16-token run of the bundled target spent a tenth of its time on it; issue 30).
@@ -76,6 +77,13 @@ int32_t KvCache::valid_from() const {
 int32_t KvCache::ReusablePrefix(int32_t n) const {
   // A token after slot n - 1 sees the window's slots [n - window, n).
   return std::max(0, n - window_) >= valid_from() || n == 0 ? n : 0;
+}
+
+int32_t KvCache::MatchingPrefix(std::span<const int32_t> tokens) const {
+  const int32_t n = std::min(chain_length_, static_cast<int32_t>(tokens.size()));
+  int32_t i = 0;
+  while (i < n && tokens_[i] == tokens[static_cast<std::size_t>(i)] && positions_[i] == i) ++i;
+  return ReusablePrefix(i);
 }
 
 uint64_t KvCache::bytes_for(int32_t n) const {
@@ -139,14 +147,16 @@ void KvCache::CopyPrefix(const KvCache& other, int32_t n) {
   }
   std::memcpy(positions_.data(), other.positions_.data(), sizeof(int32_t) * n);
   std::memcpy(parents_.data(), other.parents_.data(), sizeof(int32_t) * n);
+  std::memcpy(tokens_.data(), other.tokens_.data(), sizeof(int32_t) * n);
   length_ = n;
   chain_length_ = n;
   // The copied rows are the source's: those it had overwritten are stale here too.
   written_end_ = std::max(n, other.written_end_);
 }
 
-void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot) {
+void KvCache::SetSlot(int32_t slot, int32_t position, int32_t parent_slot, int32_t token) {
   positions_[slot] = position;
+  tokens_[slot] = token;
   parents_[slot] = parent_slot;
   if (slot == chain_length_ && parent_slot == slot - 1) ++chain_length_;
 }
@@ -176,6 +186,7 @@ void KvCache::MoveSlot(int32_t src, int32_t dst) {
     pending_moves_.push_back(src);
     pending_moves_.push_back(dst);
     positions_[dst] = positions_[src];
+    tokens_[dst] = tokens_[src];
     return;
   }
   const std::size_t row_bytes = element_bytes() * kv_dim_;
@@ -184,6 +195,7 @@ void KvCache::MoveSlot(int32_t src, int32_t dst) {
     std::memcpy(ValueBytes(layer, dst), ValueBytes(layer, src), row_bytes);
   }
   positions_[dst] = positions_[src];
+  tokens_[dst] = tokens_[src];
 }
 
 void KvCache::FlushMoves() {

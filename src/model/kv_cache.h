@@ -19,6 +19,10 @@
 // Keys and values are kept as floats or, halving the cache's memory and what attention reads, as
 // IEEE half floats (KvCacheType::kF16, llama.cpp's default cache type): rounded to nearest once
 // when written, widened when read (the attention kernels, kernel_set.h).
+//
+// Each slot also records the token it holds, so a new prompt can find how much of it a cache
+// already holds (MatchingPrefix): a conversation's next turn, or a request after an earlier one,
+// then computes only the rest.
 #pragma once
 
 #include <cstddef>
@@ -71,6 +75,8 @@ class KvCache {
   int32_t position(int32_t slot) const { return positions_[slot]; }
   // Parent slot of a slot (-1 for slot 0).
   int32_t parent(int32_t slot) const { return parents_[slot]; }
+  // Token held in a slot (the batch's token id when it was written).
+  int32_t token(int32_t slot) const { return tokens_[slot]; }
   // Slots [0, chain_length()) form a chain (see the file comment).
   int32_t chain_length() const { return chain_length_; }
 
@@ -104,6 +110,12 @@ class KvCache {
   // The longest prefix of at most n slots that a new token can continue from: n, unless the ring
   // rows its window needs were overwritten (then 0: the prefix must be computed again).
   int32_t ReusablePrefix(int32_t n) const;
+  // The longest prefix of `tokens` that slots [0, chain_length()) hold, slot i token tokens[i] at
+  // position i (what a chain of those tokens from position 0 would have written), cut to what a
+  // new token can continue from (ReusablePrefix). A slot a speculative tree left in the chain
+  // holds the same keys as a committed token would: its keys depend on its token, position and
+  // ancestors only.
+  int32_t MatchingPrefix(std::span<const int32_t> tokens) const;
 
   // Drops every slot from n on.
   void Truncate(int32_t n);
@@ -130,12 +142,13 @@ class KvCache {
   // position and parent (in slot order, which extends the chain when the parent is the previous
   // slot).
   void Append(int32_t n);
-  void SetSlot(int32_t slot, int32_t position, int32_t parent_slot);
+  void SetSlot(int32_t slot, int32_t position, int32_t parent_slot, int32_t token);
 
  private:
   // Checks Compact's and KeepSubtree's arguments.
   void CheckKept(int32_t prefix, std::span<const int32_t> kept_slots) const;
-  // Moves slot src's keys, values and position to dst (on a device cache: queued, FlushMoves).
+  // Moves slot src's keys, values, position and token to dst (on a device cache: queued,
+  // FlushMoves).
   void MoveSlot(int32_t src, int32_t dst);
   // Runs the moves a device cache queued, in order, in one kernel.
   void FlushMoves();
@@ -184,6 +197,7 @@ class KvCache {
   AlignedBuffer<uint16_t> v16_;
   AlignedBuffer<int32_t> positions_;  // (n_ctx)
   AlignedBuffer<int32_t> parents_;    // (n_ctx)
+  AlignedBuffer<int32_t> tokens_;     // (n_ctx)
   cuda::DeviceBuffer device_k_;       // on_device: every layer's rows, n_ctx each
   cuda::DeviceBuffer device_v_;
   cuda::DeviceBuffer device_moves_;     // (n_ctx) (src, dst) pairs of FlushMoves

@@ -66,6 +66,12 @@ class Drafter {
   // other (speculate/drafter_mixture.h).
   virtual void SampleChildren(bool sampled) { (void)sampled; }
 
+  // Called by a session before its first step: whether Begin may keep what the drafter's own
+  // caches hold of the new context (a conversation's earlier turns), token for token, and feed
+  // only the rest; its rows are then the same as after a cold Begin. Off (the default), Begin
+  // starts from an empty cache. A drafter without a cache ignores it.
+  virtual void ReuseCache(bool reuse) { (void)reuse; }
+
   // Starts a sequence whose committed tokens are `context`; the last one is the root of the first
   // tree (it is not in the target's KV cache yet either).
   virtual void Begin(std::span<const int32_t> context) = 0;

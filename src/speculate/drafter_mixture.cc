@@ -37,6 +37,10 @@ void DrafterMixture::SampleChildren(bool sampled) {
   for (MixtureMember& m : members_) m.drafter->SampleChildren(sampled);
 }
 
+void DrafterMixture::ReuseCache(bool reuse) {
+  for (MixtureMember& m : members_) m.drafter->ReuseCache(reuse);
+}
+
 void DrafterMixture::Begin(std::span<const int32_t> context) {
   for (MixtureMember& m : members_) m.drafter->Begin(context);
 }

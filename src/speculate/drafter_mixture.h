@@ -68,6 +68,7 @@ class DrafterMixture : public Drafter, public NodeAttribution, public StepOutloo
   // Deterministic unless a member samples (a draft model).
   bool deterministic() const override { return deterministic_; }
   void SampleChildren(bool sampled) override;
+  void ReuseCache(bool reuse) override;
   void Begin(std::span<const int32_t> context) override;
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
   void Commit(const TokenTree& tree, std::span<const int32_t> accepted,

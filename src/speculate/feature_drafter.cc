@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "model/drafter_file.h"
+#include "model/prefix_reuse.h"
 #include "quant/quant.h"
 #include "speculate/model_drafter.h"
 
@@ -61,12 +62,33 @@ void FeatureDrafter::Begin(std::span<const int32_t> context) {
     if (token < 0 || token >= n_vocab())
       Fail("feature drafter: token ", token, " is outside the vocabulary of ", n_vocab());
   }
-  model_.cache(seq_).Clear();
+  // With ReuseCache, what the last sequence left that the new context shares: the committed
+  // tokens up to the old root, the target's features of those positions (a feature depends on
+  // the tokens up to its own position only), and the cache rows fed from them (row p also reads
+  // the feature of p - 1, so a row is kept only where that feature was held). Tree rows past the
+  // committed ones read the drafter's own guesses and are never kept.
+  int32_t same = 0;
+  if (reuse_cache_ && PrefixReusable(model_.config())) {
+    const int32_t old_committed =
+        std::min(root_position_ + 1, static_cast<int32_t>(context.size()));
+    while (same < old_committed &&
+           tokens_[static_cast<std::size_t>(same)] == context[static_cast<std::size_t>(same)]) {
+      ++same;
+    }
+  }
+  int32_t observed = 0;
+  while (observed < same && observed_[static_cast<std::size_t>(observed)]) ++observed;
+  KvCache& cache = model_.cache(seq_);
+  const int32_t rows =
+      std::min({same, fed_until_, observed + 1, static_cast<int32_t>(context.size()) - 1});
+  const int32_t kept = cache.ReusablePrefix(std::min(rows, cache.MatchingPrefix(context)));
+  cache.Truncate(std::min(kept, cache.length()));
   std::copy(context.begin(), context.end(), tokens_.begin());
-  std::fill(observed_.begin(), observed_.end(), uint8_t{0});
+  std::fill(observed_.begin() + observed, observed_.end(), uint8_t{0});
+  observed_prefix_ = observed;
   root_position_ = static_cast<int32_t>(context.size()) - 1;
   // Row p reads the feature of p - 1; position 0 has none and reads zero (as in training).
-  fed_until_ = 0;
+  fed_until_ = kept;
   root_slot_ = -1;
 }
 

@@ -43,6 +43,7 @@ class FeatureDrafter : public Drafter, public TargetFeatureReader {
   int32_t masks() const { return masks_; }
   int32_t n_vocab() const override { return model_.config().n_vocab; }
   bool deterministic() const override { return false; }
+  void ReuseCache(bool reuse) override { reuse_cache_ = reuse; }
   void Begin(std::span<const int32_t> context) override;
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
   void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
@@ -50,6 +51,7 @@ class FeatureDrafter : public Drafter, public TargetFeatureReader {
   void Reserve(int32_t max_frontier, int32_t max_tree_nodes) override;
   bool HasRoomFor(int32_t fed_nodes) const override;
   void ObserveTarget(int32_t first_position, std::span<const float> rows) override;
+  int32_t ObservedPrefix() const override { return observed_prefix_; }
   // The target's feature held for `position` (handed by ObserveTarget), or empty where none was
   // (the drafter reads zero there).
   std::span<const float> observed_feature(int32_t position) const;
@@ -81,7 +83,9 @@ class FeatureDrafter : public Drafter, public TargetFeatureReader {
   std::vector<float> features_;    // (n_ctx, n_embd) the target's feature at each position
   std::vector<uint8_t> observed_;  // (n_ctx) whether features_ holds it
   int32_t root_position_ = 0;
-  int32_t fed_until_ = 0;  // committed rows of positions below this are in the cache
+  bool reuse_cache_ = false;     // ReuseCache
+  int32_t observed_prefix_ = 0;  // ObservedPrefix, as Begin left it
+  int32_t fed_until_ = 0;        // committed rows of positions below this are in the cache
   int32_t root_slot_ = -1;
   std::vector<float> root_hidden_;     // (n_embd) the root row's output: its children's feature
   std::vector<float> node_hidden_;     // (tree nodes, n_embd) each fed node's output

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "model/drafter_file.h"
+#include "model/prefix_reuse.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove {
@@ -66,9 +67,17 @@ ModelDrafter::ModelDrafter(Model& draft, const Model& target, int32_t seq)
 
 void ModelDrafter::Begin(std::span<const int32_t> context) {
   GROVE_CHECK(!context.empty());
-  draft_.cache(seq_).Clear();
   pending_.clear();
   for (int32_t token : context) pending_.push_back(DraftToken(token));
+  // With ReuseCache, the draft cache keeps what it holds of the context (but the root, which the
+  // first level feeds); the rest waits in pending_.
+  KvCache& cache = draft_.cache(seq_);
+  const int32_t kept =
+      reuse_cache_ && PrefixReusable(draft_.config())
+          ? cache.MatchingPrefix(std::span<const int32_t>(pending_).first(pending_.size() - 1))
+          : 0;
+  cache.Truncate(kept);
+  pending_.erase(pending_.begin(), pending_.begin() + kept);
   root_position_ = static_cast<int32_t>(context.size()) - 1;
   root_slot_ = -1;
   // The prompt goes into the cache now, as a prefill; the root is fed with the first level.

@@ -22,6 +22,7 @@ class ModelDrafter : public Drafter {
   // The target's: rows the draft returns are padded (or cut) to it.
   int32_t n_vocab() const override { return n_vocab_; }
   bool deterministic() const override { return false; }
+  void ReuseCache(bool reuse) override { reuse_cache_ = reuse; }
   void Begin(std::span<const int32_t> context) override;
   std::span<const float> Expand(const TokenTree& tree, std::span<const int32_t> frontier) override;
   void Commit(const TokenTree& tree, std::span<const int32_t> accepted,
@@ -43,6 +44,7 @@ class ModelDrafter : public Drafter {
   std::vector<float> padded_rows_;  // the draft's rows in the target's width, when they differ
   Batch batch_;
   std::vector<int32_t> pending_;  // committed tokens not yet in the draft cache (last: the root)
+  bool reuse_cache_ = false;      // ReuseCache
   int32_t root_position_ = 0;     // position of the root token
   int32_t root_slot_ = -1;        // the root's draft cache slot, once the first level ran
   std::vector<int32_t> slot_of_node_;  // tree node -> draft cache slot, or -1 if never fed

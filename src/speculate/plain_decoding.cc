@@ -19,7 +19,10 @@ std::vector<int32_t> GeneratePlain(Model& target, std::span<const int32_t> promp
   std::span<const float> logits =
       target.ForwardChain(prompt.subspan(static_cast<std::size_t>(cached)), cached, seq, batch,
                           /*want_logits=*/true);
-  if (timing) timing->prefill_seconds = prefill.Seconds();
+  if (timing) {
+    timing->cached_prompt_tokens = cached;
+    timing->prefill_seconds = prefill.Seconds();
+  }
   std::vector<int32_t> out;
   if (options.n_predict == 0) return out;
   int32_t position = static_cast<int32_t>(prompt.size());

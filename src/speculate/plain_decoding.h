@@ -16,6 +16,7 @@
 namespace grove {
 
 struct PlainTiming {
+  int32_t cached_prompt_tokens = 0;  // prompt tokens kept in the cache (KeepCachedPrompt)
   double prefill_seconds = 0.0;
   double generation_seconds = 0.0;
 };

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "model/prefix_reuse.h"
 #include "speculate/node_attribution.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/target_feature_reader.h"
@@ -61,6 +62,7 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
          " tokens, more than the target's batch of ", target.max_batch());
   }
   drafter_.SampleChildren(policy.draw != ChildDraw::kDeterministic);
+  drafter_.ReuseCache(options.reuse_cache);
   draft_.Reserve(policy.plan, policy.draw);
   drafter_.Reserve(policy.plan.max_nodes(), policy.plan.max_drafted_nodes());
   if (planner_.drafts_chains()) {
@@ -99,13 +101,18 @@ int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
   }
   // A window layer's ring may no longer hold the rows the cached prompt's end needs (the cache
   // went on far past it): then the prompt is computed again.
-  const int32_t kept = cache.ReusablePrefix(cached);
+  int32_t kept = cache.ReusablePrefix(cached);
+  if (options.reuse_cache && PrefixReusable(target.config())) {
+    // The last prompt token is always fed: its row gives the first logits (plain decoding) or it
+    // is the first tree's root (a session).
+    kept = std::max(kept, cache.MatchingPrefix(prompt.first(prompt.size() - 1)));
+  }
   cache.Truncate(kept);
   return kept;
 }
 
 void SpeculativeSession::Start(std::span<const int32_t> prompt) {
-  const int32_t cached = KeepCachedPrompt(target_, options_, prompt);
+  int32_t cached = KeepCachedPrompt(target_, options_, prompt);
   stats_ = SpeculationStats{};
   stats_.prompt_tokens = static_cast<int64_t>(prompt.size());
   for (auto* v : {&stats_.accepted_at_depth, &stats_.reached_depth, &stats_.first_rank}) {
@@ -113,6 +120,14 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   }
   Timer prefill;
   drafter_.Begin(prompt);
+  if (options_.reuse_cache && feature_reader_ && cached > feature_reader_->ObservedPrefix()) {
+    // The drafter needs the target's features of every prompt position: the target prefill runs
+    // again from where the drafter's kept features end.
+    KvCache& cache = target_.cache(options_.target_seq);
+    cached = cache.ReusablePrefix(feature_reader_->ObservedPrefix());
+    cache.Truncate(cached);
+  }
+  stats_.cached_prompt_tokens = cached;
   Prefill(prompt, cached);
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;

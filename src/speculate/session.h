@@ -45,6 +45,12 @@ struct SessionOptions {
   // sequence that shares them, kv_cache_pool.h): the prefill starts after them. At most the prompt
   // less its last token (which the first step feeds).
   int32_t cached_prompt = 0;
+  // Keep more than cached_prompt where the target cache holds more of the prompt, token for token
+  // (KvCache::MatchingPrefix: what an earlier turn or request left there), and let the drafter's
+  // caches keep what they hold of it too (Drafter::ReuseCache): the prefill runs only past it.
+  // The output is the same as a cold prefill's (contract 2). Off: the prefill starts at
+  // cached_prompt. Models with layers that cannot rewind (prefix_reuse.h) never reuse.
+  bool reuse_cache = false;
   // t(n) of the target for a plan chosen elsewhere (the scheduler's auto tree): with it, and under
   // an auto plan with the planner's, a step the drafter announces as cheap is drafted as the chain
   // that curve makes best (speculate/step_planner.h). Must outlive the session.
@@ -53,9 +59,10 @@ struct SessionOptions {
 
 // Checks options.cached_prompt against the prompt and the target cache, drops whatever the cache
 // holds past it, and returns it (the first prompt token the prefill must run): 0 when the sliding
-// window's ring no longer holds what continuing after it needs (KvCache::ReusablePrefix). Throws
-// grove::Error on an empty prompt, one that fills the context, or a cached prefix the cache does
-// not hold.
+// window's ring no longer holds what continuing after it needs (KvCache::ReusablePrefix). With
+// options.reuse_cache, the prefix the cache holds of the prompt when that is longer (at most the
+// prompt less its last token). Throws grove::Error on an empty prompt, one that fills the
+// context, or a cached prefix the cache does not hold.
 int32_t KeepCachedPrompt(Model& target, const SessionOptions& options,
                          std::span<const int32_t> prompt);
 

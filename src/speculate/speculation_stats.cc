@@ -33,6 +33,7 @@ SpeculationStats& SpeculationStats::operator+=(const SpeculationStats& s) {
   steps += s.steps;
   plain_steps += s.plain_steps;
   prompt_tokens += s.prompt_tokens;
+  cached_prompt_tokens += s.cached_prompt_tokens;
   generated += s.generated;
   tree_nodes += s.tree_nodes;
   cheap_steps += s.cheap_steps;

@@ -36,8 +36,9 @@ struct SpeculationStats {
   int64_t steps = 0;
   int64_t plain_steps = 0;  // steps without a tree (the plan chose plain decoding, or no room)
   int64_t prompt_tokens = 0;
-  int64_t generated = 0;   // tokens emitted (accepted + next), the stop token included
-  int64_t tree_nodes = 0;  // draft nodes verified, summed over steps
+  int64_t cached_prompt_tokens = 0;  // of them, kept in the target cache (not prefilled again)
+  int64_t generated = 0;             // tokens emitted (accepted + next), the stop token included
+  int64_t tree_nodes = 0;            // draft nodes verified, summed over steps
   // Steps the drafter announced as cheap and drafted as a chain of their own depth
   // (speculate/draft_outlook.h), and those chains' nodes.
   int64_t cheap_steps = 0;

@@ -1,13 +1,17 @@
 // grove chat -m MODEL [--draft DRAFT] [--system TEXT]: a conversation in the terminal, each turn
 // rendered with the model's own chat template (chat/model_chat_format.h) and answered
 // speculatively, with one line per answer: τ, tokens per second and the speedup over plain
-// decoding, paired: plain decoding is timed on the same turn's prompt (kPlainProbeTokens tokens
-// after it, prefill excluded on both sides), so both run at the same context length. /clear forgets
-// the conversation, /exit (or end of input) ends it; Ctrl-C stops the answer being written, not the
-// program.
+// decoding, paired: plain decoding is timed right after the answer (kPlainProbeTokens tokens
+// after it, prefill excluded on both sides), so both run at about the same context length; then
+// the prompt's tokens, how many of them the cache already held, and the time to the first token.
+// /clear forgets the conversation, /exit (or end of input) ends it; Ctrl-C stops the answer being
+// written, not the program.
 //
-// Each turn renders and prefills the whole conversation again (the template may rewrite earlier
-// turns, e.g. Qwen3 drops old reasoning), so a long conversation pays its prompt every turn.
+// Each turn renders the whole conversation again (the template may rewrite earlier turns, e.g.
+// Qwen3 drops old reasoning) but prefills only what the caches do not hold of it already: the
+// longest common token prefix of the new prompt and what the target's cache (and the drafter's)
+// hold is kept (SessionOptions::reuse_cache), so a template that rewrites an earlier turn reuses
+// less, never wrong text. --no-cache-prompt prefills the whole conversation every turn.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -52,18 +56,27 @@ struct ChatOptions {
   int threads = 0;
   int32_t n_ctx = 0;
   std::string cache_type = "f32";
+  bool no_cache_prompt = false;
   bool verbose = false;
 };
 
 // Tokens of plain decoding timed after each speculative answer, on the same prompt.
 constexpr int32_t kPlainProbeTokens = 16;
 
-// Plain decoding's speed after `prompt` (prefill excluded), for the speedup an answer reports.
+// Plain decoding's speed after the answer (prefill excluded), for the speedup an answer reports:
+// it continues after the prompt and the answer, which the cache holds (with reuse), so the cache
+// still holds the answer for the next turn; after the prompt alone where the context has no room.
 double PlainTokensPerSecond(Model& model, const std::vector<int32_t>& prompt,
-                            const SamplerParams& sampling) {
+                            const std::vector<int32_t>& answer, const SamplerParams& sampling,
+                            bool reuse_cache) {
+  std::vector<int32_t> context = prompt;
+  if (static_cast<int64_t>(prompt.size() + answer.size()) + kPlainProbeTokens < model.n_ctx()) {
+    context.insert(context.end(), answer.begin(), answer.end());
+  }
   PlainTiming timing;
-  const SessionOptions so{.n_predict = kPlainProbeTokens, .stop_at_eog = false};
-  const std::vector<int32_t> out = GeneratePlain(model, prompt, sampling, so, {}, &timing);
+  const SessionOptions so{
+      .n_predict = kPlainProbeTokens, .stop_at_eog = false, .reuse_cache = reuse_cache};
+  const std::vector<int32_t> out = GeneratePlain(model, context, sampling, so, {}, &timing);
   return out.size() / std::max(timing.generation_seconds, 1e-9);
 }
 
@@ -136,7 +149,8 @@ std::optional<std::vector<int32_t>> TurnPrompt(const ChatOptions& o, const ChatE
 struct Answer {
   std::string text;
   std::vector<int32_t> tokens;
-  PlainTiming plain_timing;  // without a session
+  PlainTiming plain_timing;          // without a session
+  double first_token_seconds = 0.0;  // from the turn's start (prefill included)
 };
 
 // Streams the answer to stdout up to the end of the turn, a stop string or Ctrl-C.
@@ -146,7 +160,9 @@ Answer AnswerTurn(const ChatOptions& o, ChatEngine& e, const std::vector<int32_t
   TokenStreamDecoder decoder(tok);
   chat::StopMatcher stops(e.format->StopStrings());
   Answer answer;
+  Timer turn;
   auto emit = [&](int32_t token) {
+    if (answer.first_token_seconds == 0.0) answer.first_token_seconds = turn.Seconds();
     if (!tok.IsEndOfGeneration(token)) {
       const std::string text = stops.Push(decoder.Push(token));
       answer.text += text;
@@ -172,17 +188,26 @@ void PrintTurnStats(const ChatOptions& o, ChatEngine& e, const std::vector<int32
                     const Answer& answer) {
   const char* stopped = g_stop_answer ? " (stopped)" : "";
   if (!e.session) {
-    std::fprintf(stderr, "[grove] %zu tokens%s | %.1f t/s\n", answer.tokens.size(), stopped,
-                 answer.tokens.size() / std::max(answer.plain_timing.generation_seconds, 1e-9));
+    std::fprintf(stderr,
+                 "[grove] %zu tokens%s | %.1f t/s | prompt %zu tokens, %d cached | first token "
+                 "%.0f ms\n",
+                 answer.tokens.size(), stopped,
+                 answer.tokens.size() / std::max(answer.plain_timing.generation_seconds, 1e-9),
+                 prompt.size(), answer.plain_timing.cached_prompt_tokens,
+                 1e3 * answer.first_token_seconds);
     return;
   }
-  const double tps = e.session->stats().tokens_per_second();
-  const double plain_tps = PlainTokensPerSecond(*e.model, prompt, o.sampling);
+  const SpeculationStats& stats = e.session->stats();
+  const double tps = stats.tokens_per_second();
+  const double plain_tps =
+      PlainTokensPerSecond(*e.model, prompt, answer.tokens, o.sampling, !o.no_cache_prompt);
   std::fprintf(stderr,
                "[grove] %zu tokens%s | τ %.2f | %.1f t/s | %.2fx plain (%.1f t/s, %d tokens "
-               "after the same prompt)\n",
-               answer.tokens.size(), stopped, e.session->stats().tau(), tps,
-               tps / std::max(plain_tps, 1e-9), plain_tps, kPlainProbeTokens);
+               "after the answer) | prompt %zu tokens, %lld cached | first token %.0f ms\n",
+               answer.tokens.size(), stopped, stats.tau(), tps, tps / std::max(plain_tps, 1e-9),
+               plain_tps, kPlainProbeTokens, prompt.size(),
+               static_cast<long long>(stats.cached_prompt_tokens),
+               1e3 * answer.first_token_seconds);
 }
 
 void RunChat(ChatOptions o) {
@@ -194,7 +219,8 @@ void RunChat(ChatOptions o) {
   o.sampling.seed = SeedOrRandom(o.seed);
   o.sampling.Validate();
   if (o.n_predict <= 0) Fail("-n ", o.n_predict, " must be > 0");
-  const SessionOptions so{.n_predict = o.n_predict, .stop_at_eog = true};
+  const SessionOptions so{
+      .n_predict = o.n_predict, .stop_at_eog = true, .reuse_cache = !o.no_cache_prompt};
   ChatEngine e = OpenChat(o, so);
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   auto reset = [&] {
@@ -224,7 +250,15 @@ void RunChat(ChatOptions o) {
       continue;
     }
     const Answer answer = AnswerTurn(o, e, *prompt, so);
-    messages.push_back({{"role", "assistant"}, {"content", answer.text}});
+    // The answer's leading whitespace is dropped from the message: the template writes its own
+    // separator before the content (the plain format's "Assistant: ", ChatML's newline), so
+    // keeping the space the model began with would render it twice, and the next turn's prompt
+    // would part from what the caches hold right there (the prompt would still be right, only
+    // reused less).
+    const std::size_t start = answer.text.find_first_not_of(" \t\n");
+    messages.push_back(
+        {{"role", "assistant"},
+         {"content", start == std::string::npos ? std::string() : answer.text.substr(start)}});
     PrintTurnStats(o, e, *prompt, answer);
   }
   std::printf("\n");
@@ -250,6 +284,9 @@ void AddChatCommand(CLI::App& app) {
   AddThreadsOption(*cmd, o->threads);
   AddContextOption(*cmd, o->n_ctx);
   AddCacheTypeOption(*cmd, o->cache_type);
+  cmd->add_flag("--no-cache-prompt", o->no_cache_prompt,
+                "Prefill the whole conversation every turn (default: only what the caches do not "
+                "hold of it already)");
   cmd->add_flag("-v,--verbose", o->verbose, "Print debug diagnostics");
   cmd->callback([o] { RunChat(*o); });
 }
