@@ -23,8 +23,10 @@ RecurrentStates::RecurrentStates(const ModelConfig& config, const ModelWeights& 
     held_.push_back(l);
   }
   state_size_ = static_cast<std::size_t>(shape_.conv_state_size() + shape_.delta_state_size());
-  entry_ = static_cast<std::size_t>(shape_.conv_dim() + 2 * shape_.n_v_heads);
-  scratch_.resize(static_cast<std::size_t>(shape_.conv_dim() + 2 * shape_.value_dim()));
+  entry_ =
+      static_cast<std::size_t>(shape_.conv_dim()) + 2 * static_cast<std::size_t>(shape_.n_v_heads);
+  scratch_.resize(static_cast<std::size_t>(shape_.conv_dim()) +
+                  2 * static_cast<std::size_t>(shape_.value_dim()));
 }
 
 RecurrentStates::Sequence& RecurrentStates::At(int32_t seq) {
