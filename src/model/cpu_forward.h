@@ -11,6 +11,7 @@
 #include "base/aligned_buffer.h"
 #include "model/forward_backend.h"
 #include "model/layer_kind.h"
+#include "ops/experts.h"
 #include "ops/matmul.h"
 
 namespace grove {
@@ -42,6 +43,7 @@ class CpuForward final : public ForwardBackend {
   void FeedForward(const LayerWeights& w, int32_t n, FeedForwardKind kind);
   void Attention(const ForwardInput& input, int32_t layer);  // cpu_attention.cc
   void GatedFeedForward(const LayerWeights& w, int32_t n);
+  void ExpertFeedForward(const LayerWeights& w, int32_t n);
   // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).
   void AddResidual(const std::vector<float>& post_norm, int32_t n);
   // The final norm and the output head over the rows that want logits.
@@ -74,6 +76,7 @@ class CpuForward final : public ForwardBackend {
   AlignedBuffer<float> up_;      // (max_batch, n_ff)
   AlignedBuffer<float> proj_;    // (max_batch, n_embd) output of wo / w_down
   AlignedBuffer<float> logits_;  // (max_batch, n_vocab)
+  ExpertScratch experts_;        // a mixture's routing and grouped rows (empty without experts)
   // Attention scores of one query group (ops/attention.h) per pool thread: its queries' rows of
   // visible keys (at most n_ctx each), and their softmax sums.
   std::size_t scores_per_thread_;

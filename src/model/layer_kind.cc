@@ -12,7 +12,7 @@ namespace {
 
 constexpr Named<MixerKind> kMixerNames[] = {{MixerKind::kAttention, "attention"}};
 constexpr Named<FeedForwardKind> kFeedForwardNames[] = {
-    {FeedForwardKind::kGated, "gated feed-forward"}};
+    {FeedForwardKind::kGated, "gated feed-forward"}, {FeedForwardKind::kExperts, "experts"}};
 
 }  // namespace
 

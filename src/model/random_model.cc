@@ -101,6 +101,7 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
       {"draft-68m", "llama", 32000, 768, 2, 12, 12, 3072, 2048},
       {"llama-60m", "llama", 4096, 768, 8, 12, 4, 2048, 2048},
       {"tiny", "llama", 512, 64, 2, 4, 2, 160, 2048},
+      {"qwen3-30b-a3b", "qwen3moe", 151936, 2048, 48, 32, 4, 6144, 40960, 128, 1e6f},
   };
   for (const Shape& shape : kShapes) {
     if (shape.name != name) continue;
@@ -116,15 +117,16 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
     if (name == "gemma3-4b") s.sliding_window = 1024, s.rope_scale = 8.0f;
     if (name == "llama3.2-1b" || name == "llama3.1-8b") s.rope_freq_factors = true;
     if (name == "phi4-mini") s.n_rot = 96, s.longrope_orig_ctx = 4096, s.rms_eps = 1e-5f;
+    if (name == "qwen3-30b-a3b") s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
     return s;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> NamedModelShapes() {
-  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",  "gemma3-1b",
-          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b",
-          "draft-68m",    "llama-60m",   "tiny"};
+  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",     "gemma3-1b",
+          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini",    "tinyllama-1.1b",
+          "draft-68m",    "llama-60m",   "tiny",        "qwen3-30b-a3b"};
 }
 
 namespace {
@@ -141,9 +143,16 @@ void CheckRandomSpec(const RandomModelSpec& spec) {
          spec.n_embd);
   }
   const int32_t q_dim = spec.n_head * spec.head_size();
-  if (spec.n_embd % block != 0 || spec.n_ff % block != 0 || q_dim % block != 0) {
-    Fail("random model: widths ", spec.n_embd, ", ", spec.n_ff, " and ", q_dim,
-         " must be multiples of the ", GgmlTypeName(spec.type), " block size ", block);
+  if (spec.n_embd % block != 0 || spec.n_ff % block != 0 || q_dim % block != 0 ||
+      spec.n_ff_expert % block != 0) {
+    Fail("random model: widths ", spec.n_embd, ", ", spec.n_ff, ", ", spec.n_ff_expert, " and ",
+         q_dim, " must be multiples of the ", GgmlTypeName(spec.type), " block size ", block);
+  }
+  const bool experts = FindFamily(spec.arch).feed_forward == FeedForwardKind::kExperts;
+  if (experts != (spec.n_expert > 0) || spec.n_expert_used > spec.n_expert ||
+      (experts && (spec.n_expert_used <= 0 || spec.n_ff_expert <= 0))) {
+    Fail("random model: '", spec.arch, "' with ", spec.n_expert, " experts (", spec.n_expert_used,
+         " used, ", spec.n_ff_expert, " wide) is not a model of its family");
   }
 }
 
@@ -174,6 +183,11 @@ void SetHyperparameters(GgufWriter& w, const RandomModelSpec& spec, int32_t n_ro
   if (spec.sliding_window > 0) w.SetUint32(a + "attention.sliding_window", spec.sliding_window);
   if (spec.window_pattern > 0)
     w.SetUint32(a + "attention.sliding_window_pattern", spec.window_pattern);
+  if (spec.n_expert > 0) {
+    w.SetUint32(a + "expert_count", spec.n_expert);
+    w.SetUint32(a + "expert_used_count", spec.n_expert_used);
+    w.SetUint32(a + "expert_feed_forward_length", spec.n_ff_expert);
+  }
   if (spec.final_logit_softcap > 0.0f)
     w.SetFloat32(a + "final_logit_softcapping", spec.final_logit_softcap);
   if (spec.longrope_orig_ctx > 0) {
@@ -193,11 +207,18 @@ class RandomTensors {
  public:
   RandomTensors(GgufWriter& w, const RandomModelSpec& spec) : w_(w), spec_(spec) {}
 
-  // Uniform(-a, a) in the spec's weight type, a row of n_in values for each of n_out.
-  void Matrix(const std::string& name, int64_t n_in, int64_t n_out, float amplitude) {
-    const GgmlType type = spec_.type;
+  // Uniform(-a, a) in the spec's weight type, a row of n_in values for each of n_out (of each of
+  // n_expert, a 3-D tensor of (n_in, n_out, n_expert), when n_expert > 0).
+  void Matrix(const std::string& name, int64_t n_in, int64_t n_out, float amplitude,
+              int64_t n_expert = 0) {
+    MatrixOfType(spec_.type, name, n_in, n_out, amplitude, n_expert);
+  }
+  void MatrixOfType(GgmlType type, const std::string& name, int64_t n_in, int64_t n_out,
+                    float amplitude, int64_t n_expert = 0) {
     const uint64_t seed = spec_.seed;
-    w_.AddTensor(name, {n_in, n_out}, type,
+    std::vector<int64_t> shape = {n_in, n_out};
+    if (n_expert > 0) shape.push_back(n_expert), n_out *= n_expert;
+    w_.AddTensor(name, shape, type,
                  [name, n_in, n_out, type, seed, amplitude](std::span<uint8_t> out) {
                    SplitMix rng(HashName(name, seed));
                    std::vector<float> row(n_in);
@@ -210,8 +231,12 @@ class RandomTensors {
   }
   // Uniform(-a, a) with a = gain * sqrt(3 / n_in), of variance gain^2 / n_in: with gain 1
   // activations keep their scale through each matrix.
-  void Weight(const std::string& name, int64_t n_in, int64_t n_out) {
-    Matrix(name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in));
+  void Weight(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert = 0) {
+    Matrix(name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in), n_expert);
+  }
+  // The router of a mixture in f32, as converters write it and llama.cpp's quantize keeps it.
+  void Router(const std::string& name, int64_t n_in, int64_t n_out) {
+    MatrixOfType(GgmlType::kF32, name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in));
   }
   // f32: center + spread * Uniform(-1, 1).
   void Vector(const std::string& name, int64_t n, float center, float spread) {
@@ -258,13 +283,19 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
   t.Weight(p + "attn_output.weight", q_dim, spec.n_embd);
   if (family.sandwich_norms) t.Norm(p + "post_attention_norm.weight", spec.n_embd);
   t.Norm(p + "ffn_norm.weight", spec.n_embd);
-  if (family.fused_gate_up) {
+  if (family.feed_forward == FeedForwardKind::kExperts) {
+    t.Router(p + "ffn_gate_inp.weight", spec.n_embd, spec.n_expert);
+    t.Weight(p + "ffn_gate_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
+    t.Weight(p + "ffn_up_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
+    t.Weight(p + "ffn_down_exps.weight", spec.n_ff_expert, spec.n_embd, spec.n_expert);
+  } else if (family.fused_gate_up) {
     t.Weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
+    t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
   } else {
     t.Weight(p + "ffn_gate.weight", spec.n_embd, spec.n_ff);
     t.Weight(p + "ffn_up.weight", spec.n_embd, spec.n_ff);
+    t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
   }
-  t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
   if (family.sandwich_norms) t.Norm(p + "post_ffw_norm.weight", spec.n_embd);
 }
 
