@@ -11,9 +11,14 @@
 #include <vector>
 
 #include "allocation_counter.h"
+#include "io/gguf.h"
+#include "llama_cpp_reference.h"
+#include "model/model.h"
+#include "model/random_model.h"
 #include "ops/experts.h"
 #include "ops/feed_forward.h"
 #include "quant/quant.h"
+#include "quant/quantize_file.h"
 #include "test_support.h"
 
 namespace grove {
@@ -121,6 +126,23 @@ TEST(RouteRow, TopKOfTheSoftmaxRenormalised) {
   EXPECT_NEAR(weights[1], p1 / s, 1e-6);
   EXPECT_NEAR(weights[2], p3 / s, 1e-6);
   EXPECT_NEAR(probs[5], 1.0 / z, 1e-6) << "probabilities are the softmax over every expert";
+}
+
+// grove quantize on a mixture: the router keeps its f32 (as llama-quantize keeps it), the experts
+// take the target type, and the result loads as a qwen3moe model.
+TEST(QuantizeMixture, RouterKeepsItsTypeAndExpertsAreQuantized) {
+  const std::string in = testing::TempPath("moe-f32.gguf");
+  RandomModelWriter(testing::FamilyTestSpec("qwen3moe", GgmlType::kF32)).WriteFile(in);
+  const std::string out = testing::TempPath("moe-q8_0.gguf");
+  ThreadPool pool(2);
+  QuantizeFile(*GgufFile::Open(in), out, ParseQuantTarget("q8_0"), pool, {}, {});
+  auto file = GgufFile::Open(out);
+  EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_inp.weight").type, GgmlType::kF32);
+  EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_exps.weight").type, GgmlType::kQ8_0);
+  EXPECT_EQ(file->GetTensor("blk.2.ffn_down_exps.weight").type, GgmlType::kQ8_0);
+  auto model = Model::Load(out, {.n_threads = 1, .n_ctx = 64});
+  EXPECT_EQ(model->config().n_expert, 8);
+  EXPECT_EQ(model->config().n_expert_used, 2);
 }
 
 }  // namespace
