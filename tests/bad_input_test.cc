@@ -144,7 +144,7 @@ class BadInputTest : public ::testing::Test {
     using testing::FamilyTestSpec;
     testing::WriteRelabelledModel(FamilyTestSpec("qwen2", GgmlType::kQ8_0), "llama",
                                   Path("qwen2-as-llama.gguf"));
-    testing::WriteRelabelledModel(FamilyTestSpec("qwen3", GgmlType::kQ8_0), "qwen3moe",
+    testing::WriteRelabelledModel(FamilyTestSpec("qwen3", GgmlType::kQ8_0), "mixtral",
                                   Path("moe.gguf"));
     testing::WriteRelabelledModel(
         FamilyTestSpec("gemma3", GgmlType::kQ8_0), "gemma3", Path("bad-heads.gguf"),

@@ -133,6 +133,14 @@ RandomModelSpec FamilyTestSpec(const std::string& arch, GgmlType type, uint64_t 
     s.head_dim = 64;  // q_dim 256 != n_embd, as in real Qwen3 files
     s.tied_output = true;
     s.rope_freq_base = 1e6f;
+  } else if (arch == "qwen3moe") {
+    // Qwen3's attention over 8 experts of 64, 2 used per token (Qwen3-30B-A3B: 128 of 768, 8
+    // used), so that 72 positions route through every expert and many pairs of them.
+    s.head_dim = 64;
+    s.rope_freq_base = 1e6f;
+    s.n_expert = 8;
+    s.n_expert_used = 2;
+    s.n_ff_expert = 64;
   } else if (arch == "gemma3") {
     // Six layers: five local, then a global one (the default pattern); a window of 16 tokens
     // that a 64-token sequence crosses; scaled rope on the global layer only.
@@ -180,6 +188,7 @@ RandomModelSpec FamilyDraftSpec(const std::string& arch, GgmlType type, uint64_t
   s.n_embd = 64;
   s.n_ff = 128;
   if (arch == "phi3") s.n_rot = 12;
+  if (arch == "qwen3moe") s.n_ff_expert = 32;
   return s;
 }
 

@@ -73,7 +73,11 @@ class ArchKeys {
 void ReadShape(ArchKeys& keys, ModelConfig& c) {
   c.n_embd = keys.PositiveInt("embedding_length", kMaxDim);
   c.n_layer = keys.PositiveInt("block_count", 4096);
-  c.n_ff = keys.PositiveInt("feed_forward_length", kMaxDim);
+  // A mixture's width is its experts' (ReadExperts); llama.cpp reads feed_forward_length there
+  // only as a fallback, and so does grove.
+  const bool experts = c.family->feed_forward == FeedForwardKind::kExperts;
+  c.n_ff = experts ? keys.PositiveInt("feed_forward_length", kMaxDim, 0)
+                   : keys.PositiveInt("feed_forward_length", kMaxDim);
   c.n_head = keys.PositiveInt("attention.head_count", 4096);
   c.n_head_kv = keys.PositiveInt("attention.head_count_kv", 4096, c.n_head);
   c.n_ctx_train =
@@ -100,12 +104,49 @@ void ReadShape(ArchKeys& keys, ModelConfig& c) {
   if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f)) {
     Fail("model: attention.layer_norm_rms_epsilon = ", c.rms_eps, " is out of range");
   }
-  const uint64_t experts = keys.Uint("expert_count", 0);
-  if (experts > 0) {
-    Fail("model: '", c.arch, "' file with ", experts,
-         " experts: mixture-of-experts models (Mixtral, Qwen3-MoE) are not supported");
+  keys.Accept({"vocab_size"});
+}
+
+// Experts llama.cpp allows a layer (LLAMA_MAX_EXPERTS).
+constexpr uint64_t kMaxExperts = 512;
+
+// The mixture of a family whose feed-forward is experts; in any other family, experts are refused
+// (a dense family's file with experts is a mislabelled mixture).
+void ReadExperts(ArchKeys& keys, ModelConfig& c) {
+  if (c.family->feed_forward != FeedForwardKind::kExperts) {
+    const uint64_t experts = keys.Uint("expert_count", 0);
+    if (experts > 0) {
+      Fail("model: '", c.arch, "' file with ", experts, " experts: '", c.arch,
+           "' models have no mixture of experts (is the file's architecture right?)");
+    }
+    keys.Accept({"expert_used_count"});
+    return;
   }
-  keys.Accept({"expert_used_count", "vocab_size"});
+  c.n_expert = keys.PositiveInt("expert_count", kMaxExperts);
+  const uint64_t used = keys.Uint("expert_used_count", 0);
+  if (used == 0 || used > static_cast<uint64_t>(c.n_expert)) {
+    Fail("model: metadata '", keys.Name("expert_used_count"), "' = ", used,
+         " is out of range: each token runs through 1 to expert_count = ", c.n_expert, " experts");
+  }
+  c.n_expert_used = static_cast<int32_t>(used);
+  // As llama.cpp: without expert_feed_forward_length, each expert is feed_forward_length /
+  // expert_used_count wide.
+  if (keys.Has("expert_feed_forward_length")) {
+    c.n_ff_expert = keys.PositiveInt("expert_feed_forward_length", kMaxDim);
+    if (c.n_ff > 0) {
+      c.notes.push_back(StrCat(
+          "'", keys.Name("feed_forward_length"), "' = ", c.n_ff,
+          " is not used: each expert is expert_feed_forward_length = ", c.n_ff_expert, " wide"));
+    }
+  } else {
+    c.n_ff_expert = c.n_ff / c.n_expert_used;
+    if (c.n_ff_expert == 0) {
+      Fail("model: '", c.arch, "' file sets neither '", keys.Name("expert_feed_forward_length"),
+           "' nor a feed_forward_length of at least expert_used_count");
+    }
+  }
+  // The dense width is the experts' where buffers are sized by it.
+  c.n_ff = c.n_ff_expert;
 }
 
 float PositiveFinite(ArchKeys& keys, std::string_view key, double fallback) {
@@ -277,13 +318,15 @@ int32_t ModelConfig::n_local_layers() const {
 
 int64_t ModelConfig::n_params() const {
   const int64_t d = n_embd;
+  const int64_t feed_forward =
+      n_expert > 0 ? d * n_expert * (int64_t{n_ff_expert} * 3 + 1) : d * n_ff * 3;
   const int64_t attention = d * q_dim() * (family && family->gated_attention ? 3 : 2) +
-                            d * kv_dim() * 2 + d * n_ff * 3 + d * 2;
+                            d * kv_dim() * 2 + feed_forward + d * 2;
   // A Gated DeltaNet layer: its four input projections, conv1d, output projection and vectors.
   const int64_t recurrent = d * (gdn.conv_dim() + gdn.value_dim() + 2 * gdn.n_v_heads) +
                             int64_t{gdn.value_dim()} * d +
                             int64_t{gdn.conv_dim()} * gdn.conv_kernel + 3 * gdn.n_v_heads +
-                            gdn.d_state + d * n_ff * 3 + d * 2;
+                            gdn.d_state + feed_forward + d * 2;
   int64_t layers = 0;
   for (int32_t l = 0; l < n_layer; ++l) {
     const bool is_gdn = static_cast<std::size_t>(l) < layer_kinds.size() && is_recurrent(l);
@@ -300,10 +343,13 @@ ModelConfig ConfigFromGguf(const GgufFile& gguf) {
   c.name = gguf.GetString("general.name", "");
   ArchKeys keys(gguf, c.arch);
   ReadShape(keys, c);
+  ReadExperts(keys, c);
   ReadRope(keys, c);
   ReadWindow(keys, c);
-  // Every layer of the families grove runs is attention and a gated feed-forward.
-  c.layer_kinds.assign(static_cast<std::size_t>(c.n_layer), LayerKind{});
+  // Every layer is attention and the family's feed-forward, except the recurrent layers of a
+  // hybrid family, whose mixer ReadGatedDeltaNet marks (their feed-forward stays the family's).
+  c.layer_kinds.assign(static_cast<std::size_t>(c.n_layer),
+                       LayerKind{.feed_forward = c.family->feed_forward});
   if (c.family->gated_delta_net) ReadGatedDeltaNet(keys, c);
   // Gemma 3 27B scales queries by 1/sqrt(n_embd / n_head) = 1/sqrt(168), not by its key length
   // (128), as Google's reference does; llama.cpp recognises it by its 62 layers, and so does grove.

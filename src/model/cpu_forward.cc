@@ -22,7 +22,7 @@ namespace {
 
 // The layer kinds this backend has an op for (layer_kind.h).
 constexpr MixerKind kMixers[] = {MixerKind::kAttention, MixerKind::kGatedDeltaNet};
-constexpr FeedForwardKind kFeedForwards[] = {FeedForwardKind::kGated};
+constexpr FeedForwardKind kFeedForwards[] = {FeedForwardKind::kGated, FeedForwardKind::kExperts};
 
 }  // namespace
 
@@ -58,6 +58,9 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
     gdn_alpha_.Resize(b * c.gdn.n_v_heads);
     gdn_out_.Resize(b * c.gdn.value_dim());
   }
+  if (c.n_expert > 0) {
+    experts_ = ExpertScratch(max_batch, c.n_expert, c.n_expert_used, c.n_embd, c.n_ff_expert);
+  }
   x_.Resize(b * c.n_embd);
   xb_.Resize(b * c.n_embd);
   q_.Resize(b * c.q_dim());
@@ -77,12 +80,13 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
   for (AlignedBuffer<float>* f : {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &logits_})
     f->ZeroFirst(f->size() / b * rows);
   scores_.Zero();
+  experts_.Prefault(static_cast<int32_t>(rows));
   std::memset(matmul_scratch_.bytes(), 0,
               std::min(matmul_scratch_.size(), matmul_scratch_.size() / b * rows));
 }
 
 uint64_t CpuForward::activation_bytes() const {
-  uint64_t n = matmul_scratch_.size();
+  uint64_t n = matmul_scratch_.size() + experts_.bytes();
   for (const AlignedBuffer<float>* f :
        {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &scores_, &logits_, &qg_, &gate_q_,
         &gdn_qkv_, &gdn_z_, &gdn_beta_, &gdn_alpha_, &gdn_out_}) {
@@ -142,12 +146,19 @@ void CpuForward::FeedForward(const LayerWeights& w, int32_t n, FeedForwardKind k
   switch (kind) {
     case FeedForwardKind::kGated:
       return GatedFeedForward(w, n);
+    case FeedForwardKind::kExperts:
+      return ExpertFeedForward(w, n);
   }
 }
 
 void CpuForward::GatedFeedForward(const LayerWeights& w, int32_t n) {
   grove::GatedFeedForward({w.w_gate, w.w_up, w.w_down, config_.family->activation}, xb_.data(), n,
                           gate_.data(), up_.data(), proj_.data(), matmul_scratch_, pool_);
+}
+
+void CpuForward::ExpertFeedForward(const LayerWeights& w, int32_t n) {
+  grove::ExpertFeedForward(w.experts, config_.family->activation, xb_.data(), n, proj_.data(),
+                           experts_, matmul_scratch_, pool_);
 }
 
 void CpuForward::AddResidual(const std::vector<float>& post_norm, int32_t n) {

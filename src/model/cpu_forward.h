@@ -11,6 +11,7 @@
 #include "base/aligned_buffer.h"
 #include "model/forward_backend.h"
 #include "model/layer_kind.h"
+#include "ops/experts.h"
 #include "ops/matmul.h"
 
 namespace grove {
@@ -50,6 +51,7 @@ class CpuForward final : public ForwardBackend {
   // and multiplies the attention output by sigmoid(gate_q_).
   void SplitQueryGate(int32_t n);
   void GateAttentionOutput(int32_t n);
+  void ExpertFeedForward(const LayerWeights& w, int32_t n);
   // x_ += proj_, normalised first when the family norms each sub-layer's output (Gemma 3).
   void AddResidual(const std::vector<float>& post_norm, int32_t n);
   // The final norm and the output head over the rows that want logits.
@@ -93,6 +95,7 @@ class CpuForward final : public ForwardBackend {
   AlignedBuffer<float> gdn_alpha_;        // (max_batch, n_v_heads)
   AlignedBuffer<float> gdn_out_;          // (max_batch, value_dim)
   RecurrentStates* recurrent_ = nullptr;  // kv_'s, when the model has recurrent layers
+  ExpertScratch experts_;  // a mixture's routing and grouped rows (empty without experts)
   // Attention scores of one query group (ops/attention.h) per pool thread: its queries' rows of
   // visible keys (at most n_ctx each), and their softmax sums.
   std::size_t scores_per_thread_;

@@ -220,6 +220,9 @@ void CudaForward::EnqueueFeedForward(const CudaLayerWeights& w, int32_t n, FeedF
   switch (kind) {
     case FeedForwardKind::kGated:
       return EnqueueGatedFeedForward(w, n);
+    case FeedForwardKind::kExperts:
+      // Refused at load (CheckSupported: kFeedForwards lacks it), so never reached.
+      Fail("cuda: a mixture of experts has no op on this backend");
   }
 }
 

@@ -7,7 +7,8 @@
 // repeat the block once per family, and every fix would need the same edit in each. gemma.cpp's way
 // (one config struct per model, one layer function) keeps one block; the switches are per family
 // here and the numbers (window, rope bases, head size) per file, in ModelConfig. A family that is
-// not one more switch (Mixture-of-Experts, state-space layers) is refused by name.
+// not one more switch (state-space layers) is refused by name; a mixture of experts is a layer
+// kind (layer_kind.h) the family names.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <string>
 #include <string_view>
 
+#include "model/layer_kind.h"
 #include "ops/activation.h"
 #include "ops/rope.h"
 
@@ -63,13 +65,16 @@ struct ModelFamily {
   // The norm before the feed-forward: "ffn_norm", or "post_attention_norm" where the converter
   // keeps Hugging Face's name for it (Qwen3.5; not Gemma's sandwich norm).
   std::string_view ffn_norm = "ffn_norm";
+  // What every layer's feed-forward is: kExperts reads expert_count, expert_used_count and
+  // expert_feed_forward_length, and binds ffn_gate_inp and the ffn_*_exps tensors (Qwen3-MoE).
+  FeedForwardKind feed_forward = FeedForwardKind::kGated;
 };
 
 // The family of an architecture. Throws grove::Error naming the architecture when grove does not
 // run it (Mixture-of-Experts architectures are named as such).
 const ModelFamily& FindFamily(std::string_view arch);
 std::span<const ModelFamily> ModelFamilies();
-// "llama, qwen2, qwen3, gemma3, phi3"
+// "llama, qwen2, qwen3, gemma3, phi3, qwen3moe"
 std::string FamilyList();
 
 }  // namespace grove

@@ -13,7 +13,7 @@ namespace {
 constexpr Named<MixerKind> kMixerNames[] = {{MixerKind::kAttention, "attention"},
                                             {MixerKind::kGatedDeltaNet, "gated delta-net"}};
 constexpr Named<FeedForwardKind> kFeedForwardNames[] = {
-    {FeedForwardKind::kGated, "gated feed-forward"}};
+    {FeedForwardKind::kGated, "gated feed-forward"}, {FeedForwardKind::kExperts, "experts"}};
 
 }  // namespace
 

@@ -20,7 +20,8 @@ enum class MixerKind : uint8_t {
 };
 
 enum class FeedForwardKind : uint8_t {
-  kGated,  // w_down (act(x w_gate) * (x w_up))
+  kGated,    // w_down (act(x w_gate) * (x w_up))
+  kExperts,  // a router picks k of n gated feed-forwards per token (ops/experts.h)
 };
 
 struct LayerKind {

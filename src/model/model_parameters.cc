@@ -72,6 +72,10 @@ ModelParameters::ModelParameters(std::unique_ptr<GgufFile> gguf, bool group_weig
   }
   CheckAndGroupWeights(group_weights, pool);
   for (const WeightView* w : HeldMatrices()) weight_bytes_ += MatrixBytes(*w);
+  for (int32_t i = part_.first_layer; i < part_.last_layer; ++i) {
+    for (const WeightView* w : ExpertMatrices(weights_.layers[static_cast<std::size_t>(i)]))
+      weight_bytes_ += MatrixBytes(*w);
+  }
 }
 
 std::vector<WeightView*> ModelParameters::HeldMatrices() {

@@ -105,6 +105,7 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
       // 4th gated attention with 8 heads of 256 (2 KV), a quarter rotating; 16 Gated DeltaNet
       // heads of 128.
       {"qwen3.5-0.8b", "qwen35", 248320, 1024, 24, 8, 2, 3584, 262144, 256, 1e7f, true},
+      {"qwen3-30b-a3b", "qwen3moe", 151936, 2048, 48, 32, 4, 6144, 40960, 128, 1e6f},
   };
   for (const Shape& shape : kShapes) {
     if (shape.name != name) continue;
@@ -124,15 +125,16 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
       s.n_rot = 64;
       s.ssm_state = 128, s.ssm_groups = 16, s.ssm_v_heads = 16, s.ssm_conv_kernel = 4;
     }
+    if (name == "qwen3-30b-a3b") s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
     return s;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> NamedModelShapes() {
-  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",    "gemma3-1b",
-          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini",   "tinyllama-1.1b",
-          "draft-68m",    "llama-60m",   "tiny",        "qwen3.5-0.8b"};
+  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",     "gemma3-1b",
+          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini",    "tinyllama-1.1b",
+          "draft-68m",    "llama-60m",   "tiny",        "qwen3.5-0.8b", "qwen3-30b-a3b"};
 }
 
 namespace {
@@ -149,9 +151,16 @@ void CheckRandomSpec(const RandomModelSpec& spec) {
          spec.n_embd);
   }
   const int32_t q_dim = spec.n_head * spec.head_size();
-  if (spec.n_embd % block != 0 || spec.n_ff % block != 0 || q_dim % block != 0) {
-    Fail("random model: widths ", spec.n_embd, ", ", spec.n_ff, " and ", q_dim,
-         " must be multiples of the ", GgmlTypeName(spec.type), " block size ", block);
+  if (spec.n_embd % block != 0 || spec.n_ff % block != 0 || q_dim % block != 0 ||
+      spec.n_ff_expert % block != 0) {
+    Fail("random model: widths ", spec.n_embd, ", ", spec.n_ff, ", ", spec.n_ff_expert, " and ",
+         q_dim, " must be multiples of the ", GgmlTypeName(spec.type), " block size ", block);
+  }
+  const bool experts = FindFamily(spec.arch).feed_forward == FeedForwardKind::kExperts;
+  if (experts != (spec.n_expert > 0) || spec.n_expert_used > spec.n_expert ||
+      (experts && (spec.n_expert_used <= 0 || spec.n_ff_expert <= 0))) {
+    Fail("random model: '", spec.arch, "' with ", spec.n_expert, " experts (", spec.n_expert_used,
+         " used, ", spec.n_ff_expert, " wide) is not a model of its family");
   }
 }
 
@@ -182,6 +191,11 @@ void SetHyperparameters(GgufWriter& w, const RandomModelSpec& spec, int32_t n_ro
   if (spec.sliding_window > 0) w.SetUint32(a + "attention.sliding_window", spec.sliding_window);
   if (spec.window_pattern > 0)
     w.SetUint32(a + "attention.sliding_window_pattern", spec.window_pattern);
+  if (spec.n_expert > 0) {
+    w.SetUint32(a + "expert_count", spec.n_expert);
+    w.SetUint32(a + "expert_used_count", spec.n_expert_used);
+    w.SetUint32(a + "expert_feed_forward_length", spec.n_ff_expert);
+  }
   if (spec.final_logit_softcap > 0.0f)
     w.SetFloat32(a + "final_logit_softcapping", spec.final_logit_softcap);
   if (FindFamily(spec.arch).gated_delta_net) {
@@ -214,11 +228,18 @@ class RandomTensors {
  public:
   RandomTensors(GgufWriter& w, const RandomModelSpec& spec) : w_(w), spec_(spec) {}
 
-  // Uniform(-a, a) in the spec's weight type, a row of n_in values for each of n_out.
-  void Matrix(const std::string& name, int64_t n_in, int64_t n_out, float amplitude) {
-    const GgmlType type = spec_.type;
+  // Uniform(-a, a) in the spec's weight type, a row of n_in values for each of n_out (of each of
+  // n_expert, a 3-D tensor of (n_in, n_out, n_expert), when n_expert > 0).
+  void Matrix(const std::string& name, int64_t n_in, int64_t n_out, float amplitude,
+              int64_t n_expert = 0) {
+    MatrixOfType(spec_.type, name, n_in, n_out, amplitude, n_expert);
+  }
+  void MatrixOfType(GgmlType type, const std::string& name, int64_t n_in, int64_t n_out,
+                    float amplitude, int64_t n_expert = 0) {
     const uint64_t seed = spec_.seed;
-    w_.AddTensor(name, {n_in, n_out}, type,
+    std::vector<int64_t> shape = {n_in, n_out};
+    if (n_expert > 0) shape.push_back(n_expert), n_out *= n_expert;
+    w_.AddTensor(name, shape, type,
                  [name, n_in, n_out, type, seed, amplitude](std::span<uint8_t> out) {
                    SplitMix rng(HashName(name, seed));
                    std::vector<float> row(n_in);
@@ -231,8 +252,12 @@ class RandomTensors {
   }
   // Uniform(-a, a) with a = gain * sqrt(3 / n_in), of variance gain^2 / n_in: with gain 1
   // activations keep their scale through each matrix.
-  void Weight(const std::string& name, int64_t n_in, int64_t n_out) {
-    Matrix(name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in));
+  void Weight(const std::string& name, int64_t n_in, int64_t n_out, int64_t n_expert = 0) {
+    Matrix(name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in), n_expert);
+  }
+  // The router of a mixture in f32, as converters write it and llama.cpp's quantize keeps it.
+  void Router(const std::string& name, int64_t n_in, int64_t n_out) {
+    MatrixOfType(GgmlType::kF32, name, n_in, n_out, UniformAmplitude(spec_.matrix_gain, n_in));
   }
   // f32: center + spread * Uniform(-1, 1).
   void Vector(const std::string& name, int64_t n, float center, float spread) {
@@ -316,13 +341,19 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
   if (!recurrent) t.Weight(p + "attn_output.weight", q_dim, spec.n_embd);
   if (family.sandwich_norms) t.Norm(p + "post_attention_norm.weight", spec.n_embd);
   t.Norm(p + std::string(family.ffn_norm) + ".weight", spec.n_embd);
-  if (family.fused_gate_up) {
+  if (family.feed_forward == FeedForwardKind::kExperts) {
+    t.Router(p + "ffn_gate_inp.weight", spec.n_embd, spec.n_expert);
+    t.Weight(p + "ffn_gate_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
+    t.Weight(p + "ffn_up_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
+    t.Weight(p + "ffn_down_exps.weight", spec.n_ff_expert, spec.n_embd, spec.n_expert);
+  } else if (family.fused_gate_up) {
     t.Weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
+    t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
   } else {
     t.Weight(p + "ffn_gate.weight", spec.n_embd, spec.n_ff);
     t.Weight(p + "ffn_up.weight", spec.n_embd, spec.n_ff);
+    t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
   }
-  t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);
   if (family.sandwich_norms) t.Norm(p + "post_ffw_norm.weight", spec.n_embd);
 }
 

@@ -26,6 +26,10 @@ struct RandomModelSpec {
   int32_t n_head_kv = 2;
   int32_t n_ff = 160;
   int32_t n_ctx = 2048;
+  // A mixture of experts (qwen3moe): n_expert experts of n_ff_expert, n_expert_used per token.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  int32_t n_ff_expert = 0;
   int32_t head_dim = 0;  // 0: n_embd / n_head; otherwise written as attention.key_length
   int32_t n_rot = 0;     // 0: the whole head rotates
   float rope_freq_base = 10000.0f;
@@ -63,7 +67,8 @@ struct RandomModelSpec {
 
 // Shapes by name: real models' ("qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-8b",
 // "gemma3-1b", "gemma3-4b", "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b",
-// "qwen3.5-0.8b"), a 68M
+// "qwen3.5-0.8b", "qwen3-30b-a3b": 128 experts of 768, 8 used, 48 layers of which a run may keep
+// fewer), a 68M
 // draft ("draft-68m": 768 wide, 2 layers), "llama-60m" (768 wide, 8 layers, vocab 4096: 57M
 // parameters, most of them in the layers, so its Q8_0 weights exceed the last-level cache and a
 // forward is bound by memory; sliced to one layer it gives its own draft), "tiny" (for tests).

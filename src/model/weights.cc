@@ -62,6 +62,13 @@ class TensorBinder {
     DequantizeRow(t.type, t.data, v.data(), n);
     return v;
   }
+  // A 3-D tensor of `shape` (n_in, n_out, n_expert) as one matrix of n_out * n_expert rows.
+  WeightView Experts(const std::string& name, std::initializer_list<int64_t> shape) {
+    used_.insert(name);
+    const GgufTensor& t = Expect(gguf_, name, shape);
+    const int64_t n_in = t.shape[0];
+    return WeightView{t.type, t.data, n_in, t.shape[1] * t.shape[2], GgmlRowBytes(t.type, n_in)};
+  }
   std::vector<float> OptionalVector(const std::string& name, int64_t n) {
     return Has(name) ? Vector(name, n) : std::vector<float>{};
   }
@@ -147,9 +154,33 @@ void BindGatedDeltaNet(TensorBinder& bind, const ModelConfig& c, const std::stri
   g.norm = bind.Vector(p + "ssm_norm.weight", s.d_state);
 }
 
+// One of a mixture's 3-D expert tensors, (n_in, n_out, n_expert) in ggml's order, as a matrix of
+// n_expert blocks of n_out rows (ops/experts.h).
+WeightView ExpertTensor(TensorBinder& bind, const ModelConfig& c, const std::string& name,
+                        int64_t n_in, int64_t n_out) {
+  return bind.Experts(name, {n_in, n_out, c.n_expert});
+}
+
+void BindExperts(TensorBinder& bind, const ModelConfig& c, const std::string& p, LayerWeights& l) {
+  ExpertWeights& e = l.experts;
+  e.n_expert = c.n_expert;
+  e.n_used = c.n_expert_used;
+  const std::string router = p + "ffn_gate_inp.weight";
+  if (!bind.Has(router)) {
+    Fail("model: missing tensor '", router, "' (the router of layer ", p.substr(4, p.size() - 5),
+         "'s ", c.n_expert, " experts)");
+  }
+  e.router = bind.Matrix(router, c.n_embd, c.n_expert);
+  e.gate = ExpertTensor(bind, c, p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert);
+  e.up = ExpertTensor(bind, c, p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert);
+  e.down = ExpertTensor(bind, c, p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd);
+}
+
 void BindFeedForward(TensorBinder& bind, const ModelConfig& c, const std::string& p,
                      LayerWeights& l) {
-  if (c.family->fused_gate_up) {
+  if (c.family->feed_forward == FeedForwardKind::kExperts) {
+    BindExperts(bind, c, p, l);
+  } else if (c.family->fused_gate_up) {
     const WeightView gate_up = bind.Matrix(p + "ffn_up.weight", c.n_embd, 2 * int64_t{c.n_ff});
     l.w_gate = Rows(gate_up, 0, c.n_ff);
     l.w_up = Rows(gate_up, c.n_ff, c.n_ff);
@@ -157,7 +188,9 @@ void BindFeedForward(TensorBinder& bind, const ModelConfig& c, const std::string
     l.w_gate = bind.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff);
     l.w_up = bind.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff);
   }
-  l.w_down = bind.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
+  if (c.family->feed_forward != FeedForwardKind::kExperts) {
+    l.w_down = bind.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd);
+  }
   if (c.family->sandwich_norms) l.ffn_post_norm = bind.Vector(p + "post_ffw_norm.weight", c.n_embd);
 }
 
@@ -183,6 +216,10 @@ std::array<WeightView*, 7> LayerMatrices(LayerWeights& l) {
 
 std::array<WeightView*, 5> GatedDeltaNetMatrices(LayerWeights& l) {
   return {&l.gdn.qkv, &l.gdn.z, &l.gdn.beta, &l.gdn.alpha, &l.gdn.out};
+}
+
+std::array<const WeightView*, 4> ExpertMatrices(const LayerWeights& l) {
+  return {&l.experts.router, &l.experts.gate, &l.experts.up, &l.experts.down};
 }
 
 ModelWeights BindWeights(const GgufFile& gguf, const ModelConfig& c) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/config.h"
+#include "ops/experts.h"
 #include "ops/matmul.h"
 
 namespace grove {
@@ -44,6 +45,7 @@ struct LayerWeights {
   WeightView w_gate;                  // (n_ff rows, n_embd); the first n_ff rows of a fused ffn_up
   WeightView w_up;                    // (n_ff rows, n_embd)
   WeightView w_down;                  // (n_embd rows, n_ff)
+  ExpertWeights experts;              // a mixture's (kExperts), instead of w_gate/w_up/w_down
   std::vector<float> ffn_post_norm;   // (n_embd) or empty
   GatedDeltaNetWeights gdn;           // on a kGatedDeltaNet layer, whose wq to wo stay empty
 };
@@ -58,11 +60,15 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
-// The matrices a forward pass multiplies with: the output, then each layer's seven.
+// The matrices a forward pass multiplies with: the output, then each layer's seven (a mixture's
+// layer leaves w_gate, w_up and w_down empty; its experts are ExpertMatrices).
 std::vector<WeightView*> ForwardMatrices(ModelWeights& weights);
 std::array<WeightView*, 7> LayerMatrices(LayerWeights& layer);
 // A Gated DeltaNet layer's five matrices (empty views on another layer).
 std::array<WeightView*, 5> GatedDeltaNetMatrices(LayerWeights& layer);
+// A mixture's router and expert matrices (null views in other layers). They keep the GGUF
+// layout: packing an expert's rows into groups is not done yet.
+std::array<const WeightView*, 4> ExpertMatrices(const LayerWeights& layer);
 
 // One matrix of the file by name, checked as BindWeights checks the model's: present, (n_out rows
 // of n_in), a type grove computes with (a feature drafter's fusion matrix is bound this way).

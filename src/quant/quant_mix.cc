@@ -82,7 +82,11 @@ GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
   if (EndsWith(name, ".attn_v.weight") || EndsWith(name, ".attn_qkv.weight")) {
     return AttentionValueType(mix, base, layer, model);
   }
-  if (EndsWith(name, ".ffn_down.weight")) return FfnDownType(mix, base, layer, model);
+  // A mixture's experts' down projections are ffn_down to llama.cpp's rules (it matches the name
+  // "ffn_down" anywhere); its rules for mixtures of 8 experts (Mixtral) are not applied yet.
+  if (EndsWith(name, ".ffn_down.weight") || EndsWith(name, ".ffn_down_exps.weight")) {
+    return FfnDownType(mix, base, layer, model);
+  }
   if (EndsWith(name, ".attn_output.weight")) {
     if (mix == QuantMix::kQ2_K) return GgmlType::kQ3_K;
     if (mix == QuantMix::kQ3_K_M) return GgmlType::kQ4_K;

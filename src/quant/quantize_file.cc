@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "base/error.h"
@@ -95,6 +96,14 @@ MixModel MixModelOf(const GgufFile& in) {
 GgmlType OutputType(const GgufTensor& t, const QuantTarget& target, const MixModel& model) {
   if (t.shape.size() < 2) return GgmlType::kF32;
   if (t.name.find("ssm_conv1d") != std::string::npos) return GgmlType::kF32;
+  // A mixture's router keeps its type, as llama-quantize keeps it (f32 in converted files): it is
+  // n_expert rows, a small part of a layer, and a rounding in its logits changes which experts a
+  // token runs through, not only by how much.
+  const std::string_view router = ".ffn_gate_inp.weight";
+  if (t.name.size() > router.size() &&
+      t.name.compare(t.name.size() - router.size(), router.size(), router) == 0) {
+    return t.type;
+  }
   const int64_t row = t.shape[0];
   const GgmlType wanted = MixTensorType(target.mix, target.base, t.name, model);
   const GgmlType type = FallbackType(wanted, row);

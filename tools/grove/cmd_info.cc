@@ -107,6 +107,10 @@ void RunInfo(const std::string& path, bool all_tensors) {
       c.arch.c_str(), std::string(c.family->models).c_str(), c.n_params() / 1e6, c.n_layer,
       c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab, c.n_ctx_train,
       c.rope.freq_base, c.tied_output ? ", tied output" : "");
+  if (c.n_expert > 0) {
+    std::printf("experts: %d per layer, %d used per token, each FFN %d\n", c.n_expert,
+                c.n_expert_used, c.n_ff_expert);
+  }
   if (c.sliding_window > 0) {
     std::printf(
         "sliding window: %d tokens on %d of %d layers%s\n", c.sliding_window, c.n_local_layers(),

@@ -20,6 +20,7 @@ struct SynthOptions {
   std::string type = "q8_0";
   std::string out;
   uint64_t seed = 1;
+  int32_t layers = 0;  // 0: the shape's
   bool force = false;
 };
 
@@ -34,6 +35,8 @@ void RunSynth(const SynthOptions& o) {
   if (!type) Fail("unknown weight type '", o.type, "'");
   spec->type = *type;
   spec->seed = o.seed;
+  if (o.layers < 0) Fail("--layers ", o.layers, " is negative");
+  if (o.layers > 0) spec->n_layer = o.layers;
   CheckOutputFile(o.out, "-o", {.force = &o.force});
   Timer timer;
   GgufWriter writer = RandomModelWriter(*spec);
@@ -64,6 +67,10 @@ void AddSynthCommand(CLI::App& app) {
                   "Type of every matrix (norms stay f32): " + SupportedWeightTypeNames())
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the weights")->capture_default_str();
+  cmd->add_option("--layers", o->layers,
+                  "Layers to write (0: the shape's): a real layer shape, fewer of them, to fit "
+                  "this machine (qwen3-30b-a3b --layers 8)")
+      ->capture_default_str();
   cmd->add_option("-o,--out", o->out, "Output GGUF path")->required();
   cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");
   cmd->callback([o] { RunSynth(*o); });

@@ -1,0 +1,149 @@
+// The mixture-of-experts op (ops/experts.h) on its own: a batch's rows grouped by expert give each
+// row the bits it gets alone (contract 2) and the bits of running its experts one by one, each
+// expert a row chose is read once per batch, and the token loop does not allocate. Its agreement
+// with llama.cpp is family_test's (qwen3moe).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "allocation_counter.h"
+#include "io/gguf.h"
+#include "llama_cpp_reference.h"
+#include "model/model.h"
+#include "model/random_model.h"
+#include "ops/experts.h"
+#include "ops/feed_forward.h"
+#include "quant/quant.h"
+#include "quant/quantize_file.h"
+#include "test_support.h"
+
+namespace grove {
+namespace {
+
+constexpr int32_t kExperts = 8;
+constexpr int32_t kUsed = 3;
+constexpr int64_t kEmbd = 64;
+constexpr int64_t kFf = 32;
+constexpr int32_t kMaxRows = 64;
+
+// Random weights of one layer's experts in `type`, held for the views.
+struct Mixture {
+  explicit Mixture(GgmlType type) {
+    const auto matrix = [type](std::vector<uint8_t>& bytes, int64_t n_in, int64_t n_out,
+                               uint32_t seed) {
+      const std::vector<float> v = testing::RandomNormal(n_in * n_out, seed, 0.3f);
+      const int64_t row = GgmlRowBytes(type, n_in);
+      bytes.resize(row * n_out);
+      for (int64_t r = 0; r < n_out; ++r)
+        QuantizeRow(type, v.data() + r * n_in, &bytes[r * row], n_in);
+      return WeightView{type, bytes.data(), n_in, n_out, row};
+    };
+    w.router = matrix(router, kEmbd, kExperts, 1);
+    w.gate = matrix(gate, kEmbd, kFf * kExperts, 2);
+    w.up = matrix(up, kEmbd, kFf * kExperts, 3);
+    w.down = matrix(down, kFf, kEmbd * kExperts, 4);
+    w.n_expert = kExperts;
+    w.n_used = kUsed;
+  }
+  std::vector<uint8_t> router, gate, up, down;
+  ExpertWeights w;
+};
+
+class ExpertsTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(ExpertsTest, BatchRowsEqualEachRowAloneAndEachExpertRunByItself) {
+  const Mixture m(GetParam());
+  ThreadPool pool(2);
+  MatMulScratch matmul(kMaxRows, std::max(kEmbd, kFf));
+  ExpertScratch scratch(kMaxRows, kExperts, kUsed, kEmbd, kFf);
+  const std::vector<float> x = testing::RandomNormal(kMaxRows * kEmbd, 9, 1.0f);
+  std::vector<float> batch(kMaxRows * kEmbd);
+  {
+    testing::AllocationCounter allocations;
+    ExpertFeedForward(m.w, GateActivation::kSilu, x.data(), kMaxRows, batch.data(), scratch, matmul,
+                      pool);
+    EXPECT_EQ(allocations.count(), 0);
+  }
+  std::set<int32_t> touched;
+  std::vector<float> alone(kEmbd), logits(kExperts), probs(kExperts), weights(kUsed);
+  std::vector<float> gate(kFf), up(kFf), y(kEmbd), sum(kEmbd);
+  for (int32_t r = 0; r < kMaxRows; ++r) {
+    const float* xr = x.data() + r * kEmbd;
+    ExpertFeedForward(m.w, GateActivation::kSilu, xr, 1, alone.data(), scratch, matmul, pool);
+    EXPECT_EQ(scratch.last_experts_read(), kUsed) << "one token reads only its own experts";
+    ASSERT_EQ(std::memcmp(alone.data(), batch.data() + r * kEmbd, kEmbd * sizeof(float)), 0)
+        << "row " << r;
+    // The same row through its experts one at a time, weighted and summed by rank.
+    MatMul(m.w.router, xr, 1, logits.data(), matmul, pool);
+    int32_t chosen[kUsed];
+    RouteRow(logits.data(), kExperts, kUsed, chosen, weights.data(), probs.data());
+    for (int32_t j = 0; j < kUsed; ++j) {
+      const int32_t e = chosen[j];
+      touched.insert(e);
+      const WeightView g = ExpertWeights::Slice(m.w.gate, kExperts, e);
+      const WeightView u = ExpertWeights::Slice(m.w.up, kExperts, e);
+      const WeightView d = ExpertWeights::Slice(m.w.down, kExperts, e);
+      GatedFeedForward({g, u, d, GateActivation::kSilu}, xr, 1, gate.data(), up.data(), y.data(),
+                       matmul, pool);
+      for (int64_t i = 0; i < kEmbd; ++i)
+        sum[i] = j == 0 ? weights[j] * y[i] : sum[i] + weights[j] * y[i];
+    }
+    for (int64_t i = 0; i < kEmbd; ++i) {
+      ASSERT_NEAR(sum[i], alone[i], 1e-5f * (1.0f + std::abs(sum[i]))) << "row " << r;
+    }
+  }
+  // The batch read each expert its rows chose once: the union of the rows' choices.
+  ExpertFeedForward(m.w, GateActivation::kSilu, x.data(), kMaxRows, batch.data(), scratch, matmul,
+                    pool);
+  EXPECT_EQ(scratch.last_experts_read(), static_cast<int32_t>(touched.size()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, ExpertsTest, ::testing::Values(GgmlType::kF32, GgmlType::kQ8_0),
+                         [](const auto& info) { return std::string(GgmlTypeName(info.param)); });
+
+// The router's rule (Qwen3-MoE's, as llama.cpp's build_moe_ffn with softmax gating and norm_w):
+// the k largest softmax probabilities, in decreasing order, divided by their sum.
+TEST(RouteRow, TopKOfTheSoftmaxRenormalised) {
+  const float logits[6] = {0.5f, 2.0f, -1.0f, 1.5f, 2.0f, 0.0f};
+  float probs[6];
+  int32_t experts[3];
+  float weights[3];
+  RouteRow(logits, 6, 3, experts, weights, probs);
+  // Equal logits go to the lower index first.
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 4);
+  EXPECT_EQ(experts[2], 3);
+  double z = 0;
+  for (float l : logits) z += std::exp(double{l});
+  const double p1 = std::exp(2.0) / z;
+  const double p3 = std::exp(1.5) / z;
+  const double s = 2 * p1 + p3;
+  EXPECT_NEAR(weights[0], p1 / s, 1e-6);
+  EXPECT_NEAR(weights[1], p1 / s, 1e-6);
+  EXPECT_NEAR(weights[2], p3 / s, 1e-6);
+  EXPECT_NEAR(probs[5], 1.0 / z, 1e-6) << "probabilities are the softmax over every expert";
+}
+
+// grove quantize on a mixture: the router keeps its f32 (as llama-quantize keeps it), the experts
+// take the target type, and the result loads as a qwen3moe model.
+TEST(QuantizeMixture, RouterKeepsItsTypeAndExpertsAreQuantized) {
+  const std::string in = testing::TempPath("moe-f32.gguf");
+  RandomModelWriter(testing::FamilyTestSpec("qwen3moe", GgmlType::kF32)).WriteFile(in);
+  const std::string out = testing::TempPath("moe-q8_0.gguf");
+  ThreadPool pool(2);
+  QuantizeFile(*GgufFile::Open(in), out, ParseQuantTarget("q8_0"), pool, {}, {});
+  auto file = GgufFile::Open(out);
+  EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_inp.weight").type, GgmlType::kF32);
+  EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_exps.weight").type, GgmlType::kQ8_0);
+  EXPECT_EQ(file->GetTensor("blk.2.ffn_down_exps.weight").type, GgmlType::kQ8_0);
+  auto model = Model::Load(out, {.n_threads = 1, .n_ctx = 64});
+  EXPECT_EQ(model->config().n_expert, 8);
+  EXPECT_EQ(model->config().n_expert_used, 2);
+}
+
+}  // namespace
+}  // namespace grove
