@@ -219,6 +219,20 @@ TEST(HybridFiles, InconsistentGatedDeltaNetKeysAreNamed) {
                                w.SetInt32Array("qwen35.rope.dimension_sections", sections);
                              }),
                   "leaves rotary pair 1 to the fourth section");
+  const int32_t negative[] = {-1, 8, 8, 0};
+  ExpectLoadError(Qwen35File("negative-section",
+                             [&](GgufWriter& w) {
+                               w.SetInt32Array("qwen35.rope.dimension_sections", negative);
+                             }),
+                  "'qwen35.rope.dimension_sections' entry 0 = -1 is out of range");
+  // A delta state of 4096^2 floats per head, 8 heads: 512 MiB per layer and sequence.
+  ExpectLoadError(Qwen35File("huge-state",
+                             [](GgufWriter& w) {
+                               w.SetUint32("qwen35.ssm.state_size", 4096);
+                               w.SetUint32("qwen35.ssm.time_step_rank", 8);
+                               w.SetUint32("qwen35.ssm.inner_size", 4096 * 8);
+                             }),
+                  "is a delta state of 134217728 floats per layer, above grove's 67108864");
 }
 
 TEST(HybridFiles, AMissingSsmTensorIsNamed) {

@@ -263,6 +263,16 @@ void ReadGatedDeltaNet(ArchKeys& keys, ModelConfig& c) {
          g.d_state, " x ssm.time_step_rank ", g.n_v_heads,
          " (value heads of the state's size, as llama.cpp requires)");
   }
+  // Each sequence keeps state_size^2 floats per value head and layer (the delta state): a file
+  // that asks for more than 256 MiB of it per layer is refused by name, not left to an
+  // allocation failure (Qwen3.5's largest, 48 heads of 128, keep 3 MiB).
+  constexpr int64_t kMaxDeltaStateFloats = int64_t{1} << 26;
+  if (int64_t{g.d_state} * g.d_state * g.n_v_heads > kMaxDeltaStateFloats) {
+    Fail("model: '", keys.Name("ssm.state_size"), "' = ", g.d_state, " with ",
+         keys.Name("ssm.time_step_rank"), " = ", g.n_v_heads, " is a delta state of ",
+         int64_t{g.d_state} * g.d_state * g.n_v_heads, " floats per layer, above grove's ",
+         kMaxDeltaStateFloats);
+  }
   if (g.n_v_heads % g.n_k_heads != 0) {
     Fail("model: '", keys.Name("ssm.group_count"), "' = ", g.n_k_heads,
          " does not divide ssm.time_step_rank ", g.n_v_heads);
@@ -292,6 +302,10 @@ void ReadGatedDeltaNet(ArchKeys& keys, ModelConfig& c) {
       s[j] = *i;
     } else {
       Fail("model: '", keys.Name("rope.dimension_sections"), "' is not an array of 4 integers");
+    }
+    if (s[j] < 0 || s[j] > c.n_rot) {
+      Fail("model: '", keys.Name("rope.dimension_sections"), "' entry ", j, " = ", s[j],
+           " is out of range (0 to rope.dimension_count ", c.n_rot, ")");
     }
   }
   for (int32_t pair = 0; pair < c.n_rot / 2; ++pair) {

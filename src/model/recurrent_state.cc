@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 
 #include "base/error.h"
 #include "model/batch.h"
@@ -51,18 +50,18 @@ void RecurrentStates::Reset(Sequence& s) {
 
 void RecurrentStates::Prepare(const Batch& batch, std::span<const int32_t> slots) {
   if (held_.empty()) return;
-  // Each sequence's first token and count, and its latest token so far.
-  struct Run {
-    int32_t first_position = 0;
-    int32_t count = 0;
-    int32_t last_index = 0;
-  };
-  std::unordered_map<int32_t, Run> runs;
+  // Each sequence's first token and count, and its latest token so far, in members sized by the
+  // sequences seen, so that a forward allocates nothing once every sequence has run.
+  for (const int32_t seq : order_) runs_[static_cast<std::size_t>(seq)].count = 0;
+  order_.clear();
   for (int32_t i = 0; i < batch.size(); ++i) {
     const int32_t seq = batch.seq_ids[i];
     const int32_t pos = batch.positions[i];
-    const auto it = runs.find(seq);
-    if (it == runs.end()) {
+    if (seq < 0) Fail("model: sequence ", seq, " is out of range");
+    if (static_cast<std::size_t>(seq) >= runs_.size())
+      runs_.resize(static_cast<std::size_t>(seq) + 1);
+    Run& run = runs_[static_cast<std::size_t>(seq)];
+    if (run.count == 0) {
       const bool continues_last =
           batch.parents[i] == -1 && (batch.cache_parents[i] == Batch::kContinueCache ||
                                      batch.cache_parents[i] == slots[i] - 1);
@@ -76,10 +75,10 @@ void RecurrentStates::Prepare(const Batch& batch, std::span<const int32_t> slots
              ", but its Gated DeltaNet state can continue only from ", checkpoint(seq), " to ",
              position(seq), " (recurrent state keeps no snapshot of that position)");
       }
-      runs[seq] = {pos, 1, i};
+      run = {pos, 1, i};
+      order_.push_back(seq);
       continue;
     }
-    Run& run = it->second;
     if (batch.parents[i] != run.last_index || pos != run.first_position + run.count) {
       Fail("model: token ", i, " of the batch is not the next of sequence ", seq,
            "'s chain: Gated DeltaNet layers run chains only (token trees over recurrent state "
@@ -88,7 +87,8 @@ void RecurrentStates::Prepare(const Batch& batch, std::span<const int32_t> slots
     ++run.count;
     run.last_index = i;
   }
-  for (const auto& [seq, run] : runs) {
+  for (const int32_t seq : order_) {
+    const Run& run = runs_[static_cast<std::size_t>(seq)];
     Sequence& s = At(seq);
     if (run.first_position == 0) {
       Reset(s);

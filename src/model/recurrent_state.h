@@ -72,6 +72,13 @@ class RecurrentStates {
     std::vector<float> saved;  // the same at the checkpoint
     std::vector<float> log;    // (log_tokens_, held layers, entry_) by position % log_tokens_
   };
+  // One sequence's tokens in the running batch (Prepare): its first token and count, and its
+  // latest token so far; count 0 when the batch holds none of it.
+  struct Run {
+    int32_t first_position = 0;
+    int32_t count = 0;
+    int32_t last_index = 0;
+  };
   Sequence& At(int32_t seq);
   std::size_t StateOffset(int32_t layer) const;
   // Runs the logged tokens [from, to) of `s` through `state` (live or saved).
@@ -87,6 +94,8 @@ class RecurrentStates {
   std::size_t entry_ = 0;             // floats of one token's log on one layer
   int32_t log_tokens_ = 2 * kRecurrentHistory;
   std::vector<Sequence> sequences_;
+  std::vector<Run> runs_;       // by sequence; grows only when a new sequence first runs
+  std::vector<int32_t> order_;  // the sequences of the running batch, in order of first token
   std::vector<float> scratch_;  // a replayed token's conv input, gate and output
 };
 

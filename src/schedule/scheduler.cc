@@ -11,7 +11,9 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "model/kv_cache_pool.h"
 #include "model/model_parameters.h"
+#include "model/recurrent_state.h"
 #include "schedule/draft_rounds.h"
 #include "schedule/frozen_auto_plan.h"
 #include "schedule/request_feed.h"
@@ -19,6 +21,13 @@
 
 namespace grove {
 namespace {
+
+// Whether the recurrent state of `slot` (model/recurrent_state.h) can be rewound to `position`:
+// always on a model without recurrent layers; else only back to its checkpoint.
+bool RecurrentStateHolds(const KvCachePool& kv, int32_t slot, int32_t position) {
+  const RecurrentStates* states = kv.recurrent();
+  return states == nullptr || states->checkpoint(slot) <= position;
+}
 
 // Tokens a draft lane's forward context must hold in one batch: the widest tree level it expands,
 // and prompt chunks (ForwardChain splits longer prompts).
@@ -347,13 +356,18 @@ int32_t Scheduler::AcquireSlot(Source& source, int64_t r, int32_t* cached) {
       // The parent is done and this is its last sibling (or no slot is free): take its slot over
       // as it is; the session keeps the prompt and drops the rest (KeepCachedPrompt).
       slot = SlotOf(parent);
+      // A recurrent state whose checkpoint has passed the prompt's end cannot go back to it:
+      // the prompt is computed again in the same slot.
+      if (!RecurrentStateHolds(kv, slot, *cached)) *cached = 0;
       slot_of_request_.erase(parent);
       retained_.erase(retained_parent);
-    } else if (kv.cache(SlotOf(parent)).ReusablePrefix(*cached) == *cached) {
+    } else if (kv.cache(SlotOf(parent)).ReusablePrefix(*cached) == *cached &&
+               RecurrentStateHolds(kv, SlotOf(parent), *cached)) {
       slot = kv.Fork(SlotOf(parent), *cached);
     } else {
       // The parent went on so far that its sliding-window ring no longer holds the rows the
-      // shared prompt's end needs (model/kv_cache.h): this sibling computes its prompt itself.
+      // shared prompt's end needs (model/kv_cache.h), or its recurrent state's checkpoint has
+      // passed the prompt's end (model/recurrent_state.h): this sibling computes its prompt itself.
       slot = kv.Acquire();
       *cached = 0;
     }
