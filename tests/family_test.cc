@@ -233,6 +233,9 @@ INSTANTIATE_TEST_SUITE_P(
         // (3 layers, 8 experts, 2 used): llama.cpp Q8_0 against itself dequantized 0.33, grove
         // against llama.cpp 0.83, above the rule's 2x; a bound that counts route flips is to do.
         FamilyCase{"qwen3moe", GgmlType::kF32, 256},
+        // Qwen3.5's hybrid layers over experts and a shared expert with its sigmoid gate. F32
+        // only, for qwen3moe's reason.
+        FamilyCase{"qwen35moe", GgmlType::kF32, 256},
         // LongRoPE: the long factors beyond the original context (256), the short
         // ones within it (llama.cpp pads contexts to multiples of 256).
         FamilyCase{"phi3", GgmlType::kF32, 512}, FamilyCase{"phi3", GgmlType::kF32, 256},
@@ -499,12 +502,10 @@ TEST(FamilyFiles, OtherArchitecturesAndMixturesOfExpertsAreRefusedByName) {
   ExpectLoadError(RewrittenModel("qwen3moe", "gpt-oss"),
                   "architecture 'gpt-oss' is a mixture-of-experts model that grove does not run "
                   "yet: it lacks its attention sinks");
-  ExpectLoadError(RewrittenModel("qwen3moe", "qwen35moe"),
-                  "it lacks the shared expert with its sigmoid gate");
   ExpectLoadError(
       RewrittenModel("llama", "mamba"),
       "unsupported architecture 'mamba' (grove runs llama, qwen2, qwen3, gemma3, phi3, qwen35, "
-      "qwen3moe)");
+      "qwen3moe, qwen35moe)");
   ExpectLoadError(
       RewrittenModel("llama", "llama", [](GgufWriter& w) { w.SetUint32("llama.expert_count", 8); }),
       "'llama' file with 8 experts: 'llama' models have no mixture of experts");

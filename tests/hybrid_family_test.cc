@@ -1,4 +1,5 @@
-// Qwen3.5 (`qwen35`, model/family.h): Gated DeltaNet layers beside gated attention. The checks
+// Qwen3.5 (`qwen35`, `qwen35moe`, model/family.h): Gated DeltaNet layers beside gated attention,
+// over a mixture of experts with a shared expert in qwen35moe. The checks
 // against llama.cpp's distributions and greedy text are family_test.cc's (FamilyVsLlamaCpp); here:
 // the recurrent state through speculation (speculative greedy == plain greedy), its rewinds and
 // forks, what it refuses by name, and files whose Gated DeltaNet keys or tensors are wrong.
@@ -114,16 +115,14 @@ TEST(RecurrentState, WhatTheStateCannotFollowIsRefusedByName) {
 
 // Speculative greedy == plain greedy through the recurrent state's rewinds, with a draft that is
 // itself a Gated DeltaNet model (one layer) and with the target as its own draft.
-class HybridSpeculation : public ::testing::TestWithParam<bool> {};
-
-TEST_P(HybridSpeculation, ChainGreedyEqualsPlainTokenForToken) {
-  const bool self_draft = GetParam();
+// The same for qwen35moe, whose layers also route through experts and a shared expert.
+void ExpectChainGreedyEqualsPlain(const std::string& arch, bool self_draft) {
   ModelOptions options{.n_threads = 2, .n_ctx = 256};
-  auto target = testing::MakeRandomModel(FamilyTestSpec("qwen35", GgmlType::kQ8_0), options);
+  auto target = testing::MakeRandomModel(FamilyTestSpec(arch, GgmlType::kQ8_0), options);
   options.pool = target->shared_pool();
   auto draft =
-      testing::MakeRandomModel(self_draft ? FamilyTestSpec("qwen35", GgmlType::kQ8_0)
-                                          : testing::FamilyDraftSpec("qwen35", GgmlType::kQ8_0),
+      testing::MakeRandomModel(self_draft ? FamilyTestSpec(arch, GgmlType::kQ8_0)
+                                          : testing::FamilyDraftSpec(arch, GgmlType::kQ8_0),
                                options);
   ModelDrafter drafter(*draft, *target);
   const SamplerParams greedy{.temperature = 0.0f};
@@ -136,6 +135,18 @@ TEST_P(HybridSpeculation, ChainGreedyEqualsPlainTokenForToken) {
   SpeculativeSession session(*target, drafter, policy, session_options);
   EXPECT_EQ(session.Generate(prompt, {}), plain);
   if (self_draft) EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+}
+
+class HybridSpeculation : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HybridSpeculation, ChainGreedyEqualsPlainTokenForToken) {
+  ExpectChainGreedyEqualsPlain("qwen35", GetParam());
+}
+
+class HybridMixtureSpeculation : public ::testing::TestWithParam<bool> {};
+
+TEST_P(HybridMixtureSpeculation, ChainGreedyEqualsPlainTokenForToken) {
+  ExpectChainGreedyEqualsPlain("qwen35moe", GetParam());
 }
 
 // A tree plan is refused when the session is made, naming why, rather than at its first verify.
@@ -171,12 +182,14 @@ TEST(HybridSpeculationPlans, TreesAreRefusedByNameChainsOfAnySpellingRun) {
 
 INSTANTIATE_TEST_SUITE_P(Drafts, HybridSpeculation, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "self" : "one_layer"; });
+INSTANTIATE_TEST_SUITE_P(Drafts, HybridMixtureSpeculation, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "self" : "one_layer"; });
 
 // Files that are not what they say.
 std::string Qwen35File(const std::string& name, const std::function<void(GgufWriter&)>& edit,
-                       const std::string& drop = "") {
-  const std::string src = TempPath("qwen35-" + name + "-original.gguf");
-  RandomModelWriter(FamilyTestSpec("qwen35", GgmlType::kF32)).WriteFile(src);
+                       const std::string& drop = "", const std::string& arch = "qwen35") {
+  const std::string src = TempPath(arch + "-" + name + "-original.gguf");
+  RandomModelWriter(FamilyTestSpec(arch, GgmlType::kF32)).WriteFile(src);
   auto file = GgufFile::Open(src);
   GgufWriter w(file->alignment());
   for (const auto& [key, value] : file->metadata()) w.SetValue(key, value);
@@ -188,7 +201,7 @@ std::string Qwen35File(const std::string& name, const std::function<void(GgufWri
       std::memcpy(out.data(), tensor->data, out.size());
     });
   }
-  const std::string path = TempPath("qwen35-" + name + ".gguf");
+  const std::string path = TempPath(arch + "-" + name + ".gguf");
   w.WriteFile(path);
   return path;
 }
@@ -240,6 +253,21 @@ TEST(HybridFiles, AMissingSsmTensorIsNamed) {
                   "missing tensor 'blk.1.ssm_dt.bias'");
   ExpectLoadError(Qwen35File("no-conv", {}, "blk.0.ssm_conv1d.weight"),
                   "missing tensor 'blk.0.ssm_conv1d.weight'");
+}
+
+// qwen35moe's shared expert: each of its tensors is required and named, its width is the key's.
+TEST(HybridFiles, AMissingOrMisshapenSharedExpertIsNamed) {
+  for (const char* tensor : {"blk.2.ffn_gate_inp_shexp.weight", "blk.3.ffn_gate_shexp.weight",
+                             "blk.0.ffn_up_shexp.weight", "blk.1.ffn_down_shexp.weight"}) {
+    ExpectLoadError(Qwen35File(std::string("no-") + tensor, {}, tensor, "qwen35moe"),
+                    std::string("missing tensor '") + tensor + "'");
+  }
+  ExpectLoadError(
+      Qwen35File(
+          "shared-width",
+          [](GgufWriter& w) { w.SetUint32("qwen35moe.expert_shared_feed_forward_length", 128); },
+          "", "qwen35moe"),
+      "tensor 'blk.0.ffn_gate_shexp.weight': expected 128x128, got 128x256");
 }
 
 TEST(HybridFiles, TheGpuPathRefusesGatedDeltaNetLayersByName) {

@@ -160,9 +160,12 @@ RandomModelSpec FamilyTestSpec(const std::string& arch, GgmlType type, uint64_t 
     s.n_ctx = 1024;
     s.tied_output = true;
     s.sliding_window = 48;
-  } else if (arch == "qwen35") {
+  } else if (arch == "qwen35" || arch == "qwen35moe") {
     // Qwen3.5's kind: three Gated DeltaNet layers, then a gated attention layer, twice; a quarter
-    // of each head rotating; two key heads shared by four value heads of 32.
+    // of each head rotating; two key heads shared by four value heads of 32. Its mixture
+    // (qwen35moe): 8 experts of 64, 2 used per token (Qwen3.5-35B-A3B: 256 of 512, 8 used), and
+    // a shared expert n_ff wide (512 there).
+    if (arch == "qwen35moe") s.n_expert = 8, s.n_expert_used = 2, s.n_ff_expert = 64;
     s.n_layer = 8;
     s.head_dim = 64;
     s.n_rot = 16;
@@ -188,7 +191,7 @@ RandomModelSpec FamilyDraftSpec(const std::string& arch, GgmlType type, uint64_t
   s.n_embd = 64;
   s.n_ff = 128;
   if (arch == "phi3") s.n_rot = 12;
-  if (arch == "qwen3moe") s.n_ff_expert = 32;
+  if (arch == "qwen3moe" || arch == "qwen35moe") s.n_ff_expert = 32;
   return s;
 }
 

@@ -57,7 +57,7 @@ ReferenceTokenization RunReferenceTokenizers(const std::string& gguf, const std:
 // Small random-weight models of each family, shaped to exercise what the family differs in
 // (grouped-query attention, a head size that differs from n_embd / n_head, a sliding window that
 // 64 tokens cross, LongRoPE factors, partial rotation), with weights scaled so that greedy text
-// varies. Architectures: llama, qwen2, qwen3, gemma3, phi3, qwen35, qwen3moe.
+// varies. Architectures: llama, qwen2, qwen3, gemma3, phi3, qwen35, qwen3moe, qwen35moe.
 RandomModelSpec FamilyTestSpec(const std::string& arch, GgmlType type, uint64_t seed = 1);
 // A smaller model of the same family and vocabulary (a draft for speculative tests).
 RandomModelSpec FamilyDraftSpec(const std::string& arch, GgmlType type, uint64_t seed = 2);

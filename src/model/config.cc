@@ -145,8 +145,18 @@ void ReadExperts(ArchKeys& keys, ModelConfig& c) {
            "' nor a feed_forward_length of at least expert_used_count");
     }
   }
-  // The dense width is the experts' where buffers are sized by it.
-  c.n_ff = c.n_ff_expert;
+  if (c.family->shared_expert) {
+    // As llama.cpp: without expert_shared_feed_forward_length, the shared expert is
+    // feed_forward_length wide.
+    c.n_ff_shared = keys.PositiveInt("expert_shared_feed_forward_length", kMaxDim, c.n_ff);
+    if (c.n_ff_shared == 0) {
+      Fail("model: '", c.arch, "' file sets neither '",
+           keys.Name("expert_shared_feed_forward_length"),
+           "' nor a feed_forward_length for its shared expert");
+    }
+  }
+  // The dense width is the widest expert's where buffers are sized by it.
+  c.n_ff = std::max(c.n_ff_expert, c.n_ff_shared);
 }
 
 float PositiveFinite(ArchKeys& keys, std::string_view key, double fallback) {
@@ -332,8 +342,10 @@ int32_t ModelConfig::n_local_layers() const {
 
 int64_t ModelConfig::n_params() const {
   const int64_t d = n_embd;
-  const int64_t feed_forward =
-      n_expert > 0 ? d * n_expert * (int64_t{n_ff_expert} * 3 + 1) : d * n_ff * 3;
+  const int64_t feed_forward = n_expert > 0
+                                   ? d * n_expert * (int64_t{n_ff_expert} * 3 + 1) +
+                                         (n_ff_shared > 0 ? d * (int64_t{n_ff_shared} * 3 + 1) : 0)
+                                   : d * n_ff * 3;
   const int64_t attention = d * q_dim() * (family && family->gated_attention ? 3 : 2) +
                             d * kv_dim() * 2 + feed_forward + d * 2;
   // A Gated DeltaNet layer: its four input projections, conv1d, output projection and vectors.

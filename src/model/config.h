@@ -49,12 +49,14 @@ struct ModelConfig {
   int32_t n_head = 0;
   int32_t n_head_kv = 0;  // grouped-query attention: n_head % n_head_kv == 0
   int32_t head_dim = 0;   // n_embd / n_head unless attention.key_length says otherwise
-  int32_t n_ff = 0;       // gated feed-forward hidden width (each expert's, in a mixture)
+  int32_t n_ff = 0;       // gated feed-forward hidden width (in a mixture, its widest expert's)
   // A mixture of experts (family feed_forward kExperts, ops/experts.h): n_expert gated
   // feed-forwards of n_ff_expert each, n_expert_used of them per token.
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
   int32_t n_ff_expert = 0;
+  // The shared expert's width (family shared_expert; 0 without one).
+  int32_t n_ff_shared = 0;
   int32_t n_ctx_train = 0;
   int32_t n_rot = 0;  // dimensions of each head that RoPE rotates (rope.dimension_count)
   float rms_eps = 1e-5f;

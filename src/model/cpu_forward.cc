@@ -61,6 +61,7 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
   if (c.n_expert > 0) {
     experts_ = ExpertScratch(max_batch, c.n_expert, c.n_expert_used, c.n_embd, c.n_ff_expert);
   }
+  if (c.n_ff_shared > 0) shared_.Resize(b * c.n_embd);
   x_.Resize(b * c.n_embd);
   xb_.Resize(b * c.n_embd);
   q_.Resize(b * c.q_dim());
@@ -77,7 +78,8 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
   // of decoding; larger batches fault in their pages when they first come. Zeroing all of it cost
   // a 16-token run of the bundled target a tenth of its time (issue 30).
   const std::size_t rows = std::min(b, kPrefaultedRows);
-  for (AlignedBuffer<float>* f : {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &logits_})
+  for (AlignedBuffer<float>* f :
+       {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &logits_, &shared_})
     f->ZeroFirst(f->size() / b * rows);
   scores_.Zero();
   experts_.Prefault(static_cast<int32_t>(rows));
@@ -89,7 +91,7 @@ uint64_t CpuForward::activation_bytes() const {
   uint64_t n = matmul_scratch_.size() + experts_.bytes();
   for (const AlignedBuffer<float>* f :
        {&x_, &xb_, &q_, &k_, &v_, &att_, &gate_, &up_, &proj_, &scores_, &logits_, &qg_, &gate_q_,
-        &gdn_qkv_, &gdn_z_, &gdn_beta_, &gdn_alpha_, &gdn_out_}) {
+        &gdn_qkv_, &gdn_z_, &gdn_beta_, &gdn_alpha_, &gdn_out_, &shared_}) {
     n += f->size() * sizeof(float);
   }
   return n;
@@ -159,6 +161,23 @@ void CpuForward::GatedFeedForward(const LayerWeights& w, int32_t n) {
 void CpuForward::ExpertFeedForward(const LayerWeights& w, int32_t n) {
   grove::ExpertFeedForward(w.experts, config_.family->activation, xb_.data(), n, proj_.data(),
                            experts_, matmul_scratch_, pool_);
+  if (w.shared_expert_gate.empty()) return;
+  // The shared expert beside the routed ones (Qwen3.5-MoE, as llama.cpp's qwen35moe builder):
+  // out += sigmoid(x . ffn_gate_inp_shexp) * shared(x). Each row's gate and sum read only that
+  // row, and the dense feed-forward's rows do not depend on the batch, so neither does a row.
+  grove::GatedFeedForward({w.w_gate, w.w_up, w.w_down, config_.family->activation}, xb_.data(), n,
+                          gate_.data(), up_.data(), shared_.data(), matmul_scratch_, pool_);
+  const int64_t d = config_.n_embd;
+  const float* g = w.shared_expert_gate.data();
+  for (int64_t r = 0; r < n; ++r) {
+    const float* x = xb_.data() + r * d;
+    float logit = 0.0f;
+    for (int64_t i = 0; i < d; ++i) logit += x[i] * g[i];
+    const float gate = 1.0f / (1.0f + std::exp(-logit));
+    float* o = proj_.data() + r * d;
+    const float* y = shared_.data() + r * d;
+    for (int64_t i = 0; i < d; ++i) o[i] += gate * y[i];
+  }
 }
 
 void CpuForward::AddResidual(const std::vector<float>& post_norm, int32_t n) {

@@ -84,6 +84,8 @@ class CpuForward final : public ForwardBackend {
   AlignedBuffer<float> up_;      // (max_batch, n_ff)
   AlignedBuffer<float> proj_;    // (max_batch, n_embd) output of wo / w_down
   AlignedBuffer<float> logits_;  // (max_batch, n_vocab)
+  // A mixture's shared expert (family shared_expert): its output rows, before its gate.
+  AlignedBuffer<float> shared_;  // (max_batch, n_embd)
   // Gated attention (family.gated_attention): (max_batch, 2 q_dim) and (max_batch, q_dim).
   AlignedBuffer<float> qg_;
   AlignedBuffer<float> gate_q_;

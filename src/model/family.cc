@@ -9,7 +9,7 @@ namespace {
 
 // Facts about each architecture as llama.cpp's converter writes it and llama.cpp runs it (its
 // src/models/<arch>.cpp), which the tests check against node-llama-cpp.
-constexpr std::array<ModelFamily, 7> kFamilies = {{
+constexpr std::array<ModelFamily, 8> kFamilies = {{
     {
         .arch = "llama",
         .models = "Llama 2/3.x, TinyLlama, SmolLM2, Mistral 7B",
@@ -70,6 +70,19 @@ constexpr std::array<ModelFamily, 7> kFamilies = {{
         .qk_norm = true,
         .feed_forward = FeedForwardKind::kExperts,
     },
+    {
+        // Qwen3.5's hybrid layers over qwen3moe's experts plus a shared expert: llama.cpp's
+        // src/models/qwen35moe.cpp (routing as qwen3moe's: softmax, top-k, renormalised).
+        .arch = "qwen35moe",
+        .models = "Qwen3.5-35B-A3B, Qwen3.6-35B-A3B",
+        .rope = RopePairing::kHalves,
+        .qk_norm = true,
+        .gated_delta_net = true,
+        .gated_attention = true,
+        .ffn_norm = "post_attention_norm",
+        .feed_forward = FeedForwardKind::kExperts,
+        .shared_expert = true,
+    },
 }};
 
 // Architectures whose feed-forward is a mixture of experts of a kind grove does not run yet:
@@ -87,9 +100,6 @@ constexpr MissingParts kMissingParts[] = {
     {"gpt-oss",
      "its attention sinks, alternating sliding window, YaRN rotary scaling, expert biases, "
      "router (top-k of biased logits, then softmax) and clamped SwiGLU, and MXFP4 weights"},
-    {"qwen35moe",
-     "the shared expert with its sigmoid gate beside the routed ones (its Gated DeltaNet layers "
-     "and experts are the qwen35 and qwen3moe kinds; the family wiring them is to do)"},
 };
 
 }  // namespace

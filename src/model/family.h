@@ -68,13 +68,17 @@ struct ModelFamily {
   // What every layer's feed-forward is: kExperts reads expert_count, expert_used_count and
   // expert_feed_forward_length, and binds ffn_gate_inp and the ffn_*_exps tensors (Qwen3-MoE).
   FeedForwardKind feed_forward = FeedForwardKind::kGated;
+  // Beside the routed experts, every layer runs a shared expert: a gated feed-forward of
+  // expert_shared_feed_forward_length (ffn_gate/up/down_shexp) whose output is multiplied by
+  // sigmoid(x . ffn_gate_inp_shexp) and added to the experts' sum (Qwen3.5-MoE).
+  bool shared_expert = false;
 };
 
 // The family of an architecture. Throws grove::Error naming the architecture when grove does not
 // run it (Mixture-of-Experts architectures are named as such).
 const ModelFamily& FindFamily(std::string_view arch);
 std::span<const ModelFamily> ModelFamilies();
-// "llama, qwen2, qwen3, gemma3, phi3, qwen3moe"
+// "llama, qwen2, qwen3, gemma3, phi3, qwen35, qwen3moe, qwen35moe"
 std::string FamilyList();
 
 }  // namespace grove

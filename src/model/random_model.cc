@@ -195,6 +195,9 @@ void SetHyperparameters(GgufWriter& w, const RandomModelSpec& spec, int32_t n_ro
     w.SetUint32(a + "expert_count", spec.n_expert);
     w.SetUint32(a + "expert_used_count", spec.n_expert_used);
     w.SetUint32(a + "expert_feed_forward_length", spec.n_ff_expert);
+    // The shared expert (qwen35moe) is n_ff wide: the spec's dense width.
+    if (FindFamily(spec.arch).shared_expert)
+      w.SetUint32(a + "expert_shared_feed_forward_length", spec.n_ff);
   }
   if (spec.final_logit_softcap > 0.0f)
     w.SetFloat32(a + "final_logit_softcapping", spec.final_logit_softcap);
@@ -346,6 +349,15 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
     t.Weight(p + "ffn_gate_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
     t.Weight(p + "ffn_up_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
     t.Weight(p + "ffn_down_exps.weight", spec.n_ff_expert, spec.n_embd, spec.n_expert);
+    if (family.shared_expert) {
+      // Its gate is one row of n_embd, written as the 1-D vector llama.cpp declares; spread as a
+      // router row's so that sigmoid(gate) varies between tokens.
+      t.Vector(p + "ffn_gate_inp_shexp.weight", spec.n_embd, 0.0f,
+               UniformAmplitude(spec.matrix_gain, spec.n_embd));
+      t.Weight(p + "ffn_gate_shexp.weight", spec.n_embd, spec.n_ff);
+      t.Weight(p + "ffn_up_shexp.weight", spec.n_embd, spec.n_ff);
+      t.Weight(p + "ffn_down_shexp.weight", spec.n_ff, spec.n_embd);
+    }
   } else if (family.fused_gate_up) {
     t.Weight(p + "ffn_up.weight", spec.n_embd, 2 * spec.n_ff);
     t.Weight(p + "ffn_down.weight", spec.n_ff, spec.n_embd);

@@ -26,7 +26,8 @@ struct RandomModelSpec {
   int32_t n_head_kv = 2;
   int32_t n_ff = 160;
   int32_t n_ctx = 2048;
-  // A mixture of experts (qwen3moe): n_expert experts of n_ff_expert, n_expert_used per token.
+  // A mixture of experts (qwen3moe): n_expert experts of n_ff_expert, n_expert_used per token;
+  // a family with a shared expert (qwen35moe) makes it n_ff wide.
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
   int32_t n_ff_expert = 0;

@@ -69,6 +69,13 @@ class TensorBinder {
     const int64_t n_in = t.shape[0];
     return WeightView{t.type, t.data, n_in, t.shape[1] * t.shape[2], GgmlRowBytes(t.type, n_in)};
   }
+  // A vector that the converter may also write as a matrix of one row ({n} or {n, 1}: llama.cpp
+  // accepts both for ffn_gate_inp_shexp, whose Hugging Face weight is (1, n)).
+  std::vector<float> RowVector(const std::string& name, int64_t n) {
+    const GgufTensor* t = gguf_.FindTensor(name);
+    if (t != nullptr && t->shape.size() == 2 && t->shape[1] == 1) return Matrix2(name, n, 1);
+    return Vector(name, n);
+  }
   std::vector<float> OptionalVector(const std::string& name, int64_t n) {
     return Has(name) ? Vector(name, n) : std::vector<float>{};
   }
@@ -174,6 +181,14 @@ void BindExperts(TensorBinder& bind, const ModelConfig& c, const std::string& p,
   e.gate = ExpertTensor(bind, c, p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert);
   e.up = ExpertTensor(bind, c, p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert);
   e.down = ExpertTensor(bind, c, p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd);
+  if (c.family->shared_expert) {
+    // The shared expert is a dense gated feed-forward, so it takes the dense matrices' places
+    // (grouped, counted and run as they are).
+    l.w_gate = bind.Matrix(p + "ffn_gate_shexp.weight", c.n_embd, c.n_ff_shared);
+    l.w_up = bind.Matrix(p + "ffn_up_shexp.weight", c.n_embd, c.n_ff_shared);
+    l.w_down = bind.Matrix(p + "ffn_down_shexp.weight", c.n_ff_shared, c.n_embd);
+    l.shared_expert_gate = bind.RowVector(p + "ffn_gate_inp_shexp.weight", c.n_embd);
+  }
 }
 
 void BindFeedForward(TensorBinder& bind, const ModelConfig& c, const std::string& p,

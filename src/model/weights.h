@@ -46,8 +46,11 @@ struct LayerWeights {
   WeightView w_up;                    // (n_ff rows, n_embd)
   WeightView w_down;                  // (n_embd rows, n_ff)
   ExpertWeights experts;              // a mixture's (kExperts), instead of w_gate/w_up/w_down
-  std::vector<float> ffn_post_norm;   // (n_embd) or empty
-  GatedDeltaNetWeights gdn;           // on a kGatedDeltaNet layer, whose wq to wo stay empty
+  // A mixture's shared expert (family shared_expert): w_gate, w_up and w_down hold its
+  // ffn_*_shexp matrices, and this its gate, ffn_gate_inp_shexp (n_embd); empty otherwise.
+  std::vector<float> shared_expert_gate;
+  std::vector<float> ffn_post_norm;  // (n_embd) or empty
+  GatedDeltaNetWeights gdn;          // on a kGatedDeltaNet layer, whose wq to wo stay empty
 };
 
 struct ModelWeights {
