@@ -134,7 +134,9 @@ void ExpectChainGreedyEqualsPlain(const std::string& arch, bool self_draft) {
   const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, session_options, {});
   SpeculativeSession session(*target, drafter, policy, session_options);
   EXPECT_EQ(session.Generate(prompt, {}), plain);
-  if (self_draft) EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+  if (self_draft) {
+    EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+  }
 }
 
 class HybridSpeculation : public ::testing::TestWithParam<bool> {};

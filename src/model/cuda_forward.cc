@@ -213,6 +213,9 @@ void CudaForward::EnqueueMixer(const CudaLayerWeights& w, int32_t layer, int32_t
   switch (kind) {
     case MixerKind::kAttention:
       return EnqueueAttention(w, layer, n);
+    case MixerKind::kGatedDeltaNet:
+      // Refused at load (CheckSupported: kMixers lacks it), so never reached.
+      Fail("cuda: a Gated DeltaNet layer has no op on this backend");
   }
 }
 
