@@ -88,29 +88,133 @@ TEST(RecurrentState, WhatTheStateCannotFollowIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("keeps no snapshot of that position"), std::string::npos)
         << e.what();
   }
-  // A tree (two tokens continuing the same one) over recurrent state.
+  // A token that skips a position: refused before the caches or the state changed, so that the
+  // sequence then continues at 100 as one that never saw it.
   model->cache(0).Clear();
   model->ForwardChain(all.first(100), 0, 0, batch, false);
   batch.Clear();
   batch.Add(t[100], 100, 0, -1, true);
-  batch.Add(t[101], 101, 0, 0, true);
-  batch.Add(t[102], 101, 0, 0, true);
+  batch.Add(t[101], 102, 0, 0, true);
   try {
     model->Forward(batch);
-    ADD_FAILURE() << "a tree ran over recurrent state";
+    ADD_FAILURE() << "a token skipping a position ran over recurrent state";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("token trees over recurrent state are not supported"),
+    EXPECT_NE(std::string(e.what()).find("absorbs its sequence's tokens in order"),
               std::string::npos)
         << e.what();
   }
-  // Refused before the state changed: with the cache put back, the sequence continues at 100 as
-  // one that never saw the tree.
-  model->cache(0).Truncate(100);
+  EXPECT_EQ(model->cache(0).length(), 100);
   const std::vector<float> after =
       Copy(model->ForwardChain(all.subspan(100, 3), 100, 0, batch, true));
   model->cache(0).Clear();
   model->ForwardChain(all.first(100), 0, 0, batch, false);
   EXPECT_EQ(Copy(model->ForwardChain(all.subspan(100, 3), 100, 0, batch, true)), after);
+}
+
+// The logits of the last token of `path` after `prefix`, decoded alone in a cleared cache.
+std::vector<float> PathAlone(Model& model, std::span<const int32_t> prefix,
+                             std::span<const int32_t> path) {
+  Batch batch;
+  model.cache(0).Clear();
+  model.ForwardChain(prefix, 0, 0, batch, false);
+  return Copy(model.ForwardChain(path, static_cast<int32_t>(prefix.size()), 0, batch, true));
+}
+
+// A token tree after 20 tokens, in BFS order: r; its children a b c; a's children d e; b's f;
+// d's g. Node tokens come from another text than the prefix.
+struct TestTree {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> parents = {-1, 0, 0, 0, 1, 1, 2, 4};
+  std::vector<int32_t> Path(int32_t node) const {
+    std::vector<int32_t> path;
+    for (int32_t x = node; x >= 0; x = parents[static_cast<std::size_t>(x)])
+      path.insert(path.begin(), tokens[static_cast<std::size_t>(x)]);
+    return path;
+  }
+  int32_t Depth(int32_t node) const { return static_cast<int32_t>(Path(node).size()) - 1; }
+  void AppendTo(Batch& batch, int32_t first_position) const {
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+      const int32_t node = static_cast<int32_t>(i);
+      batch.Add(tokens[i], first_position + Depth(node), 0, parents[i], true);
+    }
+  }
+};
+
+// Contract 2 on recurrent layers: one forward verifies a tree, and each node's logits are the
+// bits of its path decoded alone. Then whichever path is kept (the first children's, a prefix of
+// it, a side branch) the sequence continues as one that decoded just that path.
+TEST(RecurrentState, EachTreeNodeComputesTheBitsOfItsPathDecodedAlone) {
+  auto model = Qwen35();
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> prefix = Tokens(20, nv);
+  TestTree tree{.tokens = Tokens(8, nv, 41)};
+  const std::vector<int32_t> more = Tokens(4, nv, 77);
+  struct Kept {
+    const char* name;
+    std::vector<int32_t> nodes;
+  };
+  for (const Kept& kept : {Kept{"first children", {0, 1, 4, 7}}, Kept{"a prefix", {0, 1, 4}},
+                           Kept{"a side branch", {0, 2, 6}}, Kept{"the root", {0}}}) {
+    SCOPED_TRACE(kept.name);
+    Batch batch;
+    model->cache(0).Clear();
+    model->ForwardChain(prefix, 0, 0, batch, false);
+    batch.Clear();
+    tree.AppendTo(batch, 20);
+    const std::vector<float> rows = Copy(model->Forward(batch));
+    for (int32_t node = 0; node < 8; ++node) {
+      const std::vector<int32_t> path = tree.Path(node);
+      const std::span<const float> row(rows.data() + static_cast<std::size_t>(node) * nv,
+                                       static_cast<std::size_t>(nv));
+      const std::vector<float> alone = PathAlone(*model, prefix, path);
+      EXPECT_TRUE(std::equal(row.begin(), row.end(), alone.begin())) << "node " << node;
+      // PathAlone used the cache: run the tree again for the next node.
+      model->cache(0).Clear();
+      model->ForwardChain(prefix, 0, 0, batch, false);
+      batch.Clear();
+      tree.AppendTo(batch, 20);
+      model->Forward(batch);
+    }
+    // Keep one path (as a session's Compact does), then continue it.
+    std::vector<int32_t> slots;
+    for (std::size_t k = 1; k < kept.nodes.size(); ++k) slots.push_back(20 + kept.nodes[k]);
+    model->cache(0).Compact(21, slots);
+    std::vector<int32_t> path = tree.Path(kept.nodes.back());
+    const auto at = static_cast<int32_t>(20 + path.size());
+    const std::vector<float> got = Copy(model->ForwardChain(more, at, 0, batch, true));
+    path.insert(path.end(), more.begin(), more.end());
+    EXPECT_EQ(got, PathAlone(*model, prefix, path));
+  }
+}
+
+// A drafter expanding a tree one level per forward keeps the levels in its cache: each new token
+// continues a chosen slot, whose state is a pending node's (the first child's in place, the
+// others replayed from the committed state).
+TEST(RecurrentState, ATreeHeldInTheCacheAcrossForwardsContinuesEachNodesState) {
+  auto model = Qwen35();
+  const int32_t nv = model->config().n_vocab;
+  const std::vector<int32_t> prefix = Tokens(20, nv);
+  const std::vector<int32_t> t = Tokens(6, nv, 41);
+  Batch batch;
+  model->ForwardChain(prefix, 0, 0, batch, false);
+  batch.Clear();
+  batch.Add(t[0], 20, 0, -1, true);  // r, slot 20
+  model->Forward(batch);
+  batch.Clear();
+  batch.Add(t[1], 21, 0, -1, true, 20);  // x, slot 21
+  batch.Add(t[2], 21, 0, -1, true, 20);  // y, slot 22
+  model->Forward(batch);
+  batch.Clear();
+  batch.Add(t[3], 22, 0, -1, true, 21);  // under x
+  batch.Add(t[4], 22, 0, -1, true, 22);  // under y
+  batch.Add(t[5], 22, 0, -1, true, 22);  // under y
+  const std::vector<float> rows = Copy(model->Forward(batch));
+  const std::vector<std::vector<int32_t>> paths = {
+      {t[0], t[1], t[3]}, {t[0], t[2], t[4]}, {t[0], t[2], t[5]}};
+  for (std::size_t k = 0; k < paths.size(); ++k) {
+    const std::vector<float> alone = PathAlone(*model, prefix, paths[k]);
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), rows.begin() + k * nv)) << "path " << k;
+  }
 }
 
 // Speculative greedy == plain greedy through the recurrent state's rewinds, with a draft that is
@@ -151,35 +255,48 @@ TEST_P(HybridMixtureSpeculation, ChainGreedyEqualsPlainTokenForToken) {
   ExpectChainGreedyEqualsPlain("qwen35moe", GetParam());
 }
 
-// A tree plan is refused when the session is made, naming why, rather than at its first verify.
-TEST(HybridSpeculationPlans, TreesAreRefusedByNameChainsOfAnySpellingRun) {
+// Every tree plan is lossless over recurrent state: speculative greedy == plain greedy, with a
+// Gated DeltaNet draft that itself drafts its trees level by level, and with the target as its
+// own draft (long accepted paths). At temperature > 0, target-sample verification draws what
+// plain sampling draws, so the sampled text is equal too.
+void ExpectTreesEqualPlain(const std::string& arch, bool self_draft) {
   ModelOptions options{.n_threads = 2, .n_ctx = 256};
-  auto target = testing::MakeRandomModel(FamilyTestSpec("qwen35", GgmlType::kQ8_0), options);
+  auto target = testing::MakeRandomModel(FamilyTestSpec(arch, GgmlType::kQ8_0), options);
   options.pool = target->shared_pool();
   auto draft =
-      testing::MakeRandomModel(testing::FamilyDraftSpec("qwen35", GgmlType::kQ8_0), options);
+      testing::MakeRandomModel(self_draft ? FamilyTestSpec(arch, GgmlType::kQ8_0)
+                                          : testing::FamilyDraftSpec(arch, GgmlType::kQ8_0),
+                               options);
   ModelDrafter drafter(*draft, *target);
-  const SamplerParams greedy{.temperature = 0.0f};
   TreePlanInputs inputs;
   inputs.acceptance = {0.6, 0.2, 0.1};
-  const SessionOptions session_options{.n_predict = 8, .stop_at_eog = false};
-  for (const char* plan : {"sequoia:10", "kconfig:2,2,1", "opt:10,0.05"}) {
-    const SpeculationPolicy policy = ResolveSpeculation({.plan = plan}, inputs, drafter, greedy);
-    try {
+  const std::vector<int32_t> prompt = Tokens(24, target->config().n_vocab);
+  const SamplerParams greedy{.temperature = 0.0f};
+  const SamplerParams hot{.temperature = 0.8f, .top_k = 0, .top_p = 1.0f, .min_p = 0.0f, .seed = 5};
+  for (const SamplerParams& sampling : {greedy, hot}) {
+    const SessionOptions session_options{.n_predict = 32, .stop_at_eog = false, .sequence = 3};
+    const std::vector<int32_t> plain =
+        GeneratePlain(*target, prompt, sampling, session_options, {});
+    for (const char* plan : {"sequoia:10", "kconfig:2,2,1", "opt:10,0.05", "chain:3"}) {
+      SCOPED_TRACE(std::string(plan) + " temperature " + std::to_string(sampling.temperature));
+      const SpeculationPolicy policy = ResolveSpeculation(
+          {.plan = plan, .verify = sampling.greedy() ? "" : "target-sample"}, inputs, drafter,
+          sampling);
       SpeculativeSession session(*target, drafter, policy, session_options);
-      ADD_FAILURE() << plan << " was accepted on a recurrent model";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("verifies as chains only"), std::string::npos)
-          << e.what();
+      EXPECT_EQ(session.Generate(prompt, {}), plain);
+      if (self_draft && sampling.greedy()) {
+        EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
+      }
     }
   }
-  // kconfig:1,1,1 is a chain by another name.
-  const SpeculationPolicy policy =
-      ResolveSpeculation({.plan = "kconfig:1,1,1"}, inputs, drafter, greedy);
-  const std::vector<int32_t> prompt = Tokens(20, target->config().n_vocab);
-  const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, session_options, {});
-  SpeculativeSession session(*target, drafter, policy, session_options);
-  EXPECT_EQ(session.Generate(prompt, {}), plain);
+}
+
+TEST_P(HybridSpeculation, TreesGreedyAndSampledEqualPlainTokenForToken) {
+  ExpectTreesEqualPlain("qwen35", GetParam());
+}
+
+TEST_P(HybridMixtureSpeculation, TreesGreedyAndSampledEqualPlainTokenForToken) {
+  ExpectTreesEqualPlain("qwen35moe", GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafts, HybridSpeculation, ::testing::Bool(),

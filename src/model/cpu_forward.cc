@@ -99,13 +99,8 @@ uint64_t CpuForward::activation_bytes() const {
 
 std::span<const float> CpuForward::Run(const ForwardInput& input, int32_t first_layer,
                                        int32_t last_layer) {
-  // Every sequence's recurrent state must reach where the batch continues it (rewound to
-  // there when speculation left it further on), checked before any layer changes one.
-  if (recurrent_)
-    recurrent_->Prepare(input.batch,
-                        {input.layout.slot(), static_cast<std::size_t>(input.batch.size())});
+  // The recurrent states were prepared with the batch (Model::PrepareBatch).
   for (int32_t layer = first_layer; layer < last_layer; ++layer) Layer(input, layer);
-  if (recurrent_) recurrent_->EndBatch(input.batch);
   if (last_layer < config_.n_layer) return hidden_states(input.layout.size());
   return Logits(input);
 }

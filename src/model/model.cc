@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "cuda/device.h"
 #include "io/gguf.h"
+#include "model/recurrent_state.h"
 #include "quant/quant.h"
 #include "tokenize/tokenizer.h"
 
@@ -156,6 +157,9 @@ std::span<const float> Model::ForwardLayers(const Batch& batch, int32_t first_la
          " hidden floats for a batch of ", batch.size(), ", not ", hidden_in.size());
   }
   layout_.Prepare(batch, kv_, c.sliding_window);
+  // Every sequence's recurrent state must reach the slot the batch continues (committed, rewound,
+  // or a pending tree node's), checked before any cache changes.
+  if (RecurrentStates* states = kv_.recurrent()) states->Prepare(batch, kv_);
   rotary_.Prepare(batch.positions);
   layout_.Append(batch, kv_);
   last_batch_size_ = batch.size();

@@ -25,24 +25,25 @@ void L2Normalize(float* x, int32_t n, float eps) {
 }  // namespace
 
 void GatedDeltaNetToken(const GatedDeltaNetDims& d, const GatedDeltaNetParams& p,
-                        GatedDeltaNetState state, float* qkv, const float* z, const float* b,
-                        const float* alpha, float* out) {
+                        GatedDeltaNetConstState from, GatedDeltaNetState to, float* qkv,
+                        const float* z, const float* b, const float* alpha, float* out) {
   const int32_t key_dim = d.d_state * d.n_k_heads;
   const int32_t conv_dim = 2 * key_dim + d.d_state * d.n_v_heads;
   const int32_t taps = d.conv_kernel;
-  // Causal conv1d of each channel over its last `taps` inputs, then the window moves on.
+  // Causal conv1d of each channel over its last `taps` inputs, then the window moves on (read
+  // before written, so `to` may be `from`).
   for (int32_t c = 0; c < conv_dim; ++c) {
     const float* w = p.conv + static_cast<std::size_t>(c) * taps;
     float y = 0.0f;
     for (int32_t t = 0; t + 1 < taps; ++t)
-      y += state.conv[static_cast<std::size_t>(t) * conv_dim + c] * w[t];
+      y += from.conv[static_cast<std::size_t>(t) * conv_dim + c] * w[t];
     y += qkv[c] * w[taps - 1];
     if (taps > 1) {
       for (int32_t t = 0; t + 2 < taps; ++t) {
-        state.conv[static_cast<std::size_t>(t) * conv_dim + c] =
-            state.conv[static_cast<std::size_t>(t + 1) * conv_dim + c];
+        to.conv[static_cast<std::size_t>(t) * conv_dim + c] =
+            from.conv[static_cast<std::size_t>(t + 1) * conv_dim + c];
       }
-      state.conv[static_cast<std::size_t>(taps - 2) * conv_dim + c] = qkv[c];
+      to.conv[static_cast<std::size_t>(taps - 2) * conv_dim + c] = qkv[c];
     }
     qkv[c] = Silu(y);
   }
@@ -60,15 +61,17 @@ void GatedDeltaNetToken(const GatedDeltaNetDims& d, const GatedDeltaNetParams& p
     const float* kh = k + static_cast<std::size_t>(h % d.n_k_heads) * n;
     const float* qh = q + static_cast<std::size_t>(h % d.n_k_heads) * n;
     const float* vh = v + static_cast<std::size_t>(h) * n;
-    float* s = state.delta + static_cast<std::size_t>(h) * n * n;
+    const float* s_from = from.delta + static_cast<std::size_t>(h) * n * n;
+    float* s = to.delta + static_cast<std::size_t>(h) * n * n;
     float* o = out + static_cast<std::size_t>(h) * n;
     const float beta = Sigmoid(b[h]);
     const float decay = std::exp(Softplus(alpha[h] + p.dt_bias[h]) * p.a[h]);
     for (std::size_t j = 0; j < n; ++j) {
+      const float* row_from = s_from + j * n;
       float* row = s + j * n;
       float sk = 0.0f;
       for (std::size_t i = 0; i < n; ++i) {
-        row[i] *= decay;
+        row[i] = row_from[i] * decay;
         sk += row[i] * kh[i];
       }
       const float delta = beta * (vh[j] - sk);

@@ -31,16 +31,23 @@ struct GatedDeltaNetParams {
   const float* norm;     // (d_state)
 };
 
-// The state of one sequence on one layer, updated in place by each token.
+// The state of one sequence on one layer: conv_kernel - 1 conv inputs, then the delta state.
 struct GatedDeltaNetState {
   float* conv;   // (conv_kernel - 1, conv_dim): the previous inputs, oldest first
   float* delta;  // (n_v_heads, d_state, d_state)
 };
+struct GatedDeltaNetConstState {
+  const float* conv;
+  const float* delta;
+};
 
-// One token: qkv (conv_dim) is the projected input, overwritten as scratch; z (value_dim), b and
-// alpha (n_v_heads) the other projections; out (value_dim) receives the gated, normalised output.
+// One token: reads the state `from` and writes the state after the token to `to`, which may be
+// `from` itself (in place) or another state (a token tree's branch keeps its parent's state; out of
+// place costs no copy: each element is read once and written once either way). qkv (conv_dim) is
+// the projected input, overwritten as scratch; z (value_dim), b and alpha (n_v_heads) the other
+// projections; out (value_dim) receives the gated, normalised output.
 void GatedDeltaNetToken(const GatedDeltaNetDims& dims, const GatedDeltaNetParams& params,
-                        GatedDeltaNetState state, float* qkv, const float* z, const float* b,
-                        const float* alpha, float* out);
+                        GatedDeltaNetConstState from, GatedDeltaNetState to, float* qkv,
+                        const float* z, const float* b, const float* alpha, float* out);
 
 }  // namespace grove

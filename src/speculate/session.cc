@@ -13,19 +13,6 @@
 
 namespace grove {
 
-namespace {
-
-// A static plan whose every node continues the one before it.
-bool IsChainPlan(const TreePlan& plan) {
-  if (plan.kind == TreeKind::kChain) return true;
-  if (!plan.is_static() || plan.is_auto()) return false;
-  for (int32_t i = 0; i < plan.shape.size(); ++i) {
-    if (plan.shape.node(i).parent != i - 1) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SpeculationPolicy& policy,
@@ -49,13 +36,6 @@ SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
     Fail("session: target sequence ", options.target_seq, " outside 0..", target.n_seq() - 1);
   }
   if (options.n_predict < 0) Fail("session: n_predict ", options.n_predict, " is negative");
-  if (target.config().has_recurrent_layers() && !IsChainPlan(policy.plan)) {
-    // Until each tree node can keep its own recurrent state (issue 65), a tree would be refused
-    // at its first verify: refused here, by name, before anything runs.
-    Fail("tree spec '", policy.plan.text, "': '", target.config().arch,
-         "' has Gated DeltaNet layers, whose recurrent state grove verifies as chains only "
-         "(token trees over recurrent state are not supported yet); use chain:N");
-  }
   const int32_t max_rows = planner_.max_nodes() + 1;
   if (max_rows > target.max_batch()) {
     Fail("tree spec '", policy.plan.text, "' verifies up to ", max_rows,
