@@ -14,6 +14,7 @@
 #include "llama_cpp_reference.h"
 #include "model/model.h"
 #include "model/recurrent_state.h"
+#include "schedule/scheduler.h"
 #include "speculate/model_drafter.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/session.h"
@@ -279,11 +280,16 @@ void ExpectTreesEqualPlain(const std::string& arch, bool self_draft) {
         GeneratePlain(*target, prompt, sampling, session_options, {});
     for (const char* plan : {"sequoia:10", "kconfig:2,2,1", "opt:10,0.05", "chain:3"}) {
       SCOPED_TRACE(std::string(plan) + " temperature " + std::to_string(sampling.temperature));
-      const SpeculationPolicy policy = ResolveSpeculation(
-          {.plan = plan, .verify = sampling.greedy() ? "" : "target-sample"}, inputs, drafter,
-          sampling);
+      const SpeculationPolicy policy =
+          ResolveSpeculation({.plan = plan, .verify = sampling.greedy() ? "" : "target-sample"},
+                             inputs, drafter, sampling);
       SpeculativeSession session(*target, drafter, policy, session_options);
       EXPECT_EQ(session.Generate(prompt, {}), plain);
+      // The state's part of the step is measured apart from the verify forward.
+      const StepTimes& times = session.stats().times;
+      EXPECT_GT(times.state, 0.0);
+      EXPECT_GT(times.verify_forward, 0.0);
+      EXPECT_LE(times.total(), session.stats().total_seconds * 1.0001);
       if (self_draft && sampling.greedy()) {
         EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
       }
@@ -297,6 +303,43 @@ TEST_P(HybridSpeculation, TreesGreedyAndSampledEqualPlainTokenForToken) {
 
 TEST_P(HybridMixtureSpeculation, TreesGreedyAndSampledEqualPlainTokenForToken) {
   ExpectTreesEqualPlain("qwen35moe", GetParam());
+}
+
+// Several sequences' trees verified in one forward, with forks of a shared prompt: each
+// sequence gets what it gets alone, under every schedule policy.
+TEST(HybridScheduler, EveryPolicyGivesEachSequenceWhatItGetsAlone) {
+  auto target = testing::MakeRandomModel(FamilyTestSpec("qwen35", GgmlType::kQ8_0),
+                                         {.n_threads = 2, .n_ctx = 160, .n_seq = 3});
+  auto draft = testing::MakeRandomModel(testing::FamilyDraftSpec("qwen35", GgmlType::kQ8_0),
+                                        {.pool = target->shared_pool(), .n_ctx = 160});
+  const int32_t nv = target->config().n_vocab;
+  std::vector<SequenceRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    SequenceRequest q{.prompt = Tokens(16 + 3 * (i % 2), nv, 11 + (i % 2)),
+                      .sequence = 200u + i,
+                      .n_predict = 24};
+    if (i >= 2) q.shares_prompt_with = i - 2;  // forks of requests 0 and 1
+    requests.push_back(q);
+  }
+  const SamplerParams greedy{.temperature = 0.0f};
+  std::vector<std::vector<int32_t>> alone;
+  for (const SequenceRequest& q : requests) {
+    alone.push_back(GeneratePlain(*target, q.prompt, greedy,
+                                  {.n_predict = q.n_predict, .sequence = q.sequence}, {}));
+  }
+  ModelDrafter drafter(*draft, *target);
+  const SpeculationPolicy speculation =
+      ResolveSpeculation({.plan = "sequoia:8"}, {.acceptance = {0.6, 0.2, 0.1}}, drafter, greedy);
+  for (SchedulePolicy policy : kAllSchedulePolicies) {
+    SCOPED_TRACE(std::string(SchedulePolicyName(policy)));
+    Scheduler scheduler(*target, DraftSource::FromModel(draft->parameters(), *target->parameters()),
+                        {.policy = policy, .speculation = speculation, .node_budget = 40});
+    const std::vector<SequenceResult> results = scheduler.Run(requests);
+    ASSERT_EQ(results.size(), requests.size());
+    for (std::size_t i = 0; i < results.size(); ++i)
+      EXPECT_EQ(results[i].tokens, alone[i]) << "sequence " << i;
+    EXPECT_EQ(target->kv().in_use(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Drafts, HybridSpeculation, ::testing::Bool(),

@@ -630,6 +630,7 @@ TEST(Session, StepTimesAddUpToTheGeneration) {
   EXPECT_GT(t.verify_forward, 0);
   EXPECT_GT(t.verification, 0);
   EXPECT_GE(t.other, 0);
+  EXPECT_EQ(t.state, 0.0);  // no recurrent layers
   EXPECT_LE(t.total(), session.stats().total_seconds * 1.0001);
   EXPECT_GT(t.total(), 0.5 * session.stats().total_seconds);
 }

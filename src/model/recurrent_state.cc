@@ -89,14 +89,12 @@ int32_t RecurrentStates::FindNode(const Sequence& s, const KvCachePool& caches, 
 
 void RecurrentStates::Prepare(const Batch& batch, const KvCachePool& caches) {
   if (held_.empty()) return;
-  Timer timer;
   for (const int32_t seq : order_) plans_[static_cast<std::size_t>(seq)] = Plan{};
   order_.clear();
   steps_.clear();
   const auto n = static_cast<std::size_t>(batch.size());
   if (anchor_.size() < n) {
-    for (auto* v : {&anchor_, &node_of_, &first_child_, &next_sibling_, &last_child_})
-      v->resize(n);
+    for (auto* v : {&anchor_, &node_of_, &first_child_, &next_sibling_, &last_child_}) v->resize(n);
   }
   // Each sequence's tokens: one chain or a tree, each at the position after the one it
   // continues; a root's anchor is the cache slot it continues (-1: an empty cache).
@@ -128,8 +126,8 @@ void RecurrentStates::Prepare(const Batch& batch, const KvCachePool& caches) {
     const int32_t want = slot < 0 ? 0 : cache.position(slot) + 1;
     if (batch.positions[i] != want) {
       Fail("model: token ", i, " of the batch is at position ", batch.positions[i],
-           " but continues cache slot ", slot, " of sequence ", seq,
-           " at position ", want - 1, ": a Gated DeltaNet state absorbs its sequence's tokens "
+           " but continues cache slot ", slot, " of sequence ", seq, " at position ", want - 1,
+           ": a Gated DeltaNet state absorbs its sequence's tokens "
            "in order");
     }
     anchor_[i] = slot;
@@ -157,8 +155,8 @@ void RecurrentStates::Prepare(const Batch& batch, const KvCachePool& caches) {
       }
       if (first_position + 1 < s.checkpoint) {
         Fail("model: sequence ", seq, " continues at position ", first_position + 1,
-             ", but its Gated DeltaNet state can continue only from ", s.checkpoint, " to ",
-             s.base, " (recurrent state keeps no snapshot of that position)");
+             ", but its Gated DeltaNet state can continue only from ", s.checkpoint, " to ", s.base,
+             " (recurrent state keeps no snapshot of that position)");
       }
       plan.kind = Plan::kRewind;
       plan.rewind_to = first_position + 1;
@@ -197,12 +195,14 @@ void RecurrentStates::Prepare(const Batch& batch, const KvCachePool& caches) {
     if (kept + static_cast<std::size_t>(plan.count) > kMaxPendingTokens) {
       Fail("model: sequence ", seq, " would hold ", kept + plan.count,
            " speculative tokens beyond its committed text, more than its Gated DeltaNet state "
-           "follows (", kMaxPendingTokens, ")");
+           "follows (",
+           kMaxPendingTokens, ")");
     }
   }
   for (const int32_t seq : order_) {
     const Plan& plan = plans_[static_cast<std::size_t>(seq)];
     Sequence& s = At(seq);
+    const Timer timer;
     if (plan.kind == Plan::kStart) {
       Reset(s);
     } else if (plan.kind == Plan::kRewind) {
@@ -220,8 +220,8 @@ void RecurrentStates::Prepare(const Batch& batch, const KvCachePool& caches) {
       }
     }
     PlanWalk(batch, seq, s, plan);
+    s.seconds += timer.Seconds();
   }
-  state_seconds_ += timer.Seconds();
 }
 
 void RecurrentStates::Commit(Sequence& s, int32_t node) {
@@ -323,10 +323,10 @@ void RecurrentStates::PlanWalk(const Batch& batch, int32_t seq, Sequence& s, con
       for (int32_t x = anchor_[i]; x >= 0 && x != s.main_end;
            x = s.nodes[static_cast<std::size_t>(x)].parent)
         path_.push_back(x);
-      const bool from_main = s.main_end >= 0 &&
-                             (path_.empty() ? anchor_[i] == s.main_end
-                                            : s.nodes[static_cast<std::size_t>(path_.back())]
-                                                      .parent == s.main_end);
+      const bool from_main =
+          s.main_end >= 0 &&
+          (path_.empty() ? anchor_[i] == s.main_end
+                         : s.nodes[static_cast<std::size_t>(path_.back())].parent == s.main_end);
       from = from_main ? kMain : kLive;
       for (auto k = path_.size(); k-- > 0;) {
         steps_.push_back({.seq = seq, .token = -1, .node = path_[k], .from = from, .to = b});
@@ -384,8 +384,7 @@ float* RecurrentStates::StateOf(Sequence& s, int32_t buffer, int32_t layer) {
 
 float* RecurrentStates::Entry(Sequence& s, int32_t node, int32_t index) {
   return s.entries.data() +
-         (static_cast<std::size_t>(node) * held_.size() + static_cast<std::size_t>(index)) *
-             entry_;
+         (static_cast<std::size_t>(node) * held_.size() + static_cast<std::size_t>(index)) * entry_;
 }
 
 float* RecurrentStates::RingEntry(Sequence& s, int32_t position, std::size_t index) {
@@ -409,15 +408,14 @@ void RecurrentStates::RunLayer(int32_t layer, float* qkv, const float* z, const 
   const std::size_t value_dim = shape_.value_dim();
   const std::size_t heads = shape_.n_v_heads;
   const auto conv_state = static_cast<std::size_t>(shape_.conv_state_size());
-  double replay_seconds = 0.0;
   for (const Step& step : steps_) {
     Sequence& s = sequences_[static_cast<std::size_t>(step.seq)];
     const float* from = StateOf(s, step.from, layer);
     float* to = StateOf(s, step.to, layer);
     if (step.token < 0) {
-      Timer timer;
+      const Timer timer;
       ReplayToken(Entry(s, step.node, index), static_cast<std::size_t>(index), from, to);
-      replay_seconds += timer.Seconds();
+      s.seconds += timer.Seconds();
       continue;
     }
     const auto row = static_cast<std::size_t>(step.token);
@@ -434,7 +432,6 @@ void RecurrentStates::RunLayer(int32_t layer, float* qkv, const float* z, const 
                        {.conv = to, .delta = to + conv_state}, q, z + row * value_dim, b, a,
                        out + row * value_dim);
   }
-  state_seconds_ += replay_seconds;
 }
 
 void RecurrentStates::ReplayToken(const float* entry, std::size_t index, const float* from,
@@ -453,18 +450,14 @@ void RecurrentStates::ReplayToken(const float* entry, std::size_t index, const f
   std::fill(z, z + shape_.value_dim(), 0.0f);
   std::memcpy(qkv, entry, conv_dim * sizeof(float));
   const auto conv_state = static_cast<std::size_t>(shape_.conv_state_size());
-  GatedDeltaNetToken(dims,
-                     {.conv = w.conv.data(),
-                      .dt_bias = w.dt_bias.data(),
-                      .a = w.a.data(),
-                      .norm = w.norm.data()},
-                     {.conv = from, .delta = from + conv_state},
-                     {.conv = to, .delta = to + conv_state}, qkv, z, entry + conv_dim,
-                     entry + conv_dim + heads, out);
+  GatedDeltaNetToken(
+      dims,
+      {.conv = w.conv.data(), .dt_bias = w.dt_bias.data(), .a = w.a.data(), .norm = w.norm.data()},
+      {.conv = from, .delta = from + conv_state}, {.conv = to, .delta = to + conv_state}, qkv, z,
+      entry + conv_dim, entry + conv_dim + heads, out);
 }
 
-void RecurrentStates::ReplayRing(Sequence& s, std::vector<float>& state, int32_t from,
-                                 int32_t to) {
+void RecurrentStates::ReplayRing(Sequence& s, std::vector<float>& state, int32_t from, int32_t to) {
   for (int32_t t = from; t < to; ++t) {
     for (std::size_t index = 0; index < held_.size(); ++index) {
       float* values = state.data() + index * state_size_;
@@ -495,6 +488,12 @@ int32_t RecurrentStates::pending(int32_t seq) const {
   return seq >= 0 && static_cast<std::size_t>(seq) < sequences_.size()
              ? static_cast<int32_t>(sequences_[static_cast<std::size_t>(seq)].nodes.size())
              : 0;
+}
+
+double RecurrentStates::state_seconds(int32_t seq) const {
+  return seq >= 0 && static_cast<std::size_t>(seq) < sequences_.size()
+             ? sequences_[static_cast<std::size_t>(seq)].seconds
+             : 0.0;
 }
 
 void RecurrentStates::Copy(int32_t parent, int32_t child) {

@@ -82,9 +82,9 @@ class RecurrentStates {
   // The child continues as the parent (a fork, kv_cache_pool.h): states, pending tree and log.
   void Copy(int32_t parent, int32_t child);
   uint64_t bytes() const;
-  // Seconds spent committing, rewinding and replaying states (the step's `state` part), since
-  // construction.
-  double state_seconds() const { return state_seconds_; }
+  // Seconds sequence `seq` spent committing, rewinding and replaying states (the step's `state`
+  // part), since it was first run (a fork starts from its parent's).
+  double state_seconds(int32_t seq) const;
 
  private:
   struct Node {
@@ -94,9 +94,10 @@ class RecurrentStates {
     bool logged;     // its inputs are kept (a prompt's are not)
   };
   struct Sequence {
-    int32_t base = 0;        // tokens `live` has absorbed
-    int32_t checkpoint = 0;  // tokens `saved` has absorbed; the ring covers [checkpoint, base)
-    int32_t main_end = -1;   // the pending node whose state `main` holds, -1: none
+    int32_t base = 0;            // tokens `live` has absorbed
+    int32_t checkpoint = 0;      // tokens `saved` has absorbed; the ring covers [checkpoint, base)
+    int32_t main_end = -1;       // the pending node whose state `main` holds, -1: none
+    double seconds = 0.0;        // state_seconds
     std::vector<float> live;     // (held layers) conv state then delta state
     std::vector<float> main;     // the same, of node main_end
     std::vector<float> saved;    // the same, at the checkpoint
@@ -121,7 +122,7 @@ class RecurrentStates {
     int32_t rewind_to = 0;  // kRewind: the base's new position
     int32_t commit = -1;    // kCommit: the pending node that becomes the base (-1: none)
     int32_t count = 0;      // its batch tokens
-    bool chain = true;       // they form one chain
+    bool chain = true;      // they form one chain
   };
 
   Sequence& At(int32_t seq);
@@ -176,7 +177,6 @@ class RecurrentStates {
   std::vector<std::vector<float>> scratch_states_;  // one layer's state each
   std::vector<int32_t> free_scratch_;
   std::vector<float> scratch_;  // a replayed token's conv input, gate and output
-  double state_seconds_ = 0.0;
 };
 
 }  // namespace grove

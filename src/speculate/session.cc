@@ -6,13 +6,13 @@
 #include "base/log.h"
 #include "base/timer.h"
 #include "model/prefix_reuse.h"
+#include "model/recurrent_state.h"
 #include "speculate/node_attribution.h"
 #include "speculate/plain_decoding.h"
 #include "speculate/target_feature_reader.h"
 #include "tokenize/tokenizer.h"
 
 namespace grove {
-
 
 SpeculativeSession::SpeculativeSession(Model& target, Drafter& drafter,
                                        const SpeculationPolicy& policy,
@@ -109,6 +109,7 @@ void SpeculativeSession::Start(std::span<const int32_t> prompt) {
   }
   stats_.cached_prompt_tokens = cached;
   Prefill(prompt, cached);
+  state_seconds_ = TargetStateSeconds();
   root_ = prompt.back();
   root_position_ = static_cast<int32_t>(prompt.size()) - 1;
   planner_.Begin(target_, root_position_);
@@ -178,8 +179,18 @@ void SpeculativeSession::AppendVerify(Batch& batch) {
   draft_.tree().AppendToBatch(batch, root_position_ + 1, options_.target_seq, root_index);
 }
 
+double SpeculativeSession::TargetStateSeconds() const {
+  const RecurrentStates* states = target_.kv().recurrent();
+  return states ? states->state_seconds(options_.target_seq) : 0.0;
+}
+
 std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logits) {
   const TokenTree& tree = draft_.tree();
+  // The recurrent state's part of the verify forward (commit, rewinds, replays) is its own.
+  const double state_now = TargetStateSeconds();
+  step_.state = state_now - state_seconds_;
+  state_seconds_ = state_now;
+  step_.verify_forward = std::max(0.0, step_.verify_forward - step_.state);
   Timer timer;
   VerifyRows(logits);
   step_.verification = timer.Seconds();

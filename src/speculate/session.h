@@ -140,6 +140,8 @@ class SpeculativeSession {
   // the accepted nodes kept in the target's cache and the drafter's; the step counted; the
   // accepted tokens emitted and the root moved past them. Then the planner is shown the step.
   void VerifyRows(std::span<const float> logits);
+  // The target's recurrent state seconds of this session's sequence (0 without such layers).
+  double TargetStateSeconds() const;
   void CommitAccepted();
   void HandOverFeatures();  // to a drafter that reads the target's features
   void CountStep(const TokenTree& tree);
@@ -171,6 +173,7 @@ class SpeculativeSession {
   Timer generation_timer_;        // from the end of Start (SpeculationStats::total_seconds)
   StepTimes step_;                // this step's parts
   double step_wait_ = 0.0;        // RecordWait, this step
+  double state_seconds_ = 0.0;    // the target's recurrent state time of this sequence so far
   bool done_ = true;
   SpeculationStats stats_;
 };

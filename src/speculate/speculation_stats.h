@@ -9,28 +9,53 @@
 namespace grove {
 
 // Where a step's time goes, in seconds summed over steps. Every speculative figure grove prints
-// carries this split.
+// carries this split (its parts in kStepParts' order).
 struct StepTimes {
   double draft_forward = 0.0;   // Drafter::Expand: draft model forwards (or n-gram lookups)
   double tree_building = 0.0;   // the rest of Draft(): draft distributions, children, planning
-  double verify_forward = 0.0;  // the target forward over the root and the tree
-  double verification = 0.0;    // target distributions of the rows the rule reads, and the rule
-  double cache = 0.0;           // compaction of the target and draft KV caches
-  double other = 0.0;           // the rest of the step: batch building, statistics, the driver
+  double verify_forward = 0.0;  // the target forward over the root and the tree, less `state`
+  // Of the verify forward, the target's recurrent state: committing the accepted path (replayed
+  // when a rejection left it off the path run in place), rewinds, and replays of pending nodes
+  // (model/recurrent_state.h). Zero on attention-only targets.
+  double state = 0.0;
+  double verification = 0.0;  // target distributions of the rows the rule reads, and the rule
+  double cache = 0.0;         // compaction of the target and draft KV caches
+  double other = 0.0;         // the rest of the step: batch building, statistics, the driver
 
-  double total() const {
-    return draft_forward + tree_building + verify_forward + verification + cache + other;
-  }
-  StepTimes& operator+=(const StepTimes& t) {
-    draft_forward += t.draft_forward;
-    tree_building += t.tree_building;
-    verify_forward += t.verify_forward;
-    verification += t.verification;
-    cache += t.cache;
-    other += t.other;
-    return *this;
-  }
+  double total() const;
+  StepTimes& operator+=(const StepTimes& t);
+  StepTimes& operator/=(double d);
 };
+
+// The parts of StepTimes, as the tools name them: `key` in JSON, `label` in tables.
+struct StepPart {
+  const char* key;
+  const char* label;
+  double StepTimes::*seconds;
+};
+inline constexpr StepPart kStepParts[] = {
+    {"draft_forward", "draft fwd", &StepTimes::draft_forward},
+    {"tree_building", "tree", &StepTimes::tree_building},
+    {"verify_forward", "verify fwd", &StepTimes::verify_forward},
+    {"state", "state", &StepTimes::state},
+    {"verification", "verification", &StepTimes::verification},
+    {"cache", "cache", &StepTimes::cache},
+    {"other", "other", &StepTimes::other},
+};
+
+inline double StepTimes::total() const {
+  double sum = 0.0;
+  for (const StepPart& p : kStepParts) sum += this->*p.seconds;
+  return sum;
+}
+inline StepTimes& StepTimes::operator+=(const StepTimes& t) {
+  for (const StepPart& p : kStepParts) this->*p.seconds += t.*p.seconds;
+  return *this;
+}
+inline StepTimes& StepTimes::operator/=(double d) {
+  for (const StepPart& p : kStepParts) this->*p.seconds /= d;
+  return *this;
+}
 
 struct SpeculationStats {
   int64_t steps = 0;

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -60,13 +61,9 @@ std::string JoinDrafts(const std::vector<std::string>& drafts) {
 
 nlohmann::ordered_json SplitJson(const StepTimes& t, int64_t steps) {
   const double per = steps ? 1e3 / steps : 0;
-  return {{"step_ms", t.total() * per},
-          {"draft_forward_ms", t.draft_forward * per},
-          {"tree_building_ms", t.tree_building * per},
-          {"verify_forward_ms", t.verify_forward * per},
-          {"verification_ms", t.verification * per},
-          {"cache_ms", t.cache * per},
-          {"other_ms", t.other * per}};
+  nlohmann::ordered_json split = {{"step_ms", t.total() * per}};
+  for (const StepPart& p : kStepParts) split[std::string(p.key) + "_ms"] = t.*p.seconds * per;
+  return split;
 }
 
 // A row for every drafter and spec, resolved as one command's speculation.
@@ -161,11 +158,14 @@ void PrintPlainHeader(Model& target, const SampleStats& plain, const VerifyCostC
   }
   std::printf(
       "\n(speedup: of decoding; per call: of prefill and decoding, every measurement included)"
-      "\n\n| draft | spec | verify | τ | t/s | speedup | per call | predicted t/s | step ms | "
-      "draft fwd | tree | verify fwd | verification | cache | other | greedy output |\n"
-      "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-  std::printf("| - | plain | - | 1.00 | %.1f ± %.1f | 1.00 | 1.00 | - | %.3f | | | | | | | - |\n",
+      "\n\n| draft | spec | verify | τ | t/s | speedup | per call | predicted t/s | step ms | ");
+  for (const StepPart& p : kStepParts) std::printf("%s | ", p.label);
+  std::printf("greedy output |\n|---|---|---|---:|---:|---:|---:|---:|---:|");
+  for (std::size_t i = 0; i < std::size(kStepParts); ++i) std::printf("---:|");
+  std::printf("---|\n| - | plain | - | 1.00 | %.1f ± %.1f | 1.00 | 1.00 | - | %.3f | ",
               plain.median, plain.sd, 1e3 / plain.median);
+  for (std::size_t i = 0; i < std::size(kStepParts); ++i) std::printf("| ");
+  std::printf("- |\n");
 }
 
 nlohmann::ordered_json RowJson(const SpecBenchOptions& o,
@@ -196,16 +196,14 @@ void PrintRow(const SpecBenchOptions& o, const PlanRow& row, double predicted, b
   const SpeculationStats& t = row.totals;
   const StepTimes& x = t.times;
   const double total = std::max(x.total(), 1e-12);
-  auto pct = [&](double part) { return 100.0 * part / total; };
-  std::printf(
-      "| %s | %s | %s | %.2f | %.1f ± %.1f | %.2f | %.2f | %.1f | %.3f | %.0f%% | %.0f%% | "
-      "%.0f%% | %.0f%% | %.0f%% | %.0f%% | %s |\n",
-      std::filesystem::path(o.drafts[row.drafter]).filename().string().c_str(),
-      row.policy.plan.text.c_str(), std::string(VerifyRuleName(row.policy.rule)).c_str(), t.tau(),
-      s.median, s.sd, Summarize(row.speedup).median, Summarize(row.call_speedup).median, predicted,
-      t.steps ? 1e3 * x.total() / t.steps : 0.0, pct(x.draft_forward), pct(x.tree_building),
-      pct(x.verify_forward), pct(x.verification), pct(x.cache), pct(x.other),
-      greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
+  std::printf("| %s | %s | %s | %.2f | %.1f ± %.1f | %.2f | %.2f | %.1f | %.3f | ",
+              std::filesystem::path(o.drafts[row.drafter]).filename().string().c_str(),
+              row.policy.plan.text.c_str(), std::string(VerifyRuleName(row.policy.rule)).c_str(),
+              t.tau(), s.median, s.sd, Summarize(row.speedup).median,
+              Summarize(row.call_speedup).median, predicted,
+              t.steps ? 1e3 * x.total() / t.steps : 0.0);
+  for (const StepPart& p : kStepParts) std::printf("%.0f%% | ", 100.0 * x.*p.seconds / total);
+  std::printf("%s |\n", greedy ? (row.identical ? "identical" : "DIFFERS") : "n/a");
 }
 
 // One thread count: returns false if a greedy output differed.

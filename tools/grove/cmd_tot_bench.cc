@@ -132,6 +132,13 @@ void RunPolicy(const TotBenchOptions& o, const std::vector<Game24Puzzle>& puzzle
   check.Check(run.policy, generator.outputs());
 }
 
+// Each part of the step split, in seconds per rep.
+nlohmann::json SplitSeconds(const StepTimes& times, int reps) {
+  nlohmann::json split;
+  for (const StepPart& p : kStepParts) split[p.key] = times.*p.seconds / reps;
+  return split;
+}
+
 nlohmann::json PolicyJson(const TotBenchOptions& o, const TotEngine& engine, const PolicyRuns& run,
                           const SampleStats& w, double speedup) {
   const ScheduleStats& t = run.totals;
@@ -149,13 +156,7 @@ nlohmann::json PolicyJson(const TotBenchOptions& o, const TotEngine& engine, con
           {"tokens", t.generated / o.reps},
           {"forks", t.forks / o.reps},
           {"target_threads", engine.TargetThreads(run.policy)},
-          {"split",
-           {{"draft_forward", t.times.draft_forward / o.reps},
-            {"tree_building", t.times.tree_building / o.reps},
-            {"verify_forward", t.times.verify_forward / o.reps},
-            {"verification", t.times.verification / o.reps},
-            {"cache", t.times.cache / o.reps},
-            {"other", t.times.other / o.reps}}}};
+          {"split", SplitSeconds(t.times, o.reps)}};
 }
 
 // The table of the policies, each against serial-ar's median wall time; and their JSON.
@@ -194,10 +195,7 @@ void PrintSplitsAndMemory(const TotBenchOptions& o, const TotEngine& engine,
   for (const PolicyRuns& run : runs) {
     if (!IsSpeculative(run.policy)) continue;
     StepTimes per_rep = run.totals.times;
-    for (double* f : {&per_rep.draft_forward, &per_rep.tree_building, &per_rep.verify_forward,
-                      &per_rep.verification, &per_rep.cache, &per_rep.other}) {
-      *f /= o.reps;
-    }
+    per_rep /= o.reps;
     std::printf("  %-9s %s\n", std::string(SchedulePolicyName(run.policy)).c_str(),
                 FormatStepSplit(per_rep).c_str());
   }

@@ -17,11 +17,10 @@ std::string Percent(const char* name, double part, double total) {
 
 std::string FormatStepSplit(const StepTimes& t) {
   const double total = std::max(t.total(), 1e-12);
-  return Percent("draft fwd", t.draft_forward, total) + " | " +
-         Percent("tree", t.tree_building, total) + " | " +
-         Percent("verify fwd", t.verify_forward, total) + " | " +
-         Percent("verification", t.verification, total) + " | " + Percent("cache", t.cache, total) +
-         " | " + Percent("other", t.other, total);
+  std::string out;
+  for (const StepPart& p : kStepParts)
+    out += (out.empty() ? "" : " | ") + Percent(p.label, t.*p.seconds, total);
+  return out;
 }
 
 std::string FormatAcceptanceByDepth(const SpeculationStats& s) {
