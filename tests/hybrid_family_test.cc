@@ -278,7 +278,7 @@ void ExpectTreesEqualPlain(const std::string& arch, bool self_draft) {
     const SessionOptions session_options{.n_predict = 32, .stop_at_eog = false, .sequence = 3};
     const std::vector<int32_t> plain =
         GeneratePlain(*target, prompt, sampling, session_options, {});
-    for (const char* plan : {"sequoia:10", "kconfig:2,2,1", "opt:10,0.05", "chain:3"}) {
+    for (const char* plan : {"sequoia:10", "kconfig:2,2,1", "opt:10,0.05", "chain:3", "auto:8"}) {
       SCOPED_TRACE(std::string(plan) + " temperature " + std::to_string(sampling.temperature));
       const SpeculationPolicy policy =
           ResolveSpeculation({.plan = plan, .verify = sampling.greedy() ? "" : "target-sample"},
@@ -290,7 +290,9 @@ void ExpectTreesEqualPlain(const std::string& arch, bool self_draft) {
       EXPECT_GT(times.state, 0.0);
       EXPECT_GT(times.verify_forward, 0.0);
       EXPECT_LE(times.total(), session.stats().total_seconds * 1.0001);
-      if (self_draft && sampling.greedy()) {
+      // A static plan with the target as its draft accepts long paths. (auto rightly finds that
+      // a draft as costly as the target does not pay, and mostly decodes plainly.)
+      if (self_draft && sampling.greedy() && !policy.plan.is_auto()) {
         EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
       }
     }
