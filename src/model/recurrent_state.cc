@@ -472,21 +472,9 @@ std::size_t RecurrentStates::StateOffset(int32_t layer) const {
   return static_cast<std::size_t>(index) * state_size_;
 }
 
-int32_t RecurrentStates::position(int32_t seq) const {
-  return seq >= 0 && static_cast<std::size_t>(seq) < sequences_.size()
-             ? sequences_[static_cast<std::size_t>(seq)].base
-             : 0;
-}
-
 int32_t RecurrentStates::checkpoint(int32_t seq) const {
   return seq >= 0 && static_cast<std::size_t>(seq) < sequences_.size()
              ? sequences_[static_cast<std::size_t>(seq)].checkpoint
-             : 0;
-}
-
-int32_t RecurrentStates::pending(int32_t seq) const {
-  return seq >= 0 && static_cast<std::size_t>(seq) < sequences_.size()
-             ? static_cast<int32_t>(sequences_[static_cast<std::size_t>(seq)].nodes.size())
              : 0;
 }
 

@@ -73,12 +73,8 @@ class RecurrentStates {
   void RunLayer(int32_t layer, float* qkv, const float* z, const float* beta, const float* alpha,
                 float* out);
 
-  // Tokens sequence `seq` has committed (the base; 0 for one never run).
-  int32_t position(int32_t seq) const;
   // The earliest position a batch can continue sequence `seq` from (besides 0).
   int32_t checkpoint(int32_t seq) const;
-  // Pending tokens of sequence `seq` (run, not committed).
-  int32_t pending(int32_t seq) const;
   // The child continues as the parent (a fork, kv_cache_pool.h): states, pending tree and log.
   void Copy(int32_t parent, int32_t child);
   uint64_t bytes() const;
