@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <span>
 #include <vector>
 
 #include "allocation_counter.h"
 #include "io/gguf.h"
 #include "llama_cpp_reference.h"
+#include "model/batch.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "ops/experts.h"
@@ -143,6 +145,48 @@ TEST(QuantizeMixture, RouterKeepsItsTypeAndExpertsAreQuantized) {
   auto model = Model::Load(out, {.n_threads = 1, .n_ctx = 64});
   EXPECT_EQ(model->config().n_expert, 8);
   EXPECT_EQ(model->config().n_expert_used, 2);
+}
+
+// llama.cpp's MXFP4_MOE: the experts MXFP4, every other matrix Q8_0 (the router kept), and a model
+// that loads and decodes what the same file dequantized decodes.
+TEST(QuantizeMixture, Mxfp4MoeStoresTheExpertsInMxfp4) {
+  const std::string in = testing::TempPath("moe-mxfp4-in.gguf");
+  RandomModelWriter(testing::FamilyTestSpec("qwen3moe", GgmlType::kF32)).WriteFile(in);
+  const std::string out = testing::TempPath("moe-mxfp4.gguf");
+  ThreadPool pool(2);
+  QuantizeFile(*GgufFile::Open(in), out, ParseQuantTarget("mxfp4_moe"), pool, {}, {});
+  auto file = GgufFile::Open(out);
+  EXPECT_EQ(file->GetUint("general.file_type", 0), 38u);
+  EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_inp.weight").type, GgmlType::kF32);
+  for (const char* name :
+       {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight", "blk.2.ffn_down_exps.weight"}) {
+    EXPECT_EQ(file->GetTensor(name).type, GgmlType::kMXFP4) << name;
+  }
+  for (const char* name :
+       {"blk.0.attn_q.weight", "blk.2.attn_output.weight", "output.weight", "token_embd.weight"}) {
+    EXPECT_EQ(file->GetTensor(name).type, GgmlType::kQ8_0) << name;
+  }
+  const std::string exact = testing::TempPath("moe-mxfp4-dequantized.gguf");
+  testing::WriteDequantizedCopy(out, exact);
+  auto model = Model::Load(out, {.n_threads = 1, .n_ctx = 64});
+  auto reference = Model::Load(exact, {.n_threads = 1, .n_ctx = 64});
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 16; ++i) tokens.push_back((7 + 37 * i) % model->config().n_vocab);
+  Batch batch;
+  batch.AddChain(tokens, 0, 0, /*all_logits=*/true);
+  const std::span<const float> logits = model->Forward(batch);
+  const std::vector<float> got(logits.begin(), logits.end());
+  const std::span<const float> want = reference->Forward(batch);
+  ASSERT_EQ(got.size(), want.size());
+  // The kernels quantize activations to 8 bits (ActQ8), the dequantized copy does not: the
+  // logits agree to that rounding, not bit for bit.
+  double max_diff = 0, max_abs = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(got[i] - want[i])));
+    max_abs = std::max(max_abs, static_cast<double>(std::fabs(want[i])));
+  }
+  EXPECT_LT(max_diff, 0.05 * max_abs) << "largest logit " << max_abs;
+  EXPECT_GT(max_diff, 0.0) << "the MXFP4 file computed in f32: its kernels did not run";
 }
 
 }  // namespace

@@ -101,11 +101,16 @@ struct FamilyCase {
   int32_t context;
   int32_t width = 0;  // n_embd and n_ff when the type's blocks need more than the spec's 128
   KvCacheType kv = KvCacheType::kF32;  // both engines' KV cache type
+  // A mixture whose every row runs through this many experts (0: the spec's): with all of them,
+  // no rounding can change which experts a row takes, so quantized experts meet the noise rule.
+  int32_t experts_used = 0;
 };
 
 std::string CaseName(const ::testing::TestParamInfo<FamilyCase>& info) {
   return info.param.arch + "_" + std::string(GgmlTypeName(info.param.type)) + "_ctx" +
-         std::to_string(info.param.context) + (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "");
+         std::to_string(info.param.context) +
+         (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "") +
+         (info.param.experts_used > 0 ? "_all_experts" : "");
 }
 
 class FamilyVsLlamaCpp : public ::testing::TestWithParam<FamilyCase> {};
@@ -213,6 +218,7 @@ TEST_P(FamilyVsLlamaCpp, DistributionsAtEveryPositionAndGreedyTextAgree) {
   const FamilyCase& c = GetParam();
   RandomModelSpec spec = FamilyTestSpec(c.arch, c.type);
   if (c.width > 0) spec.n_embd = spec.n_ff = c.width;
+  if (c.experts_used > 0) spec.n_expert_used = c.experts_used;
   const std::string path = TempPath(spec.name + ".gguf");
   RandomModelWriter(spec).WriteFile(path);
   CheckAgainstLlamaCpp(path, c);
@@ -233,6 +239,8 @@ INSTANTIATE_TEST_SUITE_P(
         // (3 layers, 8 experts, 2 used): llama.cpp Q8_0 against itself dequantized 0.33, grove
         // against llama.cpp 0.83, above the rule's 2x; a bound that counts route flips is to do.
         FamilyCase{"qwen3moe", GgmlType::kF32, 256},
+        // MXFP4 experts (and every other matrix but the router), each row through all 8 experts.
+        FamilyCase{"qwen3moe", GgmlType::kMXFP4, 256, 0, KvCacheType::kF32, 8},
         // Qwen3.5's hybrid layers over experts and a shared expert with its sigmoid gate. F32
         // only, for qwen3moe's reason.
         FamilyCase{"qwen35moe", GgmlType::kF32, 256},
@@ -255,7 +263,8 @@ INSTANTIATE_TEST_SUITE_P(
         FamilyCase{"llama", GgmlType::kF16, 256}, FamilyCase{"llama", GgmlType::kQ4_0, 256},
         FamilyCase{"qwen2", GgmlType::kQ4_1, 256}, FamilyCase{"qwen2", GgmlType::kQ5_1, 256},
         FamilyCase{"llama", GgmlType::kQ4_K, 256, 256},
-        FamilyCase{"llama", GgmlType::kQ6_K, 256, 256},
+        // MXFP4 (gpt-oss's experts; here every matrix, as llama.cpp computes any MXFP4 matrix).
+        FamilyCase{"llama", GgmlType::kMXFP4, 256}, FamilyCase{"llama", GgmlType::kQ6_K, 256, 256},
         // An f16 KV cache (--cache-type f16) in both engines: grouped-query attention, a head
         // size apart from n_embd / n_head, a sliding window's ring.
         FamilyCase{"llama", GgmlType::kF32, 256, 0, KvCacheType::kF16},

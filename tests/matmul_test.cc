@@ -34,9 +34,10 @@ using testing::AvailableKernelLevels;
 constexpr double kUnit = 0x1p-24;  // float unit roundoff
 
 constexpr GgmlType kAllTypes[] = {
-    GgmlType::kF32,  GgmlType::kF16,    GgmlType::kBF16,   GgmlType::kQ8_0, GgmlType::kQ4_0,
-    GgmlType::kQ5_0, GgmlType::kIQ4_NL, GgmlType::kQ4_1,   GgmlType::kQ5_1, GgmlType::kQ4_K,
-    GgmlType::kQ5_K, GgmlType::kQ6_K,   GgmlType::kIQ4_XS, GgmlType::kQ2_K, GgmlType::kQ3_K};
+    GgmlType::kF32,    GgmlType::kF16,  GgmlType::kBF16,   GgmlType::kQ8_0,
+    GgmlType::kQ4_0,   GgmlType::kQ5_0, GgmlType::kIQ4_NL, GgmlType::kQ4_1,
+    GgmlType::kQ5_1,   GgmlType::kQ4_K, GgmlType::kQ5_K,   GgmlType::kQ6_K,
+    GgmlType::kIQ4_XS, GgmlType::kQ2_K, GgmlType::kQ3_K,   GgmlType::kMXFP4};
 
 bool IsKQuant(GgmlType type) {
   return type == GgmlType::kQ2_K || type == GgmlType::kQ3_K || type == GgmlType::kQ4_K ||
@@ -52,7 +53,7 @@ bool HasMins(GgmlType type) {
 
 bool IsQuantized(GgmlType type) {
   return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ5_0 ||
-         type == GgmlType::kIQ4_NL || HasMins(type) || IsKQuant(type);
+         type == GgmlType::kIQ4_NL || type == GgmlType::kMXFP4 || HasMins(type) || IsKQuant(type);
 }
 
 // The fp16 scale fields of a block of a type grove reads but does not write, and the largest

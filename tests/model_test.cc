@@ -13,7 +13,9 @@
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "kernels/kernel_set.h"
+#include "llama_cpp_reference.h"
 #include "model/model.h"
+#include "model/random_model.h"
 #include "quant/quant.h"
 #include "sample/sampler.h"
 #include "test_support.h"
@@ -755,24 +757,37 @@ TEST(ModelMalformed, UnsupportedWeightTypeNamesTensor) {
 
 // A block scale that is NaN or infinite (a damaged file) is refused at load, naming the tensor and
 // the row: its block would be NaN, and through the next layers every logit. Both fields of a scale
-// are checked: d (q8_0) and the min's scale (q4_1's m), written into the file's bytes.
+// are checked: d (q8_0) and the min's scale (q4_1's m), written into the file's bytes; and MXFP4's
+// exponent byte (0xFF is E8M0's NaN), in a dense matrix and in a mixture's experts.
 TEST(ModelMalformed, NonFiniteBlockScaleNamesTensorAndRow) {
   struct Case {
-    GgmlType type;
-    std::size_t field_offset;  // of the fp16 in the block
-    uint16_t bits;
+    RandomModelSpec spec;
+    std::string tensor;
+    std::size_t field_offset;  // of the scale in the block
+    uint16_t bits;             // written there, little-endian (MXFP4: 0xFF, then qs[0] = 0)
+    std::string what;
   };
-  for (const Case& c :
-       {Case{GgmlType::kQ8_0, 0, 0x7E00} /* NaN */, Case{GgmlType::kQ4_1, 2, 0xFC00} /* -inf */}) {
-    SCOPED_TRACE(GgmlTypeName(c.type));
-    const std::string path = testing::TempPath("bad-scale-" + std::string(GgmlTypeName(c.type)));
-    RandomModelWriter(TinySpec(c.type)).WriteFile(path);
-    const std::string name = "blk.1.ffn_down.weight";
+  RandomModelSpec mixture = testing::FamilyTestSpec("qwen3moe", GgmlType::kMXFP4);
+  mixture.n_layer = 2;
+  const Case cases[] = {
+      {TinySpec(GgmlType::kQ8_0), "blk.1.ffn_down.weight", 0, 0x7E00 /* NaN */,
+       "NaN or infinite scale"},
+      {TinySpec(GgmlType::kQ4_1), "blk.1.ffn_down.weight", 2, 0xFC00 /* -inf */,
+       "NaN or infinite scale"},
+      {TinySpec(GgmlType::kMXFP4), "blk.1.ffn_down.weight", 0, 0x00FF,
+       "an exponent of 0xFF (E8M0's NaN)"},
+      {mixture, "blk.1.ffn_up_exps.weight", 0, 0x00FF, "an exponent of 0xFF (E8M0's NaN)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.tensor + " " + std::string(GgmlTypeName(c.spec.type)));
+    const std::string path = testing::TempPath("bad-scale-" + c.spec.arch + "-" +
+                                               std::string(GgmlTypeName(c.spec.type)));
+    RandomModelWriter(c.spec).WriteFile(path);
     uint64_t at = 0, row_bytes = 0;
     {
       auto file = GgufFile::Open(path);
-      const GgufTensor& t = file->GetTensor(name);
-      ASSERT_EQ(t.type, c.type);
+      const GgufTensor& t = file->GetTensor(c.tensor);
+      ASSERT_EQ(t.type, c.spec.type);
       row_bytes = GgmlRowBytes(t.type, t.shape[0]);
       // Row 3, its second block.
       at = file->data_offset() + t.offset + 3 * row_bytes + GgmlTraits(t.type).type_size +
@@ -789,12 +804,11 @@ TEST(ModelMalformed, NonFiniteBlockScaleNamesTensorAndRow) {
       Model::Load(path, {.n_threads = 2});
       ADD_FAILURE() << "a model with a non-finite scale loaded";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("tensor '" + name + "' (" +
-                                           std::string(GgmlTypeName(c.type)) + ") of"),
+      EXPECT_NE(std::string(e.what()).find("tensor '" + c.tensor + "' (" +
+                                           std::string(GgmlTypeName(c.spec.type)) + ") of"),
                 std::string::npos)
           << e.what();
-      EXPECT_NE(std::string(e.what()).find("NaN or infinite scale in block 1 of row 3"),
-                std::string::npos)
+      EXPECT_NE(std::string(e.what()).find(c.what + " in block 1 of row 3"), std::string::npos)
           << e.what();
     }
   }

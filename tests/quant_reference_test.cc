@@ -32,7 +32,7 @@ using testing::GgmlReference;
 constexpr GgmlType kCandidates[] = {
     GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,   GgmlType::kQ4_0,   GgmlType::kQ4_1,
     GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kQ2_K,   GgmlType::kQ3_K,   GgmlType::kQ4_K,
-    GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS,
+    GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kMXFP4,
 };
 
 // How grove's quantizer of a type compares with ggml_quantize_chunk (imatrix null).
@@ -54,6 +54,7 @@ constexpr QuantExpectation kQuantExpectations[] = {
     {GgmlType::kQ3_K, Agreement::kBitExact, ""},   {GgmlType::kQ4_K, Agreement::kBitExact, ""},
     {GgmlType::kQ5_K, Agreement::kBitExact, ""},   {GgmlType::kQ6_K, Agreement::kBitExact, ""},
     {GgmlType::kIQ4_NL, Agreement::kBitExact, ""}, {GgmlType::kIQ4_XS, Agreement::kBitExact, ""},
+    {GgmlType::kMXFP4, Agreement::kBitExact, ""},
 };
 
 QuantExpectation ExpectationOf(GgmlType type) {
@@ -254,11 +255,19 @@ std::vector<int> HalfFieldOffsets(GgmlType type) {
       return {108};  // hmask[32], qs[64], scales[12], then d
     case GgmlType::kQ6_K:
       return {208};  // ql[128], qh[64], scales[16], then d
+    case GgmlType::kMXFP4:
+      return {};  // an E8M0 exponent byte, not an fp16 (see ExponentFieldOffset)
     default:
       ADD_FAILURE() << "no block layout for " << Name(type);
       return {};
   }
 }
+
+// Offset of an E8M0 exponent byte in the block, or -1 for the types without one. Random bytes
+// there are kept to 0xFC and below: 0xFF is NaN, and from 0xFD on the largest level (12, times
+// 2^(e-128)) passes the largest float.
+int ExponentFieldOffset(GgmlType type) { return type == GgmlType::kMXFP4 ? 0 : -1; }
+constexpr uint8_t kLargestFiniteExponent = 0xFC;
 
 TEST(QuantReferenceTest, DequantizesRandomBlocksBitForBit) {
   GROVE_SKIP_WITHOUT_GGML();
@@ -278,6 +287,10 @@ TEST(QuantReferenceTest, DequantizesRandomBlocksBitForBit) {
           h = static_cast<uint16_t>(rng());
         } while ((h & 0x7c00u) == 0x7c00u);  // inf or NaN
         std::memcpy(&bytes[block + static_cast<size_t>(offset)], &h, sizeof h);
+      }
+      if (const int e = ExponentFieldOffset(type); e >= 0) {
+        while (bytes[block + static_cast<size_t>(e)] > kLargestFiniteExponent)
+          bytes[block + static_cast<size_t>(e)] = static_cast<uint8_t>(rng());
       }
     }
     const std::vector<float> want = GgmlDequantize(type, bytes, n_per_row * nrows);

@@ -632,8 +632,8 @@ TEST(QuantErrorsTest, EachTypeSaysWhatGroveDoesWithIt) {
   EXPECT_FALSE(CanDequantize(GgmlType::kIQ2_XXS));
   EXPECT_FALSE(CanQuantize(GgmlType::kIQ2_XXS));
   EXPECT_EQ(SupportedWeightTypeNames(),
-            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_k, q3_k, q4_k, q5_k, q6_k, "
-            "iq4_xs");
+            "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, mxfp4, q2_k, q3_k, q4_k, q5_k, "
+            "q6_k, iq4_xs");
 }
 
 // ---- llama.cpp's mixes (llama_tensor_get_type and tensor_type_fallback, llama-quant.cpp)
@@ -642,7 +642,7 @@ TEST(QuantMixTest, EachMixGivesTheMatricesLlamaCppGivesThem) {
   // A Llama-3-like model: 16 layers, 4 query heads per KV head, its own output matrix.
   const MixModel llama{.n_layer = 16, .has_output = true, .n_gqa = 4};
   auto type = [&](QuantMix mix, GgmlType base, const std::string& name, const MixModel& model) {
-    return MixTensorType(mix, base, name, model);
+    return MixTensorType(mix, base, name, 1, model);
   };
   constexpr GgmlType k2 = GgmlType::kQ2_K, k3 = GgmlType::kQ3_K, k4 = GgmlType::kQ4_K,
                      k5 = GgmlType::kQ5_K, k6 = GgmlType::kQ6_K;
@@ -764,6 +764,12 @@ TEST(FirstNonFiniteScale, EveryBlockTypeAndScaleField) {
   ExpectBadScalesFound<BlockQ5_K>(GgmlType::kQ5_K);
   ExpectBadScalesFound<BlockQ6_K>(GgmlType::kQ6_K);
   ExpectBadScalesFound<BlockIQ4_XS>(GgmlType::kIQ4_XS);
+  // MXFP4's exponent byte: every value is a finite power of two but 0xFF, E8M0's NaN.
+  std::vector<BlockMXFP4> mxfp4(4);
+  for (BlockMXFP4& b : mxfp4) b = {.e = 0xFE, .qs = {}};
+  EXPECT_EQ(FirstNonFiniteScale(GgmlType::kMXFP4, mxfp4.data(), 4 * 32), -1);
+  mxfp4[2].e = 0xFF;
+  EXPECT_EQ(FirstNonFiniteScale(GgmlType::kMXFP4, mxfp4.data(), 4 * 32), 2);
   // The float types have no scales.
   const float values[2] = {NAN, 1.0f};
   EXPECT_EQ(FirstNonFiniteScale(GgmlType::kF32, values, 2), -1);

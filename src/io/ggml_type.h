@@ -39,6 +39,7 @@ enum class GgmlType : uint32_t {
   kF64 = 28,
   kIQ1_M = 29,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 struct GgmlTypeTraits {

@@ -27,6 +27,7 @@
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/iq4_levels.h"
+#include "quant/mxfp4_levels.h"
 
 namespace grove {
 namespace {
@@ -139,8 +140,8 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights times ActQ8 activations (signed bytes, one float scale
-// per block)
+// ---- Q8_0 / Q4_0 / Q5_0 / IQ4_NL / MXFP4 weights times ActQ8 activations (signed bytes, one float
+// scale per block)
 
 // The 32 bits of a Q5_1 block's qh as 32 bytes, 0x10 where the bit is set (bit 4 of the quant).
 __m256i HighBits(const uint8_t* qh) {
@@ -184,14 +185,28 @@ struct Q5_0Weights {
     return _mm256_sub_epi8(_mm256_or_si256(Nibbles(b.qs), HighBits(b.qh)), _mm256_set1_epi8(16));
   }
 };
-struct IQ4_NLWeights {
-  using Block = BlockIQ4_NL;
-  static __m256i Load(const BlockIQ4_NL& b) {
-    const __m256i levels = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+// IQ4_NL and MXFP4: each nibble replaced by its level with a byte shuffle.
+template <typename BlockT, const int8_t* kLevels>
+struct LevelWeights {
+  using Block = BlockT;
+  static __m256i Load(const BlockT& b) {
+    const __m256i levels =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels)));
     return _mm256_shuffle_epi8(levels, Nibbles(b.qs));
   }
 };
+using IQ4_NLWeights = LevelWeights<BlockIQ4_NL, kIq4NlLevels>;
+using MXFP4Weights = LevelWeights<BlockMXFP4, kMxfp4Levels>;
+
+// A block's step: its fp16 d, or MXFP4's 2^(e - 128).
+template <typename Block>
+float BlockStep(const Block& b) {
+  if constexpr (requires { b.e; }) {
+    return Mxfp4Scale(b.e);
+  } else {
+    return _cvtsh_ss(b.d);
+  }
+}
 
 // One block of 32 per step: maddubs multiplies unsigned by signed bytes, so the weight's sign moves
 // onto the activation (|w| <= 128, |x| <= 127: a pair sum stays below the int16 limit, 32512).
@@ -211,7 +226,7 @@ void QuantTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offse
   for (int64_t b = 0; b < n_blocks; ++b) {
     const __m256i wq = W::Load(w[b]);
     const __m256i w_abs = _mm256_abs_epi8(wq);
-    const __m256 wd = _mm256_set1_ps(_cvtsh_ss(w[b].d));
+    const __m256 wd = _mm256_set1_ps(BlockStep(w[b]));
     for (int i = 0; i < R; ++i) {
       const __m256i xb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xq[i] + b * kQBlock));
       const __m256i prod16 = _mm256_maddubs_epi16(w_abs, _mm256_sign_epi8(xb, wq));
@@ -1320,6 +1335,7 @@ extern const KernelSet kAvx2Kernels = {
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
     .dot_q5_0 = &DotQuant<Q5_0Weights>,
     .dot_iq4_nl = &DotQuant<IQ4_NLWeights>,
+    .dot_mxfp4 = &DotQuant<MXFP4Weights>,
     .dot_q4_1 = &DotOffset<Q4_1Weights>,
     .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,

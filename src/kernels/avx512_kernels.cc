@@ -25,6 +25,7 @@
 #include "kernels/kernel_tables.h"
 #include "quant/blocks.h"
 #include "quant/iq4_levels.h"
+#include "quant/mxfp4_levels.h"
 
 namespace grove {
 namespace {
@@ -158,7 +159,7 @@ void DotFloat(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, 
   });
 }
 
-// ---- Q8_0 / Q4_0 / Q5_0 / IQ4_NL weights times ActQ8 activations
+// ---- Q8_0 / Q4_0 / Q5_0 / IQ4_NL / MXFP4 weights times ActQ8 activations
 //
 // One 512-bit step covers a pair of blocks (64 weights). vpdpbusd sums groups of 4 byte products
 // into 16 int32 lanes; the two blocks' 4-byte groups are interleaved (lane l belongs to block
@@ -237,7 +238,7 @@ __m256i HighBits(const uint8_t* qh) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
-// Q5_0 and IQ4_NL decode one block at a time (32 signed bytes), paired like Q8_0's.
+// Q5_0, IQ4_NL and MXFP4 decode one block at a time (32 signed bytes), paired like Q8_0's.
 template <typename Derived, typename BlockT>
 struct Block32Weights {
   using Block = BlockT;
@@ -253,19 +254,37 @@ struct Q5_0Weights : Block32Weights<Q5_0Weights, BlockQ5_0> {
     return _mm256_sub_epi8(_mm256_or_si256(Nibbles(b.qs), HighBits(b.qh)), _mm256_set1_epi8(16));
   }
 };
-struct IQ4_NLWeights : Block32Weights<IQ4_NLWeights, BlockIQ4_NL> {
-  static __m256i Load(const BlockIQ4_NL& b) {
-    const __m256i levels = _mm256_broadcastsi128_si256(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlLevels)));
+// IQ4_NL and MXFP4: each nibble replaced by its level with a byte shuffle.
+template <typename BlockT, const int8_t* kLevels>
+struct LevelWeights : Block32Weights<LevelWeights<BlockT, kLevels>, BlockT> {
+  static __m256i Load(const BlockT& b) {
+    const __m256i levels =
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kLevels)));
     return _mm256_shuffle_epi8(levels, Nibbles(b.qs));
   }
 };
+using IQ4_NLWeights = LevelWeights<BlockIQ4_NL, kIq4NlLevels>;
+using MXFP4Weights = LevelWeights<BlockMXFP4, kMxfp4Levels>;
 
 // fp16 scales of two blocks as [d0, d1, d0, d1, ...].
 __m512 PairScales(uint16_t d0, uint16_t d1) {
   const uint32_t both = d0 | (static_cast<uint32_t>(d1) << 16);
   const __m128 f = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(both)));
   return _mm512_castpd_ps(_mm512_broadcastsd_pd(_mm_castps_pd(f)));
+}
+
+// The steps of block b and, unless kSingle, b + 1 (else 0) as [s0, s1, s0, s1, ...]: fp16 d, or
+// MXFP4's 2^(e - 128).
+template <bool kSingle, typename Block>
+__m512 BlockPairSteps(const Block* w) {
+  if constexpr (requires { w->e; }) {
+    const float steps[2] = {Mxfp4Scale(w[0].e), kSingle ? 0.0f : Mxfp4Scale(w[1].e)};
+    uint64_t bits;
+    std::memcpy(&bits, steps, sizeof(bits));
+    return _mm512_castsi512_ps(_mm512_set1_epi64(static_cast<long long>(bits)));
+  } else {
+    return PairScales(w[0].d, kSingle ? uint16_t{0} : w[1].d);
+  }
 }
 
 // Two consecutive float scales of one activation row as [s0, s1, s0, s1, ...] (s1 = 0 for a last
@@ -312,10 +331,10 @@ void QuantTile(const typename W::Block* w, int64_t n_blocks, int64_t scale_offse
   for (int i = 0; i < R; ++i) acc[i] = _mm512_setzero_ps();
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
-    QuantStep<R, false>(W::LoadPair(w + b), PairScales(w[b].d, w[b + 1].d), rows, b, acc);
+    QuantStep<R, false>(W::LoadPair(w + b), BlockPairSteps<false>(w + b), rows, b, acc);
   }
   if (b < n_blocks) {
-    QuantStep<R, true>(W::LoadSingle(w + b), PairScales(w[b].d, 0), rows, b, acc);
+    QuantStep<R, true>(W::LoadSingle(w + b), BlockPairSteps<true>(w + b), rows, b, acc);
   }
   for (int i = 0; i < R; ++i) y[i * y_stride] = Hsum(acc[i]);
 }
@@ -1359,6 +1378,7 @@ extern const KernelSet kAvx512Kernels = {
     .dot_q4_0 = &DotQuant<Q4_0Weights>,
     .dot_q5_0 = &DotQuant<Q5_0Weights>,
     .dot_iq4_nl = &DotQuant<IQ4_NLWeights>,
+    .dot_mxfp4 = &DotQuant<MXFP4Weights>,
     .dot_q4_1 = &DotOffset<Q4_1Weights>,
     .dot_q5_1 = &DotOffset<Q5_1Weights>,
     .dot_q4_k = &DotScaleMin<Q4_KQuants>,

@@ -132,6 +132,7 @@ struct KernelSet {
   RowKernelFn dot_q4_0;    // weights BlockQ4_0, activations ActQ8
   RowKernelFn dot_q5_0;    // weights BlockQ5_0, activations ActQ8
   RowKernelFn dot_iq4_nl;  // weights BlockIQ4_NL, activations ActQ8
+  RowKernelFn dot_mxfp4;   // weights BlockMXFP4, activations ActQ8
   RowKernelFn dot_q4_1;    // weights BlockQ4_1, activations ActQ8
   RowKernelFn dot_q5_1;    // weights BlockQ5_1, activations ActQ8
   RowKernelFn dot_q4_k;    // weights BlockQ4_K, activations ActQ8; n_in a multiple of 256

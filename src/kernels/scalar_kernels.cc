@@ -14,6 +14,7 @@
 #include "quant/half.h"
 #include "quant/iq4_levels.h"
 #include "quant/k_quants.h"
+#include "quant/mxfp4_levels.h"
 
 namespace grove {
 namespace {
@@ -97,9 +98,19 @@ void DotQ8_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
   }
 }
 
-// Q4_0, Q5_0 and IQ4_NL: value = level(q) * d with q a 4- or 5-bit quant (nibbles as Q4_0:
-// elements 0-15 low, 16-31 high; Q5_0 adds bit j of qh as bit 4), so the integer dot is exact and
-// each block adds one float multiply-add, as Q8_0.
+// A block's step: its fp16 d, or MXFP4's 2^(e - 128).
+template <typename Block>
+float BlockStep(const Block& b) {
+  if constexpr (requires { b.e; }) {
+    return Mxfp4Scale(b.e);
+  } else {
+    return Fp16ToFp32(b.d);
+  }
+}
+
+// Q4_0, Q5_0, IQ4_NL and MXFP4: value = level(q) * step with q a 4- or 5-bit quant (nibbles as
+// Q4_0: elements 0-15 low, 16-31 high; Q5_0 adds bit j of qh as bit 4), so the integer dot is exact
+// and each block adds one float multiply-add, as Q8_0.
 template <typename Block, typename Level>
 void DotSigned32(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x,
                  float* y, int64_t y_stride, Level level) {
@@ -118,7 +129,7 @@ void DotSigned32(const void* w_row, int64_t n_in, const void* x, int64_t x_strid
         sumi += level(w[b], w[b].qs[j] & 0x0f, j) * xb[j];
         sumi += level(w[b], w[b].qs[j] >> 4, j + kHalf) * xb[j + kHalf];
       }
-      acc += (Fp16ToFp32(w[b].d) * xd[b]) * static_cast<float>(sumi);
+      acc += (BlockStep(w[b]) * xd[b]) * static_cast<float>(sumi);
     }
     y[i * y_stride] = acc;
   }
@@ -143,6 +154,13 @@ void DotIQ4_NL(const void* w_row, int64_t n_in, const void* x, int64_t x_stride,
   DotSigned32<BlockIQ4_NL>(
       w_row, n_in, x, x_stride, n_x, y, y_stride,
       [](const BlockIQ4_NL&, int nibble, int) -> int { return kIq4NlLevels[nibble]; });
+}
+
+void DotMXFP4(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, int n_x, float* y,
+              int64_t y_stride) {
+  DotSigned32<BlockMXFP4>(
+      w_row, n_in, x, x_stride, n_x, y, y_stride,
+      [](const BlockMXFP4&, int nibble, int) -> int { return kMxfp4Levels[nibble]; });
 }
 
 // IQ4_XS: per sub-block j of 32 (activation block b), value = (d (ls_j - 32)) level(q), so the
@@ -451,6 +469,7 @@ extern const KernelSet kScalarKernels = {
     .dot_q4_0 = &DotQ4_0,
     .dot_q5_0 = &DotQ5_0,
     .dot_iq4_nl = &DotIQ4_NL,
+    .dot_mxfp4 = &DotMXFP4,
     .dot_q4_1 = &DotQ4_1,
     .dot_q5_1 = &DotQ5_1,
     .dot_q4_k = &DotQ4_K,

@@ -99,7 +99,7 @@ struct MissingParts {
 constexpr MissingParts kMissingParts[] = {
     {"gpt-oss",
      "its attention sinks, alternating sliding window, YaRN rotary scaling, expert biases, "
-     "router (top-k of biased logits, then softmax) and clamped SwiGLU, and MXFP4 weights"},
+     "router (top-k of biased logits, then softmax) and clamped SwiGLU"},
 };
 
 }  // namespace

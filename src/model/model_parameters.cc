@@ -145,12 +145,20 @@ void ModelParameters::CheckScales(const WeightView& w, ThreadPool& pool) const {
   const int64_t row = bad_row.load();
   if (row == w.n_out) return;
   Fail("model: tensor '", TensorName(data), "' (", GgmlTypeName(w.type), ") of '", gguf_->name(),
-       "' has a NaN or infinite scale in block ",
-       FirstNonFiniteScale(w.type, data + row * w.row_bytes, w.n_in), " of row ", row,
+       "' has ",
+       w.type == GgmlType::kMXFP4 ? "an exponent of 0xFF (E8M0's NaN)" : "a NaN or infinite scale",
+       " in block ", FirstNonFiniteScale(w.type, data + row * w.row_bytes, w.n_in), " of row ", row,
        ": the file is damaged");
 }
 
 void ModelParameters::CheckAndGroupWeights(bool group_weights, ThreadPool& pool) {
+  // A mixture's experts stay in the file's rows (nothing packs them), so they are checked on every
+  // load, kept packed matrices or not. This reads every expert once: on a large mixture, the time
+  // to read the file (llama.cpp checks them only with --check-tensors).
+  for (int32_t i = part_.first_layer; i < part_.last_layer; ++i) {
+    for (const WeightView* w : ExpertMatrices(weights_.layers[static_cast<std::size_t>(i)]))
+      if (w->data != nullptr) CheckScales(*w, pool);
+  }
   const KernelSet& kernels = ActiveKernels();
   std::vector<WeightView*> matrices = HeldMatrices();
   if (part_.first_layer == 0) matrices.push_back(&weights_.token_embd);

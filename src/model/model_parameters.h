@@ -89,7 +89,8 @@ class ModelParameters {
   void CheckScales(const WeightView& w, ThreadPool& pool) const;
   // The name of the tensor whose bytes hold `data`, for messages ("?" if none does).
   std::string TensorName(const void* data) const;
-  // Checks every held matrix, and the embedding when the first layer is held (CheckScales); with
+  // Checks every held matrix and expert, and the embedding when the first layer is held
+  // (CheckScales); with
   // group_weights packs the matrices a group kernel can compute into grouped_, releasing their
   // file pages, and keeps them for later runs (keeping_), or maps what an earlier run packed of
   // this file (model/packed_weight_cache.h), which was checked when it was packed.

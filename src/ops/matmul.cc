@@ -38,6 +38,7 @@ bool IsBlockQuantized(GgmlType type) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ5_0:
     case GgmlType::kIQ4_NL:
+    case GgmlType::kMXFP4:
     case GgmlType::kQ4_1:
     case GgmlType::kQ5_1:
     case GgmlType::kQ4_K:
@@ -95,6 +96,8 @@ RowKernelFn KernelFor(const KernelSet& kernels, GgmlType type) {
       return kernels.dot_q5_0;
     case GgmlType::kIQ4_NL:
       return kernels.dot_iq4_nl;
+    case GgmlType::kMXFP4:
+      return kernels.dot_mxfp4;
     case GgmlType::kQ4_1:
       return kernels.dot_q4_1;
     case GgmlType::kQ5_1:

@@ -62,6 +62,16 @@ struct BlockIQ4_NL {
 };
 static_assert(sizeof(BlockIQ4_NL) == 18, "BlockIQ4_NL must match ggml's block_iq4_nl");
 
+// MXFP4 (the OCP microscaling format, ggml's block_mxfp4): nibbles as Q4_0, each an FP4 E2M1 value
+// (kMxfp4Levels, quant/mxfp4_levels.h, doubled so they are integers); value = level * 2^(e - 128),
+// e an E8M0 exponent byte (0xFF, E8M0's NaN, is invalid). No fp16 scale: the block is 17 bytes
+// with byte alignment.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQBlock / 2];
+};
+static_assert(sizeof(BlockMXFP4) == 17, "BlockMXFP4 must match ggml's block_mxfp4");
+
 // Elements per super-block of the k-quants (ggml's QK_K).
 inline constexpr int kKBlock = 256;
 

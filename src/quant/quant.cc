@@ -8,6 +8,8 @@
 #include "quant/half.h"
 #include "quant/iq4_quants.h"
 #include "quant/k_quants.h"
+#include "quant/mxfp4_levels.h"
+#include "quant/mxfp4_quants.h"
 
 namespace grove {
 namespace {
@@ -49,13 +51,16 @@ using FirstBadScaleFn = int64_t (*)(const void* src, int64_t n_blocks);
 bool NonFiniteHalf(uint16_t h) { return (h & 0x7C00u) == 0x7C00u; }
 
 // The first block whose scale (d, and the min's scale where the type has one: m or dmin) is not
-// finite; -1 when none is. Every block type keeps its scales as fp16.
+// finite; -1 when none is. Every block type keeps its scales as fp16 but MXFP4, whose E8M0
+// exponent e is bad when it is E8M0's NaN.
 template <typename Block>
 int64_t FirstBadScale(const void* src, int64_t n_blocks) {
   const auto* blocks = static_cast<const Block*>(src);
   for (int64_t i = 0; i < n_blocks; ++i) {
     const Block& b = blocks[i];
-    bool bad = NonFiniteHalf(b.d);
+    bool bad = false;
+    if constexpr (requires { b.e; }) bad |= b.e == kMxfp4BadExponent;
+    if constexpr (requires { b.d; }) bad |= NonFiniteHalf(b.d);
     if constexpr (requires { b.m; }) bad |= NonFiniteHalf(b.m);
     if constexpr (requires { b.dmin; }) bad |= NonFiniteHalf(b.dmin);
     if (bad) return i;
@@ -89,6 +94,8 @@ const WeightTypeRow kWeightTypes[] = {
      Quantize<BlockQ5_1, QuantizeRowQ5_1>, FirstBadScale<BlockQ5_1>},
     {GgmlType::kIQ4_NL, Dequantize<BlockIQ4_NL, DequantizeRowIQ4_NL>,
      Quantize<BlockIQ4_NL, QuantizeRowIQ4_NL>, FirstBadScale<BlockIQ4_NL>},
+    {GgmlType::kMXFP4, Dequantize<BlockMXFP4, DequantizeRowMXFP4>,
+     Quantize<BlockMXFP4, QuantizeRowMXFP4>, FirstBadScale<BlockMXFP4>},
     {GgmlType::kQ2_K, Dequantize<BlockQ2_K, DequantizeRowQ2_K>,
      Quantize<BlockQ2_K, QuantizeRowQ2_K>, FirstBadScale<BlockQ2_K>},
     {GgmlType::kQ3_K, Dequantize<BlockQ3_K, DequantizeRowQ3_K>,

@@ -11,14 +11,15 @@
 namespace grove {
 
 // Rows of the type can be dequantized: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
+// MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS.
 bool CanDequantize(GgmlType type);
 // The first block of n elements at `data` whose scale is NaN or infinite (a damaged file: every
-// value of that block would be), or -1. Reads the scales only; -1 for the float types.
+// value of that block would be; for MXFP4, an exponent byte of 0xFF), or -1. Reads the scales
+// only; -1 for the float types.
 int64_t FirstNonFiniteScale(GgmlType type, const void* data, int64_t n);
 // grove writes the type, byte for byte as ggml's quantizer without an importance matrix: every
-// type it reads (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K,
-// Q6_K, IQ4_XS).
+// type it reads (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q4_K,
+// Q5_K, Q6_K, IQ4_XS).
 bool CanQuantize(GgmlType type);
 
 // True when a model's matrix may have this type: every type grove reads has its own kernels

@@ -69,12 +69,13 @@ GgmlType FfnDownType(QuantMix mix, GgmlType base, int layer, const MixModel& mod
 
 }  // namespace
 
-GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name,
+GgmlType MixTensorType(QuantMix mix, GgmlType base, const std::string& name, int64_t n_matrices,
                        const MixModel& model) {
   if (mix == QuantMix::kNone) return base;
-  if (name == "output.weight" || (!model.has_output && name == "token_embd.weight")) {
-    return GgmlType::kQ6_K;
-  }
+  const bool output = name == "output.weight" || (!model.has_output && name == "token_embd.weight");
+  // llama.cpp decides MXFP4_MOE before every other rule: the output Q8_0, then by shape alone.
+  if (mix == QuantMix::kMXFP4_MoE) return !output && n_matrices > 1 ? base : GgmlType::kQ8_0;
+  if (output) return GgmlType::kQ6_K;
   const int layer = LayerOf(name);
   if (layer < 0) return base;
   // llama.cpp counts a fused QKV (Phi-3) among the value projections, "more sensitive to

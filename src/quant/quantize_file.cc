@@ -42,6 +42,7 @@ const std::vector<QuantTarget>& KnownTargets() {
       {"q5_k_s", GgmlType::kQ5_K, 16, QuantMix::kQ5_K_S},
       {"iq4_nl", GgmlType::kIQ4_NL, 25, QuantMix::kIQ4},
       {"iq4_xs", GgmlType::kIQ4_XS, 30, QuantMix::kIQ4},
+      {"mxfp4_moe", GgmlType::kMXFP4, 38, QuantMix::kMXFP4_MoE},
   };
   return targets;
 }
@@ -105,7 +106,8 @@ GgmlType OutputType(const GgufTensor& t, const QuantTarget& target, const MixMod
     return t.type;
   }
   const int64_t row = t.shape[0];
-  const GgmlType wanted = MixTensorType(target.mix, target.base, t.name, model);
+  const int64_t n_matrices = t.shape.size() > 2 ? t.shape[2] : 1;
+  const GgmlType wanted = MixTensorType(target.mix, target.base, t.name, n_matrices, model);
   const GgmlType type = FallbackType(wanted, row);
   if (type != wanted) {
     Log(LogLevel::kWarn, StrCat("tensor '", t.name, "': rows of ", row,

@@ -11,8 +11,9 @@
 // f32 whose block fits (quant_mix.h). Targets "q2_k", "q3_k_s/m/l", "q4_k_s/m", "q5_k_s/m",
 // "iq4_nl" and "iq4_xs" are llama.cpp's presets (mixes): the base type with more bits for the
 // output matrix and for attn_v, ffn_down and attn_output where llama.cpp gives them more, chosen
-// as llama-quantize does without an importance matrix. The other targets store every matrix in one
-// type (llama-quantize --pure).
+// as llama-quantize does without an importance matrix; "mxfp4_moe" stores a mixture's experts
+// (3-D tensors) in MXFP4 and every other matrix in q8_0, as llama-quantize's MXFP4_MOE. The other
+// targets store every matrix in one type (llama-quantize --pure).
 #pragma once
 
 #include <cstddef>

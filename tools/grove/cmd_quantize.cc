@@ -84,7 +84,8 @@ void AddQuantizeCommand(CLI::App& app) {
          "Target type, every matrix in it: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q3_k, "
          "q4_k, q5_k, q6_k; or one of llama.cpp's presets (more bits for the output, attn_v and "
          "ffn_down matrices, as llama-quantize chooses them): q2_k, q3_k_s, q3_k_m, q3_k_l, "
-         "q4_k_s, q4_k_m, q5_k_s, q5_k_m, iq4_nl, iq4_xs")
+         "q4_k_s, q4_k_m, q5_k_s, q5_k_m, iq4_nl, iq4_xs; mxfp4_moe (a mixture's experts in "
+         "MXFP4, every other matrix q8_0, as llama-quantize's MXFP4_MOE)")
       ->required();
   AddThreadsOption(*cmd, o->threads);
   cmd->add_flag("--force", o->force, "Replace OUT even if it is a read-only file");
