@@ -98,6 +98,8 @@ BENCHMARK_CAPTURE(BM_MatMul, Q8_0, GgmlType::kQ8_0, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q8_0_grouped, GgmlType::kQ8_0, true)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q4_0, GgmlType::kQ4_0, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q4_0_grouped, GgmlType::kQ4_0, true)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, IQ4_NL, GgmlType::kIQ4_NL, false)->Apply(Shapes);
+BENCHMARK_CAPTURE(BM_MatMul, MXFP4, GgmlType::kMXFP4, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q4_K, GgmlType::kQ4_K, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, Q6_K, GgmlType::kQ6_K, false)->Apply(Shapes);
 BENCHMARK_CAPTURE(BM_MatMul, F16, GgmlType::kF16, false)->Apply(Shapes);

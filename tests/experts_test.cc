@@ -147,6 +147,35 @@ TEST(QuantizeMixture, RouterKeepsItsTypeAndExpertsAreQuantized) {
   EXPECT_EQ(model->config().n_expert_used, 2);
 }
 
+// The model says what its expert layers read in a forward (what verifying a tree costs on a
+// mixture): one token reads its own n_used experts per layer, a batch the union of its rows'
+// choices, a dense model nothing.
+TEST(ExpertsRead, OneTokenReadsItsOwnExpertsABatchTheirUnion) {
+  const RandomModelSpec spec = testing::FamilyTestSpec("qwen3moe", GgmlType::kF32);
+  auto model = testing::MakeRandomModel(spec, {.n_threads = 1, .n_ctx = 64});
+  Batch batch;
+  batch.AddChain(std::vector<int32_t>{5}, 0, 0, /*all_logits=*/true);
+  model->Forward(batch);
+  EXPECT_EQ(model->experts_read().layers, spec.n_layer);
+  EXPECT_EQ(model->experts_read().experts, int64_t{spec.n_expert_used} * spec.n_layer);
+  std::vector<int32_t> tokens;
+  for (int32_t i = 0; i < 24; ++i) tokens.push_back((11 + 53 * i) % spec.n_vocab);
+  batch.Clear();
+  batch.AddChain(tokens, 1, 0, /*all_logits=*/true);
+  model->Forward(batch);
+  const double per_layer = model->experts_read().per_layer();
+  EXPECT_GT(per_layer, spec.n_expert_used) << "24 tokens route through more than 2 experts";
+  EXPECT_LE(per_layer, spec.n_expert);
+
+  auto dense = testing::MakeRandomModel(testing::FamilyTestSpec("qwen3", GgmlType::kF32),
+                                        {.n_threads = 1, .n_ctx = 64});
+  batch.Clear();
+  batch.AddChain(tokens, 0, 0, /*all_logits=*/true);
+  dense->Forward(batch);
+  EXPECT_EQ(dense->experts_read().layers, 0);
+  EXPECT_EQ(dense->experts_read().experts, 0);
+}
+
 // llama.cpp's MXFP4_MOE: the experts MXFP4, every other matrix Q8_0 (the router kept), and a model
 // that loads and decodes what the same file dequantized decodes.
 TEST(QuantizeMixture, Mxfp4MoeStoresTheExpertsInMxfp4) {

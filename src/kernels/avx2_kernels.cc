@@ -202,7 +202,7 @@ using MXFP4Weights = LevelWeights<BlockMXFP4, kMxfp4Levels>;
 template <typename Block>
 float BlockStep(const Block& b) {
   if constexpr (requires { b.e; }) {
-    return Mxfp4Scale(b.e);
+    return kMxfp4Scales[b.e];
   } else {
     return _cvtsh_ss(b.d);
   }

@@ -278,7 +278,7 @@ __m512 PairScales(uint16_t d0, uint16_t d1) {
 template <bool kSingle, typename Block>
 __m512 BlockPairSteps(const Block* w) {
   if constexpr (requires { w->e; }) {
-    const float steps[2] = {Mxfp4Scale(w[0].e), kSingle ? 0.0f : Mxfp4Scale(w[1].e)};
+    const float steps[2] = {kMxfp4Scales[w[0].e], kSingle ? 0.0f : kMxfp4Scales[w[1].e]};
     uint64_t bits;
     std::memcpy(&bits, steps, sizeof(bits));
     return _mm512_castsi512_ps(_mm512_set1_epi64(static_cast<long long>(bits)));

@@ -102,7 +102,7 @@ void DotQ8_0(const void* w_row, int64_t n_in, const void* x, int64_t x_stride, i
 template <typename Block>
 float BlockStep(const Block& b) {
   if constexpr (requires { b.e; }) {
-    return Mxfp4Scale(b.e);
+    return kMxfp4Scales[b.e];
   } else {
     return Fp16ToFp32(b.d);
   }

@@ -100,6 +100,7 @@ uint64_t CpuForward::activation_bytes() const {
 std::span<const float> CpuForward::Run(const ForwardInput& input, int32_t first_layer,
                                        int32_t last_layer) {
   // The recurrent states were prepared with the batch (Model::PrepareBatch).
+  experts_read_ = {};
   for (int32_t layer = first_layer; layer < last_layer; ++layer) Layer(input, layer);
   if (last_layer < config_.n_layer) return hidden_states(input.layout.size());
   return Logits(input);
@@ -156,6 +157,8 @@ void CpuForward::GatedFeedForward(const LayerWeights& w, int32_t n) {
 void CpuForward::ExpertFeedForward(const LayerWeights& w, int32_t n) {
   grove::ExpertFeedForward(w.experts, config_.family->activation, xb_.data(), n, proj_.data(),
                            experts_, matmul_scratch_, pool_);
+  experts_read_.experts += experts_.last_experts_read();
+  ++experts_read_.layers;
   if (w.shared_expert_gate.empty()) return;
   // The shared expert beside the routed ones (Qwen3.5-MoE, as llama.cpp's qwen35moe builder):
   // out += sigmoid(x . ffn_gate_inp_shexp) * shared(x). Each row's gate and sum read only that

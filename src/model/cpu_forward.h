@@ -35,6 +35,7 @@ class CpuForward final : public ForwardBackend {
                              int32_t last_layer) override;
   std::span<const float> hidden_states(int32_t n) const override;
   uint64_t activation_bytes() const override;
+  ExpertsRead experts_read() const override { return experts_read_; }
 
  private:
   // One block of every family, as the equations read (cpu_forward.cc).
@@ -97,7 +98,8 @@ class CpuForward final : public ForwardBackend {
   AlignedBuffer<float> gdn_alpha_;        // (max_batch, n_v_heads)
   AlignedBuffer<float> gdn_out_;          // (max_batch, value_dim)
   RecurrentStates* recurrent_ = nullptr;  // kv_'s, when the model has recurrent layers
-  ExpertScratch experts_;  // a mixture's routing and grouped rows (empty without experts)
+  ExpertScratch experts_;     // a mixture's routing and grouped rows (empty without experts)
+  ExpertsRead experts_read_;  // by the last Run
   // Attention scores of one query group (ops/attention.h) per pool thread: its queries' rows of
   // visible keys (at most n_ctx each), and their softmax sums.
   std::size_t scores_per_thread_;

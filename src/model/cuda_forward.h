@@ -49,6 +49,8 @@ class CudaForward final : public ForwardBackend {
   // Copied from the GPU.
   std::span<const float> hidden_states(int32_t n) const override;
   uint64_t activation_bytes() const override;
+  // Mixtures are refused on the GPU (CheckBackendRuns): nothing to count.
+  ExpertsRead experts_read() const override { return {}; }
 
  private:
   // Copies the layout's arrays, the rotations and the input rows to the GPU.

@@ -39,6 +39,15 @@ ComputeDevice ParseComputeDevice(std::string_view name);
 // (issue 30). Larger batches fault in their rows when they first come.
 inline constexpr std::size_t kPrefaultedRows = 8;
 
+// What a mixture's layers read in one forward: the experts each of its expert layers ran (the
+// union of its rows' choices), summed over those layers. Verifying n tokens costs what they read,
+// not n times one token's reads. Zero for a model without experts.
+struct ExpertsRead {
+  int64_t experts = 0;  // summed over the layers
+  int32_t layers = 0;   // expert layers the forward ran
+  double per_layer() const { return layers > 0 ? static_cast<double>(experts) / layers : 0.0; }
+};
+
 // What a backend runs: the batch as Model checked and laid it out, with its rotations.
 struct ForwardInput {
   const Batch& batch;
@@ -68,6 +77,8 @@ class ForwardBackend {
   virtual std::span<const float> hidden_states(int32_t n) const = 0;
   // Bytes of its activations and scratch.
   virtual uint64_t activation_bytes() const = 0;
+  // The experts the last Run read.
+  virtual ExpertsRead experts_read() const = 0;
 };
 
 // Throws grove::Error naming why `device` cannot run layers `part` of a model of `config`: a

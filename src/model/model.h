@@ -116,6 +116,8 @@ class Model {
   // n_embd) floats for its n batch rows, valid until the next call. Free: the forward keeps it
   // anyway.
   std::span<const float> hidden_states() const;
+  // The experts a mixture's layers read in the last forward (forward_backend.h); zero without.
+  ExpertsRead experts_read() const { return backend_->experts_read(); }
 
   // Runs `tokens` as a causal chain continuing sequence `seq` at first_position, in chunks of
   // max_batch (a prompt may be longer than one batch). Returns the last token's logits, or nothing

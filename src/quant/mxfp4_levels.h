@@ -4,8 +4,9 @@
 // is halved to match the doubled levels. Shared by the quantizer and the kernels.
 #pragma once
 
+#include <array>
+#include <bit>
 #include <cstdint>
-#include <cstring>
 
 namespace grove {
 
@@ -16,13 +17,15 @@ inline constexpr int8_t kMxfp4Levels[16] = {0, 1,  2,  3,  4,  6,  8,  12,
 inline constexpr uint8_t kMxfp4BadExponent = 0xFF;
 
 // 2^(e - 128) as a float, bit for bit as ggml's ggml_e8m0_to_fp32_half: e = 0 and 1 are the
-// subnormals 2^-128 and 2^-127. Internal linkage (static), since SIMD kernel files include it and
-// an inline function compiled with their flags must not be the copy the linker keeps elsewhere.
-static inline float Mxfp4Scale(uint8_t e) {
-  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return scale;
-}
+// subnormals 2^-128 and 2^-127. A table, so that the kernels read a block's step with one load
+// and no branch.
+inline constexpr std::array<float, 256> kMxfp4Scales = [] {
+  std::array<float, 256> scales{};
+  for (uint32_t e = 0; e < 256; ++e) {
+    const uint32_t bits = e < 2 ? 0x00200000u << e : (e - 1) << 23;
+    scales[e] = std::bit_cast<float>(bits);
+  }
+  return scales;
+}();
 
 }  // namespace grove

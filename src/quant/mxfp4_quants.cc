@@ -43,7 +43,7 @@ void QuantizeRowMXFP4(const float* src, BlockMXFP4* dst, int64_t n_blocks) {
       if (amax < std::fabs(x[j])) amax = std::fabs(x[j]);
     }
     const uint8_t e = BlockExponent(amax);
-    const float scale = Mxfp4Scale(e);
+    const float scale = kMxfp4Scales[e];
     dst[b].e = e;
     for (int j = 0; j < kHalf; ++j) {
       dst[b].qs[j] = static_cast<uint8_t>(NearestLevel(x[j], scale) |
@@ -55,7 +55,7 @@ void QuantizeRowMXFP4(const float* src, BlockMXFP4* dst, int64_t n_blocks) {
 void DequantizeRowMXFP4(const BlockMXFP4* src, float* dst, int64_t n_blocks) {
   constexpr int kHalf = kQBlock / 2;
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const float scale = Mxfp4Scale(src[b].e);
+    const float scale = kMxfp4Scales[src[b].e];
     float* y = dst + b * kQBlock;
     for (int j = 0; j < kHalf; ++j) {
       y[j] = static_cast<float>(kMxfp4Levels[src[b].qs[j] & 0x0f]) * scale;

@@ -19,41 +19,46 @@ void BenchTimer::AddRandomChain(int32_t n, bool all_logits) {
   batch_.AddChain(chain_, model_.cache(0).length(), 0, all_logits);
 }
 
-void BenchTimer::Prefill(int32_t n_tokens) {
+int64_t BenchTimer::Prefill(int32_t n_tokens) {
+  int64_t experts = 0;
   for (int32_t done = 0; done < n_tokens;) {
     const int32_t chunk = std::min(n_tokens - done, model_.max_batch());
     AddRandomChain(chunk, /*all_logits=*/false);
     model_.Forward(batch_);
+    experts += model_.experts_read().experts;
     done += chunk;
   }
+  return experts;
 }
 
 TimedRun BenchTimer::Prompt(int32_t n_tokens) {
   model_.cache(0).Clear();
   Timer timer;
-  Prefill(n_tokens);
+  const int64_t experts = Prefill(n_tokens);
   const double seconds = timer.Seconds();
   const int32_t chunks = (n_tokens + model_.max_batch() - 1) / model_.max_batch();
-  return {seconds, chunks};
+  return {seconds, chunks, experts};
 }
 
 TimedRun BenchTimer::Generate(int32_t n_tokens) {
   model_.cache(0).Clear();
   Prefill(kGeneratePrefix);
   Timer timer;
+  int64_t experts = 0;
   for (int32_t i = 0; i < n_tokens; ++i) {
     AddRandomChain(1, /*all_logits=*/true);
     model_.Forward(batch_);
+    experts += model_.experts_read().experts;
   }
-  return {timer.Seconds(), n_tokens};
+  return {timer.Seconds(), n_tokens, experts};
 }
 
-std::vector<std::vector<double>> BenchTimer::VerifyCurve(std::span<const int32_t> ns,
-                                                         int32_t n_prefix, int repetitions) {
+std::vector<BenchTimer::CurveSamples> BenchTimer::VerifyCurve(std::span<const int32_t> ns,
+                                                              int32_t n_prefix, int repetitions) {
   KvCache& cache = model_.cache(0);
   cache.Clear();
   Prefill(n_prefix);
-  std::vector<std::vector<double>> samples(ns.size());
+  std::vector<CurveSamples> samples(ns.size());
   for (int rep = -1; rep < repetitions; ++rep) {  // round -1 warms up every shape, not counted
     for (std::size_t i = 0; i < ns.size(); ++i) {
       // A chain is the costliest tree of n nodes for attention (each node sees all before it), so
@@ -63,7 +68,10 @@ std::vector<std::vector<double>> BenchTimer::VerifyCurve(std::span<const int32_t
       model_.Forward(batch_);
       const double seconds = timer.Seconds();
       cache.Truncate(n_prefix);
-      if (rep >= 0) samples[i].push_back(seconds);
+      if (rep >= 0) {
+        samples[i].seconds.push_back(seconds);
+        samples[i].experts_per_layer.push_back(model_.experts_read().per_layer());
+      }
     }
   }
   return samples;

@@ -25,7 +25,8 @@ inline constexpr int32_t kGeneratePrefix = 16;
 
 struct TimedRun {
   double seconds = 0;
-  int32_t forwards = 0;  // Forward calls, each reading every weight once
+  int32_t forwards = 0;  // Forward calls, each reading every weight once but a mixture's experts
+  int64_t experts_read = 0;  // a mixture's: experts those calls read, summed over expert layers
 };
 
 class BenchTimer {
@@ -36,16 +37,24 @@ class BenchTimer {
   TimedRun Prompt(int32_t n_tokens);
   TimedRun Generate(int32_t n_tokens);
 
-  // Seconds of one verification forward per (repetition, n): samples[i][rep] for ns[i]. Repetitions
-  // run as rounds over all n, so slow drift of a shared machine (another job starting, the clock
-  // changing) moves every n alike and leaves the ratios t(n)/t(1) meaningful.
-  std::vector<std::vector<double>> VerifyCurve(std::span<const int32_t> ns, int32_t n_prefix,
-                                               int repetitions);
+  // Per n, one sample per repetition: the seconds of one verification forward, and on a mixture
+  // the experts it read per expert layer (random tokens route about uniformly, so this is the
+  // union a chain of n unrelated tokens reads, an upper bound for text).
+  struct CurveSamples {
+    std::vector<double> seconds;
+    std::vector<double> experts_per_layer;
+  };
+  // samples[i] for ns[i]. Repetitions run as rounds over all n, so slow drift of a shared machine
+  // (another job starting, the clock changing) moves every n alike and leaves the ratios
+  // t(n)/t(1) meaningful.
+  std::vector<CurveSamples> VerifyCurve(std::span<const int32_t> ns, int32_t n_prefix,
+                                        int repetitions);
 
  private:
   // Appends a chain of n random tokens from the cache's current length.
   void AddRandomChain(int32_t n, bool all_logits);
-  void Prefill(int32_t n_tokens);
+  // Returns the experts its forwards read (a mixture's; else 0).
+  int64_t Prefill(int32_t n_tokens);
 
   Model& model_;
   std::mt19937 rng_;

@@ -67,8 +67,13 @@ struct ModelFacts {
   uint64_t size_bytes = 0;  // all tensor data
   uint64_t params = 0;
   std::string types;          // types of the matrices, most bytes first: "q8_0", "q4_K+q6_K"
-  uint64_t weight_bytes = 0;  // read per forward
-  uint64_t kv_bytes = 0;      // of one sequence's cache, for the bench's context
+  uint64_t weight_bytes = 0;  // read per forward (a mixture: with every expert)
+  // A mixture's experts: how many per layer, and the bytes of one expert of one layer (its gate,
+  // up and down rows), which a forward reads once per expert it runs in that layer.
+  int32_t n_expert = 0;
+  uint64_t expert_bytes = 0;  // of all experts of all layers
+  uint64_t bytes_per_expert = 0;
+  uint64_t kv_bytes = 0;  // of one sequence's cache, for the bench's context
   // KV bytes one more token costs once the sliding-window layers' rings are full (their global
   // layers' share): what a long context costs per token.
   uint64_t kv_bytes_per_token = 0;
@@ -87,7 +92,8 @@ struct TestResult {
 struct CurvePoint {
   int32_t n = 0;
   SampleStats seconds;
-  double ratio = 0;  // median t(n) / median t(1)
+  double ratio = 0;              // median t(n) / median t(1)
+  double experts_per_layer = 0;  // a mixture's: mean experts read per expert layer
 };
 
 // One (model, thread count) load and everything measured on it.
@@ -137,6 +143,7 @@ ModelFacts DescribeModel(const Model& model, const std::string& path) {
     f.size_bytes += t.n_bytes;
     f.params += static_cast<uint64_t>(t.n_elements());
     if (t.shape.size() >= 2) matrix_bytes[t.type] += t.n_bytes;
+    if (t.name.ends_with("_exps.weight")) f.expert_bytes += t.n_bytes;
   }
   std::vector<std::pair<uint64_t, GgmlType>> by_bytes;
   by_bytes.reserve(matrix_bytes.size());
@@ -146,6 +153,12 @@ ModelFacts DescribeModel(const Model& model, const std::string& path) {
     f.types += (f.types.empty() ? "" : "+") + std::string(GgmlTypeName(type));
   f.weight_bytes = model.weight_bytes();
   const ModelConfig& c = model.config();
+  f.n_expert = c.n_expert;
+  int32_t expert_layers = 0;
+  for (const LayerKind& kind : c.layer_kinds)
+    expert_layers += kind.feed_forward == FeedForwardKind::kExperts;
+  if (c.n_expert > 0 && expert_layers > 0)
+    f.bytes_per_expert = f.expert_bytes / (static_cast<uint64_t>(c.n_expert) * expert_layers);
   f.kv_bytes = model.cache(0).bytes();
   f.kv_type = KvCacheTypeName(model.cache_type());
   f.kv_bytes_per_token =
@@ -229,7 +242,11 @@ TestResult TimeTest(BenchTimer& timer, const ModelFacts& model, int32_t n_prompt
     const TimedRun t = run();
     r.seconds.push_back(t.seconds);
     tps.push_back((n_prompt + n_gen) / t.seconds);
-    gbps.push_back(static_cast<double>(model.weight_bytes) * t.forwards / t.seconds / 1e9);
+    // Bytes read: every weight once per forward but the experts, which count as they were run.
+    const double bytes =
+        static_cast<double>(model.weight_bytes - model.expert_bytes) * t.forwards +
+        static_cast<double>(model.bytes_per_expert) * static_cast<double>(t.experts_read);
+    gbps.push_back(bytes / t.seconds / 1e9);
   }
   r.tokens_per_s = Summarize(tps);
   r.gbps = Summarize(gbps);
@@ -239,8 +256,14 @@ TestResult TimeTest(BenchTimer& timer, const ModelFacts& model, int32_t n_prompt
 std::vector<CurvePoint> TimeCurve(BenchTimer& timer, const BenchOptions& o) {
   const auto samples = timer.VerifyCurve(o.curve, o.curve_prefix, o.repetitions);
   std::vector<CurvePoint> curve;
-  for (std::size_t i = 0; i < o.curve.size(); ++i)
-    curve.push_back({o.curve[i], Summarize(samples[i]), 0});
+  for (std::size_t i = 0; i < o.curve.size(); ++i) {
+    const std::vector<double>& experts = samples[i].experts_per_layer;
+    const double mean_experts = experts.empty()
+                                    ? 0.0
+                                    : std::accumulate(experts.begin(), experts.end(), 0.0) /
+                                          static_cast<double>(experts.size());
+    curve.push_back({o.curve[i], Summarize(samples[i].seconds), 0, mean_experts});
+  }
   for (CurvePoint& p : curve) p.ratio = p.seconds.median / curve.front().seconds.median;
   return curve;
 }
@@ -281,10 +304,17 @@ void PrintMemory(const BenchRun& r) {
 void PrintCurve(const BenchRun& r, const BenchOptions& o) {
   std::printf("\nverify curve: %s, %d threads, chain of n tokens after %d, %d repetitions\n\n",
               r.model.name.c_str(), r.threads, o.curve_prefix, o.repetitions);
-  std::printf("| n | t(n) ms (median) | sd ms | t(n)/t(1) |\n| ---: | ---: | ---: | ---: |\n");
+  // A mixture's verify time follows the experts its tokens read, not n: say how many.
+  const bool experts = r.model.n_expert > 0;
+  std::printf(
+      "| n | t(n) ms (median) | sd ms | t(n)/t(1) |%s\n| ---: | ---: | ---: | ---: |%s\n",
+      experts ? StrCat(" experts read per layer (of ", r.model.n_expert, ") |").c_str() : "",
+      experts ? " ---: |" : "");
   for (const CurvePoint& p : r.curve) {
-    std::printf("| %d | %.2f | %.2f | %.2f |\n", p.n, p.seconds.median * 1e3, p.seconds.sd * 1e3,
+    std::printf("| %d | %.2f | %.2f | %.2f |", p.n, p.seconds.median * 1e3, p.seconds.sd * 1e3,
                 p.ratio);
+    if (experts) std::printf(" %.1f |", p.experts_per_layer);
+    std::printf("\n");
   }
 }
 
@@ -296,7 +326,8 @@ Json CurveJson(const std::vector<CurvePoint>& curve) {
                       {"seconds_sd", p.seconds.sd},
                       {"seconds_min", p.seconds.min},
                       {"seconds_max", p.seconds.max},
-                      {"ratio", p.ratio}});
+                      {"ratio", p.ratio},
+                      {"experts_per_layer", p.experts_per_layer}});
   }
   return points;
 }
