@@ -321,6 +321,15 @@ TEST_P(FamilySpeculation, GreedyEqualsPlainTokenForToken) {
   const std::vector<int32_t> plain = GeneratePlain(*target, prompt, greedy, session_options, {});
   SpeculativeSession session(*target, drafter, policy, session_options);
   EXPECT_EQ(session.Generate(prompt, {}), plain);
+  // A mixture's steps say what their verify forwards read: at least each token's own experts.
+  const ModelConfig& config = target->config();
+  if (config.n_expert > 0) {
+    EXPECT_EQ(session.stats().verify_expert_layers, session.stats().steps * config.n_layer);
+    EXPECT_GE(session.stats().verify_experts_per_layer(), config.n_expert_used);
+    EXPECT_LE(session.stats().verify_experts_per_layer(), config.n_expert);
+  } else {
+    EXPECT_EQ(session.stats().verify_experts, 0);
+  }
   if (c.self_draft) {
     EXPECT_GE(session.stats().tau(), 2.0) << "τ = " << session.stats().tau();
   }

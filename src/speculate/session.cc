@@ -191,6 +191,9 @@ std::span<const int32_t> SpeculativeSession::Accept(std::span<const float> logit
   step_.state = state_now - state_seconds_;
   state_seconds_ = state_now;
   step_.verify_forward = std::max(0.0, step_.verify_forward - step_.state);
+  const ExpertsRead experts = target_.experts_read();
+  stats_.verify_experts += experts.experts;
+  stats_.verify_expert_layers += experts.layers;
   Timer timer;
   VerifyRows(logits);
   step_.verification = timer.Seconds();

@@ -64,6 +64,11 @@ struct SpeculationStats {
   int64_t cached_prompt_tokens = 0;  // of them, kept in the target cache (not prefilled again)
   int64_t generated = 0;             // tokens emitted (accepted + next), the stop token included
   int64_t tree_nodes = 0;            // draft nodes verified, summed over steps
+  // A mixture target's verify forwards: the experts they read, summed over their expert layers,
+  // and those layers (forward_backend.h's ExpertsRead). A tree costs the union of its tokens'
+  // experts. Sequences batched into one forward each count that forward's.
+  int64_t verify_experts = 0;
+  int64_t verify_expert_layers = 0;
   // Steps the drafter announced as cheap and drafted as a chain of their own depth
   // (speculate/draft_outlook.h), and those chains' nodes.
   int64_t cheap_steps = 0;
@@ -91,6 +96,12 @@ struct SpeculationStats {
   // Mean tokens per step: accepted + 1 (τ).
   double tau() const { return steps ? static_cast<double>(generated) / steps : 0.0; }
   double tokens_per_second() const { return total_seconds > 0 ? generated / total_seconds : 0.0; }
+  // Mean experts a verify forward read per expert layer; 0 without experts.
+  double verify_experts_per_layer() const {
+    return verify_expert_layers > 0
+               ? static_cast<double>(verify_experts) / static_cast<double>(verify_expert_layers)
+               : 0.0;
+  }
   // accepted_at_depth / reached_depth for each depth some tree reached (for a chain: the share of
   // steps that accepted at least d tokens).
   std::vector<double> acceptance_by_depth() const;

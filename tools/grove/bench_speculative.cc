@@ -188,6 +188,7 @@ nlohmann::ordered_json RowJson(const SpecBenchOptions& o,
           {"call_speedup_samples", row.call_speedup},
           {"predicted_tps", predicted},
           {"split", SplitJson(t.times, t.steps)},
+          {"verify_experts_per_layer", t.verify_experts_per_layer()},
           {"greedy_identical", greedy ? nlohmann::ordered_json(row.identical) : nullptr}};
 }
 

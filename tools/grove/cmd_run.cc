@@ -266,6 +266,10 @@ void PrintSpeculativeStats(const RunOptions& o, const LoadedRun& run, std::size_
                               : 0.0);
   std::fprintf(stderr, "[grove] step %.3f ms: %s\n",
                s.steps ? 1e3 * s.times.total() / s.steps : 0.0, FormatStepSplit(s.times).c_str());
+  if (s.verify_expert_layers > 0) {
+    std::fprintf(stderr, "[grove] experts: %.1f of %d read per layer by a verify forward\n",
+                 s.verify_experts_per_layer(), model.config().n_expert);
+  }
   std::fprintf(stderr, "[grove] acceptance by depth:%s\n", FormatAcceptanceByDepth(s).c_str());
   if (session.planner()) std::fprintf(stderr, "[grove] %s\n", FormatPlannerChoice(session).c_str());
   if (const auto* mixture = dynamic_cast<const DrafterMixture*>(&drafter))
