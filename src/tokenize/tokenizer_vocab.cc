@@ -87,10 +87,32 @@ void ReadSpecialTokens(const GgufFile& gguf, TokenizerVocab& vocab) {
   mark_eog(vocab.eos);
   mark_eog(ReadSpecialId(gguf, vocab, "tokenizer.ggml.eot_token_id", ""));
   mark_eog(ReadSpecialId(gguf, vocab, "tokenizer.ggml.eom_token_id", ""));
-  static constexpr std::array<std::string_view, 7> kEogTexts = {
-      "<|eot_id|>", "<|eom_id|>", "<|end_of_text|>", "<|endoftext|>",
-      "<|im_end|>", "<|end|>",    "<end_of_turn>"};
+  static constexpr std::array<std::string_view, 9> kEogTexts = {
+      "<|eot_id|>", "<|eom_id|>",    "<|end_of_text|>", "<|endoftext|>", "<|im_end|>",
+      "<|end|>",    "<end_of_turn>", "<|return|>",      "<|call|>"};
   for (std::string_view text : kEogTexts) mark_eog(vocab.Find(text));
+  // gpt-oss's harmony format ends a message with <|end|> and the answer with <|return|> (or a tool
+  // call with <|call|>): where all three are end-of-generation tokens, <|end|> is not one, as
+  // llama.cpp decides it for its o200k_harmony vocabulary (by the same test, having no better),
+  // and then renders it and matches it in text as a user-defined token.
+  const int32_t end = vocab.Find("<|end|>");
+  const int32_t ret = vocab.Find("<|return|>");
+  const int32_t call = vocab.Find("<|call|>");
+  if (end >= 0 && ret >= 0 && call >= 0 && vocab.is_eog[end] && vocab.is_eog[ret] &&
+      vocab.is_eog[call]) {
+    vocab.is_eog[end] = 0;
+    vocab.types[static_cast<std::size_t>(end)] = TokenType::kUserDefined;
+  }
+}
+
+// gpt-oss's harmony tokens that frame a message's header: llama.cpp always renders them and
+// always matches them in text (user-defined, whatever the file says), so that a reply's channel
+// and the server's parsing of it see them. By spelling, in any vocabulary, as llama.cpp.
+void MarkHarmonyHeaderTokens(TokenizerVocab& vocab) {
+  for (std::string_view text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+    const int32_t id = vocab.Find(text);
+    if (id >= 0) vocab.types[static_cast<std::size_t>(id)] = TokenType::kUserDefined;
+  }
 }
 
 // The tokens matched as whole strings before tokenizing (control, unknown, user-defined), longest
@@ -146,6 +168,7 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
   vocab->ids.Build(vocab->texts);
 
   ReadSpecialTokens(gguf, *vocab);
+  MarkHarmonyHeaderTokens(*vocab);
   ListSpecialTokens(*vocab);
 
   return vocab;
