@@ -130,14 +130,20 @@ TEST(RouteRow, TopKOfTheSoftmaxRenormalised) {
   EXPECT_NEAR(probs[5], 1.0 / z, 1e-6) << "probabilities are the softmax over every expert";
 }
 
+// A random f32 qwen3moe written by `grove quantize` as `target`; returns the output's path.
+std::string QuantizedMixture(const std::string& target) {
+  const std::string in = testing::TempPath("moe-f32-for-" + target + ".gguf");
+  RandomModelWriter(testing::FamilyTestSpec("qwen3moe", GgmlType::kF32)).WriteFile(in);
+  const std::string out = testing::TempPath("moe-" + target + ".gguf");
+  ThreadPool pool(2);
+  QuantizeFile(*GgufFile::Open(in), out, ParseQuantTarget(target), pool, {}, {});
+  return out;
+}
+
 // grove quantize on a mixture: the router keeps its f32 (as llama-quantize keeps it), the experts
 // take the target type, and the result loads as a qwen3moe model.
 TEST(QuantizeMixture, RouterKeepsItsTypeAndExpertsAreQuantized) {
-  const std::string in = testing::TempPath("moe-f32.gguf");
-  RandomModelWriter(testing::FamilyTestSpec("qwen3moe", GgmlType::kF32)).WriteFile(in);
-  const std::string out = testing::TempPath("moe-q8_0.gguf");
-  ThreadPool pool(2);
-  QuantizeFile(*GgufFile::Open(in), out, ParseQuantTarget("q8_0"), pool, {}, {});
+  const std::string out = QuantizedMixture("q8_0");
   auto file = GgufFile::Open(out);
   EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_inp.weight").type, GgmlType::kF32);
   EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_exps.weight").type, GgmlType::kQ8_0);
@@ -179,11 +185,7 @@ TEST(ExpertsRead, OneTokenReadsItsOwnExpertsABatchTheirUnion) {
 // llama.cpp's MXFP4_MOE: the experts MXFP4, every other matrix Q8_0 (the router kept), and a model
 // that loads and decodes what the same file dequantized decodes.
 TEST(QuantizeMixture, Mxfp4MoeStoresTheExpertsInMxfp4) {
-  const std::string in = testing::TempPath("moe-mxfp4-in.gguf");
-  RandomModelWriter(testing::FamilyTestSpec("qwen3moe", GgmlType::kF32)).WriteFile(in);
-  const std::string out = testing::TempPath("moe-mxfp4.gguf");
-  ThreadPool pool(2);
-  QuantizeFile(*GgufFile::Open(in), out, ParseQuantTarget("mxfp4_moe"), pool, {}, {});
+  const std::string out = QuantizedMixture("mxfp4_moe");
   auto file = GgufFile::Open(out);
   EXPECT_EQ(file->GetUint("general.file_type", 0), 38u);
   EXPECT_EQ(file->GetTensor("blk.0.ffn_gate_inp.weight").type, GgmlType::kF32);

@@ -145,9 +145,8 @@ void ModelParameters::CheckScales(const WeightView& w, ThreadPool& pool) const {
   const int64_t row = bad_row.load();
   if (row == w.n_out) return;
   Fail("model: tensor '", TensorName(data), "' (", GgmlTypeName(w.type), ") of '", gguf_->name(),
-       "' has ",
-       w.type == GgmlType::kMXFP4 ? "an exponent of 0xFF (E8M0's NaN)" : "a NaN or infinite scale",
-       " in block ", FirstNonFiniteScale(w.type, data + row * w.row_bytes, w.n_in), " of row ", row,
+       "' has ", BadScaleDescription(w.type), " in block ",
+       FirstNonFiniteScale(w.type, data + row * w.row_bytes, w.n_in), " of row ", row,
        ": the file is damaged");
 }
 

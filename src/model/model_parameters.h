@@ -90,10 +90,9 @@ class ModelParameters {
   // The name of the tensor whose bytes hold `data`, for messages ("?" if none does).
   std::string TensorName(const void* data) const;
   // Checks every held matrix and expert, and the embedding when the first layer is held
-  // (CheckScales); with
-  // group_weights packs the matrices a group kernel can compute into grouped_, releasing their
-  // file pages, and keeps them for later runs (keeping_), or maps what an earlier run packed of
-  // this file (model/packed_weight_cache.h), which was checked when it was packed.
+  // (CheckScales); with group_weights packs the matrices a group kernel can compute into grouped_,
+  // releasing their file pages, and keeps them for later runs (keeping_), or maps what an earlier
+  // run packed of this file (model/packed_weight_cache.h), which was checked when it was packed.
   void CheckAndGroupWeights(bool group_weights, ThreadPool& pool);
   // What a kept file of these packed matrices is keyed by (model/packed_weight_cache.h): the file's
   // identity, the layers held, the kernels, the packed layout with where each matrix goes, and

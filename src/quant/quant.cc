@@ -144,6 +144,10 @@ int64_t FirstNonFiniteScale(GgmlType type, const void* data, int64_t n) {
   return row.first_bad_scale ? row.first_bad_scale(data, n_blocks) : -1;
 }
 
+std::string_view BadScaleDescription(GgmlType type) {
+  return type == GgmlType::kMXFP4 ? "an exponent of 0xFF (E8M0's NaN)" : "a NaN or infinite scale";
+}
+
 bool CanQuantize(GgmlType type) {
   const WeightTypeRow* row = Find(type);
   return row && row->quantize;

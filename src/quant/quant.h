@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "io/ggml_type.h"
 
@@ -17,6 +18,9 @@ bool CanDequantize(GgmlType type);
 // value of that block would be; for MXFP4, an exponent byte of 0xFF), or -1. Reads the scales
 // only; -1 for the float types.
 int64_t FirstNonFiniteScale(GgmlType type, const void* data, int64_t n);
+// What such a block holds, for messages: "a NaN or infinite scale", or MXFP4's "an exponent of
+// 0xFF (E8M0's NaN)".
+std::string_view BadScaleDescription(GgmlType type);
 // grove writes the type, byte for byte as ggml's quantizer without an importance matrix: every
 // type it reads (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q4_K,
 // Q5_K, Q6_K, IQ4_XS).

@@ -91,27 +91,29 @@ void ReadSpecialTokens(const GgufFile& gguf, TokenizerVocab& vocab) {
       "<|eot_id|>", "<|eom_id|>",    "<|end_of_text|>", "<|endoftext|>", "<|im_end|>",
       "<|end|>",    "<end_of_turn>", "<|return|>",      "<|call|>"};
   for (std::string_view text : kEogTexts) mark_eog(vocab.Find(text));
-  // gpt-oss's harmony format ends a message with <|end|> and the answer with <|return|> (or a tool
-  // call with <|call|>): where all three are end-of-generation tokens, <|end|> is not one, as
-  // llama.cpp decides it for its o200k_harmony vocabulary (by the same test, having no better),
-  // and then renders it and matches it in text as a user-defined token.
+}
+
+// gpt-oss's harmony tokens, by spelling in any vocabulary, as llama.cpp treats them whatever the
+// file says (its vocabulary loader; after the end-of-generation tokens, which the second rule
+// reads):
+// - the tokens that frame a message's header are user-defined: always matched in text and
+//   rendered, so that a reply's channel and the server's parsing of it see them;
+// - a message ends with <|end|>, the answer with <|return|> (a tool call with <|call|>): where all
+//   three end a generation, <|end|> does not, and is user-defined too.
+void ApplyHarmonyTokenRules(TokenizerVocab& vocab) {
+  auto make_user_defined = [&](int32_t id) {
+    vocab.types[static_cast<std::size_t>(id)] = TokenType::kUserDefined;
+  };
+  for (std::string_view text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
+    if (const int32_t id = vocab.Find(text); id >= 0) make_user_defined(id);
+  }
   const int32_t end = vocab.Find("<|end|>");
   const int32_t ret = vocab.Find("<|return|>");
   const int32_t call = vocab.Find("<|call|>");
   if (end >= 0 && ret >= 0 && call >= 0 && vocab.is_eog[end] && vocab.is_eog[ret] &&
       vocab.is_eog[call]) {
     vocab.is_eog[end] = 0;
-    vocab.types[static_cast<std::size_t>(end)] = TokenType::kUserDefined;
-  }
-}
-
-// gpt-oss's harmony tokens that frame a message's header: llama.cpp always renders them and
-// always matches them in text (user-defined, whatever the file says), so that a reply's channel
-// and the server's parsing of it see them. By spelling, in any vocabulary, as llama.cpp.
-void MarkHarmonyHeaderTokens(TokenizerVocab& vocab) {
-  for (std::string_view text : {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}) {
-    const int32_t id = vocab.Find(text);
-    if (id >= 0) vocab.types[static_cast<std::size_t>(id)] = TokenType::kUserDefined;
+    make_user_defined(end);
   }
 }
 
@@ -168,7 +170,7 @@ std::unique_ptr<TokenizerVocab> LoadTokenizerVocab(const GgufFile& gguf) {
   vocab->ids.Build(vocab->texts);
 
   ReadSpecialTokens(gguf, *vocab);
-  MarkHarmonyHeaderTokens(*vocab);
+  ApplyHarmonyTokenRules(*vocab);
   ListSpecialTokens(*vocab);
 
   return vocab;

@@ -257,12 +257,8 @@ std::vector<CurvePoint> TimeCurve(BenchTimer& timer, const BenchOptions& o) {
   const auto samples = timer.VerifyCurve(o.curve, o.curve_prefix, o.repetitions);
   std::vector<CurvePoint> curve;
   for (std::size_t i = 0; i < o.curve.size(); ++i) {
-    const std::vector<double>& experts = samples[i].experts_per_layer;
-    const double mean_experts = experts.empty()
-                                    ? 0.0
-                                    : std::accumulate(experts.begin(), experts.end(), 0.0) /
-                                          static_cast<double>(experts.size());
-    curve.push_back({o.curve[i], Summarize(samples[i].seconds), 0, mean_experts});
+    curve.push_back({o.curve[i], Summarize(samples[i].seconds), 0,
+                     Summarize(samples[i].experts_per_layer).mean});
   }
   for (CurvePoint& p : curve) p.ratio = p.seconds.median / curve.front().seconds.median;
   return curve;
