@@ -98,6 +98,60 @@ TEST(AttentionTest, EveryLevelMatchesDoubleReference) {
   }
 }
 
+// A sink (gpt-oss): one more logit in the softmax's denominator with no value, so the weights
+// sum to less than one. Against a double reference, with sinks below, among and above the scores
+// (the last makes the sink the softmax's maximum); and a query group gives each query the bits it
+// gets alone.
+TEST(AttentionTest, SinkJoinsTheSoftmaxWithoutAValue) {
+  for (int32_t n : {1, 9, 40}) {
+    const int32_t head_dim = 64;
+    const Cache c = MakeCache(n, head_dim, static_cast<uint32_t>(500 + n));
+    const std::vector<float> q = Random(head_dim, 600 + n, 2.0f);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+    for (const float sink : {-20.0f, 0.5f, 30.0f}) {
+      std::vector<double> s(n), want(head_dim, 0.0);
+      double max = sink;
+      for (int32_t j = 0; j < n; ++j) {
+        s[j] = 0;
+        for (int32_t d = 0; d < head_dim; ++d) s[j] += double{q[d]} * c.keys[j * c.stride + d];
+        max = std::max(max, s[j] *= scale);
+      }
+      double sum = std::exp(sink - max);
+      for (int32_t j = 0; j < n; ++j) sum += s[j] = std::exp(s[j] - max);
+      for (int32_t j = 0; j < n; ++j) {
+        for (int32_t d = 0; d < head_dim; ++d) want[d] += s[j] / sum * c.values[j * c.stride + d];
+      }
+      for (const KernelSet* k : AvailableKernelLevels()) {
+        std::vector<float> scores(n + 1), alone(head_dim);
+        AttentionInput in{q.data(), c.keys.data(), c.values.data(),          c.stride, n,
+                          {},       head_dim,      static_cast<float>(scale)};
+        in.sink = &sink;
+        AttendHeadWithKernels(*k, in, scores.data(), alone.data());
+        for (int32_t d = 0; d < head_dim; ++d) {
+          ASSERT_NEAR(alone[d], want[d], 2e-5 * (1 + std::sqrt(static_cast<double>(n))))
+              << k->name << " n " << n << " sink " << sink << " d " << d;
+        }
+        const int32_t extra_begin[] = {0, 0, 0};
+        std::vector<float> out(2 * head_dim), group_scores(2 * (n + 2));
+        const std::vector<float> q2 = [&] {
+          std::vector<float> v = q;
+          v.insert(v.end(), q.begin(), q.end());
+          return v;
+        }();
+        QueryGroup g = GroupOver(c, q2, head_dim, 2, n, extra_begin, nullptr, out.data());
+        g.sink = &sink;
+        AttendQueriesWithKernels(*k, g, group_scores.data());
+        for (int32_t i = 0; i < 2; ++i) {
+          EXPECT_EQ(
+              std::vector<float>(out.begin() + i * head_dim, out.begin() + (i + 1) * head_dim),
+              alone)
+              << k->name << " n " << n << " sink " << sink << " query " << i;
+        }
+      }
+    }
+  }
+}
+
 // The same 40 keys as a prefix of 40, a prefix of 33 plus 7 extra slots, or a prefix of 30 plus
 // scattered extra slots whose keys were copied behind the prefix (what committing a tree path
 // does): bit-identical outputs at every level.

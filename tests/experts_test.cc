@@ -82,7 +82,8 @@ TEST_P(ExpertsTest, BatchRowsEqualEachRowAloneAndEachExpertRunByItself) {
     // The same row through its experts one at a time, weighted and summed by rank.
     MatMul(m.w.router, xr, 1, logits.data(), matmul, pool);
     int32_t chosen[kUsed];
-    RouteRow(logits.data(), kExperts, kUsed, chosen, weights.data(), probs.data());
+    RouteRow(RouterRule::kSoftmaxTopKNormalized, logits.data(), kExperts, kUsed, chosen,
+             weights.data(), probs.data());
     for (int32_t j = 0; j < kUsed; ++j) {
       const int32_t e = chosen[j];
       touched.insert(e);
@@ -114,7 +115,7 @@ TEST(RouteRow, TopKOfTheSoftmaxRenormalised) {
   float probs[6];
   int32_t experts[3];
   float weights[3];
-  RouteRow(logits, 6, 3, experts, weights, probs);
+  RouteRow(RouterRule::kSoftmaxTopKNormalized, logits, 6, 3, experts, weights, probs);
   // Equal logits go to the lower index first.
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 4);
@@ -128,6 +129,38 @@ TEST(RouteRow, TopKOfTheSoftmaxRenormalised) {
   EXPECT_NEAR(weights[1], p1 / s, 1e-6);
   EXPECT_NEAR(weights[2], p3 / s, 1e-6);
   EXPECT_NEAR(probs[5], 1.0 / z, 1e-6) << "probabilities are the softmax over every expert";
+}
+
+// gpt-oss's rule (llama.cpp's softmax-weight gating, norm_w false): the k largest logits, then a
+// softmax over those k alone; the others' logits play no part in the weights.
+TEST(RouteRow, SoftmaxOverTheTopKLogits) {
+  const float logits[6] = {0.5f, 3.0f, -1.0f, 1.5f, 2.0f, 0.0f};
+  float probs[6];
+  int32_t experts[3];
+  float weights[3];
+  RouteRow(RouterRule::kTopKSoftmax, logits, 6, 3, experts, weights, probs);
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 4);
+  EXPECT_EQ(experts[2], 3);
+  const double z = std::exp(3.0) + std::exp(2.0) + std::exp(1.5);
+  EXPECT_NEAR(weights[0], std::exp(3.0) / z, 1e-6);
+  EXPECT_NEAR(weights[1], std::exp(2.0) / z, 1e-6);
+  EXPECT_NEAR(weights[2], std::exp(1.5) / z, 1e-6);
+}
+
+// gpt-oss's clamped SwiGLU, as ggml's swiglu_oai (alpha 1.702, limit 7): the gate clamped above
+// only, the up input on both sides and shifted by one.
+TEST(GatedActivation, SwigluOaiClampsAsGgml) {
+  const float gate[] = {-3.0f, 0.5f, 6.0f, 9.0f, 20.0f};
+  const float up[] = {0.25f, -9.0f, 2.0f, 8.0f, -0.5f};
+  float out[5];
+  GatedActivation(GateActivation::kSwigluOai, gate, up, out, 5);
+  for (int i = 0; i < 5; ++i) {
+    const double x = std::min(double{gate[i]}, 7.0);
+    const double y = std::clamp(double{up[i]}, -7.0, 7.0);
+    const double want = x / (1.0 + std::exp(-1.702 * x)) * (y + 1.0);
+    EXPECT_NEAR(out[i], want, 1e-5 * (1.0 + std::abs(want))) << i;
+  }
 }
 
 // A random f32 qwen3moe written by `grove quantize` as `target`; returns the output's path.

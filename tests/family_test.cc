@@ -107,10 +107,14 @@ struct FamilyCase {
 };
 
 std::string CaseName(const ::testing::TestParamInfo<FamilyCase>& info) {
-  return info.param.arch + "_" + std::string(GgmlTypeName(info.param.type)) + "_ctx" +
-         std::to_string(info.param.context) +
-         (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "") +
-         (info.param.experts_used > 0 ? "_all_experts" : "");
+  std::string name = info.param.arch + "_" + std::string(GgmlTypeName(info.param.type)) + "_ctx" +
+                     std::to_string(info.param.context) +
+                     (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "") +
+                     (info.param.experts_used > 0 ? "_all_experts" : "");
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
 }
 
 class FamilyVsLlamaCpp : public ::testing::TestWithParam<FamilyCase> {};
@@ -167,7 +171,10 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
     noise = Compare(ref.logits,
                     RunLlamaCpp({.model = exact, .tokens = tokens, .context = c.context}).logits);
   }
-  const double bound = quantized ? 2 * noise.prob : c.arch == "gemma3" ? 5e-3 : 1e-4;
+  // The f32 rule is the floor: on some machines llama.cpp computes f16 weights exactly as their
+  // f32 copy (measured on an EPYC with AVX-512 BF16: identical logits), a noise of 0.
+  const double f32_bound = c.arch == "gemma3" ? 5e-3 : 1e-4;
+  const double bound = quantized ? std::max(2 * noise.prob, f32_bound) : f32_bound;
   std::printf("%s: max |p - p_llama.cpp| %.3g (logits %.3g) over %zu positions, bound %.3g%s\n",
               CaseName({c, 0}).c_str(), diff.prob, diff.logit, tokens.size(), bound,
               quantized ? StrCat("; llama.cpp's own noise (its quantization, its f16 cache) ",
@@ -177,7 +184,7 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
   EXPECT_LT(diff.prob, bound);
   // The most likely token at every position is llama.cpp's, except where llama.cpp's own top two
   // are closer than its quantization noise.
-  const double tie = quantized ? noise.logit : 1e-3;
+  const double tie = quantized ? std::max(noise.logit, 1e-3) : 1e-3;
   int near_ties = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     std::vector<float> sorted = ref.logits[i];
@@ -196,9 +203,9 @@ void CheckAgainstLlamaCpp(const std::string& path, const FamilyCase& c) {
   while (same < kGreedy && greedy[same] == ref.greedy[same]) ++same;
   if (same < kGreedy) {
     ASSERT_TRUE(quantized) << "greedy text differs at token " << same;
-    EXPECT_LE(ref.margins[same], noise.logit)
+    EXPECT_LE(ref.margins[same], tie)
         << "greedy text differs at token " << same << " where llama.cpp's margin "
-        << ref.margins[same] << " exceeds its quantization noise " << noise.logit;
+        << ref.margins[same] << " exceeds its quantization noise " << tie;
   }
   // Random weights that repeat one token would make the text check prove little.
   std::vector<int32_t> distinct(greedy.begin(), greedy.begin() + std::max(same, 1));
@@ -244,6 +251,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Qwen3.5's hybrid layers over experts and a shared expert with its sigmoid gate. F32
         // only, for qwen3moe's reason.
         FamilyCase{"qwen35moe", GgmlType::kF32, 256},
+        // gpt-oss: sinks, biases, the alternating window, YaRN, the top-k-then-softmax router and
+        // the clamped SwiGLU; and its MXFP4 experts, each row through all 8.
+        FamilyCase{"gpt-oss", GgmlType::kF32, 256},
+        FamilyCase{"gpt-oss", GgmlType::kMXFP4, 256, 0, KvCacheType::kF32, 8},
         // LongRoPE: the long factors beyond the original context (256), the short
         // ones within it (llama.cpp pads contexts to multiples of 256).
         FamilyCase{"phi3", GgmlType::kF32, 512}, FamilyCase{"phi3", GgmlType::kF32, 256},
@@ -337,7 +348,7 @@ TEST_P(FamilySpeculation, GreedyEqualsPlainTokenForToken) {
 
 std::vector<SpecCase> SpecCases() {
   std::vector<SpecCase> cases;
-  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3", "phi3", "qwen3moe"}) {
+  for (const char* arch : {"llama", "qwen2", "qwen3", "gemma3", "phi3", "qwen3moe", "gpt-oss"}) {
     for (const char* plan : {"chain:4", "kconfig:2,2,1", "sequoia:10", "opt:10,0.05"}) {
       cases.push_back({arch, plan, false});
     }
@@ -395,8 +406,15 @@ TEST_P(FamilyContract2, TreeRowsEqualEachPathRunAlone) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyContract2,
-                         ::testing::Values("llama", "qwen2", "qwen3", "gemma3", "phi3",
-                                           "qwen3moe"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "gemma3", "phi3", "qwen3moe",
+                                           "gpt-oss"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 // Real pairs differ in the padding of their vocabularies (Qwen2.5-0.5B: 151,936 rows, -7B:
 // 152,064): a draft up to 128 tokens smaller or larger drafts for its target, losslessly.
@@ -501,6 +519,9 @@ TEST(FamilyFiles, RelabelledFilesAreRefusedNamingWhatDoesNotFit) {
   // Qwen2 weights called llama: its biases would be ignored, so the first one is named.
   ExpectLoadError(RewrittenModel("qwen2", "llama"),
                   "tensor 'blk.0.attn_q.bias' is not used by architecture 'llama'");
+  // gpt-oss called Qwen3-MoE: its window is not Qwen3-MoE's (and then its biases and sinks).
+  ExpectLoadError(RewrittenModel("gpt-oss", "qwen3moe"),
+                  "'qwen3moe.attention.sliding_window' = 16, but 'qwen3moe' models have no");
   // Llama weights called qwen2: they lack the biases qwen2 has.
   ExpectLoadError(RewrittenModel("llama", "qwen2"), "missing tensor 'blk.0.attn_q.bias'");
   // Gemma 3 called Qwen3: the window it carries is not Qwen3's.
@@ -516,14 +537,12 @@ TEST(FamilyFiles, RelabelledFilesAreRefusedNamingWhatDoesNotFit) {
 TEST(FamilyFiles, OtherArchitecturesAndMixturesOfExpertsAreRefusedByName) {
   ExpectLoadError(RewrittenModel("qwen3", "mixtral"),
                   "architecture 'mixtral' is a mixture-of-experts model");
-  // The mixtures grove is growing into name what they lack.
-  ExpectLoadError(RewrittenModel("qwen3moe", "gpt-oss"),
-                  "architecture 'gpt-oss' is a mixture-of-experts model that grove does not run "
-                  "yet: it lacks its attention sinks");
+  // A Qwen3-MoE file called gpt-oss lacks gpt-oss's biases.
+  ExpectLoadError(RewrittenModel("qwen3moe", "gpt-oss"), "missing tensor 'blk.0.attn_q.bias'");
   ExpectLoadError(
       RewrittenModel("llama", "mamba"),
       "unsupported architecture 'mamba' (grove runs llama, qwen2, qwen3, gemma3, phi3, qwen35, "
-      "qwen3moe, qwen35moe)");
+      "qwen3moe, qwen35moe, gpt-oss)");
   ExpectLoadError(
       RewrittenModel("llama", "llama", [](GgufWriter& w) { w.SetUint32("llama.expert_count", 8); }),
       "'llama' file with 8 experts: 'llama' models have no mixture of experts");
@@ -597,8 +616,21 @@ TEST(FamilyFiles, WrongShapesAreNamed) {
       "'qwen3.rope.dimension_count' = 96 is out of range (1 to 64)");
   ExpectLoadError(
       RewrittenModel("qwen2", "qwen2",
-                     [](GgufWriter& w) { w.SetString("qwen2.rope.scaling.type", "yarn"); }),
-      "'qwen2.rope.scaling.type' = 'yarn' is not supported");
+                     [](GgufWriter& w) { w.SetString("qwen2.rope.scaling.type", "dynamic"); }),
+      "'qwen2.rope.scaling.type' = 'dynamic' is not supported (supported: none, linear, yarn)");
+  // YaRN's attention scale from a log multiplier is DeepSeek's, which grove does not run.
+  ExpectLoadError(RewrittenModel("qwen2", "qwen2",
+                                 [](GgufWriter& w) {
+                                   w.SetString("qwen2.rope.scaling.type", "yarn");
+                                   w.SetFloat32("qwen2.rope.scaling.factor", 4.0f);
+                                   w.SetFloat32("qwen2.rope.scaling.yarn_log_multiplier", 0.1f);
+                                 }),
+                  "'qwen2.rope.scaling.yarn_log_multiplier' is not supported");
+  ExpectLoadError(RewrittenModel("gpt-oss", "gpt-oss",
+                                 [](GgufWriter& w) {
+                                   w.SetFloat32("gpt-oss.rope.scaling.yarn_ext_factor", 2.0f);
+                                 }),
+                  "'gpt-oss.rope.scaling.yarn_ext_factor' = 2 is out of range");
 }
 
 TEST(FamilyFiles, AWindowLongerThanTheContextLoadsAndNeverApplies) {

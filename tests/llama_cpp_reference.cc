@@ -175,6 +175,20 @@ RandomModelSpec FamilyTestSpec(const std::string& arch, GgmlType type, uint64_t 
     s.ssm_state = 32;
     s.ssm_groups = 2;
     s.ssm_v_heads = 4;
+  } else if (arch == "gpt-oss") {
+    // gpt-oss-20b's kind: heads of 64 (q_dim 256 != n_embd, as 4096 != 2880 there), four layers
+    // alternating a window of 16 (the even ones) and the whole context, YaRN 4x from an original
+    // context of 64 that the 72 positions exceed; 8 experts of 64, 2 used (32 of 2880, 4 used
+    // there); biases and sinks everywhere the family has them.
+    s.n_layer = 4;
+    s.head_dim = 64;
+    s.rope_freq_base = 150000.0f;
+    s.rope_scale = 4.0f;
+    s.yarn_orig_ctx = 64;
+    s.sliding_window = 16;
+    s.n_expert = 8;
+    s.n_expert_used = 2;
+    s.n_ff_expert = 64;
   } else {
     Fail("FamilyTestSpec: unknown architecture '", arch, "'");
   }
@@ -191,7 +205,8 @@ RandomModelSpec FamilyDraftSpec(const std::string& arch, GgmlType type, uint64_t
   s.n_embd = 64;
   s.n_ff = 128;
   if (arch == "phi3") s.n_rot = 12;
-  if (arch == "qwen3moe" || arch == "qwen35moe") s.n_ff_expert = 32;
+  if (arch == "qwen3moe" || arch == "qwen35moe" || arch == "gpt-oss") s.n_ff_expert = 32;
+  if (arch == "gpt-oss") s.n_layer = 2;  // a local layer and a global one
   return s;
 }
 

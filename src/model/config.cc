@@ -166,6 +166,25 @@ float PositiveFinite(ArchKeys& keys, std::string_view key, double fallback) {
   return static_cast<float>(v);
 }
 
+// YaRN's keys, with llama.cpp's defaults: the whole ramp (ext_factor 1) between the dimensions
+// that turn beta_fast and beta_slow times over the original context. A mscale from
+// rope.scaling.yarn_log_multiplier (DeepSeek's) is refused by name: no family grove runs has it.
+void ReadYarn(ArchKeys& keys, ModelConfig& c) {
+  auto finite = [&](std::string_view key, double fallback, double lo, double hi) {
+    const double v = keys.Float(key, fallback);
+    if (!(v >= lo && v <= hi)) Fail("model: '", keys.Name(key), "' = ", v, " is out of range");
+    return static_cast<float>(v);
+  };
+  c.yarn.ext_factor = finite("rope.scaling.yarn_ext_factor", 1.0, 0.0, 1.0);
+  c.yarn.beta_fast = finite("rope.scaling.yarn_beta_fast", 32.0, 1e-3, 1e6);
+  c.yarn.beta_slow = finite("rope.scaling.yarn_beta_slow", 1.0, 1e-3, 1e6);
+  c.rope_attn_factor = finite("rope.scaling.yarn_attn_factor", c.rope_attn_factor, 1e-3, 1e3);
+  if (keys.Float("rope.scaling.yarn_log_multiplier", 0.0) != 0.0) {
+    Fail("model: '", keys.Name("rope.scaling.yarn_log_multiplier"),
+         "' is not supported (DeepSeek's YaRN attention scale)");
+  }
+}
+
 // Bases, scaling and the dimensions that rotate.
 void ReadRope(ArchKeys& keys, ModelConfig& c) {
   c.n_rot = keys.PositiveInt("rope.dimension_count", c.head_dim, c.head_dim);
@@ -182,9 +201,10 @@ void ReadRope(ArchKeys& keys, ModelConfig& c) {
   if (factor == 0.0) factor = keys.Float(factor_key = "rope.scale_linear", 0.0);
   const bool longrope =
       scaling == "longrope" && c.family->rope_factors == RopeFactorRule::kLongShort;
-  if (scaling != "linear" && scaling != "none" && !longrope) {
+  const bool yarn = scaling == "yarn";
+  if (scaling != "linear" && scaling != "none" && !longrope && !yarn) {
     Fail("model: '", keys.Name("rope.scaling.type"), "' = '", scaling,
-         "' is not supported (supported: none, linear",
+         "' is not supported (supported: none, linear, yarn",
          c.family->rope_factors == RopeFactorRule::kLongShort ? ", longrope" : "", ")");
   }
   // As llama.cpp: a factor divides the frequencies under any type but "none".
@@ -197,12 +217,19 @@ void ReadRope(ArchKeys& keys, ModelConfig& c) {
   c.rope_orig_ctx = keys.PositiveInt("rope.scaling.original_context_length",
                                      std::numeric_limits<int32_t>::max(), c.n_ctx_train);
   keys.Accept({"rope.scaling.finetuned"});
-  if (c.family->window == WindowRule::kLocalGlobal) {
+  if (yarn) ReadYarn(keys, c);
+  if (c.family->window == WindowRule::kLocalGlobal && c.family->local_rope_apart) {
     // Local layers keep the base they were trained with and are never scaled (llama.cpp reads
     // freq_base_swa, 10000 when absent).
     c.local_rope = true;
     c.rope_local.freq_base = PositiveFinite(keys, "rope.freq_base_swa", 10000.0);
     c.rope_local.freq_scale = 1.0f;
+  } else if (c.family->window == WindowRule::kLocalGlobal && keys.Has("rope.freq_base_swa")) {
+    // Local layers rotate as the global ones, with the file's base (llama.cpp's default for a
+    // sliding-window family: the global base and scale).
+    c.local_rope = true;
+    c.rope_local = c.rope;
+    c.rope_local.freq_base = PositiveFinite(keys, "rope.freq_base_swa", 10000.0);
   }
 }
 

@@ -20,6 +20,14 @@ struct RopeFrequencies {
   float freq_scale = 1.0f;  // 1 / linear scaling factor
 };
 
+// YaRN's blend of interpolated and extrapolated frequencies (rope.scaling.type "yarn"), as
+// llama.cpp applies it to every layer: ext_factor 0 is plain linear scaling.
+struct YarnScaling {
+  float ext_factor = 0.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+};
+
 // The shape of a Gated DeltaNet layer (Qwen3.5), from `<arch>.ssm.*` as llama.cpp reads them:
 // n_k_heads (group_count) heads of query and key of d_state each, n_v_heads (time_step_rank)
 // heads of value of d_state each (inner_size = d_state x n_v_heads), a causal conv1d of
@@ -66,7 +74,8 @@ struct ModelConfig {
   // LongRoPE (Phi-3.5, Phi-4-mini): cos and sin are scaled by this (attention sharpening), and the
   // long factors apply when the context exceeds the original context length.
   float rope_attn_factor = 1.0f;
-  int32_t rope_orig_ctx = 0;
+  int32_t rope_orig_ctx = 0;  // LongRoPE's and YaRN's original context
+  YarnScaling yarn;
   // Sliding-window attention: a token at position p sees keys at positions > p - sliding_window
   // on the layers marked local (0: no window anywhere).
   int32_t sliding_window = 0;

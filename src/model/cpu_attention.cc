@@ -28,6 +28,12 @@ void CpuForward::Attention(const ForwardInput& input, int32_t layer) {
   Attend(input, layer);
   if (gated) GateAttentionOutput(n);
   MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, pool_);
+  AddBias(w.bo, proj_.data(), n);
+}
+
+void CpuForward::AddBias(const std::vector<float>& bias, float* y, int32_t n) {
+  const std::size_t width = bias.size();
+  for (std::size_t i = 0; i < width * static_cast<std::size_t>(n); ++i) y[i] += bias[i % width];
 }
 
 void CpuForward::SplitQueryGate(int32_t n) {
@@ -59,13 +65,9 @@ void CpuForward::ProjectQkv(const LayerWeights& w, int32_t n) {
   } else {
     for (const MatMulOutput& out : qkv) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, pool_);
   }
-  const std::pair<const std::vector<float>*, float*> biases[] = {
-      {&w.bq, q_.data()}, {&w.bk, k_.data()}, {&w.bv, v_.data()}};
-  for (const auto& [bias, y] : biases) {
-    const std::size_t width = bias->size();
-    for (std::size_t i = 0; i < width * static_cast<std::size_t>(n); ++i)
-      y[i] += (*bias)[i % width];
-  }
+  AddBias(w.bq, q_.data(), n);
+  AddBias(w.bk, k_.data(), n);
+  AddBias(w.bv, v_.data(), n);
 }
 
 void CpuForward::RotateAndCache(const ForwardInput& input, int32_t layer) {
@@ -116,6 +118,7 @@ void CpuForward::Attend(const ForwardInput& input, int32_t layer) {
   const int32_t kv_dim = c.kv_dim();
   const int32_t heads_per_kv = c.n_head / c.n_head_kv;
   const bool local = c.is_local(layer);
+  const LayerWeights& w = weights_.layers[layer];
   // One task per (query group, head): a group's queries read their shared prefix together
   // (ops/attention.h), each with the bits it would get alone.
   auto attend = [&](int32_t group, int32_t h, float* scores) {
@@ -144,6 +147,7 @@ void CpuForward::Attend(const ForwardInput& input, int32_t layer) {
         .ring = cache.ring_rows(layer),
         .keys_f16 = f16 ? cache.key_f16(layer, 0) + group_at : nullptr,
         .values_f16 = f16 ? cache.value_f16(layer, 0) + group_at : nullptr,
+        .sink = w.attn_sinks.empty() ? nullptr : &w.attn_sinks[static_cast<std::size_t>(h)],
     };
     AttendQueries(queries, scores);
   };

@@ -36,8 +36,9 @@ CpuForward::CpuForward(const ModelParameters& parameters, KvCachePool& kv, Threa
       weights_(parameters.weights()),
       kv_(kv),
       pool_(pool),
+      // Each query's scores row and its softmax sum, and a sink's logit (ops/attention.h).
       scores_per_thread_(static_cast<std::size_t>(kMaxQueryGroup) *
-                         (static_cast<std::size_t>(n_ctx) + 1)) {
+                         (static_cast<std::size_t>(n_ctx) + 2)) {
   CheckSupported(config_);
   const ModelConfig& c = config_;
   const auto b = static_cast<std::size_t>(max_batch);

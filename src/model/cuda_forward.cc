@@ -35,6 +35,11 @@ void CudaForward::CheckSupported(const ModelConfig& c) {
     Fail("cuda: the gated attention of '", c.arch,
          "' is not on the GPU yet; run it on the CPU (--device cpu)");
   }
+  if (c.family->attention_sinks || c.family->output_bias ||
+      c.family->activation == GateActivation::kSwigluOai) {
+    Fail("cuda: the attention sinks, output bias and clamped SwiGLU of '", c.arch,
+         "' are not on the GPU yet; run it on the CPU (--device cpu)");
+  }
   if (cuda::DeviceCount() == 0) Fail("cuda: ", cuda::NoDeviceReason());
   const std::string what = StrCat(c.arch, " model");
   if (c.sliding_window > 0 || c.local_rope) {

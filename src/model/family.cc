@@ -9,7 +9,7 @@ namespace {
 
 // Facts about each architecture as llama.cpp's converter writes it and llama.cpp runs it (its
 // src/models/<arch>.cpp), which the tests check against node-llama-cpp.
-constexpr std::array<ModelFamily, 8> kFamilies = {{
+constexpr std::array<ModelFamily, 9> kFamilies = {{
     {
         .arch = "llama",
         .models = "Llama 2/3.x, TinyLlama, SmolLM2, Mistral 7B",
@@ -38,6 +38,7 @@ constexpr std::array<ModelFamily, 8> kFamilies = {{
         .scaled_embedding = true,
         .window = WindowRule::kLocalGlobal,
         .global_layer_period = 6,
+        .local_rope_apart = true,
         .logit_softcap = true,
     },
     {
@@ -83,6 +84,26 @@ constexpr std::array<ModelFamily, 8> kFamilies = {{
         .feed_forward = FeedForwardKind::kExperts,
         .shared_expert = true,
     },
+    {
+        // OpenAI's open-weight mixture: llama.cpp's src/models/openai-moe.cpp. Attention with
+        // biases and a sink per head, every other layer through a sliding window (the even
+        // ones), YaRN rotation from the file's rope.scaling keys; its post_attention_norm is
+        // the norm before the experts; the router takes the top k of biased logits, then a
+        // softmax over them; the experts have biases and the clamped SwiGLU.
+        .arch = "gpt-oss",
+        .models = "gpt-oss-20b, gpt-oss-120b",
+        .rope = RopePairing::kHalves,
+        .activation = GateActivation::kSwigluOai,
+        .qkv_bias = true,
+        .output_bias = true,
+        .attention_sinks = true,
+        .window = WindowRule::kLocalGlobal,
+        .global_layer_period = 2,
+        .ffn_norm = "post_attention_norm",
+        .feed_forward = FeedForwardKind::kExperts,
+        .router = RouterRule::kTopKSoftmax,
+        .expert_biases = true,
+    },
 }};
 
 // Architectures whose feed-forward is a mixture of experts of a kind grove does not run yet:
@@ -90,17 +111,6 @@ constexpr std::array<ModelFamily, 8> kFamilies = {{
 // conversion went wrong.
 constexpr std::array<std::string_view, 7> kMixtureOfExperts = {
     "qwen2moe", "mixtral", "deepseek2", "olmoe", "granitemoe", "phimoe", "llama4"};
-
-// Mixtures grove is growing into (issue 66), each refused with what it still lacks.
-struct MissingParts {
-  std::string_view arch;
-  std::string_view missing;
-};
-constexpr MissingParts kMissingParts[] = {
-    {"gpt-oss",
-     "its attention sinks, alternating sliding window, YaRN rotary scaling, expert biases, "
-     "router (top-k of biased logits, then softmax) and clamped SwiGLU"},
-};
 
 }  // namespace
 
@@ -118,12 +128,6 @@ std::string FamilyList() {
 const ModelFamily& FindFamily(std::string_view arch) {
   for (const ModelFamily& f : kFamilies) {
     if (f.arch == arch) return f;
-  }
-  for (const MissingParts& m : kMissingParts) {
-    if (m.arch == arch) {
-      Fail("model: architecture '", arch, "' is a mixture-of-experts model that grove does not ",
-           "run yet: it lacks ", m.missing, " (grove runs ", FamilyList(), ")");
-    }
   }
   for (std::string_view moe : kMixtureOfExperts) {
     if (moe == arch) {

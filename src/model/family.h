@@ -19,6 +19,7 @@
 #include "model/layer_kind.h"
 #include "ops/activation.h"
 #include "ops/rope.h"
+#include "ops/router_rule.h"
 
 namespace grove {
 
@@ -46,6 +47,10 @@ struct ModelFamily {
   RopePairing rope = RopePairing::kAdjacent;
   GateActivation activation = GateActivation::kSilu;  // of the gated feed-forward
   bool qkv_bias = false;                              // Q, K and V projections add a bias (Qwen2)
+  bool output_bias = false;  // attn_output adds a bias, attn_output.bias (gpt-oss)
+  // Each head has a learned logit, attn_sinks (n_head), that joins the softmax's denominator and
+  // carries no value: a head can attend to nothing (gpt-oss).
+  bool attention_sinks = false;
   bool qk_norm = false;         // each head of Q and K is RMS-normalised before rotation
   bool sandwich_norms = false;  // each sub-layer's output is RMS-normalised before the residual add
   bool scaled_embedding = false;  // embeddings are multiplied by sqrt(n_embd)
@@ -54,6 +59,10 @@ struct ModelFamily {
   WindowRule window = WindowRule::kRefused;
   // kLocalGlobal: every n-th layer is global unless the file says otherwise.
   int32_t global_layer_period = 0;
+  // kLocalGlobal: local layers rotate with their own base (rope.freq_base_swa, 10000 when absent)
+  // and no scaling (Gemma 3). Otherwise they rotate as the global ones, unless the file sets
+  // rope.freq_base_swa (gpt-oss, as llama.cpp reads it).
+  bool local_rope_apart = false;
   RopeFactorRule rope_factors = RopeFactorRule::kNone;
   bool logit_softcap = false;  // final_logit_softcapping is read (Gemma)
   // Hybrid layers (Qwen3.5): every full_attention_interval-th layer is attention, the others are
@@ -72,6 +81,10 @@ struct ModelFamily {
   // expert_shared_feed_forward_length (ffn_gate/up/down_shexp) whose output is multiplied by
   // sigmoid(x . ffn_gate_inp_shexp) and added to the experts' sum (Qwen3.5-MoE).
   bool shared_expert = false;
+  RouterRule router = RouterRule::kSoftmaxTopKNormalized;
+  // The router's logits and each expert's gate, up and down add biases: ffn_gate_inp.bias and
+  // ffn_{gate,up,down}_exps.bias of (n_ff_expert or n_embd, n_expert) (gpt-oss).
+  bool expert_biases = false;
 };
 
 // The family of an architecture. Throws grove::Error naming the architecture when grove does not

@@ -106,6 +106,9 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
       // heads of 128.
       {"qwen3.5-0.8b", "qwen35", 248320, 1024, 24, 8, 2, 3584, 262144, 256, 1e7f, true},
       {"qwen3-30b-a3b", "qwen3moe", 151936, 2048, 48, 32, 4, 6144, 40960, 128, 1e6f},
+      // gpt-oss-20b as its config.json reads: 24 layers of 64 query heads of 64 (8 KV), every
+      // even layer through a window of 128, YaRN 32x from 4096; 32 experts of 2880, 4 used.
+      {"gpt-oss-20b", "gpt-oss", 201088, 2880, 24, 64, 8, 2880, 131072, 64, 150000.0f},
   };
   for (const Shape& shape : kShapes) {
     if (shape.name != name) continue;
@@ -126,15 +129,20 @@ std::optional<RandomModelSpec> NamedModelShape(std::string_view name) {
       s.ssm_state = 128, s.ssm_groups = 16, s.ssm_v_heads = 16, s.ssm_conv_kernel = 4;
     }
     if (name == "qwen3-30b-a3b") s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
+    if (name == "gpt-oss-20b") {
+      s.n_expert = 32, s.n_expert_used = 4, s.n_ff_expert = 2880;
+      s.sliding_window = 128, s.rope_scale = 32.0f, s.yarn_orig_ctx = 4096, s.rms_eps = 1e-5f;
+    }
     return s;
   }
   return std::nullopt;
 }
 
 std::vector<std::string> NamedModelShapes() {
-  return {"qwen2.5-0.5b", "qwen2.5-7b",  "qwen3-0.6b",  "qwen3-8b",     "gemma3-1b",
-          "gemma3-4b",    "llama3.2-1b", "llama3.1-8b", "phi4-mini",    "tinyllama-1.1b",
-          "draft-68m",    "llama-60m",   "tiny",        "qwen3.5-0.8b", "qwen3-30b-a3b"};
+  return {"qwen2.5-0.5b", "qwen2.5-7b",     "qwen3-0.6b",    "qwen3-8b",
+          "gemma3-1b",    "gemma3-4b",      "llama3.2-1b",   "llama3.1-8b",
+          "phi4-mini",    "tinyllama-1.1b", "draft-68m",     "llama-60m",
+          "tiny",         "qwen3.5-0.8b",   "qwen3-30b-a3b", "gpt-oss-20b"};
 }
 
 namespace {
@@ -185,8 +193,10 @@ void SetHyperparameters(GgufWriter& w, const RandomModelSpec& spec, int32_t n_ro
   if (spec.rope_freq_base_local > 0.0f)
     w.SetFloat32(a + "rope.freq_base_swa", spec.rope_freq_base_local);
   if (spec.rope_scale > 0.0f) {
-    w.SetString(a + "rope.scaling.type", "linear");
+    w.SetString(a + "rope.scaling.type", spec.yarn_orig_ctx > 0 ? "yarn" : "linear");
     w.SetFloat32(a + "rope.scaling.factor", spec.rope_scale);
+    if (spec.yarn_orig_ctx > 0)
+      w.SetUint32(a + "rope.scaling.original_context_length", spec.yarn_orig_ctx);
   }
   if (spec.sliding_window > 0) w.SetUint32(a + "attention.sliding_window", spec.sliding_window);
   if (spec.window_pattern > 0)
@@ -342,6 +352,9 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
     t.Norm(p + "attn_k_norm.weight", head_dim);
   }
   if (!recurrent) t.Weight(p + "attn_output.weight", q_dim, spec.n_embd);
+  if (family.output_bias) t.Vector(p + "attn_output.bias", spec.n_embd, 0.0f, 0.5f);
+  // Sinks of about the scores' scale, so that some heads give a good part of their weight to none.
+  if (family.attention_sinks) t.Vector(p + "attn_sinks.weight", spec.n_head, 0.0f, 2.0f);
   if (family.sandwich_norms) t.Norm(p + "post_attention_norm.weight", spec.n_embd);
   t.Norm(p + std::string(family.ffn_norm) + ".weight", spec.n_embd);
   if (family.feed_forward == FeedForwardKind::kExperts) {
@@ -349,6 +362,12 @@ void AddBlock(RandomTensors& t, const ModelFamily& family, const RandomModelSpec
     t.Weight(p + "ffn_gate_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
     t.Weight(p + "ffn_up_exps.weight", spec.n_embd, spec.n_ff_expert, spec.n_expert);
     t.Weight(p + "ffn_down_exps.weight", spec.n_ff_expert, spec.n_embd, spec.n_expert);
+    if (family.expert_biases) {
+      t.Vector(p + "ffn_gate_inp.bias", spec.n_expert, 0.0f, 0.5f);
+      t.F32Matrix(p + "ffn_gate_exps.bias", spec.n_ff_expert, spec.n_expert, 0.5f);
+      t.F32Matrix(p + "ffn_up_exps.bias", spec.n_ff_expert, spec.n_expert, 0.5f);
+      t.F32Matrix(p + "ffn_down_exps.bias", spec.n_embd, spec.n_expert, 0.5f);
+    }
     if (family.shared_expert) {
       // Its gate is one row of n_embd, written as the 1-D vector llama.cpp declares; spread as a
       // router row's so that sigmoid(gate) varies between tokens.

@@ -36,11 +36,14 @@ struct RandomModelSpec {
   float rope_freq_base = 10000.0f;
   float rope_freq_base_local = 0.0f;  // > 0: written as rope.freq_base_swa (Gemma 3)
   float rope_scale = 0.0f;            // > 0: linear rope scaling by this factor
-  int32_t sliding_window = 0;         // > 0: attention.sliding_window
-  int32_t window_pattern = 0;         // > 0: attention.sliding_window_pattern (Gemma 3)
-  bool rope_freq_factors = false;     // llama: a rope_freqs.weight tensor (Llama 3.1 style)
-  int32_t longrope_orig_ctx = 0;      // phi3, > 0: LongRoPE factors and their original context
-  float final_logit_softcap = 0.0f;   // gemma3, > 0: final_logit_softcapping
+  // > 0: YaRN scaling by rope_scale (rope.scaling.type "yarn") from this original context
+  // (gpt-oss: 32 from 4096).
+  int32_t yarn_orig_ctx = 0;
+  int32_t sliding_window = 0;        // > 0: attention.sliding_window
+  int32_t window_pattern = 0;        // > 0: attention.sliding_window_pattern (Gemma 3)
+  bool rope_freq_factors = false;    // llama: a rope_freqs.weight tensor (Llama 3.1 style)
+  int32_t longrope_orig_ctx = 0;     // phi3, > 0: LongRoPE factors and their original context
+  float final_logit_softcap = 0.0f;  // gemma3, > 0: final_logit_softcapping
   float rms_eps = 1e-5f;
   // qwen35 (Gated DeltaNet layers): the ssm.* keys; value heads of ssm_state each. Every
   // full_attention_interval-th layer is attention. ssm_conv1d is written in f32 whatever `type`.
@@ -69,7 +72,7 @@ struct RandomModelSpec {
 // Shapes by name: real models' ("qwen2.5-0.5b", "qwen2.5-7b", "qwen3-0.6b", "qwen3-8b",
 // "gemma3-1b", "gemma3-4b", "llama3.2-1b", "llama3.1-8b", "phi4-mini", "tinyllama-1.1b",
 // "qwen3.5-0.8b", "qwen3-30b-a3b": 128 experts of 768, 8 used, 48 layers of which a run may keep
-// fewer), a 68M
+// fewer; "gpt-oss-20b": 32 experts of 2880, 4 used, 24 layers), a 68M
 // draft ("draft-68m": 768 wide, 2 layers), "llama-60m" (768 wide, 8 layers, vocab 4096: 57M
 // parameters, most of them in the layers, so its Q8_0 weights exceed the last-level cache and a
 // forward is bound by memory; sliced to one layer it gives its own draft), "tiny" (for tests).

@@ -26,7 +26,11 @@ RotaryTables::RotaryTables(const ModelConfig& c, const ModelWeights& w, int32_t 
                           .freq_scale = c.rope.freq_scale,
                           .freq_factors = factors.empty() ? nullptr : factors.data(),
                           .pairing = c.family->rope,
-                          .attn_factor = c.rope_attn_factor};
+                          .attn_factor = c.rope_attn_factor,
+                          .ext_factor = c.yarn.ext_factor,
+                          .beta_fast = c.yarn.beta_fast,
+                          .beta_slow = c.yarn.beta_slow,
+                          .n_ctx_orig = c.rope_orig_ctx};
   rotations_.resize(c.local_rope ? 2 : 1);
   rotations_[0].params = global;
   if (c.local_rope) {

@@ -143,6 +143,8 @@ void BindAttention(TensorBinder& bind, const ModelConfig& c, const std::string& 
     l.k_norm = bind.Vector(p + "attn_k_norm.weight", c.head_dim);
   }
   l.wo = bind.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd);
+  if (f.output_bias) l.bo = bind.Vector(p + "attn_output.bias", c.n_embd);
+  if (f.attention_sinks) l.attn_sinks = bind.Vector(p + "attn_sinks.weight", c.n_head);
   if (f.sandwich_norms) l.attn_post_norm = bind.Vector(p + "post_attention_norm.weight", c.n_embd);
 }
 
@@ -181,6 +183,13 @@ void BindExperts(TensorBinder& bind, const ModelConfig& c, const std::string& p,
   e.gate = ExpertTensor(bind, c, p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert);
   e.up = ExpertTensor(bind, c, p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert);
   e.down = ExpertTensor(bind, c, p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd);
+  e.rule = c.family->router;
+  if (c.family->expert_biases) {
+    e.router_bias = bind.Vector(p + "ffn_gate_inp.bias", c.n_expert);
+    e.gate_bias = bind.Matrix2(p + "ffn_gate_exps.bias", c.n_ff_expert, c.n_expert);
+    e.up_bias = bind.Matrix2(p + "ffn_up_exps.bias", c.n_ff_expert, c.n_expert);
+    e.down_bias = bind.Matrix2(p + "ffn_down_exps.bias", c.n_embd, c.n_expert);
+  }
   if (c.family->shared_expert) {
     // The shared expert is a dense gated feed-forward, so it takes the dense matrices' places
     // (grouped, counted and run as they are).

@@ -40,6 +40,8 @@ struct LayerWeights {
   std::vector<float> q_norm;          // (head_dim) or empty: RMSNorm weight of each Q head (Qwen3)
   std::vector<float> k_norm;          // (head_dim) or empty
   WeightView wo;                      // (n_embd rows, q_dim)
+  std::vector<float> bo;              // (n_embd) or empty: output bias (gpt-oss)
+  std::vector<float> attn_sinks;      // (n_head) or empty: each head's sink logit (gpt-oss)
   std::vector<float> attn_post_norm;  // (n_embd) or empty: norm of the attention output (Gemma 3)
   std::vector<float> ffn_norm;        // (n_embd)
   WeightView w_gate;                  // (n_ff rows, n_embd); the first n_ff rows of a fused ffn_up

@@ -4,9 +4,10 @@
 
 namespace grove {
 
-// The nonlinearity of a gated feed-forward: SwiGLU (silu, Llama, Qwen, Phi) or GeGLU with GELU's
-// tanh approximation (Gemma).
-enum class GateActivation : uint8_t { kSilu, kGeluTanh };
+// The nonlinearity of a gated feed-forward: SwiGLU (silu, Llama, Qwen, Phi), GeGLU with GELU's
+// tanh approximation (Gemma), or gpt-oss's clamped SwiGLU (ggml's swiglu_oai):
+//   x = min(gate, 7), y = clamp(up, -7, 7), out = x * sigmoid(1.702 x) * (y + 1).
+enum class GateActivation : uint8_t { kSilu, kGeluTanh, kSwigluOai };
 
 // out[i] = act(gate[i]) * up[i] with the active SIMD kernel (kernels/kernel_set.h); out may be
 // gate. silu(x) = x / (1 + exp(-x)); gelu(x) = x / 2 * (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))).

@@ -23,7 +23,9 @@ void AttendHeadWithKernels(const KernelSet& k, const AttentionInput& in, float* 
     k.attn_scores(in.q, in.keys + in.extra_slots[e] * in.row_stride, in.row_stride, 1, in.head_dim,
                   in.scale, scores + in.n_prefix + e);
   }
-  const float sum = k.softmax_exp(scores, n);
+  // A sink is one more logit after the keys' (AttentionInput).
+  if (in.sink) scores[n] = *in.sink;
+  const float sum = k.softmax_exp(scores, n + (in.sink ? 1 : 0));
   for (int32_t d = 0; d < in.head_dim; ++d) out[d] = 0.0f;
   k.attn_weighted_sum(scores, in.values, in.row_stride, in.n_prefix, in.head_dim, out);
   for (int32_t e = 0; e < n_extra; ++e) {
@@ -56,7 +58,8 @@ class GroupAttention {
     for (int32_t i = 0; i < g_.n_q; ++i) {
       max_extra = std::max(max_extra, g_.extra_begin[i + 1] - g_.extra_begin[i]);
     }
-    row_ = g_.n_prefix + max_extra;
+    // A sink's logit follows each query's scores (AttentionInput).
+    row_ = g_.n_prefix + max_extra + (g_.sink ? 1 : 0);
   }
 
   void Run(float* scores) const {
@@ -68,7 +71,9 @@ class GroupAttention {
                     });
     float* sums = scores + g_.n_q * row_;  // one more row of scratch holds each query's softmax sum
     for (int32_t i = 0; i < g_.n_q; ++i) {
-      sums[i] = k_.softmax_exp(scores + i * row_, n_prefix(i) + n_extra(i));
+      const int32_t n = n_prefix(i) + n_extra(i);
+      if (g_.sink) scores[i * row_ + n] = *g_.sink;
+      sums[i] = k_.softmax_exp(scores + i * row_, n + (g_.sink ? 1 : 0));
     }
     ForEachKeyRange([&](int32_t i, int32_t b,
                         int32_t n) { SumRows(i, b, n, scores + i * row_ + (b - first(i))); },

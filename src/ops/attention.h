@@ -24,11 +24,16 @@ struct AttentionInput {
   std::span<const int32_t> extra_slots;  // then these, increasing, all >= n_prefix
   int32_t head_dim;
   float scale;  // 1 / sqrt(head_dim)
+  // The head's sink logit (gpt-oss), or null: it joins the softmax (unscaled) with no value, as
+  // ggml's soft_max with sinks: out = sum_j exp(s_j - m) v_j / (sum_j exp(s_j - m) + exp(sink -
+  // m)), m the largest of the scores and the sink.
+  const float* sink = nullptr;
 };
 
-// scores: scratch of at least n_prefix + extra_slots.size() floats. out: (head_dim). Requires at
-// least one visible key. Uses ActiveKernels(). The forward pass attends by query group
-// (AttendQueries, below); this one query form is the reference the groups are tested against.
+// scores: scratch of at least n_prefix + extra_slots.size() floats (one more with a sink). out:
+// (head_dim). Requires at least one visible key. Uses ActiveKernels(). The forward pass attends by
+// query group (AttendQueries, below); this one query form is the reference the groups are tested
+// against.
 void AttendHead(const AttentionInput& in, float* scores, float* out);
 
 struct KernelSet;
@@ -70,12 +75,13 @@ struct QueryGroup {
   // widened keys and values (kernel_set.h).
   const uint16_t* keys_f16 = nullptr;
   const uint16_t* values_f16 = nullptr;
+  const float* sink = nullptr;  // as AttentionInput's
 };
 
 // Most queries one group holds (the scratch AttendQueries needs grows with it).
 inline constexpr int32_t kMaxQueryGroup = 16;
 
-// scores: scratch of n_q * (n_prefix + the most extra slots of a query + 1) floats.
+// scores: scratch of n_q * (n_prefix + the most extra slots of a query + 2) floats.
 void AttendQueries(const QueryGroup& group, float* scores);
 void AttendQueriesWithKernels(const KernelSet& kernels, const QueryGroup& group, float* scores);
 

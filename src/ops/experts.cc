@@ -15,25 +15,42 @@ WeightView ExpertWeights::Slice(const WeightView& w, int32_t n_expert, int32_t e
   return part;
 }
 
-void RouteRow(const float* logits, int32_t n_expert, int32_t n_used, int32_t* experts,
-              float* weights, float* probs) {
-  // The softmax as ggml computes it: exponentials in f32, their sum in double, one scale.
-  const float max = *std::max_element(logits, logits + n_expert);
+namespace {
+
+// The softmax as ggml computes it: exponentials in f32, their sum in double, one scale.
+void SoftmaxAsGgml(const float* x, int32_t n, float* p) {
+  const float max = *std::max_element(x, x + n);
   double sum = 0.0;
-  for (int32_t e = 0; e < n_expert; ++e) sum += (probs[e] = std::exp(logits[e] - max));
+  for (int32_t e = 0; e < n; ++e) sum += (p[e] = std::exp(x[e] - max));
   const auto scale = static_cast<float>(1.0 / sum);
-  for (int32_t e = 0; e < n_expert; ++e) probs[e] *= scale;
-  // The top n_used by repeated selection: n_used is small (8 of 128), and a full sort would
-  // cost more than the router's matmul row.
+  for (int32_t e = 0; e < n; ++e) p[e] *= scale;
+}
+
+// The top n_used of scores by repeated selection, with their scores: n_used is small (8 of 128),
+// and a full sort would cost more than the router's matmul row.
+void TopK(const float* scores, int32_t n_expert, int32_t n_used, int32_t* experts, float* chosen) {
   for (int32_t j = 0; j < n_used; ++j) {
     int32_t best = -1;
     for (int32_t e = 0; e < n_expert; ++e) {
       if (std::find(experts, experts + j, e) != experts + j) continue;
-      if (best < 0 || probs[e] > probs[best]) best = e;
+      if (best < 0 || scores[e] > scores[best]) best = e;
     }
     experts[j] = best;
-    weights[j] = probs[best];
+    chosen[j] = scores[best];
   }
+}
+
+}  // namespace
+
+void RouteRow(RouterRule rule, const float* logits, int32_t n_expert, int32_t n_used,
+              int32_t* experts, float* weights, float* probs) {
+  if (rule == RouterRule::kTopKSoftmax) {
+    TopK(logits, n_expert, n_used, experts, probs);
+    SoftmaxAsGgml(probs, n_used, weights);
+    return;
+  }
+  SoftmaxAsGgml(logits, n_expert, probs);
+  TopK(probs, n_expert, n_used, experts, weights);
   double chosen = 0.0;
   for (int32_t j = 0; j < n_used; ++j) chosen += weights[j];
   const float norm = std::max(static_cast<float>(chosen), 6.103515625e-5f);
@@ -46,6 +63,7 @@ ExpertScratch::ExpertScratch(int32_t max_rows, int32_t n_expert, int32_t n_used,
   const auto rows = static_cast<std::size_t>(max_rows);
   const std::size_t copies = rows * static_cast<std::size_t>(n_used);
   logits_.Resize(rows * static_cast<std::size_t>(n_expert));
+  probs_.Resize(rows * static_cast<std::size_t>(n_expert));
   chosen_.Resize(copies);
   weights_.Resize(copies);
   slot_.Resize(copies);
@@ -59,7 +77,7 @@ ExpertScratch::ExpertScratch(int32_t max_rows, int32_t n_expert, int32_t n_used,
 
 uint64_t ExpertScratch::bytes() const {
   uint64_t n = (chosen_.size() + slot_.size() + first_.size() + filled_.size()) * sizeof(int32_t);
-  for (const AlignedBuffer<float>* f : {&logits_, &weights_, &x_, &gate_, &up_, &out_}) {
+  for (const AlignedBuffer<float>* f : {&logits_, &probs_, &weights_, &x_, &gate_, &up_, &out_}) {
     n += f->size() * sizeof(float);
   }
   return n;
@@ -69,7 +87,7 @@ void ExpertScratch::Prefault(int32_t rows) {
   if (max_rows_ == 0) return;
   const auto r = static_cast<std::size_t>(std::min(rows, max_rows_));
   const auto b = static_cast<std::size_t>(max_rows_);
-  for (AlignedBuffer<float>* f : {&logits_, &weights_, &x_, &gate_, &up_, &out_}) {
+  for (AlignedBuffer<float>* f : {&logits_, &probs_, &weights_, &x_, &gate_, &up_, &out_}) {
     f->ZeroFirst(f->size() / b * r);
   }
   for (AlignedBuffer<int32_t>* f : {&chosen_, &slot_}) f->ZeroFirst(f->size() / b * r);
@@ -90,7 +108,11 @@ void ExpertFeedForward(const ExpertWeights& w, GateActivation activation, const 
   ParallelForWork(pool, n, ElementwiseMacs(int64_t{n} * n_expert), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = s.logits_.data() + r * n_expert;
-      RouteRow(row, n_expert, k, s.chosen_.data() + r * k, s.weights_.data() + r * k, row);
+      if (!w.router_bias.empty()) {
+        for (int32_t e = 0; e < n_expert; ++e) row[e] += w.router_bias[static_cast<std::size_t>(e)];
+      }
+      RouteRow(w.rule, row, n_expert, k, s.chosen_.data() + r * k, s.weights_.data() + r * k,
+               s.probs_.data() + r * n_expert);
     }
   });
 
@@ -122,9 +144,14 @@ void ExpertFeedForward(const ExpertWeights& w, GateActivation activation, const 
     const WeightView gate = ExpertWeights::Slice(w.gate, n_expert, e);
     const WeightView up = ExpertWeights::Slice(w.up, n_expert, e);
     const WeightView down = ExpertWeights::Slice(w.down, n_expert, e);
-    GatedFeedForward({gate, up, down, activation}, s.x_.data() + first * n_embd, rows,
-                     s.gate_.data() + first * n_ff, s.up_.data() + first * n_ff,
-                     s.out_.data() + first * n_embd, matmul_scratch, pool);
+    auto bias = [e](const std::vector<float>& b, int64_t width) {
+      return b.empty() ? nullptr : b.data() + e * width;
+    };
+    GatedFeedForward({gate, up, down, activation, bias(w.gate_bias, n_ff), bias(w.up_bias, n_ff),
+                      bias(w.down_bias, n_embd)},
+                     s.x_.data() + first * n_embd, rows, s.gate_.data() + first * n_ff,
+                     s.up_.data() + first * n_ff, s.out_.data() + first * n_embd, matmul_scratch,
+                     pool);
   }
 
   // 4. Each row's weighted sum over its ranks, in rank order (as llama.cpp adds its experts'

@@ -11,9 +11,12 @@
 
 #include <cstdint>
 
+#include <vector>
 #include "base/aligned_buffer.h"
+
 #include "ops/activation.h"
 #include "ops/matmul.h"
+#include "ops/router_rule.h"
 
 namespace grove {
 
@@ -27,13 +30,20 @@ struct ExpertWeights {
   WeightView down;    // (n_expert * n_embd rows, n_ff): ffn_down_exps
   int32_t n_expert = 0;
   int32_t n_used = 0;  // experts each row runs through (expert_used_count)
+  RouterRule rule = RouterRule::kSoftmaxTopKNormalized;
+  // Biases (gpt-oss), or empty: the router's (n_expert), and each expert's gate and up (n_ff)
+  // and down (n_embd), expert after expert.
+  std::vector<float> router_bias;
+  std::vector<float> gate_bias;
+  std::vector<float> up_bias;
+  std::vector<float> down_bias;
 
   // Expert e's slice of gate, up or down: a plain matrix of its rows.
   static WeightView Slice(const WeightView& w, int32_t n_expert, int32_t e);
 };
 
 // The router's choice for each row: the n_used experts in order of decreasing probability, and
-// each one's weight.
+// each one's weight, by the family's rule.
 //
 // Qwen3-MoE's rule, as llama.cpp's qwen3moe builder applies it (build_moe_ffn with the softmax
 // gating and norm_w = true): probabilities are the softmax of the logits over all n_expert
@@ -42,8 +52,11 @@ struct ExpertWeights {
 // expert_weights_scale is not applied by its qwen3moe builder (the key is left unread there and
 // here). Ties between equal probabilities go to the lower expert index (llama.cpp's argsort
 // leaves their order unspecified; random or trained weights do not tie).
-void RouteRow(const float* logits, int32_t n_expert, int32_t n_used, int32_t* experts,
-              float* weights, float* probs);
+//
+// gpt-oss's rule (kTopKSoftmax, llama.cpp's softmax-weight gating with norm_w = false): the top
+// n_used logits, then a softmax over those n_used. probs: (n_expert) scratch.
+void RouteRow(RouterRule rule, const float* logits, int32_t n_expert, int32_t n_used,
+              int32_t* experts, float* weights, float* probs);
 
 // Forward state of ExpertFeedForward, sized at load for batches of up to max_rows rows so that
 // the token loop never allocates.
@@ -64,7 +77,8 @@ class ExpertScratch {
                                 ExpertScratch&, MatMulScratch&, ThreadPool&);
   int32_t max_rows_ = 0;
   int32_t n_used_ = 0;
-  AlignedBuffer<float> logits_;    // (max_rows, n_expert) router logits, then probabilities
+  AlignedBuffer<float> logits_;    // (max_rows, n_expert) router logits
+  AlignedBuffer<float> probs_;     // (max_rows, n_expert) RouteRow's scratch
   AlignedBuffer<int32_t> chosen_;  // (max_rows, n_used) expert of each row's rank
   AlignedBuffer<float> weights_;   // (max_rows, n_used) its weight
   AlignedBuffer<int32_t> slot_;    // (max_rows, n_used) where that row's copy sits in x_, out_

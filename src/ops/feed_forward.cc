@@ -3,6 +3,21 @@
 #include "ops/parallel.h"
 
 namespace grove {
+namespace {
+
+// Columns [begin, end) of a gate and up row plus their biases, then the activation over them.
+void Activate(const GatedFeedForwardWeights& w, float* gate, float* up, int64_t begin,
+              int64_t end) {
+  if (w.gate_bias) {
+    for (int64_t j = begin; j < end; ++j) gate[j] += w.gate_bias[j];
+  }
+  if (w.up_bias) {
+    for (int64_t j = begin; j < end; ++j) up[j] += w.up_bias[j];
+  }
+  GatedActivation(w.activation, gate + begin, up + begin, gate + begin, end - begin);
+}
+
+}  // namespace
 
 void GatedFeedForward(const GatedFeedForwardWeights& w, const float* x, int32_t n, float* gate,
                       float* up, float* out, MatMulScratch& scratch, ThreadPool& pool) {
@@ -21,21 +36,22 @@ void GatedFeedForward(const GatedFeedForwardWeights& w, const float* x, int32_t 
     MatMulColumns(
         gate_up, x, n,
         [&](int64_t o_begin, int64_t o_end) {
-          for (int64_t i = 0; i < n; ++i) {
-            float* g = gate + i * ff + o_begin;
-            GatedActivation(w.activation, g, up + i * ff + o_begin, g, o_end - o_begin);
-          }
+          for (int64_t i = 0; i < n; ++i) Activate(w, gate + i * ff, up + i * ff, o_begin, o_end);
         },
         scratch, pool);
   } else {
     for (const MatMulOutput& o : gate_up) MatMul(o.w, x, n, o.y, scratch, pool);
     ParallelForWork(pool, n, ElementwiseMacs(elements), [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        GatedActivation(w.activation, gate + i * ff, up + i * ff, gate + i * ff, ff);
-      }
+      for (int64_t i = begin; i < end; ++i) Activate(w, gate + i * ff, up + i * ff, 0, ff);
     });
   }
   MatMul(w.down, gate, n, out, scratch, pool);
+  if (w.down_bias) {
+    const int64_t n_out = w.down.n_out;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n_out; ++j) out[i * n_out + j] += w.down_bias[j];
+    }
+  }
 }
 
 }  // namespace grove

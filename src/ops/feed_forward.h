@@ -14,6 +14,11 @@ struct GatedFeedForwardWeights {
   const WeightView& up;    // (n_ff rows, n_in)
   const WeightView& down;  // (n_out rows, n_ff)
   GateActivation activation;
+  // Added to each row of x w_gate, x w_up (n_ff) and of the output (n_out) where not null
+  // (gpt-oss's experts).
+  const float* gate_bias = nullptr;
+  const float* up_bias = nullptr;
+  const float* down_bias = nullptr;
 };
 
 // out (n, down.n_out) from x (n, gate.n_in); gate and up are (n, n_ff) scratch, gate left holding

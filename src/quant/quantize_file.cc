@@ -92,10 +92,16 @@ MixModel MixModelOf(const GgufFile& in) {
 }
 
 // The type a tensor is stored in: 1-D ones (norms, biases) stay f32, and so does a Gated
-// DeltaNet's conv1d (rows of a few taps, which llama.cpp never quantizes); matrices take the mix's
-// type or the fallback their rows fit.
+// DeltaNet's conv1d (rows of a few taps, which llama.cpp never quantizes); so do the 2-D biases of
+// gpt-oss's experts (llama-quantize quantizes only names that end in "weight"); matrices take the
+// mix's type or the fallback their rows fit.
 GgmlType OutputType(const GgufTensor& t, const QuantTarget& target, const MixModel& model) {
   if (t.shape.size() < 2) return GgmlType::kF32;
+  const std::string_view weight = "weight";
+  if (t.name.size() < weight.size() ||
+      t.name.compare(t.name.size() - weight.size(), weight.size(), weight) != 0) {
+    return GgmlType::kF32;
+  }
   if (t.name.find("ssm_conv1d") != std::string::npos) return GgmlType::kF32;
   // A mixture's router keeps its type, as llama-quantize keeps it (f32 in converted files): it is
   // n_expert rows, a small part of a layer, and a rounding in its logits changes which experts a
