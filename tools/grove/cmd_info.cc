@@ -107,6 +107,15 @@ void RunInfo(const std::string& path, bool all_tensors) {
       c.arch.c_str(), std::string(c.family->models).c_str(), c.n_params() / 1e6, c.n_layer,
       c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab, c.n_ctx_train,
       c.rope.freq_base, c.tied_output ? ", tied output" : "");
+  if (c.rope.freq_scale != 1.0f) {
+    const double factor = 1.0 / c.rope.freq_scale;
+    if (c.yarn.ext_factor > 0.0f) {
+      std::printf("rope scaling: yarn %gx from a context of %d (ext %g, beta %g/%g)\n", factor,
+                  c.rope_orig_ctx, c.yarn.ext_factor, c.yarn.beta_fast, c.yarn.beta_slow);
+    } else {
+      std::printf("rope scaling: linear %gx\n", factor);
+    }
+  }
   if (c.n_expert > 0) {
     std::printf("experts: %d per layer, %d used per token, each FFN %d\n", c.n_expert,
                 c.n_expert_used, c.n_ff_expert);
