@@ -233,10 +233,7 @@ INSTANTIATE_TEST_SUITE_P(Plans, CudaGreedy,
                                            "auto"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           return testing::TestNameOf(name);
                          });
 
 TEST(CudaForward, RefusesWhatItDoesNotRunNamingIt) {

@@ -111,10 +111,7 @@ std::string CaseName(const ::testing::TestParamInfo<FamilyCase>& info) {
                      std::to_string(info.param.context) +
                      (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "") +
                      (info.param.experts_used > 0 ? "_all_experts" : "");
-  for (char& ch : name) {
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  }
-  return name;
+  return testing::TestNameOf(name);
 }
 
 class FamilyVsLlamaCpp : public ::testing::TestWithParam<FamilyCase> {};
@@ -368,10 +365,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilySpeculation, ::testing::ValuesIn(SpecCa
                            std::string name = info.param.arch + "_" + info.param.plan +
                                               (info.param.self_draft ? "_self" : "") +
                                               (info.param.kv == KvCacheType::kF16 ? "_kv_f16" : "");
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           return testing::TestNameOf(name);
                          });
 
 // Contract 2 through every family's layer: a tree's rows, after a prefix longer than the window,
@@ -410,10 +404,7 @@ INSTANTIATE_TEST_SUITE_P(Families, FamilyContract2,
                                            "gpt-oss"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           return testing::TestNameOf(name);
                          });
 
 // Real pairs differ in the padding of their vocabularies (Qwen2.5-0.5B: 151,936 rows, -7B:

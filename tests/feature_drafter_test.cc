@@ -198,10 +198,7 @@ INSTANTIATE_TEST_SUITE_P(Builders, FeatureGreedy, ::testing::ValuesIn(GreedyCase
                                (info.param.init == Init::kRandom ? "random" : "copy") +
                                (info.param.masks ? "_parallel" + std::to_string(info.param.masks)
                                                  : "");
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           return testing::TestNameOf(name);
                          });
 
 // Two sessions verified in one target forward: each reads its own rows of the target's hidden
@@ -452,10 +449,7 @@ INSTANTIATE_TEST_SUITE_P(Rules, FeatureSampled,
                          [](const auto& info) {
                            std::string name = info.param.rule + "_" + info.param.spec + "_k" +
                                               std::to_string(info.param.masks);
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           return testing::TestNameOf(name);
                          });
 
 }  // namespace

@@ -285,10 +285,7 @@ std::vector<Case> AllCases() {
 INSTANTIATE_TEST_SUITE_P(BuildersAndDrafters, GreedyEquality, ::testing::ValuesIn(AllCases()),
                          [](const auto& info) {
                            std::string name = info.param.spec + "_" + info.param.drafter;
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
+                           return testing::TestNameOf(name);
                          });
 
 // stories260K with a draft made of its first four layers: greedy speculative output equals plain.
@@ -400,10 +397,7 @@ INSTANTIATE_TEST_SUITE_P(
       std::string name = std::string(VerifyRuleName(info.param.rule)) + "_" + info.param.spec +
                          (info.param.drafter == "model" ? "" : "_" + info.param.drafter) +
                          (info.param.min_cheap_steps > 0 ? "_cheap_steps" : "");
-      for (char& ch : name) {
-        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      }
-      return name;
+      return testing::TestNameOf(name);
     });
 
 // With the same seed, target-sample verification reproduces plain sampling token for token: both

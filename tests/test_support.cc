@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -79,6 +80,13 @@ class TempPaths {
 };
 
 }  // namespace
+
+std::string TestNameOf(std::string name) {
+  for (char& ch : name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  }
+  return name;
+}
 
 std::string TempPath(const std::string& name) {
   static std::atomic<int> counter{0};

@@ -27,6 +27,8 @@ bool PartialFileLeft(const std::string& path);
 // A fresh path in the test's temporary directory; whatever is there (file or directory) is
 // removed when the test binary exits.
 std::string TempPath(const std::string& name);
+// `name` with every character gtest refuses in a test name ('-', ':', ',', '.') turned to '_'.
+std::string TestNameOf(std::string name);
 
 // A TempPath made a directory now (removed, with what it holds, when the test binary exits).
 std::string TempDirectory(const std::string& name);

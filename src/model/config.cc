@@ -369,12 +369,18 @@ int32_t ModelConfig::n_local_layers() const {
 
 int64_t ModelConfig::n_params() const {
   const int64_t d = n_embd;
-  const int64_t feed_forward = n_expert > 0
-                                   ? d * n_expert * (int64_t{n_ff_expert} * 3 + 1) +
-                                         (n_ff_shared > 0 ? d * (int64_t{n_ff_shared} * 3 + 1) : 0)
-                                   : d * n_ff * 3;
+  const bool expert_biases = family && family->expert_biases;
+  const int64_t feed_forward =
+      n_expert > 0 ? d * n_expert * (int64_t{n_ff_expert} * 3 + 1) +
+                         (n_ff_shared > 0 ? d * (int64_t{n_ff_shared} * 3 + 1) : 0) +
+                         (expert_biases ? n_expert * (2 * int64_t{n_ff_expert} + d + 1) : 0)
+                   : d * n_ff * 3;
+  // Biases and sinks (Qwen2's Q/K/V biases, gpt-oss's output bias and sinks).
+  const int64_t attention_vectors =
+      (family && family->qkv_bias ? q_dim() + 2 * int64_t{kv_dim()} : 0) +
+      (family && family->output_bias ? d : 0) + (family && family->attention_sinks ? n_head : 0);
   const int64_t attention = d * q_dim() * (family && family->gated_attention ? 3 : 2) +
-                            d * kv_dim() * 2 + feed_forward + d * 2;
+                            d * kv_dim() * 2 + attention_vectors + feed_forward + d * 2;
   // A Gated DeltaNet layer: its four input projections, conv1d, output projection and vectors.
   const int64_t recurrent = d * (gdn.conv_dim() + gdn.value_dim() + 2 * gdn.n_v_heads) +
                             int64_t{gdn.value_dim()} * d +

@@ -28,12 +28,7 @@ void CpuForward::Attention(const ForwardInput& input, int32_t layer) {
   Attend(input, layer);
   if (gated) GateAttentionOutput(n);
   MatMul(w.wo, att_.data(), n, proj_.data(), matmul_scratch_, pool_);
-  AddBias(w.bo, proj_.data(), n);
-}
-
-void CpuForward::AddBias(const std::vector<float>& bias, float* y, int32_t n) {
-  const std::size_t width = bias.size();
-  for (std::size_t i = 0; i < width * static_cast<std::size_t>(n); ++i) y[i] += bias[i % width];
+  AddBiasRows(w.bo, proj_.data(), n);
 }
 
 void CpuForward::SplitQueryGate(int32_t n) {
@@ -65,9 +60,9 @@ void CpuForward::ProjectQkv(const LayerWeights& w, int32_t n) {
   } else {
     for (const MatMulOutput& out : qkv) MatMul(out.w, xb_.data(), n, out.y, matmul_scratch_, pool_);
   }
-  AddBias(w.bq, q_.data(), n);
-  AddBias(w.bk, k_.data(), n);
-  AddBias(w.bv, v_.data(), n);
+  AddBiasRows(w.bq, q_.data(), n);
+  AddBiasRows(w.bk, k_.data(), n);
+  AddBiasRows(w.bv, v_.data(), n);
 }
 
 void CpuForward::RotateAndCache(const ForwardInput& input, int32_t layer) {

@@ -61,8 +61,6 @@ class CpuForward final : public ForwardBackend {
   // Attention's steps (cpu_attention.cc).
   // q_, k_, v_ = xb_ W (+ b).
   void ProjectQkv(const LayerWeights& w, int32_t n);
-  // y (n, bias.size()) += bias on every row; nothing when the bias is empty.
-  static void AddBias(const std::vector<float>& bias, float* y, int32_t n);
   // Per-head norms of q_ and k_ (Qwen3, Gemma 3), rotation, then k_ and v_ into the caches.
   void RotateAndCache(const ForwardInput& input, int32_t layer);
   void RotateAndCacheToken(const ForwardInput& input, int32_t layer, int64_t i);

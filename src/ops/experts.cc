@@ -108,9 +108,7 @@ void ExpertFeedForward(const ExpertWeights& w, GateActivation activation, const 
   ParallelForWork(pool, n, ElementwiseMacs(int64_t{n} * n_expert), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       float* row = s.logits_.data() + r * n_expert;
-      if (!w.router_bias.empty()) {
-        for (int32_t e = 0; e < n_expert; ++e) row[e] += w.router_bias[static_cast<std::size_t>(e)];
-      }
+      AddBiasRows(w.router_bias, row, 1);
       RouteRow(w.rule, row, n_expert, k, s.chosen_.data() + r * k, s.weights_.data() + r * k,
                s.probs_.data() + r * n_expert);
     }

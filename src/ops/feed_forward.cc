@@ -47,10 +47,7 @@ void GatedFeedForward(const GatedFeedForwardWeights& w, const float* x, int32_t 
   }
   MatMul(w.down, gate, n, out, scratch, pool);
   if (w.down_bias) {
-    const int64_t n_out = w.down.n_out;
-    for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < n_out; ++j) out[i * n_out + j] += w.down_bias[j];
-    }
+    AddBiasRows({w.down_bias, static_cast<std::size_t>(w.down.n_out)}, out, n);
   }
 }
 

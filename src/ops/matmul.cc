@@ -401,4 +401,12 @@ void MatMulColumns(std::span<const MatMulOutput> outs, const float* x, int n_row
   });
 }
 
+void AddBiasRows(std::span<const float> bias, float* y, int64_t n_rows) {
+  const auto width = static_cast<int64_t>(bias.size());
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* row = y + r * width;
+    for (int64_t j = 0; j < width; ++j) row[j] += bias[static_cast<std::size_t>(j)];
+  }
+}
+
 }  // namespace grove

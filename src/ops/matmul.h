@@ -67,6 +67,9 @@ class MatMulScratch {
 // (architecture contract 2). Supported weight types: f32, f16, bf16 (float activations, FMA), q8_0,
 // q4_0, q4_k and q6_k (activations quantized to 8 bits once per call into scratch, integer dot
 // products). Does not allocate.
+// y (n_rows, bias.size()) += bias on every row: a projection's "+ b". Nothing for an empty bias.
+void AddBiasRows(std::span<const float> bias, float* y, int64_t n_rows);
+
 void MatMul(const WeightView& w, const float* x, int n_rows, float* y, MatMulScratch& scratch,
             ThreadPool& pool);
 
